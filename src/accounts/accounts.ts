@@ -1,0 +1,325 @@
+/**
+ * Accounts, API keys and sessions (spec "Authentication", decisions D2, D8, D9, D21, D24).
+ *
+ * Repository-style free functions taking the database first. Secrets are returned once, at creation,
+ * and stored only as SHA-256 hashes.
+ */
+import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
+import { type Micros, microsToUsd } from "../billing/money.ts";
+import { effectiveTier, tierRow } from "../catalog/tiers.ts";
+import { errors } from "../errors.ts";
+import { newId } from "../ids.ts";
+import { isUniqueViolation } from "../storage/db.ts";
+import {
+  digestsEqual,
+  hashPassword,
+  hashSecret,
+  newApiKeySecret,
+  newSessionToken,
+  verifyPassword,
+} from "./secrets.ts";
+
+/** Signup credit, micro-USD (spec: 0.50 USD). */
+export const SIGNUP_CREDIT_MICROS: Micros = 500_000;
+/** Session lifetime, ms (30 days). */
+const SESSION_TTL_MS = 30 * 24 * 3600 * 1000;
+const EMAIL_RE = /^[^\s@]{1,64}@[^\s@]{1,189}\.[^\s@]{1,63}$/;
+
+/** What a caller authenticated as. */
+export interface Principal {
+  accountId: string;
+  /** The API key used, or null for a session token. */
+  keyId: string | null;
+}
+
+function validateCredentials(email: unknown, password: unknown): { email: string; password: string } {
+  if (typeof email !== "string" || !EMAIL_RE.test(email.trim()) || email.length > 254) {
+    throw errors.invalidRequest("email must be a valid email address.", "email");
+  }
+  if (typeof password !== "string" || password.length < 8) {
+    throw errors.invalidRequest("password must be at least 8 characters.", "password");
+  }
+  if (password.length > 1024) throw errors.invalidRequest("password is too long (max 1024).", "password");
+  return { email: email.trim().toLowerCase(), password };
+}
+
+/**
+ * Registers an account with the signup credit (ledger kind `signup_credit`), a first API key and a
+ * session. Returns the secrets (shown only here).
+ * @throws AppError 400 invalid_request (bad email, password under 8), 409 email_taken.
+ */
+export async function register(
+  db: Executor,
+  body: { email?: unknown; password?: unknown },
+): Promise<{ user_id: string; api_key: string; session_token: string }> {
+  const { email, password } = validateCredentials(body.email, body.password);
+  const passwordHash = await hashPassword(password);
+  const accountId = newId("usr");
+  const apiKey = newApiKeySecret();
+  const session = newSessionToken();
+  const now = Date.now();
+  try {
+    await inTransaction(db, async (trx) => {
+      await trx
+        .insertInto("accounts")
+        .values({
+          id: accountId,
+          email,
+          password_hash: passwordHash,
+          balance_micros: 0,
+          total_deposits_micros: 0,
+          tier_override: null,
+          limits_override: null,
+          created_at: now,
+        })
+        .execute();
+      await credit(trx, {
+        accountId,
+        kind: "signup_credit",
+        amountMicros: SIGNUP_CREDIT_MICROS,
+        reference: "signup",
+      });
+      await trx
+        .insertInto("api_keys")
+        .values({
+          id: newId("key"),
+          account_id: accountId,
+          name: "default",
+          key_hash: hashSecret(apiKey),
+          prefix: apiKey.slice(0, 12),
+          created_at: now,
+          last_used_at: null,
+        })
+        .execute();
+      await trx
+        .insertInto("sessions")
+        .values({
+          id: newId("ses"),
+          account_id: accountId,
+          token_hash: hashSecret(session),
+          created_at: now,
+          expires_at: now + SESSION_TTL_MS,
+        })
+        .execute();
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw errors.emailTaken();
+    throw err;
+  }
+  return { user_id: accountId, api_key: apiKey, session_token: session };
+}
+
+/**
+ * Logs in with email and password and opens a new session.
+ * @throws AppError 401 auth_error with the same message for an unknown email and a wrong password (D2).
+ */
+export async function login(
+  db: Executor,
+  body: { email?: unknown; password?: unknown },
+): Promise<{ user_id: string; session_token: string }> {
+  if (typeof body.email !== "string" || typeof body.password !== "string") {
+    throw errors.invalidRequest(
+      "email and password are required strings.",
+      typeof body.email !== "string" ? "email" : "password",
+    );
+  }
+  const email = body.email.trim().toLowerCase();
+  const row = await db
+    .selectFrom("accounts")
+    .select(["id", "password_hash"])
+    .where("email", "=", email)
+    .executeTakeFirst();
+  const ok = await verifyPassword(body.password, row?.password_hash ?? null);
+  if (!row || !ok) throw errors.auth("Wrong email or password.");
+  const token = newSessionToken();
+  const now = Date.now();
+  await db
+    .insertInto("sessions")
+    .values({
+      id: newId("ses"),
+      account_id: row.id,
+      token_hash: hashSecret(token),
+      created_at: now,
+      expires_at: now + SESSION_TTL_MS,
+    })
+    .execute();
+  return { user_id: row.id, session_token: token };
+}
+
+/** Last-used timestamps are written at most once a minute per key, off the request's critical path. */
+const LAST_USED_WRITE_INTERVAL_MS = 60_000;
+const lastUsedWritten = new Map<string, number>();
+
+/**
+ * Resolves a bearer secret (API key `gw_...` or session token `sess_...`) to its account. `allowSession`
+ * false accepts API keys only. Returns null when the secret is unknown, deleted or expired.
+ */
+export async function authenticate(
+  db: Executor,
+  secret: string,
+  opts: { allowSession: boolean },
+): Promise<Principal | null> {
+  if (secret.length < 10 || secret.length > 200) return null;
+  const hash = hashSecret(secret);
+  if (secret.startsWith("sess_")) {
+    if (!opts.allowSession) return null;
+    const s = await db
+      .selectFrom("sessions")
+      .select(["account_id", "token_hash", "expires_at"])
+      .where("token_hash", "=", hash)
+      .executeTakeFirst();
+    if (!s || !digestsEqual(s.token_hash, hash) || Number(s.expires_at) < Date.now()) return null;
+    return { accountId: s.account_id, keyId: null };
+  }
+  const k = await db
+    .selectFrom("api_keys")
+    .select(["id", "account_id", "key_hash"])
+    .where("key_hash", "=", hash)
+    .executeTakeFirst();
+  if (!k || !digestsEqual(k.key_hash, hash)) return null;
+  const now = Date.now();
+  if (now - (lastUsedWritten.get(k.id) ?? 0) > LAST_USED_WRITE_INTERVAL_MS) {
+    if (lastUsedWritten.size > 100_000) lastUsedWritten.clear();
+    lastUsedWritten.set(k.id, now);
+    // Best effort: a failed timestamp write must never fail the request.
+    db.updateTable("api_keys")
+      .set({ last_used_at: now })
+      .where("id", "=", k.id)
+      .execute()
+      .catch(() => {});
+  }
+  return { accountId: k.account_id, keyId: k.id };
+}
+
+/** The account fields the API shows. */
+export interface AccountView {
+  user_id: string;
+  email: string;
+  balance_usd: number;
+  tier: number;
+  tier_name: string;
+  total_deposits_usd: number;
+  created_at: string;
+}
+
+/** Loads an account's state: balance, deposits and effective tier (override wins). */
+export async function getAccount(
+  db: Executor,
+  accountId: string,
+): Promise<{
+  id: string;
+  email: string;
+  balanceMicros: Micros;
+  totalDepositsMicros: Micros;
+  tier: number;
+  tierOverride: number | null;
+  createdAt: number;
+} | null> {
+  const a = await db
+    .selectFrom("accounts")
+    .select(["id", "email", "balance_micros", "total_deposits_micros", "tier_override", "created_at"])
+    .where("id", "=", accountId)
+    .executeTakeFirst();
+  if (!a) return null;
+  const totalDeposits = Number(a.total_deposits_micros);
+  const override = a.tier_override === null ? null : Number(a.tier_override);
+  return {
+    id: a.id,
+    email: a.email,
+    balanceMicros: Number(a.balance_micros),
+    totalDepositsMicros: totalDeposits,
+    tier: effectiveTier(totalDeposits, override),
+    tierOverride: override,
+    createdAt: Number(a.created_at),
+  };
+}
+
+/** `GET /v1/auth/me` (D8). @throws AppError 401 when the account vanished. */
+export async function me(db: Executor, accountId: string): Promise<AccountView> {
+  const a = await getAccount(db, accountId);
+  if (!a) throw errors.auth();
+  return {
+    user_id: a.id,
+    email: a.email,
+    balance_usd: microsToUsd(a.balanceMicros),
+    tier: a.tier,
+    tier_name: tierRow(a.tier).name,
+    total_deposits_usd: microsToUsd(a.totalDepositsMicros),
+    created_at: new Date(a.createdAt).toISOString(),
+  };
+}
+
+/** An API key as listed (D21); the secret is never shown again. */
+export interface KeyView {
+  key_id: string;
+  name: string | null;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+/** `GET /v1/auth/keys`: the account's keys, oldest first. */
+export async function listKeys(db: Executor, accountId: string): Promise<KeyView[]> {
+  const rows = await db
+    .selectFrom("api_keys")
+    .select(["id", "name", "prefix", "created_at", "last_used_at"])
+    .where("account_id", "=", accountId)
+    .orderBy("created_at", "asc")
+    .orderBy("id", "asc")
+    .execute();
+  return rows.map((r) => ({
+    key_id: r.id,
+    name: r.name,
+    prefix: r.prefix,
+    created_at: new Date(Number(r.created_at)).toISOString(),
+    last_used_at: r.last_used_at === null ? null : new Date(Number(r.last_used_at)).toISOString(),
+  }));
+}
+
+/**
+ * `POST /v1/auth/keys` `{name?}`: a new key sharing the account's balance and limits (D21).
+ * @throws AppError 400 when `name` is not a string of at most 64 characters.
+ */
+export async function createKey(
+  db: Executor,
+  accountId: string,
+  body: { name?: unknown },
+): Promise<{ key_id: string; name: string | null; api_key: string; created_at: string }> {
+  if (
+    body.name !== undefined &&
+    body.name !== null &&
+    (typeof body.name !== "string" || body.name.length > 64)
+  ) {
+    throw errors.invalidRequest("name must be a string of at most 64 characters.", "name");
+  }
+  const name = typeof body.name === "string" ? body.name : null;
+  const secret = newApiKeySecret();
+  const id = newId("key");
+  const now = Date.now();
+  await db
+    .insertInto("api_keys")
+    .values({
+      id,
+      account_id: accountId,
+      name,
+      key_hash: hashSecret(secret),
+      prefix: secret.slice(0, 12),
+      created_at: now,
+      last_used_at: null,
+    })
+    .execute();
+  return { key_id: id, name, api_key: secret, created_at: new Date(now).toISOString() };
+}
+
+/**
+ * `DELETE /v1/auth/keys/{key_id}`: the key stops working at once.
+ * @throws AppError 404 key_not_found when the key is not the caller's (it keeps working, D24).
+ */
+export async function deleteKey(db: Executor, accountId: string, keyId: string): Promise<void> {
+  const res = await db
+    .deleteFrom("api_keys")
+    .where("id", "=", keyId)
+    .where("account_id", "=", accountId)
+    .executeTakeFirst();
+  if (Number(res.numDeletedRows) === 0) throw errors.keyNotFound();
+}

@@ -1,0 +1,132 @@
+/**
+ * Operator actions (D9, D21, D22): deposits, tier override and per-account limit overrides.
+ */
+import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
+import { microsToUsd, usdToMicros } from "../billing/money.ts";
+import { MAX_TIER } from "../catalog/tiers.ts";
+import { errors } from "../errors.ts";
+import { getAccount } from "./accounts.ts";
+
+/** Largest single deposit accepted, micro-USD (1,000,000 USD): guards against typos. */
+const MAX_DEPOSIT_MICROS = 1_000_000 * 1_000_000;
+
+/**
+ * Records a deposit (ledger kind `deposit`), raising cumulative deposits and so the tier.
+ * `amount_usd` is a positive decimal number (or numeric string) with at most 6 decimals.
+ * @returns `{balance_usd, tier}` after the deposit.
+ * @throws AppError 400 invalid_request (non-positive or non-numeric amount), 404 user_not_found.
+ */
+export async function depositFunds(
+  db: Executor,
+  userId: string,
+  body: { amount_usd?: unknown; reference?: unknown },
+): Promise<{ user_id: string; balance_usd: number; total_deposits_usd: number; tier: number }> {
+  const raw = body.amount_usd;
+  const micros = typeof raw === "number" || typeof raw === "string" ? usdToMicros(raw) : null;
+  if (micros === null || micros <= 0 || micros > MAX_DEPOSIT_MICROS) {
+    throw errors.invalidRequest(
+      "amount_usd must be a positive number of USD with at most 6 decimals.",
+      "amount_usd",
+    );
+  }
+  if (body.reference !== undefined && (typeof body.reference !== "string" || body.reference.length > 200)) {
+    throw errors.invalidRequest("reference must be a string of at most 200 characters.", "reference");
+  }
+  const reference = typeof body.reference === "string" ? body.reference : null;
+  return inTransaction(db, async (trx) => {
+    if (!(await getAccount(trx, userId))) throw errors.userNotFound();
+    await credit(trx, { accountId: userId, kind: "deposit", amountMicros: micros, reference });
+    const after = await getAccount(trx, userId);
+    if (!after) throw errors.userNotFound();
+    return {
+      user_id: userId,
+      balance_usd: microsToUsd(after.balanceMicros),
+      total_deposits_usd: microsToUsd(after.totalDepositsMicros),
+      tier: after.tier,
+    };
+  });
+}
+
+/**
+ * Sets (0..4) or clears (null) the operator's tier override; the override wins over deposits.
+ * @throws AppError 400 invalid_request (tier outside 0..4), 404 user_not_found.
+ */
+export async function setTierOverride(
+  db: Executor,
+  userId: string,
+  tier: unknown,
+): Promise<{ user_id: string; tier: number; tier_override: number | null }> {
+  if (tier !== null && (typeof tier !== "number" || !Number.isInteger(tier) || tier < 0 || tier > MAX_TIER)) {
+    throw errors.invalidRequest(`tier must be an integer from 0 to ${MAX_TIER}, or null.`, "tier");
+  }
+  const res = await db
+    .updateTable("accounts")
+    .set({ tier_override: tier })
+    .where("id", "=", userId)
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) === 0) throw errors.userNotFound();
+  const a = await getAccount(db, userId);
+  if (!a) throw errors.userNotFound();
+  return { user_id: userId, tier: a.tier, tier_override: a.tierOverride };
+}
+
+/** Tier-row fields an operator may override for one account (D22). */
+export const LIMIT_FIELDS = [
+  "rpm",
+  "per_model_rpm",
+  "tpm",
+  "max_single_request",
+  "image_concurrent",
+  "image_queue_depth_cap",
+  "video_concurrent",
+  "video_queue_depth_cap",
+  "audio_concurrent_per_provider",
+] as const;
+const POOL_KEYS = ["host_1", "host_2", "alpha", "beta", "host_3"];
+
+/**
+ * Merges `patch` into the account's limit overrides (D22): each field a non-negative integer (or, for
+ * `audio_concurrent_per_provider`, an object of them), `null` drops the field's override.
+ * @returns the overrides now in force.
+ * @throws AppError 400 invalid_request (unknown field or bad value), 404 user_not_found.
+ */
+export async function setLimitsOverride(
+  db: Executor,
+  userId: string,
+  patch: Record<string, unknown>,
+): Promise<{ user_id: string; limits_override: Record<string, unknown> }> {
+  const isCount = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 1e9;
+  for (const [k, v] of Object.entries(patch)) {
+    if (!(LIMIT_FIELDS as readonly string[]).includes(k))
+      throw errors.invalidRequest(`Unknown limit field '${k}'.`, k);
+    if (v === null) continue;
+    if (k === "audio_concurrent_per_provider") {
+      const ok =
+        typeof v === "object" &&
+        !Array.isArray(v) &&
+        Object.entries(v as Record<string, unknown>).every(
+          ([pk, pv]) => POOL_KEYS.includes(pk) && isCount(pv),
+        );
+      if (!ok)
+        throw errors.invalidRequest(`${k} must map ${POOL_KEYS.join(", ")} to non-negative integers.`, k);
+    } else if (!isCount(v)) {
+      throw errors.invalidRequest(`${k} must be a non-negative integer or null.`, k);
+    }
+  }
+  return inTransaction(db, async (trx) => {
+    const row = await trx
+      .selectFrom("accounts")
+      .select("limits_override")
+      .where("id", "=", userId)
+      .executeTakeFirst();
+    if (!row) throw errors.userNotFound();
+    const current = row.limits_override ? (JSON.parse(row.limits_override) as Record<string, unknown>) : {};
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === null) delete current[k];
+      else current[k] = v;
+    }
+    const text = Object.keys(current).length > 0 ? JSON.stringify(current) : null;
+    await trx.updateTable("accounts").set({ limits_override: text }).where("id", "=", userId).execute();
+    return { user_id: userId, limits_override: current };
+  });
+}

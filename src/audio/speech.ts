@@ -1,0 +1,228 @@
+/**
+ * Text to speech (spec "POST /v1/audio/speech"; decisions D2, D7, D10, D16, D20).
+ *
+ * Validate (model, input, voice, format, settings) -> voice/model compatibility and ownership ->
+ * quote (catalog) -> hold -> upstream -> capture. Any failure after the hold releases it, so the balance
+ * is exactly as before (design.md invariant 4); the caller gets 502 `provider_error`.
+ */
+import {
+  captureHold,
+  credit,
+  type Executor,
+  InsufficientFundsError,
+  placeHold,
+  releaseHold,
+} from "../billing/ledger.ts";
+import { formatUsd, type Micros } from "../billing/money.ts";
+import { DEFAULT_SPEECH_MODEL, getSpeechModel } from "../catalog/models.ts";
+import { quoteSpeech } from "../catalog/quote.ts";
+import type { SpeechModel } from "../catalog/types.ts";
+import { errors } from "../errors.ts";
+import {
+  AUDIO_FORMATS,
+  type AudioFormat,
+  type SimulateMode,
+  type SpeechAdapter,
+  type VoiceLibraryAdapter,
+  type VoiceSettings,
+} from "../upstreams/types.ts";
+import { findVoiceOwner } from "./voices.ts";
+
+/** The speech request body as received (types already checked by the route schema). */
+export interface SpeechBody {
+  model?: string;
+  input?: string;
+  /** Alias of `input`. */
+  text?: string;
+  voice_id?: string;
+  /** Alias of `voice_id`. */
+  voice?: string;
+  response_format?: string;
+  voice_settings?: VoiceSettings;
+  stream?: boolean;
+}
+
+/** What the speech service needs. */
+export interface SpeechDeps {
+  db: Executor;
+  /** The adapter that serves a model (by its family). */
+  adapterFor(model: SpeechModel): SpeechAdapter;
+  voices: VoiceLibraryAdapter;
+}
+
+/** A finished speech call. Amounts in micro-USD. */
+export interface SpeechOutcome {
+  model: string;
+  /** Characters billed: code points of the NFC-normalized input (D7). */
+  charsBilled: number;
+  costMicros: Micros;
+  balanceMicros: Micros;
+  contentType: string;
+  /** Complete bytes, or a stream whose first chunk has already arrived. */
+  audio: { kind: "bytes"; body: Uint8Array } | { kind: "stream"; chunks: AsyncIterable<Uint8Array> };
+}
+
+/** Counts code points (not UTF-16 units) of an NFC-normalized string. */
+export function codePointLength(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/** A validated request, ready to quote. */
+interface ValidSpeech {
+  model: SpeechModel;
+  text: string;
+  chars: number;
+  voiceId: string;
+  format: AudioFormat;
+  settings: VoiceSettings;
+  stream: boolean;
+}
+
+/**
+ * Checks the body in the order of the spec's error table. Throws AppError 400 `not_a_tts_model`,
+ * `invalid_request` (input missing/empty, bad format or settings), `input_too_long`, `voice_required`.
+ */
+export function validateSpeech(body: SpeechBody): ValidSpeech {
+  const modelId = body.model ?? DEFAULT_SPEECH_MODEL;
+  const model = getSpeechModel(modelId);
+  if (!model?.enabled) throw errors.notATtsModel(modelId);
+
+  const rawInput = body.input ?? body.text;
+  if (typeof rawInput !== "string" || rawInput.trim().length === 0) {
+    throw errors.invalidRequest("input (or text) is required and must be a non-empty string.", "input");
+  }
+  const text = rawInput.normalize("NFC");
+  const chars = codePointLength(text);
+  if (chars > model.maxInputChars) throw errors.inputTooLong(chars, model.maxInputChars);
+
+  const voiceId = body.voice_id ?? body.voice;
+  if (typeof voiceId !== "string" || voiceId.length === 0) throw errors.voiceRequired();
+  if (voiceId.length > 128)
+    throw errors.invalidRequest("voice_id is too long (max 128 characters).", "voice_id");
+
+  const format = (body.response_format ?? "mp3_44100_128") as AudioFormat;
+  if (!AUDIO_FORMATS.includes(format)) {
+    throw errors.invalidRequest(
+      `response_format must be one of ${AUDIO_FORMATS.join(", ")}.`,
+      "response_format",
+    );
+  }
+  const settings = body.voice_settings ?? {};
+  for (const k of ["stability", "similarity_boost", "style"] as const) {
+    const v = settings[k];
+    if (v !== undefined && (typeof v !== "number" || !Number.isFinite(v) || v < 0 || v > 1)) {
+      throw errors.invalidRequest(`voice_settings.${k} must be a number from 0 to 1.`, `voice_settings.${k}`);
+    }
+  }
+  return {
+    model,
+    text,
+    chars,
+    voiceId,
+    format,
+    settings,
+    stream: body.stream === true && model.supportsStreaming,
+  };
+}
+
+/**
+ * Generates speech for `accountId`: validates, checks the voice (D20: alpha library voices with alpha-*
+ * models; owned and other voices are beta, usable only with beta-speech-* and, when owned, only by
+ * their owner), holds the quote, calls the upstream and captures.
+ *
+ * @throws AppError 400 (see {@link validateSpeech}, `voice_model_mismatch`), 402 `billing_error`,
+ *   403 `voice_not_owned`, 502 `provider_error` (hold released).
+ */
+export async function createSpeech(
+  deps: SpeechDeps,
+  accountId: string,
+  body: SpeechBody,
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
+): Promise<SpeechOutcome> {
+  const req = validateSpeech(body);
+  const { model } = req;
+
+  let voiceProvider: "alpha" | "beta" = "beta";
+  if (deps.voices.isAlphaVoice(req.voiceId)) {
+    voiceProvider = "alpha";
+  } else {
+    const owner = await findVoiceOwner(deps.db, req.voiceId);
+    if (owner !== null && owner !== accountId) throw errors.voiceNotOwned();
+  }
+  if (voiceProvider !== model.voiceProvider) throw errors.voiceModelMismatch(voiceProvider, model.id);
+
+  const cost = quoteSpeech(model, req.chars);
+  let hold: Awaited<ReturnType<typeof placeHold>>;
+  try {
+    hold = await placeHold(deps.db, { accountId, amountMicros: cost, reference: model.id });
+  } catch (err) {
+    if (err instanceof InsufficientFundsError) {
+      throw errors.billing(`This request costs ${formatUsd(cost)} USD; the balance is too low.`);
+    }
+    throw err;
+  }
+
+  const adapter = deps.adapterFor(model);
+  let result: Awaited<ReturnType<SpeechAdapter["speech"]>>;
+  let firstChunk: IteratorResult<Uint8Array> | null = null;
+  let iterator: AsyncIterator<Uint8Array> | null = null;
+  try {
+    result = await adapter.speech(
+      {
+        model: model.id,
+        text: req.text,
+        voiceId: req.voiceId,
+        format: req.format,
+        voiceSettings: req.settings,
+        stream: req.stream,
+        simulate: opts.simulate,
+      },
+      opts.signal,
+    );
+    if (result.kind === "stream") {
+      // Wait for the first audio before charging: an upstream that fails early costs nothing.
+      iterator = result.chunks[Symbol.asyncIterator]();
+      firstChunk = await iterator.next();
+    }
+  } catch {
+    await releaseHold(deps.db, hold.id);
+    throw errors.provider();
+  }
+
+  const settled = await captureHold(deps.db, hold.id, cost);
+  const base = {
+    model: model.id,
+    charsBilled: req.chars,
+    costMicros: cost,
+    balanceMicros: settled.balanceAfterMicros,
+    contentType: result.contentType,
+  };
+  if (result.kind === "bytes") return { ...base, audio: { kind: "bytes", body: result.body } };
+
+  const it = iterator!;
+  const first = firstChunk!;
+  const db = deps.db;
+  async function* rest(): AsyncGenerator<Uint8Array> {
+    try {
+      if (!first.done) yield first.value;
+      while (true) {
+        const next = await it.next();
+        if (next.done) return;
+        yield next.value;
+      }
+    } catch (err) {
+      // The upstream broke off after we charged: give the money back, then end the response.
+      await credit(db, {
+        accountId,
+        kind: "refund",
+        amountMicros: cost,
+        holdId: hold.id,
+        reference: model.id,
+      });
+      throw err;
+    }
+  }
+  return { ...base, audio: { kind: "stream", chunks: rest() } };
+}

@@ -1,0 +1,344 @@
+/**
+ * The ledger: the only writer of `ledger_entries`, `holds` and account balances (design.md).
+ *
+ * Every change of a balance is one UPDATE guarded by `balance_micros >= amount` (so concurrent callers
+ * can never overdraw: the row lock on PostgreSQL and the single writer on SQLite serialize them) and one
+ * ledger entry carrying the balance right after it (D17), inside one transaction. Hence at every commit
+ * the balance equals the sum of the account's ledger entries and is never negative (invariant 1).
+ *
+ * A sync call or a job holds its estimate ({@link placeHold}), then either captures the final amount
+ * ({@link captureHold}: entries `hold_release` of the whole hold and `charge` of the final amount) or
+ * releases it ({@link releaseHold}). A hold leaves `open` exactly once (invariant 2).
+ */
+import type { Kysely, Transaction } from "kysely";
+import { newId } from "../ids.ts";
+import type { Database, LedgerKind } from "../storage/schema.ts";
+import type { Micros } from "./money.ts";
+
+/** A database handle or an open transaction. */
+export type Executor = Kysely<Database> | Transaction<Database>;
+
+/** The balance does not cover the amount asked for. Services translate it to their 402 code. */
+export class InsufficientFundsError extends Error {
+  readonly neededMicros: Micros;
+  readonly balanceMicros: Micros | null;
+  constructor(neededMicros: Micros, balanceMicros: Micros | null) {
+    super("insufficient funds");
+    this.name = "InsufficientFundsError";
+    this.neededMicros = neededMicros;
+    this.balanceMicros = balanceMicros;
+  }
+}
+
+/** Runs `fn` in the given transaction, or opens one. */
+export async function inTransaction<T>(
+  db: Executor,
+  fn: (trx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
+  if (db.isTransaction) return fn(db as Transaction<Database>);
+  return (db as Kysely<Database>).transaction().execute(fn);
+}
+
+function assertAmount(micros: Micros): void {
+  if (!Number.isSafeInteger(micros) || micros <= 0) {
+    throw new RangeError(`amount must be a positive safe integer of micro-USD, got ${micros}`);
+  }
+}
+
+/** Adds `delta` (signed micro-USD) to the balance if the result stays >= 0; returns the new balance or null. */
+async function moveBalance(
+  trx: Transaction<Database>,
+  accountId: string,
+  delta: Micros,
+): Promise<Micros | null> {
+  let q = trx
+    .updateTable("accounts")
+    .set((eb) => ({ balance_micros: eb("balance_micros", "+", delta) }))
+    .where("id", "=", accountId);
+  if (delta < 0) q = q.where("balance_micros", ">=", -delta);
+  const row = await q.returning("balance_micros").executeTakeFirst();
+  return row ? Number(row.balance_micros) : null;
+}
+
+interface EntryFields {
+  kind: LedgerKind;
+  amount: Micros;
+  balanceAfter: Micros;
+  holdId?: string | null;
+  jobId?: string | null;
+  reference?: string | null;
+}
+
+async function insertEntries(
+  trx: Transaction<Database>,
+  accountId: string,
+  now: number,
+  entries: EntryFields[],
+) {
+  await trx
+    .insertInto("ledger_entries")
+    .values(
+      entries.map((e) => ({
+        account_id: accountId,
+        kind: e.kind,
+        amount_micros: e.amount,
+        balance_after_micros: e.balanceAfter,
+        hold_id: e.holdId ?? null,
+        job_id: e.jobId ?? null,
+        reference: e.reference ?? null,
+        created_at: now,
+      })),
+    )
+    .execute();
+}
+
+/** A placed hold. */
+export interface Hold {
+  id: string;
+  accountId: string;
+  amountMicros: Micros;
+  /** Balance after the hold, micro-USD. */
+  balanceAfterMicros: Micros;
+}
+
+/**
+ * Holds `amountMicros` (> 0) of the account's balance: the balance drops by the amount and a `hold`
+ * entry is written. Runs inside `db` if it is a transaction (so a job row and its hold commit together).
+ * @throws InsufficientFundsError when the balance is below the amount (nothing is written).
+ */
+export async function placeHold(
+  db: Executor,
+  args: { accountId: string; amountMicros: Micros; jobId?: string | null; reference?: string | null },
+): Promise<Hold> {
+  assertAmount(args.amountMicros);
+  const id = newId("hold");
+  const now = Date.now();
+  return inTransaction(db, async (trx) => {
+    const balance = await moveBalance(trx, args.accountId, -args.amountMicros);
+    if (balance === null) {
+      const acc = await trx
+        .selectFrom("accounts")
+        .select("balance_micros")
+        .where("id", "=", args.accountId)
+        .executeTakeFirst();
+      throw new InsufficientFundsError(args.amountMicros, acc ? Number(acc.balance_micros) : null);
+    }
+    await trx
+      .insertInto("holds")
+      .values({
+        id,
+        account_id: args.accountId,
+        amount_micros: args.amountMicros,
+        status: "open",
+        captured_micros: null,
+        job_id: args.jobId ?? null,
+        reference: args.reference ?? null,
+        created_at: now,
+        settled_at: null,
+      })
+      .execute();
+    await insertEntries(trx, args.accountId, now, [
+      {
+        kind: "hold",
+        amount: -args.amountMicros,
+        balanceAfter: balance,
+        holdId: id,
+        jobId: args.jobId,
+        reference: args.reference,
+      },
+    ]);
+    return { id, accountId: args.accountId, amountMicros: args.amountMicros, balanceAfterMicros: balance };
+  });
+}
+
+/** Result of settling a hold. */
+export interface Settlement {
+  /** Amount charged, micro-USD (0 for a release). */
+  chargedMicros: Micros;
+  /** Balance after settlement, micro-USD. */
+  balanceAfterMicros: Micros;
+}
+
+/**
+ * Captures an open hold: releases the whole hold (`hold_release`) and charges `finalMicros`
+ * (0 <= final <= held; `charge` entry, omitted when 0). Exactly once: a hold that is no longer open
+ * throws and changes nothing.
+ * @throws Error when the hold is not open or the final amount exceeds the hold.
+ */
+export async function captureHold(db: Executor, holdId: string, finalMicros: Micros): Promise<Settlement> {
+  if (!Number.isSafeInteger(finalMicros) || finalMicros < 0) {
+    throw new RangeError(`final amount must be a non-negative safe integer, got ${finalMicros}`);
+  }
+  const now = Date.now();
+  return inTransaction(db, async (trx) => {
+    const hold = await trx
+      .updateTable("holds")
+      .set({ status: "captured", captured_micros: finalMicros, settled_at: now })
+      .where("id", "=", holdId)
+      .where("status", "=", "open")
+      .where("amount_micros", ">=", finalMicros)
+      .returning(["account_id", "amount_micros", "job_id", "reference"])
+      .executeTakeFirst();
+    if (!hold) throw new Error(`hold ${holdId} is not open or is smaller than ${finalMicros}`);
+    const held = Number(hold.amount_micros);
+    const balance = await moveBalance(trx, hold.account_id, held - finalMicros);
+    if (balance === null) throw new Error(`balance update failed for hold ${holdId}`);
+    const common = { holdId, jobId: hold.job_id, reference: hold.reference };
+    const entries: EntryFields[] = [
+      { kind: "hold_release", amount: held, balanceAfter: balance + finalMicros, ...common },
+    ];
+    if (finalMicros > 0)
+      entries.push({ kind: "charge", amount: -finalMicros, balanceAfter: balance, ...common });
+    await insertEntries(trx, hold.account_id, now, entries);
+    return { chargedMicros: finalMicros, balanceAfterMicros: balance };
+  });
+}
+
+/**
+ * Releases an open hold in full (`hold_release`). Idempotent: returns null when the hold was already
+ * captured or released (nothing changes), otherwise the settlement.
+ */
+export async function releaseHold(db: Executor, holdId: string): Promise<Settlement | null> {
+  const now = Date.now();
+  return inTransaction(db, async (trx) => {
+    const hold = await trx
+      .updateTable("holds")
+      .set({ status: "released", settled_at: now })
+      .where("id", "=", holdId)
+      .where("status", "=", "open")
+      .returning(["account_id", "amount_micros", "job_id", "reference"])
+      .executeTakeFirst();
+    if (!hold) return null;
+    const held = Number(hold.amount_micros);
+    const balance = await moveBalance(trx, hold.account_id, held);
+    if (balance === null) throw new Error(`balance update failed for hold ${holdId}`);
+    await insertEntries(trx, hold.account_id, now, [
+      {
+        kind: "hold_release",
+        amount: held,
+        balanceAfter: balance,
+        holdId,
+        jobId: hold.job_id,
+        reference: hold.reference,
+      },
+    ]);
+    return { chargedMicros: 0, balanceAfterMicros: balance };
+  });
+}
+
+/**
+ * Credits an account: `signup_credit`, `deposit`, `refund` or a positive `adjustment`. A deposit also
+ * raises the cumulative deposits that drive the tier. Returns the balance after, micro-USD.
+ * @throws Error when the account does not exist.
+ */
+export async function credit(
+  db: Executor,
+  args: {
+    accountId: string;
+    kind: "signup_credit" | "deposit" | "refund" | "adjustment";
+    amountMicros: Micros;
+    reference?: string | null;
+    jobId?: string | null;
+    holdId?: string | null;
+  },
+): Promise<Micros> {
+  assertAmount(args.amountMicros);
+  const now = Date.now();
+  return inTransaction(db, async (trx) => {
+    const row = await trx
+      .updateTable("accounts")
+      .set((eb) =>
+        args.kind === "deposit"
+          ? {
+              balance_micros: eb("balance_micros", "+", args.amountMicros),
+              total_deposits_micros: eb("total_deposits_micros", "+", args.amountMicros),
+            }
+          : { balance_micros: eb("balance_micros", "+", args.amountMicros) },
+      )
+      .where("id", "=", args.accountId)
+      .returning("balance_micros")
+      .executeTakeFirst();
+    if (!row) throw new Error(`account ${args.accountId} not found`);
+    const balance = Number(row.balance_micros);
+    await insertEntries(trx, args.accountId, now, [
+      {
+        kind: args.kind,
+        amount: args.amountMicros,
+        balanceAfter: balance,
+        reference: args.reference,
+        jobId: args.jobId,
+        holdId: args.holdId,
+      },
+    ]);
+    return balance;
+  });
+}
+
+/** One ledger entry as the API shows it (D8, D17); amounts in micro-USD. */
+export interface LedgerEntry {
+  id: string;
+  kind: LedgerKind;
+  amountMicros: Micros;
+  balanceAfterMicros: Micros;
+  jobId: string | null;
+  createdAt: number;
+}
+
+/** Public id of a ledger entry. */
+export function ledgerEntryId(seq: number): string {
+  return `le_${seq}`;
+}
+
+/**
+ * The account's ledger, newest first: at most `limit` entries older than the entry `after` (a public
+ * id from a previous page), and whether more exist.
+ */
+export async function listLedger(
+  db: Executor,
+  accountId: string,
+  opts: { limit: number; after: string | null },
+): Promise<{ entries: LedgerEntry[]; hasMore: boolean }> {
+  let q = db
+    .selectFrom("ledger_entries")
+    .select(["seq", "kind", "amount_micros", "balance_after_micros", "job_id", "created_at"])
+    .where("account_id", "=", accountId)
+    .orderBy("seq", "desc")
+    .limit(opts.limit + 1);
+  if (opts.after !== null) {
+    const seq = Number(/^le_(\d+)$/.exec(opts.after)?.[1] ?? Number.NaN);
+    if (Number.isSafeInteger(seq)) q = q.where("seq", "<", seq);
+  }
+  const rows = await q.execute();
+  const hasMore = rows.length > opts.limit;
+  return {
+    hasMore,
+    entries: rows.slice(0, opts.limit).map((r) => ({
+      id: ledgerEntryId(Number(r.seq)),
+      kind: r.kind,
+      amountMicros: Number(r.amount_micros),
+      balanceAfterMicros: Number(r.balance_after_micros),
+      jobId: r.job_id,
+      createdAt: Number(r.created_at),
+    })),
+  };
+}
+
+/** Sum of the account's ledger entries, micro-USD (tests and audits compare it with the balance). */
+export async function ledgerSum(db: Executor, accountId: string): Promise<Micros> {
+  const row = await db
+    .selectFrom("ledger_entries")
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("amount_micros"), eb.lit(0)).as("total"))
+    .where("account_id", "=", accountId)
+    .executeTakeFirstOrThrow();
+  return Number(row.total);
+}
+
+/** The account's balance, micro-USD, or null when there is no such account. */
+export async function getBalance(db: Executor, accountId: string): Promise<Micros | null> {
+  const row = await db
+    .selectFrom("accounts")
+    .select("balance_micros")
+    .where("id", "=", accountId)
+    .executeTakeFirst();
+  return row ? Number(row.balance_micros) : null;
+}

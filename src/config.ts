@@ -1,0 +1,84 @@
+/**
+ * Configuration from the environment (decision D11). This is the only module that reads `process.env`;
+ * everything else receives a {@link Config}. Invalid values fail at boot with a message naming the
+ * variable.
+ */
+
+export interface Config {
+  /** TCP port to listen on. */
+  port: number;
+  /** Interface to bind. */
+  host: string;
+  /** Base URL used in links the gateway hands out (blob URLs, voice previews). No trailing slash. */
+  publicBaseUrl: string;
+  /** `postgres://...` or an SQLite path. */
+  databaseUrl: string;
+  /** Redis for shared limits and pools, or null for in-process. */
+  redisUrl: string | null;
+  /** `file:<dir>` or `s3://bucket/prefix`. */
+  storageUrl: string;
+  /** Bearer token of the operator API (D9); null turns the operator API off (404). */
+  adminToken: string | null;
+  /** Seconds after which the sweep refunds a video job whose worker stopped reporting. */
+  sweepVideoAfterS: number;
+  /** Same for image jobs. */
+  sweepImageAfterS: number;
+  /** Multiplier of the simulator's typical latencies; 0 answers at once. */
+  simLatencyScale: number;
+  /** pino level. */
+  logLevel: string;
+  /** Largest request body, bytes (spec: media request body 25 MB). */
+  bodyLimitBytes: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return def;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}, got '${raw}'`);
+  }
+  return n;
+}
+
+function num(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return def;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min || n > max) {
+    throw new Error(`${name} must be a number from ${min} to ${max}, got '${raw}'`);
+  }
+  return n;
+}
+
+/**
+ * Builds the configuration from `env` (default `process.env`). Throws an Error naming the variable when
+ * a value is invalid.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, "PORT", 8080, 0, 65535);
+  const host = env.HOST || "127.0.0.1";
+  const defaultBase = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const publicBaseUrl = (env.PUBLIC_BASE_URL || defaultBase).replace(/\/+$/, "");
+  try {
+    new URL(publicBaseUrl);
+  } catch {
+    throw new Error(`PUBLIC_BASE_URL must be an absolute URL, got '${publicBaseUrl}'`);
+  }
+  return {
+    port,
+    host,
+    publicBaseUrl,
+    databaseUrl: env.DATABASE_URL || "sqlite:./data/gateway.db",
+    redisUrl: env.REDIS_URL || null,
+    storageUrl: env.STORAGE_URL || "file:./data/blobs",
+    adminToken: env.GATEWAY_ADMIN_TOKEN || null,
+    sweepVideoAfterS: int(env, "SWEEP_VIDEO_AFTER_S", 720, 1, 86400),
+    sweepImageAfterS: int(env, "SWEEP_IMAGE_AFTER_S", 420, 1, 86400),
+    simLatencyScale: num(env, "SIM_LATENCY_SCALE", 1, 0, 100),
+    logLevel: env.LOG_LEVEL || "info",
+    bodyLimitBytes: 25 * 1024 * 1024,
+  };
+}

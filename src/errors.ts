@@ -1,0 +1,119 @@
+/**
+ * The one error catalogue of the gateway (decisions D1, D2, D16).
+ *
+ * Services throw {@link AppError}; the HTTP layer renders it as
+ * `{"error": {"code", "message", "type", "param"}}` with the catalogue's status. Nothing else builds
+ * error JSON by hand.
+ */
+
+/** Error classes of D1; D16 derives the class from the HTTP status. */
+export type ErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "permission_error"
+  | "billing_error"
+  | "rate_limit_error"
+  | "provider_error"
+  | "api_error";
+
+/** The `type` of D16 for an HTTP status. */
+export function errorTypeForStatus(status: number): ErrorType {
+  if (status === 401) return "authentication_error";
+  if (status === 402) return "billing_error";
+  if (status === 403) return "permission_error";
+  if (status === 429) return "rate_limit_error";
+  if (status === 502 || status === 503 || status === 504) return "provider_error";
+  if (status >= 500) return "api_error";
+  return "invalid_request_error";
+}
+
+/**
+ * A failure the caller is told about: HTTP status, stable `error.code`, human message and the offending
+ * field (`param`, or null). `headers` are added to the answer (for example `Retry-After` on a 429).
+ */
+export class AppError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly param: string | null;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    param: string | null = null,
+    headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "AppError";
+    this.status = status;
+    this.code = code;
+    this.param = param;
+    this.headers = headers;
+  }
+
+  get type(): ErrorType {
+    return errorTypeForStatus(this.status);
+  }
+
+  /** The D1 body. */
+  toBody(): { error: { code: string; message: string; type: ErrorType; param: string | null } } {
+    return { error: { code: this.code, message: this.message, type: this.type, param: this.param } };
+  }
+}
+
+/**
+ * Factories, one per error the gateway answers with. Grouped by status; codes are the spec's tables
+ * and D2/D16/D20/D21/D24.
+ */
+export const errors = {
+  // 400
+  invalidRequest: (message: string, param: string | null = null) =>
+    new AppError(400, "invalid_request", message, param),
+  notATtsModel: (model: string) =>
+    new AppError(400, "not_a_tts_model", `'${model}' is not a speech model.`, "model"),
+  voiceRequired: () => new AppError(400, "voice_required", "voice_id (or voice) is required.", "voice_id"),
+  inputTooLong: (measured: number, max: number) =>
+    new AppError(400, "input_too_long", `input is ${measured} characters; the maximum is ${max}.`, "input"),
+  voiceModelMismatch: (voiceProvider: string, model: string) =>
+    new AppError(
+      400,
+      "voice_model_mismatch",
+      `A ${voiceProvider} voice cannot be used with model '${model}'; ${voiceProvider} voices work only with ${voiceProvider}-* speech models.`,
+      "voice_id",
+    ),
+  // 401
+  auth: (message = "Missing or invalid API key.") => new AppError(401, "auth_error", message),
+  // 402
+  billing: (message = "Balance too low for this request.") => new AppError(402, "billing_error", message),
+  insufficientCredits: (needUsd: string) =>
+    new AppError(402, "insufficient_credits", `This call costs ${needUsd} USD; the balance is too low.`),
+  insufficientBalance: (message = "The hold could not be placed: balance too low.") =>
+    new AppError(402, "insufficient_balance", message),
+  // 403
+  voiceNotOwned: () =>
+    new AppError(403, "voice_not_owned", "This voice belongs to another account.", "voice_id"),
+  // 404
+  notFound: (message = "No such route.") => new AppError(404, "not_found", message),
+  userNotFound: () => new AppError(404, "user_not_found", "No such user."),
+  keyNotFound: () => new AppError(404, "key_not_found", "No such key."),
+  // 405
+  methodNotAllowed: (method: string, url: string) =>
+    new AppError(405, "method_not_allowed", `Method ${method} is not allowed on ${url}.`),
+  // 409
+  emailTaken: () => new AppError(409, "email_taken", "This email is already registered.", "email"),
+  // 413
+  payloadTooLarge: (message = "Request body too large.") => new AppError(413, "invalid_request", message),
+  // 415
+  unsupportedMediaType: (message: string) => new AppError(415, "invalid_request", message),
+  // 429
+  rateLimited: (message: string, retryAfterS: number) =>
+    new AppError(429, "rate_limited", message, null, {
+      "Retry-After": String(Math.max(1, Math.ceil(retryAfterS))),
+    }),
+  // 500
+  internal: (message = "Internal error.") => new AppError(500, "api_error", message),
+  // 502
+  provider: (message = "The upstream provider failed; nothing was charged.") =>
+    new AppError(502, "provider_error", message),
+} as const;

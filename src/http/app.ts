@@ -1,0 +1,95 @@
+/**
+ * The Fastify application (design.md "http/"): built separately from `listen()` so tests drive it on
+ * loopback. Routes are grouped by who may call them: public, API key (or session) and operator.
+ */
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import FindMyWay from "find-my-way";
+import { errors } from "../errors.ts";
+import type { Services } from "../services.ts";
+import { requireAdmin, requireAuth } from "./auth.ts";
+import { errorHandler } from "./error-handler.ts";
+import { adminRoutes } from "./routes/admin.ts";
+import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
+import { billingRoutes } from "./routes/billing.ts";
+import { catalogRoutes } from "./routes/catalog.ts";
+import { speechRoutes } from "./routes/speech.ts";
+
+/** The app type every route file receives. */
+export type App = FastifyInstance<
+  Server,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+const METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"] as const;
+
+/**
+ * Builds the gateway app on `services`. `logger` false silences request logs (tests).
+ */
+export async function buildApp(services: Services, opts: { logger?: boolean } = {}): Promise<App> {
+  const app = Fastify({
+    logger: opts.logger === false ? false : { level: services.config.logLevel },
+    bodyLimit: services.config.bodyLimitBytes,
+    // Bodies are validated as sent: no type coercion ("5" is not 5), unknown fields are ignored.
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false },
+    },
+    return503OnClosing: true,
+    forceCloseConnections: "idle",
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorateRequest("principal", null);
+  app.setErrorHandler(errorHandler);
+
+  // A JSON body sent without (or with another) Content-Type, as `curl -d` does, is still read as JSON.
+  app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text.trim() === "") return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(errors.invalidRequest("The body is not valid JSON."), undefined);
+    }
+  });
+
+  // 404 vs 405: a shadow router knows every registered path and its methods.
+  const shadow = FindMyWay();
+  app.addHook("onRoute", (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const m of methods) {
+      const method = m.toUpperCase() as (typeof METHODS)[number];
+      if (!METHODS.includes(method) || shadow.hasRoute(method, route.url)) continue;
+      shadow.on(method, route.url, () => {});
+    }
+  });
+  app.setNotFoundHandler((request) => {
+    const path = request.url.split("?")[0];
+    const allowed = METHODS.filter((m) => m !== request.method && shadow.find(m, path) !== null);
+    if (allowed.length > 0) throw errors.methodNotAllowed(request.method, path);
+    throw errors.notFound(`No route ${request.method} ${path}.`);
+  });
+
+  await app.register(async (pub) => {
+    authPublicRoutes(pub, services);
+    catalogRoutes(pub);
+    pub.get("/healthz", async () => ({ status: "ok" }));
+  });
+  await app.register(async (acc) => {
+    acc.addHook("onRequest", requireAuth(services, { allowSession: true }));
+    accountRoutes(acc, services);
+    billingRoutes(acc, services);
+  });
+  await app.register(async (keyed) => {
+    keyed.addHook("onRequest", requireAuth(services, { allowSession: false }));
+    speechRoutes(keyed, services);
+  });
+  await app.register(async (admin) => {
+    admin.addHook("onRequest", requireAdmin(services));
+    adminRoutes(admin, services);
+  });
+  return app;
+}

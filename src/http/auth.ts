@@ -1,0 +1,60 @@
+/**
+ * Authentication hooks (spec "Authentication", D8, D9): bearer API keys, session tokens and the operator
+ * token. Routes are grouped by who may call them; each group registers one of these as `onRequest`.
+ */
+import { timingSafeEqual } from "node:crypto";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { authenticate, type Principal } from "../accounts/accounts.ts";
+import { errors } from "../errors.ts";
+import type { Services } from "../services.ts";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Set by the auth hooks for authenticated routes. */
+    principal: Principal | null;
+  }
+}
+
+/** The bearer secret of `Authorization: Bearer <secret>` (or `x-api-key`, D23), or null. */
+export function bearerOf(request: FastifyRequest): string | null {
+  const h = request.headers.authorization;
+  if (typeof h === "string") {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+    if (m) return m[1];
+  }
+  const x = request.headers["x-api-key"];
+  if (typeof x === "string" && x.length > 0) return x;
+  return null;
+}
+
+/** `onRequest` hook: an API key (or, with `allowSession`, a session token) is required; 401 `auth_error` otherwise. */
+export function requireAuth(services: Services, opts: { allowSession: boolean }) {
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    const secret = bearerOf(request);
+    if (secret === null) throw errors.auth("Missing API key: send Authorization: Bearer <API_KEY>.");
+    const principal = await authenticate(services.db.kysely, secret, opts);
+    if (principal === null) throw errors.auth("Invalid API key.");
+    request.principal = principal;
+  };
+}
+
+/** The authenticated principal of a request behind {@link requireAuth}. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (request.principal === null) throw errors.auth();
+  return request.principal;
+}
+
+/**
+ * `onRequest` hook of the operator API (D9): without `GATEWAY_ADMIN_TOKEN` the API does not exist (404);
+ * with it, the bearer must equal the token (constant-time), else 401 `auth_error`.
+ */
+export function requireAdmin(services: Services) {
+  const token = services.config.adminToken;
+  const expected = token === null ? null : Buffer.from(token);
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    if (expected === null) throw errors.notFound();
+    const given = Buffer.from(bearerOf(request) ?? "");
+    const ok = given.length === expected.length && timingSafeEqual(given, expected);
+    if (!ok) throw errors.auth("Invalid operator token.");
+  };
+}

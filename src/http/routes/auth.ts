@@ -1,0 +1,50 @@
+/**
+ * Account routes (spec "Authentication", D2, D8, D21): registration and login (public), the caller's
+ * account and key management (API key or session token).
+ */
+import { Type } from "typebox";
+import { createKey, deleteKey, listKeys, login, me, register } from "../../accounts/accounts.ts";
+import type { Services } from "../../services.ts";
+import type { App } from "../app.ts";
+import { principalOf } from "../auth.ts";
+
+/** Loose object schema: field types are checked by the service so each gets its own message. */
+const CredentialsBody = Type.Object({
+  email: Type.Optional(Type.Unknown()),
+  password: Type.Optional(Type.Unknown()),
+});
+
+/** `POST /v1/auth/register`, `POST /v1/auth/login`. */
+export function authPublicRoutes(app: App, services: Services): void {
+  app.post("/v1/auth/register", { schema: { body: CredentialsBody } }, async (req) => {
+    return register(services.db.kysely, req.body ?? {});
+  });
+  app.post("/v1/auth/login", { schema: { body: CredentialsBody } }, async (req) => {
+    return login(services.db.kysely, req.body ?? {});
+  });
+}
+
+/** `GET /v1/auth/me`, `GET|POST /v1/auth/keys`, `DELETE /v1/auth/keys/{key_id}`. */
+export function accountRoutes(app: App, services: Services): void {
+  app.get("/v1/auth/me", async (req) => me(services.db.kysely, principalOf(req).accountId));
+  app.get("/v1/auth/keys", async (req) => ({
+    object: "list",
+    data: await listKeys(services.db.kysely, principalOf(req).accountId),
+  }));
+  app.post(
+    "/v1/auth/keys",
+    { schema: { body: Type.Optional(Type.Object({ name: Type.Optional(Type.Unknown()) })) } },
+    async (req, reply) => {
+      const out = await createKey(services.db.kysely, principalOf(req).accountId, req.body ?? {});
+      return reply.code(201).send(out);
+    },
+  );
+  app.delete(
+    "/v1/auth/keys/:key_id",
+    { schema: { params: Type.Object({ key_id: Type.String({ maxLength: 200 }) }) } },
+    async (req) => {
+      await deleteKey(services.db.kysely, principalOf(req).accountId, req.params.key_id);
+      return { key_id: req.params.key_id, deleted: true };
+    },
+  );
+}

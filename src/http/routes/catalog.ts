@@ -1,0 +1,22 @@
+/**
+ * Public catalog documents (spec "GET /v1/pricing", "GET /v1/limits/tiers", Versioning 5). They are
+ * built once from the catalog and served as pre-serialized JSON.
+ */
+import { buildLegacyCreditsPricing, buildPricingCatalog, buildTierMatrix } from "../../catalog/pricing.ts";
+import type { App } from "../app.ts";
+
+export function catalogRoutes(app: App): void {
+  const pricing = JSON.stringify(buildPricingCatalog());
+  const tiers = JSON.stringify(buildTierMatrix());
+  const legacy = JSON.stringify(buildLegacyCreditsPricing());
+  const json = "application/json; charset=utf-8";
+  app.get("/v1/pricing", async (_req, reply) =>
+    reply.header("cache-control", "public, max-age=60").type(json).send(pricing),
+  );
+  app.get("/v1/limits/tiers", async (_req, reply) =>
+    reply.header("cache-control", "public, max-age=300").type(json).send(tiers),
+  );
+  app.get("/v1/credits/pricing", async (_req, reply) =>
+    reply.header("cache-control", "public, max-age=60").type(json).send(legacy),
+  );
+}

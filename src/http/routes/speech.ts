@@ -1,0 +1,64 @@
+/**
+ * `POST /v1/audio/speech` (spec "POST /v1/audio/speech"): parses, calls the speech service and answers
+ * raw audio with the `X-Svc-*` headers. Field types are checked here; rules with their own error codes
+ * (model, input length, voice) are the service's.
+ */
+import { Readable } from "node:stream";
+import { Type } from "typebox";
+import { createSpeech } from "../../audio/speech.ts";
+import { formatUsd } from "../../billing/money.ts";
+import type { Services } from "../../services.ts";
+import type { SimulateMode } from "../../upstreams/types.ts";
+import type { App } from "../app.ts";
+import { principalOf } from "../auth.ts";
+
+const Unit = Type.Number({ minimum: 0, maximum: 1 });
+const SpeechBodySchema = Type.Object({
+  model: Type.Optional(Type.String({ maxLength: 200 })),
+  input: Type.Optional(Type.String()),
+  text: Type.Optional(Type.String()),
+  voice_id: Type.Optional(Type.String()),
+  voice: Type.Optional(Type.String()),
+  response_format: Type.Optional(Type.String({ maxLength: 50 })),
+  voice_settings: Type.Optional(
+    Type.Object({
+      stability: Type.Optional(Unit),
+      similarity_boost: Type.Optional(Unit),
+      style: Type.Optional(Unit),
+      use_speaker_boost: Type.Optional(Type.Boolean()),
+    }),
+  ),
+  stream: Type.Optional(Type.Boolean()),
+});
+
+/** The `X-Svc-Simulate` header (D10), or null. Unknown values are ignored. */
+export function simulateHeader(value: string | string[] | undefined): SimulateMode | null {
+  const v = Array.isArray(value) ? value[0] : value;
+  return v === "fail" || v === "hang" || v === "slow" ? v : null;
+}
+
+export function speechRoutes(app: App, services: Services): void {
+  const deps = { db: services.db.kysely, adapterFor: services.speechAdapterFor, voices: services.voices };
+  app.post("/v1/audio/speech", { schema: { body: SpeechBodySchema } }, async (req, reply) => {
+    const controller = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableFinished) controller.abort();
+    };
+    reply.raw.on("close", onClose);
+    const out = await createSpeech(deps, principalOf(req).accountId, req.body ?? {}, {
+      simulate: simulateHeader(req.headers["x-svc-simulate"]),
+      signal: controller.signal,
+    });
+    reply
+      .header("content-type", out.contentType)
+      .header("x-svc-model", out.model)
+      .header("x-svc-chars-billed", String(out.charsBilled))
+      .header("x-svc-cost-usd", formatUsd(out.costMicros))
+      .header("x-svc-balance-usd", formatUsd(out.balanceMicros));
+    if (out.audio.kind === "bytes")
+      return reply.send(
+        Buffer.from(out.audio.body.buffer, out.audio.body.byteOffset, out.audio.body.byteLength),
+      );
+    return reply.send(Readable.from(out.audio.chunks, { objectMode: false }));
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * Entry point: `node src/main.ts serve` (the gateway) or `node src/main.ts migrate` (apply migrations
+ * and exit). Configuration comes from the environment (config.ts, D11).
+ */
+import { loadConfig } from "./config.ts";
+import { buildApp } from "./http/app.ts";
+import { createServices } from "./services.ts";
+import { migrate, openDatabase } from "./storage/db.ts";
+
+async function serve(): Promise<void> {
+  const config = loadConfig();
+  const services = await createServices(config);
+  const app = await buildApp(services);
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, "shutting down: draining in-flight requests");
+    try {
+      await app.close();
+      await services.close();
+    } finally {
+      process.exit(0);
+    }
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  await app.listen({ port: config.port, host: config.host });
+  app.log.info(
+    { database: services.db.dialect, storage: config.storageUrl, admin_api: config.adminToken !== null },
+    `gateway ready at ${config.publicBaseUrl}`,
+  );
+}
+
+async function migrateOnly(): Promise<void> {
+  const config = loadConfig();
+  const db = openDatabase(config.databaseUrl);
+  try {
+    await migrate(db);
+    console.log(`migrations applied (${db.dialect})`);
+  } finally {
+    await db.close();
+  }
+}
+
+const role = process.argv[2] ?? "serve";
+const roles: Record<string, () => Promise<void>> = { serve, migrate: migrateOnly };
+const run = roles[role];
+if (!run) {
+  console.error(`unknown role '${role}'; use one of: ${Object.keys(roles).join(", ")}`);
+  process.exit(2);
+}
+run().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

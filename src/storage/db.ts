@@ -1,0 +1,95 @@
+/**
+ * The database: Kysely over SQLite (`node:sqlite`, the embedded default) or PostgreSQL (`pg`), chosen
+ * by `DATABASE_URL` (D11). Only this folder knows SQL dialects (design.md).
+ */
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
+import { type Migration, type MigrationProvider, Migrator } from "kysely/migration";
+import pg from "pg";
+import * as m001 from "./migrations/001_core.ts";
+import type { Database } from "./schema.ts";
+import { openSqlite } from "./sqlite.ts";
+
+export type Dialect = "sqlite" | "postgres";
+
+/** An open database handle. `close()` ends every connection. */
+export interface Db {
+  kysely: Kysely<Database>;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the database named by `url`: `postgres://...` / `postgresql://...` selects PostgreSQL, anything
+ * else is an SQLite path (`sqlite:./data/gateway.db`, `file:...` or a bare path). Parent folders of an
+ * SQLite file are created. `poolSize` bounds PostgreSQL connections.
+ */
+export function openDatabase(url: string, opts: { poolSize?: number } = {}): Db {
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: opts.poolSize ?? 20,
+      // BIGINT columns hold micro-USD and epoch ms, all far below 2^53: read them as numbers.
+      types: {
+        getTypeParser: ((oid: number, format?: string) =>
+          oid === 20
+            ? (v: string) => Number(v)
+            : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
+      },
+    });
+    // An idle client that loses its server must not crash the process.
+    pool.on("error", () => {});
+    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { kysely, dialect: "postgres", close: () => kysely.destroy() };
+  }
+  const path = resolve(url.replace(/^(sqlite|file):(\/\/)?/, ""));
+  mkdirSync(dirname(path), { recursive: true });
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: openSqlite(path) }) });
+  return { kysely, dialect: "sqlite", close: () => kysely.destroy() };
+}
+
+/** Migrations in order; each takes the dialect for the few places where types differ. */
+const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, dialect: Dialect): Promise<void> }> = {
+  "001_core": m001,
+};
+
+/**
+ * Applies every pending migration (idempotent; safe when several processes start at once, Kysely's
+ * migrator takes a lock). Throws when a migration fails.
+ */
+export async function migrate(db: Db): Promise<void> {
+  const provider: MigrationProvider = {
+    async getMigrations(): Promise<Record<string, Migration>> {
+      const out: Record<string, Migration> = {};
+      for (const [name, mod] of Object.entries(MIGRATIONS)) {
+        out[name] = { up: (k) => mod.up(k as Kysely<unknown>, db.dialect) };
+      }
+      return out;
+    },
+  };
+  const migrator = new Migrator({ db: db.kysely, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "unknown";
+    throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** Whether `err` is a unique-constraint violation on either dialect (translated by repositories). */
+export function isUniqueViolation(err: unknown): boolean {
+  if (typeof err !== "object" || err === null) return false;
+  const e = err as { code?: unknown; errcode?: unknown; message?: unknown };
+  if (e.code === "23505") return true; // PostgreSQL unique_violation
+  const msg = typeof e.message === "string" ? e.message : "";
+  return msg.includes("UNIQUE constraint failed");
+}
+
+/** Whether `err` is a CHECK-constraint violation (the balance guard) on either dialect. */
+export function isCheckViolation(err: unknown): boolean {
+  if (typeof err !== "object" || err === null) return false;
+  const e = err as { code?: unknown; message?: unknown };
+  if (e.code === "23514") return true;
+  const msg = typeof e.message === "string" ? e.message : "";
+  return msg.includes("CHECK constraint failed");
+}

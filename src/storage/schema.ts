@@ -1,0 +1,105 @@
+/**
+ * Table types of the gateway's database, one place for all of them (design.md "storage/").
+ * Amount columns are integer micro-USD; `*_at` columns are Unix epoch milliseconds (integers), which
+ * compare and sort the same on SQLite and PostgreSQL.
+ */
+import type { Generated } from "kysely";
+
+export interface AccountsTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  /** micro-USD; never negative; equals the sum of the account's ledger entries. */
+  balance_micros: number;
+  /** Cumulative deposits, micro-USD; drives the tier. */
+  total_deposits_micros: number;
+  /** Operator override of the tier (D9), or null. */
+  tier_override: number | null;
+  /** Per-account limit overrides (D22) as JSON text, or null. */
+  limits_override: string | null;
+  created_at: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  name: string | null;
+  /** SHA-256 of the secret, hex. The secret itself is never stored. */
+  key_hash: string;
+  /** First 12 characters of the secret (D24). */
+  prefix: string;
+  created_at: number;
+  last_used_at: number | null;
+}
+
+export interface SessionsTable {
+  id: string;
+  account_id: string;
+  /** SHA-256 of the session token, hex. */
+  token_hash: string;
+  created_at: number;
+  expires_at: number;
+}
+
+/** Ledger entry kinds (D7). */
+export type LedgerKind =
+  | "signup_credit"
+  | "deposit"
+  | "hold"
+  | "hold_release"
+  | "charge"
+  | "refund"
+  | "adjustment";
+
+export interface LedgerEntriesTable {
+  /** Monotonic sequence; the public id is `le_<seq>`. */
+  seq: Generated<number>;
+  account_id: string;
+  kind: LedgerKind;
+  /** Signed micro-USD: credits positive, debits negative. */
+  amount_micros: number;
+  /** Balance right after this entry (D17), micro-USD. */
+  balance_after_micros: number;
+  hold_id: string | null;
+  job_id: string | null;
+  /** Free text: model id, deposit reference, ... */
+  reference: string | null;
+  created_at: number;
+}
+
+/** Hold states: a hold is captured or released exactly once (design.md invariant 2). */
+export type HoldStatus = "open" | "captured" | "released";
+
+export interface HoldsTable {
+  id: string;
+  account_id: string;
+  /** Amount held, micro-USD (positive). */
+  amount_micros: number;
+  status: HoldStatus;
+  /** Amount charged at capture, micro-USD; null until captured. */
+  captured_micros: number | null;
+  job_id: string | null;
+  /** What the hold is for (model id). */
+  reference: string | null;
+  created_at: number;
+  settled_at: number | null;
+}
+
+/** Designed (`design`) or cloned (`clone`) voices, owned by one account. */
+export interface VoicesTable {
+  /** `svc_<random>`. */
+  id: string;
+  account_id: string;
+  name: string | null;
+  source: "design" | "clone";
+  created_at: number;
+}
+
+export interface Database {
+  voices: VoicesTable;
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  sessions: SessionsTable;
+  ledger_entries: LedgerEntriesTable;
+  holds: HoldsTable;
+}

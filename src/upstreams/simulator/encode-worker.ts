@@ -1,0 +1,47 @@
+/**
+ * `worker_threads` entry of the simulator's speech encoder: renders long clips off the event loop.
+ *
+ * Protocol (one job at a time per worker): the parent posts a {@link EncodeWorkerRequest}; the worker
+ * answers with zero or more `chunk` messages (encoded bytes, in order, their buffers transferred), then
+ * exactly one `done` (with the clip duration in seconds) or `error` message.
+ */
+
+import { parentPort } from "node:worker_threads";
+import { renderSpeechChunks, type SpeechRenderJob } from "./audio.ts";
+
+/** Parent -> worker: render `job`; answers carry the same `id`. */
+export interface EncodeWorkerRequest {
+  id: number;
+  job: SpeechRenderJob;
+}
+
+/** Worker -> parent messages. */
+export type EncodeWorkerMessage =
+  | { id: number; type: "chunk"; bytes: Uint8Array }
+  | { id: number; type: "done"; durationSec: number }
+  | { id: number; type: "error"; message: string };
+
+if (parentPort) {
+  const port = parentPort;
+  port.on("message", (req: EncodeWorkerRequest) => {
+    try {
+      const { durationSec, chunks } = renderSpeechChunks(req.job);
+      for (const chunk of chunks) {
+        // Own the buffer exactly so it can be transferred instead of copied.
+        const bytes =
+          chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength ? chunk : chunk.slice();
+        const msg: EncodeWorkerMessage = { id: req.id, type: "chunk", bytes };
+        port.postMessage(msg, [bytes.buffer as ArrayBuffer]);
+      }
+      const done: EncodeWorkerMessage = { id: req.id, type: "done", durationSec };
+      port.postMessage(done);
+    } catch (err) {
+      const msg: EncodeWorkerMessage = {
+        id: req.id,
+        type: "error",
+        message: err instanceof Error ? err.message : String(err),
+      };
+      port.postMessage(msg);
+    }
+  });
+}

@@ -1,0 +1,650 @@
+/**
+ * The built-in simulated audio upstream (decision D10): speech synthesis for every `alpha-*` and
+ * `beta-speech-*` model plus both voice libraries.
+ *
+ * - Real audio: {@link synthesizeSpeech} + encoding in the requested format; deterministic per
+ *   (model, text, voice, format, voice settings).
+ * - Latency, scaled by `latencyScale` (`SIM_LATENCY_SCALE`): {@link SIM_AUDIO_TIMING}. `X-Svc-Simulate`
+ *   (`req.simulate`): `fail` throws {@link UpstreamError} after a short delay, `slow` and `hang` add at
+ *   least 1 s even at scale 0 (D15).
+ * - Speed: encoded clips are kept in a byte-bounded LRU cache, identical concurrent requests share one
+ *   rendering, and long clips are rendered in `worker_threads` workers so the event loop stays free.
+ */
+
+import { hash } from "node:crypto";
+import { availableParallelism } from "node:os";
+import { Worker } from "node:worker_threads";
+import {
+  type AudioResult,
+  contentTypeOf,
+  type SimulateMode,
+  type SpeechAdapter,
+  type SpeechRequest,
+  UpstreamError,
+  type VoiceLibraryAdapter,
+  type VoiceRecord,
+} from "../types.ts";
+import {
+  audioFormatInfo,
+  concatBytes,
+  RENDER_CHUNK_SEC,
+  renderSpeechChunks,
+  type SpeechRenderJob,
+  speechDurationSec,
+} from "./audio.ts";
+import type { EncodeWorkerMessage, EncodeWorkerRequest } from "./encode-worker.ts";
+import { createVoiceCatalog, type VoiceCatalog } from "./voices.ts";
+
+/** Simulated delays in seconds, before multiplication by `latencyScale` (unless stated otherwise). */
+export const SIM_AUDIO_TIMING = {
+  /** A complete (non-streamed) speech answer. */
+  speechSec: 1.8,
+  /** First chunk of a streamed answer. */
+  streamFirstSec: 0.4,
+  /** Between two later chunks of a streamed answer. */
+  streamGapSec: 0.1,
+  /** Before a simulated failure. */
+  failSec: 0.3,
+  /** A voice-library answer. */
+  voicesSec: 0.25,
+  /** Extra delay of `slow`/`hang`: `slowMinSec + slowScaledSec x latencyScale` (not scaled: D15). */
+  slowMinSec: 1,
+  slowScaledSec: 2,
+} as const;
+
+/** A streamed answer is cut into about this many pieces. */
+const STREAM_PIECES = 8;
+
+/** Options of {@link SimulatedAudioUpstream}. */
+export interface SimulatedAudioUpstreamOptions {
+  /** Multiplier of every simulated delay (0 = no delay except `slow`/`hang`); `SIM_LATENCY_SCALE`. */
+  latencyScale: number;
+  /** Public base address of the gateway, used for the alpha `preview_url`s. */
+  publicBaseUrl: string;
+  /** Byte budget of the encoded-clip cache (default 64 MiB). Clips over a quarter of it are not kept. */
+  cacheMaxBytes?: number;
+  /**
+   * Render inline (on the calling thread) when `durationSec x (mp3 ? 1 : 0.1)` is at most this
+   * (default 2 s: about 45 ms of work; MP3 encoding costs about 21 ms per audio second).
+   * Larger jobs go to a worker. 0 sends everything to workers.
+   */
+  inlineMaxSec?: number;
+  /** Number of encode workers (default `clamp(availableParallelism() - 1, 2, 4)`). */
+  workers?: number;
+}
+
+/** An encoded clip: the file bytes, chunk boundaries (byte offsets, first 0, last body length). */
+interface RenderedClip {
+  body: Uint8Array;
+  offsets: Uint32Array;
+  durationSec: number;
+  /** Approximate memory held, for the cache budget. */
+  bytes: number;
+}
+
+function clipOf(parts: readonly Uint8Array[], durationSec: number): RenderedClip {
+  const offsets = new Uint32Array(parts.length + 1);
+  let off = 0;
+  for (let i = 0; i < parts.length; i++) {
+    offsets[i] = off;
+    off += parts[i].length;
+  }
+  offsets[parts.length] = off;
+  const body = concatBytes(parts);
+  return { body, offsets, durationSec, bytes: body.byteLength + offsets.byteLength + 128 };
+}
+
+/**
+ * A least-recently-used map bounded by the sum of its values' `bytes` (a Map keeps insertion order;
+ * a hit is moved to the end, eviction takes from the front).
+ */
+export class ByteLruCache<V extends { bytes: number }> {
+  private readonly maxBytes: number;
+  private readonly map = new Map<string, V>();
+  private total = 0;
+
+  /** `maxBytes`: the budget. */
+  constructor(maxBytes: number) {
+    this.maxBytes = maxBytes;
+  }
+
+  /** The value of `key` (marking it most recently used), or undefined. */
+  get(key: string): V | undefined {
+    const v = this.map.get(key);
+    if (v !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, v);
+    }
+    return v;
+  }
+
+  /** Stores `value`, evicting the least recently used values over budget. Values over budget are not kept. */
+  set(key: string, value: V): void {
+    const old = this.map.get(key);
+    if (old !== undefined) {
+      this.map.delete(key);
+      this.total -= old.bytes;
+    }
+    if (value.bytes > this.maxBytes) return;
+    this.map.set(key, value);
+    this.total += value.bytes;
+    for (const [k, v] of this.map) {
+      if (this.total <= this.maxBytes) break;
+      this.map.delete(k);
+      this.total -= v.bytes;
+    }
+  }
+
+  /** Number of entries and bytes held. */
+  get size(): { entries: number; bytes: number } {
+    return { entries: this.map.size, bytes: this.total };
+  }
+
+  /** Drops everything. */
+  clear(): void {
+    this.map.clear();
+    this.total = 0;
+  }
+}
+
+/** One rendering in progress (shared by identical concurrent requests). */
+class RenderTask {
+  readonly id: number;
+  readonly key: string;
+  readonly job: SpeechRenderJob;
+  /** Expected number of encoder chunks (for stream piece sizes). */
+  readonly estimatedChunks: number;
+  readonly chunks: Uint8Array[] = [];
+  clip: RenderedClip | null = null;
+  error: Error | null = null;
+  started = false;
+  consumers = 0;
+  private wakers: (() => void)[] = [];
+
+  constructor(id: number, key: string, job: SpeechRenderJob) {
+    this.id = id;
+    this.key = key;
+    this.job = job;
+    this.estimatedChunks = Math.ceil(speechDurationSec(job.text) / RENDER_CHUNK_SEC) + 1;
+  }
+
+  /** Wakes everyone waiting for progress. */
+  notify(): void {
+    const w = this.wakers;
+    this.wakers = [];
+    for (const f of w) f();
+  }
+
+  /** Resolves at the next progress (chunk, completion or failure); rejects when `signal` aborts. */
+  changed(signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(abortError(signal));
+        return;
+      }
+      const onAbort = () => reject(abortError(signal as AbortSignal));
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.wakers.push(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      });
+    });
+  }
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("The operation was aborted.", "AbortError");
+}
+
+/** Waits `ms` milliseconds; rejects with the abort reason as soon as `signal` aborts. No timer for 0. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(abortError(signal));
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal as AbortSignal));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+interface WorkerSlot {
+  worker: Worker;
+  task: RenderTask | null;
+}
+
+/** A small pool of encode workers; idle workers are unref'd so they never keep the process alive. */
+class EncodePool {
+  private readonly size: number;
+  private readonly onDone: (task: RenderTask, durationSec: number) => void;
+  private readonly onFail: (task: RenderTask, err: Error) => void;
+  private readonly slots: WorkerSlot[] = [];
+  private readonly queue: RenderTask[] = [];
+  private closed = false;
+
+  constructor(
+    size: number,
+    onDone: (task: RenderTask, durationSec: number) => void,
+    onFail: (task: RenderTask, err: Error) => void,
+  ) {
+    this.size = Math.max(1, size);
+    this.onDone = onDone;
+    this.onFail = onFail;
+  }
+
+  submit(task: RenderTask): void {
+    if (this.closed) {
+      this.onFail(task, new UpstreamError("the simulated audio upstream is closed", false));
+      return;
+    }
+    this.queue.push(task);
+    this.pump();
+  }
+
+  /** Removes a task that has not started yet; true when it was removed. */
+  cancel(task: RenderTask): boolean {
+    const i = this.queue.indexOf(task);
+    if (i < 0) return false;
+    this.queue.splice(i, 1);
+    return true;
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0) {
+      let slot = this.slots.find((s) => s.task === null);
+      if (!slot) {
+        if (this.slots.length >= this.size) return;
+        slot = this.spawn();
+      }
+      const task = this.queue.shift() as RenderTask;
+      task.started = true;
+      slot.task = task;
+      slot.worker.ref();
+      const req: EncodeWorkerRequest = { id: task.id, job: task.job };
+      slot.worker.postMessage(req);
+    }
+  }
+
+  private spawn(): WorkerSlot {
+    const worker = new Worker(new URL("./encode-worker.ts", import.meta.url));
+    worker.unref();
+    const slot: WorkerSlot = { worker, task: null };
+    this.slots.push(slot);
+    worker.on("message", (msg: EncodeWorkerMessage) => this.onMessage(slot, msg));
+    worker.on("error", (err) => this.onCrash(slot, err));
+    worker.on("exit", (code) => this.onCrash(slot, new Error(`encode worker exited with code ${code}`)));
+    return slot;
+  }
+
+  private onMessage(slot: WorkerSlot, msg: EncodeWorkerMessage): void {
+    const task = slot.task;
+    if (!task || task.id !== msg.id) return;
+    if (msg.type === "chunk") {
+      task.chunks.push(msg.bytes);
+      task.notify();
+      return;
+    }
+    slot.task = null;
+    slot.worker.unref();
+    if (msg.type === "done") this.onDone(task, msg.durationSec);
+    else this.onFail(task, new UpstreamError(`simulated speech rendering failed: ${msg.message}`));
+    this.pump();
+  }
+
+  private onCrash(slot: WorkerSlot, err: Error): void {
+    const i = this.slots.indexOf(slot);
+    if (i < 0) return;
+    this.slots.splice(i, 1);
+    const task = slot.task;
+    slot.task = null;
+    if (task) this.onFail(task, new UpstreamError(`simulated speech worker failed: ${err.message}`));
+    if (!this.closed) this.pump();
+  }
+
+  /** Fails queued tasks and terminates every worker. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const task of this.queue.splice(0)) {
+      this.onFail(task, new UpstreamError("the simulated audio upstream is closed", false));
+    }
+    const slots = this.slots.splice(0);
+    for (const s of slots) {
+      if (s.task) this.onFail(s.task, new UpstreamError("the simulated audio upstream is closed", false));
+      s.task = null;
+    }
+    await Promise.all(slots.map((s) => s.worker.terminate()));
+  }
+}
+
+/** Reads a clip or a task in progress as a sequence of encoder chunks. */
+interface ChunkSource {
+  estimatedChunks: number;
+  available(): number;
+  done(): boolean;
+  error(): Error | null;
+  range(from: number, to: number): Uint8Array;
+  changed(signal?: AbortSignal): Promise<void>;
+}
+
+function clipSource(clip: RenderedClip): ChunkSource {
+  const n = clip.offsets.length - 1;
+  return {
+    estimatedChunks: n,
+    available: () => n,
+    done: () => true,
+    error: () => null,
+    range: (from, to) => clip.body.subarray(clip.offsets[from], clip.offsets[to]),
+    changed: () => Promise.resolve(),
+  };
+}
+
+function taskSource(task: RenderTask): ChunkSource {
+  return {
+    estimatedChunks: task.estimatedChunks,
+    available: () => task.chunks.length,
+    done: () => task.clip !== null,
+    error: () => task.error,
+    range: (from, to) => (to - from === 1 ? task.chunks[from] : concatBytes(task.chunks.slice(from, to))),
+    changed: (signal) => task.changed(signal),
+  };
+}
+
+/** Cuts a chunk source into about {@link STREAM_PIECES} pieces, waiting for rendering as needed. */
+class PieceCursor {
+  private readonly src: ChunkSource;
+  private readonly per: number;
+  private next = 0;
+
+  constructor(src: ChunkSource) {
+    this.src = src;
+    this.per = Math.max(1, Math.ceil(src.estimatedChunks / STREAM_PIECES));
+  }
+
+  /** The next piece, or null at the end. Throws the rendering error or the abort reason. */
+  async piece(signal?: AbortSignal): Promise<Uint8Array | null> {
+    const src = this.src;
+    for (;;) {
+      const err = src.error();
+      if (err) throw err;
+      signal?.throwIfAborted();
+      const avail = src.available() - this.next;
+      // The first piece goes out as soon as anything is ready (time to first audio); later ones are full.
+      if (avail >= this.per || (avail > 0 && (src.done() || this.next === 0))) {
+        const n = Math.min(this.per, avail);
+        const out = src.range(this.next, this.next + n);
+        this.next += n;
+        return out;
+      }
+      if (src.done()) return null;
+      await src.changed(signal);
+    }
+  }
+}
+
+/** Per-request rendering parameters: the cache key and the job. */
+function jobOf(req: SpeechRequest): { key: string; job: SpeechRenderJob } {
+  const s = req.voiceSettings ?? {};
+  const settings = {
+    stability: s.stability,
+    similarity_boost: s.similarity_boost,
+    style: s.style,
+    use_speaker_boost: s.use_speaker_boost,
+  };
+  const job: SpeechRenderJob = {
+    text: req.text,
+    voiceId: req.voiceId,
+    variant: req.model,
+    settings,
+    format: req.format,
+  };
+  const keyText = JSON.stringify([req.model, req.voiceId, req.format, settings, req.text]);
+  return { key: hash("sha256", keyText, "base64url"), job };
+}
+
+/**
+ * The simulated speech + voice-library upstream. Construct once per process; `close()` on shutdown.
+ * Returned byte arrays may be shared with the cache: treat them as read-only.
+ */
+export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapter {
+  /** The voice libraries (3000 alpha, 300 beta voices). */
+  readonly catalog: VoiceCatalog;
+  private readonly scale: number;
+  private readonly inlineMaxSec: number;
+  private readonly cache: ByteLruCache<RenderedClip>;
+  private readonly maxClipBytes: number;
+  private readonly inflight = new Map<string, RenderTask>();
+  private readonly pool: EncodePool;
+  private nextTaskId = 1;
+  private closed = false;
+
+  constructor(opts: SimulatedAudioUpstreamOptions) {
+    this.scale = Number.isFinite(opts.latencyScale) && opts.latencyScale > 0 ? opts.latencyScale : 0;
+    this.catalog = createVoiceCatalog(opts.publicBaseUrl);
+    this.inlineMaxSec = opts.inlineMaxSec ?? 2;
+    const cacheMax = opts.cacheMaxBytes ?? 64 * 1024 * 1024;
+    this.cache = new ByteLruCache(cacheMax);
+    this.maxClipBytes = cacheMax / 4;
+    const workers = opts.workers ?? Math.min(4, Math.max(2, availableParallelism() - 1));
+    this.pool = new EncodePool(
+      workers,
+      (task, durationSec) => this.finish(task, durationSec),
+      (task, err) => this.fail(task, err),
+    );
+  }
+
+  /**
+   * Synthesizes `req` (see {@link SpeechAdapter.speech}). Answers `{kind: "bytes"}` after about
+   * 1.8 s x scale, or with `req.stream` `{kind: "stream"}` whose first chunk is ready after about
+   * 0.4 s x scale (the promise resolves then) and whose later chunks (about 8 in all) follow 0.1 s x
+   * scale apart. Throws {@link UpstreamError} for `simulate: "fail"` (not retryable) or a rendering
+   * failure, and `signal.reason` (an `AbortError` by default) when `signal` aborts.
+   */
+  async speech(req: SpeechRequest, signal?: AbortSignal): Promise<AudioResult> {
+    signal?.throwIfAborted();
+    if (this.closed) throw new UpstreamError("the simulated audio upstream is closed", false);
+    if (req.simulate === "fail") {
+      await sleep(SIM_AUDIO_TIMING.failSec * this.scale * 1000, signal);
+      throw new UpstreamError(`simulated upstream failure for model '${req.model}'`, false);
+    }
+    const extraMs = this.slowExtraMs(req.simulate);
+    const contentType = contentTypeOf(req.format);
+    const { key, job } = jobOf(req);
+    const cached = this.cache.get(key);
+
+    if (!req.stream) {
+      const latencyMs = SIM_AUDIO_TIMING.speechSec * this.scale * 1000 + extraMs;
+      if (cached) {
+        await sleep(latencyMs, signal);
+        return { kind: "bytes", contentType, body: cached.body, durationSec: cached.durationSec };
+      }
+      const started = this.start(key, job);
+      if (!(started instanceof RenderTask)) {
+        await sleep(latencyMs, signal);
+        return { kind: "bytes", contentType, body: started.body, durationSec: started.durationSec };
+      }
+      const task = started;
+      task.consumers++;
+      try {
+        const [clip] = await Promise.all([this.waitClip(task, signal), sleep(latencyMs, signal)]);
+        return { kind: "bytes", contentType, body: clip.body, durationSec: clip.durationSec };
+      } finally {
+        this.release(task);
+      }
+    }
+
+    // Streaming.
+    let src: ChunkSource;
+    let task: RenderTask | null = null;
+    if (cached) src = clipSource(cached);
+    else {
+      const started = this.start(key, job);
+      if (started instanceof RenderTask) {
+        task = started;
+        task.consumers++;
+        src = taskSource(task);
+      } else src = clipSource(started);
+    }
+    const cursor = new PieceCursor(src);
+    let first: Uint8Array | null;
+    try {
+      await sleep(SIM_AUDIO_TIMING.streamFirstSec * this.scale * 1000 + extraMs, signal);
+      first = await cursor.piece(signal);
+    } catch (err) {
+      if (task) this.release(task);
+      throw err;
+    }
+    const gapMs = SIM_AUDIO_TIMING.streamGapSec * this.scale * 1000;
+    const release = () => {
+      if (task) this.release(task);
+      task = null;
+    };
+    async function* chunks(): AsyncGenerator<Uint8Array, void, undefined> {
+      try {
+        if (first === null) return;
+        yield first;
+        for (;;) {
+          await sleep(gapMs, signal);
+          const p = await cursor.piece(signal);
+          if (p === null) return;
+          yield p;
+        }
+      } finally {
+        release();
+      }
+    }
+    return { kind: "stream", contentType, chunks: chunks() };
+  }
+
+  /**
+   * A short MP3 (mp3_44100_128, about 2.7 s) of `voiceId` reading a fixed sentence: the audio behind the
+   * alpha `preview_url`s. No simulated latency; cached like speech.
+   */
+  async voicePreview(voiceId: string, signal?: AbortSignal): Promise<Uint8Array> {
+    const result = await this.speechNoLatency(
+      {
+        model: "preview",
+        text: "Hello! This is a short preview of my voice.",
+        voiceId,
+        format: "mp3_44100_128",
+        voiceSettings: {},
+        stream: false,
+        simulate: null,
+      },
+      signal,
+    );
+    return result.body;
+  }
+
+  /**
+   * All voices of `provider` (a fresh array of shared, frozen records) after about 0.25 s x scale.
+   * `simulate`: `fail` throws {@link UpstreamError}; `slow`/`hang` add at least 1 s.
+   */
+  async listVoices(provider: "alpha" | "beta", simulate?: SimulateMode | null): Promise<VoiceRecord[]> {
+    if (simulate === "fail") {
+      await sleep(SIM_AUDIO_TIMING.failSec * this.scale * 1000);
+      throw new UpstreamError(`simulated ${provider} voice catalog failure`, false);
+    }
+    await sleep(SIM_AUDIO_TIMING.voicesSec * this.scale * 1000 + this.slowExtraMs(simulate ?? null));
+    return provider === "alpha" ? this.catalog.alpha.slice() : this.catalog.beta.slice();
+  }
+
+  /** True when `voiceId` is in the alpha library (O(1)). */
+  isAlphaVoice(voiceId: string): boolean {
+    return this.catalog.isAlphaVoice(voiceId);
+  }
+
+  /** Cache occupancy (entries, bytes) and renderings in progress; for metrics and tests. */
+  stats(): { cacheEntries: number; cacheBytes: number; inflight: number } {
+    const s = this.cache.size;
+    return { cacheEntries: s.entries, cacheBytes: s.bytes, inflight: this.inflight.size };
+  }
+
+  /** Terminates the encode workers, fails renderings in progress and empties the cache. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.pool.close();
+    this.cache.clear();
+  }
+
+  private slowExtraMs(simulate: SimulateMode | null): number {
+    if (simulate !== "slow" && simulate !== "hang") return 0;
+    return (SIM_AUDIO_TIMING.slowMinSec + SIM_AUDIO_TIMING.slowScaledSec * this.scale) * 1000;
+  }
+
+  private async speechNoLatency(req: SpeechRequest, signal?: AbortSignal): Promise<RenderedClip> {
+    const { key, job } = jobOf(req);
+    const cached = this.cache.get(key);
+    if (cached) return cached;
+    const started = this.start(key, job);
+    if (!(started instanceof RenderTask)) return started;
+    started.consumers++;
+    try {
+      return await this.waitClip(started, signal);
+    } finally {
+      this.release(started);
+    }
+  }
+
+  /** Renders small jobs inline (returning the clip) and hands large ones to the pool (returning the task). */
+  private start(key: string, job: SpeechRenderJob): RenderedClip | RenderTask {
+    const running = this.inflight.get(key);
+    if (running) return running;
+    const dur = speechDurationSec(job.text);
+    const weight = audioFormatInfo(job.format).codec === "mp3" ? dur : dur * 0.1;
+    if (weight <= this.inlineMaxSec) {
+      const { durationSec, chunks } = renderSpeechChunks(job);
+      const clip = clipOf(Array.from(chunks), durationSec);
+      this.remember(key, clip);
+      return clip;
+    }
+    const task = new RenderTask(this.nextTaskId++, key, job);
+    this.inflight.set(key, task);
+    this.pool.submit(task);
+    return task;
+  }
+
+  /** Caches `clip` unless it would take more than a quarter of the budget. */
+  private remember(key: string, clip: RenderedClip): void {
+    if (clip.bytes <= this.maxClipBytes && !this.closed) this.cache.set(key, clip);
+  }
+
+  private finish(task: RenderTask, durationSec: number): void {
+    const clip = clipOf(task.chunks, durationSec);
+    task.clip = clip;
+    this.remember(task.key, clip);
+    if (this.inflight.get(task.key) === task) this.inflight.delete(task.key);
+    task.notify();
+  }
+
+  private fail(task: RenderTask, err: Error): void {
+    task.error = err;
+    if (this.inflight.get(task.key) === task) this.inflight.delete(task.key);
+    task.notify();
+  }
+
+  private async waitClip(task: RenderTask, signal?: AbortSignal): Promise<RenderedClip> {
+    for (;;) {
+      if (task.error) throw task.error;
+      if (task.clip) return task.clip;
+      await task.changed(signal);
+    }
+  }
+
+  /** A consumer left; a task nobody waits for any more is dropped if it has not started. */
+  private release(task: RenderTask): void {
+    task.consumers--;
+    if (task.consumers <= 0 && !task.started && task.clip === null && task.error === null) {
+      if (this.pool.cancel(task) && this.inflight.get(task.key) === task) this.inflight.delete(task.key);
+    }
+  }
+}
+
+/** Builds a {@link SimulatedAudioUpstream}; see {@link SimulatedAudioUpstreamOptions}. */
+export function createSimulatedAudioUpstream(opts: SimulatedAudioUpstreamOptions): SimulatedAudioUpstream {
+  return new SimulatedAudioUpstream(opts);
+}

@@ -1,0 +1,103 @@
+/**
+ * The adapter interface between the gateway and its upstream providers (design.md "upstreams/").
+ *
+ * Adapters know nothing about money, accounts or HTTP requests of the caller: they take a validated
+ * request and return media (bytes, or a stream of bytes) or throw {@link UpstreamError}.
+ */
+
+/** Audio output formats of the speech, music and sfx endpoints (spec "POST /v1/audio/speech"). */
+export type AudioFormat =
+  | "mp3_44100_128"
+  | "mp3_44100_192"
+  | "mp3_22050_32"
+  | "pcm_16000"
+  | "pcm_22050"
+  | "pcm_24000"
+  | "pcm_44100"
+  | "ulaw_8000";
+
+export const AUDIO_FORMATS: readonly AudioFormat[] = [
+  "mp3_44100_128",
+  "mp3_44100_192",
+  "mp3_22050_32",
+  "pcm_16000",
+  "pcm_22050",
+  "pcm_24000",
+  "pcm_44100",
+  "ulaw_8000",
+];
+
+/** `Content-Type` of each format (D20). */
+export function contentTypeOf(format: AudioFormat): string {
+  if (format.startsWith("mp3_")) return "audio/mpeg";
+  if (format.startsWith("pcm_")) return "audio/pcm";
+  return "audio/basic";
+}
+
+/** Value of the `X-Svc-Simulate` request header (D10); only the simulator honours it. */
+export type SimulateMode = "fail" | "hang" | "slow";
+
+/** Voice settings of a speech request; each number in 0..1. */
+export interface VoiceSettings {
+  stability?: number;
+  similarity_boost?: number;
+  style?: number;
+  use_speaker_boost?: boolean;
+}
+
+/** A validated speech request as the adapter sees it. `text` is NFC-normalized. */
+export interface SpeechRequest {
+  model: string;
+  text: string;
+  voiceId: string;
+  format: AudioFormat;
+  voiceSettings: VoiceSettings;
+  /** Deliver progressively (beta models). */
+  stream: boolean;
+  simulate: SimulateMode | null;
+}
+
+/** Audio produced by an upstream: either complete bytes or a stream of chunks. */
+export type AudioResult =
+  | { kind: "bytes"; contentType: string; body: Uint8Array; durationSec: number }
+  | { kind: "stream"; contentType: string; chunks: AsyncIterable<Uint8Array> };
+
+/** A record of the voice library (spec "Voice", library record fields). */
+export type VoiceRecord =
+  | {
+      provider: "alpha";
+      voice_id: string;
+      name: string;
+      category: string;
+      labels: { gender: string; age: string; accent: string; use_case: string };
+      preview_url: string;
+      description: string;
+    }
+  | { provider: "beta"; voice_id: string; name: string; description: string[] };
+
+/** Speech synthesis by one upstream family. */
+export interface SpeechAdapter {
+  /**
+   * Synthesizes `req`. Throws {@link UpstreamError} when the upstream fails; honours `signal`
+   * (aborts the upstream call when the caller goes away).
+   */
+  speech(req: SpeechRequest, signal?: AbortSignal): Promise<AudioResult>;
+}
+
+/** The voice library of one audio provider. */
+export interface VoiceLibraryAdapter {
+  /** All voices of `provider`. Throws {@link UpstreamError} when the catalog is unavailable. */
+  listVoices(provider: "alpha" | "beta", simulate?: SimulateMode | null): Promise<VoiceRecord[]>;
+  /** Fast membership test used by the speech endpoint to tell alpha voices from beta ones (D20). */
+  isAlphaVoice(voiceId: string): boolean;
+}
+
+/** An upstream failure. `retryable` hints whether another attempt may succeed. */
+export class UpstreamError extends Error {
+  readonly retryable: boolean;
+  constructor(message: string, retryable = true) {
+    super(message);
+    this.name = "UpstreamError";
+    this.retryable = retryable;
+  }
+}

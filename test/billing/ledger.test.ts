@@ -1,0 +1,148 @@
+/**
+ * Ledger invariants (design.md 1, 2, 4) on both databases: balance never negative and always the
+ * ledger sum, holds settled exactly once, concurrent holds never overdraw.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import {
+  captureHold,
+  credit,
+  getBalance,
+  InsufficientFundsError,
+  ledgerSum,
+  listLedger,
+  placeHold,
+  releaseHold,
+} from "../../src/billing/ledger.ts";
+import { BACKENDS } from "../helpers/backends.ts";
+import { startGateway, type TestGateway } from "../helpers/gateway.ts";
+
+for (const backend of BACKENDS) {
+  describe(`ledger on ${backend.name}`, { skip: backend.skip }, () => {
+    let gw: TestGateway;
+    before(async () => {
+      gw = await startGateway(backend.name);
+    });
+    after(async () => {
+      await gw?.close();
+    });
+
+    async function invariant(accountId: string) {
+      const db = gw.services.db.kysely;
+      const balance = await getBalance(db, accountId);
+      assert.ok(balance !== null && balance >= 0, "balance is never negative");
+      assert.equal(balance, await ledgerSum(db, accountId), "balance equals the ledger sum");
+      return balance;
+    }
+
+    test("signup credit is a signup_credit entry of 0.50", async () => {
+      const u = await gw.register();
+      assert.equal(await invariant(u.user_id), 500_000);
+      const page = await listLedger(gw.services.db.kysely, u.user_id, { limit: 10, after: null });
+      assert.deepEqual(
+        page.entries.map((e) => [e.kind, e.amountMicros, e.balanceAfterMicros]),
+        [["signup_credit", 500_000, 500_000]],
+      );
+    });
+
+    test("hold, capture less than held: hold_release + charge, net -final", async () => {
+      const u = await gw.register();
+      const db = gw.services.db.kysely;
+      const hold = await placeHold(db, { accountId: u.user_id, amountMicros: 300_000, reference: "m" });
+      assert.equal(hold.balanceAfterMicros, 200_000);
+      assert.equal(await invariant(u.user_id), 200_000);
+      const s = await captureHold(db, hold.id, 123_457);
+      assert.equal(s.balanceAfterMicros, 500_000 - 123_457);
+      assert.equal(await invariant(u.user_id), 376_543);
+      const page = await listLedger(db, u.user_id, { limit: 10, after: null });
+      assert.deepEqual(
+        page.entries.map((e) => [e.kind, e.amountMicros, e.balanceAfterMicros]),
+        [
+          ["charge", -123_457, 376_543],
+          ["hold_release", 300_000, 500_000],
+          ["hold", -300_000, 200_000],
+          ["signup_credit", 500_000, 500_000],
+        ],
+      );
+    });
+
+    test("a hold is settled exactly once", async () => {
+      const u = await gw.register();
+      const db = gw.services.db.kysely;
+      const h1 = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000 });
+      await captureHold(db, h1.id, 100_000);
+      await assert.rejects(captureHold(db, h1.id, 100_000));
+      assert.equal(await releaseHold(db, h1.id), null);
+      const h2 = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000 });
+      assert.notEqual(await releaseHold(db, h2.id), null);
+      assert.equal(await releaseHold(db, h2.id), null);
+      await assert.rejects(captureHold(db, h2.id, 1));
+      assert.equal(await invariant(u.user_id), 400_000);
+    });
+
+    test("capture cannot exceed the hold", async () => {
+      const u = await gw.register();
+      const db = gw.services.db.kysely;
+      const h = await placeHold(db, { accountId: u.user_id, amountMicros: 1000 });
+      await assert.rejects(captureHold(db, h.id, 1001));
+      assert.equal(await invariant(u.user_id), 499_000);
+      await releaseHold(db, h.id);
+      assert.equal(await invariant(u.user_id), 500_000);
+    });
+
+    test("a hold over the balance is refused and writes nothing", async () => {
+      const u = await gw.register();
+      const db = gw.services.db.kysely;
+      await assert.rejects(
+        placeHold(db, { accountId: u.user_id, amountMicros: 500_001 }),
+        InsufficientFundsError,
+      );
+      assert.equal(await invariant(u.user_id), 500_000);
+      const page = await listLedger(db, u.user_id, { limit: 10, after: null });
+      assert.equal(page.entries.length, 1);
+    });
+
+    test("30 concurrent holds on a balance covering 5: exactly 5 succeed, no overdraft", async () => {
+      const u = await gw.register();
+      const db = gw.services.db.kysely;
+      const results = await Promise.allSettled(
+        Array.from({ length: 30 }, () => placeHold(db, { accountId: u.user_id, amountMicros: 100_000 })),
+      );
+      const ok = results.filter((r) => r.status === "fulfilled");
+      assert.equal(ok.length, 5);
+      for (const r of results) {
+        if (r.status === "rejected") assert.ok(r.reason instanceof InsufficientFundsError);
+      }
+      assert.equal(await invariant(u.user_id), 0);
+      await Promise.all(
+        ok.map((r, i) =>
+          i % 2 === 0
+            ? captureHold(db, (r as PromiseFulfilledResult<{ id: string }>).value.id, 50_000)
+            : releaseHold(db, (r as PromiseFulfilledResult<{ id: string }>).value.id),
+        ),
+      );
+      // 3 captured at 0.05 each, 2 released: 0.50 - 0.15.
+      assert.equal(await invariant(u.user_id), 350_000);
+    });
+
+    test("ledger pages newest first with after cursor and has_more", async () => {
+      const u = await gw.register();
+      const db = gw.services.db.kysely;
+      for (let i = 1; i <= 5; i++)
+        await credit(db, { accountId: u.user_id, kind: "adjustment", amountMicros: i });
+      const p1 = await listLedger(db, u.user_id, { limit: 4, after: null });
+      assert.equal(p1.hasMore, true);
+      assert.deepEqual(
+        p1.entries.map((e) => e.amountMicros),
+        [5, 4, 3, 2],
+      );
+      const p2 = await listLedger(db, u.user_id, { limit: 4, after: p1.entries[3].id });
+      assert.equal(p2.hasMore, false);
+      assert.deepEqual(
+        p2.entries.map((e) => e.amountMicros),
+        [1, 500_000],
+      );
+      await invariant(u.user_id);
+    });
+  });
+}

@@ -1,0 +1,107 @@
+/**
+ * Starts a real gateway on loopback for a test: its own database (SQLite file or a random PostgreSQL
+ * database), simulator at zero latency, an operator token. `close()` stops it and drops the database.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Config, loadConfig } from "../../src/config.ts";
+import { type App, buildApp } from "../../src/http/app.ts";
+import { createServices, type Services } from "../../src/services.ts";
+import { type Backend, createTempDatabase } from "./backends.ts";
+
+export const ADMIN_TOKEN = "test-admin-token-0123456789";
+
+export interface TestGateway {
+  url: string;
+  app: App;
+  services: Services;
+  /** JSON request helper: returns status, headers and parsed body (or raw bytes for non-JSON). */
+  request(
+    method: string,
+    path: string,
+    opts?: { body?: unknown; token?: string; headers?: Record<string, string> },
+  ): Promise<TestResponse>;
+  /** Registers a fresh user and returns its secrets. */
+  register(): Promise<{ user_id: string; api_key: string; session_token: string; email: string }>;
+  /** Operator deposit (USD). */
+  deposit(userId: string, amountUsd: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: test convenience for reading JSON bodies
+  json: any;
+  bytes: Uint8Array;
+}
+
+let userCounter = 0;
+
+export async function startGateway(
+  backend: Backend = "sqlite",
+  env: Record<string, string> = {},
+): Promise<TestGateway> {
+  const db = await createTempDatabase(backend);
+  const blobDir = mkdtempSync(join(tmpdir(), "gw-blobs-"));
+  const config: Config = loadConfig({
+    PORT: "0",
+    DATABASE_URL: db.url,
+    STORAGE_URL: `file:${blobDir}`,
+    GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
+    SIM_LATENCY_SCALE: "0",
+    LOG_LEVEL: "silent",
+    ...env,
+  });
+  const services = await createServices(config);
+  const app = await buildApp(services, { logger: false });
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  const addr = app.server.address();
+  if (addr === null || typeof addr === "string") throw new Error("no address");
+  const url = `http://127.0.0.1:${addr.port}`;
+
+  const request: TestGateway["request"] = async (method, path, opts = {}) => {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+      headers["content-type"] ??= "application/json";
+    }
+    const res = await fetch(url + path, { method, headers, body });
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    let json: unknown = null;
+    if ((res.headers.get("content-type") ?? "").includes("json"))
+      json = JSON.parse(Buffer.from(bytes).toString("utf8"));
+    return { status: res.status, headers: res.headers, json, bytes };
+  };
+
+  return {
+    url,
+    app,
+    services,
+    request,
+    async register() {
+      const email = `user${++userCounter}-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`;
+      const res = await request("POST", "/v1/auth/register", {
+        body: { email, password: "correct horse battery" },
+      });
+      if (res.status !== 200) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.json)}`);
+      return { ...res.json, email };
+    },
+    async deposit(userId, amountUsd) {
+      const res = await request("POST", `/v1/admin/users/${userId}/deposits`, {
+        token: ADMIN_TOKEN,
+        body: { amount_usd: amountUsd },
+      });
+      if (res.status !== 200) throw new Error(`deposit failed: ${res.status} ${JSON.stringify(res.json)}`);
+    },
+    async close() {
+      await app.close();
+      await services.close();
+      await db.drop();
+      rmSync(blobDir, { recursive: true, force: true });
+    },
+  };
+}
