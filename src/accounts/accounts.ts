@@ -10,6 +10,7 @@ import { effectiveTier, tierRow } from "../catalog/tiers.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { isUniqueViolation } from "../storage/db.ts";
+import { prepare } from "../storage/prepared.ts";
 import {
   digestsEqual,
   hashPassword,
@@ -146,6 +147,10 @@ export async function login(
   return { user_id: row.id, session_token: token };
 }
 
+const keyByHash = prepare((db, p) =>
+  db.selectFrom("api_keys").select(["id", "account_id", "key_hash"]).where("key_hash", "=", p<string>(0)),
+);
+
 /** Last-used timestamps are written at most once a minute per key, off the request's critical path. */
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 const lastUsedWritten = new Map<string, number>();
@@ -171,11 +176,7 @@ export async function authenticate(
     if (!s || !digestsEqual(s.token_hash, hash) || Number(s.expires_at) < Date.now()) return null;
     return { accountId: s.account_id, keyId: null };
   }
-  const k = await db
-    .selectFrom("api_keys")
-    .select(["id", "account_id", "key_hash"])
-    .where("key_hash", "=", hash)
-    .executeTakeFirst();
+  const k = (await keyByHash(db, hash)).rows[0];
   if (!k || !digestsEqual(k.key_hash, hash)) return null;
   const now = Date.now();
   if (now - (lastUsedWritten.get(k.id) ?? 0) > LAST_USED_WRITE_INTERVAL_MS) {

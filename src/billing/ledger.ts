@@ -12,6 +12,7 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import { newId } from "../ids.ts";
+import { type Param, prepare } from "../storage/prepared.ts";
 import type { Database, LedgerKind } from "../storage/schema.ts";
 import type { Micros } from "./money.ts";
 
@@ -45,18 +46,31 @@ function assertAmount(micros: Micros): void {
   }
 }
 
+// Hot-path statements, compiled once per database (storage/prepared.ts).
+const debitStmt = prepare((db, p) =>
+  db
+    .updateTable("accounts")
+    .set((eb) => ({ balance_micros: eb("balance_micros", "-", p<number>(0)) }))
+    .where("id", "=", p<string>(1))
+    .where("balance_micros", ">=", p<number>(0))
+    .returning("balance_micros"),
+);
+const creditStmt = prepare((db, p) =>
+  db
+    .updateTable("accounts")
+    .set((eb) => ({ balance_micros: eb("balance_micros", "+", p<number>(0)) }))
+    .where("id", "=", p<string>(1))
+    .returning("balance_micros"),
+);
+
 /** Adds `delta` (signed micro-USD) to the balance if the result stays >= 0; returns the new balance or null. */
 async function moveBalance(
   trx: Transaction<Database>,
   accountId: string,
   delta: Micros,
 ): Promise<Micros | null> {
-  let q = trx
-    .updateTable("accounts")
-    .set((eb) => ({ balance_micros: eb("balance_micros", "+", delta) }))
-    .where("id", "=", accountId);
-  if (delta < 0) q = q.where("balance_micros", ">=", -delta);
-  const row = await q.returning("balance_micros").executeTakeFirst();
+  const res = delta < 0 ? await debitStmt(trx, -delta, accountId) : await creditStmt(trx, delta, accountId);
+  const row = res.rows[0];
   return row ? Number(row.balance_micros) : null;
 }
 
@@ -69,28 +83,78 @@ interface EntryFields {
   reference?: string | null;
 }
 
+const ENTRY_FIELDS = 8;
+function entryValues(p: Param, base: number) {
+  return {
+    account_id: p<string>(base),
+    kind: p<LedgerKind>(base + 1),
+    amount_micros: p<number>(base + 2),
+    balance_after_micros: p<number>(base + 3),
+    hold_id: p<string | null>(base + 4),
+    job_id: p<string | null>(base + 5),
+    reference: p<string | null>(base + 6),
+    created_at: p<number>(base + 7),
+  };
+}
+const insertOneEntry = prepare((db, p) => db.insertInto("ledger_entries").values(entryValues(p, 0)));
+const insertTwoEntries = prepare((db, p) =>
+  db.insertInto("ledger_entries").values([entryValues(p, 0), entryValues(p, ENTRY_FIELDS)]),
+);
+
 async function insertEntries(
   trx: Transaction<Database>,
   accountId: string,
   now: number,
   entries: EntryFields[],
 ) {
-  await trx
-    .insertInto("ledger_entries")
-    .values(
-      entries.map((e) => ({
-        account_id: accountId,
-        kind: e.kind,
-        amount_micros: e.amount,
-        balance_after_micros: e.balanceAfter,
-        hold_id: e.holdId ?? null,
-        job_id: e.jobId ?? null,
-        reference: e.reference ?? null,
-        created_at: now,
-      })),
-    )
-    .execute();
+  const args: unknown[] = [];
+  for (const e of entries) {
+    args.push(
+      accountId,
+      e.kind,
+      e.amount,
+      e.balanceAfter,
+      e.holdId ?? null,
+      e.jobId ?? null,
+      e.reference ?? null,
+      now,
+    );
+  }
+  if (entries.length === 1) await insertOneEntry(trx, ...args);
+  else if (entries.length === 2) await insertTwoEntries(trx, ...args);
+  else throw new Error("insertEntries takes one or two entries");
 }
+
+const insertHold = prepare((db, p) =>
+  db.insertInto("holds").values({
+    id: p<string>(0),
+    account_id: p<string>(1),
+    amount_micros: p<number>(2),
+    status: "open",
+    captured_micros: null,
+    job_id: p<string | null>(3),
+    reference: p<string | null>(4),
+    created_at: p<number>(5),
+    settled_at: null,
+  }),
+);
+const captureStmt = prepare((db, p) =>
+  db
+    .updateTable("holds")
+    .set({ status: "captured", captured_micros: p<number>(0), settled_at: p<number>(1) })
+    .where("id", "=", p<string>(2))
+    .where("status", "=", "open")
+    .where("amount_micros", ">=", p<number>(0))
+    .returning(["account_id", "amount_micros", "job_id", "reference"]),
+);
+const releaseStmt = prepare((db, p) =>
+  db
+    .updateTable("holds")
+    .set({ status: "released", settled_at: p<number>(0) })
+    .where("id", "=", p<string>(1))
+    .where("status", "=", "open")
+    .returning(["account_id", "amount_micros", "job_id", "reference"]),
+);
 
 /** A placed hold. */
 export interface Hold {
@@ -123,20 +187,15 @@ export async function placeHold(
         .executeTakeFirst();
       throw new InsufficientFundsError(args.amountMicros, acc ? Number(acc.balance_micros) : null);
     }
-    await trx
-      .insertInto("holds")
-      .values({
-        id,
-        account_id: args.accountId,
-        amount_micros: args.amountMicros,
-        status: "open",
-        captured_micros: null,
-        job_id: args.jobId ?? null,
-        reference: args.reference ?? null,
-        created_at: now,
-        settled_at: null,
-      })
-      .execute();
+    await insertHold(
+      trx,
+      id,
+      args.accountId,
+      args.amountMicros,
+      args.jobId ?? null,
+      args.reference ?? null,
+      now,
+    );
     await insertEntries(trx, args.accountId, now, [
       {
         kind: "hold",
@@ -171,14 +230,7 @@ export async function captureHold(db: Executor, holdId: string, finalMicros: Mic
   }
   const now = Date.now();
   return inTransaction(db, async (trx) => {
-    const hold = await trx
-      .updateTable("holds")
-      .set({ status: "captured", captured_micros: finalMicros, settled_at: now })
-      .where("id", "=", holdId)
-      .where("status", "=", "open")
-      .where("amount_micros", ">=", finalMicros)
-      .returning(["account_id", "amount_micros", "job_id", "reference"])
-      .executeTakeFirst();
+    const hold = (await captureStmt(trx, finalMicros, now, holdId)).rows[0];
     if (!hold) throw new Error(`hold ${holdId} is not open or is smaller than ${finalMicros}`);
     const held = Number(hold.amount_micros);
     const balance = await moveBalance(trx, hold.account_id, held - finalMicros);
@@ -201,13 +253,7 @@ export async function captureHold(db: Executor, holdId: string, finalMicros: Mic
 export async function releaseHold(db: Executor, holdId: string): Promise<Settlement | null> {
   const now = Date.now();
   return inTransaction(db, async (trx) => {
-    const hold = await trx
-      .updateTable("holds")
-      .set({ status: "released", settled_at: now })
-      .where("id", "=", holdId)
-      .where("status", "=", "open")
-      .returning(["account_id", "amount_micros", "job_id", "reference"])
-      .executeTakeFirst();
+    const hold = (await releaseStmt(trx, now, holdId)).rows[0];
     if (!hold) return null;
     const held = Number(hold.amount_micros);
     const balance = await moveBalance(trx, hold.account_id, held);

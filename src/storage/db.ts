@@ -4,12 +4,12 @@
  */
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
+import { Kysely, PostgresDialect } from "kysely";
 import { type Migration, type MigrationProvider, Migrator } from "kysely/migration";
 import pg from "pg";
 import * as m001 from "./migrations/001_core.ts";
 import type { Database } from "./schema.ts";
-import { openSqlite } from "./sqlite.ts";
+import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
 
 export type Dialect = "sqlite" | "postgres";
 
@@ -45,7 +45,7 @@ export function openDatabase(url: string, opts: { poolSize?: number } = {}): Db 
   }
   const path = resolve(url.replace(/^(sqlite|file):(\/\/)?/, ""));
   mkdirSync(dirname(path), { recursive: true });
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: openSqlite(path) }) });
+  const kysely = new Kysely<Database>({ dialect: new NodeSqliteDialect(openSqlite(path)) });
   return { kysely, dialect: "sqlite", close: () => kysely.destroy() };
 }
 

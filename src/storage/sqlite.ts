@@ -4,7 +4,15 @@
  * use of the single connection with a mutex, so transactions never interleave.
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import type { SqliteDatabase, SqliteStatement } from "kysely";
+import {
+  type DatabaseConnection,
+  type Driver,
+  SqliteAdapter,
+  type SqliteDatabase,
+  SqliteDialect,
+  SqliteDriver,
+  type SqliteStatement,
+} from "kysely";
 
 /** Prepared statements kept per SQL text; the hot paths reuse a few dozen. */
 const STATEMENT_CACHE_SIZE = 512;
@@ -53,3 +61,67 @@ export function openSqlite(path: string): SqliteDatabase {
 }
 
 type SqlParam = null | number | bigint | string | NodeJS.ArrayBufferView;
+
+/**
+ * A first-in-first-out lock. Kysely's own single-connection mutex wakes every waiter on each release
+ * (they race and all but one wait again), which costs O(waiters) per query under concurrent load; this
+ * hands the connection to exactly the next waiter.
+ */
+class FifoLock {
+  #locked = false;
+  #waiters: (() => void)[] = [];
+
+  acquire(): Promise<void> {
+    if (!this.#locked) {
+      this.#locked = true;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  release(): void {
+    const next = this.#waiters.shift();
+    if (next) next();
+    else this.#locked = false;
+  }
+}
+
+class NodeSqliteDriver extends SqliteDriver {
+  readonly #lock = new FifoLock();
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    await this.#lock.acquire();
+    return super.acquireConnection();
+  }
+
+  override async releaseConnection(): Promise<void> {
+    this.#lock.release();
+  }
+}
+
+/** Tells Kysely not to add its own mutex: {@link NodeSqliteDriver} serializes the one connection itself. */
+class NodeSqliteAdapter extends SqliteAdapter {
+  override get supportsMultipleConnections(): boolean {
+    return true;
+  }
+}
+
+/**
+ * Kysely dialect for `node:sqlite`: the stock SQLite dialect with a FIFO connection lock.
+ */
+export class NodeSqliteDialect extends SqliteDialect {
+  readonly #database: SqliteDatabase;
+
+  constructor(database: SqliteDatabase) {
+    super({ database });
+    this.#database = database;
+  }
+
+  override createDriver(): Driver {
+    return new NodeSqliteDriver({ database: this.#database });
+  }
+
+  override createAdapter(): SqliteAdapter {
+    return new NodeSqliteAdapter();
+  }
+}

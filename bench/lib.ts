@@ -1,0 +1,248 @@
+/**
+ * Benchmark helpers: start the gateway as a child process on its own database, a bare `node:http`
+ * server for comparison, and run autocannon against either. Everything listens on loopback only.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import autocannon from "autocannon";
+import pg from "pg";
+
+export const PG_ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+export const ADMIN_TOKEN = "bench-admin-token";
+
+export interface Server {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** A free TCP port on loopback. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls `url` until it answers (the gateway is up) or the child exits. */
+async function waitForHttp(child: ChildProcess, url: string): Promise<void> {
+  let out = "";
+  child.stderr?.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stdout?.on("data", () => {});
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode}): ${out.slice(-2000)}`);
+    try {
+      const r = await fetch(url);
+      if (r.ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`server did not start: ${out.slice(-2000)}`);
+}
+
+async function waitForPort(child: ChildProcess, pattern: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = "";
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = pattern.exec(out);
+      if (m) {
+        child.stdout?.off("data", onData);
+        child.stdout?.resume();
+        resolve(m[1]);
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    child.once("exit", (code) => reject(new Error(`server exited (${code}): ${out.slice(-2000)}`)));
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+    setTimeout(() => child.kill("SIGKILL"), 5000).unref();
+  });
+}
+
+/** Whether PostgreSQL answers at {@link PG_ADMIN_URL}. */
+export async function pgReachable(): Promise<boolean> {
+  const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
+/** Starts `node src/main.ts serve` on a free port with a fresh database of `backend`. */
+export async function startGatewayProcess(
+  backend: "sqlite" | "postgres",
+  env: Record<string, string> = {},
+): Promise<Server> {
+  const dir = mkdtempSync(join(tmpdir(), "gw-bench-"));
+  let databaseUrl = `sqlite:${join(dir, "gateway.db")}`;
+  let dropPg: (() => Promise<void>) | null = null;
+  if (backend === "postgres") {
+    const name = `gwbench_${randomBytes(5).toString("hex")}`;
+    const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+    await c.connect();
+    await c.query(`CREATE DATABASE ${name}`);
+    await c.end();
+    const u = new URL(PG_ADMIN_URL);
+    u.pathname = `/${name}`;
+    databaseUrl = u.toString();
+    dropPg = async () => {
+      const d = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await d.connect();
+      await d.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await d.end();
+    };
+  }
+  const port = await freePort();
+  const child = spawn(process.execPath, ["src/main.ts", "serve"], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATABASE_URL: databaseUrl,
+      STORAGE_URL: `file:${join(dir, "blobs")}`,
+      GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
+      SIM_LATENCY_SCALE: "0",
+      LOG_LEVEL: "warn",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  await waitForHttp(child, `http://127.0.0.1:${port}/healthz`);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async stop() {
+      await stopChild(child);
+      if (dropPg) await dropPg();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts a bare `node:http` server (child process) answering every request with `bytes`. */
+export async function startBareServer(bytes: Uint8Array, contentType: string): Promise<Server> {
+  const code = `
+    const http = require("node:http");
+    const body = Buffer.from(process.env.BODY_B64, "base64");
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": process.env.CT, "content-length": body.length });
+        res.end(body);
+      });
+    });
+    server.keepAliveTimeout = 65000;
+    server.listen(0, "127.0.0.1", () => console.log("listening on port " + server.address().port));
+  `;
+  const child = spawn(process.execPath, ["-e", code], {
+    env: { ...process.env, BODY_B64: Buffer.from(bytes).toString("base64"), CT: contentType },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const port = await waitForPort(child, /listening on port (\d+)/);
+  return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };
+}
+
+/** JSON call helper. */
+export async function call(url: string, method: string, path: string, body?: unknown, token?: string) {
+  const res = await fetch(url + path, {
+    method,
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const buf = Buffer.from(await res.arrayBuffer());
+  return { status: res.status, headers: res.headers, buf, json: () => JSON.parse(buf.toString()) };
+}
+
+/** A registered user with a large balance and (when the gateway has limits) lifted limits (D22). */
+export async function benchUser(url: string): Promise<{ userId: string; apiKey: string }> {
+  const email = `bench-${randomBytes(4).toString("hex")}@example.com`;
+  const reg = await call(url, "POST", "/v1/auth/register", { email, password: "bench password" });
+  if (reg.status !== 200) throw new Error(`register: ${reg.status} ${reg.buf}`);
+  const { user_id, api_key } = reg.json();
+  const dep = await call(
+    url,
+    "POST",
+    `/v1/admin/users/${user_id}/deposits`,
+    { amount_usd: 100000 },
+    ADMIN_TOKEN,
+  );
+  if (dep.status !== 200) throw new Error(`deposit: ${dep.status} ${dep.buf}`);
+  const lim = await call(
+    url,
+    "PUT",
+    `/v1/admin/users/${user_id}/limits`,
+    {
+      rpm: 100_000_000,
+      per_model_rpm: 100_000_000,
+      audio_concurrent_per_provider: { alpha: 10_000, beta: 10_000 },
+    },
+    ADMIN_TOKEN,
+  );
+  if (lim.status !== 200) throw new Error(`limits: ${lim.status} ${lim.buf}`);
+  return { userId: user_id, apiKey: api_key };
+}
+
+/** One autocannon measurement. Latencies in ms. */
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** Runs autocannon for `durationS` seconds with `connections` connections. */
+export async function load(opts: {
+  url: string;
+  method?: "GET" | "POST";
+  headers?: Record<string, string>;
+  body?: string;
+  connections: number;
+  durationS: number;
+}): Promise<LoadResult> {
+  const r = await autocannon({
+    url: opts.url,
+    method: opts.method ?? "GET",
+    headers: opts.headers,
+    body: opts.body,
+    connections: opts.connections,
+    duration: opts.durationS,
+  });
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors,
+  };
+}
+
+/** Formats a table row. */
+export function row(cells: (string | number)[], widths: number[]): string {
+  return cells.map((c, i) => String(c).padEnd(widths[i] ?? 12)).join(" ");
+}

@@ -1,0 +1,88 @@
+/**
+ * `npm run bench`: the speech endpoint through the gateway (simulator at zero latency) against a bare
+ * `node:http` server returning the same bytes, in the same run, on SQLite and on PostgreSQL.
+ *
+ * Target (issue "Gateway core"): the gateway reaches at least 50% of the bare server's requests/s with
+ * p99 under 10 ms at 32 connections. Numbers measured on the development machine go in bench/README.md.
+ *
+ * Environment: BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 32).
+ */
+import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
+import {
+  benchUser,
+  call,
+  type LoadResult,
+  load,
+  pgReachable,
+  row,
+  startBareServer,
+  startGatewayProcess,
+} from "./lib.ts";
+
+const durationS = Number(process.env.BENCH_DURATION_S ?? 10);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+
+const speechBody = JSON.stringify({
+  model: "alpha-flash-v2-5",
+  input: "The quick brown fox jumps over the lazy dog.",
+  voice_id: DEMO_ALPHA_VOICE_ID,
+  response_format: "mp3_22050_32",
+});
+
+const widths = [34, 12, 10, 10, 10];
+function print(label: string, r: LoadResult) {
+  console.log(
+    row([label, r.rps.toFixed(0), r.p50.toFixed(2), r.p99.toFixed(2), String(r.non2xx + r.errors)], widths),
+  );
+}
+
+async function benchSpeech(backend: "sqlite" | "postgres"): Promise<void> {
+  const gw = await startGatewayProcess(backend);
+  try {
+    const user = await benchUser(gw.url);
+    const headers = { "content-type": "application/json", authorization: `Bearer ${user.apiKey}` };
+    const sample = await call(gw.url, "POST", "/v1/audio/speech", JSON.parse(speechBody), user.apiKey);
+    if (sample.status !== 200) throw new Error(`speech sample failed: ${sample.status} ${sample.buf}`);
+    const bare = await startBareServer(sample.buf, sample.headers.get("content-type") ?? "audio/mpeg");
+    try {
+      // Warm both up, then measure.
+      await load({
+        url: `${gw.url}/v1/audio/speech`,
+        method: "POST",
+        headers,
+        body: speechBody,
+        connections,
+        durationS: 2,
+      });
+      await load({ url: bare.url, method: "POST", body: speechBody, connections, durationS: 2 });
+      const g = await load({
+        url: `${gw.url}/v1/audio/speech`,
+        method: "POST",
+        headers,
+        body: speechBody,
+        connections,
+        durationS,
+      });
+      const b = await load({ url: bare.url, method: "POST", body: speechBody, connections, durationS });
+      console.log(
+        `\n## speech on ${backend} (${connections} connections, ${durationS} s, ${sample.buf.length}-byte answer)`,
+      );
+      console.log(row(["target", "req/s", "p50 ms", "p99 ms", "non-2xx"], widths));
+      print("gateway POST /v1/audio/speech", g);
+      print("bare node:http, same bytes", b);
+      const ratio = g.rps / b.rps;
+      const verdict = ratio >= 0.5 && g.p99 < 10 ? "meets" : "MISSES";
+      console.log(
+        `ratio ${(ratio * 100).toFixed(1)}% of bare; p99 ${g.p99} ms -> ${verdict} the target (>= 50%, p99 < 10 ms)`,
+      );
+    } finally {
+      await bare.stop();
+    }
+  } finally {
+    await gw.stop();
+  }
+}
+
+await benchSpeech("sqlite");
+if (await pgReachable()) await benchSpeech("postgres");
+else console.log("\n## PostgreSQL unreachable: skipped (set BENCH_DATABASE_URL)");
