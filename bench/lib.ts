@@ -224,7 +224,11 @@ export async function load(opts: {
   body?: string;
   connections: number;
   durationS: number;
+  /** One API key per connection (many customers, as in production) instead of one shared key. */
+  keys?: string[];
 }): Promise<LoadResult> {
+  let next = 0;
+  const keys = opts.keys;
   const r = await autocannon({
     url: opts.url,
     method: opts.method ?? "GET",
@@ -232,6 +236,11 @@ export async function load(opts: {
     body: opts.body,
     connections: opts.connections,
     duration: opts.durationS,
+    setupClient: keys
+      ? (client) => {
+          client.setHeaders({ ...(opts.headers ?? {}), authorization: `Bearer ${keys[next++ % keys.length]}` });
+        }
+      : undefined,
   });
   return {
     rps: r.requests.average,

@@ -57,6 +57,41 @@ export interface SpeechRequest {
   simulate: SimulateMode | null;
 }
 
+/** A validated music request as the adapter sees it (spec "POST /v1/audio/music"). */
+export interface MusicRequest {
+  model: string;
+  /** NFC-normalized prompt; may be empty for beta models that only have lyrics. */
+  prompt: string;
+  /** NFC-normalized lyrics, or null (alpha-music ignores lyrics: the caller passes null). */
+  lyrics: string | null;
+  /** Requested length in ms (alpha-music honours it; beta models derive their length from the lyrics). */
+  lengthMs: number;
+  /** The beta model decides the length from lyrics, at most about 5 minutes. */
+  lengthFromLyrics: boolean;
+  format: AudioFormat;
+  simulate: SimulateMode | null;
+}
+
+/** A validated sound-effect request (spec "POST /v1/audio/sfx"). */
+export interface SfxRequest {
+  model: string;
+  prompt: string;
+  /** Requested duration in seconds, or null (the model picks). */
+  durationSec: number | null;
+  /** 0 (creative) to 1 (strict). */
+  promptInfluence: number;
+  format: AudioFormat;
+  simulate: SimulateMode | null;
+}
+
+/** Music and sound-effect generation by one upstream family. Results are complete bytes. */
+export interface MusicAdapter {
+  /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
+  music(req: MusicRequest, signal?: AbortSignal): Promise<Extract<AudioResult, { kind: "bytes" }>>;
+  /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
+  sfx(req: SfxRequest, signal?: AbortSignal): Promise<Extract<AudioResult, { kind: "bytes" }>>;
+}
+
 /** Audio produced by an upstream: either complete bytes or a stream of chunks. */
 export type AudioResult =
   | { kind: "bytes"; contentType: string; body: Uint8Array; durationSec: number }
