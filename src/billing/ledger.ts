@@ -320,6 +320,28 @@ export async function credit(
   });
 }
 
+/**
+ * Releases synchronous-call holds (no job) still open after `olderThanMs`: the process that placed them
+ * died between hold and capture (design.md invariant 4). Job holds are the job sweep's. Returns how many
+ * were released.
+ */
+export async function releaseStaleHolds(db: Kysely<Database>, olderThanMs: number): Promise<number> {
+  const cutoff = Date.now() - olderThanMs;
+  const stale = await db
+    .selectFrom("holds")
+    .select("id")
+    .where("status", "=", "open")
+    .where("job_id", "is", null)
+    .where("created_at", "<", cutoff)
+    .limit(1000)
+    .execute();
+  let released = 0;
+  for (const h of stale) {
+    if (await releaseHold(db, h.id)) released++;
+  }
+  return released;
+}
+
 /** One ledger entry as the API shows it (D8, D17); amounts in micro-USD. */
 export interface LedgerEntry {
   id: string;

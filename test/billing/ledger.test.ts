@@ -146,3 +146,26 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe("stale synchronous holds", () => {
+  test("an open hold without a job older than the cutoff is released; job holds and fresh ones stay", async () => {
+    const { releaseStaleHolds } = await import("../../src/billing/ledger.ts");
+    const gw = await startGateway("sqlite");
+    try {
+      const u = await gw.register();
+      const db = gw.services.db.kysely;
+      const old = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000 });
+      const job = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000, jobId: "job_x" });
+      await db.updateTable("holds").set({ created_at: Date.now() - 3_600_000 }).where("id", "in", [old.id, job.id]).execute();
+      const fresh = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000 });
+      assert.equal(await releaseStaleHolds(db, 30 * 60_000), 1);
+      assert.equal(await getBalance(db, u.user_id), 300_000);
+      assert.equal(await ledgerSum(db, u.user_id), 300_000);
+      await releaseHold(db, fresh.id);
+      await releaseHold(db, job.id);
+      assert.equal(await getBalance(db, u.user_id), 500_000);
+    } finally {
+      await gw.close();
+    }
+  });
+});
