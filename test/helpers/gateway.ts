@@ -32,7 +32,7 @@ export interface TestGateway {
 export interface TestResponse {
   status: number;
   headers: Headers;
-  // biome-ignore lint/suspicious/noExplicitAny: test convenience for reading JSON bodies
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read arbitrary JSON bodies
   json: any;
   bytes: Uint8Array;
 }
