@@ -82,6 +82,23 @@ export const errors = {
       `A ${voiceProvider} voice cannot be used with model '${model}'; ${voiceProvider} voices work only with ${voiceProvider}-* speech models.`,
       "voice_id",
     ),
+  notAMusicModel: (model: string) =>
+    new AppError(400, "not_a_music_model", `'${model}' is not a music model.`, "model"),
+  notAnSfxModel: (model: string) =>
+    new AppError(400, "not_an_sfx_model", `'${model}' is not a sound-effect model.`, "model"),
+  notAVoiceDesignModel: (model: string) =>
+    new AppError(400, "not_a_voice_design_model", `'${model}' is not a voice design model.`, "model"),
+  notAVoiceCloneModel: (model: string) =>
+    new AppError(400, "not_a_voice_clone_model", `'${model}' is not a voice clone model.`, "model"),
+  /** A text field over its limit: names the model, the field, the measured and the maximum counts (D2). */
+  tooLong: (code: string, model: string, field: string, measured: number, max: number, unit = "characters") =>
+    new AppError(
+      400,
+      code,
+      `${field} is ${measured} ${unit} long; the maximum for ${model} is ${max}.`,
+      field,
+    ),
+  invalidDuration: (message: string, param: string) => new AppError(400, "invalid_duration", message, param),
   // 401
   auth: (message = "Missing or invalid API key.") => new AppError(401, "auth_error", message),
   // 402
@@ -112,6 +129,14 @@ export const errors = {
       "Retry-After": String(Math.max(1, Math.ceil(retryAfterS))),
     }),
   // 500
+  ownershipWriteFailed: () =>
+    new AppError(
+      500,
+      "ownership_write_failed",
+      "The voice was created but its ownership could not be recorded; nothing was charged. It is safe to retry.",
+    ),
+  storageFailed: () =>
+    new AppError(500, "storage_error", "The output could not be stored; nothing was charged. It is safe to retry."),
   internal: (message = "Internal error.") => new AppError(500, "api_error", message),
   // 502
   provider: (message = "The upstream provider failed; nothing was charged.") =>

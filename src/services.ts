@@ -2,19 +2,27 @@
  * Everything a running gateway holds: configuration, database, upstream adapters. Built once by
  * `main.ts` (or by a test) and handed to the HTTP app and the runner; nothing reads globals.
  */
+import { VoiceLibrary } from "./audio/voice-library.ts";
 import type { SpeechModel } from "./catalog/types.ts";
 import type { Config } from "./config.ts";
 import { type Db, migrate, openDatabase } from "./storage/db.ts";
 import { createSimulatedAudioUpstream } from "./upstreams/simulator/speech.ts";
-import type { SpeechAdapter, VoiceLibraryAdapter } from "./upstreams/types.ts";
+import { SimulatedVoiceCreation } from "./upstreams/simulator/voice-creation.ts";
+import type { SpeechAdapter, VoiceCreationAdapter, VoiceLibraryAdapter } from "./upstreams/types.ts";
 
 export interface Services {
   config: Config;
   db: Db;
   /** The adapter serving a speech model (by family; the simulator unless a real upstream is configured). */
   speechAdapterFor(model: SpeechModel): SpeechAdapter;
-  /** The voice library of both audio providers. */
+  /** The voice library of both audio providers (membership tests; raw lists). */
   voices: VoiceLibraryAdapter;
+  /** The cached voice library served by `GET /v1/audio/voices`. */
+  voiceLibrary: VoiceLibrary;
+  /** A short MP3 sample of an alpha library voice, or null when the id is not an alpha voice. */
+  voicePreview(voiceId: string, signal?: AbortSignal): Promise<Uint8Array | null>;
+  /** Voice design and cloning (beta provider). */
+  voiceCreation: VoiceCreationAdapter;
   /** Releases connections and workers. */
   close(): Promise<void>;
 }
@@ -37,6 +45,9 @@ export async function createServices(config: Config): Promise<Services> {
     db,
     speechAdapterFor: () => simulator,
     voices: simulator,
+    voiceLibrary: new VoiceLibrary(simulator),
+    voicePreview: async (voiceId, signal) => (simulator.isAlphaVoice(voiceId) ? simulator.voicePreview(voiceId, signal) : null),
+    voiceCreation: new SimulatedVoiceCreation(config.simLatencyScale),
     async close() {
       await simulator.close();
       await db.close();

@@ -26,7 +26,7 @@ import {
   type VoiceLibraryAdapter,
   type VoiceSettings,
 } from "../upstreams/types.ts";
-import { findVoiceOwner } from "./voices.ts";
+import { findOwnedVoice } from "./voices.ts";
 
 /** The speech request body as received (types already checked by the route schema). */
 export interface SpeechBody {
@@ -145,11 +145,13 @@ export async function createSpeech(
   const { model } = req;
 
   let voiceProvider: "alpha" | "beta" = "beta";
+  let upstreamVoiceId = req.voiceId;
   if (deps.voices.isAlphaVoice(req.voiceId)) {
     voiceProvider = "alpha";
   } else {
-    const owner = await findVoiceOwner(deps.db, req.voiceId);
-    if (owner !== null && owner !== accountId) throw errors.voiceNotOwned();
+    const owned = await findOwnedVoice(deps.db, req.voiceId);
+    if (owned !== null && owned.accountId !== accountId) throw errors.voiceNotOwned();
+    if (owned !== null) upstreamVoiceId = owned.upstreamVoiceId;
   }
   if (voiceProvider !== model.voiceProvider) throw errors.voiceModelMismatch(voiceProvider, model.id);
 
@@ -173,7 +175,7 @@ export async function createSpeech(
       {
         model: model.id,
         text: req.text,
-        voiceId: req.voiceId,
+        voiceId: upstreamVoiceId,
         format: req.format,
         voiceSettings: req.settings,
         stream: req.stream,

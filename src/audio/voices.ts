@@ -6,9 +6,19 @@ import type { Executor } from "../billing/ledger.ts";
 /** Prefix of designed and cloned voice ids (`svc_<random>`). */
 export const OWNED_VOICE_PREFIX = "svc_";
 
-/** The account owning `voiceId`, or null when the id is not on file (then it is a beta system voice). */
-export async function findVoiceOwner(db: Executor, voiceId: string): Promise<string | null> {
+/** An owned voice: its owner and the upstream's id of it. */
+export interface OwnedVoice {
+  accountId: string;
+  upstreamVoiceId: string;
+}
+
+/** The owned voice `voiceId`, or null when the id is not on file (then it is a beta system voice, D20). */
+export async function findOwnedVoice(db: Executor, voiceId: string): Promise<OwnedVoice | null> {
   if (!voiceId.startsWith(OWNED_VOICE_PREFIX)) return null;
-  const row = await db.selectFrom("voices").select("account_id").where("id", "=", voiceId).executeTakeFirst();
-  return row ? row.account_id : null;
+  const row = await db
+    .selectFrom("voices")
+    .select(["account_id", "upstream_voice_id"])
+    .where("id", "=", voiceId)
+    .executeTakeFirst();
+  return row ? { accountId: row.account_id, upstreamVoiceId: row.upstream_voice_id ?? voiceId } : null;
 }

@@ -12,6 +12,7 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import { newId } from "../ids.ts";
+import { isPostgres, pgCaptureHold, pgPlaceHold } from "../storage/ledger-pg.ts";
 import { type Param, prepare } from "../storage/prepared.ts";
 import type { Database, LedgerKind } from "../storage/schema.ts";
 import type { Micros } from "./money.ts";
@@ -177,6 +178,18 @@ export async function placeHold(
   assertAmount(args.amountMicros);
   const id = newId("hold");
   const now = Date.now();
+  if (isPostgres(db)) {
+    const balance = await pgPlaceHold(db, {
+      holdId: id,
+      accountId: args.accountId,
+      amount: args.amountMicros,
+      jobId: args.jobId ?? null,
+      reference: args.reference ?? null,
+      now,
+    });
+    if (balance === null) throw new InsufficientFundsError(args.amountMicros, await getBalance(db, args.accountId));
+    return { id, accountId: args.accountId, amountMicros: args.amountMicros, balanceAfterMicros: balance };
+  }
   return inTransaction(db, async (trx) => {
     const balance = await moveBalance(trx, args.accountId, -args.amountMicros);
     if (balance === null) {
@@ -229,6 +242,11 @@ export async function captureHold(db: Executor, holdId: string, finalMicros: Mic
     throw new RangeError(`final amount must be a non-negative safe integer, got ${finalMicros}`);
   }
   const now = Date.now();
+  if (isPostgres(db)) {
+    const balance = await pgCaptureHold(db, { holdId, final: finalMicros, now });
+    if (balance === null) throw new Error(`hold ${holdId} is not open or is smaller than ${finalMicros}`);
+    return { chargedMicros: finalMicros, balanceAfterMicros: balance };
+  }
   return inTransaction(db, async (trx) => {
     const hold = (await captureStmt(trx, finalMicros, now, holdId)).rows[0];
     if (!hold) throw new Error(`hold ${holdId} is not open or is smaller than ${finalMicros}`);

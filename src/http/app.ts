@@ -15,6 +15,7 @@ import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
 import { billingRoutes } from "./routes/billing.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
 import { speechRoutes } from "./routes/speech.ts";
+import { voicePublicRoutes, voiceRoutes } from "./routes/voices.ts";
 
 /** The app type every route file receives. */
 export type App = FastifyInstance<
@@ -76,6 +77,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
   await app.register(async (pub) => {
     authPublicRoutes(pub, services);
     catalogRoutes(pub);
+    voicePublicRoutes(pub, services);
     pub.get("/healthz", async () => ({ status: "ok" }));
   });
   await app.register(async (acc) => {
@@ -86,6 +88,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
   await app.register(async (keyed) => {
     keyed.addHook("onRequest", requireAuth(services, { allowSession: false }));
     speechRoutes(keyed, services);
+    voiceRoutes(keyed, services);
   });
   await app.register(async (admin) => {
     admin.addHook("onRequest", requireAdmin(services));

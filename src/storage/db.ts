@@ -8,6 +8,7 @@ import { Kysely, PostgresDialect } from "kysely";
 import { type Migration, type MigrationProvider, Migrator } from "kysely/migration";
 import pg from "pg";
 import * as m001 from "./migrations/001_core.ts";
+import * as m002 from "./migrations/002_jobs_voices.ts";
 import type { Database } from "./schema.ts";
 import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
 
@@ -52,6 +53,7 @@ export function openDatabase(url: string, opts: { poolSize?: number } = {}): Db 
 /** Migrations in order; each takes the dialect for the few places where types differ. */
 const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, dialect: Dialect): Promise<void> }> = {
   "001_core": m001,
+  "002_jobs_voices": m002,
 };
 
 /**

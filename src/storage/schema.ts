@@ -92,11 +92,50 @@ export interface VoicesTable {
   account_id: string;
   name: string | null;
   source: "design" | "clone";
+  /** The upstream's id of the voice (what the adapter is given). */
+  upstream_voice_id: string | null;
+  description: string | null;
   created_at: number;
+}
+
+/** Job states (spec "Media job", D3). */
+export type JobStatus = "pending" | "processing" | "succeeded" | "failed" | "refunded" | "expired";
+
+/** A media job: an asynchronous image/video generation, or a stored audio output (`save_to_blob`). */
+export interface JobsTable {
+  /** `job_<random>`. */
+  id: string;
+  account_id: string;
+  api_key_id: string | null;
+  kind: "image" | "video" | "audio";
+  model: string;
+  status: JobStatus;
+  hold_id: string | null;
+  /** Amount held at submit, micro-USD. */
+  hold_micros: number;
+  /** Amount charged, micro-USD; null until succeeded. */
+  cost_micros: number | null;
+  /** The validated request (JSON text). */
+  request_json: string;
+  /** SHA-256 of the request body, to tell idempotent replays from conflicts. */
+  request_hash: string | null;
+  idempotency_key: string | null;
+  /** `{"key", "content_type", "keys": [...]}` of the stored output(s) (JSON text), or null. */
+  output_json: string | null;
+  /** Media duration in seconds (audio, video), or null. */
+  duration_sec: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  heartbeat_at: number | null;
+  worker_id: string | null;
 }
 
 export interface Database {
   voices: VoicesTable;
+  jobs: JobsTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   sessions: SessionsTable;

@@ -92,6 +92,33 @@ export interface MusicAdapter {
   sfx(req: SfxRequest, signal?: AbortSignal): Promise<Extract<AudioResult, { kind: "bytes" }>>;
 }
 
+/** A validated voice-design request (spec "POST /v1/audio/voice-design"). */
+export interface VoiceDesignRequest {
+  description: string;
+  name: string | null;
+  previewText: string | null;
+  gender: "male" | "female" | null;
+  ageGroup: "child" | "young" | "middle-aged" | "elderly" | null;
+  simulate: SimulateMode | null;
+}
+
+/** A validated voice-clone request: the reference recording, already checked (format, duration). */
+export interface VoiceCloneRequest {
+  audio: Uint8Array;
+  format: "mp3" | "wav" | "m4a";
+  durationSec: number;
+  name: string | null;
+  simulate: SimulateMode | null;
+}
+
+/** Creates voices at an upstream (beta provider). Returns the upstream's id of the new voice. */
+export interface VoiceCreationAdapter {
+  /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
+  designVoice(req: VoiceDesignRequest, signal?: AbortSignal): Promise<{ upstreamVoiceId: string }>;
+  /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
+  cloneVoice(req: VoiceCloneRequest, signal?: AbortSignal): Promise<{ upstreamVoiceId: string }>;
+}
+
 /** Audio produced by an upstream: either complete bytes or a stream of chunks. */
 export type AudioResult =
   | { kind: "bytes"; contentType: string; body: Uint8Array; durationSec: number }

@@ -4,6 +4,7 @@
  * (model, input length, voice) are the service's.
  */
 import { Readable } from "node:stream";
+import type { FastifyReply } from "fastify";
 import { Type } from "typebox";
 import { createSpeech } from "../../audio/speech.ts";
 import { formatUsd } from "../../billing/money.ts";
@@ -37,17 +38,21 @@ export function simulateHeader(value: string | string[] | undefined): SimulateMo
   return v === "fail" || v === "hang" || v === "slow" ? v : null;
 }
 
+/** An AbortSignal that fires when the client goes away before the answer is complete. */
+export function abortOnClose(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.on("close", () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
 export function speechRoutes(app: App, services: Services): void {
   const deps = { db: services.db.kysely, adapterFor: services.speechAdapterFor, voices: services.voices };
   app.post("/v1/audio/speech", { schema: { body: SpeechBodySchema } }, async (req, reply) => {
-    const controller = new AbortController();
-    const onClose = () => {
-      if (!reply.raw.writableFinished) controller.abort();
-    };
-    reply.raw.on("close", onClose);
     const out = await createSpeech(deps, principalOf(req).accountId, req.body ?? {}, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
-      signal: controller.signal,
+      signal: abortOnClose(reply),
     });
     reply
       .header("content-type", out.contentType)

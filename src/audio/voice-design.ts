@@ -1,0 +1,158 @@
+/**
+ * Voice design (spec "POST /v1/audio/voice-design"; D2, D16): a flat 4.20 USD, charged once, in the same
+ * transaction that records the caller as the voice's owner. If that write fails the charge is rolled
+ * back with it, the hold is released and the caller gets 500 `ownership_write_failed`.
+ */
+import { captureHold, type Executor, InsufficientFundsError, inTransaction, placeHold, releaseHold } from "../billing/ledger.ts";
+import { formatUsd, type Micros } from "../billing/money.ts";
+import { DEFAULT_VOICE_DESIGN_MODEL, getVoiceDesignModel } from "../catalog/models.ts";
+import { quoteFlat } from "../catalog/quote.ts";
+import { errors } from "../errors.ts";
+import { newId } from "../ids.ts";
+import type { SimulateMode, VoiceCreationAdapter, VoiceDesignRequest } from "../upstreams/types.ts";
+import { codePoints, optionalText } from "./text-limits.ts";
+import { OWNED_VOICE_PREFIX } from "./voices.ts";
+
+export interface VoiceDesignBody {
+  description?: unknown;
+  /** Alias of `description`. */
+  text?: unknown;
+  model?: unknown;
+  name?: unknown;
+  preview_text?: unknown;
+  gender?: unknown;
+  age_group?: unknown;
+}
+
+const GENDERS = ["male", "female"] as const;
+const AGE_GROUPS = ["child", "young", "middle-aged", "elderly"] as const;
+
+/** A designed voice. Amounts in micro-USD. */
+export interface DesignedVoice {
+  voiceId: string;
+  name: string | null;
+  model: string;
+  costMicros: Micros;
+  balanceMicros: Micros;
+}
+
+/** Checks the body; throws AppError 400 (`not_a_voice_design_model`, `description_too_long`, `invalid_request`). */
+export function validateVoiceDesign(body: VoiceDesignBody): { model: string; req: Omit<VoiceDesignRequest, "simulate"> } {
+  const modelId = body.model ?? DEFAULT_VOICE_DESIGN_MODEL;
+  if (typeof modelId !== "string") throw errors.invalidRequest("model must be a string.", "model");
+  const model = getVoiceDesignModel(modelId);
+  if (!model) throw errors.notAVoiceDesignModel(modelId);
+  const description = optionalText(body.description ?? body.text, () =>
+    errors.invalidRequest("description must be a string.", "description"),
+  );
+  if (description === null || description.trim() === "") {
+    throw errors.invalidRequest("description (or text) is required.", "description");
+  }
+  const n = codePoints(description);
+  if (n > 1000) throw errors.tooLong("description_too_long", model.id, "description", n, 1000);
+  const name = optionalText(body.name, () => errors.invalidRequest("name must be a string.", "name"));
+  if (name !== null && codePoints(name) > 64) throw errors.invalidRequest(`name is ${codePoints(name)} characters; the maximum is 64.`, "name");
+  const previewText = optionalText(body.preview_text, () => errors.invalidRequest("preview_text must be a string.", "preview_text"));
+  if (previewText !== null && codePoints(previewText) > 500) {
+    throw errors.invalidRequest(`preview_text is ${codePoints(previewText)} characters; the maximum is 500.`, "preview_text");
+  }
+  const gender = body.gender ?? null;
+  if (gender !== null && !(GENDERS as readonly unknown[]).includes(gender)) {
+    throw errors.invalidRequest("gender must be 'male' or 'female'.", "gender");
+  }
+  const age = body.age_group ?? null;
+  if (age !== null && !(AGE_GROUPS as readonly unknown[]).includes(age)) {
+    throw errors.invalidRequest(`age_group must be one of ${AGE_GROUPS.join(", ")}.`, "age_group");
+  }
+  return {
+    model: model.id,
+    req: {
+      description,
+      name,
+      previewText,
+      gender: gender as VoiceDesignRequest["gender"],
+      ageGroup: age as VoiceDesignRequest["ageGroup"],
+    },
+  };
+}
+
+/**
+ * Records a new owned voice and captures its hold in one transaction; on any failure of that transaction
+ * the hold is released and AppError 500 `ownership_write_failed` is thrown. Shared by design and cloning.
+ */
+export async function recordOwnedVoice(
+  db: Executor,
+  args: {
+    holdId: string;
+    priceMicros: Micros;
+    accountId: string;
+    name: string | null;
+    source: "design" | "clone";
+    upstreamVoiceId: string;
+    description: string | null;
+  },
+): Promise<{ voiceId: string; balanceMicros: Micros }> {
+  const voiceId = `${OWNED_VOICE_PREFIX}${newId("v").slice(2)}`;
+  try {
+    const settled = await inTransaction(db, async (trx) => {
+      const s = await captureHold(trx, args.holdId, args.priceMicros);
+      await trx
+        .insertInto("voices")
+        .values({
+          id: voiceId,
+          account_id: args.accountId,
+          name: args.name,
+          source: args.source,
+          upstream_voice_id: args.upstreamVoiceId,
+          description: args.description,
+          created_at: Date.now(),
+        })
+        .execute();
+      return s;
+    });
+    return { voiceId, balanceMicros: settled.balanceAfterMicros };
+  } catch {
+    await releaseHold(db, args.holdId);
+    throw errors.ownershipWriteFailed();
+  }
+}
+
+/**
+ * Designs a voice for `accountId`.
+ * @throws AppError 400 (validation), 402 `insufficient_credits` (balance below 4.20), 500
+ *   `ownership_write_failed` (not charged), 502 `provider_error` (not charged).
+ */
+export async function designVoice(
+  deps: { db: Executor; adapter: VoiceCreationAdapter },
+  accountId: string,
+  body: VoiceDesignBody,
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
+): Promise<DesignedVoice> {
+  const { model: modelId, req } = validateVoiceDesign(body);
+  const model = getVoiceDesignModel(modelId)!;
+  const price = quoteFlat(model);
+  let holdId: string;
+  try {
+    holdId = (await placeHold(deps.db, { accountId, amountMicros: price, reference: model.id })).id;
+  } catch (err) {
+    if (err instanceof InsufficientFundsError) throw errors.insufficientCredits(formatUsd(price));
+    throw err;
+  }
+  let upstreamVoiceId: string;
+  try {
+    upstreamVoiceId = (await deps.adapter.designVoice({ ...req, simulate: opts.simulate }, opts.signal)).upstreamVoiceId;
+  } catch {
+    await releaseHold(deps.db, holdId);
+    throw errors.provider();
+  }
+  const owned = await recordOwnedVoice(deps.db, {
+    holdId,
+    priceMicros: price,
+    accountId,
+    name: req.name,
+    source: "design",
+    upstreamVoiceId,
+    description: req.description,
+  });
+  return { voiceId: owned.voiceId, name: req.name, model: model.id, costMicros: price, balanceMicros: owned.balanceMicros };
+}

@@ -1,0 +1,77 @@
+/**
+ * The voice library (spec "GET /v1/audio/voices"; D4, D20): both providers' catalogs behind a cache of
+ * 5 minutes per provider. Answers are pre-serialized JSON so a cached alpha list (about 3000 voices) is
+ * sent without re-encoding. Concurrent misses for one provider share a single upstream fetch.
+ */
+import { errors } from "../errors.ts";
+import type { SimulateMode, VoiceLibraryAdapter } from "../upstreams/types.ts";
+
+export type VoiceProvider = "alpha" | "beta";
+export type LibraryQuery = VoiceProvider | "all";
+
+/** Cache lifetime per provider, ms (spec: 5 minutes). */
+export const VOICE_CACHE_TTL_MS = 5 * 60_000;
+
+/** `X-Svc-Cache` values (spec "GET /v1/audio/voices"). */
+export type CacheState = "may-hit" | "partial" | "miss";
+
+/** A library answer: the JSON body (already serialized) and its cache header. */
+export interface LibraryAnswer {
+  body: string;
+  cache: CacheState;
+}
+
+interface Entry {
+  /** The provider's records serialized as a JSON array without its brackets ("{...},{...}"). */
+  items: string;
+  expiresAt: number;
+}
+
+/** Voice library with a per-provider cache. `now` is injectable for tests (ms). */
+export class VoiceLibrary {
+  readonly #adapter: VoiceLibraryAdapter;
+  readonly #now: () => number;
+  readonly #cache = new Map<VoiceProvider, Entry>();
+  readonly #inflight = new Map<VoiceProvider, Promise<Entry>>();
+
+  constructor(adapter: VoiceLibraryAdapter, now: () => number = Date.now) {
+    this.#adapter = adapter;
+    this.#now = now;
+  }
+
+  /** A provider's entry and whether it came from the cache; throws when the upstream fails. */
+  async #get(provider: VoiceProvider, simulate: SimulateMode | null): Promise<{ entry: Entry; cached: boolean }> {
+    const hit = this.#cache.get(provider);
+    if (hit && hit.expiresAt > this.#now()) return { entry: hit, cached: true };
+    let pending = this.#inflight.get(provider);
+    if (!pending) {
+      pending = this.#adapter
+        .listVoices(provider, simulate)
+        .then((records) => {
+          const entry = { items: JSON.stringify(records).slice(1, -1), expiresAt: this.#now() + VOICE_CACHE_TTL_MS };
+          this.#cache.set(provider, entry);
+          return entry;
+        })
+        .finally(() => this.#inflight.delete(provider));
+      this.#inflight.set(provider, pending);
+    }
+    return { entry: await pending, cached: false };
+  }
+
+  /**
+   * Lists `query`'s voices. `all` answers `partial` when one provider fails, and 502 only when both do.
+   * @throws AppError 502 `provider_error` when every asked provider fails.
+   */
+  async list(query: LibraryQuery, simulate: SimulateMode | null): Promise<LibraryAnswer> {
+    const providers: VoiceProvider[] = query === "all" ? ["alpha", "beta"] : [query];
+    const results = await Promise.allSettled(providers.map((p) => this.#get(p, simulate)));
+    const ok = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    if (ok.length === 0) throw errors.provider("The voice catalog is unavailable.");
+    const items = ok.map((r) => r.entry.items).filter((s) => s.length > 0);
+    const body = `{"object":"list","provider":"${query}","data":[${items.join(",")}]}`;
+    let cache: CacheState;
+    if (ok.length < providers.length) cache = "partial";
+    else cache = ok.every((r) => r.cached) ? "may-hit" : "miss";
+    return { body, cache };
+  }
+}

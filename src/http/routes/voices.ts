@@ -1,0 +1,62 @@
+/**
+ * Voice routes: the library (spec "GET /v1/audio/voices", D4), voice design (spec
+ * "POST /v1/audio/voice-design") and public previews of library voices.
+ */
+import { Type } from "typebox";
+import { designVoice } from "../../audio/voice-design.ts";
+import { formatUsd, microsToUsd } from "../../billing/money.ts";
+import { errors } from "../../errors.ts";
+import type { Services } from "../../services.ts";
+import type { App } from "../app.ts";
+import { principalOf } from "../auth.ts";
+import { abortOnClose, simulateHeader } from "./speech.ts";
+
+const LibraryQuery = Type.Object({ provider: Type.Optional(Type.String({ maxLength: 20 })) });
+
+/** Routes that need an API key. */
+export function voiceRoutes(app: App, services: Services): void {
+  app.get("/v1/audio/voices", { schema: { querystring: LibraryQuery } }, async (req, reply) => {
+    const provider = req.query.provider ?? "alpha";
+    if (provider !== "alpha" && provider !== "beta" && provider !== "all") {
+      throw errors.invalidRequest("provider must be 'alpha', 'beta' or 'all'.", "provider");
+    }
+    const out = await services.voiceLibrary.list(provider, simulateHeader(req.headers["x-svc-simulate"]));
+    return reply.header("x-svc-cache", out.cache).type("application/json; charset=utf-8").send(out.body);
+  });
+
+  app.post("/v1/audio/voice-design", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
+    const out = await designVoice(
+      { db: services.db.kysely, adapter: services.voiceCreation },
+      principalOf(req).accountId,
+      req.body ?? {},
+      { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply) },
+    );
+    return reply
+      .header("x-svc-model", out.model)
+      .header("x-svc-cost-usd", formatUsd(out.costMicros))
+      .header("x-svc-balance-usd", formatUsd(out.balanceMicros))
+      .send({
+        voice_id: out.voiceId,
+        name: out.name,
+        model: out.model,
+        cost_usd: microsToUsd(out.costMicros),
+        balance_usd: microsToUsd(out.balanceMicros),
+      });
+  });
+}
+
+/** Public routes: previews are played by `<audio>` tags that send no key. */
+export function voicePublicRoutes(app: App, services: Services): void {
+  app.get(
+    "/v1/audio/voices/alpha/:voice_id/preview.mp3",
+    { schema: { params: Type.Object({ voice_id: Type.String({ maxLength: 64 }) }) } },
+    async (req, reply) => {
+      const bytes = await services.voicePreview(req.params.voice_id, abortOnClose(reply));
+      if (bytes === null) throw errors.notFound("No such voice.");
+      return reply
+        .type("audio/mpeg")
+        .header("cache-control", "public, max-age=86400")
+        .send(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    },
+  );
+}

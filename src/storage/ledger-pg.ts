@@ -1,0 +1,67 @@
+/**
+ * PostgreSQL forms of the two hottest ledger writes, each one statement (one round trip) instead of a
+ * BEGIN/UPDATE/INSERT/INSERT/COMMIT exchange. Data-modifying CTEs are PostgreSQL-only, so they live here
+ * (design.md: only storage/ knows SQL dialects); billing/ledger.ts calls them on PostgreSQL and keeps the
+ * portable form for SQLite. Both are atomic on their own and also run inside an enclosing transaction.
+ */
+import { type Kysely, PostgresAdapter, sql, type Transaction } from "kysely";
+import type { Database } from "./schema.ts";
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+/** Whether `db` runs on PostgreSQL. */
+export function isPostgres(db: Executor): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
+/**
+ * Debits `amount` (micro-USD, > 0) if the balance covers it, inserts the open hold and its `hold` ledger
+ * entry. Returns the balance after, or null (nothing written) when the balance is too low.
+ */
+export async function pgPlaceHold(
+  db: Executor,
+  a: { holdId: string; accountId: string; amount: number; jobId: string | null; reference: string | null; now: number },
+): Promise<number | null> {
+  const res = await sql<{ balance_after_micros: number }>`
+    with acc as (
+      update accounts set balance_micros = balance_micros - ${a.amount}::bigint
+      where id = ${a.accountId} and balance_micros >= ${a.amount}::bigint
+      returning balance_micros
+    ), h as (
+      insert into holds (id, account_id, amount_micros, status, captured_micros, job_id, reference, created_at, settled_at)
+      select ${a.holdId}, ${a.accountId}, ${a.amount}::bigint, 'open', null, ${a.jobId}, ${a.reference}, ${a.now}::bigint, null
+      from acc
+    )
+    insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, reference, created_at)
+    select ${a.accountId}, 'hold', -${a.amount}::bigint, balance_micros, ${a.holdId}, ${a.jobId}, ${a.reference}, ${a.now}::bigint
+    from acc
+    returning balance_after_micros`.execute(db);
+  const row = res.rows[0];
+  return row ? Number(row.balance_after_micros) : null;
+}
+
+/**
+ * Captures an open hold for `final` micro-USD (0 <= final <= held): marks it captured, returns the
+ * difference to the balance and writes `hold_release` (+held) then `charge` (-final, omitted when 0).
+ * Returns the balance after, or null when the hold is not open or smaller than `final` (nothing written).
+ */
+export async function pgCaptureHold(db: Executor, a: { holdId: string; final: number; now: number }): Promise<number | null> {
+  const res = await sql<{ kind: string; balance_after_micros: number }>`
+    with h as (
+      update holds set status = 'captured', captured_micros = ${a.final}::bigint, settled_at = ${a.now}::bigint
+      where id = ${a.holdId} and status = 'open' and amount_micros >= ${a.final}::bigint
+      returning account_id, amount_micros, job_id, reference
+    ), acc as (
+      update accounts set balance_micros = accounts.balance_micros + h.amount_micros - ${a.final}::bigint
+      from h where accounts.id = h.account_id
+      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.reference
+    )
+    insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, reference, created_at)
+    select account_id, 'hold_release', amount_micros, balance_micros + ${a.final}::bigint, ${a.holdId}, job_id, reference, ${a.now}::bigint from acc
+    union all
+    select account_id, 'charge', -${a.final}::bigint, balance_micros, ${a.holdId}, job_id, reference, ${a.now}::bigint from acc
+    where ${a.final}::bigint > 0
+    returning kind, balance_after_micros`.execute(db);
+  if (res.rows.length === 0) return null;
+  return Math.min(...res.rows.map((r) => Number(r.balance_after_micros)));
+}
