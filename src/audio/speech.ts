@@ -26,6 +26,7 @@ import {
   type VoiceLibraryAdapter,
   type VoiceSettings,
 } from "../upstreams/types.ts";
+import { codePoints } from "./text-limits.ts";
 import { findOwnedVoice } from "./voices.ts";
 
 /** The speech request body as received (types already checked by the route schema). */
@@ -62,13 +63,6 @@ export interface SpeechOutcome {
   audio: { kind: "bytes"; body: Uint8Array } | { kind: "stream"; chunks: AsyncIterable<Uint8Array> };
 }
 
-/** Counts code points (not UTF-16 units) of an NFC-normalized string. */
-export function codePointLength(s: string): number {
-  let n = 0;
-  for (const _ of s) n++;
-  return n;
-}
-
 /** A validated request, ready to quote. */
 interface ValidSpeech {
   model: SpeechModel;
@@ -94,7 +88,7 @@ export function validateSpeech(body: SpeechBody): ValidSpeech {
     throw errors.invalidRequest("input (or text) is required and must be a non-empty string.", "input");
   }
   const text = rawInput.normalize("NFC");
-  const chars = codePointLength(text);
+  const chars = codePoints(text);
   if (chars > model.maxInputChars) throw errors.inputTooLong(chars, model.maxInputChars);
 
   const voiceId = body.voice_id ?? body.voice;
