@@ -8,7 +8,9 @@ import type { Config } from "./config.ts";
 import { type Db, migrate, openDatabase } from "./storage/db.ts";
 import { createSimulatedAudioUpstream } from "./upstreams/simulator/speech.ts";
 import { SimulatedVoiceCreation } from "./upstreams/simulator/voice-creation.ts";
-import type { SpeechAdapter, VoiceCreationAdapter, VoiceLibraryAdapter } from "./upstreams/types.ts";
+import type { MusicAdapter, SpeechAdapter, VoiceCreationAdapter, VoiceLibraryAdapter } from "./upstreams/types.ts";
+import { type BlobStore, openBlobStore } from "./storage/blobs.ts";
+import { createSimulatedMediaUpstream } from "./upstreams/simulator/media.ts";
 
 export interface Services {
   config: Config;
@@ -21,6 +23,10 @@ export interface Services {
   voiceLibrary: VoiceLibrary;
   /** A short MP3 sample of an alpha library voice, or null when the id is not an alpha voice. */
   voicePreview(voiceId: string, signal?: AbortSignal): Promise<Uint8Array | null>;
+  /** Music and sound effects. */
+  media: MusicAdapter;
+  /** Blob storage of generated outputs (`STORAGE_URL`). */
+  blobs: BlobStore;
   /** Voice design and cloning (beta provider). */
   voiceCreation: VoiceCreationAdapter;
   /** Releases connections and workers. */
@@ -36,6 +42,8 @@ export async function createServices(config: Config): Promise<Services> {
     await db.close();
     throw err;
   }
+  const blobs = openBlobStore(config.storageUrl);
+  const media = createSimulatedMediaUpstream({ latencyScale: config.simLatencyScale });
   const simulator = createSimulatedAudioUpstream({
     latencyScale: config.simLatencyScale,
     publicBaseUrl: config.publicBaseUrl,
@@ -48,8 +56,11 @@ export async function createServices(config: Config): Promise<Services> {
     voiceLibrary: new VoiceLibrary(simulator),
     voicePreview: async (voiceId, signal) => (simulator.isAlphaVoice(voiceId) ? simulator.voicePreview(voiceId, signal) : null),
     voiceCreation: new SimulatedVoiceCreation(config.simLatencyScale),
+    media,
+    blobs,
     async close() {
       await simulator.close();
+      await media.close();
       await db.close();
     },
   };

@@ -3,6 +3,8 @@
  * 5 minutes per provider. Answers are pre-serialized JSON so a cached alpha list (about 3000 voices) is
  * sent without re-encoding. Concurrent misses for one provider share a single upstream fetch.
  */
+import { promisify } from "node:util";
+import { gzip as gzipCb } from "node:zlib";
 import { errors } from "../errors.ts";
 import type { SimulateMode, VoiceLibraryAdapter } from "../upstreams/types.ts";
 
@@ -15,9 +17,15 @@ export const VOICE_CACHE_TTL_MS = 5 * 60_000;
 /** `X-Svc-Cache` values (spec "GET /v1/audio/voices"). */
 export type CacheState = "may-hit" | "partial" | "miss";
 
-/** A library answer: the JSON body (already serialized) and its cache header. */
+const gzip = promisify(gzipCb);
+
+/**
+ * A library answer: the JSON body (already serialized), the same body gzip-compressed (the alpha list is
+ * about 1 MB as JSON and about 120 KB compressed), and its cache header.
+ */
 export interface LibraryAnswer {
-  body: string;
+  body: Buffer;
+  gzip: Buffer;
   cache: CacheState;
 }
 
@@ -25,6 +33,13 @@ interface Entry {
   /** The provider's records serialized as a JSON array without its brackets ("{...},{...}"). */
   items: string;
   expiresAt: number;
+  /** Serial number of this fill: composite answers are memoized by the fills they were built from. */
+  serial: number;
+}
+
+interface Body {
+  body: Buffer;
+  gzip: Buffer;
 }
 
 /** Voice library with a per-provider cache. `now` is injectable for tests (ms). */
@@ -33,6 +48,9 @@ export class VoiceLibrary {
   readonly #now: () => number;
   readonly #cache = new Map<VoiceProvider, Entry>();
   readonly #inflight = new Map<VoiceProvider, Promise<Entry>>();
+  /** Serialized answers by query and the fills they came from. */
+  readonly #bodies = new Map<string, { tag: string; body: Promise<Body> }>();
+  #serial = 0;
 
   constructor(adapter: VoiceLibraryAdapter, now: () => number = Date.now) {
     this.#adapter = adapter;
@@ -48,7 +66,11 @@ export class VoiceLibrary {
       pending = this.#adapter
         .listVoices(provider, simulate)
         .then((records) => {
-          const entry = { items: JSON.stringify(records).slice(1, -1), expiresAt: this.#now() + VOICE_CACHE_TTL_MS };
+          const entry = {
+            items: JSON.stringify(records).slice(1, -1),
+            expiresAt: this.#now() + VOICE_CACHE_TTL_MS,
+            serial: ++this.#serial,
+          };
           this.#cache.set(provider, entry);
           return entry;
         })
@@ -67,11 +89,18 @@ export class VoiceLibrary {
     const results = await Promise.allSettled(providers.map((p) => this.#get(p, simulate)));
     const ok = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
     if (ok.length === 0) throw errors.provider("The voice catalog is unavailable.");
-    const items = ok.map((r) => r.entry.items).filter((s) => s.length > 0);
-    const body = `{"object":"list","provider":"${query}","data":[${items.join(",")}]}`;
     let cache: CacheState;
     if (ok.length < providers.length) cache = "partial";
     else cache = ok.every((r) => r.cached) ? "may-hit" : "miss";
-    return { body, cache };
+    const tag = ok.map((r) => r.entry.serial).join(":");
+    let memo = this.#bodies.get(query);
+    if (!memo || memo.tag !== tag) {
+      const items = ok.map((r) => r.entry.items).filter((s) => s.length > 0);
+      const body = Buffer.from(`{"object":"list","provider":"${query}","data":[${items.join(",")}]}`);
+      memo = { tag, body: gzip(body).then((z) => ({ body, gzip: z })) };
+      this.#bodies.set(query, memo);
+    }
+    const { body, gzip: zipped } = await memo.body;
+    return { body, gzip: zipped, cache };
   }
 }

@@ -14,8 +14,10 @@ import { adminRoutes } from "./routes/admin.ts";
 import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
 import { billingRoutes } from "./routes/billing.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
+import { generationRoutes } from "./routes/generation.ts";
+import { galleryRoutes, outputPublicRoutes } from "./routes/outputs.ts";
 import { speechRoutes } from "./routes/speech.ts";
-import { voicePublicRoutes, voiceRoutes } from "./routes/voices.ts";
+import { voiceCloneRoutes, voicePublicRoutes, voiceRoutes } from "./routes/voices.ts";
 
 /** The app type every route file receives. */
 export type App = FastifyInstance<
@@ -78,17 +80,21 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
     authPublicRoutes(pub, services);
     catalogRoutes(pub);
     voicePublicRoutes(pub, services);
+    outputPublicRoutes(pub, services);
     pub.get("/healthz", async () => ({ status: "ok" }));
   });
   await app.register(async (acc) => {
     acc.addHook("onRequest", requireAuth(services, { allowSession: true }));
     accountRoutes(acc, services);
     billingRoutes(acc, services);
+    galleryRoutes(acc, services);
   });
   await app.register(async (keyed) => {
     keyed.addHook("onRequest", requireAuth(services, { allowSession: false }));
     speechRoutes(keyed, services);
     voiceRoutes(keyed, services);
+    generationRoutes(keyed, services);
+    await keyed.register(async (scope) => voiceCloneRoutes(scope, services));
   });
   await app.register(async (admin) => {
     admin.addHook("onRequest", requireAdmin(services));

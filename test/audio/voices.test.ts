@@ -176,6 +176,15 @@ describe("voice library", () => {
     assert.equal(all.json.data.length, 3300);
   });
 
+  test("gzip when the client accepts it", async () => {
+    const res = await fetch(`${gw.url}/v1/audio/voices?provider=beta`, {
+      headers: { authorization: `Bearer ${key}`, "accept-encoding": "gzip" },
+    });
+    assert.equal(res.headers.get("content-encoding"), "gzip");
+    const body = (await res.json()) as { data: unknown[] };
+    assert.equal(body.data.length, 300);
+  });
+
   test("bad provider 400; no key 401", async () => {
     assertError(await gw.request("GET", "/v1/audio/voices?provider=gamma", { token: key }), 400, "invalid_request");
     assertError(await gw.request("GET", "/v1/audio/voices"), 401, "auth_error");
@@ -232,7 +241,7 @@ describe("VoiceLibrary cache", () => {
     const lib = new VoiceLibrary(fakeAdapter(failing, calls), () => now);
     const partial = await lib.list("all", null);
     assert.equal(partial.cache, "partial");
-    assert.deepEqual(JSON.parse(partial.body).data, [beta]);
+    assert.deepEqual(JSON.parse(partial.body.toString()).data, [beta]);
     failing.add("beta");
     // beta is cached, alpha still failing: still partial.
     assert.equal((await lib.list("all", null)).cache, "partial");

@@ -2,7 +2,9 @@
  * Voice routes: the library (spec "GET /v1/audio/voices", D4), voice design (spec
  * "POST /v1/audio/voice-design") and public previews of library voices.
  */
+import multipart from "@fastify/multipart";
 import { Type } from "typebox";
+import { cloneVoice, MAX_REFERENCE_BYTES, type VoiceCloneForm } from "../../audio/voice-clone.ts";
 import { designVoice } from "../../audio/voice-design.ts";
 import { formatUsd, microsToUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
@@ -21,7 +23,11 @@ export function voiceRoutes(app: App, services: Services): void {
       throw errors.invalidRequest("provider must be 'alpha', 'beta' or 'all'.", "provider");
     }
     const out = await services.voiceLibrary.list(provider, simulateHeader(req.headers["x-svc-simulate"]));
-    return reply.header("x-svc-cache", out.cache).type("application/json; charset=utf-8").send(out.body);
+    reply.header("x-svc-cache", out.cache).header("vary", "accept-encoding").type("application/json; charset=utf-8");
+    if (/\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""))) {
+      return reply.header("content-encoding", "gzip").send(out.gzip);
+    }
+    return reply.send(out.body);
   });
 
   app.post("/v1/audio/voice-design", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
@@ -42,6 +48,44 @@ export function voiceRoutes(app: App, services: Services): void {
         cost_usd: microsToUsd(out.costMicros),
         balance_usd: microsToUsd(out.balanceMicros),
       });
+  });
+}
+
+/**
+ * `POST /v1/audio/voice-clone` (multipart, D5): the upload is streamed and cut off past 10 MB (413);
+ * fields `file`, `name`, `model` (D20). Registered in its own scope with the multipart parser.
+ */
+export async function voiceCloneRoutes(app: App, services: Services): Promise<void> {
+  await app.register(multipart, {
+    throwFileSizeLimit: true,
+    limits: { fileSize: MAX_REFERENCE_BYTES, files: 1, fields: 10, fieldSize: 4096, parts: 12, headerPairs: 100 },
+  });
+  app.post("/v1/audio/voice-clone", async (req, reply) => {
+    if (!req.isMultipart()) {
+      throw errors.invalidRequest("Send multipart/form-data with the reference audio in the part 'file'.", "file");
+    }
+    const form: VoiceCloneForm = { file: null, name: null, model: null };
+    for await (const part of req.parts()) {
+      if (part.type === "file") {
+        if (part.fieldname !== "file" || form.file !== null) {
+          part.file.resume();
+          throw errors.invalidRequest(`Unexpected file part '${part.fieldname}'; send one part named 'file'.`, part.fieldname);
+        }
+        form.file = new Uint8Array(await part.toBuffer());
+      } else if (part.fieldname === "name" || part.fieldname === "model") {
+        if (typeof part.value !== "string") throw errors.invalidRequest(`${part.fieldname} must be text.`, part.fieldname);
+        form[part.fieldname] = part.value;
+      }
+    }
+    const out = await cloneVoice({ db: services.db.kysely, adapter: services.voiceCreation }, principalOf(req).accountId, form, {
+      simulate: simulateHeader(req.headers["x-svc-simulate"]),
+      signal: abortOnClose(reply),
+    });
+    return reply
+      .header("x-svc-model", out.model)
+      .header("x-svc-cost-usd", formatUsd(out.costMicros))
+      .header("x-svc-balance-usd", formatUsd(out.balanceMicros))
+      .send({ voice_id: out.voiceId, name: out.name, cost_usd: microsToUsd(out.costMicros), balance_usd: microsToUsd(out.balanceMicros) });
   });
 }
 

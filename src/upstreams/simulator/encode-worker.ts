@@ -8,11 +8,18 @@
 
 import { parentPort } from "node:worker_threads";
 import { renderSpeechChunks, type SpeechRenderJob } from "./audio.ts";
+import { type MediaRenderJob, renderMediaChunks } from "./music.ts";
 
 /** Parent -> worker: render `job`; answers carry the same `id`. */
 export interface EncodeWorkerRequest {
   id: number;
   job: SpeechRenderJob;
+}
+
+/** Parent -> worker: render the music or sound-effect `media` job (same answers as speech jobs). */
+export interface MediaWorkerRequest {
+  id: number;
+  media: MediaRenderJob;
 }
 
 /** Worker -> parent messages. */
@@ -23,9 +30,9 @@ export type EncodeWorkerMessage =
 
 if (parentPort) {
   const port = parentPort;
-  port.on("message", (req: EncodeWorkerRequest) => {
+  port.on("message", (req: EncodeWorkerRequest | MediaWorkerRequest) => {
     try {
-      const { durationSec, chunks } = renderSpeechChunks(req.job);
+      const { durationSec, chunks } = "media" in req ? renderMediaChunks(req.media) : renderSpeechChunks(req.job);
       for (const chunk of chunks) {
         // Own the buffer exactly so it can be transferred instead of copied.
         const bytes =

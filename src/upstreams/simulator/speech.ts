@@ -192,12 +192,13 @@ class RenderTask {
   }
 }
 
-function abortError(signal: AbortSignal): unknown {
+/** The reason of an aborted `signal`, or a DOMException `AbortError` when it has none. */
+export function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("The operation was aborted.", "AbortError");
 }
 
 /** Waits `ms` milliseconds; rejects with the abort reason as soon as `signal` aborts. No timer for 0. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(abortError(signal));
   if (ms <= 0) return Promise.resolve();
   return new Promise((resolve, reject) => {

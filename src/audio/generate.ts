@@ -1,0 +1,148 @@
+/**
+ * The paid flow shared by music and sound effects: hold the quote, call the upstream, optionally store
+ * the output as a job (`save_to_blob`), capture. Any failure after the hold releases it (design.md
+ * invariant 4): upstream errors answer 502 `provider_error`, storage errors 500 `storage_error`.
+ */
+import { captureHold, type Executor, InsufficientFundsError, inTransaction, placeHold, releaseHold } from "../billing/ledger.ts";
+import { formatUsd, type Micros } from "../billing/money.ts";
+import { errors } from "../errors.ts";
+import { newId } from "../ids.ts";
+import type { BlobStore } from "../storage/blobs.ts";
+import type { AudioResult } from "../upstreams/types.ts";
+
+/** Where a stored output lives. */
+export interface StoredOutput {
+  jobId: string;
+  /** Blob key, e.g. `audio/job_x.mp3`. */
+  key: string;
+  contentType: string;
+}
+
+/** A finished paid audio call. Amounts in micro-USD; durations in seconds. */
+export interface AudioOutcome {
+  model: string;
+  costMicros: Micros;
+  balanceMicros: Micros;
+  durationSec: number;
+  contentType: string;
+  body: Uint8Array;
+  /** Set with `save_to_blob`. */
+  stored: StoredOutput | null;
+}
+
+/** Dependencies of {@link generatePaidAudio}. */
+export interface GenerateDeps {
+  db: Executor;
+  blobs: BlobStore;
+}
+
+/**
+ * Runs one paid audio generation for `accountId`.
+ * @param call the upstream call (adapter), given the abort signal.
+ * @param opts.billedDurationSec the duration reported for billing (`X-Svc-Duration-Sec`); defaults to the
+ *   output's duration.
+ * @throws AppError 402 `billing_error`, 502 `provider_error`, 500 `storage_error` (hold released each time).
+ */
+export async function generatePaidAudio(
+  deps: GenerateDeps,
+  args: {
+    accountId: string;
+    apiKeyId: string | null;
+    model: string;
+    priceMicros: Micros;
+    request: unknown;
+    saveToBlob: boolean;
+    billedDurationSec?: number;
+    call: (signal?: AbortSignal) => Promise<Extract<AudioResult, { kind: "bytes" }>>;
+    signal?: AbortSignal;
+  },
+): Promise<AudioOutcome> {
+  // A stored output is a job: its ledger entries carry the job id from the hold on (D17).
+  const jobId = args.saveToBlob ? newId("job") : null;
+  let holdId: string;
+  try {
+    holdId = (
+      await placeHold(deps.db, { accountId: args.accountId, amountMicros: args.priceMicros, jobId, reference: args.model })
+    ).id;
+  } catch (err) {
+    if (err instanceof InsufficientFundsError) {
+      throw errors.billing(`This request costs ${formatUsd(args.priceMicros)} USD; the balance is too low.`);
+    }
+    throw err;
+  }
+  let result: Extract<AudioResult, { kind: "bytes" }>;
+  try {
+    result = await args.call(args.signal);
+  } catch {
+    await releaseHold(deps.db, holdId);
+    throw errors.provider();
+  }
+  const durationSec = args.billedDurationSec ?? result.durationSec;
+
+  if (jobId === null) {
+    const settled = await captureHold(deps.db, holdId, args.priceMicros);
+    return {
+      model: args.model,
+      costMicros: args.priceMicros,
+      balanceMicros: settled.balanceAfterMicros,
+      durationSec,
+      contentType: result.contentType,
+      body: result.body,
+      stored: null,
+    };
+  }
+
+  const key = `audio/${jobId}.mp3`;
+  try {
+    await deps.blobs.put(key, result.body, { contentType: result.contentType });
+  } catch {
+    await releaseHold(deps.db, holdId);
+    throw errors.storageFailed();
+  }
+  try {
+    const settled = await inTransaction(deps.db, async (trx) => {
+      const s = await captureHold(trx, holdId, args.priceMicros);
+      const now = Date.now();
+      await trx
+        .insertInto("jobs")
+        .values({
+          id: jobId,
+          account_id: args.accountId,
+          api_key_id: args.apiKeyId,
+          kind: "audio",
+          model: args.model,
+          status: "succeeded",
+          hold_id: holdId,
+          hold_micros: args.priceMicros,
+          cost_micros: args.priceMicros,
+          request_json: JSON.stringify(args.request),
+          request_hash: null,
+          idempotency_key: null,
+          output_json: JSON.stringify({ key, content_type: result.contentType, keys: [key] }),
+          duration_sec: durationSec,
+          error_code: null,
+          error_message: null,
+          created_at: now,
+          updated_at: now,
+          started_at: now,
+          heartbeat_at: null,
+          worker_id: null,
+        })
+        .execute();
+      return s;
+    });
+    return {
+      model: args.model,
+      costMicros: args.priceMicros,
+      balanceMicros: settled.balanceAfterMicros,
+      durationSec,
+      contentType: result.contentType,
+      body: result.body,
+      stored: { jobId, key, contentType: result.contentType },
+    };
+  } catch {
+    await releaseHold(deps.db, holdId);
+    await deps.blobs.delete(key).catch(() => {});
+    throw errors.storageFailed();
+  }
+}

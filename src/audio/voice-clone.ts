@@ -1,0 +1,89 @@
+/**
+ * Voice cloning (spec "POST /v1/audio/voice-clone"; D2, D5, D20): a reference recording (MP3, WAV or M4A,
+ * at most 10 MB, 10 s to 5 min by its header) checked before any charge, then a flat 2.10 USD captured in
+ * the same transaction that records the caller as the voice's owner.
+ */
+import { type Executor, InsufficientFundsError, placeHold, releaseHold } from "../billing/ledger.ts";
+import { formatUsd, type Micros } from "../billing/money.ts";
+import { DEFAULT_VOICE_CLONE_MODEL, getVoiceCloneModel } from "../catalog/models.ts";
+import { quoteFlat } from "../catalog/quote.ts";
+import { errors } from "../errors.ts";
+import type { SimulateMode, VoiceCreationAdapter } from "../upstreams/types.ts";
+import { inspectReferenceAudio } from "./reference-audio.ts";
+import { codePoints } from "./text-limits.ts";
+import { recordOwnedVoice } from "./voice-design.ts";
+
+/** Largest accepted reference file, bytes (spec: 10 MB). */
+export const MAX_REFERENCE_BYTES = 10 * 1024 * 1024;
+
+/** The parsed form: the `file` part's bytes (null when absent) and the text fields. */
+export interface VoiceCloneForm {
+  file: Uint8Array | null;
+  name: string | null;
+  model: string | null;
+}
+
+/** A cloned voice. Amounts in micro-USD. */
+export interface ClonedVoice {
+  voiceId: string;
+  name: string | null;
+  model: string;
+  costMicros: Micros;
+  balanceMicros: Micros;
+}
+
+/**
+ * Clones a voice for `accountId`.
+ * @throws AppError 400 `not_a_voice_clone_model`, `invalid_request` (file missing, name too long),
+ *   `reference_too_short`, `reference_too_long`, `audio_unreadable`; 415 (not MP3/WAV/M4A); 402
+ *   `insufficient_credits`; 500 `ownership_write_failed`; 502 `provider_error`. Only a success charges.
+ */
+export async function cloneVoice(
+  deps: { db: Executor; adapter: VoiceCreationAdapter },
+  accountId: string,
+  form: VoiceCloneForm,
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
+): Promise<ClonedVoice> {
+  const modelId = form.model ?? DEFAULT_VOICE_CLONE_MODEL;
+  const model = getVoiceCloneModel(modelId);
+  if (!model) throw errors.notAVoiceCloneModel(modelId);
+  const name = form.name === null ? null : form.name.normalize("NFC");
+  if (name !== null && codePoints(name) > 64) {
+    throw errors.invalidRequest(`name is ${codePoints(name)} characters; the maximum is 64.`, "name");
+  }
+  if (form.file === null || form.file.length === 0) {
+    throw errors.invalidRequest("The reference audio is required as the multipart part 'file'.", "file");
+  }
+  const info = await inspectReferenceAudio(form.file);
+
+  const price = quoteFlat(model);
+  let holdId: string;
+  try {
+    holdId = (await placeHold(deps.db, { accountId, amountMicros: price, reference: model.id })).id;
+  } catch (err) {
+    if (err instanceof InsufficientFundsError) throw errors.insufficientCredits(formatUsd(price));
+    throw err;
+  }
+  let upstreamVoiceId: string;
+  try {
+    upstreamVoiceId = (
+      await deps.adapter.cloneVoice(
+        { audio: form.file, format: info.format, durationSec: info.durationSec, name, simulate: opts.simulate },
+        opts.signal,
+      )
+    ).upstreamVoiceId;
+  } catch {
+    await releaseHold(deps.db, holdId);
+    throw errors.provider();
+  }
+  const owned = await recordOwnedVoice(deps.db, {
+    holdId,
+    priceMicros: price,
+    accountId,
+    name,
+    source: "clone",
+    upstreamVoiceId,
+    description: null,
+  });
+  return { voiceId: owned.voiceId, name, model: model.id, costMicros: price, balanceMicros: owned.balanceMicros };
+}

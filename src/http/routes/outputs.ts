@@ -1,0 +1,51 @@
+/**
+ * Stored outputs: the permanent file URLs (public, unguessable, with Range support), the caller's
+ * gallery and public share pages (D8, D19).
+ */
+import { Type } from "typebox";
+import { errors } from "../../errors.ts";
+import { listGallery, sharedOutput, sharePage } from "../../jobs/outputs.ts";
+import type { Services } from "../../services.ts";
+import type { App } from "../app.ts";
+import { principalOf } from "../auth.ts";
+import { sendBlob } from "../range.ts";
+
+/** Public: `GET /v1/files/*` and `GET /share/{job_id}`. */
+export function outputPublicRoutes(app: App, services: Services): void {
+  app.get("/v1/files/*", async (req, reply) => {
+    const key = (req.params as { "*": string })["*"];
+    const range = typeof req.headers.range === "string" ? req.headers.range : undefined;
+    return sendBlob(reply, services.blobs, key, range);
+  });
+  app.get(
+    "/share/:job_id",
+    { schema: { params: Type.Object({ job_id: Type.String({ maxLength: 64 }) }) } },
+    async (req, reply) => {
+      const item = await sharedOutput(services.db.kysely, services.config.publicBaseUrl, req.params.job_id);
+      return reply
+        .type("text/html; charset=utf-8")
+        .header("content-security-policy", "default-src 'none'; media-src 'self' http: https:; img-src 'self' http: https:; style-src 'unsafe-inline'")
+        .send(sharePage(item));
+    },
+  );
+}
+
+const GalleryQuery = Type.Object({
+  limit: Type.Optional(Type.String({ maxLength: 10 })),
+  after: Type.Optional(Type.String({ maxLength: 64 })),
+});
+
+/** With a key or session: `GET /v1/gallery`. */
+export function galleryRoutes(app: App, services: Services): void {
+  app.get("/v1/gallery", { schema: { querystring: GalleryQuery } }, async (req) => {
+    const limit = req.query.limit === undefined ? 20 : Number(req.query.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      throw errors.invalidRequest("limit must be an integer from 1 to 100.", "limit");
+    }
+    const page = await listGallery(services.db.kysely, services.config.publicBaseUrl, principalOf(req).accountId, {
+      limit,
+      after: req.query.after ?? null,
+    });
+    return { object: "list", data: page.items, has_more: page.hasMore };
+  });
+}

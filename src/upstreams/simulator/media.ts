@@ -1,0 +1,427 @@
+/**
+ * The built-in simulated music and sound-effect upstream (decision D10): `alpha-music`,
+ * `beta-music`, `beta-music-pro` and `alpha-sfx`.
+ *
+ * - Real audio: {@link synthesizeMusic} / {@link synthesizeSfx} + encoding in the requested format;
+ *   deterministic per (model, prompt, lyrics, length, prompt influence, format).
+ * - Latency, scaled by `latencyScale` (`SIM_LATENCY_SCALE`): {@link SIM_MEDIA_TIMING}. `X-Svc-Simulate`
+ *   (`req.simulate`): `fail` throws {@link UpstreamError} after a short delay, `slow` and `hang` add at
+ *   least 1 s even at scale 0 (D15).
+ * - Speed: encoded clips are kept in a byte-bounded LRU cache ({@link ByteLruCache}), identical
+ *   concurrent requests share one rendering, and everything but tiny clips is rendered in
+ *   `worker_threads` workers (the speech encode worker, `encode-worker.ts`) so the event loop stays
+ *   free: five minutes of 44.1 kHz MP3 take about 10 s of CPU.
+ */
+
+import { hash } from "node:crypto";
+import { availableParallelism } from "node:os";
+import { Worker } from "node:worker_threads";
+import {
+  type AudioResult,
+  contentTypeOf,
+  type MusicAdapter,
+  type MusicRequest,
+  type SfxRequest,
+  type SimulateMode,
+  UpstreamError,
+} from "../types.ts";
+import { audioFormatInfo, concatBytes } from "./audio.ts";
+import type { EncodeWorkerMessage, MediaWorkerRequest } from "./encode-worker.ts";
+import { type MediaRenderJob, musicDurationFromLyrics, renderMediaChunks, sfxDurationSec } from "./music.ts";
+import { ByteLruCache, abortError, SIM_AUDIO_TIMING, sleep } from "./speech.ts";
+
+/** Simulated delays in seconds, before multiplication by `latencyScale` (unless stated otherwise). */
+export const SIM_MEDIA_TIMING = {
+  /** A complete music answer (a long job). */
+  musicSec: 10,
+  /** A complete sound-effect answer. */
+  sfxSec: 2,
+  /** Before a simulated failure. */
+  failSec: SIM_AUDIO_TIMING.failSec,
+  /** Extra delay of `slow`/`hang`: `slowMinSec + slowScaledSec x latencyScale` (not scaled: D15). */
+  slowMinSec: SIM_AUDIO_TIMING.slowMinSec,
+  slowScaledSec: SIM_AUDIO_TIMING.slowScaledSec,
+} as const;
+
+/** A complete answer: `contentType` of the format, the file bytes and the clip length in seconds. */
+export type BytesResult = Extract<AudioResult, { kind: "bytes" }>;
+
+/** Options of {@link SimulatedMediaUpstream}. */
+export interface SimulatedMediaUpstreamOptions {
+  /** Multiplier of every simulated delay (0 = no delay except `slow`/`hang`); `SIM_LATENCY_SCALE`. */
+  latencyScale: number;
+  /** Byte budget of the encoded-clip cache (default 64 MiB). Clips over a quarter of it are not kept. */
+  cacheMaxBytes?: number;
+  /**
+   * Render inline (on the calling thread) when the estimated work is at most this many milliseconds
+   * (default 40): synthesis costs about 8 ms and MP3 encoding about 26 ms per audio second at 44.1 kHz
+   * (proportionally less at lower rates), PCM/mu-law encoding about 1 ms. Larger jobs go to a worker;
+   * 0 sends everything to workers.
+   */
+  inlineMaxMs?: number;
+  /** Number of render workers (default `clamp(availableParallelism() - 1, 2, 4)`). */
+  workers?: number;
+}
+
+/** An encoded clip and the memory it holds (for the cache budget). */
+interface MediaClip {
+  body: Uint8Array;
+  durationSec: number;
+  bytes: number;
+}
+
+function clipOf(parts: readonly Uint8Array[], durationSec: number): MediaClip {
+  const body = concatBytes(parts);
+  return { body, durationSec, bytes: body.byteLength + 128 };
+}
+
+/** One rendering in progress (shared by identical concurrent requests). */
+class MediaTask {
+  readonly id: number;
+  readonly key: string;
+  readonly job: MediaRenderJob;
+  readonly chunks: Uint8Array[] = [];
+  clip: MediaClip | null = null;
+  error: Error | null = null;
+  started = false;
+  consumers = 0;
+  private wakers: (() => void)[] = [];
+
+  constructor(id: number, key: string, job: MediaRenderJob) {
+    this.id = id;
+    this.key = key;
+    this.job = job;
+  }
+
+  /** Wakes everyone waiting for completion or failure. */
+  notify(): void {
+    const w = this.wakers;
+    this.wakers = [];
+    for (const f of w) f();
+  }
+
+  /** Resolves at completion or failure; rejects when `signal` aborts. */
+  settled(signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(abortError(signal));
+        return;
+      }
+      if (this.clip || this.error) {
+        resolve();
+        return;
+      }
+      const onAbort = () => reject(abortError(signal as AbortSignal));
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.wakers.push(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      });
+    });
+  }
+}
+
+interface WorkerSlot {
+  worker: Worker;
+  task: MediaTask | null;
+}
+
+/**
+ * A small pool of render workers running `encode-worker.ts` with {@link MediaWorkerRequest}s; idle
+ * workers are unref'd so they never keep the process alive.
+ */
+class MediaPool {
+  private readonly size: number;
+  private readonly onDone: (task: MediaTask) => void;
+  private readonly onFail: (task: MediaTask, err: Error) => void;
+  private readonly slots: WorkerSlot[] = [];
+  private readonly queue: MediaTask[] = [];
+  private closed = false;
+
+  constructor(size: number, onDone: (task: MediaTask) => void, onFail: (task: MediaTask, err: Error) => void) {
+    this.size = Math.max(1, size);
+    this.onDone = onDone;
+    this.onFail = onFail;
+  }
+
+  submit(task: MediaTask): void {
+    if (this.closed) {
+      this.onFail(task, closedError());
+      return;
+    }
+    this.queue.push(task);
+    this.pump();
+  }
+
+  /** Removes a task that has not started yet; true when it was removed. */
+  cancel(task: MediaTask): boolean {
+    const i = this.queue.indexOf(task);
+    if (i < 0) return false;
+    this.queue.splice(i, 1);
+    return true;
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0) {
+      let slot = this.slots.find((s) => s.task === null);
+      if (!slot) {
+        if (this.slots.length >= this.size) return;
+        slot = this.spawn();
+      }
+      const task = this.queue.shift() as MediaTask;
+      task.started = true;
+      slot.task = task;
+      slot.worker.ref();
+      const req: MediaWorkerRequest = { id: task.id, media: task.job };
+      slot.worker.postMessage(req);
+    }
+  }
+
+  private spawn(): WorkerSlot {
+    const worker = new Worker(new URL("./encode-worker.ts", import.meta.url));
+    worker.unref();
+    const slot: WorkerSlot = { worker, task: null };
+    this.slots.push(slot);
+    worker.on("message", (msg: EncodeWorkerMessage) => this.onMessage(slot, msg));
+    worker.on("error", (err) => this.onCrash(slot, err));
+    worker.on("exit", (code) => this.onCrash(slot, new Error(`render worker exited with code ${code}`)));
+    return slot;
+  }
+
+  private onMessage(slot: WorkerSlot, msg: EncodeWorkerMessage): void {
+    const task = slot.task;
+    if (!task || task.id !== msg.id) return;
+    if (msg.type === "chunk") {
+      task.chunks.push(msg.bytes);
+      return;
+    }
+    slot.task = null;
+    slot.worker.unref();
+    if (msg.type === "done") this.onDone(task);
+    else this.onFail(task, new UpstreamError(`simulated ${task.job.kind} rendering failed: ${msg.message}`));
+    this.pump();
+  }
+
+  private onCrash(slot: WorkerSlot, err: Error): void {
+    const i = this.slots.indexOf(slot);
+    if (i < 0) return;
+    this.slots.splice(i, 1);
+    const task = slot.task;
+    slot.task = null;
+    if (task) this.onFail(task, new UpstreamError(`simulated ${task.job.kind} worker failed: ${err.message}`));
+    if (!this.closed) this.pump();
+  }
+
+  /** Fails queued and running tasks and terminates every worker. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const task of this.queue.splice(0)) this.onFail(task, closedError());
+    const slots = this.slots.splice(0);
+    for (const s of slots) {
+      if (s.task) this.onFail(s.task, closedError());
+      s.task = null;
+    }
+    await Promise.all(slots.map((s) => s.worker.terminate()));
+  }
+}
+
+function closedError(): UpstreamError {
+  return new UpstreamError("the simulated media upstream is closed", false);
+}
+
+/** Estimated milliseconds of CPU to synthesize and encode `job` (see `inlineMaxMs`). */
+function estimatedWorkMs(job: MediaRenderJob): number {
+  const info = audioFormatInfo(job.format);
+  const rel = info.sampleRate / 44100;
+  const encode = info.codec === "mp3" ? 26 * rel : 1;
+  const synth = (job.kind === "music" ? 8 : 5) * rel;
+  return job.durationSec * (synth + encode);
+}
+
+/** Cache key of a job: a SHA-256 of everything that determines its bytes. */
+function keyOf(job: MediaRenderJob): string {
+  const parts =
+    job.kind === "music"
+      ? [job.kind, job.model, job.format, job.durationSec, job.prompt, job.lyrics]
+      : [job.kind, job.model, job.format, job.durationSec, job.promptInfluence, job.prompt];
+  return hash("sha256", JSON.stringify(parts), "base64url");
+}
+
+/**
+ * The simulated music + sound-effect upstream. Construct once per process; `close()` on shutdown.
+ * Returned byte arrays may be shared with the cache: treat them as read-only.
+ */
+export class SimulatedMediaUpstream implements MusicAdapter {
+  private readonly scale: number;
+  private readonly inlineMaxMs: number;
+  private readonly cache: ByteLruCache<MediaClip>;
+  private readonly maxClipBytes: number;
+  private readonly inflight = new Map<string, MediaTask>();
+  private readonly pool: MediaPool;
+  private nextTaskId = 1;
+  private closed = false;
+
+  constructor(opts: SimulatedMediaUpstreamOptions) {
+    this.scale = Number.isFinite(opts.latencyScale) && opts.latencyScale > 0 ? opts.latencyScale : 0;
+    this.inlineMaxMs = opts.inlineMaxMs ?? 40;
+    const cacheMax = opts.cacheMaxBytes ?? 64 * 1024 * 1024;
+    this.cache = new ByteLruCache(cacheMax);
+    this.maxClipBytes = cacheMax / 4;
+    const workers = opts.workers ?? Math.min(4, Math.max(2, availableParallelism() - 1));
+    this.pool = new MediaPool(
+      workers,
+      (task) => this.finish(task),
+      (task, err) => this.fail(task, err),
+    );
+  }
+
+  /**
+   * Generates a song for `req` (see {@link MusicAdapter.music}) after about 10 s x scale (or the
+   * rendering time, whichever is longer). The length in seconds is `req.lengthMs / 1000`, or with
+   * `req.lengthFromLyrics` {@link musicDurationFromLyrics}(lyrics, prompt) (10..300 s; 30..90 s without
+   * lyrics); it is the answer's `durationSec`, and the audio holds `round(durationSec x rate)` samples.
+   * Throws {@link UpstreamError} for `simulate: "fail"` (not retryable), an invalid length (not
+   * retryable) or a rendering failure, and `signal.reason` (an `AbortError` by default) on abort.
+   */
+  async music(req: MusicRequest, signal?: AbortSignal): Promise<BytesResult> {
+    const durationSec = req.lengthFromLyrics
+      ? musicDurationFromLyrics(req.lyrics, req.prompt)
+      : req.lengthMs / 1000;
+    const job: MediaRenderJob = {
+      kind: "music",
+      model: req.model,
+      prompt: req.prompt,
+      lyrics: req.lyrics,
+      durationSec,
+      format: req.format,
+    };
+    return this.run(job, req.simulate, SIM_MEDIA_TIMING.musicSec, signal);
+  }
+
+  /**
+   * Generates a sound effect for `req` (see {@link MusicAdapter.sfx}) after about 2 s x scale. The
+   * length is `req.durationSec`, or when null 2..6 s picked from the prompt ({@link sfxDurationSec});
+   * it is the answer's `durationSec`. Errors as for {@link SimulatedMediaUpstream.music}.
+   */
+  async sfx(req: SfxRequest, signal?: AbortSignal): Promise<BytesResult> {
+    const influence = Number.isFinite(req.promptInfluence) ? Math.min(1, Math.max(0, req.promptInfluence)) : 0.3;
+    const job: MediaRenderJob = {
+      kind: "sfx",
+      model: req.model,
+      prompt: req.prompt,
+      durationSec: sfxDurationSec(req.prompt, req.durationSec),
+      promptInfluence: influence,
+      format: req.format,
+    };
+    return this.run(job, req.simulate, SIM_MEDIA_TIMING.sfxSec, signal);
+  }
+
+  /** Cache occupancy (entries, bytes) and renderings in progress; for metrics and tests. */
+  stats(): { cacheEntries: number; cacheBytes: number; inflight: number } {
+    const s = this.cache.size;
+    return { cacheEntries: s.entries, cacheBytes: s.bytes, inflight: this.inflight.size };
+  }
+
+  /** Terminates the render workers, fails renderings in progress and empties the cache. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.pool.close();
+    this.cache.clear();
+  }
+
+  private async run(
+    job: MediaRenderJob,
+    simulate: SimulateMode | null,
+    latencySec: number,
+    signal: AbortSignal | undefined,
+  ): Promise<BytesResult> {
+    signal?.throwIfAborted();
+    if (this.closed) throw closedError();
+    if (simulate === "fail") {
+      await sleep(SIM_MEDIA_TIMING.failSec * this.scale * 1000, signal);
+      throw new UpstreamError(`simulated upstream failure for model '${job.model}'`, false);
+    }
+    if (!(Number.isFinite(job.durationSec) && job.durationSec > 0 && job.durationSec <= 600)) {
+      throw new UpstreamError(`invalid ${job.kind} length ${job.durationSec} s`, false);
+    }
+    const contentType = contentTypeOf(job.format);
+    const latencyMs = latencySec * this.scale * 1000 + this.slowExtraMs(simulate);
+    const key = keyOf(job);
+    const ready = this.cache.get(key) ?? this.start(key, job);
+    if (!(ready instanceof MediaTask)) {
+      await sleep(latencyMs, signal);
+      return { kind: "bytes", contentType, body: ready.body, durationSec: ready.durationSec };
+    }
+    const task = ready;
+    task.consumers++;
+    try {
+      const [clip] = await Promise.all([this.waitClip(task, signal), sleep(latencyMs, signal)]);
+      return { kind: "bytes", contentType, body: clip.body, durationSec: clip.durationSec };
+    } finally {
+      this.release(task);
+    }
+  }
+
+  private slowExtraMs(simulate: SimulateMode | null): number {
+    if (simulate !== "slow" && simulate !== "hang") return 0;
+    return (SIM_MEDIA_TIMING.slowMinSec + SIM_MEDIA_TIMING.slowScaledSec * this.scale) * 1000;
+  }
+
+  /** Renders small jobs inline (returning the clip) and hands larger ones to the pool (returning the task). */
+  private start(key: string, job: MediaRenderJob): MediaClip | MediaTask {
+    const running = this.inflight.get(key);
+    if (running) return running;
+    if (estimatedWorkMs(job) <= this.inlineMaxMs) {
+      const { durationSec, chunks } = renderMediaChunks(job);
+      const clip = clipOf(Array.from(chunks), durationSec);
+      this.remember(key, clip);
+      return clip;
+    }
+    const task = new MediaTask(this.nextTaskId++, key, job);
+    this.inflight.set(key, task);
+    this.pool.submit(task);
+    return task;
+  }
+
+  /** Caches `clip` unless it would take more than a quarter of the budget. */
+  private remember(key: string, clip: MediaClip): void {
+    if (clip.bytes <= this.maxClipBytes && !this.closed) this.cache.set(key, clip);
+  }
+
+  private finish(task: MediaTask): void {
+    const clip = clipOf(task.chunks, task.job.durationSec);
+    task.chunks.length = 0;
+    task.clip = clip;
+    this.remember(task.key, clip);
+    if (this.inflight.get(task.key) === task) this.inflight.delete(task.key);
+    task.notify();
+  }
+
+  private fail(task: MediaTask, err: Error): void {
+    task.error = err;
+    task.chunks.length = 0;
+    if (this.inflight.get(task.key) === task) this.inflight.delete(task.key);
+    task.notify();
+  }
+
+  private async waitClip(task: MediaTask, signal?: AbortSignal): Promise<MediaClip> {
+    for (;;) {
+      if (task.error) throw task.error;
+      if (task.clip) return task.clip;
+      await task.settled(signal);
+    }
+  }
+
+  /** A consumer left; a task nobody waits for any more is dropped if it has not started. */
+  private release(task: MediaTask): void {
+    task.consumers--;
+    if (task.consumers <= 0 && !task.started && task.clip === null && task.error === null) {
+      if (this.pool.cancel(task) && this.inflight.get(task.key) === task) this.inflight.delete(task.key);
+    }
+  }
+}
+
+/** Builds a {@link SimulatedMediaUpstream}; see {@link SimulatedMediaUpstreamOptions}. */
+export function createSimulatedMediaUpstream(opts: SimulatedMediaUpstreamOptions): SimulatedMediaUpstream {
+  return new SimulatedMediaUpstream(opts);
+}
