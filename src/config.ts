@@ -15,6 +15,8 @@ export interface Config {
   databaseUrl: string;
   /** Redis for shared limits and pools, or null for in-process. */
   redisUrl: string | null;
+  /** When the limit store (Redis) is unreachable: `open` serves without limits, `closed` answers 503. */
+  limitsOnStoreError: "open" | "closed";
   /** `file:<dir>` or `s3://bucket/prefix`. */
   storageUrl: string;
   /** Bearer token of the operator API (D9); null turns the operator API off (404). */
@@ -53,6 +55,13 @@ function num(env: Env, name: string, def: number, min: number, max: number): num
   return n;
 }
 
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], def: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return def;
+  if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${values.join(", ")}, got '${raw}'`);
+  return raw as T;
+}
+
 /**
  * Builds the configuration from `env` (default `process.env`). Throws an Error naming the variable when
  * a value is invalid.
@@ -73,6 +82,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl,
     databaseUrl: env.DATABASE_URL || "sqlite:./data/gateway.db",
     redisUrl: env.REDIS_URL || null,
+    limitsOnStoreError: oneOf(env, "LIMITS_ON_STORE_ERROR", ["open", "closed"] as const, "open"),
     storageUrl: env.STORAGE_URL || "file:./data/blobs",
     adminToken: env.GATEWAY_ADMIN_TOKEN || null,
     sweepVideoAfterS: int(env, "SWEEP_VIDEO_AFTER_S", 720, 1, 86400),

@@ -22,7 +22,7 @@ export function errorTypeForStatus(status: number): ErrorType {
   if (status === 402) return "billing_error";
   if (status === 403) return "permission_error";
   if (status === 429) return "rate_limit_error";
-  if (status === 502 || status === 503 || status === 504) return "provider_error";
+  if (status === 502 || status === 504) return "provider_error";
   if (status >= 500) return "api_error";
   return "invalid_request_error";
 }

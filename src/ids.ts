@@ -1,13 +1,31 @@
 /**
- * Random public identifiers: a prefix plus 128 bits of randomness in base62-ish base64url without
- * `-`/`_` (easy to double-click and paste). Unguessable (design.md invariant 5).
+ * Random public identifiers: a prefix plus 128 bits of randomness, URL-safe and easy to double-click
+ * (letters and digits only). Unguessable (design.md invariant 5).
  */
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 
-/** `prefix_` followed by about 22 URL-safe characters (at least 128 random bits). */
-export function newId(prefix: string, bytes = 16): string {
-  const raw = randomBytes(bytes + 4)
-    .toString("base64url")
-    .replace(/[-_]/g, "");
-  return `${prefix}_${raw.slice(0, Math.ceil((bytes * 4) / 3))}`;
+const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+/** Random bytes are drawn in blocks: one syscall per block instead of one per id. */
+const POOL = Buffer.alloc(4096);
+let offset = POOL.length;
+
+function randomByte(): number {
+  if (offset >= POOL.length) {
+    randomFillSync(POOL);
+    offset = 0;
+  }
+  return POOL[offset++];
+}
+
+/**
+ * `prefix_` followed by 22 characters from a 62-letter alphabet (at least 128 random bits). Bytes of 248
+ * or more are skipped so every letter is equally likely.
+ */
+export function newId(prefix: string, length = 22): string {
+  let out = `${prefix}_`;
+  while (out.length < prefix.length + 1 + length) {
+    const b = randomByte();
+    if (b < 248) out += ALPHABET[b % 62];
+  }
+  return out;
 }

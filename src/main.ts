@@ -1,6 +1,6 @@
 /**
- * Entry point: `node src/main.ts serve` (the gateway) or `node src/main.ts migrate` (apply migrations
- * and exit). Configuration comes from the environment (config.ts, D11).
+ * Entry point: `node src/main.ts serve` (the gateway with its job runner), `node src/main.ts worker`
+ * (the job runner only) or `node src/main.ts migrate` (apply migrations and exit). Configuration comes from the environment (config.ts, D11).
  */
 import { releaseStaleHolds } from "./billing/ledger.ts";
 import { loadConfig } from "./config.ts";
@@ -12,6 +12,7 @@ async function serve(): Promise<void> {
   const config = loadConfig();
   const services = await createServices(config);
   const app = await buildApp(services);
+  services.startRunner();
   // Holds of synchronous calls whose process died mid-call are given back (invariant 4). A sync call
   // never takes 30 minutes, so an older open hold without a job has no live owner.
   const STALE_SYNC_HOLD_MS = 30 * 60_000;
@@ -48,6 +49,27 @@ async function serve(): Promise<void> {
   );
 }
 
+/** `npm run worker`: the job runner and sweep only, no HTTP (design.md "job dispatch"). */
+async function worker(): Promise<void> {
+  const config = loadConfig();
+  const services = await createServices(config);
+  const runner = services.startRunner();
+  services.log.info({ worker: runner.workerId, database: services.db.dialect }, "worker ready");
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    services.log.info({ signal, in_flight: runner.inFlight }, "worker stopping: handing claimed jobs back");
+    try {
+      await services.close();
+    } finally {
+      process.exit(0);
+    }
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
 async function migrateOnly(): Promise<void> {
   const config = loadConfig();
   const db = openDatabase(config.databaseUrl);
@@ -60,7 +82,7 @@ async function migrateOnly(): Promise<void> {
 }
 
 const role = process.argv[2] ?? "serve";
-const roles: Record<string, () => Promise<void>> = { serve, migrate: migrateOnly };
+const roles: Record<string, () => Promise<void>> = { serve, worker, migrate: migrateOnly };
 const run = roles[role];
 if (!run) {
   console.error(`unknown role '${role}'; use one of: ${Object.keys(roles).join(", ")}`);

@@ -1,20 +1,35 @@
 /**
- * Everything a running gateway holds: configuration, database, upstream adapters. Built once by
- * `main.ts` (or by a test) and handed to the HTTP app and the runner; nothing reads globals.
+ * Everything a running gateway holds: configuration, database, blob store, upstream adapters and the
+ * job runner. Built once by `main.ts` (or by a test) and handed to the HTTP app; nothing reads globals.
  */
+import { Redis } from "ioredis";
+import pino from "pino";
 import { VoiceLibrary } from "./audio/voice-library.ts";
 import type { SpeechModel } from "./catalog/types.ts";
 import type { Config } from "./config.ts";
-import { type Db, migrate, openDatabase } from "./storage/db.ts";
-import { createSimulatedAudioUpstream } from "./upstreams/simulator/speech.ts";
-import { SimulatedVoiceCreation } from "./upstreams/simulator/voice-creation.ts";
-import type { MusicAdapter, SpeechAdapter, VoiceCreationAdapter, VoiceLibraryAdapter } from "./upstreams/types.ts";
+import { JobRunner, type OutputFetcher, type RunnerOptions } from "./jobs/runner.ts";
+import { Limiter } from "./limits/limiter.ts";
+import { type LimitStore, MemoryLimitStore, RedisLimitStore } from "./limits/store.ts";
 import { type BlobStore, openBlobStore } from "./storage/blobs.ts";
+import { type Db, migrate, openDatabase } from "./storage/db.ts";
+import { safeFetch } from "./upstreams/safe-fetch.ts";
 import { createSimulatedMediaUpstream } from "./upstreams/simulator/media.ts";
+import { createSimulatedAudioUpstream } from "./upstreams/simulator/speech.ts";
+import { createSimulatedVisualUpstream } from "./upstreams/simulator/visual.ts";
+import { SimulatedVoiceCreation } from "./upstreams/simulator/voice-creation.ts";
+import type {
+  MusicAdapter,
+  SpeechAdapter,
+  VisualAdapter,
+  VoiceCreationAdapter,
+  VoiceLibraryAdapter,
+} from "./upstreams/types.ts";
 
 export interface Services {
   config: Config;
   db: Db;
+  /** Process-wide logger (the HTTP app has its own request logger). */
+  log: pino.Logger;
   /** The adapter serving a speech model (by family; the simulator unless a real upstream is configured). */
   speechAdapterFor(model: SpeechModel): SpeechAdapter;
   /** The voice library of both audio providers (membership tests; raw lists). */
@@ -25,16 +40,33 @@ export interface Services {
   voicePreview(voiceId: string, signal?: AbortSignal): Promise<Uint8Array | null>;
   /** Music and sound effects. */
   media: MusicAdapter;
+  /** Image and video generation. */
+  visual: VisualAdapter;
   /** Blob storage of generated outputs (`STORAGE_URL`). */
   blobs: BlobStore;
   /** Voice design and cloning (beta provider). */
   voiceCreation: VoiceCreationAdapter;
-  /** Releases connections and workers. */
+  /** Tier limits: request windows and audio pools (memory, or Redis with `REDIS_URL`). */
+  limiter: Limiter;
+  /** Starts this process's job runner (and sweep). */
+  startRunner(opts?: RunnerOptions): JobRunner;
+  /** Tells the runner of this process, if any, that a job was submitted. */
+  nudgeRunner(): void;
+  /** Stops the runner (handing claimed jobs back), then releases connections and workers. */
   close(): Promise<void>;
 }
 
-/** Opens the database, applies migrations and creates the upstream adapters. */
-export async function createServices(config: Config): Promise<Services> {
+/** Test seams: replace an adapter or the output downloader (fake upstreams on loopback). */
+export interface ServiceOverrides {
+  visual?: VisualAdapter;
+  /** Namespace of Redis keys (tests isolate themselves on a shared Redis). */
+  redisPrefix?: string;
+  fetchOutput?: OutputFetcher;
+}
+
+/** Opens the database, applies migrations and creates the blob store and the upstream adapters. */
+export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
+  const log = pino({ level: config.logLevel });
   const db = openDatabase(config.databaseUrl);
   try {
     await migrate(db);
@@ -44,23 +76,65 @@ export async function createServices(config: Config): Promise<Services> {
   }
   const blobs = openBlobStore(config.storageUrl);
   const media = createSimulatedMediaUpstream({ latencyScale: config.simLatencyScale });
+  const simulatedVisual = createSimulatedVisualUpstream({ latencyScale: config.simLatencyScale });
+  const visual = overrides.visual ?? simulatedVisual;
   const simulator = createSimulatedAudioUpstream({
     latencyScale: config.simLatencyScale,
     publicBaseUrl: config.publicBaseUrl,
   });
+  const fetchOutput: OutputFetcher =
+    overrides.fetchOutput ?? (async (url, o) => safeFetch(url, { maxBytes: o.maxBytes, timeoutMs: o.timeoutMs }));
+  let runner: JobRunner | null = null;
+  const limitStore: LimitStore = config.redisUrl
+    ? new RedisLimitStore(
+        new Redis(config.redisUrl, {
+          // Fail fast when Redis is down: the limiter applies LIMITS_ON_STORE_ERROR instead of queueing.
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 1,
+          connectTimeout: 2000,
+          lazyConnect: false,
+        }).on("error", () => {}),
+        overrides.redisPrefix ?? "gw",
+      )
+    : new MemoryLimitStore();
+  const limiter = new Limiter(limitStore, config.limitsOnStoreError, log);
   return {
     config,
     db,
+    log,
     speechAdapterFor: () => simulator,
     voices: simulator,
     voiceLibrary: new VoiceLibrary(simulator),
     voicePreview: async (voiceId, signal) => (simulator.isAlphaVoice(voiceId) ? simulator.voicePreview(voiceId, signal) : null),
     voiceCreation: new SimulatedVoiceCreation(config.simLatencyScale),
     media,
+    visual,
     blobs,
+    limiter,
+    startRunner(opts) {
+      runner ??= new JobRunner(
+        {
+          db: db.kysely,
+          blobs,
+          visual,
+          fetchOutput,
+          sweep: { sweepImageAfterS: config.sweepImageAfterS, sweepVideoAfterS: config.sweepVideoAfterS },
+          log,
+        },
+        opts,
+      );
+      runner.start();
+      return runner;
+    },
+    nudgeRunner() {
+      runner?.nudge();
+    },
     async close() {
+      await runner?.stop();
       await simulator.close();
       await media.close();
+      await simulatedVisual.close();
+      await limitStore.close();
       await db.close();
     },
   };

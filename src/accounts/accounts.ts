@@ -10,6 +10,7 @@ import { effectiveTier, tierRow } from "../catalog/tiers.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { isUniqueViolation } from "../storage/db.ts";
+import { applyOverrides, type EffectiveLimits } from "../limits/effective.ts";
 import { prepare } from "../storage/prepared.ts";
 import {
   digestsEqual,
@@ -31,6 +32,8 @@ export interface Principal {
   accountId: string;
   /** The API key used, or null for a session token. */
   keyId: string | null;
+  /** The account's limits at the time of the request (tier row with overrides). */
+  limits: EffectiveLimits;
 }
 
 function validateCredentials(email: unknown, password: unknown): { email: string; password: string } {
@@ -147,9 +150,49 @@ export async function login(
   return { user_id: row.id, session_token: token };
 }
 
+// One round trip per request: the key and the account fields its limits derive from.
 const keyByHash = prepare((db, p) =>
-  db.selectFrom("api_keys").select(["id", "account_id", "key_hash"]).where("key_hash", "=", p<string>(0)),
+  db
+    .selectFrom("api_keys")
+    .innerJoin("accounts", "accounts.id", "api_keys.account_id")
+    .select([
+      "api_keys.id",
+      "api_keys.account_id",
+      "api_keys.key_hash",
+      "accounts.total_deposits_micros",
+      "accounts.tier_override",
+      "accounts.limits_override",
+    ])
+    .where("api_keys.key_hash", "=", p<string>(0)),
 );
+const sessionByHash = prepare((db, p) =>
+  db
+    .selectFrom("sessions")
+    .innerJoin("accounts", "accounts.id", "sessions.account_id")
+    .select([
+      "sessions.account_id",
+      "sessions.token_hash",
+      "sessions.expires_at",
+      "accounts.total_deposits_micros",
+      "accounts.tier_override",
+      "accounts.limits_override",
+    ])
+    .where("sessions.token_hash", "=", p<string>(0)),
+);
+
+/** Effective limits memoized by (tier, overrides): most accounts share a handful of rows. */
+const limitsMemo = new Map<string, EffectiveLimits>();
+function limitsOf(row: { total_deposits_micros: number; tier_override: number | null; limits_override: string | null }): EffectiveLimits {
+  const tier = effectiveTier(Number(row.total_deposits_micros), row.tier_override === null ? null : Number(row.tier_override));
+  const key = `${tier}|${row.limits_override ?? ""}`;
+  let limits = limitsMemo.get(key);
+  if (!limits) {
+    if (limitsMemo.size > 10_000) limitsMemo.clear();
+    limits = applyOverrides(tierRow(tier), row.limits_override);
+    limitsMemo.set(key, limits);
+  }
+  return limits;
+}
 
 /** Last-used timestamps are written at most once a minute per key, off the request's critical path. */
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
@@ -168,13 +211,9 @@ export async function authenticate(
   const hash = hashSecret(secret);
   if (secret.startsWith("sess_")) {
     if (!opts.allowSession) return null;
-    const s = await db
-      .selectFrom("sessions")
-      .select(["account_id", "token_hash", "expires_at"])
-      .where("token_hash", "=", hash)
-      .executeTakeFirst();
+    const s = (await sessionByHash(db, hash)).rows[0];
     if (!s || !digestsEqual(s.token_hash, hash) || Number(s.expires_at) < Date.now()) return null;
-    return { accountId: s.account_id, keyId: null };
+    return { accountId: s.account_id, keyId: null, limits: limitsOf(s) };
   }
   const k = (await keyByHash(db, hash)).rows[0];
   if (!k || !digestsEqual(k.key_hash, hash)) return null;
@@ -189,7 +228,7 @@ export async function authenticate(
       .execute()
       .catch(() => {});
   }
-  return { accountId: k.account_id, keyId: k.id };
+  return { accountId: k.account_id, keyId: k.id, limits: limitsOf(k) };
 }
 
 /** The account fields the API shows. */

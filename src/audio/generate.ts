@@ -8,6 +8,8 @@ import { formatUsd, type Micros } from "../billing/money.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { BlobStore } from "../storage/blobs.ts";
+import type { AudioPool } from "../catalog/types.ts";
+import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import type { AudioResult } from "../upstreams/types.ts";
 
 /** Where a stored output lives. */
@@ -44,6 +46,33 @@ export interface GenerateDeps {
  * @throws AppError 402 `billing_error`, 502 `provider_error`, 500 `storage_error` (hold released each time).
  */
 export async function generatePaidAudio(
+  deps: GenerateDeps,
+  args: {
+    accountId: string;
+    apiKeyId: string | null;
+    model: string;
+    priceMicros: Micros;
+    request: unknown;
+    saveToBlob: boolean;
+    billedDurationSec?: number;
+    call: (signal?: AbortSignal) => Promise<Extract<AudioResult, { kind: "bytes" }>>;
+    signal?: AbortSignal;
+    /** The caller's limits and the audio pool the call draws from (D12). */
+    guard?: CallGuard;
+    pool: AudioPool;
+  },
+): Promise<AudioOutcome> {
+  const guard = args.guard ?? NO_LIMITS;
+  await guard.model(args.model);
+  const release = await guard.slot(args.pool);
+  try {
+    return await generateInSlot(deps, args);
+  } finally {
+    await release();
+  }
+}
+
+async function generateInSlot(
   deps: GenerateDeps,
   args: {
     accountId: string;

@@ -9,6 +9,7 @@ import { DEFAULT_MUSIC_MODEL, getMusicModel } from "../catalog/models.ts";
 import { quoteMusic } from "../catalog/quote.ts";
 import type { MusicModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
+import type { CallGuard } from "../limits/limiter.ts";
 import { AUDIO_FORMATS, type AudioFormat, type MusicAdapter, type MusicRequest, type SimulateMode } from "../upstreams/types.ts";
 import { type AudioOutcome, type GenerateDeps, generatePaidAudio } from "./generate.ts";
 import { graphemeCount, optionalText } from "./text-limits.ts";
@@ -83,7 +84,7 @@ export async function createMusic(
   deps: GenerateDeps & { adapter: MusicAdapter },
   principal: { accountId: string; keyId: string | null },
   body: MusicBody,
-  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal },
+  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard },
 ): Promise<AudioOutcome> {
   const { model, req } = validateMusic(body, opts.saveToBlob);
   const price: Micros = quoteMusic(model, req.lengthMs);
@@ -97,5 +98,7 @@ export async function createMusic(
     billedDurationSec: model.honoursLength ? req.lengthMs / 1000 : undefined,
     call: (signal) => deps.adapter.music({ ...req, simulate: opts.simulate }, signal),
     signal: opts.signal,
+    guard: opts.guard,
+    pool: model.audioPool,
   });
 }

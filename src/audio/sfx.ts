@@ -6,6 +6,7 @@ import { DEFAULT_SFX_MODEL, getSfxModel } from "../catalog/models.ts";
 import { quoteSfx } from "../catalog/quote.ts";
 import type { SfxModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
+import type { CallGuard } from "../limits/limiter.ts";
 import type { MusicAdapter, SfxRequest, SimulateMode } from "../upstreams/types.ts";
 import { type AudioOutcome, type GenerateDeps, generatePaidAudio } from "./generate.ts";
 import { parseAudioFormat } from "./music.ts";
@@ -64,7 +65,7 @@ export async function createSfx(
   deps: GenerateDeps & { adapter: MusicAdapter },
   principal: { accountId: string; keyId: string | null },
   body: SfxBody,
-  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal },
+  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard },
 ): Promise<AudioOutcome> {
   const { model, req } = validateSfx(body, opts.saveToBlob);
   return generatePaidAudio(deps, {
@@ -76,5 +77,7 @@ export async function createSfx(
     saveToBlob: opts.saveToBlob,
     call: (signal) => deps.adapter.sfx({ ...req, simulate: opts.simulate }, signal),
     signal: opts.signal,
+    guard: opts.guard,
+    pool: model.audioPool,
   });
 }

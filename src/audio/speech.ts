@@ -28,6 +28,7 @@ import {
 } from "../upstreams/types.ts";
 import { codePoints } from "./text-limits.ts";
 import { findOwnedVoice } from "./voices.ts";
+import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 
 /** The speech request body as received (types already checked by the route schema). */
 export interface SpeechBody {
@@ -133,9 +134,10 @@ export async function createSpeech(
   deps: SpeechDeps,
   accountId: string,
   body: SpeechBody,
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard },
 ): Promise<SpeechOutcome> {
   const req = validateSpeech(body);
+  const guard = opts.guard ?? NO_LIMITS;
   const { model } = req;
 
   let voiceProvider: "alpha" | "beta" = "beta";
@@ -149,6 +151,29 @@ export async function createSpeech(
   }
   if (voiceProvider !== model.voiceProvider) throw errors.voiceModelMismatch(voiceProvider, model.id);
 
+  await guard.model(model.id);
+  const releaseSlot = await guard.slot(model.audioPool);
+  let streaming = false;
+  try {
+    const out = await speakWithSlot(deps, accountId, req, upstreamVoiceId, opts, releaseSlot);
+    streaming = out.audio.kind === "stream";
+    return out;
+  } finally {
+    // A stream keeps its slot until its last chunk (released by the stream itself).
+    if (!streaming) await releaseSlot();
+  }
+}
+
+/** Hold, upstream, capture: the part of a speech call that runs inside an audio pool slot. */
+async function speakWithSlot(
+  deps: SpeechDeps,
+  accountId: string,
+  req: ValidSpeech,
+  upstreamVoiceId: string,
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
+  releaseSlot: () => Promise<void>,
+): Promise<SpeechOutcome> {
+  const { model } = req;
   const cost = quoteSpeech(model, req.chars);
   let hold: Awaited<ReturnType<typeof placeHold>>;
   try {
@@ -218,6 +243,9 @@ export async function createSpeech(
         reference: model.id,
       });
       throw err;
+    } finally {
+      // The stream held its audio pool slot until now.
+      await releaseSlot();
     }
   }
   return { ...base, audio: { kind: "stream", chunks: rest() } };

@@ -7,7 +7,9 @@ import { type Executor, InsufficientFundsError, placeHold, releaseHold } from ".
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { DEFAULT_VOICE_CLONE_MODEL, getVoiceCloneModel } from "../catalog/models.ts";
 import { quoteFlat } from "../catalog/quote.ts";
+import type { VoiceCreationModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
+import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import type { SimulateMode, VoiceCreationAdapter } from "../upstreams/types.ts";
 import { inspectReferenceAudio } from "./reference-audio.ts";
 import { codePoints } from "./text-limits.ts";
@@ -42,7 +44,7 @@ export async function cloneVoice(
   deps: { db: Executor; adapter: VoiceCreationAdapter },
   accountId: string,
   form: VoiceCloneForm,
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard },
 ): Promise<ClonedVoice> {
   const modelId = form.model ?? DEFAULT_VOICE_CLONE_MODEL;
   const model = getVoiceCloneModel(modelId);
@@ -55,7 +57,25 @@ export async function cloneVoice(
     throw errors.invalidRequest("The reference audio is required as the multipart part 'file'.", "file");
   }
   const info = await inspectReferenceAudio(form.file);
+  const guard = opts.guard ?? NO_LIMITS;
+  await guard.model(model.id);
+  const release = await guard.slot(model.audioPool);
+  try {
+    return await cloneInSlot(deps, accountId, model, form.file, info, name, opts);
+  } finally {
+    await release();
+  }
+}
 
+async function cloneInSlot(
+  deps: { db: Executor; adapter: VoiceCreationAdapter },
+  accountId: string,
+  model: VoiceCreationModel,
+  file: Uint8Array,
+  info: { format: "mp3" | "wav" | "m4a"; durationSec: number },
+  name: string | null,
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
+): Promise<ClonedVoice> {
   const price = quoteFlat(model);
   let holdId: string;
   try {
@@ -68,7 +88,7 @@ export async function cloneVoice(
   try {
     upstreamVoiceId = (
       await deps.adapter.cloneVoice(
-        { audio: form.file, format: info.format, durationSec: info.durationSec, name, simulate: opts.simulate },
+        { audio: file, format: info.format, durationSec: info.durationSec, name, simulate: opts.simulate },
         opts.signal,
       )
     ).upstreamVoiceId;

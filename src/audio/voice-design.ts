@@ -7,7 +7,9 @@ import { captureHold, type Executor, InsufficientFundsError, inTransaction, plac
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { DEFAULT_VOICE_DESIGN_MODEL, getVoiceDesignModel } from "../catalog/models.ts";
 import { quoteFlat } from "../catalog/quote.ts";
+import type { VoiceCreationModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
+import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import { newId } from "../ids.ts";
 import type { SimulateMode, VoiceCreationAdapter, VoiceDesignRequest } from "../upstreams/types.ts";
 import { codePoints, optionalText } from "./text-limits.ts";
@@ -126,10 +128,27 @@ export async function designVoice(
   deps: { db: Executor; adapter: VoiceCreationAdapter },
   accountId: string,
   body: VoiceDesignBody,
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard },
 ): Promise<DesignedVoice> {
   const { model: modelId, req } = validateVoiceDesign(body);
   const model = getVoiceDesignModel(modelId)!;
+  const guard = opts.guard ?? NO_LIMITS;
+  await guard.model(model.id);
+  const release = await guard.slot(model.audioPool);
+  try {
+    return await designInSlot(deps, accountId, model, req, opts);
+  } finally {
+    await release();
+  }
+}
+
+async function designInSlot(
+  deps: { db: Executor; adapter: VoiceCreationAdapter },
+  accountId: string,
+  model: VoiceCreationModel,
+  req: Omit<VoiceDesignRequest, "simulate">,
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
+): Promise<DesignedVoice> {
   const price = quoteFlat(model);
   let holdId: string;
   try {

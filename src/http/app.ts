@@ -15,6 +15,7 @@ import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
 import { billingRoutes } from "./routes/billing.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
 import { generationRoutes } from "./routes/generation.ts";
+import { jobRoutes } from "./routes/jobs.ts";
 import { galleryRoutes, outputPublicRoutes } from "./routes/outputs.ts";
 import { speechRoutes } from "./routes/speech.ts";
 import { voiceCloneRoutes, voicePublicRoutes, voiceRoutes } from "./routes/voices.ts";
@@ -94,6 +95,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
     speechRoutes(keyed, services);
     voiceRoutes(keyed, services);
     generationRoutes(keyed, services);
+    jobRoutes(keyed, services);
     await keyed.register(async (scope) => voiceCloneRoutes(scope, services));
   });
   await app.register(async (admin) => {

@@ -5,7 +5,8 @@
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { authenticate, type Principal } from "../accounts/accounts.ts";
-import { errors } from "../errors.ts";
+import { AppError, errors } from "../errors.ts";
+import { type CallGuard, guardFor } from "../limits/limiter.ts";
 import type { Services } from "../services.ts";
 
 declare module "fastify" {
@@ -29,12 +30,19 @@ export function bearerOf(request: FastifyRequest): string | null {
 
 /** `onRequest` hook: an API key (or, with `allowSession`, a session token) is required; 401 `auth_error` otherwise. */
 export function requireAuth(services: Services, opts: { allowSession: boolean }) {
-  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const secret = bearerOf(request);
     if (secret === null) throw errors.auth("Missing API key: send Authorization: Bearer <API_KEY>.");
     const principal = await authenticate(services.db.kysely, secret, opts);
     if (principal === null) throw errors.auth("Invalid API key.");
     request.principal = principal;
+    // D13/D15: every authenticated request counts in the account's per-minute window and carries its headers.
+    try {
+      reply.headers({ ...(await services.limiter.request(principal.accountId, principal.limits)) });
+    } catch (err) {
+      if (err instanceof AppError) reply.headers(err.headers);
+      throw err;
+    }
   };
 }
 
@@ -42,6 +50,12 @@ export function requireAuth(services: Services, opts: { allowSession: boolean })
 export function principalOf(request: FastifyRequest): Principal {
   if (request.principal === null) throw errors.auth();
   return request.principal;
+}
+
+/** The caller's limits for services: per-model windows and audio pool slots (D12). */
+export function guardOf(services: Services, request: FastifyRequest): CallGuard {
+  const p = principalOf(request);
+  return guardFor(services.limiter, p.accountId, p.limits);
 }
 
 /**

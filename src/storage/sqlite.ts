@@ -5,6 +5,7 @@
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import {
+  CompiledQuery,
   type DatabaseConnection,
   type Driver,
   SqliteAdapter,
@@ -28,6 +29,7 @@ export function openSqlite(path: string): SqliteDatabase {
   db.exec("PRAGMA synchronous = NORMAL");
   db.exec("PRAGMA busy_timeout = 5000");
   db.exec("PRAGMA foreign_keys = ON");
+
   const cache = new Map<string, SqliteStatement>();
 
   const wrap = (stmt: StatementSync): SqliteStatement => {
@@ -96,6 +98,14 @@ class NodeSqliteDriver extends SqliteDriver {
 
   override async releaseConnection(): Promise<void> {
     this.#lock.release();
+  }
+
+  /**
+   * `BEGIN IMMEDIATE` takes the write lock at the start: a second process on the same file (a worker)
+   * then waits (busy timeout) instead of failing when a read-then-write transaction upgrades its lock.
+   */
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw("begin immediate"));
   }
 }
 

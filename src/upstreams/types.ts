@@ -163,3 +163,52 @@ export class UpstreamError extends Error {
     this.retryable = retryable;
   }
 }
+
+/** The six aspect ratios image requests map to (spec "POST /v1/images/generations"). */
+export type AspectRatio = "1:1" | "16:9" | "9:16" | "4:3" | "3:4" | "21:9";
+
+/** A validated image job as the adapter sees it. Sizes in pixels. */
+export interface ImageRequest {
+  model: string;
+  prompt: string;
+  /** Images to make (1 for single-image models). */
+  n: number;
+  aspect: AspectRatio;
+  width: number;
+  height: number;
+  quality: "low" | "medium" | "high" | null;
+  output: "png" | "svg";
+  /** Reference images (https URLs), already checked. */
+  imageUrls: string[];
+  /** Pass-through parameters, forwarded unchanged (D3). */
+  parameters: Record<string, unknown>;
+  simulate: SimulateMode | null;
+}
+
+/** A validated video job as the adapter sees it. */
+export interface VideoRequest {
+  model: string;
+  prompt: string;
+  /** Whole seconds. */
+  durationSec: number;
+  /** First frame (image-to-video), or null. */
+  imageUrl: string | null;
+  parameters: Record<string, unknown>;
+  simulate: SimulateMode | null;
+}
+
+/** One output of an image or video job: bytes, or an upstream URL the gateway downloads and rehosts. */
+export type MediaOutput =
+  | { kind: "bytes"; contentType: string; body: Uint8Array; width?: number; height?: number; durationSec?: number }
+  | { kind: "url"; url: string; contentType?: string };
+
+/**
+ * Image and video generation by one upstream family. `onProgress` is called while the upstream is
+ * working (the runner turns it into heartbeats; an adapter that stops calling it is presumed dead).
+ */
+export interface VisualAdapter {
+  /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
+  generateImages(req: ImageRequest, signal?: AbortSignal, onProgress?: () => void): Promise<MediaOutput[]>;
+  /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
+  generateVideo(req: VideoRequest, signal?: AbortSignal, onProgress?: () => void): Promise<MediaOutput>;
+}

@@ -8,7 +8,7 @@ import { parseBuffer } from "music-metadata";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
 import { DEMO_ALPHA_VOICE_ID, DEMO_BETA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
 import { BACKENDS } from "../helpers/backends.ts";
-import { startGateway, type TestGateway } from "../helpers/gateway.ts";
+import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 const ALPHA = DEMO_ALPHA_VOICE_ID;
 const BETA = DEMO_BETA_VOICE_ID;
@@ -338,6 +338,11 @@ for (const backend of BACKENDS) {
 
     test("30 parallel requests on a balance covering 5: 5 answered, 25 refused with 402, no overdraft", async () => {
       const u = await gw.register();
+      // The point is money, not tier limits: lift the window and pool caps for this account (D22).
+      await gw.request("PUT", `/v1/admin/users/${u.user_id}/limits`, {
+        token: ADMIN_TOKEN,
+        body: { rpm: 1000, per_model_rpm: 1000, audio_concurrent_per_provider: { alpha: 100 } },
+      });
       // alpha-flash-v2-5: 500 characters x 0.20 / 1000 = 0.10; 0.50 covers five.
       const body = {
         model: "alpha-flash-v2-5",

@@ -279,7 +279,17 @@ export function makeM4a(seconds: number, sampleRate = 16000, brand = "M4A "): Ui
     u32be(0), // width
     u32be(0), // height
   );
-  const mdhd = fullBox("mdhd", 0, 0, u32be(0), u32be(0), u32be(sampleRate), u32be(samples), u16be(0x55c4), u16be(0));
+  const mdhd = fullBox(
+    "mdhd",
+    0,
+    0,
+    u32be(0), // creation
+    u32be(0), // modification
+    u32be(sampleRate), // time scale
+    u32be(samples), // duration
+    u16be(0x55c4), // language "und"
+    u16be(0),
+  );
   const hdlr = fullBox("hdlr", 0, 0, u32be(0), ascii("soun"), new Uint8Array(12), ascii("SoundHandler\0"));
   const smhd = fullBox("smhd", 0, 0, u16be(0), u16be(0));
   const dinf = box("dinf", fullBox("dref", 0, 0, u32be(1), fullBox("url ", 0, 1)));
@@ -293,7 +303,8 @@ export function makeM4a(seconds: number, sampleRate = 16000, brand = "M4A "): Ui
     decSpecific,
   ]);
   const slConfig = new Uint8Array([0x06, 1, 0x02]);
-  const esDescr = concat([new Uint8Array([0x03, 3 + decConfig.length + slConfig.length, 0, 1, 0]), decConfig, slConfig]);
+  const esHeader = new Uint8Array([0x03, 3 + decConfig.length + slConfig.length, 0, 1, 0]); // ES_ID 1
+  const esDescr = concat([esHeader, decConfig, slConfig]);
   const esds = fullBox("esds", 0, 0, esDescr);
   const mp4a = box(
     "mp4a",

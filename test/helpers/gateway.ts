@@ -7,8 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Config, loadConfig } from "../../src/config.ts";
 import { type App, buildApp } from "../../src/http/app.ts";
-import { createServices, type Services } from "../../src/services.ts";
+import type { RunnerOptions } from "../../src/jobs/runner.ts";
+import { createServices, type ServiceOverrides, type Services } from "../../src/services.ts";
 import { type Backend, createTempDatabase } from "./backends.ts";
+import { freePort } from "./process.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
@@ -26,6 +28,8 @@ export interface TestGateway {
   register(): Promise<{ user_id: string; api_key: string; session_token: string; email: string }>;
   /** Operator deposit (USD). */
   deposit(userId: string, amountUsd: number): Promise<void>;
+  /** Polls `GET /v1/jobs/{id}` until the job is terminal (or `timeoutMs` passes). */
+  waitForJob(token: string, jobId: string, timeoutMs?: number): Promise<TestResponse>;
   close(): Promise<void>;
 }
 
@@ -42,11 +46,13 @@ let userCounter = 0;
 export async function startGateway(
   backend: Backend = "sqlite",
   env: Record<string, string> = {},
+  opts: { overrides?: ServiceOverrides; runner?: RunnerOptions | false } = {},
 ): Promise<TestGateway> {
   const db = await createTempDatabase(backend);
   const blobDir = mkdtempSync(join(tmpdir(), "gw-blobs-"));
+  const port = await freePort();
   const config: Config = loadConfig({
-    PORT: "0",
+    PORT: String(port),
     DATABASE_URL: db.url,
     STORAGE_URL: `file:${blobDir}`,
     GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
@@ -54,12 +60,11 @@ export async function startGateway(
     LOG_LEVEL: "silent",
     ...env,
   });
-  const services = await createServices(config);
+  const services = await createServices(config, opts.overrides);
+  if (opts.runner !== false) services.startRunner({ pollMs: 50, sweepMs: 500, heartbeatMs: 200, ...(opts.runner ?? {}) });
   const app = await buildApp(services, { logger: false });
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  const addr = app.server.address();
-  if (addr === null || typeof addr === "string") throw new Error("no address");
-  const url = `http://127.0.0.1:${addr.port}`;
+  await app.listen({ port, host: "127.0.0.1" });
+  const url = `http://127.0.0.1:${port}`;
 
   const request: TestGateway["request"] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
@@ -96,6 +101,17 @@ export async function startGateway(
         body: { amount_usd: amountUsd },
       });
       if (res.status !== 200) throw new Error(`deposit failed: ${res.status} ${JSON.stringify(res.json)}`);
+    },
+    async waitForJob(token, jobId, timeoutMs = 20_000) {
+      // Watch the row (polling the API would spend the caller's requests-per-minute), then read the
+      // job through the API once.
+      const end = Date.now() + timeoutMs;
+      for (;;) {
+        const row = await services.db.kysely.selectFrom("jobs").select("status").where("id", "=", jobId).executeTakeFirst();
+        if (!row || ["succeeded", "failed", "refunded", "expired"].includes(row.status) || Date.now() > end) break;
+        await new Promise((res) => setTimeout(res, 25));
+      }
+      return request("GET", `/v1/jobs/${jobId}`, { token });
     },
     async close() {
       await app.close();

@@ -4,6 +4,8 @@
  */
 import { Type } from "typebox";
 import { createKey, deleteKey, listKeys, login, me, register } from "../../accounts/accounts.ts";
+import { tierRowJson } from "../../catalog/pricing.ts";
+import { jobUsage } from "../../jobs/jobs.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
@@ -27,6 +29,21 @@ export function authPublicRoutes(app: App, services: Services): void {
 /** `GET /v1/auth/me`, `GET|POST /v1/auth/keys`, `DELETE /v1/auth/keys/{key_id}`. */
 export function accountRoutes(app: App, services: Services): void {
   app.get("/v1/auth/me", async (req) => me(services.db.kysely, principalOf(req).accountId));
+  app.get("/v1/auth/limits", async (req) => {
+    const p = principalOf(req);
+    const usage = await services.limiter.usage(p.accountId);
+    return {
+      object: "account.limits",
+      ...tierRowJson(p.limits),
+      usage: {
+        requests_this_minute: usage.rpm,
+        tokens_this_minute: usage.tpm,
+        window_resets_in_s: usage.resetS,
+        audio_in_use: usage.audio,
+        ...(await jobUsage(services.db.kysely, p.accountId)),
+      },
+    };
+  });
   app.get("/v1/auth/keys", async (req) => ({
     object: "list",
     data: await listKeys(services.db.kysely, principalOf(req).accountId),

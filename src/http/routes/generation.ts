@@ -12,7 +12,7 @@ import { errors } from "../../errors.ts";
 import { blobUrl } from "../../jobs/outputs.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
-import { principalOf } from "../auth.ts";
+import { guardOf, principalOf } from "../auth.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
 
 const Query = Type.Object({ save_to_blob: Type.Optional(Type.String({ maxLength: 10 })) });
@@ -53,6 +53,7 @@ export function generationRoutes(app: App, services: Services): void {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
       saveToBlob: saveToBlobOf(req.query.save_to_blob),
       signal: abortOnClose(reply),
+      guard: guardOf(services, req),
     });
     return send(out, reply);
   });
@@ -62,6 +63,7 @@ export function generationRoutes(app: App, services: Services): void {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
       saveToBlob: saveToBlobOf(req.query.save_to_blob),
       signal: abortOnClose(reply),
+      guard: guardOf(services, req),
     });
     return send(out, reply);
   });

@@ -10,12 +10,17 @@ import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
 import { sendBlob } from "../range.ts";
 
+/** The policy stored SVG files are served with: no scripts, no external loads, a sandboxed origin. */
+export const SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox";
+
 /** Public: `GET /v1/files/*` and `GET /share/{job_id}`. */
 export function outputPublicRoutes(app: App, services: Services): void {
   app.get("/v1/files/*", async (req, reply) => {
     const key = (req.params as { "*": string })["*"];
     const range = typeof req.headers.range === "string" ? req.headers.range : undefined;
-    return sendBlob(reply, services.blobs, key, range);
+    // SVG is a document that can carry scripts: served under a policy that runs none of them.
+    const extra: Record<string, string> = key.endsWith(".svg") ? { "content-security-policy": SVG_CSP } : {};
+    return sendBlob(reply, services.blobs, key, range, extra);
   });
   app.get(
     "/share/:job_id",

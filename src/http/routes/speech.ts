@@ -11,7 +11,7 @@ import { formatUsd } from "../../billing/money.ts";
 import type { Services } from "../../services.ts";
 import type { SimulateMode } from "../../upstreams/types.ts";
 import type { App } from "../app.ts";
-import { principalOf } from "../auth.ts";
+import { guardOf, principalOf } from "../auth.ts";
 
 const Unit = Type.Number({ minimum: 0, maximum: 1 });
 const SpeechBodySchema = Type.Object({
@@ -53,6 +53,7 @@ export function speechRoutes(app: App, services: Services): void {
     const out = await createSpeech(deps, principalOf(req).accountId, req.body ?? {}, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
       signal: abortOnClose(reply),
+      guard: guardOf(services, req),
     });
     reply
       .header("content-type", out.contentType)

@@ -10,7 +10,7 @@ import { formatUsd, microsToUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
-import { principalOf } from "../auth.ts";
+import { guardOf, principalOf } from "../auth.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
 
 const LibraryQuery = Type.Object({ provider: Type.Optional(Type.String({ maxLength: 20 })) });
@@ -35,7 +35,7 @@ export function voiceRoutes(app: App, services: Services): void {
       { db: services.db.kysely, adapter: services.voiceCreation },
       principalOf(req).accountId,
       req.body ?? {},
-      { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply) },
+      { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req) },
     );
     return reply
       .header("x-svc-model", out.model)
@@ -80,6 +80,7 @@ export async function voiceCloneRoutes(app: App, services: Services): Promise<vo
     const out = await cloneVoice({ db: services.db.kysely, adapter: services.voiceCreation }, principalOf(req).accountId, form, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
       signal: abortOnClose(reply),
+      guard: guardOf(services, req),
     });
     return reply
       .header("x-svc-model", out.model)

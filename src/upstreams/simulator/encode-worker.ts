@@ -1,5 +1,6 @@
 /**
  * `worker_threads` entry of the simulator's speech encoder: renders long clips off the event loop.
+ * It also renders music and sound effects ({@link MediaWorkerRequest}, used by `media.ts`).
  *
  * Protocol (one job at a time per worker): the parent posts a {@link EncodeWorkerRequest}; the worker
  * answers with zero or more `chunk` messages (encoded bytes, in order, their buffers transferred), then
@@ -32,7 +33,8 @@ if (parentPort) {
   const port = parentPort;
   port.on("message", (req: EncodeWorkerRequest | MediaWorkerRequest) => {
     try {
-      const { durationSec, chunks } = "media" in req ? renderMediaChunks(req.media) : renderSpeechChunks(req.job);
+      const { durationSec, chunks } =
+        "media" in req ? renderMediaChunks(req.media) : renderSpeechChunks(req.job);
       for (const chunk of chunks) {
         // Own the buffer exactly so it can be transferred instead of copied.
         const bytes =

@@ -54,9 +54,10 @@ export interface SimulatedMediaUpstreamOptions {
   cacheMaxBytes?: number;
   /**
    * Render inline (on the calling thread) when the estimated work is at most this many milliseconds
-   * (default 40): synthesis costs about 8 ms and MP3 encoding about 26 ms per audio second at 44.1 kHz
-   * (proportionally less at lower rates), PCM/mu-law encoding about 1 ms. Larger jobs go to a worker;
-   * 0 sends everything to workers.
+   * (default 25). Estimates at 44.1 kHz (proportionally less at lower rates): music 20 ms + 10 ms per
+   * audio second, sound effects 5 ms + 7 ms per second, plus MP3 encoding 26 ms per second (PCM and
+   * mu-law 1 ms). With the default only short sound effects (up to about 0.6 s of MP3) stay inline;
+   * every song goes to a worker. 0 sends everything to workers.
    */
   inlineMaxMs?: number;
   /** Number of render workers (default `clamp(availableParallelism() - 1, 2, 4)`). */
@@ -138,7 +139,11 @@ class MediaPool {
   private readonly queue: MediaTask[] = [];
   private closed = false;
 
-  constructor(size: number, onDone: (task: MediaTask) => void, onFail: (task: MediaTask, err: Error) => void) {
+  constructor(
+    size: number,
+    onDone: (task: MediaTask) => void,
+    onFail: (task: MediaTask, err: Error) => void,
+  ) {
     this.size = Math.max(1, size);
     this.onDone = onDone;
     this.onFail = onFail;
@@ -208,7 +213,9 @@ class MediaPool {
     this.slots.splice(i, 1);
     const task = slot.task;
     slot.task = null;
-    if (task) this.onFail(task, new UpstreamError(`simulated ${task.job.kind} worker failed: ${err.message}`));
+    if (task) {
+      this.onFail(task, new UpstreamError(`simulated ${task.job.kind} worker failed: ${err.message}`));
+    }
     if (!this.closed) this.pump();
   }
 
@@ -234,8 +241,9 @@ function estimatedWorkMs(job: MediaRenderJob): number {
   const info = audioFormatInfo(job.format);
   const rel = info.sampleRate / 44100;
   const encode = info.codec === "mp3" ? 26 * rel : 1;
-  const synth = (job.kind === "music" ? 8 : 5) * rel;
-  return job.durationSec * (synth + encode);
+  const fixed = job.kind === "music" ? 20 : 5;
+  const synth = (job.kind === "music" ? 10 : 7) * rel;
+  return fixed + job.durationSec * (synth + encode);
 }
 
 /** Cache key of a job: a SHA-256 of everything that determines its bytes. */
@@ -263,7 +271,7 @@ export class SimulatedMediaUpstream implements MusicAdapter {
 
   constructor(opts: SimulatedMediaUpstreamOptions) {
     this.scale = Number.isFinite(opts.latencyScale) && opts.latencyScale > 0 ? opts.latencyScale : 0;
-    this.inlineMaxMs = opts.inlineMaxMs ?? 40;
+    this.inlineMaxMs = opts.inlineMaxMs ?? 25;
     const cacheMax = opts.cacheMaxBytes ?? 64 * 1024 * 1024;
     this.cache = new ByteLruCache(cacheMax);
     this.maxClipBytes = cacheMax / 4;
@@ -304,7 +312,9 @@ export class SimulatedMediaUpstream implements MusicAdapter {
    * it is the answer's `durationSec`. Errors as for {@link SimulatedMediaUpstream.music}.
    */
   async sfx(req: SfxRequest, signal?: AbortSignal): Promise<BytesResult> {
-    const influence = Number.isFinite(req.promptInfluence) ? Math.min(1, Math.max(0, req.promptInfluence)) : 0.3;
+    const influence = Number.isFinite(req.promptInfluence)
+      ? Math.min(1, Math.max(0, req.promptInfluence))
+      : 0.3;
     const job: MediaRenderJob = {
       kind: "sfx",
       model: req.model,
@@ -367,7 +377,7 @@ export class SimulatedMediaUpstream implements MusicAdapter {
     return (SIM_MEDIA_TIMING.slowMinSec + SIM_MEDIA_TIMING.slowScaledSec * this.scale) * 1000;
   }
 
-  /** Renders small jobs inline (returning the clip) and hands larger ones to the pool (returning the task). */
+  /** Renders small jobs inline (returning the clip); hands larger ones to the pool (returning the task). */
   private start(key: string, job: MediaRenderJob): MediaClip | MediaTask {
     const running = this.inflight.get(key);
     if (running) return running;

@@ -783,7 +783,8 @@ export const MUSIC_LYRICS_MAX_SEC = 300;
 export function musicDurationFromLyrics(lyrics: string | null, prompt: string): number {
   const items = parseLyrics(lyrics);
   if (items.length === 0) return promptLengthSec(prompt);
-  const { total } = lyricTimeline(items, tempoOf(wordsOf(prompt), createRng(seedFrom("music-tempo", prompt))));
+  const bpm = tempoOf(wordsOf(prompt), createRng(seedFrom("music-tempo", prompt)));
+  const { total } = lyricTimeline(items, bpm);
   return clamp(Math.round(total * 10) / 10, MUSIC_LYRICS_MIN_SEC, MUSIC_LYRICS_MAX_SEC);
 }
 
@@ -868,7 +869,20 @@ const MINOR_BRIDGES = [
 ];
 
 const FAST = ["fast", "upbeat", "energetic", "driving", "intense", "frantic", "hyper", "racing", "uptempo"];
-const SLOW = ["slow", "calm", "relaxing", "relaxed", "peaceful", "gentle", "ballad", "sleep", "meditation", "lullaby"];
+const SLOW = [
+  "slow",
+  "calm",
+  "relaxing",
+  "relaxed",
+  "peaceful",
+  "gentle",
+  "ballad",
+  "sleep",
+  "meditation",
+  "lullaby",
+];
+const DANCE = ["house", "techno", "edm", "dance", "disco", "trance", "club", "electro"];
+const FILMIC = ["cinematic", "orchestral", "classical", "epic", "film", "soundtrack"];
 
 function tempoOf(w: Words, rng: Rng): number {
   const m = /(\d{2,3})\s*bpm/.exec(w.text);
@@ -876,7 +890,7 @@ function tempoOf(w: Words, rng: Rng): number {
   const r = rng();
   let bpm: number;
   if (hasAny(w, ["drum and bass", "dnb", "jungle", "drumnbass"])) bpm = 165 + 10 * r;
-  else if (hasAny(w, ["house", "techno", "edm", "dance", "disco", "trance", "club", "electro"])) bpm = 118 + 14 * r;
+  else if (hasAny(w, DANCE)) bpm = 118 + 14 * r;
   else if (hasAny(w, ["punk", "metal", "thrash"])) bpm = 140 + 40 * r;
   else if (hasAny(w, ["rock", "grunge", "indie"])) bpm = 105 + 40 * r;
   else if (hasAny(w, ["hip hop", "hiphop", "rap", "boom bap", "trap"])) bpm = 80 + 15 * r;
@@ -885,7 +899,7 @@ function tempoOf(w: Words, rng: Rng): number {
   else if (hasAny(w, ["reggae", "dub"])) bpm = 70 + 15 * r;
   else if (hasAny(w, ["jazz", "swing", "bebop"])) bpm = 100 + 50 * r;
   else if (hasAny(w, ["waltz"])) bpm = 90 + 60 * r;
-  else if (hasAny(w, ["cinematic", "orchestral", "classical", "epic", "film", "soundtrack"])) bpm = 70 + 40 * r;
+  else if (hasAny(w, FILMIC)) bpm = 70 + 40 * r;
   else if (hasAny(w, ["pop", "funk", "country", "folk"])) bpm = 95 + 30 * r;
   else bpm = 82 + 48 * r;
   if (hasAny(w, FAST)) bpm *= 1.22;
@@ -929,11 +943,12 @@ function composeMusic(opts: Omit<MusicSynthesisOptions, "sampleRate">): Score {
   // --- Key and mode.
   let mode: "major" | "minor";
   let tonic = Math.floor(rng() * 12);
-  const minorWords = ["sad", "dark", "melancholy", "melancholic", "minor", "somber", "sombre", "moody", "gloomy"];
-  const minorWords2 = ["tragic", "eerie", "haunting", "tense", "mysterious", "sorrowful", "lonely", "horror"];
-  const majorWords = ["happy", "bright", "cheerful", "major", "uplifting", "joyful", "sunny", "fun", "playful"];
-  if (hasAny(w, minorWords) || hasAny(w, minorWords2)) mode = "minor";
-  else if (hasAny(w, majorWords) || hasAny(w, ["hopeful", "summer", "triumphant", "festive"])) mode = "major";
+  const minorWords = ["sad", "dark", "melancholy", "melancholic", "minor", "somber", "sombre", "moody"];
+  const minorWords2 = ["gloomy", "tragic", "eerie", "haunting", "tense", "mysterious", "sorrowful", "lonely"];
+  const majorWords = ["happy", "bright", "cheerful", "major", "uplifting", "joyful", "sunny", "fun"];
+  const majorWords2 = ["playful", "hopeful", "summer", "triumphant", "festive"];
+  if (hasAny(w, minorWords) || hasAny(w, minorWords2) || hasAny(w, ["horror"])) mode = "minor";
+  else if (hasAny(w, majorWords) || hasAny(w, majorWords2)) mode = "major";
   else mode = rng() < 0.5 ? "major" : "minor";
   const keyMatch =
     /\skey(?: of)?\s+([a-g])(#|sharp|b|flat)?(?:\s*(major|minor|maj|min))?\s/.exec(w.text) ??
@@ -948,15 +963,18 @@ function composeMusic(opts: Omit<MusicSynthesisOptions, "sampleRate">): Score {
   const scale = mode === "major" ? MAJOR : MINOR;
 
   // --- Palette.
-  const electronic = hasAny(w, ["synth", "electronic", "edm", "techno", "trance", "house", "synthwave", "80s"]);
+  const electronic = hasAny(w, ["synth", "electronic", "synthwave", "80s"]) || hasAny(w, DANCE);
   const ambient = hasAny(w, ["ambient", "drone", "dreamy", "space", "atmospheric", "ethereal", "meditation"]);
-  const orchestral = hasAny(w, ["strings", "violin", "cello", "orchestral", "orchestra", "cinematic", "epic"]);
+  const orchestralWords = ["strings", "violin", "cello", "orchestral", "orchestra", "cinematic", "epic"];
+  const orchestral = hasAny(w, orchestralWords);
   let lead: MusicInstrument;
   let harmony: MusicInstrument;
   if (hasAny(w, ["piano", "keys"])) lead = "piano";
   else if (hasAny(w, ["rhodes", "electric piano", "lofi", "lo fi", "jazz", "soul", "rnb"])) lead = "epiano";
   else if (hasAny(w, ["guitar", "acoustic", "folk", "country", "bossa", "ukulele"])) lead = "pluck";
-  else if (hasAny(w, ["chiptune", "8bit", "8 bit", "retro", "arcade", "videogame", "video game"])) lead = "square";
+  else if (hasAny(w, ["chiptune", "8bit", "8 bit", "retro", "arcade", "videogame", "video game"])) {
+    lead = "square";
+  }
   else if (electronic) lead = "saw";
   else if (orchestral || hasAny(w, ["classical", "film", "soundtrack"])) lead = "strings";
   else if (hasAny(w, ["flute", "whistle", "woodwind", "pan"])) lead = "flute";
@@ -979,7 +997,7 @@ function composeMusic(opts: Omit<MusicSynthesisOptions, "sampleRate">): Score {
     (ambient && !hasAny(w, ["drums", "beat", "drum"])) ||
     hasAny(w, ["classical", "lullaby", "sleep"]);
   if (noDrums) drums = "none";
-  else if (hasAny(w, ["house", "techno", "edm", "dance", "disco", "trance", "club", "electro"])) drums = "four";
+  else if (hasAny(w, DANCE)) drums = "four";
   else if (hasAny(w, ["trap", "dubstep", "halftime", "half time"])) drums = "halftime";
   else if (hasAny(w, ["hip hop", "hiphop", "rap", "boom bap", "lofi", "lo fi", "chillhop", "jazzhop"]))
     drums = "hiphop";
@@ -987,7 +1005,9 @@ function composeMusic(opts: Omit<MusicSynthesisOptions, "sampleRate">): Score {
     drums = "rock";
   else if (hasAny(w, ["folk", "acoustic", "jazz", "bossa", "reggae", "country", "calm", "chill", "ballad"]))
     drums = "light";
-  else if (orchestral || hasAny(w, ["piano solo", "peaceful", "gentle"])) drums = rng() < 0.6 ? "none" : "light";
+  else if (orchestral || hasAny(w, ["piano solo", "peaceful", "gentle"])) {
+    drums = rng() < 0.6 ? "none" : "light";
+  }
   else drums = pick(rng, ["rock", "light", "hiphop", "four", "rock"] as const);
 
   let bass: BassInstrument;
@@ -1004,9 +1024,8 @@ function composeMusic(opts: Omit<MusicSynthesisOptions, "sampleRate">): Score {
       : hasAny(w, ["lofi", "lo fi", "rock", "punk", "dry"])
         ? 0.12
         : 0.22;
-  const swing = hasAny(w, ["jazz", "lofi", "lo fi", "swing", "shuffle", "blues", "hiphop", "hip hop", "jazzhop"])
-    ? 0.16
-    : 0;
+  const swingWords = ["jazz", "lofi", "lo fi", "swing", "shuffle", "blues", "hiphop", "hip hop", "jazzhop"];
+  const swing = hasAny(w, swingWords) ? 0.16 : 0;
 
   const progs = mode === "major" ? MAJOR_PROGS : MINOR_PROGS;
   const verseProg = pick(rng, progs);
@@ -1138,7 +1157,9 @@ function composeMusic(opts: Omit<MusicSynthesisOptions, "sampleRate">): Score {
     if (harmonyStyle === "sustain") {
       if (b > 0 && barChord[b - 1] === root && barSection[b - 1] === s) {
         // Tie over: extend the previous bar's notes.
-        for (let i = harmonyNotes.length - voiced.length; i < harmonyNotes.length; i++) harmonyNotes[i].d += bar;
+        for (let i = harmonyNotes.length - voiced.length; i < harmonyNotes.length; i++) {
+          harmonyNotes[i].d += bar;
+        }
         continue;
       }
       for (const m of voiced) harmonyNotes.push({ t: t0 + human(), d: bar * 0.98, m, v });
@@ -1146,13 +1167,16 @@ function composeMusic(opts: Omit<MusicSynthesisOptions, "sampleRate">): Score {
       const hits = beatsPerBar === 3 ? [0, 1, 2] : bpm < 80 ? [0, 2] : [0, 1.5, 2.5];
       hits.forEach((h, i) => {
         const len = (i + 1 < hits.length ? hits[i + 1] : beatsPerBar) - h;
-        for (const m of voiced) harmonyNotes.push({ t: t0 + swingT(h) * beat + human(), d: len * beat * 0.95, m, v });
+        for (const m of voiced) {
+          harmonyNotes.push({ t: t0 + swingT(h) * beat + human(), d: len * beat * 0.95, m, v });
+        }
       });
     } else if (harmonyStyle === "arp") {
       const seq = [...voiced, voiced[1] + 12, voiced[2]];
       for (let i = 0; i < beatsPerBar * 2; i++) {
         const m = seq[i % seq.length];
-        harmonyNotes.push({ t: t0 + swingT(i * 0.5) * beat + human(), d: beat, m, v: v * (i % 2 === 0 ? 1 : 0.8) });
+        const t = t0 + swingT(i * 0.5) * beat + human();
+        harmonyNotes.push({ t, d: beat, m, v: v * (i % 2 === 0 ? 1 : 0.8) });
       }
     } else {
       for (let i = 0; i < beatsPerBar; i++) {
@@ -1286,7 +1310,8 @@ function composeMusic(opts: Omit<MusicSynthesisOptions, "sampleRate">): Score {
       if (!sparse) {
         for (const st of g.hat) {
           const sw = st % 4 === 2 ? swing * beat : 0;
-          drumHits.push({ kind: "hat", t: t0 + st * step + sw + human() * 0.5, v: (st % 4 === 0 ? 0.5 : 0.35) * e });
+          const t = t0 + st * step + sw + human() * 0.5;
+          drumHits.push({ kind: "hat", t, v: (st % 4 === 0 ? 0.5 : 0.35) * e });
         }
         for (const st of g.open) drumHits.push({ kind: "open", t: t0 + st * step, v: 0.3 * e });
       }
@@ -1579,11 +1604,11 @@ const SFX_KEYWORDS: readonly (readonly [SfxKind, readonly string[]])[] = [
   ["thunder", ["thunder", "storm", "lightning", "rumbl"]],
   ["rain", ["rain", "drizzl", "downpour", "shower=", "droplet", "drip"]],
   ["wind", ["wind=", "windy=", "breez", "gust", "howl", "blizzard", "air="]],
-  ["water", ["water", "river", "stream", "ocean", "wave=", "sea=", "splash", "bubbl", "brook", "surf", "pour"]],
+  ["water", ["water", "river", "stream", "ocean", "wave=", "sea=", "splash", "bubbl", "brook", "surf"]],
   ["fire", ["fire=", "crackl", "campfire", "flame", "burn", "fireplace"]],
   ["glass", ["glass", "shatter", "break=", "breaking=", "smash", "window"]],
   ["footsteps", ["footstep", "step=", "walk", "running=", "run=", "stomp", "march"]],
-  ["impact", ["impact", "hit=", "punch", "slam", "door", "knock", "thud", "crash", "kick=", "drop=", "smack"]],
+  ["impact", ["impact", "hit=", "punch", "slam", "door", "knock", "thud", "crash", "kick=", "drop="]],
   ["siren", ["siren", "police", "ambulance", "firetruck"]],
   ["alarm", ["alarm", "alert", "warning", "buzzer"]],
   ["click", ["click", "tick", "clock", "typing", "keyboard", "tap=", "switch", "button"]],
@@ -1591,7 +1616,7 @@ const SFX_KEYWORDS: readonly (readonly [SfxKind, readonly string[]])[] = [
   ["laser", ["laser", "zap", "blaster", "scifi=", "sci=", "phaser", "shoot", "pew=", "ray="]],
   ["whoosh", ["whoosh", "swoosh", "swish", "swoop", "woosh", "transition", "fly=", "passing=", "swing="]],
   ["bird", ["bird", "chirp", "tweet", "sparrow", "forest", "songbird"]],
-  ["engine", ["engine", "motor", "car=", "truck", "hum=", "drone", "machine", "vehicle", "generator", "fan="]],
+  ["engine", ["engine", "motor", "car=", "truck", "hum=", "drone", "machine", "vehicle", "generator"]],
   ["bell", ["bell", "chime", "ding=", "gong", "church", "doorbell"]],
   ["applause", ["applause", "clap", "crowd", "cheer", "audience"]],
 ];
@@ -1724,7 +1749,14 @@ function toneLayer(
 }
 
 /** A short decaying noise + thump transient at `t` seconds. */
-function transient(ctx: SfxCtx, t: number, gain: number, thumpHz: number, noiseHz: number, decaySec: number): void {
+function transient(
+  ctx: SfxCtx,
+  t: number,
+  gain: number,
+  thumpHz: number,
+  noiseHz: number,
+  decaySec: number,
+): void {
   const { out, sr } = ctx;
   const s0 = Math.round(t * sr);
   const n = Math.min(out.length - s0, Math.round(decaySec * 6 * sr));
@@ -1821,7 +1853,8 @@ function renderSfxKind(kind: SfxKind, ctx: SfxCtx, w: Words): void {
         (t) => 120 + 2500 * Math.exp(-t * 6),
         900,
       );
-      toneLayer(ctx, 0, Math.min(dur, 2.5), 0.9, (t) => 30 + 70 * Math.exp(-t * 5), (t) => Math.exp(-t / (decay * 0.6)));
+      const thump = (t: number) => 30 + 70 * Math.exp(-t * 5);
+      toneLayer(ctx, 0, Math.min(dur, 2.5), 0.9, thump, (t) => Math.exp(-t / (decay * 0.6)));
       for (const t of events(ctx, 12, 0.2, Math.min(dur, 0.2 + decay * 2))) {
         transient(ctx, t, 0.12 * Math.exp(-t / decay), 0, vary(2500, 0.5), 0.003);
       }
@@ -1831,7 +1864,8 @@ function renderSfxKind(kind: SfxKind, ctx: SfxCtx, w: Words): void {
       transient(ctx, vary(0.05, 0.5), 0.7, 0, 3000, 0.05);
       const rumble = wander(ctx, 2.5);
       const decay = clamp(dur * 0.45, 0.3, 6);
-      noiseLayer(ctx, 1.3, (t) => Math.exp(-t / decay) * (0.35 + 0.65 * rumble(t)), () => vary(110, 0.3), 150);
+      const f = vary(110, 0.3);
+      noiseLayer(ctx, 1.3, (t) => Math.exp(-t / decay) * (0.35 + 0.65 * rumble(t)), () => f, 150);
       noiseLayer(ctx, 0.3, (t) => Math.exp(-t / (decay * 0.5)), () => 600, 800);
       return;
     }
@@ -1842,7 +1876,8 @@ function renderSfxKind(kind: SfxKind, ctx: SfxCtx, w: Words): void {
       for (let i = 0; i < count; i++) {
         const t = knock ? 0.02 + (i % 3) * gap + Math.floor(i / 3) * 2 : 0.02 + i * gap;
         if (t >= dur) break;
-        transient(ctx, t, vary(0.9, 0.2), vary(knock ? 180 : 70, 0.3), vary(knock ? 900 : 500, 0.3), vary(0.05, 0.4));
+        const thumpHz = vary(knock ? 180 : 70, 0.3);
+        transient(ctx, t, vary(0.9, 0.2), thumpHz, vary(knock ? 900 : 500, 0.3), vary(0.05, 0.4));
       }
       return;
     }
@@ -1853,7 +1888,9 @@ function renderSfxKind(kind: SfxKind, ctx: SfxCtx, w: Words): void {
       for (let t = 0.05, i = 0; t < dur - 0.05; t += step * (0.95 + 0.1 * p()), i++) {
         const g = (i % 2 === 0 ? 0.9 : 0.75) * vary(1, 0.1);
         transient(ctx, t, g * 0.7, vary(90, 0.2), vary(gravel ? 2500 : 800, 0.3), 0.025);
-        if (gravel) noiseLayer(ctx, 0.3 * g, (tt) => Math.exp(-(tt - t) / 0.06), () => 3500, 3000, t, t + 0.25);
+        if (gravel) {
+          noiseLayer(ctx, 0.3 * g, (tt) => Math.exp(-(tt - t) / 0.06), () => 3500, 3000, t, t + 0.25);
+        }
       }
       return;
     }
@@ -1865,7 +1902,9 @@ function renderSfxKind(kind: SfxKind, ctx: SfxCtx, w: Words): void {
           transient(ctx, t, 0.6, 0, i % 2 === 0 ? 3200 : 2400, 0.004);
         }
       } else if (typing) {
-        for (const t of events(ctx, vary(9, 0.3), 0.02)) transient(ctx, t, vary(0.5, 0.4), 0, vary(2200, 0.3), 0.006);
+        for (const t of events(ctx, vary(9, 0.3), 0.02)) {
+          transient(ctx, t, vary(0.5, 0.4), 0, vary(2200, 0.3), 0.006);
+        }
       } else {
         const gap = vary(dur < 1.5 ? dur / 2 : 0.45, 0.3);
         for (let t = 0.02; t < dur; t += gap) transient(ctx, t, 0.7, 0, vary(4000, 0.3), 0.003);
@@ -1901,7 +1940,8 @@ function renderSfxKind(kind: SfxKind, ctx: SfxCtx, w: Words): void {
       const lo = vary(650, 0.2);
       const hi = lo * vary(2, 0.2);
       const rate = vary(hasAny(w, ["police", "yelp"]) ? 1.2 : 0.3, 0.3);
-      toneLayer(ctx, 0, dur, 0.5, (t) => lo + (hi - lo) * (0.5 - 0.5 * Math.cos(2 * Math.PI * rate * t)), () => 1, 0.25);
+      const sweep = (t: number) => lo + (hi - lo) * (0.5 - 0.5 * Math.cos(2 * Math.PI * rate * t));
+      toneLayer(ctx, 0, dur, 0.5, sweep, () => 1, 0.25);
       return;
     }
     case "laser": {
@@ -1988,7 +2028,9 @@ function renderSfxKind(kind: SfxKind, ctx: SfxCtx, w: Words): void {
       for (const t of events(ctx, rate)) {
         transient(ctx, t, 0.25 * (0.5 + 0.5 * crowd(t)), 0, vary(1500, 0.4), 0.008);
       }
-      if (hasAny(w, ["cheer", "cheering", "crowd"])) noiseLayer(ctx, 0.3, (t) => 0.5 + 0.5 * crowd(t), () => 700, 900);
+      if (hasAny(w, ["cheer", "cheering", "crowd"])) {
+        noiseLayer(ctx, 0.3, (t) => 0.5 + 0.5 * crowd(t), () => 700, 900);
+      }
       return;
     }
     case "glass": {
@@ -2000,11 +2042,13 @@ function renderSfxKind(kind: SfxKind, ctx: SfxCtx, w: Words): void {
     }
     case "generic": {
       const mv = wander(ctx, vary(1, 0.5));
-      const env = (t: number) => Math.min(1, t / 0.05) * (0.4 + 0.6 * Math.exp(-t / Math.max(0.3, dur * 0.5)));
+      const fall = Math.max(0.3, dur * 0.5);
+      const env = (t: number) => Math.min(1, t / 0.05) * (0.4 + 0.6 * Math.exp(-t / fall));
       noiseLayer(ctx, 0.6, env, (t) => vary(600, 0.5) * (0.5 + 1.5 * mv(t)), 400);
       for (const t of events(ctx, vary(3, 0.5))) {
         const f = vary(700, 0.7);
-        toneLayer(ctx, t, 0.12, 0.2 * env(t), (tt) => f * (1 + 0.3 * tt), (tt) => Math.sin(Math.PI * (tt / 0.12)));
+        const glide = (tt: number) => f * (1 + 0.3 * tt);
+        toneLayer(ctx, t, 0.12, 0.2 * env(t), glide, (tt) => Math.sin(Math.PI * (tt / 0.12)));
       }
       return;
     }

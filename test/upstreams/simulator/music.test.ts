@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { parseBuffer } from "music-metadata";
-import { createSimulatedMediaUpstream, type SimulatedMediaUpstream } from "../../../src/upstreams/simulator/media.ts";
+import {
+  createSimulatedMediaUpstream,
+  type SimulatedMediaUpstream,
+} from "../../../src/upstreams/simulator/media.ts";
 import {
   isInstrumentalOnly,
   MUSIC_LYRICS_MAX_SEC,
@@ -158,7 +161,9 @@ describe("planMusic", () => {
   it("has intro, verse, chorus and outro sections covering the whole song", () => {
     const plan = planMusic({ prompt: "pop", lyrics: null, durationSec: 90 });
     const kinds = plan.sections.map((s) => s.kind);
-    for (const k of ["intro", "verse", "chorus", "outro"] as const) assert.ok(kinds.includes(k), kinds.join());
+    for (const k of ["intro", "verse", "chorus", "outro"] as const) {
+      assert.ok(kinds.includes(k), kinds.join());
+    }
     assert.equal(plan.sections[0].startSec, 0);
     assert.ok(Math.abs(plan.sections[plan.sections.length - 1].endSec - 90) < 1e-9);
     assert.equal(plan.vocals, false);
@@ -177,7 +182,12 @@ describe("planMusic", () => {
 });
 
 describe("synthesizeMusic", () => {
-  const base = { prompt: "upbeat rock with drums and guitar", lyrics: null, durationSec: 6, sampleRate: 22050 };
+  const base = {
+    prompt: "upbeat rock with drums and guitar",
+    lyrics: null,
+    durationSec: 6,
+    sampleRate: 22050,
+  };
 
   it("produces exactly round(d x rate) samples of real, normalized audio", () => {
     const s = synthesizeMusic(base);
@@ -221,7 +231,8 @@ describe("synthesizeSfx", () => {
   });
 
   it("honours 0.5 and 22 s and picks 2..6 s when no duration is given", () => {
-    assert.equal(synthesizeSfx({ prompt: "click", durationSec: 0.5, promptInfluence: 0.3, sampleRate: 44100 }).length, 22050);
+    const click = synthesizeSfx({ prompt: "click", durationSec: 0.5, promptInfluence: 0.3, sampleRate: 8000 });
+    assert.equal(click.length, 4000);
     const long = synthesizeSfx({ prompt: "wind", durationSec: 22, promptInfluence: 1, sampleRate: 16000 });
     assert.equal(long.length, 22 * 16000);
     assert.ok(rms(long) > 0.02);
@@ -298,7 +309,13 @@ describe("SimulatedMediaUpstream", () => {
   it("beta music takes its length from the lyrics, longer for more lines", async () => {
     const beta = (lyrics: string | null) =>
       up.music(
-        musicReq({ model: "beta-music", prompt: "indie pop", lyrics, lengthFromLyrics: true, format: "pcm_16000" }),
+        musicReq({
+          model: "beta-music",
+          prompt: "indie pop",
+          lyrics,
+          lengthFromLyrics: true,
+          format: "pcm_16000",
+        }),
       );
     const short = await beta("Hello world\nGoodbye moon");
     const long = await beta(LYRICS);
@@ -328,7 +345,10 @@ describe("SimulatedMediaUpstream", () => {
   it("is deterministic across instances and across the inline and worker paths", async () => {
     const inline = make({ inlineMaxMs: 1e9 });
     const worker = make({ inlineMaxMs: 0 });
-    const reqs = [musicReq({ lengthMs: 1000 }), musicReq({ model: "beta-music", lyrics: "la la la", lengthMs: 1000 })];
+    const reqs = [
+      musicReq({ lengthMs: 1000 }),
+      musicReq({ model: "beta-music", lyrics: "la la la", lengthMs: 1000 }),
+    ];
     for (const r of reqs) {
       const a = await inline.music(r);
       assert.deepEqual((await worker.music(r)).body, a.body);
@@ -337,7 +357,8 @@ describe("SimulatedMediaUpstream", () => {
     const s = await inline.sfx(sfxReq());
     assert.deepEqual((await worker.sfx(sfxReq())).body, s.body);
     assert.notDeepEqual((await worker.sfx(sfxReq({ promptInfluence: 0.9 }))).body, s.body);
-    assert.notDeepEqual((await worker.music(musicReq({ lengthMs: 1000, model: "beta-music-pro" }))).body, (await worker.music(reqs[0])).body);
+    const pro = await worker.music(musicReq({ lengthMs: 1000, model: "beta-music-pro" }));
+    assert.notDeepEqual(pro.body, (await worker.music(reqs[0])).body);
   });
 
   it("renders a long track in a worker without blocking the event loop, then caches it", async () => {
@@ -354,7 +375,8 @@ describe("SimulatedMediaUpstream", () => {
     const results = await Promise.all([u.music(req), u.music(req), u.music(req)]);
     const elapsed = performance.now() - t0;
     clearInterval(timer);
-    assert.ok(maxGap < 100, `event loop blocked for ${maxGap.toFixed(0)} ms`);
+    // Rendering inline would block for seconds; the margin absorbs CPU contention from parallel tests.
+    assert.ok(maxGap < 200, `event loop blocked for ${maxGap.toFixed(0)} ms`);
     for (const r of results) assert.equal(r.body, results[0].body); // one shared rendering
     assert.equal(u.stats().cacheEntries, 1);
     assert.equal(u.stats().inflight, 0);

@@ -1,0 +1,309 @@
+/**
+ * The job runner (design.md "Asynchronous jobs"; spec "GET /v1/jobs/{id}"; D3): claims pending image and
+ * video jobs within each account's concurrency cap, calls the adapter, rehosts the outputs in blob
+ * storage and then, in one transaction, marks the job `succeeded` and captures the final amount
+ * (releasing the rest). Every other end releases the whole hold.
+ *
+ * Heartbeats are written when the adapter reports progress; a worker that stops reporting (a dead
+ * process, or `X-Svc-Simulate: hang`) is left to the sweep, which refunds the job. On stop (SIGTERM) the
+ * runner aborts its upstream calls and hands its claimed jobs back as `pending`.
+ */
+import { hostname } from "node:os";
+import type { Kysely } from "kysely";
+import { captureHold, inTransaction } from "../billing/ledger.ts";
+import type { Micros } from "../billing/money.ts";
+import { getImageModel } from "../catalog/models.ts";
+import { quoteImage } from "../catalog/quote.ts";
+import { newId } from "../ids.ts";
+import { effectiveLimits, mediaCaps } from "../limits/effective.ts";
+import type { BlobStore } from "../storage/blobs.ts";
+import { type ClaimedJob, claimJobs } from "../storage/job-queue.ts";
+import type { Database } from "../storage/schema.ts";
+import type { ImageRequest, MediaOutput, VideoRequest, VisualAdapter } from "../upstreams/types.ts";
+import { endJobWithoutCharge, GIVE_UP_MS, type SweepConfig, sweepJobs } from "./sweep.ts";
+
+/** Minimal logger (pino-compatible). */
+export interface RunnerLog {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** Downloads an upstream output URL with a size cap and timeout (safe-fetch in production). */
+export type OutputFetcher = (url: string, opts: { maxBytes: number; timeoutMs: number }) => Promise<{ bytes: Uint8Array; contentType: string | null }>;
+
+export interface RunnerDeps {
+  db: Kysely<Database>;
+  blobs: BlobStore;
+  visual: VisualAdapter;
+  fetchOutput: OutputFetcher;
+  sweep: SweepConfig;
+  log: RunnerLog;
+}
+
+export interface RunnerOptions {
+  /** Jobs processed at once by this runner. */
+  maxInFlight?: number;
+  /** Polling interval for new jobs, ms. */
+  pollMs?: number;
+  /** Sweep interval, ms (D15: at least every 10 s). */
+  sweepMs?: number;
+  /** Minimum gap between two heartbeat writes of one job, ms. */
+  heartbeatMs?: number;
+}
+
+/** Largest output downloads, bytes. */
+const MAX_OUTPUT_BYTES = { image: 50 * 1024 * 1024, video: 500 * 1024 * 1024 } as const;
+const DOWNLOAD_TIMEOUT_MS = 120_000;
+
+class StopError extends Error {}
+class GiveUpError extends Error {}
+
+/** Width and height of a PNG from its IHDR chunk, or null. */
+export function pngSize(bytes: Uint8Array): { width: number; height: number } | null {
+  if (bytes.length < 24 || bytes[0] !== 0x89 || bytes[1] !== 0x50) return null;
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { width: dv.getUint32(16), height: dv.getUint32(20) };
+}
+
+function extensionOf(contentType: string): string {
+  if (contentType.includes("svg")) return "svg";
+  if (contentType.includes("png")) return "png";
+  if (contentType.includes("jpeg")) return "jpg";
+  if (contentType.includes("webp")) return "webp";
+  if (contentType.includes("mp4")) return "mp4";
+  if (contentType.includes("webm")) return "webm";
+  return "bin";
+}
+
+/** Runs jobs until stopped. */
+export class JobRunner {
+  readonly workerId = `${hostname()}-${process.pid}-${newId("w").slice(2, 10)}`;
+  readonly #deps: RunnerDeps;
+  readonly #maxInFlight: number;
+  readonly #pollMs: number;
+  readonly #sweepMs: number;
+  readonly #heartbeatMs: number;
+  readonly #inFlight = new Map<string, AbortController>();
+  readonly #done = new Set<Promise<void>>();
+  #pollTimer: NodeJS.Timeout | null = null;
+  #sweepTimer: NodeJS.Timeout | null = null;
+  #claiming = false;
+  #again = false;
+  #stopped = true;
+
+  constructor(deps: RunnerDeps, opts: RunnerOptions = {}) {
+    this.#deps = deps;
+    this.#maxInFlight = opts.maxInFlight ?? 64;
+    this.#pollMs = opts.pollMs ?? 250;
+    this.#sweepMs = opts.sweepMs ?? 5000;
+    this.#heartbeatMs = opts.heartbeatMs ?? 2000;
+  }
+
+  /** Starts polling for jobs and sweeping. */
+  start(): void {
+    this.#stopped = false;
+    this.#pollTimer = setInterval(() => this.nudge(), this.#pollMs);
+    this.#sweepTimer = setInterval(() => void this.#sweep(), this.#sweepMs);
+    this.nudge();
+    void this.#sweep();
+  }
+
+  /** Looks for claimable jobs now (called after a submit in this process). */
+  nudge(): void {
+    if (this.#stopped) return;
+    if (this.#claiming) {
+      this.#again = true;
+      return;
+    }
+    void this.#claim();
+  }
+
+  /** Jobs being processed by this runner. */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Stops claiming, aborts upstream calls and hands claimed jobs back as `pending`. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#pollTimer) clearInterval(this.#pollTimer);
+    if (this.#sweepTimer) clearInterval(this.#sweepTimer);
+    for (const c of this.#inFlight.values()) c.abort(new StopError("runner stopping"));
+    await Promise.allSettled([...this.#done]);
+  }
+
+  async #sweep(): Promise<void> {
+    try {
+      const r = await sweepJobs(this.#deps.db, this.#deps.sweep);
+      if (r.refunded + r.expired > 0) this.#deps.log.warn(r, "sweep ended jobs without charge");
+    } catch (err) {
+      this.#deps.log.error({ err }, "sweep failed");
+    }
+  }
+
+  async #claim(): Promise<void> {
+    this.#claiming = true;
+    try {
+      do {
+        this.#again = false;
+        const room = this.#maxInFlight - this.#inFlight.size;
+        if (room <= 0 || this.#stopped) break;
+        const jobs = await claimJobs(this.#deps.db, this.workerId, room, async (trx, accountId) => {
+          const limits = await effectiveLimits(trx, accountId);
+          if (!limits) return { image: 0, video: 0, combined: null };
+          const img = mediaCaps(limits, "image");
+          const vid = mediaCaps(limits, "video");
+          return { image: img.concurrent, video: vid.concurrent, combined: img.pool === "combined" ? img.concurrent : null };
+        });
+        for (const job of jobs) this.#launch(job);
+        if (jobs.length === room) this.#again = true;
+      } while (this.#again && !this.#stopped);
+    } catch (err) {
+      this.#deps.log.error({ err }, "claiming jobs failed");
+    } finally {
+      this.#claiming = false;
+    }
+  }
+
+  #launch(job: ClaimedJob): void {
+    const controller = new AbortController();
+    this.#inFlight.set(job.id, controller);
+    const p = this.#process(job, controller)
+      .catch((err: unknown) => this.#deps.log.error({ err, job: job.id }, "job processing failed"))
+      .finally(() => {
+        this.#inFlight.delete(job.id);
+        this.#done.delete(p);
+        this.nudge();
+      });
+    this.#done.add(p);
+  }
+
+  async #process(job: ClaimedJob, controller: AbortController): Promise<void> {
+    const { db } = this.#deps;
+    const kind = job.kind as "image" | "video";
+    const giveUpAfter = GIVE_UP_MS[kind] - (Date.now() - Number(job.started_at ?? Date.now()));
+    const giveUp = setTimeout(() => controller.abort(new GiveUpError("gave up")), Math.max(0, giveUpAfter));
+    let lastBeat = Date.now();
+    const onProgress = () => {
+      const now = Date.now();
+      if (now - lastBeat < this.#heartbeatMs) return;
+      lastBeat = now;
+      db.updateTable("jobs")
+        .set({ heartbeat_at: now, updated_at: now })
+        .where("id", "=", job.id)
+        .where("status", "=", "processing")
+        .where("worker_id", "=", this.workerId)
+        .execute()
+        .catch((err: unknown) => this.#deps.log.warn({ err, job: job.id }, "heartbeat failed"));
+    };
+
+    let outputs: MediaOutput[];
+    const request = JSON.parse(job.request_json) as Record<string, unknown>;
+    try {
+      if (kind === "image") {
+        outputs = await this.#deps.visual.generateImages(request as unknown as ImageRequest, controller.signal, onProgress);
+      } else {
+        outputs = [await this.#deps.visual.generateVideo(request as unknown as VideoRequest, controller.signal, onProgress)];
+      }
+    } catch (err) {
+      clearTimeout(giveUp);
+      const reason: unknown = controller.signal.reason;
+      if (reason instanceof StopError) {
+        await endJobWithoutCharge(db, { id: job.id, from: "processing", to: "pending", code: null, message: null, workerId: this.workerId });
+        return;
+      }
+      const timedOut = reason instanceof GiveUpError;
+      await endJobWithoutCharge(db, {
+        id: job.id,
+        from: "processing",
+        to: "failed",
+        code: timedOut ? "timeout" : "provider_error",
+        message: timedOut
+          ? `The upstream did not finish within ${GIVE_UP_MS[kind] / 60_000} minutes; the hold was released.`
+          : `The upstream failed: ${err instanceof Error ? err.message : "unknown error"}. The hold was released.`,
+        workerId: this.workerId,
+      });
+      return;
+    }
+    clearTimeout(giveUp);
+    if (outputs.length === 0) {
+      await endJobWithoutCharge(db, { id: job.id, from: "processing", to: "failed", code: "provider_error", message: "The upstream returned no output.", workerId: this.workerId });
+      return;
+    }
+
+    // Rehost every output in our blob store: `output.url` never points at the upstream.
+    const keys: string[] = [];
+    let contentType = "application/octet-stream";
+    let firstBytes: Uint8Array | null = null;
+    try {
+      for (const [i, out] of outputs.entries()) {
+        let bytes: Uint8Array;
+        let type: string;
+        if (out.kind === "bytes") {
+          bytes = out.body;
+          type = out.contentType;
+        } else {
+          const got = await this.#deps.fetchOutput(out.url, { maxBytes: MAX_OUTPUT_BYTES[kind], timeoutMs: DOWNLOAD_TIMEOUT_MS });
+          bytes = got.bytes;
+          type = out.contentType ?? got.contentType ?? "application/octet-stream";
+        }
+        const key = kind === "video" ? `videos/${job.id}.${extensionOf(type)}` : `images/${job.id}/${i}.${extensionOf(type)}`;
+        await this.#deps.blobs.put(key, bytes, { contentType: type });
+        keys.push(key);
+        if (i === 0) {
+          contentType = type;
+          firstBytes = bytes;
+        }
+      }
+    } catch (err) {
+      for (const k of keys) await this.#deps.blobs.delete(k).catch(() => {});
+      await endJobWithoutCharge(db, {
+        id: job.id,
+        from: "processing",
+        to: "failed",
+        code: "storage_error",
+        message: `The output could not be stored: ${err instanceof Error ? err.message : "error"}. The hold was released.`,
+        workerId: this.workerId,
+      });
+      return;
+    }
+
+    const final = this.#finalAmount(job, firstBytes);
+    const committed = await inTransaction(db, async (trx) => {
+      const now = Date.now();
+      const res = await trx
+        .updateTable("jobs")
+        .set({
+          status: "succeeded",
+          cost_micros: final,
+          output_json: JSON.stringify({ key: keys[0], content_type: contentType, keys }),
+          updated_at: now,
+        })
+        .where("id", "=", job.id)
+        .where("status", "=", "processing")
+        .where("worker_id", "=", this.workerId)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) return false;
+      if (job.hold_id) await captureHold(trx, job.hold_id, final);
+      return true;
+    });
+    if (!committed) {
+      // The sweep (or a stop) ended the job meanwhile and released its hold: keep nothing.
+      for (const k of keys) await this.#deps.blobs.delete(k).catch(() => {});
+    }
+  }
+
+  /**
+   * The amount to charge, micro-USD: the hold, except for per-megapixel models, which pay for the actual
+   * output size (never more than the hold).
+   */
+  #finalAmount(job: ClaimedJob, firstBytes: Uint8Array | null): Micros {
+    const held = Number(job.hold_micros);
+    const model = getImageModel(job.model);
+    if (job.kind !== "image" || !model || model.pricing.mode !== "per-mp" || !firstBytes) return held;
+    const size = pngSize(firstBytes);
+    if (!size) return held;
+    return Math.min(held, quoteImage(model, { n: 1, width: size.width, height: size.height }));
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * The sweep (spec "States and transitions" 4; D3, D11, D15): jobs whose worker stopped reporting are
+ * `refunded` after `SWEEP_VIDEO_AFTER_S` / `SWEEP_IMAGE_AFTER_S` without a heartbeat; jobs that waited in
+ * their queue past the runner's give-up time without starting are `expired`. Both release the whole hold
+ * in the same transaction as the status change. Safe to run from every process at once: each change is
+ * conditional on the status it expects.
+ */
+import type { Kysely } from "kysely";
+import { inTransaction, releaseHold } from "../billing/ledger.ts";
+import type { Database, JobStatus } from "../storage/schema.ts";
+
+/** The runner gives up on a job after this long (spec "GET /v1/jobs/{id}"), ms. */
+export const GIVE_UP_MS = { image: 5 * 60_000, video: 10 * 60_000 } as const;
+
+/** Sweep thresholds, seconds (D11). */
+export interface SweepConfig {
+  sweepVideoAfterS: number;
+  sweepImageAfterS: number;
+}
+
+/**
+ * Ends job `id` (expected in `from`) as `to` with `error`, releasing its hold, in one transaction.
+ * Returns false when the job was no longer in `from` (someone else ended it). `workerId` additionally
+ * requires that this worker holds the claim.
+ */
+export async function endJobWithoutCharge(
+  db: Kysely<Database>,
+  args: { id: string; from: JobStatus; to: "failed" | "refunded" | "expired" | "pending"; code: string | null; message: string | null; workerId?: string },
+): Promise<boolean> {
+  return inTransaction(db, async (trx) => {
+    const now = Date.now();
+    let q = trx
+      .updateTable("jobs")
+      .set(
+        args.to === "pending"
+          ? { status: "pending", worker_id: null, started_at: null, heartbeat_at: null, updated_at: now }
+          : { status: args.to, error_code: args.code, error_message: args.message, updated_at: now },
+      )
+      .where("id", "=", args.id)
+      .where("status", "=", args.from);
+    if (args.workerId !== undefined) q = q.where("worker_id", "=", args.workerId);
+    const res = await q.returning("hold_id").executeTakeFirst();
+    if (!res) return false;
+    if (args.to !== "pending" && res.hold_id) await releaseHold(trx, res.hold_id);
+    return true;
+  });
+}
+
+/** One sweep pass; returns how many jobs it refunded and expired. */
+export async function sweepJobs(db: Kysely<Database>, cfg: SweepConfig, now = Date.now()): Promise<{ refunded: number; expired: number }> {
+  let refunded = 0;
+  let expired = 0;
+  for (const kind of ["image", "video"] as const) {
+    const staleBefore = now - (kind === "video" ? cfg.sweepVideoAfterS : cfg.sweepImageAfterS) * 1000;
+    const stale = await db
+      .selectFrom("jobs")
+      .select("id")
+      .where("status", "=", "processing")
+      .where("kind", "=", kind)
+      .where("heartbeat_at", "<", staleBefore)
+      .limit(500)
+      .execute();
+    for (const j of stale) {
+      const ok = await endJobWithoutCharge(db, {
+        id: j.id,
+        from: "processing",
+        to: "refunded",
+        code: "worker_lost",
+        message: "The worker processing this job stopped reporting; the hold was released.",
+      });
+      if (ok) refunded++;
+    }
+    const old = await db
+      .selectFrom("jobs")
+      .select("id")
+      .where("status", "=", "pending")
+      .where("kind", "=", kind)
+      .where("created_at", "<", now - GIVE_UP_MS[kind])
+      .limit(500)
+      .execute();
+    for (const j of old) {
+      const ok = await endJobWithoutCharge(db, {
+        id: j.id,
+        from: "pending",
+        to: "expired",
+        code: "expired",
+        message: "The job waited in its queue longer than the runner's give-up time without starting.",
+      });
+      if (ok) expired++;
+    }
+  }
+  return { refunded, expired };
+}

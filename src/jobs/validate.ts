@@ -1,0 +1,257 @@
+/**
+ * Validation and quoting of image and video job requests, read from the catalog (spec "POST
+ * /v1/images/generations", "POST /v1/videos/generations"; D2, D14, D19, D24). Produces the normalized
+ * request the runner hands to the adapter, and the hold in micro-USD.
+ */
+import type { Micros } from "../billing/money.ts";
+import { getImageModel, getVideoModel } from "../catalog/models.ts";
+import { type ImageQuality, quoteImage, quoteVideo } from "../catalog/quote.ts";
+import type { ImageModel, VideoModel } from "../catalog/types.ts";
+import { AppError, errors } from "../errors.ts";
+import { lookup } from "node:dns/promises";
+import { classifyAddress, validateUrlSyntax } from "../upstreams/safe-fetch.ts";
+import type { AspectRatio } from "../upstreams/types.ts";
+
+const bad = (code: string, message: string, param: string) => new AppError(400, code, message, param);
+
+/** Longest prompt of media jobs, characters. */
+const PROMPT_MAX = 4000;
+/** Longest idempotency key (spec Limits). */
+export const IDEMPOTENCY_KEY_MAX = 128;
+
+/** Standard output size of each aspect ratio, about one megapixel (D19). */
+export const ASPECT_SIZES: Record<AspectRatio, [number, number]> = {
+  "1:1": [1024, 1024],
+  "16:9": [1344, 768],
+  "9:16": [768, 1344],
+  "4:3": [1152, 896],
+  "3:4": [896, 1152],
+  "21:9": [1536, 640],
+};
+const ASPECTS = Object.keys(ASPECT_SIZES) as AspectRatio[];
+
+/** The aspect ratio (of the six) nearest to `w / h`. */
+export function nearestAspect(w: number, h: number): AspectRatio {
+  const r = Math.log(w / h);
+  let best: AspectRatio = "1:1";
+  let bestD = Number.POSITIVE_INFINITY;
+  for (const a of ASPECTS) {
+    const [aw, ah] = ASPECT_SIZES[a];
+    const d = Math.abs(Math.log(aw / ah) - r);
+    if (d < bestD) {
+      best = a;
+      bestD = d;
+    }
+  }
+  return best;
+}
+
+/**
+ * Maps `size` to an aspect ratio and pixel size: `auto`/absent -> 1:1 at 1024x1024; `WIDTHxHEIGHT`
+ * (each 64..2048) -> that size and its nearest aspect; an aspect string of the six -> its standard
+ * size; anything else -> the model default (spec: unrecognized values use the model default).
+ */
+export function parseSize(size: unknown): { aspect: AspectRatio; width: number; height: number } {
+  const fallback = { aspect: "1:1" as AspectRatio, width: 1024, height: 1024 };
+  if (typeof size !== "string") return fallback;
+  const s = size.trim().toLowerCase();
+  const wh = /^(\d{1,5})\s*[x×*]\s*(\d{1,5})$/.exec(s);
+  if (wh) {
+    const w = Number(wh[1]);
+    const h = Number(wh[2]);
+    if (w >= 64 && w <= 2048 && h >= 64 && h <= 2048) return { aspect: nearestAspect(w, h), width: w, height: h };
+    return fallback;
+  }
+  if ((ASPECTS as string[]).includes(s)) {
+    const [width, height] = ASPECT_SIZES[s as AspectRatio];
+    return { aspect: s as AspectRatio, width, height };
+  }
+  return fallback;
+}
+
+function checkPrompt(prompt: unknown): string {
+  if (typeof prompt !== "string" || prompt.trim() === "") throw bad("invalid_prompt", "prompt is required.", "prompt");
+  const text = prompt.normalize("NFC");
+  const n = [...text].length;
+  if (n > PROMPT_MAX) throw bad("invalid_prompt", `prompt is ${n} characters; the maximum is ${PROMPT_MAX}.`, "prompt");
+  return text;
+}
+
+function checkIdempotencyKey(v: unknown): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "string" || v.length === 0 || v.length > IDEMPOTENCY_KEY_MAX) {
+    throw errors.invalidRequest(`idempotency_key must be a string of 1 to ${IDEMPOTENCY_KEY_MAX} characters.`, "idempotency_key");
+  }
+  return v;
+}
+
+function checkParameters(v: unknown): Record<string, unknown> {
+  if (v === undefined || v === null) return {};
+  if (typeof v !== "object" || Array.isArray(v)) throw errors.invalidRequest("parameters must be an object.", "parameters");
+  return v as Record<string, unknown>;
+}
+
+function checkImageUrl(v: unknown, param: string): string {
+  if (typeof v !== "string" || validateUrlSyntax(v, {}) === null) {
+    throw bad("invalid_image_url", `${param} must be an https:// URL.`, param);
+  }
+  return v;
+}
+
+/** A validated image job. Amounts in micro-USD. */
+export interface ImageJobSpec {
+  kind: "image";
+  model: ImageModel;
+  prompt: string;
+  n: number;
+  aspect: AspectRatio;
+  width: number;
+  height: number;
+  quality: ImageQuality | null;
+  imageUrls: string[];
+  parameters: Record<string, unknown>;
+  idempotencyKey: string | null;
+  holdMicros: Micros;
+}
+
+/** A validated video job. Amounts in micro-USD. */
+export interface VideoJobSpec {
+  kind: "video";
+  model: VideoModel;
+  prompt: string;
+  durationSec: number;
+  imageUrl: string | null;
+  parameters: Record<string, unknown>;
+  idempotencyKey: string | null;
+  holdMicros: Micros;
+}
+
+export type JobSpec = ImageJobSpec | VideoJobSpec;
+
+/**
+ * Validates an image request body.
+ * @throws AppError 400 `invalid_model`, `invalid_prompt`, `image_url_required`, `too_many_references`,
+ *   `invalid_image_url`, `invalid_request` (n, quality, parameters, idempotency key).
+ */
+export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
+  const modelId = body.model;
+  if (typeof modelId !== "string" || modelId === "") throw bad("invalid_model", "model is required.", "model");
+  const model = getImageModel(modelId);
+  if (!model) throw bad("invalid_model", `'${modelId}' is not a supported image model.`, "model");
+  const prompt = checkPrompt(body.prompt);
+
+  let n = 1;
+  if (body.n !== undefined && body.n !== null) {
+    if (typeof body.n !== "number" || !Number.isInteger(body.n) || body.n < 1 || body.n > model.maxN) {
+      throw errors.invalidRequest(`n must be an integer from 1 to ${model.maxN}.`, "n");
+    }
+    n = body.n;
+  }
+  if (model.singleImage) n = 1;
+
+  const { aspect, width, height } = parseSize(body.size);
+
+  let quality: ImageQuality | null = null;
+  if (body.quality !== undefined && body.quality !== null) {
+    if (body.quality !== "low" && body.quality !== "medium" && body.quality !== "high") {
+      throw errors.invalidRequest("quality must be 'low', 'medium' or 'high'.", "quality");
+    }
+    quality = body.quality;
+  }
+  if (model.pricing.mode === "per-quality") quality ??= model.pricing.defaultQuality;
+  else quality = null;
+
+  let imageUrls: string[] = [];
+  if (body.image_urls !== undefined && body.image_urls !== null) {
+    if (!Array.isArray(body.image_urls)) throw errors.invalidRequest("image_urls must be an array of URLs.", "image_urls");
+    if (body.image_urls.length > model.maxImageUrls) {
+      throw bad("too_many_references", `image_urls has ${body.image_urls.length} entries; the maximum is ${model.maxImageUrls}.`, "image_urls");
+    }
+    imageUrls = body.image_urls.map((u, i) => checkImageUrl(u, `image_urls[${i}]`));
+  }
+  if (imageUrls.length === 0 && body.image_url !== undefined && body.image_url !== null) {
+    imageUrls = [checkImageUrl(body.image_url, "image_url")];
+  } else if (body.image_url !== undefined && body.image_url !== null) {
+    checkImageUrl(body.image_url, "image_url");
+  }
+  if (model.imageRequired && imageUrls.length === 0) {
+    throw bad("image_url_required", `${model.id} needs image_url or image_urls.`, "image_url");
+  }
+  if (!model.acceptsImageUrls) imageUrls = imageUrls.slice(0, 1);
+  if (!model.acceptsImageUrl && !model.acceptsImageUrls) imageUrls = [];
+
+  const idempotencyKey = checkIdempotencyKey(body.idempotency_key);
+  const parameters = checkParameters(body.parameters);
+  const holdMicros = quoteImage(model, { n, quality: quality ?? undefined, width, height });
+  return { kind: "image", model, prompt, n, aspect, width, height, quality, imageUrls, parameters, idempotencyKey, holdMicros };
+}
+
+/**
+ * Validates a video request body. `genmediaOnly`: the `POST /v1/genmedia/jobs` alias accepts only
+ * `vidD-*` models (D19).
+ * @throws AppError 400 `invalid_model`, `invalid_prompt`, `invalid_duration`, `image_url_required`,
+ *   `invalid_image_url`, `invalid_request`.
+ */
+export function validateVideoJob(body: Record<string, unknown>, opts: { genmediaOnly: boolean }): VideoJobSpec {
+  const modelId = body.model;
+  if (typeof modelId !== "string" || modelId === "") throw bad("invalid_model", "model is required.", "model");
+  const model = getVideoModel(modelId);
+  if (!model || (opts.genmediaOnly && !model.genmediaAlias)) {
+    throw bad("invalid_model", `'${modelId}' is not a supported video model${opts.genmediaOnly ? " on this endpoint (vidD-* only)" : ""}.`, "model");
+  }
+  const prompt = checkPrompt(body.prompt);
+  let durationSec = model.defaultDurationSec;
+  if (body.duration !== undefined && body.duration !== null) {
+    const d = body.duration;
+    const allowed = model.allowedDurations;
+    const ok =
+      typeof d === "number" &&
+      Number.isInteger(d) &&
+      d >= 1 &&
+      d <= 10 &&
+      (allowed === null ? d >= model.minDurationSec && d <= model.maxDurationSec : allowed.includes(d));
+    if (!ok) {
+      const rule = allowed === null ? `a whole number of seconds from 1 to 10` : `${allowed.join(" or ")} seconds`;
+      throw bad("invalid_duration", `duration for ${model.id} must be ${rule}.`, "duration");
+    }
+    durationSec = d as number;
+  }
+  const imageUrl = body.image_url === undefined || body.image_url === null ? null : checkImageUrl(body.image_url, "image_url");
+  if (model.imageRequired && imageUrl === null) {
+    throw bad("image_url_required", `${model.id} is image-to-video only: image_url is required.`, "image_url");
+  }
+  const idempotencyKey = checkIdempotencyKey(body.idempotency_key);
+  const parameters = checkParameters(body.parameters);
+  return { kind: "video", model, prompt, durationSec, imageUrl, parameters, idempotencyKey, holdMicros: quoteVideo(model, durationSec) };
+}
+
+/** How long a submit waits for a reference URL's host to resolve, ms. */
+const RESOLVE_TIMEOUT_MS = 2000;
+
+/**
+ * Refuses reference URLs whose host resolves to a private, loopback, link-local or other non-public
+ * address (400 `invalid_image_url`), before the job exists. A host that does not resolve (or not in
+ * time) is let through: the fetch itself re-checks every address it connects to (safe-fetch.ts).
+ */
+export async function checkReferenceHosts(spec: JobSpec): Promise<void> {
+  const urls = spec.kind === "image" ? spec.imageUrls : spec.imageUrl === null ? [] : [spec.imageUrl];
+  await Promise.all(
+    urls.map(async (u, i) => {
+      const host = new URL(u).hostname.replace(/^\[|\]$/g, "");
+      let addresses: { address: string }[];
+      try {
+        addresses = await Promise.race([
+          lookup(host, { all: true }),
+          new Promise<never>((_, reject) => setTimeout(() => reject(new Error("timeout")), RESOLVE_TIMEOUT_MS).unref()),
+        ]);
+      } catch {
+        return;
+      }
+      const refused = addresses.find((a) => classifyAddress(a.address) !== "unicast");
+      if (refused) {
+        const param = spec.kind === "image" && urls.length > 1 ? `image_urls[${i}]` : "image_url";
+        throw bad("invalid_image_url", `${param} points at a non-public address (${refused.address}).`, param);
+      }
+    }),
+  );
+}

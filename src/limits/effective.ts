@@ -1,0 +1,60 @@
+/**
+ * The limits in force for one account: its tier row (deposits or operator override, spec tier ladder
+ * and D12) with the operator's per-field overrides applied (D22).
+ */
+import { getAccount } from "../accounts/accounts.ts";
+import type { Executor } from "../billing/ledger.ts";
+import { tierRow } from "../catalog/tiers.ts";
+import type { AudioPool, TierRow } from "../catalog/types.ts";
+
+/** Effective limits of an account: the tier row after overrides. */
+export type EffectiveLimits = TierRow;
+
+const FIELD_MAP: Record<string, keyof TierRow> = {
+  rpm: "rpm",
+  per_model_rpm: "perModelRpm",
+  tpm: "tpm",
+  max_single_request: "maxSingleRequest",
+  image_concurrent: "imageConcurrent",
+  image_queue_depth_cap: "imageQueueDepthCap",
+  video_concurrent: "videoConcurrent",
+  video_queue_depth_cap: "videoQueueDepthCap",
+};
+
+/** Applies an override object (JSON of `accounts.limits_override`) to a tier row. */
+export function applyOverrides(row: TierRow, overrideJson: string | null): EffectiveLimits {
+  if (!overrideJson) return row;
+  const o = JSON.parse(overrideJson) as Record<string, unknown>;
+  const out: TierRow = { ...row, audioConcurrentPerProvider: { ...row.audioConcurrentPerProvider } };
+  for (const [k, v] of Object.entries(o)) {
+    const field = FIELD_MAP[k];
+    if (field && typeof v === "number") (out as unknown as Record<string, number>)[field] = v;
+    if (k === "audio_concurrent_per_provider" && v && typeof v === "object") {
+      for (const [pool, cap] of Object.entries(v as Record<string, unknown>)) {
+        if (typeof cap === "number") out.audioConcurrentPerProvider[pool as AudioPool] = cap;
+      }
+    }
+  }
+  return out;
+}
+
+/** The account's effective limits, or null when the account does not exist. */
+export async function effectiveLimits(db: Executor, accountId: string): Promise<EffectiveLimits | null> {
+  const a = await getAccount(db, accountId);
+  if (!a) return null;
+  const row = await db.selectFrom("accounts").select("limits_override").where("id", "=", accountId).executeTakeFirst();
+  return applyOverrides(tierRow(a.tier), row?.limits_override ?? null);
+}
+
+/**
+ * Concurrency and queue caps of a media kind for these limits (spec tier matrix, D12): on tier 4 image and
+ * video share the combined pool.
+ */
+export function mediaCaps(limits: EffectiveLimits, kind: "image" | "video"): { pool: "image" | "video" | "combined"; concurrent: number; queue: number } {
+  if (limits.combinedMediaConcurrent !== null) {
+    return { pool: "combined", concurrent: limits.combinedMediaConcurrent, queue: limits.combinedQueueDepthCap ?? 0 };
+  }
+  return kind === "image"
+    ? { pool: "image", concurrent: limits.imageConcurrent, queue: limits.imageQueueDepthCap }
+    : { pool: "video", concurrent: limits.videoConcurrent, queue: limits.videoQueueDepthCap };
+}

@@ -1,0 +1,208 @@
+/**
+ * Tier limits applied to callers (spec "Tier matrix fields", "Rate limiting"; D12, D13, D15, D22):
+ * the per-user request window (all keys of an account together), per-model windows, token windows for
+ * text models, and the five audio concurrency pools. Backed by a {@link LimitStore} (memory or Redis).
+ *
+ * If the store fails (Redis unreachable) the limiter either lets the call through (`open`, the default:
+ * the gateway keeps serving, without limits) or refuses it with 503 (`closed`), by `LIMITS_ON_STORE_ERROR`;
+ * either way it logs, at most once every 10 s.
+ */
+import type { AudioPool } from "../catalog/types.ts";
+import { AppError, errors } from "../errors.ts";
+import type { EffectiveLimits } from "./effective.ts";
+import type { LimitStore, WindowHit } from "./store.ts";
+
+/** What to do when the store cannot be reached. */
+export type StoreFailureMode = "open" | "closed";
+
+/** The D13 headers of a window. */
+export interface RateHeaders {
+  "X-RateLimit-Limit": string;
+  "X-RateLimit-Remaining": string;
+  "X-RateLimit-Reset": string;
+}
+
+/** Minimal logger. */
+export interface LimiterLog {
+  warn(obj: object, msg?: string): void;
+}
+
+/** A pool slot lives this long unless refreshed (a dead process's slot frees itself), ms. */
+export const POOL_SLOT_TTL_MS = 60_000;
+
+function headersOf(limit: number, hit: { count: number; resetMs: number }): RateHeaders {
+  return {
+    "X-RateLimit-Limit": String(limit),
+    "X-RateLimit-Remaining": String(Math.max(0, limit - hit.count)),
+    "X-RateLimit-Reset": String(Math.max(0, Math.ceil(hit.resetMs / 1000))),
+  };
+}
+
+/** Applies limits to calls; one per process, shared by every request. */
+export class Limiter {
+  readonly store: LimitStore;
+  readonly #mode: StoreFailureMode;
+  readonly #log: LimiterLog;
+  #lastFailureLog = 0;
+
+  constructor(store: LimitStore, mode: StoreFailureMode, log: LimiterLog) {
+    this.store = store;
+    this.#mode = mode;
+    this.#log = log;
+  }
+
+  /** Runs a store operation; on failure applies the failure mode (`fallback` when open). */
+  async #guarded<T>(op: () => Promise<T>, fallback: T): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      const now = Date.now();
+      if (now - this.#lastFailureLog > 10_000) {
+        this.#lastFailureLog = now;
+        this.#log.warn({ err, mode: this.#mode }, "limit store unreachable");
+      }
+      if (this.#mode === "closed") {
+        throw new AppError(503, "limits_unavailable", "Rate limits cannot be checked right now; retry shortly.", null, {
+          "Retry-After": "1",
+        });
+      }
+      return fallback;
+    }
+  }
+
+  /**
+   * Counts one request of `accountId` in its per-minute window (D15: every authenticated request).
+   * Returns the D13 headers; throws AppError 429 `rate_limited` (with the headers and `Retry-After`).
+   */
+  async request(accountId: string, limits: EffectiveLimits): Promise<RateHeaders> {
+    const hit = await this.#guarded<WindowHit>(() => this.store.hit(`rpm:${accountId}`, limits.rpm), {
+      allowed: true,
+      count: 0,
+      resetMs: 60_000,
+    });
+    const headers = headersOf(limits.rpm, hit);
+    if (!hit.allowed) {
+      const retry = Math.max(1, Math.ceil(hit.resetMs / 1000));
+      throw new AppError(
+        429,
+        "rate_limited",
+        `Rate limit of ${limits.rpm} requests per minute reached (${limits.name}); retry in ${retry} s.`,
+        null,
+        { ...headers, "Retry-After": String(retry) },
+      );
+    }
+    return headers;
+  }
+
+  /** Counts one call of `model` against the per-model window. @throws AppError 429 `rate_limited`. */
+  async model(accountId: string, limits: EffectiveLimits, model: string): Promise<void> {
+    const hit = await this.#guarded<WindowHit>(() => this.store.hit(`mrpm:${accountId}:${model}`, limits.perModelRpm), {
+      allowed: true,
+      count: 0,
+      resetMs: 60_000,
+    });
+    if (!hit.allowed) {
+      throw errors.rateLimited(
+        `Rate limit of ${limits.perModelRpm} requests per minute for ${model} reached (${limits.name}).`,
+        hit.resetMs / 1000,
+      );
+    }
+  }
+
+  /**
+   * Counts `tokens` against the per-minute token window and the single-request cap (text models).
+   * @throws AppError 429 `rate_limited`.
+   */
+  async tokens(accountId: string, limits: EffectiveLimits, tokens: number): Promise<void> {
+    if (tokens > limits.maxSingleRequest) {
+      throw errors.rateLimited(
+        `This request needs about ${tokens} tokens; ${limits.name} allows ${limits.maxSingleRequest} in one request.`,
+        60,
+      );
+    }
+    const hit = await this.#guarded<WindowHit>(() => this.store.hit(`tpm:${accountId}`, limits.tpm, tokens), {
+      allowed: true,
+      count: 0,
+      resetMs: 60_000,
+    });
+    if (!hit.allowed) throw errors.rateLimited(`Token limit of ${limits.tpm} per minute reached (${limits.name}).`, hit.resetMs / 1000);
+  }
+
+  /**
+   * Takes a slot of the account's audio `pool` (D12) and returns the function that gives it back (call it
+   * exactly once, however the call ends). The slot is refreshed while held, and expires by itself if
+   * this process dies.
+   * @throws AppError 429 `rate_limited` at once when the pool is full.
+   */
+  async acquireSlot(accountId: string, limits: EffectiveLimits, pool: AudioPool): Promise<() => Promise<void>> {
+    const cap = limits.audioConcurrentPerProvider[pool];
+    const key = `audio:${accountId}:${pool}`;
+    const token = await this.#guarded<string | null>(() => this.store.acquire(key, cap, POOL_SLOT_TTL_MS), "unlimited");
+    if (token === null) {
+      throw errors.rateLimited(`All ${cap} concurrent slots of the ${pool} audio pool are in use (${limits.name}).`, 1);
+    }
+    if (token === "unlimited") return async () => {};
+    const keepAlive = setInterval(() => {
+      this.store.refresh(key, token, POOL_SLOT_TTL_MS).catch(() => {});
+    }, POOL_SLOT_TTL_MS / 3);
+    keepAlive.unref();
+    let released = false;
+    return async () => {
+      if (released) return;
+      released = true;
+      clearInterval(keepAlive);
+      await this.store.release(key, token).catch(() => {});
+    };
+  }
+
+  /** Runs `fn` holding a slot of `pool` (see {@link acquireSlot}). */
+  async withPool<T>(accountId: string, limits: EffectiveLimits, pool: AudioPool, fn: () => Promise<T>): Promise<T> {
+    const release = await this.acquireSlot(accountId, limits, pool);
+    try {
+      return await fn();
+    } finally {
+      await release();
+    }
+  }
+
+  /** Current usage of an account, for `GET /v1/auth/limits`. */
+  async usage(accountId: string): Promise<{ rpm: number; tpm: number; audio: Record<AudioPool, number>; resetS: number }> {
+    const pools: AudioPool[] = ["host_1", "host_2", "alpha", "beta", "host_3"];
+    return this.#guarded(
+      async () => {
+        const rpm = await this.store.peek(`rpm:${accountId}`);
+        const tpm = await this.store.peek(`tpm:${accountId}`);
+        const audio = Object.fromEntries(
+          await Promise.all(pools.map(async (p) => [p, await this.store.inUse(`audio:${accountId}:${p}`)] as const)),
+        ) as Record<AudioPool, number>;
+        return { rpm: rpm.count, tpm: tpm.count, audio, resetS: Math.ceil(rpm.resetMs / 1000) };
+      },
+      { rpm: 0, tpm: 0, audio: { host_1: 0, host_2: 0, alpha: 0, beta: 0, host_3: 0 }, resetS: 60 },
+    );
+  }
+}
+
+/**
+ * The limits of one caller, as services see them: a per-model window check and audio pool slots.
+ * Routes bind it to the authenticated principal; services call it after validation, before the hold.
+ */
+export interface CallGuard {
+  /** Counts a call of `modelId`. @throws AppError 429 `rate_limited`. */
+  model(modelId: string): Promise<void>;
+  /** Takes a slot of `pool`; the returned function gives it back (call it exactly once). @throws 429. */
+  slot(pool: AudioPool): Promise<() => Promise<void>>;
+}
+
+/** A guard that limits nothing (internal callers, unit tests). */
+export const NO_LIMITS: CallGuard = {
+  model: async () => {},
+  slot: async () => async () => {},
+};
+
+/** The guard of `accountId` with `limits`. */
+export function guardFor(limiter: Limiter, accountId: string, limits: EffectiveLimits): CallGuard {
+  return {
+    model: (modelId) => limiter.model(accountId, limits, modelId),
+    slot: (pool) => limiter.acquireSlot(accountId, limits, pool),
+  };
+}

@@ -1,0 +1,199 @@
+/**
+ * Where request windows and concurrency pools live (design.md "limits/"): in this process by default,
+ * or in Redis (`REDIS_URL`) so that every gateway and worker process shares them.
+ *
+ * - Windows (RPM, per-model RPM, TPM) are fixed one-minute windows kept by rate-limiter-flexible
+ *   (`RateLimiterMemory` / `RateLimiterRedis`, atomic increments). Each account has its own limit, so the
+ *   limiter counts and this module compares the count with the caller's limit.
+ * - Pools are sets of slot tokens with an expiry (a Redis sorted set scored by expiry time, changed only by
+ *   the Lua scripts below): a slot is always given back by `release`, and a slot of a process that died
+ *   expires after its time to live.
+ */
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+import { RateLimiterMemory, RateLimiterRedis, type RateLimiterRes } from "rate-limiter-flexible";
+
+/** The outcome of counting one request in a window. */
+export interface WindowHit {
+  /** The request fits in the limit. */
+  allowed: boolean;
+  /** Requests (or tokens) counted in the current window, this one included. */
+  count: number;
+  /** ms until the window resets. */
+  resetMs: number;
+}
+
+/** Counters and pools shared by the processes that use the same store. */
+export interface LimitStore {
+  /**
+   * Counts `cost` (requests or tokens) against `key` in a 60-second fixed window and tells whether the
+   * total stays within `limit`. Counted even when refused (a client hammering stays refused).
+   */
+  hit(key: string, limit: number, cost?: number): Promise<WindowHit>;
+  /** The current count of `key` without changing it. */
+  peek(key: string): Promise<{ count: number; resetMs: number }>;
+  /** Takes a slot of `pool` when fewer than `cap` are taken; returns its token, or null when full. */
+  acquire(pool: string, cap: number, ttlMs: number): Promise<string | null>;
+  /** Gives a slot back (idempotent). */
+  release(pool: string, token: string): Promise<void>;
+  /** Extends a slot's time to live (long calls). */
+  refresh(pool: string, token: string, ttlMs: number): Promise<void>;
+  /** Slots taken in `pool` now (expired ones not counted). */
+  inUse(pool: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+const WINDOW_S = 60;
+/** The limiter never refuses by itself: limits differ per account and are compared here. */
+const UNBOUNDED = Number.MAX_SAFE_INTEGER;
+
+function toHit(res: RateLimiterRes, limit: number): WindowHit {
+  return { allowed: res.consumedPoints <= limit, count: res.consumedPoints, resetMs: res.msBeforeNext };
+}
+
+/** In-process store: the embedded default (one process). */
+export class MemoryLimitStore implements LimitStore {
+  readonly #windows = new RateLimiterMemory({ points: UNBOUNDED, duration: WINDOW_S });
+  readonly #pools = new Map<string, Map<string, number>>();
+
+  async hit(key: string, limit: number, cost = 1): Promise<WindowHit> {
+    return toHit(await this.#windows.consume(key, cost), limit);
+  }
+
+  async peek(key: string): Promise<{ count: number; resetMs: number }> {
+    const res = await this.#windows.get(key);
+    return res ? { count: res.consumedPoints, resetMs: res.msBeforeNext } : { count: 0, resetMs: WINDOW_S * 1000 };
+  }
+
+  #live(pool: string): Map<string, number> {
+    let slots = this.#pools.get(pool);
+    if (!slots) {
+      slots = new Map();
+      this.#pools.set(pool, slots);
+    }
+    const now = Date.now();
+    for (const [t, exp] of slots) if (exp <= now) slots.delete(t);
+    return slots;
+  }
+
+  async acquire(pool: string, cap: number, ttlMs: number): Promise<string | null> {
+    const slots = this.#live(pool);
+    if (slots.size >= cap) return null;
+    const token = randomUUID();
+    slots.set(token, Date.now() + ttlMs);
+    return token;
+  }
+
+  async release(pool: string, token: string): Promise<void> {
+    const slots = this.#pools.get(pool);
+    slots?.delete(token);
+    if (slots && slots.size === 0) this.#pools.delete(pool);
+  }
+
+  async refresh(pool: string, token: string, ttlMs: number): Promise<void> {
+    const slots = this.#pools.get(pool);
+    if (slots?.has(token)) slots.set(token, Date.now() + ttlMs);
+  }
+
+  async inUse(pool: string): Promise<number> {
+    return this.#live(pool).size;
+  }
+
+  async close(): Promise<void> {
+    this.#pools.clear();
+  }
+}
+
+/**
+ * Takes a slot. KEYS[1] = pool set; ARGV = now ms, cap, expiry ms, token.
+ * 1. drop slots whose expiry has passed (their process died or forgot them);
+ * 2. if the remaining slots reach the cap, refuse (0);
+ * 3. else add the token scored by its expiry, keep the key alive a little longer than the slot, accept (1).
+ */
+const ACQUIRE_LUA = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[3]) + 60000)
+return 1
+`;
+
+/**
+ * Extends a slot. KEYS[1] = pool set; ARGV = new expiry ms, token.
+ * Only a slot that still exists is extended (XX): an expired slot is not resurrected.
+ */
+const REFRESH_LUA = `
+if redis.call('ZADD', KEYS[1], 'XX', 'CH', ARGV[1], ARGV[2]) == 1 then
+  redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[1]) + 60000)
+end
+return 1
+`;
+
+/** Counts live slots. KEYS[1] = pool set; ARGV[1] = now ms. Drops expired slots first. */
+const IN_USE_LUA = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+return redis.call('ZCARD', KEYS[1])
+`;
+
+/** Shared store in Redis (`REDIS_URL`): every process of a cluster sees the same counts and pools. */
+export class RedisLimitStore implements LimitStore {
+  readonly #redis: Redis;
+  readonly #prefix: string;
+  readonly #windows: RateLimiterRedis;
+
+  /** `prefix` namespaces every key (tests use a random one; CI shares the Redis server). */
+  constructor(redis: Redis, prefix = "gw") {
+    this.#redis = redis;
+    this.#prefix = prefix;
+    this.#windows = new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: `${prefix}:win`,
+      points: UNBOUNDED,
+      duration: WINDOW_S,
+      // Redis errors surface to the caller, which applies the fail-open/closed setting.
+      insuranceLimiter: undefined,
+    });
+  }
+
+  async hit(key: string, limit: number, cost = 1): Promise<WindowHit> {
+    try {
+      return toHit(await this.#windows.consume(key, cost), limit);
+    } catch (err) {
+      throw err instanceof Error ? err : new Error(`redis window failed: ${JSON.stringify(err)}`);
+    }
+  }
+
+  async peek(key: string): Promise<{ count: number; resetMs: number }> {
+    const res = await this.#windows.get(key);
+    return res ? { count: res.consumedPoints, resetMs: res.msBeforeNext } : { count: 0, resetMs: WINDOW_S * 1000 };
+  }
+
+  #key(pool: string): string {
+    return `${this.#prefix}:pool:${pool}`;
+  }
+
+  async acquire(pool: string, cap: number, ttlMs: number): Promise<string | null> {
+    const token = randomUUID();
+    const now = Date.now();
+    const ok = await this.#redis.eval(ACQUIRE_LUA, 1, this.#key(pool), now, cap, now + ttlMs, token);
+    return ok === 1 ? token : null;
+  }
+
+  async release(pool: string, token: string): Promise<void> {
+    await this.#redis.zrem(this.#key(pool), token);
+  }
+
+  async refresh(pool: string, token: string, ttlMs: number): Promise<void> {
+    await this.#redis.eval(REFRESH_LUA, 1, this.#key(pool), Date.now() + ttlMs, token);
+  }
+
+  async inUse(pool: string): Promise<number> {
+    return Number(await this.#redis.eval(IN_USE_LUA, 1, this.#key(pool), Date.now()));
+  }
+
+  async close(): Promise<void> {
+    this.#redis.disconnect();
+  }
+}
