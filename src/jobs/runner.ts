@@ -236,6 +236,7 @@ export class JobRunner {
     const keys: string[] = [];
     let contentType = "application/octet-stream";
     let firstBytes: Uint8Array | null = null;
+    let stage: "download" | "store" = "download";
     try {
       for (const [i, out] of outputs.entries()) {
         let bytes: Uint8Array;
@@ -249,7 +250,9 @@ export class JobRunner {
           type = out.contentType ?? got.contentType ?? "application/octet-stream";
         }
         const key = kind === "video" ? `videos/${job.id}.${extensionOf(type)}` : `images/${job.id}/${i}.${extensionOf(type)}`;
+        stage = "store";
         await this.#deps.blobs.put(key, bytes, { contentType: type });
+        stage = "download";
         keys.push(key);
         if (i === 0) {
           contentType = type;
@@ -262,8 +265,8 @@ export class JobRunner {
         id: job.id,
         from: "processing",
         to: "failed",
-        code: "storage_error",
-        message: `The output could not be stored: ${err instanceof Error ? err.message : "error"}. The hold was released.`,
+        code: stage === "store" ? "storage_error" : "provider_error",
+        message: `The output could not be ${stage === "store" ? "stored" : "downloaded from the upstream"}: ${err instanceof Error ? err.message : "error"}. The hold was released.`,
         workerId: this.workerId,
       });
       return;
