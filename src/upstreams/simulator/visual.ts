@@ -1,206 +1,224 @@
 /**
- * The simulator's image and video generation (D10): real PNG images at the requested size, derived
- * from the prompt; SVG documents for vector models; playable MP4 clips of the requested duration (small
- * pre-encoded H.264 clips, one per whole duration, committed beside this file).
+ * The built-in simulated image and video upstream (decision D10): every image and video model that
+ * has no real upstream configured.
  *
- * Latency follows the spec's typical ranges (images ~8 s, video ~60 s) times `latencyScale`; progress is
- * reported every half second while "working" (the runner's heartbeat). `X-Svc-Simulate`: `fail` throws,
- * `slow` adds at least 1 s, `hang` never answers and never reports progress (the sweep refunds the job).
+ * - Real media: PNG (`image/png`) or SVG (`image/svg+xml`, `req.output === "svg"`) images from
+ *   {@link renderPngAsync} / {@link renderSvg}, at exactly the requested pixel size up to 2048 px per
+ *   side ({@link fitRenderSize}); playable MP4 video (`video/mp4`, H.264 320x180 or 180x320, AAC audio
+ *   for the models with sound) of the requested length from {@link renderMp4}. Always bytes, never an
+ *   upstream URL. Output is deterministic per request (model, prompt, size, index, reference URLs and
+ *   a pass-through `parameters.seed`).
+ * - Latency, multiplied by `latencyScale` (`SIM_LATENCY_SCALE`): {@link SIM_VISUAL_TIMING}, with a
+ *   deterministic per-request spread of +-20 %.
+ * - Progress: `onProgress` is called when work starts, every {@link SIM_VISUAL_TIMING}.progressEveryMs
+ *   while waiting and after each rendered output (the job runner turns it into heartbeats).
+ * - `X-Svc-Simulate` (`req.simulate`, D10/D15): `fail` throws a non-retryable {@link UpstreamError}
+ *   after a short delay; `slow` adds at least 1 s even at scale 0; `hang` never answers and never
+ *   reports progress (a dead worker: the sweep refunds the job): the promise stays pending until
+ *   `signal` aborts (then rejects with its reason) or the upstream is closed.
  */
-import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
-import { deflateSync } from "node:zlib";
-import { type ImageRequest, type MediaOutput, UpstreamError, type VideoRequest, type VisualAdapter } from "../types.ts";
 
-/** Typical latencies in seconds, before `latencyScale`. */
-export const SIM_VISUAL_TIMING = { imageSec: 8, videoSec: 60, progressEveryMs: 500 } as const;
+import { createRng, seedFrom } from "./audio.ts";
+import { simulateLatency } from "./delay.ts";
+import { fitRenderSize, renderPngAsync, renderSvg, sizeForAspect } from "./images.ts";
+import { MAX_VIDEO_SEC, renderMp4, videoOrientationOf } from "./video.ts";
+import {
+  type ImageRequest,
+  type MediaOutput,
+  type SimulateMode,
+  UpstreamError,
+  type VideoRequest,
+  type VisualAdapter,
+} from "../types.ts";
 
-/** Durations with a committed clip; other durations use the nearest longer one's... exact set covers 1-10 and 15. */
-const CLIP_SECONDS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15];
-const clipCache = new Map<number, Uint8Array>();
+export { renderPng, renderPngAsync, renderSvg } from "./images.ts";
+export { renderMp4 } from "./video.ts";
 
-/** The committed MP4 clip of `seconds` (whole seconds, 1-15). */
-export function videoClip(seconds: number): Uint8Array {
-  const d = CLIP_SECONDS.find((s) => s >= seconds) ?? 15;
-  let clip = clipCache.get(d);
-  if (!clip) {
-    clip = new Uint8Array(readFileSync(new URL(`./video-clips/clip-${d}.mp4`, import.meta.url)));
-    clipCache.set(d, clip);
-  }
-  return clip;
+/** Simulated delays in seconds, before multiplication by `latencyScale`. */
+export const SIM_VISUAL_TIMING = {
+  /** One image request (all `n` images): the spec says images mostly finish within 30 s. */
+  imageSec: 8,
+  /** A video: `videoBaseSec + videoPerSec x durationSec` (60 s for the default 5 s; spec: 1-3 min). */
+  videoBaseSec: 45,
+  videoPerSec: 3,
+  /** Deterministic per-request spread: the delay is multiplied by a factor in `1 +- spread`. */
+  spread: 0.2,
+  /** Interval of `onProgress` calls while waiting, in real milliseconds (not scaled). */
+  progressEveryMs: 500,
+} as const;
+
+/** Largest `n` the simulator accepts in one image request. */
+const MAX_IMAGES = 10;
+
+/** Options of {@link createSimulatedVisualUpstream}. */
+export interface SimulatedVisualUpstreamOptions {
+  /** Multiplier of every simulated delay (0 = no delay except `slow`/`hang`); `SIM_LATENCY_SCALE`. */
+  latencyScale: number;
 }
 
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-})();
-
-function crc32(bytes: Uint8Array): number {
-  let c = 0xffffffff;
-  for (const b of bytes) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
-
-function chunk(type: string, data: Uint8Array): Buffer {
-  const out = Buffer.alloc(12 + data.length);
-  out.writeUInt32BE(data.length, 0);
-  out.write(type, 4, "ascii");
-  out.set(data, 8);
-  out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
-  return out;
-}
-
-/** Seeded numbers in [0, 1) from a prompt (sha256 of the inputs). */
-function palette(prompt: string, index: number): number[] {
-  const h = createHash("sha256").update(`${prompt}\u0000${index}`).digest();
-  return [...h].map((b) => b / 256);
-}
+/** The simulated visual upstream: a {@link VisualAdapter} plus `close()` for shutdown. */
+export type SimulatedVisualUpstream = VisualAdapter & {
+  /**
+   * Stops the upstream: pending calls (including `hang`ing ones) reject with an `AbortError`
+   * `DOMException`, later calls throw {@link UpstreamError}.
+   */
+  close(): Promise<void>;
+};
 
 /**
- * A real RGB PNG of exactly `width` x `height` pixels, derived from the prompt: two blended gradients and
- * soft circles whose colours and positions come from a hash of the prompt and the image index.
+ * Whether the simulated clip of `model` carries sound: a boolean pass-through `generate_audio` or
+ * `audio` parameter decides; otherwise models whose id contains `audio`, the `vidB-*` models (bundled
+ * audio) and `vidD-3` (1080p with audio) have sound, the others are silent.
  */
-export function renderPng(opts: { prompt: string; width: number; height: number; index: number }): Uint8Array {
-  const { width, height } = opts;
-  const r = palette(opts.prompt, opts.index);
-  const c1 = [r[0] * 255, r[1] * 255, r[2] * 255];
-  const c2 = [r[3] * 255, r[4] * 255, r[5] * 255];
-  const circles = Array.from({ length: 4 }, (_, i) => ({
-    x: r[6 + i * 4] * width,
-    y: r[7 + i * 4] * height,
-    rad: (0.1 + r[8 + i * 4] * 0.3) * Math.min(width, height),
-    col: [r[9 + i * 4] * 255, r[(10 + i * 4) % 32] * 255, r[(11 + i * 4) % 32] * 255],
-  }));
-  const rowLen = width * 3 + 1;
-  const raw = Buffer.alloc(rowLen * height);
-  for (let y = 0; y < height; y++) {
-    const o = y * rowLen;
-    raw[o] = 0;
-    const ty = y / height;
-    for (let x = 0; x < width; x++) {
-      const t = (x / width + ty) / 2;
-      let R = c1[0] + (c2[0] - c1[0]) * t;
-      let G = c1[1] + (c2[1] - c1[1]) * t;
-      let B = c1[2] + (c2[2] - c1[2]) * t;
-      for (const c of circles) {
-        const dx = x - c.x;
-        const dy = y - c.y;
-        const d2 = (dx * dx + dy * dy) / (c.rad * c.rad);
-        if (d2 < 1) {
-          const a = (1 - d2) * 0.7;
-          R += (c.col[0] - R) * a;
-          G += (c.col[1] - G) * a;
-          B += (c.col[2] - B) * a;
-        }
-      }
-      const p = o + 1 + x * 3;
-      raw[p] = R;
-      raw[p + 1] = G;
-      raw[p + 2] = B;
-    }
+export function simulatedVideoHasAudio(model: string, parameters: Record<string, unknown>): boolean {
+  for (const key of ["generate_audio", "audio"]) {
+    const v = parameters[key];
+    if (typeof v === "boolean") return v;
   }
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 8; // bit depth
-  ihdr[9] = 2; // truecolour
-  const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-  return new Uint8Array(
-    Buffer.concat([signature, chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw, { level: 3 })), chunk("IEND", new Uint8Array(0))]),
-  );
+  return /audio/i.test(model) || model.startsWith("vidB-") || model === "vidD-3";
 }
 
-const XML_ESC: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" };
-
-/** A standalone SVG document of shapes derived from the prompt (vector models). */
-export function renderSvg(opts: { prompt: string; width: number; height: number; index: number }): string {
-  const { width, height } = opts;
-  const r = palette(opts.prompt, opts.index);
-  const col = (i: number) => `rgb(${Math.round(r[i % 32] * 255)},${Math.round(r[(i + 1) % 32] * 255)},${Math.round(r[(i + 2) % 32] * 255)})`;
-  const shapes: string[] = [];
-  for (let i = 0; i < 6; i++) {
-    const x = Math.round(r[(i * 5) % 32] * width);
-    const y = Math.round(r[(i * 5 + 1) % 32] * height);
-    const s = Math.round((0.08 + r[(i * 5 + 2) % 32] * 0.25) * Math.min(width, height));
-    shapes.push(
-      i % 2 === 0
-        ? `<circle cx="${x}" cy="${y}" r="${s}" fill="${col(i * 3)}" fill-opacity="0.8"/>`
-        : `<rect x="${x - s}" y="${y - s}" width="${2 * s}" height="${2 * s}" rx="${Math.round(s / 4)}" fill="${col(i * 3 + 1)}" fill-opacity="0.8"/>`,
-    );
-  }
-  const title = opts.prompt.slice(0, 120).replace(/[&<>"]/g, (c) => XML_ESC[c] ?? c);
-  return `<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">
-<title>${title}</title>
-<rect width="100%" height="100%" fill="${col(20)}"/>
-${shapes.join("\n")}
-</svg>
-`;
+/** The pass-through `seed` parameter as seed material ("" when absent or not a string/number). */
+function seedParam(parameters: Record<string, unknown>): string {
+  const s = parameters.seed;
+  return typeof s === "number" || typeof s === "string" ? String(s) : "";
 }
 
-/** Simulated image and video upstream. */
-export class SimulatedVisualUpstream implements VisualAdapter {
-  readonly #latencyScale: number;
+/** A factor in `1 +- spread`, fixed for the given parts. */
+function spreadFactor(...parts: string[]): number {
+  const rng = createRng(seedFrom("visual-latency", ...parts));
+  return 1 + (rng() * 2 - 1) * SIM_VISUAL_TIMING.spread;
+}
 
-  constructor(latencyScale: number) {
-    this.#latencyScale = latencyScale;
-  }
-
-  /** Waits the simulated latency, reporting progress; applies `simulate`. */
-  async #work(typicalSec: number, simulate: ImageRequest["simulate"], signal?: AbortSignal, onProgress?: () => void): Promise<void> {
-    if (simulate === "hang") {
-      // A worker that stops reporting: never answers, never reports; only an abort ends it.
-      await new Promise<void>((_, reject) => {
-        if (signal?.aborted) reject(signal.reason);
-        signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
-      });
+/** Rejects with `signal.reason` when `signal` aborts; never resolves. */
+function untilAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
       return;
     }
-    let ms = typicalSec * this.#latencyScale * 1000;
-    if (simulate === "fail") ms = Math.min(ms, 300 * this.#latencyScale);
-    if (simulate === "slow") ms += 1000 + 2000 * this.#latencyScale;
-    const end = Date.now() + ms;
-    onProgress?.();
-    while (Date.now() < end) {
-      await sleep(Math.min(SIM_VISUAL_TIMING.progressEveryMs, end - Date.now()), undefined, { signal });
-      onProgress?.();
-    }
-    signal?.throwIfAborted();
-    if (simulate === "fail") throw new UpstreamError("simulated upstream failure (X-Svc-Simulate: fail)", false);
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+}
+
+class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
+  private readonly scale: number;
+  private readonly closing = new AbortController();
+
+  constructor(opts: SimulatedVisualUpstreamOptions) {
+    this.scale = Number.isFinite(opts.latencyScale) && opts.latencyScale > 0 ? opts.latencyScale : 0;
   }
 
+  /**
+   * Waits the simulated latency (see {@link simulateLatency}) while calling `onProgress` every
+   * `progressEveryMs`; `hang` waits for an abort without reporting.
+   */
+  private async work(
+    typicalSec: number,
+    simulate: SimulateMode | null,
+    signal: AbortSignal,
+    onProgress?: () => void,
+  ): Promise<void> {
+    if (simulate === "hang") return untilAborted(signal);
+    onProgress?.();
+    const timer = onProgress ? setInterval(onProgress, SIM_VISUAL_TIMING.progressEveryMs) : null;
+    timer?.unref();
+    try {
+      await simulateLatency(typicalSec, this.scale, simulate, signal);
+    } catch (err) {
+      // The timer rejects with an AbortError whose `cause` is the reason: surface the reason itself.
+      if (signal.aborted) throw signal.reason;
+      throw err;
+    } finally {
+      if (timer) clearInterval(timer);
+    }
+  }
+
+  /** The caller's signal combined with the shutdown signal; throws when already closed. */
+  private signalFor(signal?: AbortSignal): AbortSignal {
+    if (this.closing.signal.aborted) throw new UpstreamError("simulated visual upstream is closed");
+    return signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
+  }
+
+  /**
+   * Generates `req.n` images (1..10) after about 8 s x scale. Each output is
+   * `{kind: "bytes", contentType: "image/png" | "image/svg+xml", body, width, height}` with the real
+   * pixel size: `req.width` x `req.height` when both are at most 2048 (larger sizes are scaled down
+   * to a 2048 px long side; invalid sizes fall back to {@link sizeForAspect}(`req.aspect`)). Image `i`
+   * of a request differs from image `j`. Throws {@link UpstreamError} for `simulate: "fail"` or an
+   * invalid `n` (not retryable), and `signal.reason` on abort. `onProgress`: see the module comment.
+   */
   async generateImages(req: ImageRequest, signal?: AbortSignal, onProgress?: () => void): Promise<MediaOutput[]> {
-    await this.#work(SIM_VISUAL_TIMING.imageSec, req.simulate, signal, onProgress);
+    const sig = this.signalFor(signal);
+    const typical = SIM_VISUAL_TIMING.imageSec * spreadFactor("image", req.model, req.prompt);
+    await this.work(typical, req.simulate, sig, onProgress);
+    if (!(Number.isInteger(req.n) && req.n >= 1 && req.n <= MAX_IMAGES)) {
+      throw new UpstreamError(`n must be an integer in 1..${MAX_IMAGES}, got ${req.n}`, false);
+    }
+    const size = fitRenderSize(req.width, req.height) ?? sizeForAspect(req.aspect);
+    const seed = [req.model, seedParam(req.parameters ?? {}), ...(req.imageUrls ?? [])].join("\n");
     const outputs: MediaOutput[] = [];
-    for (let i = 0; i < req.n; i++) {
-      const opts = { prompt: req.prompt, width: req.width, height: req.height, index: i };
+    for (let index = 0; index < req.n; index++) {
+      sig.throwIfAborted();
+      const opts = { prompt: req.prompt, width: size.width, height: size.height, seed, index };
       if (req.output === "svg") {
-        outputs.push({ kind: "bytes", contentType: "image/svg+xml", body: new TextEncoder().encode(renderSvg(opts)) });
+        const body = new TextEncoder().encode(renderSvg(opts));
+        outputs.push({ kind: "bytes", contentType: "image/svg+xml", body, ...size });
       } else {
-        outputs.push({ kind: "bytes", contentType: "image/png", body: renderPng(opts), width: req.width, height: req.height });
+        const body = await renderPngAsync(opts);
+        outputs.push({ kind: "bytes", contentType: "image/png", body, ...size });
       }
       onProgress?.();
-      // Yield between images so a big batch does not hold the event loop.
-      await sleep(0);
     }
+    sig.throwIfAborted();
     return outputs;
   }
 
+  /**
+   * Generates one clip after about (45 + 3 x durationSec) s x scale:
+   * `{kind: "bytes", contentType: "video/mp4", body, width, height, durationSec}` (320x180, or 180x320
+   * when the pass-through parameters ask for a portrait aspect, see {@link videoOrientationOf}; sound
+   * per {@link simulatedVideoHasAudio}). Image-to-video requests (`imageUrl` set) get the same kind of
+   * clip. Throws {@link UpstreamError} for `simulate: "fail"` or a duration outside (0, 60] s (not
+   * retryable), and `signal.reason` on abort. `onProgress`: see the module comment.
+   */
   async generateVideo(req: VideoRequest, signal?: AbortSignal, onProgress?: () => void): Promise<MediaOutput> {
-    await this.#work(SIM_VISUAL_TIMING.videoSec, req.simulate, signal, onProgress);
-    return { kind: "bytes", contentType: "video/mp4", body: videoClip(req.durationSec), durationSec: req.durationSec };
+    const sig = this.signalFor(signal);
+    const parameters = req.parameters ?? {};
+    const sec = req.durationSec;
+    const typical =
+      (SIM_VISUAL_TIMING.videoBaseSec + SIM_VISUAL_TIMING.videoPerSec * (Number.isFinite(sec) ? sec : 0)) *
+      spreadFactor("video", req.model, req.prompt);
+    await this.work(typical, req.simulate, sig, onProgress);
+    if (!(Number.isFinite(sec) && sec > 0 && sec <= MAX_VIDEO_SEC)) {
+      throw new UpstreamError(`video duration must be in (0, ${MAX_VIDEO_SEC}] seconds, got ${sec}`, false);
+    }
+    const video = renderMp4({
+      prompt: req.prompt,
+      durationSec: sec,
+      orientation: videoOrientationOf(parameters),
+      audio: simulatedVideoHasAudio(req.model, parameters),
+      seed: [req.model, seedParam(parameters), req.imageUrl ?? ""].join("\n"),
+    });
+    onProgress?.();
+    return {
+      kind: "bytes",
+      contentType: video.contentType,
+      body: video.body,
+      width: video.width,
+      height: video.height,
+      durationSec: video.durationSec,
+    };
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    if (!this.closing.signal.aborted) {
+      this.closing.abort(new DOMException("simulated visual upstream closed", "AbortError"));
+    }
+  }
 }
 
-/** The simulated image/video upstream (`latencyScale`: `SIM_LATENCY_SCALE`). */
-export function createSimulatedVisualUpstream(opts: { latencyScale: number }): SimulatedVisualUpstream {
-  return new SimulatedVisualUpstream(opts.latencyScale);
+/** Builds the simulated image + video upstream; see {@link SimulatedVisualUpstreamOptions}. */
+export function createSimulatedVisualUpstream(opts: SimulatedVisualUpstreamOptions): SimulatedVisualUpstream {
+  return new SimulatedVisualUpstreamImpl(opts);
 }
