@@ -6,7 +6,8 @@
  * Target (issue "Gateway core"): the gateway reaches at least 50% of the bare server's requests/s with
  * p99 under 10 ms at 32 connections. Numbers measured on the development machine go in bench/README.md.
  *
- * Environment: BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 32).
+ * Environment: BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 32), BENCH_JOBS (default 2000),
+ * BENCH_ONLY (comma list of voices, speech, jobs; default all).
  */
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import {
@@ -154,10 +155,11 @@ async function benchJobs(backend: "sqlite" | "postgres"): Promise<void> {
   }
 }
 
-await benchVoices();
-await benchSpeech("sqlite");
-await benchJobs("sqlite");
+const only = process.env.BENCH_ONLY ?? "voices,speech,jobs";
+if (only.includes("voices")) await benchVoices();
+if (only.includes("speech")) await benchSpeech("sqlite");
+if (only.includes("jobs")) await benchJobs("sqlite");
 if (await pgReachable()) {
-  await benchSpeech("postgres");
-  await benchJobs("postgres");
+  if (only.includes("speech")) await benchSpeech("postgres");
+  if (only.includes("jobs")) await benchJobs("postgres");
 } else console.log("\n## PostgreSQL unreachable: skipped (set BENCH_DATABASE_URL)");
