@@ -7,6 +7,7 @@ import { captureHold, type Executor, InsufficientFundsError, inTransaction, plac
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
+import { observeUpstream } from "../metrics.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import type { AudioPool } from "../catalog/types.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
@@ -101,7 +102,7 @@ async function generateInSlot(
   }
   let result: Extract<AudioResult, { kind: "bytes" }>;
   try {
-    result = await args.call(args.signal);
+    result = await observeUpstream(args.model, () => args.call(args.signal));
   } catch {
     await releaseHold(deps.db, holdId);
     throw errors.provider();

@@ -26,6 +26,7 @@ import {
   type VoiceLibraryAdapter,
   type VoiceSettings,
 } from "../upstreams/types.ts";
+import { observeUpstream } from "../metrics.ts";
 import { codePoints } from "./text-limits.ts";
 import { findOwnedVoice } from "./voices.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
@@ -190,7 +191,7 @@ async function speakWithSlot(
   let firstChunk: IteratorResult<Uint8Array> | null = null;
   let iterator: AsyncIterator<Uint8Array> | null = null;
   try {
-    result = await adapter.speech(
+    result = await observeUpstream(model.id, () => adapter.speech(
       {
         model: model.id,
         text: req.text,
@@ -201,7 +202,7 @@ async function speakWithSlot(
         simulate: opts.simulate,
       },
       opts.signal,
-    );
+    ));
     if (result.kind === "stream") {
       // Wait for the first audio before charging: an upstream that fails early costs nothing.
       iterator = result.chunks[Symbol.asyncIterator]();

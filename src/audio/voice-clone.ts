@@ -9,6 +9,7 @@ import { DEFAULT_VOICE_CLONE_MODEL, getVoiceCloneModel } from "../catalog/models
 import { quoteFlat } from "../catalog/quote.ts";
 import type { VoiceCreationModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
+import { observeUpstream } from "../metrics.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import type { SimulateMode, VoiceCreationAdapter } from "../upstreams/types.ts";
 import { inspectReferenceAudio } from "./reference-audio.ts";
@@ -87,10 +88,10 @@ async function cloneInSlot(
   let upstreamVoiceId: string;
   try {
     upstreamVoiceId = (
-      await deps.adapter.cloneVoice(
+      await observeUpstream(model.id, () => deps.adapter.cloneVoice(
         { audio: file, format: info.format, durationSec: info.durationSec, name, simulate: opts.simulate },
         opts.signal,
-      )
+      ))
     ).upstreamVoiceId;
   } catch {
     await releaseHold(deps.db, holdId);

@@ -11,6 +11,7 @@ import type { VoiceCreationModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import { newId } from "../ids.ts";
+import { observeUpstream } from "../metrics.ts";
 import type { SimulateMode, VoiceCreationAdapter, VoiceDesignRequest } from "../upstreams/types.ts";
 import { codePoints, optionalText } from "./text-limits.ts";
 import { OWNED_VOICE_PREFIX } from "./voices.ts";
@@ -159,7 +160,9 @@ async function designInSlot(
   }
   let upstreamVoiceId: string;
   try {
-    upstreamVoiceId = (await deps.adapter.designVoice({ ...req, simulate: opts.simulate }, opts.signal)).upstreamVoiceId;
+    upstreamVoiceId = (
+      await observeUpstream(model.id, () => deps.adapter.designVoice({ ...req, simulate: opts.simulate }, opts.signal))
+    ).upstreamVoiceId;
   } catch {
     await releaseHold(deps.db, holdId);
     throw errors.provider();

@@ -12,6 +12,7 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import { newId } from "../ids.ts";
+import { recordLedger } from "../metrics.ts";
 import { isPostgres, pgCaptureHold, pgPlaceHold } from "../storage/ledger-pg.ts";
 import { type Param, prepare } from "../storage/prepared.ts";
 import type { Database, LedgerKind } from "../storage/schema.ts";
@@ -108,6 +109,7 @@ async function insertEntries(
   now: number,
   entries: EntryFields[],
 ) {
+  for (const e of entries) recordLedger(e.kind, e.amount);
   const args: unknown[] = [];
   for (const e of entries) {
     args.push(
@@ -188,6 +190,7 @@ export async function placeHold(
       now,
     });
     if (balance === null) throw new InsufficientFundsError(args.amountMicros, await getBalance(db, args.accountId));
+    recordLedger("hold", -args.amountMicros);
     return { id, accountId: args.accountId, amountMicros: args.amountMicros, balanceAfterMicros: balance };
   }
   return inTransaction(db, async (trx) => {
@@ -243,9 +246,10 @@ export async function captureHold(db: Executor, holdId: string, finalMicros: Mic
   }
   const now = Date.now();
   if (isPostgres(db)) {
-    const balance = await pgCaptureHold(db, { holdId, final: finalMicros, now });
-    if (balance === null) throw new Error(`hold ${holdId} is not open or is smaller than ${finalMicros}`);
-    return { chargedMicros: finalMicros, balanceAfterMicros: balance };
+    const captured = await pgCaptureHold(db, { holdId, final: finalMicros, now });
+    if (captured === null) throw new Error(`hold ${holdId} is not open or is smaller than ${finalMicros}`);
+    for (const e of captured.entries) recordLedger(e.kind, e.amount);
+    return { chargedMicros: finalMicros, balanceAfterMicros: captured.balance };
   }
   return inTransaction(db, async (trx) => {
     const hold = (await captureStmt(trx, finalMicros, now, holdId)).rows[0];

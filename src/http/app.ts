@@ -7,6 +7,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import FindMyWay from "find-my-way";
 import { errors } from "../errors.ts";
+import { httpDuration, httpRequests } from "../metrics.ts";
 import type { Services } from "../services.ts";
 import { requireAdmin, requireAuth } from "./auth.ts";
 import { errorHandler } from "./error-handler.ts";
@@ -16,6 +17,7 @@ import { billingRoutes } from "./routes/billing.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
 import { generationRoutes } from "./routes/generation.ts";
 import { jobRoutes } from "./routes/jobs.ts";
+import { opsRoutes } from "./routes/ops.ts";
 import { galleryRoutes, outputPublicRoutes } from "./routes/outputs.ts";
 import { speechRoutes } from "./routes/speech.ts";
 import { voiceCloneRoutes, voicePublicRoutes, voiceRoutes } from "./routes/voices.ts";
@@ -47,6 +49,12 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest("principal", null);
+  // Requests by route pattern and status, and their latency (GET /metrics).
+  app.addHook("onResponse", async (request, reply) => {
+    const route = request.routeOptions.url ?? "unmatched";
+    httpRequests.inc({ route, method: request.method, status: String(reply.statusCode) });
+    httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+  });
   app.setErrorHandler(errorHandler);
 
   // A JSON body sent without (or with another) Content-Type, as `curl -d` does, is still read as JSON.
@@ -82,7 +90,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
     catalogRoutes(pub);
     voicePublicRoutes(pub, services);
     outputPublicRoutes(pub, services);
-    pub.get("/healthz", async () => ({ status: "ok" }));
+    opsRoutes(pub, services);
   });
   await app.register(async (acc) => {
     acc.addHook("onRequest", requireAuth(services, { allowSession: true }));

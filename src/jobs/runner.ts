@@ -15,6 +15,7 @@ import type { Micros } from "../billing/money.ts";
 import { getImageModel } from "../catalog/models.ts";
 import { quoteImage } from "../catalog/quote.ts";
 import { newId } from "../ids.ts";
+import { observeUpstream } from "../metrics.ts";
 import { effectiveLimits, mediaCaps } from "../limits/effective.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import { type ClaimedJob, claimJobs } from "../storage/job-queue.ts";
@@ -202,9 +203,15 @@ export class JobRunner {
     const request = JSON.parse(job.request_json) as Record<string, unknown>;
     try {
       if (kind === "image") {
-        outputs = await this.#deps.visual.generateImages(request as unknown as ImageRequest, controller.signal, onProgress);
+        outputs = await observeUpstream(job.model, () =>
+          this.#deps.visual.generateImages(request as unknown as ImageRequest, controller.signal, onProgress),
+        );
       } else {
-        outputs = [await this.#deps.visual.generateVideo(request as unknown as VideoRequest, controller.signal, onProgress)];
+        outputs = [
+          await observeUpstream(job.model, () =>
+            this.#deps.visual.generateVideo(request as unknown as VideoRequest, controller.signal, onProgress),
+          ),
+        ];
       }
     } catch (err) {
       clearTimeout(giveUp);

@@ -9,6 +9,7 @@
  */
 import type { AudioPool } from "../catalog/types.ts";
 import { AppError, errors } from "../errors.ts";
+import { poolSlots } from "../metrics.ts";
 import type { EffectiveLimits } from "./effective.ts";
 import type { LimitStore, WindowHit } from "./store.ts";
 
@@ -142,6 +143,7 @@ export class Limiter {
       throw errors.rateLimited(`All ${cap} concurrent slots of the ${pool} audio pool are in use (${limits.name}).`, 1);
     }
     if (token === "unlimited") return async () => {};
+    poolSlots.inc({ pool });
     const keepAlive = setInterval(() => {
       this.store.refresh(key, token, POOL_SLOT_TTL_MS).catch(() => {});
     }, POOL_SLOT_TTL_MS / 3);
@@ -150,6 +152,7 @@ export class Limiter {
     return async () => {
       if (released) return;
       released = true;
+      poolSlots.dec({ pool });
       clearInterval(keepAlive);
       await this.store.release(key, token).catch(() => {});
     };
@@ -163,6 +166,11 @@ export class Limiter {
     } finally {
       await release();
     }
+  }
+
+  /** Checks that the store answers (readiness). Throws when it does not. */
+  async ping(): Promise<void> {
+    await this.store.peek("ping");
   }
 
   /** Current usage of an account, for `GET /v1/auth/limits`. */

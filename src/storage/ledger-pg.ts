@@ -43,10 +43,14 @@ export async function pgPlaceHold(
 /**
  * Captures an open hold for `final` micro-USD (0 <= final <= held): marks it captured, returns the
  * difference to the balance and writes `hold_release` (+held) then `charge` (-final, omitted when 0).
- * Returns the balance after, or null when the hold is not open or smaller than `final` (nothing written).
+ * Returns the balance after and the entries written, or null when the hold is not open or smaller than
+ * `final` (nothing written).
  */
-export async function pgCaptureHold(db: Executor, a: { holdId: string; final: number; now: number }): Promise<number | null> {
-  const res = await sql<{ kind: string; balance_after_micros: number }>`
+export async function pgCaptureHold(
+  db: Executor,
+  a: { holdId: string; final: number; now: number },
+): Promise<{ balance: number; entries: { kind: string; amount: number }[] } | null> {
+  const res = await sql<{ kind: string; amount_micros: number; balance_after_micros: number }>`
     with h as (
       update holds set status = 'captured', captured_micros = ${a.final}::bigint, settled_at = ${a.now}::bigint
       where id = ${a.holdId} and status = 'open' and amount_micros >= ${a.final}::bigint
@@ -61,7 +65,10 @@ export async function pgCaptureHold(db: Executor, a: { holdId: string; final: nu
     union all
     select account_id, 'charge', -${a.final}::bigint, balance_micros, ${a.holdId}, job_id, reference, ${a.now}::bigint from acc
     where ${a.final}::bigint > 0
-    returning kind, balance_after_micros`.execute(db);
+    returning kind, amount_micros, balance_after_micros`.execute(db);
   if (res.rows.length === 0) return null;
-  return Math.min(...res.rows.map((r) => Number(r.balance_after_micros)));
+  return {
+    balance: Math.min(...res.rows.map((r) => Number(r.balance_after_micros))),
+    entries: res.rows.map((r) => ({ kind: r.kind, amount: Number(r.amount_micros) })),
+  };
 }

@@ -1,0 +1,60 @@
+/**
+ * Operations endpoints for load balancers and monitoring: `GET /healthz` (liveness: the process answers),
+ * `GET /readyz` (readiness: database, Redis when configured, and blob storage reachable; 503 otherwise)
+ * and `GET /metrics` (Prometheus text format).
+ */
+import { sql } from "kysely";
+import { holdsOpen, holdsOpenUsd, jobsByStatus, registry } from "../../metrics.ts";
+import type { Services } from "../../services.ts";
+import type { App } from "../app.ts";
+
+/** Runs `check` with a time limit; resolves to "ok" or the error message. */
+async function probe(check: () => Promise<unknown>, timeoutMs = 2000): Promise<string> {
+  try {
+    await Promise.race([
+      check(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs).unref()),
+    ]);
+    return "ok";
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
+
+export function opsRoutes(app: App, services: Services): void {
+  app.get("/healthz", async () => ({ status: "ok" }));
+
+  app.get("/readyz", async (_req, reply) => {
+    const checks: Record<string, string> = {
+      database: await probe(() => sql`select 1`.execute(services.db.kysely)),
+      storage: await probe(() => services.blobs.ping()),
+    };
+    if (services.config.redisUrl) checks.redis = await probe(() => services.limiter.ping());
+    const ready = Object.values(checks).every((v) => v === "ok");
+    return reply.code(ready ? 200 : 503).send({ status: ready ? "ready" : "not_ready", checks });
+  });
+
+  app.get("/metrics", async (_req, reply) => {
+    // Gauges of shared state are read from the database at scrape time (every process sees all of it).
+    try {
+      const db = services.db.kysely;
+      const holds = await db
+        .selectFrom("holds")
+        .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.coalesce(eb.fn.sum<number>("amount_micros"), eb.lit(0)).as("usd")])
+        .where("status", "=", "open")
+        .executeTakeFirstOrThrow();
+      holdsOpen.set(Number(holds.n));
+      holdsOpenUsd.set(Number(holds.usd) / 1_000_000);
+      const jobs = await db
+        .selectFrom("jobs")
+        .select(["kind", "status", (eb) => eb.fn.countAll<number>().as("n")])
+        .groupBy(["kind", "status"])
+        .execute();
+      jobsByStatus.reset();
+      for (const j of jobs) jobsByStatus.set({ kind: j.kind, status: j.status }, Number(j.n));
+    } catch (err) {
+      services.log.warn({ err }, "metrics: database gauges unavailable");
+    }
+    return reply.type(registry.contentType).send(await registry.metrics());
+  });
+}

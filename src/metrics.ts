@@ -1,0 +1,102 @@
+/**
+ * Prometheus metrics (prom-client) for `GET /metrics`: HTTP requests by route and status with latency
+ * histograms, upstream latency and errors by model, ledger amounts by entry kind, audio pool slots held by
+ * this process, and (read from the database at scrape time) open holds and jobs by status.
+ */
+import client from "prom-client";
+
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry });
+
+export const httpRequests = new client.Counter({
+  name: "gateway_http_requests_total",
+  help: "HTTP requests answered, by route pattern, method and status.",
+  labelNames: ["route", "method", "status"] as const,
+  registers: [registry],
+});
+
+export const httpDuration = new client.Histogram({
+  name: "gateway_http_request_duration_seconds",
+  help: "Time to answer an HTTP request, by route pattern and method.",
+  labelNames: ["route", "method"] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  registers: [registry],
+});
+
+export const upstreamDuration = new client.Histogram({
+  name: "gateway_upstream_duration_seconds",
+  help: "Time an upstream call took, by model and outcome (ok, error).",
+  labelNames: ["model", "outcome"] as const,
+  buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600],
+  registers: [registry],
+});
+
+export const upstreamErrors = new client.Counter({
+  name: "gateway_upstream_errors_total",
+  help: "Upstream calls that failed, by model.",
+  labelNames: ["model"] as const,
+  registers: [registry],
+});
+
+export const ledgerAmount = new client.Counter({
+  name: "gateway_ledger_amount_usd_total",
+  help: "Absolute USD written to the ledger by this process, by entry kind.",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+});
+
+export const ledgerEntries = new client.Counter({
+  name: "gateway_ledger_entries_total",
+  help: "Ledger entries written by this process, by entry kind.",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+});
+
+export const poolSlots = new client.Gauge({
+  name: "gateway_audio_pool_slots_in_use",
+  help: "Audio pool slots held by requests of this process, by pool.",
+  labelNames: ["pool"] as const,
+  registers: [registry],
+});
+
+export const holdsOpen = new client.Gauge({
+  name: "gateway_holds_open",
+  help: "Holds placed and not yet captured or released (all processes; read from the database).",
+  registers: [registry],
+});
+
+export const holdsOpenUsd = new client.Gauge({
+  name: "gateway_holds_open_usd",
+  help: "USD currently held (all processes; read from the database).",
+  registers: [registry],
+});
+
+export const jobsByStatus = new client.Gauge({
+  name: "gateway_jobs",
+  help: "Media jobs by kind and status (all processes; read from the database).",
+  labelNames: ["kind", "status"] as const,
+  registers: [registry],
+});
+
+/** Records ledger entries (called by billing/ledger.ts). Amounts in micro-USD, signed. */
+export function recordLedger(kind: string, amountMicros: number): void {
+  ledgerEntries.inc({ kind });
+  ledgerAmount.inc({ kind }, Math.abs(amountMicros) / 1_000_000);
+}
+
+/**
+ * Times an upstream call of `model`: latency by outcome, and errors counted. Rethrows whatever `fn`
+ * throws.
+ */
+export async function observeUpstream<T>(model: string, fn: () => Promise<T>): Promise<T> {
+  const end = upstreamDuration.startTimer({ model });
+  try {
+    const out = await fn();
+    end({ outcome: "ok" });
+    return out;
+  } catch (err) {
+    end({ outcome: "error" });
+    upstreamErrors.inc({ model });
+    throw err;
+  }
+}
