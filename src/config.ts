@@ -15,16 +15,36 @@ export interface Config {
   databaseUrl: string;
   /** Redis for shared limits and pools, or null for in-process. */
   redisUrl: string | null;
+  /** Prefix of every Redis key (several deployments, or test runs, can share one Redis). */
+  redisPrefix: string;
   /** When the limit store (Redis) is unreachable: `open` serves without limits, `closed` answers 503. */
   limitsOnStoreError: "open" | "closed";
   /** `file:<dir>` or `s3://bucket/prefix`. */
   storageUrl: string;
+  /**
+   * S3 connection for `s3://` storage: `S3_ENDPOINT` (unset: AWS), `AWS_REGION` (us-east-1),
+   * `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN` (unset: the SDK's default
+   * credential chain), `S3_FORCE_PATH_STYLE` (true/false; default true with an endpoint).
+   */
+  s3: {
+    endpoint?: string;
+    region: string;
+    accessKeyId?: string;
+    secretAccessKey?: string;
+    sessionToken?: string;
+    forcePathStyle?: boolean;
+  };
   /** Bearer token of the operator API (D9); null turns the operator API off (404). */
   adminToken: string | null;
   /** Seconds after which the sweep refunds a video job whose worker stopped reporting. */
   sweepVideoAfterS: number;
   /** Same for image jobs. */
   sweepImageAfterS: number;
+  /**
+   * Seconds after which an open hold of a synchronous call (no job) is presumed orphaned by a dead
+   * process and released. Longer than any synchronous call can take.
+   */
+  sweepSyncHoldsAfterS: number;
   /** Multiplier of the simulator's typical latencies; 0 answers at once. */
   simLatencyScale: number;
   /** pino level. */
@@ -82,11 +102,24 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl,
     databaseUrl: env.DATABASE_URL || "sqlite:./data/gateway.db",
     redisUrl: env.REDIS_URL || null,
+    redisPrefix: env.REDIS_PREFIX || "gw",
     limitsOnStoreError: oneOf(env, "LIMITS_ON_STORE_ERROR", ["open", "closed"] as const, "open"),
     storageUrl: env.STORAGE_URL || "file:./data/blobs",
+    s3: {
+      endpoint: env.S3_ENDPOINT || undefined,
+      region: env.AWS_REGION || "us-east-1",
+      accessKeyId: env.AWS_ACCESS_KEY_ID || undefined,
+      secretAccessKey: env.AWS_SECRET_ACCESS_KEY || undefined,
+      sessionToken: env.AWS_SESSION_TOKEN || undefined,
+      forcePathStyle:
+        env.S3_FORCE_PATH_STYLE === undefined || env.S3_FORCE_PATH_STYLE === ""
+          ? undefined
+          : oneOf(env, "S3_FORCE_PATH_STYLE", ["true", "false"] as const, "true") === "true",
+    },
     adminToken: env.GATEWAY_ADMIN_TOKEN || null,
     sweepVideoAfterS: int(env, "SWEEP_VIDEO_AFTER_S", 720, 1, 86400),
     sweepImageAfterS: int(env, "SWEEP_IMAGE_AFTER_S", 420, 1, 86400),
+    sweepSyncHoldsAfterS: int(env, "SWEEP_SYNC_HOLDS_AFTER_S", 900, 1, 86400),
     simLatencyScale: num(env, "SIM_LATENCY_SCALE", 1, 0, 100),
     logLevel: env.LOG_LEVEL || "info",
     bodyLimitBytes: 25 * 1024 * 1024,

@@ -2,7 +2,6 @@
  * Entry point: `node src/main.ts serve` (the gateway with its job runner), `node src/main.ts worker`
  * (the job runner only) or `node src/main.ts migrate` (apply migrations and exit). Configuration comes from the environment (config.ts, D11).
  */
-import { releaseStaleHolds } from "./billing/ledger.ts";
 import { loadConfig } from "./config.ts";
 import { buildApp } from "./http/app.ts";
 import { createServices } from "./services.ts";
@@ -13,26 +12,11 @@ async function serve(): Promise<void> {
   const services = await createServices(config);
   const app = await buildApp(services);
   services.startRunner();
-  // Holds of synchronous calls whose process died mid-call are given back (invariant 4). A sync call
-  // never takes 30 minutes, so an older open hold without a job has no live owner.
-  const STALE_SYNC_HOLD_MS = 30 * 60_000;
-  const sweepHolds = async () => {
-    try {
-      const n = await releaseStaleHolds(services.db.kysely, STALE_SYNC_HOLD_MS);
-      if (n > 0) app.log.warn({ released: n }, "released stale synchronous holds");
-    } catch (err) {
-      app.log.error({ err }, "stale hold sweep failed");
-    }
-  };
-  await sweepHolds();
-  const holdTimer = setInterval(() => void sweepHolds(), 60_000);
-  holdTimer.unref();
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
     app.log.info({ signal }, "shutting down: draining in-flight requests");
-    clearInterval(holdTimer);
     try {
       await app.close();
       await services.close();

@@ -74,7 +74,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     await db.close();
     throw err;
   }
-  const blobs = openBlobStore(config.storageUrl);
+  const blobs = openBlobStore(config.storageUrl, config.s3);
   const media = createSimulatedMediaUpstream({ latencyScale: config.simLatencyScale });
   const simulatedVisual = createSimulatedVisualUpstream({ latencyScale: config.simLatencyScale });
   const visual = overrides.visual ?? simulatedVisual;
@@ -94,7 +94,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           connectTimeout: 2000,
           lazyConnect: false,
         }).on("error", () => {}),
-        overrides.redisPrefix ?? "gw",
+        overrides.redisPrefix ?? config.redisPrefix,
       )
     : new MemoryLimitStore();
   const limiter = new Limiter(limitStore, config.limitsOnStoreError, log);
@@ -118,7 +118,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           blobs,
           visual,
           fetchOutput,
-          sweep: { sweepImageAfterS: config.sweepImageAfterS, sweepVideoAfterS: config.sweepVideoAfterS },
+          sweep: {
+            sweepImageAfterS: config.sweepImageAfterS,
+            sweepVideoAfterS: config.sweepVideoAfterS,
+            sweepSyncHoldsAfterS: config.sweepSyncHoldsAfterS,
+          },
           log,
         },
         opts,

@@ -137,7 +137,7 @@ export class JobRunner {
   async #sweep(): Promise<void> {
     try {
       const r = await sweepJobs(this.#deps.db, this.#deps.sweep);
-      if (r.refunded + r.expired > 0) this.#deps.log.warn(r, "sweep ended jobs without charge");
+      if (r.refunded + r.expired + r.syncHolds > 0) this.#deps.log.warn(r, "sweep released holds of dead or expired work");
     } catch (err) {
       this.#deps.log.error({ err }, "sweep failed");
     }

@@ -6,7 +6,7 @@
  * conditional on the status it expects.
  */
 import type { Kysely } from "kysely";
-import { inTransaction, releaseHold } from "../billing/ledger.ts";
+import { inTransaction, releaseHold, releaseStaleHolds } from "../billing/ledger.ts";
 import type { Database, JobStatus } from "../storage/schema.ts";
 
 /** The runner gives up on a job after this long (spec "GET /v1/jobs/{id}"), ms. */
@@ -16,6 +16,8 @@ export const GIVE_UP_MS = { image: 5 * 60_000, video: 10 * 60_000 } as const;
 export interface SweepConfig {
   sweepVideoAfterS: number;
   sweepImageAfterS: number;
+  /** Open holds of synchronous calls older than this were orphaned by a dead process. */
+  sweepSyncHoldsAfterS: number;
 }
 
 /**
@@ -46,10 +48,18 @@ export async function endJobWithoutCharge(
   });
 }
 
-/** One sweep pass; returns how many jobs it refunded and expired. */
-export async function sweepJobs(db: Kysely<Database>, cfg: SweepConfig, now = Date.now()): Promise<{ refunded: number; expired: number }> {
+/**
+ * One sweep pass; returns how many jobs it refunded and expired, and how many orphaned synchronous holds
+ * it released (design.md invariant 4: a process killed between hold and capture).
+ */
+export async function sweepJobs(
+  db: Kysely<Database>,
+  cfg: SweepConfig,
+  now = Date.now(),
+): Promise<{ refunded: number; expired: number; syncHolds: number }> {
   let refunded = 0;
   let expired = 0;
+  const syncHolds = await releaseStaleHolds(db, cfg.sweepSyncHoldsAfterS * 1000);
   for (const kind of ["image", "video"] as const) {
     const staleBefore = now - (kind === "video" ? cfg.sweepVideoAfterS : cfg.sweepImageAfterS) * 1000;
     const stale = await db
@@ -89,5 +99,5 @@ export async function sweepJobs(db: Kysely<Database>, cfg: SweepConfig, now = Da
       if (ok) expired++;
     }
   }
-  return { refunded, expired };
+  return { refunded, expired, syncHolds };
 }

@@ -16,6 +16,7 @@ import { access, type FileHandle, mkdir, open, readFile, rename, rm, stat } from
 import { dirname, join, resolve, sep } from "node:path";
 import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import { parseS3Url, S3BlobStore, type S3Options } from "./s3-blobs.ts";
 
 /** What a store knows about a blob. */
 export interface BlobInfo {
@@ -45,7 +46,7 @@ export interface BlobRead {
   body: Readable;
 }
 
-/** Where generated outputs live. Implementations: {@link DiskBlobStore} (S3 arrives later). */
+/** Where generated outputs live. Implementations: {@link DiskBlobStore} and {@link S3BlobStore} (s3-blobs.ts). */
 export interface BlobStore {
   /**
    * Stores `body` under `key` atomically: until the promise resolves, readers see the previous blob or
@@ -102,7 +103,11 @@ export function assertBlobKey(key: string): void {
   if (!isValidBlobKey(key)) throw new InvalidBlobKeyError(key);
 }
 
-function assertContentType(contentType: string): void {
+/**
+ * Throws TypeError unless `contentType` can be stored and served: visible ASCII and spaces, not starting
+ * with a space, containing a `/` (e.g. `audio/mpeg`).
+ */
+export function assertContentType(contentType: string): void {
   // Visible ASCII and spaces only: it becomes a response header.
   if (
     typeof contentType !== "string" ||
@@ -324,12 +329,15 @@ export class DiskBlobStore implements BlobStore {
  * The store named by `STORAGE_URL` (config.ts `storageUrl`):
  * - `file:<dir>`: a {@link DiskBlobStore}; a relative `<dir>` (`file:./data/blobs`) is resolved against
  *   the current directory; `file:///abs/dir` URLs are accepted too.
- * - `s3://bucket/prefix`: not yet; throws an Error (S3 arrives with the cluster work).
+ * - `s3://bucket` or `s3://bucket/prefix`: an {@link S3BlobStore} connected with `s3` (endpoint, region,
+ *   credentials, path style; see {@link S3Options} for the environment variables config.ts maps to it).
+ *   Without `s3`, AWS S3 in `us-east-1` with the SDK's default credential chain.
  *
- * Nothing is touched on disk here (call `ping()` at boot). Throws an Error naming `STORAGE_URL` for any
- * other or empty value.
+ * Nothing is touched on disk or contacted here (call `ping()` at boot); `s3` is ignored for `file:`.
+ * Throws an Error naming `STORAGE_URL` for any other or empty value or a malformed S3 URL, and an Error
+ * for unusable `s3` options (see the {@link S3BlobStore} constructor).
  */
-export function openBlobStore(storageUrl: string): BlobStore {
+export function openBlobStore(storageUrl: string, s3?: S3Options): BlobStore {
   if (storageUrl.startsWith("file:")) {
     let dir = storageUrl.slice("file:".length);
     if (storageUrl.startsWith("file://")) {
@@ -343,9 +351,9 @@ export function openBlobStore(storageUrl: string): BlobStore {
     return new DiskBlobStore(dir);
   }
   if (storageUrl.startsWith("s3://")) {
-    throw new Error(
-      `STORAGE_URL '${storageUrl}': S3 blob storage is not supported yet; it arrives with the cluster work. Use 'file:<dir>' for now.`,
-    );
+    return new S3BlobStore(parseS3Url(storageUrl), s3);
   }
   throw new Error(`STORAGE_URL must be 'file:<dir>' or 's3://bucket/prefix', got '${storageUrl}'.`);
 }
+
+export { S3BlobStore, type S3Location, type S3Options } from "./s3-blobs.ts";

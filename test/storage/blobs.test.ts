@@ -1,5 +1,6 @@
 /** Blob storage on disk: round trips, atomic writes, key rules, STORAGE_URL parsing. */
 import assert from "node:assert/strict";
+import { S3BlobStore } from "../../src/storage/s3-blobs.ts";
 import { createHash } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -223,8 +224,10 @@ describe("openBlobStore", () => {
     assert.equal(b.root, "/var/lib/blobs");
   });
 
-  test("s3 is not supported yet; other values are rejected", () => {
-    assert.throws(() => openBlobStore("s3://bucket/prefix"), /S3.*cluster work/);
+  test("s3:// opens an S3 store; other values are rejected", () => {
+    const s3 = openBlobStore("s3://bucket/prefix", { endpoint: "http://127.0.0.1:9", region: "us-east-1" });
+    assert.ok(s3 instanceof S3BlobStore);
+    assert.equal(s3.bucket, "bucket");
     assert.throws(() => openBlobStore("file:"), /STORAGE_URL/);
     assert.throws(() => openBlobStore("http://example.com"), /STORAGE_URL/);
     assert.throws(() => openBlobStore("./data/blobs"), /STORAGE_URL/);
