@@ -155,9 +155,47 @@ async function benchJobs(backend: "sqlite" | "postgres"): Promise<void> {
   }
 }
 
-const only = process.env.BENCH_ONLY ?? "voices,speech,jobs";
+/**
+ * The cost of keeping limits in Redis (shared by a cluster) against keeping them in the process: the
+ * one-word speech request on SQLite, same run, both backends.
+ */
+async function benchLimitsBackend(): Promise<void> {
+  const redisUrl = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
+  const results: { label: string; r: LoadResult }[] = [];
+  for (const [label, env] of [
+    ["in-process limits", {}],
+    ["Redis limits", { REDIS_URL: redisUrl, REDIS_PREFIX: `bench${Date.now()}` }],
+  ] as const) {
+    const gw = await startGatewayProcess("sqlite", { ...env });
+    try {
+      const ready = await call(gw.url, "GET", "/readyz");
+      if (ready.status !== 200) {
+        console.log(`\n## limits backend: ${label} not ready (${ready.buf}); skipped`);
+        continue;
+      }
+      const users = await Promise.all(Array.from({ length: connections }, () => benchUser(gw.url)));
+      const keys = users.map((u) => u.apiKey);
+      const body = CASES[1].body;
+      const run = (d: number) =>
+        load({ url: `${gw.url}/v1/audio/speech`, method: "POST", headers: { "content-type": "application/json" }, body, connections, durationS: d, keys });
+      await run(2);
+      results.push({ label, r: await run(durationS) });
+    } finally {
+      await gw.stop();
+    }
+  }
+  console.log(`\n## limits backend: speech, one word, SQLite (${connections} connections, ${durationS} s)`);
+  console.log(row(["limits", "req/s", "p50 ms", "p99 ms", "non-2xx"], widths));
+  for (const { label, r } of results) print(label, r);
+  if (results.length === 2) {
+    console.log(`Redis costs ${((1 - results[1].r.rps / results[0].r.rps) * 100).toFixed(1)}% of requests/s`);
+  }
+}
+
+const only = process.env.BENCH_ONLY ?? "voices,speech,limits,jobs";
 if (only.includes("voices")) await benchVoices();
 if (only.includes("speech")) await benchSpeech("sqlite");
+if (only.includes("limits")) await benchLimitsBackend();
 if (only.includes("jobs")) await benchJobs("sqlite");
 if (await pgReachable()) {
   if (only.includes("speech")) await benchSpeech("postgres");
