@@ -13,6 +13,8 @@ export interface Config {
   publicBaseUrl: string;
   /** `postgres://...` or an SQLite path. */
   databaseUrl: string;
+  /** Most PostgreSQL connections this process opens. */
+  databasePoolSize: number;
   /** Redis for shared limits and pools, or null for in-process. */
   redisUrl: string | null;
   /** Prefix of every Redis key (several deployments, or test runs, can share one Redis). */
@@ -101,6 +103,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     publicBaseUrl,
     databaseUrl: env.DATABASE_URL || "sqlite:./data/gateway.db",
+    databasePoolSize: int(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.REDIS_PREFIX || "gw",
     limitsOnStoreError: oneOf(env, "LIMITS_ON_STORE_ERROR", ["open", "closed"] as const, "open"),

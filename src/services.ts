@@ -67,7 +67,7 @@ export interface ServiceOverrides {
 /** Opens the database, applies migrations and creates the blob store and the upstream adapters. */
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   const log = pino({ level: config.logLevel });
-  const db = openDatabase(config.databaseUrl);
+  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   try {
     await migrate(db);
   } catch (err) {

@@ -47,14 +47,14 @@ describe("operations endpoints", () => {
 });
 
 describe("limit store unreachable", () => {
-  test("open: requests are served without limits, readiness reports Redis", async () => {
+  test("open: requests are served without limits; readiness reports Redis and stays ready", async () => {
     const gw = await startGateway("sqlite", { REDIS_URL: "redis://127.0.0.1:1", LIMITS_ON_STORE_ERROR: "open" });
     try {
       const u = await gw.register();
       const r = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: { input: "still here", voice_id: DEMO_ALPHA_VOICE_ID } });
       assert.equal(r.status, 200);
       const ready = await gw.request("GET", "/readyz");
-      assert.equal(ready.status, 503);
+      assert.equal(ready.status, 200);
       assert.notEqual(ready.json.checks.redis, "ok");
       assert.equal(ready.json.checks.database, "ok");
     } finally {
@@ -71,6 +71,9 @@ describe("limit store unreachable", () => {
       assert.equal(r.json.error.code, "limits_unavailable");
       assert.equal(r.headers.get("retry-after"), "1");
       assert.equal((await gw.request("GET", "/v1/pricing")).status, 200);
+      const ready = await gw.request("GET", "/readyz");
+      assert.equal(ready.status, 503);
+      assert.notEqual(ready.json.checks.redis, "ok");
     } finally {
       await gw.close();
     }

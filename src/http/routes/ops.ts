@@ -1,6 +1,7 @@
 /**
  * Operations endpoints for load balancers and monitoring: `GET /healthz` (liveness: the process answers),
- * `GET /readyz` (readiness: database, Redis when configured, and blob storage reachable; 503 otherwise)
+ * `GET /readyz` (readiness: database and blob storage reachable, and Redis when configured with
+ * `LIMITS_ON_STORE_ERROR=closed`; 503 otherwise; an unreachable Redis in `open` mode is reported only)
  * and `GET /metrics` (Prometheus text format).
  */
 import { sql } from "kysely";
@@ -30,7 +31,9 @@ export function opsRoutes(app: App, services: Services): void {
       storage: await probe(() => services.blobs.ping()),
     };
     if (services.config.redisUrl) checks.redis = await probe(() => services.limiter.ping());
-    const ready = Object.values(checks).every((v) => v === "ok");
+    // With LIMITS_ON_STORE_ERROR=open the gateway serves without Redis: report it, stay ready.
+    const required = Object.entries(checks).filter(([k]) => k !== "redis" || services.config.limitsOnStoreError === "closed");
+    const ready = required.every(([, v]) => v === "ok");
     return reply.code(ready ? 200 : 503).send({ status: ready ? "ready" : "not_ready", checks });
   });
 
