@@ -328,3 +328,43 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe("hung workers and the combined pool", () => {
+  test("X-Svc-Simulate: hang: the worker stops reporting and the sweep refunds the job", async () => {
+    const gw = await startGateway("sqlite", { SWEEP_IMAGE_AFTER_S: "1" });
+    try {
+      const u = await gw.register();
+      const r = await gw.request("POST", "/v1/images/generations", { token: u.api_key, headers: { "x-svc-simulate": "hang" }, body: { model: "imgA-v4", prompt: "hang" } });
+      assert.equal(r.status, 202);
+      const done = await gw.waitForJob(u.api_key, r.json.id, 15_000);
+      assert.equal(done.json.status, "refunded", JSON.stringify(done.json));
+      assert.equal(done.json.error.code, "worker_lost");
+      const db = gw.services.db.kysely;
+      assert.equal(await getBalance(db, u.user_id), 500_000);
+      assert.equal(await ledgerSum(db, u.user_id), 500_000);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  test("tier 4: images and videos share one pool of 38 running and 114 queued", async () => {
+    const gw = await startGateway("sqlite", {}, { runner: false });
+    try {
+      const u = await gw.register();
+      await gw.deposit(u.user_id, 1000);
+      const submit = (i: number) =>
+        gw.request("POST", i % 2 ? "/v1/videos/generations" : "/v1/images/generations", {
+          token: u.api_key,
+          body: i % 2 ? { model: "vidD-3-fast", prompt: `v${i}`, duration: 1 } : { model: "imgA-v4", prompt: `i${i}` },
+        });
+      // No runner: every job stays pending, so the combined cap is 38 + 114 = 152 in flight.
+      await gw.request("PUT", `/v1/admin/users/${u.user_id}/limits`, { token: ADMIN_TOKEN, body: { rpm: 10_000, per_model_rpm: 10_000 } });
+      for (let i = 0; i < 152; i++) assert.equal((await submit(i)).status, 202, `job ${i}`);
+      const over = await submit(152);
+      assert.equal(over.status, 429);
+      assert.match(over.json.error.message, /image and video/);
+    } finally {
+      await gw.close();
+    }
+  });
+});
