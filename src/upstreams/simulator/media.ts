@@ -15,7 +15,6 @@
 
 import { hash } from "node:crypto";
 import { availableParallelism } from "node:os";
-import { Worker } from "node:worker_threads";
 import {
   type AudioResult,
   contentTypeOf,
@@ -26,7 +25,8 @@ import {
   UpstreamError,
 } from "../types.ts";
 import { audioFormatInfo, concatBytes } from "./audio.ts";
-import type { EncodeWorkerMessage, MediaWorkerRequest } from "./encode-worker.ts";
+import { type PoolTask, RenderPool } from "./worker-pool.ts";
+import type { MediaWorkerRequest } from "./encode-worker.ts";
 import { type MediaRenderJob, musicDurationFromLyrics, renderMediaChunks, sfxDurationSec } from "./music.ts";
 import { ByteLruCache, abortError, SIM_AUDIO_TIMING, sleep } from "./speech.ts";
 
@@ -77,7 +77,7 @@ function clipOf(parts: readonly Uint8Array[], durationSec: number): MediaClip {
 }
 
 /** One rendering in progress (shared by identical concurrent requests). */
-class MediaTask {
+class MediaTask implements PoolTask {
   readonly id: number;
   readonly key: string;
   readonly job: MediaRenderJob;
@@ -92,6 +92,15 @@ class MediaTask {
     this.id = id;
     this.key = key;
     this.job = job;
+  }
+
+  get label(): string {
+    return this.job.kind;
+  }
+
+  /** The worker message that renders this task. */
+  request(): MediaWorkerRequest {
+    return { id: this.id, media: this.job };
   }
 
   /** Wakes everyone waiting for completion or failure. */
@@ -119,116 +128,6 @@ class MediaTask {
         resolve();
       });
     });
-  }
-}
-
-interface WorkerSlot {
-  worker: Worker;
-  task: MediaTask | null;
-}
-
-/**
- * A small pool of render workers running `encode-worker.ts` with {@link MediaWorkerRequest}s; idle
- * workers are unref'd so they never keep the process alive.
- */
-class MediaPool {
-  private readonly size: number;
-  private readonly onDone: (task: MediaTask) => void;
-  private readonly onFail: (task: MediaTask, err: Error) => void;
-  private readonly slots: WorkerSlot[] = [];
-  private readonly queue: MediaTask[] = [];
-  private closed = false;
-
-  constructor(
-    size: number,
-    onDone: (task: MediaTask) => void,
-    onFail: (task: MediaTask, err: Error) => void,
-  ) {
-    this.size = Math.max(1, size);
-    this.onDone = onDone;
-    this.onFail = onFail;
-  }
-
-  submit(task: MediaTask): void {
-    if (this.closed) {
-      this.onFail(task, closedError());
-      return;
-    }
-    this.queue.push(task);
-    this.pump();
-  }
-
-  /** Removes a task that has not started yet; true when it was removed. */
-  cancel(task: MediaTask): boolean {
-    const i = this.queue.indexOf(task);
-    if (i < 0) return false;
-    this.queue.splice(i, 1);
-    return true;
-  }
-
-  private pump(): void {
-    while (this.queue.length > 0) {
-      let slot = this.slots.find((s) => s.task === null);
-      if (!slot) {
-        if (this.slots.length >= this.size) return;
-        slot = this.spawn();
-      }
-      const task = this.queue.shift() as MediaTask;
-      task.started = true;
-      slot.task = task;
-      slot.worker.ref();
-      const req: MediaWorkerRequest = { id: task.id, media: task.job };
-      slot.worker.postMessage(req);
-    }
-  }
-
-  private spawn(): WorkerSlot {
-    const worker = new Worker(new URL("./encode-worker.ts", import.meta.url));
-    worker.unref();
-    const slot: WorkerSlot = { worker, task: null };
-    this.slots.push(slot);
-    worker.on("message", (msg: EncodeWorkerMessage) => this.onMessage(slot, msg));
-    worker.on("error", (err) => this.onCrash(slot, err));
-    worker.on("exit", (code) => this.onCrash(slot, new Error(`render worker exited with code ${code}`)));
-    return slot;
-  }
-
-  private onMessage(slot: WorkerSlot, msg: EncodeWorkerMessage): void {
-    const task = slot.task;
-    if (!task || task.id !== msg.id) return;
-    if (msg.type === "chunk") {
-      task.chunks.push(msg.bytes);
-      return;
-    }
-    slot.task = null;
-    slot.worker.unref();
-    if (msg.type === "done") this.onDone(task);
-    else this.onFail(task, new UpstreamError(`simulated ${task.job.kind} rendering failed: ${msg.message}`));
-    this.pump();
-  }
-
-  private onCrash(slot: WorkerSlot, err: Error): void {
-    const i = this.slots.indexOf(slot);
-    if (i < 0) return;
-    this.slots.splice(i, 1);
-    const task = slot.task;
-    slot.task = null;
-    if (task) {
-      this.onFail(task, new UpstreamError(`simulated ${task.job.kind} worker failed: ${err.message}`));
-    }
-    if (!this.closed) this.pump();
-  }
-
-  /** Fails queued and running tasks and terminates every worker. */
-  async close(): Promise<void> {
-    this.closed = true;
-    for (const task of this.queue.splice(0)) this.onFail(task, closedError());
-    const slots = this.slots.splice(0);
-    for (const s of slots) {
-      if (s.task) this.onFail(s.task, closedError());
-      s.task = null;
-    }
-    await Promise.all(slots.map((s) => s.worker.terminate()));
   }
 }
 
@@ -265,7 +164,7 @@ export class SimulatedMediaUpstream implements MusicAdapter {
   private readonly cache: ByteLruCache<MediaClip>;
   private readonly maxClipBytes: number;
   private readonly inflight = new Map<string, MediaTask>();
-  private readonly pool: MediaPool;
+  private readonly pool: RenderPool<MediaTask>;
   private nextTaskId = 1;
   private closed = false;
 
@@ -276,10 +175,11 @@ export class SimulatedMediaUpstream implements MusicAdapter {
     this.cache = new ByteLruCache(cacheMax);
     this.maxClipBytes = cacheMax / 4;
     const workers = opts.workers ?? Math.min(4, Math.max(2, availableParallelism() - 1));
-    this.pool = new MediaPool(
+    this.pool = new RenderPool<MediaTask>(
       workers,
       (task) => this.finish(task),
       (task, err) => this.fail(task, err),
+      "the simulated media upstream is closed",
     );
   }
 

@@ -13,7 +13,6 @@
 
 import { hash } from "node:crypto";
 import { availableParallelism } from "node:os";
-import { Worker } from "node:worker_threads";
 import {
   type AudioResult,
   contentTypeOf,
@@ -32,8 +31,9 @@ import {
   type SpeechRenderJob,
   speechDurationSec,
 } from "./audio.ts";
-import type { EncodeWorkerMessage, EncodeWorkerRequest } from "./encode-worker.ts";
+import type { EncodeWorkerRequest } from "./encode-worker.ts";
 import { createVoiceCatalog, type VoiceCatalog } from "./voices.ts";
+import { type PoolTask, RenderPool } from "./worker-pool.ts";
 
 /** Simulated delays in seconds, before multiplication by `latencyScale` (unless stated otherwise). */
 export const SIM_AUDIO_TIMING = {
@@ -148,7 +148,8 @@ export class ByteLruCache<V extends { bytes: number }> {
 }
 
 /** One rendering in progress (shared by identical concurrent requests). */
-class RenderTask {
+class RenderTask implements PoolTask {
+  readonly label = "speech";
   readonly id: number;
   readonly key: string;
   readonly job: SpeechRenderJob;
@@ -166,6 +167,11 @@ class RenderTask {
     this.key = key;
     this.job = job;
     this.estimatedChunks = Math.ceil(speechDurationSec(job.text) / RENDER_CHUNK_SEC) + 1;
+  }
+
+  /** The worker message that renders this task. */
+  request(): EncodeWorkerRequest {
+    return { id: this.id, job: this.job };
   }
 
   /** Wakes everyone waiting for progress. */
@@ -212,114 +218,6 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms);
     signal?.addEventListener("abort", onAbort, { once: true });
   });
-}
-
-interface WorkerSlot {
-  worker: Worker;
-  task: RenderTask | null;
-}
-
-/** A small pool of encode workers; idle workers are unref'd so they never keep the process alive. */
-class EncodePool {
-  private readonly size: number;
-  private readonly onDone: (task: RenderTask, durationSec: number) => void;
-  private readonly onFail: (task: RenderTask, err: Error) => void;
-  private readonly slots: WorkerSlot[] = [];
-  private readonly queue: RenderTask[] = [];
-  private closed = false;
-
-  constructor(
-    size: number,
-    onDone: (task: RenderTask, durationSec: number) => void,
-    onFail: (task: RenderTask, err: Error) => void,
-  ) {
-    this.size = Math.max(1, size);
-    this.onDone = onDone;
-    this.onFail = onFail;
-  }
-
-  submit(task: RenderTask): void {
-    if (this.closed) {
-      this.onFail(task, new UpstreamError("the simulated audio upstream is closed", false));
-      return;
-    }
-    this.queue.push(task);
-    this.pump();
-  }
-
-  /** Removes a task that has not started yet; true when it was removed. */
-  cancel(task: RenderTask): boolean {
-    const i = this.queue.indexOf(task);
-    if (i < 0) return false;
-    this.queue.splice(i, 1);
-    return true;
-  }
-
-  private pump(): void {
-    while (this.queue.length > 0) {
-      let slot = this.slots.find((s) => s.task === null);
-      if (!slot) {
-        if (this.slots.length >= this.size) return;
-        slot = this.spawn();
-      }
-      const task = this.queue.shift() as RenderTask;
-      task.started = true;
-      slot.task = task;
-      slot.worker.ref();
-      const req: EncodeWorkerRequest = { id: task.id, job: task.job };
-      slot.worker.postMessage(req);
-    }
-  }
-
-  private spawn(): WorkerSlot {
-    const worker = new Worker(new URL("./encode-worker.ts", import.meta.url));
-    worker.unref();
-    const slot: WorkerSlot = { worker, task: null };
-    this.slots.push(slot);
-    worker.on("message", (msg: EncodeWorkerMessage) => this.onMessage(slot, msg));
-    worker.on("error", (err) => this.onCrash(slot, err));
-    worker.on("exit", (code) => this.onCrash(slot, new Error(`encode worker exited with code ${code}`)));
-    return slot;
-  }
-
-  private onMessage(slot: WorkerSlot, msg: EncodeWorkerMessage): void {
-    const task = slot.task;
-    if (!task || task.id !== msg.id) return;
-    if (msg.type === "chunk") {
-      task.chunks.push(msg.bytes);
-      task.notify();
-      return;
-    }
-    slot.task = null;
-    slot.worker.unref();
-    if (msg.type === "done") this.onDone(task, msg.durationSec);
-    else this.onFail(task, new UpstreamError(`simulated speech rendering failed: ${msg.message}`));
-    this.pump();
-  }
-
-  private onCrash(slot: WorkerSlot, err: Error): void {
-    const i = this.slots.indexOf(slot);
-    if (i < 0) return;
-    this.slots.splice(i, 1);
-    const task = slot.task;
-    slot.task = null;
-    if (task) this.onFail(task, new UpstreamError(`simulated speech worker failed: ${err.message}`));
-    if (!this.closed) this.pump();
-  }
-
-  /** Fails queued tasks and terminates every worker. */
-  async close(): Promise<void> {
-    this.closed = true;
-    for (const task of this.queue.splice(0)) {
-      this.onFail(task, new UpstreamError("the simulated audio upstream is closed", false));
-    }
-    const slots = this.slots.splice(0);
-    for (const s of slots) {
-      if (s.task) this.onFail(s.task, new UpstreamError("the simulated audio upstream is closed", false));
-      s.task = null;
-    }
-    await Promise.all(slots.map((s) => s.worker.terminate()));
-  }
 }
 
 /** Reads a clip or a task in progress as a sequence of encoder chunks. */
@@ -419,7 +317,7 @@ export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapte
   private readonly cache: ByteLruCache<RenderedClip>;
   private readonly maxClipBytes: number;
   private readonly inflight = new Map<string, RenderTask>();
-  private readonly pool: EncodePool;
+  private readonly pool: RenderPool<RenderTask>;
   private nextTaskId = 1;
   private closed = false;
 
@@ -431,10 +329,11 @@ export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapte
     this.cache = new ByteLruCache(cacheMax);
     this.maxClipBytes = cacheMax / 4;
     const workers = opts.workers ?? Math.min(4, Math.max(2, availableParallelism() - 1));
-    this.pool = new EncodePool(
+    this.pool = new RenderPool<RenderTask>(
       workers,
       (task, durationSec) => this.finish(task, durationSec),
       (task, err) => this.fail(task, err),
+      "the simulated audio upstream is closed",
     );
   }
 
