@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Redis } from "ioredis";
 import pg from "pg";
 
 export const PG_ADMIN_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -37,6 +38,31 @@ if (pgProblem !== null) {
     `# PostgreSQL tests skipped: ${PG_ADMIN_URL} unreachable (${pgProblem}). Set REQUIRE_SERVICES=1 to fail instead.`,
   );
 }
+
+async function probeRedis(): Promise<string | null> {
+  const r = new Redis(REDIS_TEST_URL, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 1500 });
+  r.on("error", () => {});
+  try {
+    await r.connect();
+    await r.ping();
+    return null;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  } finally {
+    r.disconnect();
+  }
+}
+
+const redisProblem = await probeRedis();
+if (redisProblem !== null && servicesRequired) {
+  throw new Error(`Redis is required (REQUIRE_SERVICES/CI) but unreachable at ${REDIS_TEST_URL}: ${redisProblem}`);
+}
+if (redisProblem !== null) {
+  console.log(`# Redis tests skipped: ${REDIS_TEST_URL} unreachable (${redisProblem}). Set REQUIRE_SERVICES=1 to fail instead.`);
+}
+
+/** Skip reason for Redis tests (`describe(name, {skip})`), or false when Redis answers. */
+export const REDIS_SKIP: string | false = redisProblem === null ? false : `Redis unreachable at ${REDIS_TEST_URL}`;
 
 export type Backend = "sqlite" | "postgres";
 

@@ -6,9 +6,8 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
-import { REDIS_TEST_URL, servicesRequired } from "../helpers/backends.ts";
+import { REDIS_SKIP, REDIS_TEST_URL } from "../helpers/backends.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
-import { Redis } from "ioredis";
 
 describe("operations endpoints", () => {
   let gw: TestGateway;
@@ -80,21 +79,7 @@ describe("limit store unreachable", () => {
   });
 });
 
-let redisOk = true;
-{
-  const probe = new Redis(REDIS_TEST_URL, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 1500 });
-  probe.on("error", () => {});
-  try {
-    await probe.connect();
-  } catch {
-    redisOk = false;
-  } finally {
-    probe.disconnect();
-  }
-  if (!redisOk && servicesRequired) throw new Error(`Redis is required but unreachable at ${REDIS_TEST_URL}`);
-}
-
-describe("two gateways sharing one Redis", { skip: redisOk ? false : `Redis unreachable at ${REDIS_TEST_URL}` }, () => {
+describe("two gateways sharing one Redis", { skip: REDIS_SKIP }, () => {
   test("the per-minute window is global: exactly the limit passes through both", async () => {
     const prefix = `gwtest:${randomBytes(4).toString("hex")}`;
     const a = await startGateway("sqlite", { REDIS_URL: REDIS_TEST_URL }, { overrides: { redisPrefix: prefix } });
