@@ -1,0 +1,300 @@
+/**
+ * The shared base of every OpenAI-compatible upstream (style.md: one folder per upstream, `api.ts` with
+ * base URL, headers and endpoints; one file per capability). A concrete provider that speaks the OpenAI
+ * wire format is just an {@link OpenAICompatibleConfig} (its base URL and key); capabilities such as
+ * `chat.ts` build on {@link OpenAICompatibleApi}.
+ *
+ * What lives here: the endpoint paths, the request headers, one keep-alive undici `Agent` per upstream,
+ * the timeout rules, and the mapping of every failure to {@link UpstreamError}:
+ *
+ * | failure | `retryable` |
+ * |---|---|
+ * | network error (refused, reset, DNS, TLS) | true |
+ * | timeout (connect or total) | true |
+ * | HTTP 5xx | true |
+ * | HTTP 429 | true |
+ * | other HTTP 4xx (400 bad request, 401 bad key, 404 unknown model, ...) | false |
+ * | malformed answer (invalid JSON, wrong shape, error object in a 200) | true: the upstream misbehaved, another source may not |
+ *
+ * The caller's own abort is not an upstream failure: it rethrows `signal.reason` unchanged (an
+ * `AbortError` DOMException unless the caller chose another reason), so fallback logic stops there.
+ *
+ * The API key is only ever written into the `Authorization` header. Every message this module puts into
+ * an error passes through {@link redactSecret}, so an upstream that echoes the key back (some do, in
+ * "invalid key" messages) cannot leak it into logs; no raw undici error is attached as `cause`.
+ */
+import { Agent, request } from "undici";
+import type { Dispatcher } from "undici";
+import { UpstreamError } from "../types.ts";
+
+/** Endpoint paths relative to the base URL (which ends with the version, for example `.../v1`). */
+export const ENDPOINTS = {
+  chatCompletions: "/chat/completions",
+} as const;
+
+/** Longest connect phase by default, in milliseconds (capped by the total timeout). */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+/** How long an idle keep-alive connection to an upstream is kept open, in milliseconds. */
+export const KEEP_ALIVE_TIMEOUT_MS = 30_000;
+
+/** Largest non-streaming answer read, in bytes; a larger one is a malformed answer. */
+export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
+/** Most bytes of an error answer read to build the error message. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/** Most characters of an upstream's own error message copied into ours. */
+const MAX_ERROR_MESSAGE_CHARS = 300;
+
+/** How one OpenAI-compatible upstream is reached. */
+export interface OpenAICompatibleConfig {
+  /** Base URL including the API version, without a trailing slash needed: `https://api.example.com/v1`. */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <apiKey>`; never logged, never put into an error message. */
+  apiKey: string;
+  /**
+   * Total time allowed for one call, in milliseconds: connecting, waiting for the answer and reading all
+   * of it (for a stream: until the last chunk). Exceeding it throws a retryable {@link UpstreamError}.
+   */
+  timeoutMs: number;
+  /** The source's name (for example `groq`): used in error messages and as the fallback `source`. */
+  name: string;
+  /** Longest TCP + TLS connect phase, in milliseconds; default min(`timeoutMs`, 10 000). */
+  connectTimeoutMs?: number;
+  /**
+   * An undici dispatcher to send through instead of the adapter's own keep-alive `Agent` (tests,
+   * a shared pool). The adapter never closes a dispatcher it was given.
+   */
+  dispatcher?: Dispatcher;
+}
+
+/**
+ * An {@link UpstreamError} of an OpenAI-compatible upstream, with the details a caller may log or map:
+ * `status` is the upstream's HTTP status (null when no answer came), `kind` what went wrong.
+ */
+export class OpenAICompatibleError extends UpstreamError {
+  readonly status: number | null;
+  readonly kind: "http" | "network" | "timeout" | "malformed";
+
+  constructor(message: string, retryable: boolean, kind: OpenAICompatibleError["kind"], status: number | null = null) {
+    super(message, retryable);
+    this.name = "OpenAICompatibleError";
+    this.kind = kind;
+    this.status = status;
+  }
+}
+
+/** An answer whose status was 2xx; `body` must be consumed or dropped by the caller. */
+export type OkResponse = Dispatcher.ResponseData;
+
+/**
+ * The transport to one OpenAI-compatible upstream. `post` sends JSON and returns a 2xx answer or throws;
+ * {@link OpenAICompatibleApi.failure} turns anything caught while reading that answer into the same
+ * errors. Create it once per upstream (it owns a keep-alive connection pool) and `close()` it on shutdown.
+ */
+export interface OpenAICompatibleApi {
+  readonly name: string;
+  /**
+   * POSTs `body` as JSON to `path` (one of {@link ENDPOINTS}). `signal` is the combined signal from
+   * {@link OpenAICompatibleApi.callSignal}. Resolves with a 2xx answer; throws {@link OpenAICompatibleError}
+   * for HTTP errors, network errors and timeouts, or the caller's abort reason.
+   */
+  post(path: string, body: unknown, call: CallSignal): Promise<OkResponse>;
+  /** A signal that fires on the caller's abort or after `timeoutMs`, to be passed to `post`. */
+  callSignal(callerSignal: AbortSignal | undefined): CallSignal;
+  /**
+   * Maps an error caught during a call (including while reading the body) to what the caller should see:
+   * the caller's abort reason, a timeout, a network error; our own errors pass through.
+   */
+  failure(err: unknown, call: CallSignal): unknown;
+  /** A malformed-answer error (retryable), with the secret redacted from `detail`. */
+  malformed(detail: string): OpenAICompatibleError;
+  /** Closes the pooled connections (only the adapter's own `Agent`). */
+  close(): Promise<void>;
+}
+
+/** The signals of one call: `signal` combines the caller's with the total timeout. */
+export interface CallSignal {
+  signal: AbortSignal;
+  caller: AbortSignal | undefined;
+  timeout: AbortSignal;
+}
+
+/**
+ * Creates the transport for one OpenAI-compatible upstream.
+ *
+ * @throws RangeError when `timeoutMs` is not positive or `baseUrl` is not an http(s) URL.
+ */
+export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenAICompatibleApi {
+  if (!Number.isFinite(config.timeoutMs) || config.timeoutMs <= 0) {
+    throw new RangeError(`timeoutMs must be a positive number, got ${config.timeoutMs}`);
+  }
+  const base = parseBaseUrl(config.baseUrl);
+  const connectTimeout = Math.min(config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, config.timeoutMs);
+  const ownAgent =
+    config.dispatcher === undefined
+      ? new Agent({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectTimeout })
+      : null;
+  const dispatcher: Dispatcher = config.dispatcher ?? (ownAgent as Agent);
+  const { name, apiKey } = config;
+  const clean = (text: string): string => redactSecret(text, apiKey);
+
+  const timeoutError = (): OpenAICompatibleError =>
+    new OpenAICompatibleError(`${name}: no complete answer within ${config.timeoutMs} ms`, true, "timeout");
+
+  const failure = (err: unknown, call: CallSignal): unknown => {
+    if (call.caller?.aborted === true) return call.caller.reason;
+    if (err instanceof OpenAICompatibleError) return err;
+    if (call.timeout.aborted) return timeoutError();
+    const code = errorCode(err);
+    if (code === "UND_ERR_CONNECT_TIMEOUT") {
+      return new OpenAICompatibleError(`${name}: connect timed out after ${connectTimeout} ms`, true, "timeout");
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    return new OpenAICompatibleError(
+      clean(`${name}: network error${code === null ? "" : ` (${code})`}: ${message}`),
+      true,
+      "network",
+    );
+  };
+
+  return {
+    name,
+    callSignal(caller) {
+      const timeout = AbortSignal.timeout(config.timeoutMs);
+      const signal = caller === undefined ? timeout : AbortSignal.any([caller, timeout]);
+      return { signal, caller, timeout };
+    },
+    async post(path, body, call) {
+      if (call.caller?.aborted === true) throw call.caller.reason;
+      let res: OkResponse;
+      try {
+        res = await request(new URL(base.pathname.replace(/\/+$/, "") + path, base), {
+          method: "POST",
+          dispatcher,
+          signal: call.signal,
+          headers: {
+            authorization: `Bearer ${apiKey}`,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "user-agent": "media-gateway",
+          },
+          body: JSON.stringify(body),
+        });
+      } catch (err) {
+        throw failure(err, call);
+      }
+      if (res.statusCode >= 200 && res.statusCode <= 299) return res;
+      let detail: string;
+      try {
+        detail = upstreamErrorMessage(await readText(res.body, MAX_ERROR_BODY_BYTES, true));
+      } catch (err) {
+        const mapped = failure(err, call);
+        // The caller's abort or our timeout while reading the error body still wins.
+        if (!(mapped instanceof OpenAICompatibleError && mapped.kind === "network")) throw mapped;
+        detail = "";
+      }
+      const status = res.statusCode;
+      const retryable = status >= 500 || status === 429;
+      throw new OpenAICompatibleError(
+        clean(`${name}: HTTP ${status}${detail === "" ? "" : `: ${detail}`}`),
+        retryable,
+        "http",
+        status,
+      );
+    },
+    failure,
+    malformed(detail) {
+      return new OpenAICompatibleError(clean(`${name}: malformed answer: ${detail}`), true, "malformed");
+    },
+    async close() {
+      if (ownAgent !== null) await ownAgent.close();
+    },
+  };
+}
+
+/** Replaces every occurrence of `secret` in `text` (a secret shorter than 4 characters is left alone). */
+export function redactSecret(text: string, secret: string): string {
+  if (secret.length < 4) return text;
+  return text.split(secret).join("[redacted]");
+}
+
+/**
+ * Reads a whole body as UTF-8, at most `maxBytes`. With `truncate`, a longer body is cut off silently
+ * (error bodies); otherwise it throws a plain Error (the caller maps it to a malformed answer).
+ */
+export async function readText(body: OkResponse["body"], maxBytes: number, truncate = false): Promise<string> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    total += chunk.byteLength;
+    if (total > maxBytes) {
+      body.on("error", () => {});
+      body.destroy();
+      if (!truncate) throw new BodyTooLargeError(maxBytes);
+      chunks.push(chunk.subarray(0, chunk.byteLength - (total - maxBytes)));
+      break;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** A non-streaming answer was larger than {@link MAX_RESPONSE_BYTES}. */
+export class BodyTooLargeError extends Error {
+  constructor(maxBytes: number) {
+    super(`answer is larger than ${maxBytes} bytes`);
+    this.name = "BodyTooLargeError";
+  }
+}
+
+/** The upstream's own message from an OpenAI-style error body (`{"error": {"message"}}`), shortened. */
+function upstreamErrorMessage(text: string): string {
+  let message = text;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    const found = errorMessageOf(parsed);
+    if (found !== null) message = found;
+  } catch {
+    // Not JSON: use the text itself.
+  }
+  message = message.replace(/\s+/g, " ").trim();
+  return message.length > MAX_ERROR_MESSAGE_CHARS ? `${message.slice(0, MAX_ERROR_MESSAGE_CHARS)}...` : message;
+}
+
+/**
+ * The message of an OpenAI-style error object (`{"error": {"message": "..."}}` or `{"error": "..."}`),
+ * or null when `value` carries no error.
+ */
+export function errorMessageOf(value: unknown): string | null {
+  if (!isRecord(value) || !("error" in value) || value.error === undefined || value.error === null) return null;
+  const error = value.error;
+  if (typeof error === "string") return error;
+  if (isRecord(error) && typeof error.message === "string") return error.message;
+  return JSON.stringify(error);
+}
+
+/** A plain object (not an array, not null). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function errorCode(err: unknown): string | null {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+  }
+  return null;
+}
+
+function parseBaseUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new RangeError("baseUrl is not a valid URL");
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw new RangeError("baseUrl must be http or https");
+  return url;
+}
