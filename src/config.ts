@@ -47,6 +47,11 @@ export interface Config {
    * process and released. Longer than any synchronous call can take.
    */
   sweepSyncHoldsAfterS: number;
+  /**
+   * OpenAI-compatible upstreams serving text models (`TEXT_UPSTREAMS`, JSON array of
+   * `{name, baseUrl, apiKey, families?, timeoutMs?}`); a family with none is served by the simulator.
+   */
+  textUpstreams: { name: string; baseUrl: string; apiKey: string; families: string[] | null; timeoutMs: number }[];
   /** Multiplier of the simulator's typical latencies; 0 answers at once. */
   simLatencyScale: number;
   /** pino level. */
@@ -75,6 +80,26 @@ function num(env: Env, name: string, def: number, min: number, max: number): num
     throw new Error(`${name} must be a number from ${min} to ${max}, got '${raw}'`);
   }
   return n;
+}
+
+function parseTextUpstreams(raw: string | undefined): Config["textUpstreams"] {
+  if (!raw) return [];
+  let list: unknown;
+  try {
+    list = JSON.parse(raw);
+  } catch {
+    throw new Error("TEXT_UPSTREAMS must be a JSON array of {name, baseUrl, apiKey, families?, timeoutMs?}");
+  }
+  if (!Array.isArray(list)) throw new Error("TEXT_UPSTREAMS must be a JSON array");
+  return list.map((u: unknown, i: number) => {
+    const o = u as Record<string, unknown>;
+    if (typeof o?.name !== "string" || typeof o.baseUrl !== "string" || typeof o.apiKey !== "string") {
+      throw new Error(`TEXT_UPSTREAMS[${i}] needs string name, baseUrl and apiKey`);
+    }
+    const families = Array.isArray(o.families) ? o.families.filter((f): f is string => typeof f === "string") : null;
+    const timeoutMs = typeof o.timeoutMs === "number" && o.timeoutMs > 0 ? o.timeoutMs : 60_000;
+    return { name: o.name, baseUrl: o.baseUrl.replace(/\/+$/, ""), apiKey: o.apiKey, families, timeoutMs };
+  });
 }
 
 function oneOf<T extends string>(env: Env, name: string, values: readonly T[], def: T): T {
@@ -123,6 +148,7 @@ export function loadConfig(env: Env = process.env): Config {
     sweepVideoAfterS: int(env, "SWEEP_VIDEO_AFTER_S", 720, 1, 86400),
     sweepImageAfterS: int(env, "SWEEP_IMAGE_AFTER_S", 420, 1, 86400),
     sweepSyncHoldsAfterS: int(env, "SWEEP_SYNC_HOLDS_AFTER_S", 900, 1, 86400),
+    textUpstreams: parseTextUpstreams(env.TEXT_UPSTREAMS),
     simLatencyScale: num(env, "SIM_LATENCY_SCALE", 1, 0, 100),
     logLevel: env.LOG_LEVEL || "info",
     bodyLimitBytes: 25 * 1024 * 1024,

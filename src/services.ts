@@ -5,6 +5,7 @@
 import { Redis } from "ioredis";
 import pino from "pino";
 import { VoiceLibrary } from "./audio/voice-library.ts";
+import { getTextModel, type TextModel } from "./catalog/text-models.ts";
 import type { SpeechModel } from "./catalog/types.ts";
 import type { Config } from "./config.ts";
 import { JobRunner, type OutputFetcher, type RunnerOptions } from "./jobs/runner.ts";
@@ -12,6 +13,10 @@ import { Limiter } from "./limits/limiter.ts";
 import { type LimitStore, MemoryLimitStore, RedisLimitStore } from "./limits/store.ts";
 import { type BlobStore, openBlobStore } from "./storage/blobs.ts";
 import { type Db, migrate, openDatabase } from "./storage/db.ts";
+import type { ChatRoute } from "./text/chat.ts";
+import type { ChatAdapter } from "./text/types.ts";
+import { createOpenAICompatibleChat } from "./upstreams/openai-compatible/chat.ts";
+import { createSimulatedChat } from "./upstreams/simulator/chat.ts";
 import { safeFetch } from "./upstreams/safe-fetch.ts";
 import { createSimulatedMediaUpstream } from "./upstreams/simulator/media.ts";
 import { createSimulatedAudioUpstream } from "./upstreams/simulator/speech.ts";
@@ -48,6 +53,12 @@ export interface Services {
   voiceCreation: VoiceCreationAdapter;
   /** Tier limits: request windows and audio pools (memory, or Redis with `REDIS_URL`). */
   limiter: Limiter;
+  /**
+   * Ways to serve a text model, in fallback order (layer 0: its first source; 1: its other sources;
+   * 2 and 3: its first two equivalent models). Sources are the OpenAI-compatible upstreams configured
+   * for the model's family (`TEXT_UPSTREAMS`), else the simulator.
+   */
+  chatRoutesFor(model: TextModel): ChatRoute[];
   /** Starts this process's job runner (and sweep). */
   startRunner(opts?: RunnerOptions): JobRunner;
   /** Tells the runner of this process, if any, that a job was submitted. */
@@ -59,6 +70,8 @@ export interface Services {
 /** Test seams: replace an adapter or the output downloader (fake upstreams on loopback). */
 export interface ServiceOverrides {
   visual?: VisualAdapter;
+  /** Replaces the simulated chat upstream (tests). */
+  chatSimulator?: ChatAdapter;
   /** Namespace of Redis keys (tests isolate themselves on a shared Redis). */
   redisPrefix?: string;
   fetchOutput?: OutputFetcher;
@@ -85,6 +98,24 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const fetchOutput: OutputFetcher =
     overrides.fetchOutput ?? (async (url, o) => safeFetch(url, { maxBytes: o.maxBytes, timeoutMs: o.timeoutMs }));
   let runner: JobRunner | null = null;
+  const chatSimulator = overrides.chatSimulator ?? createSimulatedChat({ latencyScale: config.simLatencyScale });
+  const textUpstreams = config.textUpstreams.map((u) => ({
+    families: u.families,
+    adapter: createOpenAICompatibleChat({ name: u.name, baseUrl: u.baseUrl, apiKey: u.apiKey, timeoutMs: u.timeoutMs }),
+  }));
+  const sourcesOf = (m: TextModel): ChatAdapter[] => {
+    const own = textUpstreams.filter((u) => u.families === null || u.families.includes(m.family)).map((u) => u.adapter);
+    return own.length > 0 ? own : [chatSimulator];
+  };
+  const chatRoutesFor = (model: TextModel): ChatRoute[] => {
+    const routes: ChatRoute[] = sourcesOf(model).map((adapter, i) => ({ model, adapter, layer: i === 0 ? 0 : 1 }));
+    model.equivalents
+      .map((id) => getTextModel(id))
+      .filter((m): m is TextModel => m !== undefined)
+      .slice(0, 2)
+      .forEach((eq, i) => routes.push({ model: eq, adapter: sourcesOf(eq)[0], layer: i === 0 ? 2 : 3 }));
+    return routes;
+  };
   const limitStore: LimitStore = config.redisUrl
     ? new RedisLimitStore(
         new Redis(config.redisUrl, {
@@ -111,6 +142,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     visual,
     blobs,
     limiter,
+    chatRoutesFor,
     startRunner(opts) {
       runner ??= new JobRunner(
         {
@@ -139,6 +171,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       await media.close();
       await simulatedVisual.close();
       await limitStore.close();
+      for (const u of textUpstreams) await u.adapter.close();
       await db.close();
     },
   };

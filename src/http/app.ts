@@ -16,7 +16,10 @@ import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
 import { billingRoutes } from "./routes/billing.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
 import { generationRoutes } from "./routes/generation.ts";
+import { chatRoutes } from "./routes/chat.ts";
 import { jobRoutes } from "./routes/jobs.ts";
+import { messagesRoutes } from "./routes/messages.ts";
+import { modelRoutes } from "./routes/models.ts";
 import { opsRoutes } from "./routes/ops.ts";
 import { galleryRoutes, outputPublicRoutes } from "./routes/outputs.ts";
 import { speechRoutes } from "./routes/speech.ts";
@@ -96,6 +99,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
     acc.addHook("onRequest", requireAuth(services, { allowSession: true }));
     accountRoutes(acc, services);
     billingRoutes(acc, services);
+    modelRoutes(acc);
     galleryRoutes(acc, services);
   });
   await app.register(async (keyed) => {
@@ -104,6 +108,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
     voiceRoutes(keyed, services);
     generationRoutes(keyed, services);
     jobRoutes(keyed, services);
+    chatRoutes(keyed, services);
+    messagesRoutes(keyed, services);
     await keyed.register(async (scope) => voiceCloneRoutes(scope, services));
   });
   await app.register(async (admin) => {

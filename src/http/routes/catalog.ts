@@ -3,12 +3,13 @@
  * built once from the catalog and served as pre-serialized JSON.
  */
 import { buildLegacyCreditsPricing, buildPricingCatalog, buildTierMatrix } from "../../catalog/pricing.ts";
+import { TEXT_MODELS } from "../../catalog/text-models.ts";
 import type { App } from "../app.ts";
 
 export function catalogRoutes(app: App): void {
-  const pricing = JSON.stringify(buildPricingCatalog());
+  const pricing = JSON.stringify(buildPricingCatalog(TEXT_MODELS));
   const tiers = JSON.stringify(buildTierMatrix());
-  const legacy = JSON.stringify(buildLegacyCreditsPricing());
+  const legacy = JSON.stringify(buildLegacyCreditsPricing(TEXT_MODELS));
   const json = "application/json; charset=utf-8";
   app.get("/v1/pricing", async (_req, reply) =>
     reply.header("cache-control", "public, max-age=60").type(json).send(pricing),

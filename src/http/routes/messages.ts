@@ -1,0 +1,210 @@
+/**
+ * `POST /v1/messages` in the Anthropic messages format (D23): `system`, content blocks (text, tool_use,
+ * tool_result), tools with `input_schema`, `stream: true` with the format's event types (each `event:`
+ * name equals its `data.type`), usage with `cache_read_input_tokens` (excluded from `input_tokens`).
+ * The key may come as `Authorization: Bearer` or `x-api-key`.
+ */
+import { Type } from "typebox";
+import { formatUsd } from "../../billing/money.ts";
+import { errors } from "../../errors.ts";
+import { newId } from "../../ids.ts";
+import type { Services } from "../../services.ts";
+import { type ChatInput, runChat, startChatStream } from "../../text/chat.ts";
+import type { ChatMessage, ChatResult, TextPart, ToolCall, ToolDefinition } from "../../text/types.ts";
+import type { App } from "../app.ts";
+import { guardOf, principalOf } from "../auth.ts";
+import { fallbackHeaders } from "./chat.ts";
+import { simulateHeader } from "./speech.ts";
+
+type Block = { type?: unknown; text?: unknown; id?: unknown; name?: unknown; input?: unknown; tool_use_id?: unknown; content?: unknown };
+
+function textOf(content: unknown, param: string): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((b: Block) => {
+        if (b?.type === "text" && typeof b.text === "string") return b.text;
+        throw errors.invalidRequest(`${param} may only hold text blocks here.`, param);
+      })
+      .join("");
+  }
+  throw errors.invalidRequest(`${param} must be a string or an array of content blocks.`, param);
+}
+
+/** Converts an Anthropic messages body to the internal shape. @throws AppError 400 `invalid_request`. */
+export function parseAnthropicMessages(body: Record<string, unknown>): ChatInput & { stream: boolean } {
+  const bad = (msg: string, param: string) => errors.invalidRequest(msg, param);
+  if (typeof body.model !== "string" || body.model === "") throw bad("model is required.", "model");
+  if (!Array.isArray(body.messages) || body.messages.length === 0) throw bad("messages must be a non-empty array.", "messages");
+  const messages: ChatMessage[] = [];
+  if (body.system !== undefined && body.system !== null) messages.push({ role: "system", content: textOf(body.system, "system") });
+  body.messages.forEach((m: unknown, i: number) => {
+    const msg = m as { role?: unknown; content?: unknown };
+    const param = `messages[${i}]`;
+    if (msg?.role !== "user" && msg?.role !== "assistant") throw bad(`${param}.role must be user or assistant.`, `${param}.role`);
+    if (typeof msg.content === "string") {
+      messages.push({ role: msg.role, content: msg.content });
+      return;
+    }
+    if (!Array.isArray(msg.content)) throw bad(`${param}.content must be a string or an array of blocks.`, `${param}.content`);
+    const texts: TextPart[] = [];
+    const calls: ToolCall[] = [];
+    for (const b of msg.content as Block[]) {
+      if (b?.type === "text" && typeof b.text === "string") texts.push({ type: "text", text: b.text });
+      else if (b?.type === "tool_use" && msg.role === "assistant" && typeof b.id === "string" && typeof b.name === "string") {
+        calls.push({ id: b.id, type: "function", function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) } });
+      } else if (b?.type === "tool_result" && msg.role === "user" && typeof b.tool_use_id === "string") {
+        messages.push({ role: "tool", tool_call_id: b.tool_use_id, content: b.content === undefined ? "" : textOf(b.content, `${param}.content`) });
+      } else {
+        throw bad(`${param}.content has an unsupported block.`, `${param}.content`);
+      }
+    }
+    if (msg.role === "assistant") messages.push({ role: "assistant", content: texts.length ? texts : null, ...(calls.length ? { tool_calls: calls } : {}) });
+    else if (texts.length) messages.push({ role: "user", content: texts });
+  });
+  let tools: ToolDefinition[] = [];
+  if (body.tools !== undefined && body.tools !== null) {
+    if (!Array.isArray(body.tools)) throw bad("tools must be an array.", "tools");
+    tools = body.tools.map((t: unknown, i: number) => {
+      const tool = t as { name?: unknown; description?: unknown; input_schema?: unknown };
+      if (!tool || typeof tool.name !== "string") throw bad(`tools[${i}].name is required.`, `tools[${i}]`);
+      return {
+        type: "function",
+        function: {
+          name: tool.name,
+          ...(typeof tool.description === "string" ? { description: tool.description } : {}),
+          ...(tool.input_schema && typeof tool.input_schema === "object" ? { parameters: tool.input_schema as Record<string, unknown> } : {}),
+        },
+      };
+    });
+  }
+  const tc = body.tool_choice as { type?: unknown; name?: unknown } | undefined;
+  let toolChoice: unknown = null;
+  if (tc?.type === "any") toolChoice = "required";
+  else if (tc?.type === "none") toolChoice = "none";
+  else if (tc?.type === "tool" && typeof tc.name === "string") toolChoice = { type: "function", function: { name: tc.name } };
+  else if (tc?.type === "auto") toolChoice = "auto";
+  const max = body.max_tokens;
+  if (max !== undefined && (typeof max !== "number" || !Number.isInteger(max) || max < 1)) throw bad("max_tokens must be a positive integer.", "max_tokens");
+  const temperature = body.temperature ?? null;
+  if (temperature !== null && (typeof temperature !== "number" || temperature < 0 || temperature > 1)) {
+    throw bad("temperature must be a number from 0 to 1.", "temperature");
+  }
+  if (body.stream !== undefined && typeof body.stream !== "boolean") throw bad("stream must be a boolean.", "stream");
+  return {
+    model: body.model,
+    messages,
+    tools,
+    toolChoice,
+    maxTokens: (max as number | undefined) ?? null,
+    temperature: temperature as number | null,
+    stream: body.stream === true,
+  };
+}
+
+const STOP: Record<ChatResult["finishReason"], string> = { stop: "end_turn", length: "max_tokens", tool_calls: "tool_use" };
+
+function usageJson(u: ChatResult["usage"]) {
+  return {
+    input_tokens: u.promptTokens - u.cachedTokens,
+    output_tokens: u.completionTokens,
+    cache_read_input_tokens: u.cachedTokens,
+    cache_creation_input_tokens: 0,
+  };
+}
+
+function toolInput(args: string): unknown {
+  try {
+    return JSON.parse(args);
+  } catch {
+    return {};
+  }
+}
+
+export function messagesRoutes(app: App, services: Services): void {
+  const deps = { db: services.db.kysely, routesFor: services.chatRoutesFor };
+  app.post("/v1/messages", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
+    const input = parseAnthropicMessages(req.body ?? {});
+    const p = principalOf(req);
+    const opts = {
+      guard: guardOf(services, req),
+      tokens: (n: number) => services.limiter.tokens(p.accountId, p.limits, n),
+      simulate: simulateHeader(req.headers["x-svc-simulate"]),
+    };
+    const id = `msg_${newId("m").slice(2)}`;
+    if (!input.stream) {
+      const out = await runChat(deps, p.accountId, input, opts);
+      fallbackHeaders(reply, out.fallbackLayer);
+      const r = out.result;
+      const content: unknown[] = [];
+      if (r.content) content.push({ type: "text", text: r.content });
+      for (const t of r.toolCalls) content.push({ type: "tool_use", id: t.id, name: t.function.name, input: toolInput(t.function.arguments) });
+      return reply
+        .header("x-svc-model", out.model)
+        .header("x-svc-cost-usd", formatUsd(out.costMicros))
+        .header("x-svc-balance-usd", formatUsd(out.balanceMicros))
+        .send({ id, type: "message", role: "assistant", model: out.model, content, stop_reason: STOP[r.finishReason], stop_sequence: null, usage: usageJson(r.usage) });
+    }
+
+    const stream = await startChatStream(deps, p.accountId, input, opts);
+    fallbackHeaders(reply, stream.fallbackLayer);
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      "x-svc-model": stream.model,
+      ...(reply.getHeaders() as Record<string, string>),
+    });
+    const event = (data: { type: string } & Record<string, unknown>) => reply.raw.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`);
+    event({
+      type: "message_start",
+      message: {
+        id,
+        type: "message",
+        role: "assistant",
+        model: stream.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: stream.inputTokens, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+      },
+    });
+    let index = -1;
+    let textOpen = false;
+    let finish: ChatResult["finishReason"] = "stop";
+    let usage: ChatResult["usage"] | null = null;
+    try {
+      for await (const d of stream.deltas) {
+        if (d.content) {
+          if (!textOpen) {
+            index++;
+            textOpen = true;
+            event({ type: "content_block_start", index, content_block: { type: "text", text: "" } });
+          }
+          event({ type: "content_block_delta", index, delta: { type: "text_delta", text: d.content } });
+        }
+        for (const t of d.toolCalls ?? []) {
+          if (textOpen) {
+            event({ type: "content_block_stop", index });
+            textOpen = false;
+          }
+          index++;
+          event({ type: "content_block_start", index, content_block: { type: "tool_use", id: t.id, name: t.function.name, input: {} } });
+          event({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: t.function.arguments } });
+          event({ type: "content_block_stop", index });
+        }
+        if (d.finishReason) finish = d.finishReason;
+        if (d.usage) usage = d.usage;
+      }
+      if (textOpen) event({ type: "content_block_stop", index });
+      const u = usage ?? { promptTokens: stream.inputTokens, completionTokens: 0, cachedTokens: 0 };
+      event({ type: "message_delta", delta: { stop_reason: STOP[finish], stop_sequence: null }, usage: usageJson(u) });
+      event({ type: "message_stop" });
+    } catch {
+      event({ type: "error", error: { type: "api_error", message: "The upstream broke off; nothing was charged." } });
+    }
+    reply.raw.end();
+    return reply;
+  });
+}

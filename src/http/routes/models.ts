@@ -1,0 +1,121 @@
+/**
+ * The live model list (spec "Other endpoints", Versioning 6; D23): `GET /v1/models` (filters `tier` and
+ * `capability`; disabled models omitted), `GET /v1/models/recommend?agent=` and `GET /v1/capabilities`.
+ * Everything is read from the catalog.
+ */
+import { Type } from "typebox";
+import { enabledModels } from "../../catalog/models.ts";
+import { TEXT_ALIASES, TEXT_MODELS } from "../../catalog/text-models.ts";
+import { errors } from "../../errors.ts";
+import type { App } from "../app.ts";
+
+/** One entry of `GET /v1/models`. */
+interface ModelEntry {
+  id: string;
+  object: "model";
+  created: number;
+  owned_by: string;
+  modality: string;
+  capabilities: string[];
+  tier_min: number;
+  legacy: boolean;
+  aliases: string[];
+}
+
+/** A fixed creation time: the catalog has no per-model dates. */
+const CREATED = 1_767_225_600;
+
+function allModels(): ModelEntry[] {
+  const aliasesOf = (id: string) =>
+    Object.entries(TEXT_ALIASES)
+      .filter(([, target]) => target === id)
+      .map(([a]) => a);
+  const media: ModelEntry[] = enabledModels().map((m) => ({
+    id: m.id,
+    object: "model",
+    created: CREATED,
+    owned_by: m.family,
+    modality: m.modality,
+    capabilities: [m.capability],
+    // Video needs tier 1 (tier 0 has no video concurrency).
+    tier_min: m.capability === "video" ? 1 : 0,
+    legacy: m.legacy,
+    aliases: "aliases" in m ? m.aliases : [],
+  }));
+  const text: ModelEntry[] = TEXT_MODELS.filter((m) => m.enabled).map((m) => ({
+    id: m.id,
+    object: "model",
+    created: CREATED,
+    owned_by: m.family,
+    modality: "text",
+    capabilities: [...m.capabilities],
+    tier_min: m.tierMin,
+    legacy: false,
+    aliases: aliasesOf(m.id),
+  }));
+  return [...text, ...media].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** What an agent of each kind is best served by (`GET /v1/models/recommend?agent=`). */
+const RECOMMEND: Record<string, { alias: string; why: string }> = {
+  coding: { alias: "code", why: "tuned for code and tool use" },
+  chat: { alias: "fast", why: "quick conversational answers at low cost" },
+  research: { alias: "best", why: "the strongest reasoning in the catalog" },
+  agent: { alias: "agent", why: "reliable multi-step tool calling" },
+  cheap: { alias: "cheap", why: "the lowest price per token" },
+};
+
+export function modelRoutes(app: App): void {
+  const Query = Type.Object({
+    tier: Type.Optional(Type.String({ maxLength: 2 })),
+    capability: Type.Optional(Type.String({ maxLength: 40 })),
+  });
+  app.get("/v1/models", { schema: { querystring: Query } }, async (req) => {
+    let data = allModels();
+    if (req.query.tier !== undefined) {
+      const tier = Number(req.query.tier);
+      if (!Number.isInteger(tier) || tier < 0 || tier > 4) throw errors.invalidRequest("tier must be 0 to 4.", "tier");
+      data = data.filter((m) => m.tier_min <= tier);
+    }
+    if (req.query.capability !== undefined) data = data.filter((m) => m.capabilities.includes(req.query.capability ?? ""));
+    return { object: "list", data };
+  });
+
+  app.get(
+    "/v1/models/recommend",
+    { schema: { querystring: Type.Object({ agent: Type.Optional(Type.String({ maxLength: 40 })) }) } },
+    async (req) => {
+      const agent = req.query.agent ?? "chat";
+      const rec = RECOMMEND[agent];
+      if (!rec) throw errors.invalidRequest(`agent must be one of ${Object.keys(RECOMMEND).join(", ")}.`, "agent");
+      const model = TEXT_ALIASES[rec.alias] ?? rec.alias;
+      return { object: "model.recommendation", agent, model, alias: rec.alias, reason: rec.why };
+    },
+  );
+
+  app.get("/v1/capabilities", async () => {
+    const caps = new Set<string>();
+    for (const m of allModels()) for (const c of m.capabilities) caps.add(c);
+    return {
+      object: "capabilities",
+      capabilities: [...caps].sort(),
+      endpoints: [
+        "POST /v1/chat/completions",
+        "POST /v1/messages",
+        "POST /v1/audio/speech",
+        "POST /v1/audio/music",
+        "POST /v1/audio/sfx",
+        "POST /v1/audio/voice-design",
+        "POST /v1/audio/voice-clone",
+        "GET /v1/audio/voices",
+        "POST /v1/images/generations",
+        "POST /v1/videos/generations",
+        "POST /v1/genmedia/jobs",
+        "GET /v1/jobs/{id}",
+      ],
+      aliases: { ...TEXT_ALIASES },
+      streaming: { chat: true, messages: true, speech: ["beta-speech-hd", "beta-speech-turbo"] },
+      fallback: { header: "X-Svc-Fallback", layers: [1, 2, 3] },
+    };
+  });
+}
