@@ -22,7 +22,9 @@ import { createSimulatedMediaUpstream } from "./upstreams/simulator/media.ts";
 import { createSimulatedAudioUpstream } from "./upstreams/simulator/speech.ts";
 import { createSimulatedVisualUpstream } from "./upstreams/simulator/visual.ts";
 import { SimulatedVoiceCreation } from "./upstreams/simulator/voice-creation.ts";
+import { SimulatedAudioText } from "./upstreams/simulator/audio-text.ts";
 import type {
+  AudioTextAdapter,
   MusicAdapter,
   SpeechAdapter,
   VisualAdapter,
@@ -45,6 +47,8 @@ export interface Services {
   voicePreview(voiceId: string, signal?: AbortSignal): Promise<Uint8Array | null>;
   /** Music and sound effects. */
   media: MusicAdapter;
+  /** Transcription and audio understanding. */
+  audioText: AudioTextAdapter;
   /** Image and video generation. */
   visual: VisualAdapter;
   /** Blob storage of generated outputs (`STORAGE_URL`). */
@@ -139,6 +143,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     voicePreview: async (voiceId, signal) => (simulator.isAlphaVoice(voiceId) ? simulator.voicePreview(voiceId, signal) : null),
     voiceCreation: new SimulatedVoiceCreation(config.simLatencyScale),
     media,
+    audioText: new SimulatedAudioText(config.simLatencyScale),
     visual,
     blobs,
     limiter,

@@ -16,6 +16,7 @@ import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
 import { billingRoutes } from "./routes/billing.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
 import { generationRoutes } from "./routes/generation.ts";
+import { audioTextRoutes } from "./routes/audio-text.ts";
 import { chatRoutes } from "./routes/chat.ts";
 import { jobRoutes } from "./routes/jobs.ts";
 import { messagesRoutes } from "./routes/messages.ts";
@@ -111,6 +112,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
     chatRoutes(keyed, services);
     messagesRoutes(keyed, services);
     await keyed.register(async (scope) => voiceCloneRoutes(scope, services));
+    await keyed.register(async (scope) => audioTextRoutes(scope, services));
   });
   await app.register(async (admin) => {
     admin.addHook("onRequest", requireAdmin(services));

@@ -212,3 +212,22 @@ export interface VisualAdapter {
   /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
   generateVideo(req: VideoRequest, signal?: AbortSignal, onProgress?: () => void): Promise<MediaOutput>;
 }
+
+/** A transcription or audio-understanding request as the adapter sees it. */
+export interface AudioTextRequest {
+  model: string;
+  audio: Uint8Array;
+  /** Duration read from the audio, seconds. */
+  durationSec: number;
+  /** The question (audio understanding), or null (transcription). */
+  prompt: string | null;
+  simulate: SimulateMode | null;
+}
+
+/** Speech to text and audio question answering by one upstream. */
+export interface AudioTextAdapter {
+  /** Throws {@link UpstreamError} on failure; honours `signal`. */
+  transcribe(req: AudioTextRequest, signal?: AbortSignal): Promise<{ text: string }>;
+  /** Throws {@link UpstreamError} on failure; honours `signal`. */
+  understand(req: AudioTextRequest, signal?: AbortSignal): Promise<{ text: string }>;
+}

@@ -1,0 +1,76 @@
+/**
+ * `POST /v1/audio/transcriptions` (multipart `file` up to 25 MB, or JSON `audio_url`; OpenAI-compatible
+ * answer `{text}`) and `POST /v1/audio/understand` (multipart `file` and `prompt`; answer
+ * `{text, model, duration_sec}`), D23.
+ */
+import multipart from "@fastify/multipart";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { formatUsd } from "../../billing/money.ts";
+import { errors } from "../../errors.ts";
+import type { Services } from "../../services.ts";
+import { type AudioSource, MAX_UPLOAD_BYTES, runAudioText } from "../../text/audio-text.ts";
+import type { App } from "../app.ts";
+import { guardOf, principalOf } from "../auth.ts";
+import { abortOnClose, simulateHeader } from "./speech.ts";
+
+interface Form {
+  source: AudioSource | null;
+  fields: Record<string, string>;
+}
+
+async function readForm(req: FastifyRequest, allowUrl: boolean): Promise<Form> {
+  const form: Form = { source: null, fields: {} };
+  if (req.isMultipart()) {
+    for await (const part of req.parts()) {
+      if (part.type === "file") {
+        if (part.fieldname !== "file" || form.source !== null) {
+          part.file.resume();
+          throw errors.invalidRequest("Send the audio as one multipart part named 'file'.", part.fieldname);
+        }
+        form.source = { kind: "bytes", bytes: new Uint8Array(await part.toBuffer()) };
+      } else if (typeof part.value === "string") {
+        form.fields[part.fieldname] = part.value;
+      }
+    }
+  } else {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    for (const [k, v] of Object.entries(body)) if (typeof v === "string") form.fields[k] = v;
+    if (allowUrl && typeof body.audio_url === "string") form.source = { kind: "url", url: body.audio_url };
+  }
+  if (form.source === null) {
+    throw errors.invalidRequest(allowUrl ? "Send the audio as the multipart part 'file' or as JSON audio_url." : "Send the audio as the multipart part 'file'.", "file");
+  }
+  return form;
+}
+
+export async function audioTextRoutes(app: App, services: Services): Promise<void> {
+  await app.register(multipart, {
+    throwFileSizeLimit: true,
+    limits: { fileSize: MAX_UPLOAD_BYTES, files: 1, fields: 20, fieldSize: 16 * 1024, parts: 24 },
+  });
+  const deps = { db: services.db.kysely, adapter: services.audioText };
+  const handle = (task: "transcribe" | "understand") => async (req: FastifyRequest, reply: FastifyReply) => {
+    const form = await readForm(req, task === "transcribe");
+    const prompt = form.fields.prompt ?? null;
+    if (task === "understand" && (prompt === null || prompt.trim() === "")) throw errors.invalidRequest("prompt is required.", "prompt");
+    const out = await runAudioText(
+      deps,
+      principalOf(req).accountId,
+      { task, model: form.fields.model ?? null, prompt, source: form.source! },
+      { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req) },
+    );
+    reply
+      .header("x-svc-model", out.model)
+      .header("x-svc-duration-sec", String(Math.round(out.durationSec * 1000) / 1000))
+      .header("x-svc-cost-usd", formatUsd(out.costMicros))
+      .header("x-svc-balance-usd", formatUsd(out.balanceMicros));
+    if (task === "understand") return reply.send({ text: out.text, model: out.model, duration_sec: Math.round(out.durationSec * 1000) / 1000 });
+    if (form.fields.response_format === "text") return reply.type("text/plain; charset=utf-8").send(out.text);
+    if (form.fields.response_format === "verbose_json") {
+      return reply.send({ task: "transcribe", language: "english", duration: out.durationSec, text: out.text, segments: [] });
+    }
+    return reply.send({ text: out.text });
+  };
+  app.post("/v1/audio/transcriptions", handle("transcribe"));
+  app.post("/v1/audio/understand", handle("understand"));
+}

@@ -1,0 +1,125 @@
+/**
+ * Transcription and audio understanding (spec "Other endpoints": `POST /v1/audio/transcriptions`,
+ * `POST /v1/audio/understand`; D23): the audio comes as an upload (25 MB) or, for transcription, as an
+ * `audio_url` fetched with the private-address protection (100 MB); the duration is read from the audio;
+ * the price is per started minute with a one-minute minimum (0.0009 and 0.0006 USD per minute). Hold,
+ * call, capture; a failure after the hold releases it.
+ */
+import { parseBuffer } from "music-metadata";
+import { captureHold, type Executor, InsufficientFundsError, placeHold, releaseHold } from "../billing/ledger.ts";
+import { formatUsd, type Micros } from "../billing/money.ts";
+import {
+  DEFAULT_AUDIO_UNDERSTANDING_MODEL,
+  DEFAULT_TRANSCRIPTION_MODEL,
+  getAudioUnderstandingModel,
+  getTranscriptionModel,
+} from "../catalog/models.ts";
+import { quotePerMinute } from "../catalog/quote.ts";
+import type { AudioTextModel } from "../catalog/types.ts";
+import { AppError, errors } from "../errors.ts";
+import { NO_LIMITS, type CallGuard } from "../limits/limiter.ts";
+import { observeUpstream } from "../metrics.ts";
+import { FetchTooLargeError, safeFetch, UnsafeUrlError, validateUrlSyntax } from "../upstreams/safe-fetch.ts";
+import type { AudioTextAdapter, SimulateMode } from "../upstreams/types.ts";
+import { inspectReferenceAudio, sniffAudioFormat } from "../audio/reference-audio.ts";
+
+/** Largest upload, bytes (spec: 25 MB multipart). */
+export const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
+/** Largest `audio_url` download, bytes (spec: 100 MB by URL). */
+export const MAX_URL_BYTES = 100 * 1024 * 1024;
+const URL_TIMEOUT_MS = 60_000;
+
+const unreadable = (why: string) => new AppError(400, "audio_unreadable", `The audio could not be read: ${why}.`, "file");
+
+/**
+ * The duration of `bytes` in seconds, read from the audio (MP3, WAV and M4A by their headers; other
+ * formats such as FLAC, Ogg or WebM through music-metadata).
+ * @throws AppError 400 `audio_unreadable`.
+ */
+export async function audioDurationSec(bytes: Uint8Array): Promise<number> {
+  if (bytes.length === 0) throw unreadable("the file is empty");
+  if (sniffAudioFormat(bytes.subarray(0, 4096)) !== null) {
+    const info = await inspectReferenceAudio(bytes, { minSec: 0, maxSec: Number.MAX_SAFE_INTEGER });
+    return info.durationSec;
+  }
+  try {
+    const meta = await parseBuffer(bytes, undefined, { duration: true, skipCovers: true });
+    const d = meta.format.duration;
+    if (typeof d === "number" && Number.isFinite(d) && d > 0) return d;
+  } catch {
+    // fall through
+  }
+  throw unreadable("no audio with a duration was found");
+}
+
+/** Where the audio comes from. */
+export type AudioSource = { kind: "bytes"; bytes: Uint8Array } | { kind: "url"; url: string };
+
+/** A finished call. Amounts in micro-USD, duration in seconds. */
+export interface AudioTextOutcome {
+  text: string;
+  model: string;
+  durationSec: number;
+  costMicros: Micros;
+  balanceMicros: Micros;
+}
+
+async function load(source: AudioSource, fetchAudio: typeof safeFetch): Promise<Uint8Array> {
+  if (source.kind === "bytes") return source.bytes;
+  if (validateUrlSyntax(source.url, {}) === null) throw new AppError(400, "invalid_audio_url", "audio_url must be an https:// URL.", "audio_url");
+  try {
+    return (await fetchAudio(source.url, { maxBytes: MAX_URL_BYTES, timeoutMs: URL_TIMEOUT_MS })).bytes;
+  } catch (err) {
+    if (err instanceof UnsafeUrlError) throw new AppError(400, "invalid_audio_url", "audio_url points at an address that is not allowed.", "audio_url");
+    if (err instanceof FetchTooLargeError) throw errors.payloadTooLarge("The audio at audio_url is over 100 MB.");
+    throw new AppError(400, "audio_url_unreachable", "The audio at audio_url could not be downloaded.", "audio_url");
+  }
+}
+
+/**
+ * Transcribes (`task: "transcribe"`) or answers a question about (`task: "understand"`) an audio file.
+ * @throws AppError 400 `invalid_model`, `audio_unreadable`, `invalid_audio_url`; 402 `billing_error`;
+ *   413; 429 `rate_limited`; 502 `provider_error` (hold released).
+ */
+export async function runAudioText(
+  deps: { db: Executor; adapter: AudioTextAdapter; fetchAudio?: typeof safeFetch },
+  accountId: string,
+  args: { task: "transcribe" | "understand"; model: string | null; prompt: string | null; source: AudioSource },
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard },
+): Promise<AudioTextOutcome> {
+  const modelId = args.model ?? (args.task === "transcribe" ? DEFAULT_TRANSCRIPTION_MODEL : DEFAULT_AUDIO_UNDERSTANDING_MODEL);
+  const model: AudioTextModel | undefined =
+    args.task === "transcribe" ? getTranscriptionModel(modelId) : getAudioUnderstandingModel(modelId);
+  if (!model) throw new AppError(400, "invalid_model", `'${modelId}' is not a ${args.task === "transcribe" ? "transcription" : "audio understanding"} model.`, "model");
+  const guard = opts.guard ?? NO_LIMITS;
+  await guard.model(model.id);
+  const audio = await load(args.source, deps.fetchAudio ?? safeFetch);
+  const durationSec = await audioDurationSec(audio);
+  const price = quotePerMinute(model, durationSec);
+  const release = await guard.slot(model.audioPool);
+  try {
+    let holdId: string;
+    try {
+      holdId = (await placeHold(deps.db, { accountId, amountMicros: price, reference: model.id })).id;
+    } catch (err) {
+      if (err instanceof InsufficientFundsError) throw errors.billing(`This request costs ${formatUsd(price)} USD; the balance is too low.`);
+      throw err;
+    }
+    let text: string;
+    try {
+      const req = { model: model.id, audio, durationSec, prompt: args.prompt, simulate: opts.simulate };
+      text = (
+        await observeUpstream(model.id, () =>
+          args.task === "transcribe" ? deps.adapter.transcribe(req, opts.signal) : deps.adapter.understand(req, opts.signal),
+        )
+      ).text;
+    } catch {
+      await releaseHold(deps.db, holdId);
+      throw errors.provider();
+    }
+    const settled = await captureHold(deps.db, holdId, price);
+    return { text, model: model.id, durationSec, costMicros: price, balanceMicros: settled.balanceAfterMicros };
+  } finally {
+    await release();
+  }
+}
