@@ -10,6 +10,7 @@
  * BENCH_ONLY (comma list of voices, speech, jobs; default all).
  */
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
+import { benchStreamingChat } from "./chat.ts";
 import {
   ADMIN_TOKEN,
   benchUser,
@@ -192,10 +193,11 @@ async function benchLimitsBackend(): Promise<void> {
   }
 }
 
-const only = process.env.BENCH_ONLY ?? "voices,speech,limits,jobs";
+const only = process.env.BENCH_ONLY ?? "voices,speech,limits,chat,jobs";
 if (only.includes("voices")) await benchVoices();
 if (only.includes("speech")) await benchSpeech("sqlite");
 if (only.includes("limits")) await benchLimitsBackend();
+if (only.includes("chat")) await benchStreamingChat();
 if (only.includes("jobs")) await benchJobs("sqlite");
 if (await pgReachable()) {
   if (only.includes("speech")) await benchSpeech("postgres");
