@@ -11,6 +11,7 @@ import { httpDuration, httpRequests } from "../metrics.ts";
 import type { Services } from "../services.ts";
 import { requireAdmin, requireAuth } from "./auth.ts";
 import { errorHandler } from "./error-handler.ts";
+import { registerOpenApi } from "./openapi.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
 import { billingRoutes } from "./routes/billing.ts";
@@ -89,6 +90,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
     throw errors.notFound(`No route ${request.method} ${path}.`);
   });
 
+  // Before any route: @fastify/swagger collects the routes registered after it.
+  await registerOpenApi(app, { publicBaseUrl: services.config.publicBaseUrl });
   await app.register(async (pub) => {
     authPublicRoutes(pub, services);
     catalogRoutes(pub);

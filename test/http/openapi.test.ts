@@ -1,0 +1,256 @@
+/**
+ * The OpenAPI document (D23: `GET /openapi.json` is public and lists every path of the spec and D8) and
+ * the reference docs at `GET /docs`: public, self-contained (no external URL), assets served by the
+ * gateway. Documenting routes must not change what they accept.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { startGateway, type TestGateway } from "../helpers/gateway.ts";
+
+/** Every operation the document must list: the spec's endpoints, D8 and the operations endpoints. */
+const EXPECTED: [method: string, path: string][] = [
+  ["post", "/v1/auth/register"],
+  ["post", "/v1/auth/login"],
+  ["get", "/v1/auth/me"],
+  ["get", "/v1/auth/keys"],
+  ["post", "/v1/auth/keys"],
+  ["delete", "/v1/auth/keys/{key_id}"],
+  ["get", "/v1/auth/limits"],
+  ["get", "/v1/billing/ledger"],
+  ["get", "/v1/pricing"],
+  ["get", "/v1/limits/tiers"],
+  ["get", "/v1/credits/pricing"],
+  ["post", "/v1/audio/speech"],
+  ["post", "/v1/audio/music"],
+  ["post", "/v1/audio/sfx"],
+  ["post", "/v1/audio/voice-design"],
+  ["post", "/v1/audio/voice-clone"],
+  ["get", "/v1/audio/voices"],
+  ["get", "/v1/audio/voices/alpha/{voice_id}/preview.mp3"],
+  ["post", "/v1/audio/transcriptions"],
+  ["post", "/v1/audio/understand"],
+  ["post", "/v1/images/generations"],
+  ["post", "/v1/videos/generations"],
+  ["post", "/v1/genmedia/jobs"],
+  ["get", "/v1/jobs/{id}"],
+  ["get", "/v1/gallery"],
+  ["get", "/share/{job_id}"],
+  ["get", "/v1/files/{key}"],
+  ["post", "/v1/chat/completions"],
+  ["post", "/v1/messages"],
+  ["get", "/v1/models"],
+  ["get", "/v1/models/recommend"],
+  ["get", "/v1/capabilities"],
+  ["get", "/healthz"],
+  ["get", "/readyz"],
+  ["get", "/metrics"],
+  ["get", "/openapi.json"],
+];
+
+const PUBLIC = new Set([
+  "post /v1/auth/register",
+  "post /v1/auth/login",
+  "get /v1/pricing",
+  "get /v1/limits/tiers",
+  "get /v1/credits/pricing",
+  "get /v1/audio/voices/alpha/{voice_id}/preview.mp3",
+  "get /share/{job_id}",
+  "get /v1/files/{key}",
+  "get /healthz",
+  "get /readyz",
+  "get /metrics",
+  "get /openapi.json",
+]);
+
+const HTTP_METHODS = ["get", "post", "put", "delete", "patch"];
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the document is arbitrary JSON
+type Json = any;
+
+describe("OpenAPI document and reference docs", () => {
+  let gw: TestGateway;
+  let doc: Json;
+  before(async () => {
+    gw = await startGateway("sqlite");
+    const res = await gw.request("GET", "/openapi.json");
+    assert.equal(res.status, 200, "GET /openapi.json without a key");
+    assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+    doc = res.json;
+  });
+  after(async () => {
+    await gw?.close();
+  });
+
+  const operation = (method: string, path: string): Json => doc.paths[path]?.[method];
+  const jsonBody = (method: string, path: string): Json => operation(method, path).requestBody.content["application/json"].schema;
+
+  test("OpenAPI 3.1 with info, the public base URL as server and the security schemes", () => {
+    assert.match(doc.openapi, /^3\.1/);
+    assert.equal(typeof doc.info.title, "string");
+    assert.equal(typeof doc.info.version, "string");
+    assert.ok(doc.info.description.length > 0);
+    assert.deepEqual(doc.servers, [{ url: gw.services.config.publicBaseUrl }]);
+    const schemes = doc.components.securitySchemes;
+    assert.deepEqual(schemes.apiKey, { ...schemes.apiKey, type: "http", scheme: "bearer" });
+    assert.deepEqual(schemes.xApiKey, { ...schemes.xApiKey, type: "apiKey", in: "header", name: "x-api-key" });
+    assert.ok(operation("post", "/v1/messages").security.some((s: Json) => "xApiKey" in s));
+  });
+
+  test("every endpoint of the spec and D8 is listed with its methods, the operator API and /docs are not", () => {
+    for (const [method, path] of EXPECTED) assert.ok(operation(method, path), `${method.toUpperCase()} ${path} documented`);
+    const paths = Object.keys(doc.paths);
+    assert.ok(!paths.some((p) => p.startsWith("/v1/admin")), "operator API hidden");
+    assert.ok(!paths.some((p) => p.startsWith("/docs")), "docs routes hidden");
+  });
+
+  test("every operation has a summary, a tag, an operationId, a success answer and the right security", () => {
+    const ids = new Set<string>();
+    const tags = new Set(doc.tags.map((t: Json) => t.name));
+    for (const [path, item] of Object.entries<Json>(doc.paths)) {
+      for (const method of HTTP_METHODS.filter((m) => item[m])) {
+        const op = item[method];
+        const name = `${method} ${path}`;
+        assert.ok(op.summary, `${name}: summary`);
+        assert.equal(op.tags?.length, 1, `${name}: one tag`);
+        assert.ok(tags.has(op.tags[0]), `${name}: tag ${op.tags[0]} declared`);
+        assert.ok(op.operationId && !ids.has(op.operationId), `${name}: unique operationId`);
+        ids.add(op.operationId);
+        assert.ok(Object.keys(op.responses).some((s) => s.startsWith("2")), `${name}: a 2xx answer`);
+        if (PUBLIC.has(name)) assert.deepEqual(op.security, [], `${name}: public`);
+        else assert.ok(op.security.some((s: Json) => "apiKey" in s), `${name}: API key`);
+      }
+    }
+  });
+
+  test("the D1 error body is a shared component referenced by the error answers", () => {
+    const error = doc.components.schemas.Error;
+    assert.deepEqual(error.required, ["error"]);
+    assert.deepEqual(error.properties.error.required, ["code", "message", "type", "param"]);
+    assert.ok(error.properties.error.properties.type.enum.includes("billing_error"));
+    const speech = operation("post", "/v1/audio/speech").responses;
+    for (const status of ["400", "401", "402", "403", "502"]) {
+      assert.deepEqual(speech[status].content["application/json"].schema, { $ref: "#/components/schemas/Error" }, `speech ${status}`);
+    }
+    assert.match(speech["403"].description, /voice_not_owned/);
+  });
+
+  test("request bodies are documented with fields, types, required fields, enums, defaults and limits", () => {
+    const speech = jsonBody("post", "/v1/audio/speech");
+    assert.deepEqual(speech.required, ["input", "voice_id"]);
+    assert.equal(speech.properties.input.maxLength, 5000);
+    assert.equal(speech.properties.model.default, "alpha-multilingual-v2");
+    assert.ok(speech.properties.model.enum.includes("beta-speech-hd"));
+    assert.ok(speech.properties.response_format.enum.includes("ulaw_8000"));
+    assert.equal(speech.properties.voice_settings.properties.stability.maximum, 1);
+    assert.equal(speech.properties.stream.type, "boolean");
+
+    const image = jsonBody("post", "/v1/images/generations");
+    assert.deepEqual(image.required, ["model", "prompt"]);
+    assert.ok(image.properties.model.enum.includes("imgB-2-pro"));
+    assert.equal(image.properties.prompt.maxLength, 4000);
+    assert.deepEqual([image.properties.n.minimum, image.properties.n.maximum], [1, 4]);
+    assert.equal(image.properties.image_urls.maxItems, 10);
+    assert.equal(image.properties.idempotency_key.maxLength, 128);
+    assert.equal(image.properties.parameters.type, "object");
+    assert.deepEqual(image.properties.quality.enum, ["low", "medium", "high"]);
+
+    const video = jsonBody("post", "/v1/videos/generations");
+    assert.deepEqual([video.properties.duration.minimum, video.properties.duration.maximum, video.properties.duration.default], [1, 10, 5]);
+    assert.ok(jsonBody("post", "/v1/genmedia/jobs").properties.model.enum.every((m: string) => m.startsWith("vidD-")));
+
+    const chat = jsonBody("post", "/v1/chat/completions");
+    assert.deepEqual(chat.required, ["model", "messages"]);
+    assert.equal(chat.properties.messages.type, "array");
+    assert.ok(chat.properties.messages.items.properties.role.enum.includes("tool"));
+    assert.equal(chat.properties.max_tokens.default, 4096);
+    assert.equal(chat.properties.stream_options.properties.include_usage.type, "boolean");
+    assert.ok(chat.properties.tools);
+
+    const messages = jsonBody("post", "/v1/messages");
+    assert.deepEqual(messages.required, ["model", "messages"]);
+    assert.ok(messages.properties.system);
+
+    const music = jsonBody("post", "/v1/audio/music");
+    assert.deepEqual([music.properties.music_length_ms.minimum, music.properties.music_length_ms.maximum], [1000, 300000]);
+    const sfx = jsonBody("post", "/v1/audio/sfx");
+    assert.equal(sfx.properties.prompt_influence.default, 0.3);
+    const design = jsonBody("post", "/v1/audio/voice-design");
+    assert.deepEqual(design.properties.age_group.enum, ["child", "young", "middle-aged", "elderly"]);
+  });
+
+  test("multipart endpoints document their form parts", () => {
+    const clone = operation("post", "/v1/audio/voice-clone").requestBody.content["multipart/form-data"].schema;
+    assert.deepEqual(Object.keys(clone.properties).sort(), ["file", "model", "name"]);
+    assert.equal(clone.properties.file.format, "binary");
+    assert.deepEqual(clone.required, ["file"]);
+
+    const transcription = operation("post", "/v1/audio/transcriptions").requestBody.content;
+    assert.equal(transcription["multipart/form-data"].schema.properties.file.format, "binary");
+    assert.equal(transcription["multipart/form-data"].schema.properties.model.default, "transcribe");
+    assert.deepEqual(transcription["application/json"].schema.required, ["audio_url"]);
+    const answer = operation("post", "/v1/audio/transcriptions").responses["200"].content["application/json"].schema;
+    assert.deepEqual(answer.required, ["text"]);
+
+    const understand = operation("post", "/v1/audio/understand");
+    assert.deepEqual(understand.requestBody.content["multipart/form-data"].schema.required, ["file", "prompt"]);
+    assert.deepEqual(understand.responses["200"].content["application/json"].schema.required, ["text", "model", "duration_sec"]);
+  });
+
+  test("answers are documented: job object (202 and 200), audio bytes with headers, voice list", () => {
+    const images = operation("post", "/v1/images/generations").responses;
+    assert.deepEqual(images["202"].content["application/json"].schema, { $ref: "#/components/schemas/MediaJob" });
+    assert.ok(images["200"]);
+    const job = doc.components.schemas.MediaJob;
+    assert.deepEqual(job.properties.status.enum, ["pending", "processing", "succeeded", "failed", "refunded", "expired"]);
+    assert.deepEqual(job.properties.cost_usd.type, ["number", "null"]);
+
+    const speech = operation("post", "/v1/audio/speech").responses["200"];
+    assert.ok(speech.content["audio/mpeg"]);
+    assert.ok(speech.headers["X-Svc-Chars-Billed"]);
+    assert.ok(operation("post", "/v1/audio/music").parameters.some((p: Json) => p.in === "query" && p.name === "save_to_blob"));
+
+    const voices = operation("get", "/v1/audio/voices");
+    assert.deepEqual(voices.responses["200"].content["application/json"].schema.required, ["object", "provider", "data"]);
+    assert.deepEqual(voices.parameters.find((p: Json) => p.name === "provider").schema.enum, ["alpha", "beta", "all"]);
+  });
+
+  test("documenting does not change validation: loose bodies still reach the services", async () => {
+    const u = await gw.register();
+    // The route schemas stay loose: an empty key request passes.
+    const key = await gw.request("POST", "/v1/auth/keys", { token: u.api_key, body: {} });
+    assert.equal(key.status, 201);
+    // The service's own message, not a schema validation message.
+    const chat = await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body: {} });
+    assert.equal(chat.status, 400);
+    assert.equal(chat.json.error.param, "model");
+    assert.equal(chat.json.error.message, "model is required.");
+    // Unknown fields are still ignored.
+    const me = await gw.request("POST", "/v1/auth/login", { body: { email: u.email, password: "correct horse battery", extra: 1 } });
+    assert.equal(me.status, 200);
+  });
+
+  test("GET /docs is public HTML whose assets are all served by the gateway", async () => {
+    const res = await fetch(`${gw.url}/docs`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /^text\/html/);
+    assert.match(res.headers.get("content-security-policy") ?? "", /default-src 'self'/);
+    const html = await res.text();
+    assert.doesNotMatch(html, /(https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}/i, "no external URL in the page");
+
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    assert.ok(assets.some((a) => a.endsWith(".js")) && assets.some((a) => a.endsWith(".css")), "scripts and styles");
+    for (const asset of assets) {
+      assert.ok(asset.startsWith("/") && !asset.startsWith("//"), `${asset} is on this server`);
+      const r = await fetch(new URL(asset, `${gw.url}/docs`));
+      assert.equal(r.status, 200, asset);
+      assert.ok((await r.arrayBuffer()).byteLength > 0, `${asset} not empty`);
+    }
+
+    // The UI loads the document from its own route; the initializer calls no validator service.
+    const init = await (await fetch(`${gw.url}/docs/static/swagger-initializer.js`)).text();
+    assert.match(init, /validatorUrl: null/);
+    const spec = await fetch(`${gw.url}/docs/json`);
+    assert.equal(spec.status, 200);
+    assert.deepEqual(Object.keys(((await spec.json()) as Json).paths).sort(), Object.keys(doc.paths).sort());
+  });
+});
