@@ -39,25 +39,29 @@ export interface GenerateDeps {
   blobs: BlobStore;
 }
 
+/** One paid audio generation. Amounts in micro-USD, durations in seconds. */
+export interface GenerateArgs {
+  accountId: string;
+  apiKeyId: string | null;
+  model: string;
+  priceMicros: Micros;
+  /** The validated request, recorded on the job of a stored output. */
+  request: unknown;
+  saveToBlob: boolean;
+  /** The duration reported for billing (`X-Svc-Duration-Sec`); defaults to the output's duration. */
+  billedDurationSec?: number;
+  /** The upstream call (adapter), given the abort signal. */
+  call: (signal?: AbortSignal) => Promise<Extract<AudioResult, { kind: "bytes" }>>;
+  signal?: AbortSignal;
+}
+
 /**
  * Runs one paid audio generation for `accountId`.
- * @param call the upstream call (adapter), given the abort signal.
- * @param opts.billedDurationSec the duration reported for billing (`X-Svc-Duration-Sec`); defaults to the
- *   output's duration.
  * @throws AppError 402 `billing_error`, 502 `provider_error`, 500 `storage_error` (hold released each time).
  */
 export async function generatePaidAudio(
   deps: GenerateDeps,
-  args: {
-    accountId: string;
-    apiKeyId: string | null;
-    model: string;
-    priceMicros: Micros;
-    request: unknown;
-    saveToBlob: boolean;
-    billedDurationSec?: number;
-    call: (signal?: AbortSignal) => Promise<Extract<AudioResult, { kind: "bytes" }>>;
-    signal?: AbortSignal;
+  args: GenerateArgs & {
     /** The caller's limits and the audio pool the call draws from (D12). */
     guard?: CallGuard;
     pool: AudioPool;
@@ -73,20 +77,7 @@ export async function generatePaidAudio(
   }
 }
 
-async function generateInSlot(
-  deps: GenerateDeps,
-  args: {
-    accountId: string;
-    apiKeyId: string | null;
-    model: string;
-    priceMicros: Micros;
-    request: unknown;
-    saveToBlob: boolean;
-    billedDurationSec?: number;
-    call: (signal?: AbortSignal) => Promise<Extract<AudioResult, { kind: "bytes" }>>;
-    signal?: AbortSignal;
-  },
-): Promise<AudioOutcome> {
+async function generateInSlot(deps: GenerateDeps, args: GenerateArgs): Promise<AudioOutcome> {
   // A stored output is a job: its ledger entries carry the job id from the hold on (D17).
   const jobId = args.saveToBlob ? newId("job") : null;
   let holdId: string;

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
 import { getTextModel, quoteTextCall } from "../../src/catalog/text-models.ts";
-import { completion, type FakeOpenAI, startFakeOpenAI } from "../helpers/fake-openai.ts";
+import { completion, type FakeOpenAI, startFakeOpenAI, textStream } from "../helpers/fake-openai.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 describe("text upstreams and fallback", () => {
@@ -99,5 +99,31 @@ describe("text upstreams and fallback", () => {
     assert.equal(await getBalance(gw.services.db.kysely, user.user_id), before);
     a.respond = null;
     b.respond = null;
+  });
+});
+
+describe("a streamed chat that breaks off", () => {
+  test("the hold is released: nothing is charged for a partial answer", async () => {
+    const up = await startFakeOpenAI();
+    const gw = await startGateway("sqlite", { TEXT_UPSTREAMS: JSON.stringify([{ name: "only", baseUrl: up.baseUrl, apiKey: "k" }]) });
+    try {
+      const u = await gw.register();
+      up.respond = () => ({ kind: "sse", events: textStream(["one ", "two ", "three ", "four "]), dropAfter: 3 });
+      const res = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${u.api_key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "fast", messages: [{ role: "user", content: "hi" }], stream: true }),
+      });
+      const text = await res.text();
+      assert.match(text, /provider_error/);
+      assert.doesNotMatch(text, /\[DONE\]/);
+      await new Promise((r) => setTimeout(r, 100));
+      const db = gw.services.db.kysely;
+      assert.equal(await getBalance(db, u.user_id), 500_000);
+      assert.equal(await ledgerSum(db, u.user_id), 500_000);
+    } finally {
+      await gw.close();
+      await up.close();
+    }
   });
 });
