@@ -3,18 +3,15 @@
  * at most 10 MB, 10 s to 5 min by its header) checked before any charge, then a flat 2.10 USD captured in
  * the same transaction that records the caller as the voice's owner.
  */
-import { type Executor, InsufficientFundsError, placeHold, releaseHold } from "../billing/ledger.ts";
-import { formatUsd, type Micros } from "../billing/money.ts";
+import type { Executor } from "../billing/ledger.ts";
+import type { Micros } from "../billing/money.ts";
 import { DEFAULT_VOICE_CLONE_MODEL, getVoiceCloneModel } from "../catalog/models.ts";
-import { quoteFlat } from "../catalog/quote.ts";
-import type { VoiceCreationModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
-import { observeUpstream } from "../metrics.ts";
-import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
+import type { CallGuard } from "../limits/limiter.ts";
 import type { SimulateMode, VoiceCreationAdapter } from "../upstreams/types.ts";
 import { inspectReferenceAudio } from "./reference-audio.ts";
 import { codePoints } from "./text-limits.ts";
-import { recordOwnedVoice } from "./voice-design.ts";
+import { createOwnedVoice } from "./voice-design.ts";
 
 /** Largest accepted reference file, bytes (spec: 10 MB). */
 export const MAX_REFERENCE_BYTES = 10 * 1024 * 1024;
@@ -58,53 +55,16 @@ export async function cloneVoice(
     throw errors.invalidRequest("The reference audio is required as the multipart part 'file'.", "file");
   }
   const info = await inspectReferenceAudio(form.file);
-  const guard = opts.guard ?? NO_LIMITS;
-  await guard.model(model.id);
-  const release = await guard.slot(model.audioPool);
-  try {
-    return await cloneInSlot(deps, accountId, model, form.file, info, name, opts);
-  } finally {
-    await release();
-  }
-}
-
-async function cloneInSlot(
-  deps: { db: Executor; adapter: VoiceCreationAdapter },
-  accountId: string,
-  model: VoiceCreationModel,
-  file: Uint8Array,
-  info: { format: "mp3" | "wav" | "m4a"; durationSec: number },
-  name: string | null,
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
-): Promise<ClonedVoice> {
-  const price = quoteFlat(model);
-  let holdId: string;
-  try {
-    holdId = (await placeHold(deps.db, { accountId, amountMicros: price, reference: model.id })).id;
-  } catch (err) {
-    if (err instanceof InsufficientFundsError) throw errors.insufficientCredits(formatUsd(price));
-    throw err;
-  }
-  let upstreamVoiceId: string;
-  try {
-    upstreamVoiceId = (
-      await observeUpstream(model.id, () => deps.adapter.cloneVoice(
-        { audio: file, format: info.format, durationSec: info.durationSec, name, simulate: opts.simulate },
-        opts.signal,
-      ))
-    ).upstreamVoiceId;
-  } catch {
-    await releaseHold(deps.db, holdId);
-    throw errors.provider();
-  }
-  const owned = await recordOwnedVoice(deps.db, {
-    holdId,
-    priceMicros: price,
-    accountId,
+  const file = form.file;
+  return createOwnedVoice(deps.db, accountId, model, {
     name,
     source: "clone",
-    upstreamVoiceId,
     description: null,
+    guard: opts.guard,
+    create: () =>
+      deps.adapter.cloneVoice(
+        { audio: file, format: info.format, durationSec: info.durationSec, name, simulate: opts.simulate },
+        opts.signal,
+      ),
   });
-  return { voiceId: owned.voiceId, name, model: model.id, costMicros: price, balanceMicros: owned.balanceMicros };
 }

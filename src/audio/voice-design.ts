@@ -133,48 +133,63 @@ export async function designVoice(
 ): Promise<DesignedVoice> {
   const { model: modelId, req } = validateVoiceDesign(body);
   const model = getVoiceDesignModel(modelId)!;
-  const guard = opts.guard ?? NO_LIMITS;
+  return createOwnedVoice(deps.db, accountId, model, {
+    name: req.name,
+    source: "design",
+    description: req.description,
+    guard: opts.guard,
+    create: () => deps.adapter.designVoice({ ...req, simulate: opts.simulate }, opts.signal),
+  });
+}
+
+/**
+ * The paid flow shared by voice design and cloning: the caller's per-model window and audio pool slot,
+ * a hold of the flat price (402 `insufficient_credits` when the balance is below it), the upstream call
+ * (502 `provider_error`, hold released), then {@link recordOwnedVoice} (500 `ownership_write_failed`,
+ * hold released).
+ */
+export async function createOwnedVoice(
+  db: Executor,
+  accountId: string,
+  model: VoiceCreationModel,
+  args: {
+    name: string | null;
+    source: "design" | "clone";
+    description: string | null;
+    guard?: CallGuard;
+    create: () => Promise<{ upstreamVoiceId: string }>;
+  },
+): Promise<DesignedVoice> {
+  const guard = args.guard ?? NO_LIMITS;
   await guard.model(model.id);
   const release = await guard.slot(model.audioPool);
   try {
-    return await designInSlot(deps, accountId, model, req, opts);
+    const price = quoteFlat(model);
+    let holdId: string;
+    try {
+      holdId = (await placeHold(db, { accountId, amountMicros: price, reference: model.id })).id;
+    } catch (err) {
+      if (err instanceof InsufficientFundsError) throw errors.insufficientCredits(formatUsd(price));
+      throw err;
+    }
+    let upstreamVoiceId: string;
+    try {
+      upstreamVoiceId = (await observeUpstream(model.id, args.create)).upstreamVoiceId;
+    } catch {
+      await releaseHold(db, holdId);
+      throw errors.provider();
+    }
+    const owned = await recordOwnedVoice(db, {
+      holdId,
+      priceMicros: price,
+      accountId,
+      name: args.name,
+      source: args.source,
+      upstreamVoiceId,
+      description: args.description,
+    });
+    return { voiceId: owned.voiceId, name: args.name, model: model.id, costMicros: price, balanceMicros: owned.balanceMicros };
   } finally {
     await release();
   }
-}
-
-async function designInSlot(
-  deps: { db: Executor; adapter: VoiceCreationAdapter },
-  accountId: string,
-  model: VoiceCreationModel,
-  req: Omit<VoiceDesignRequest, "simulate">,
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
-): Promise<DesignedVoice> {
-  const price = quoteFlat(model);
-  let holdId: string;
-  try {
-    holdId = (await placeHold(deps.db, { accountId, amountMicros: price, reference: model.id })).id;
-  } catch (err) {
-    if (err instanceof InsufficientFundsError) throw errors.insufficientCredits(formatUsd(price));
-    throw err;
-  }
-  let upstreamVoiceId: string;
-  try {
-    upstreamVoiceId = (
-      await observeUpstream(model.id, () => deps.adapter.designVoice({ ...req, simulate: opts.simulate }, opts.signal))
-    ).upstreamVoiceId;
-  } catch {
-    await releaseHold(deps.db, holdId);
-    throw errors.provider();
-  }
-  const owned = await recordOwnedVoice(deps.db, {
-    holdId,
-    priceMicros: price,
-    accountId,
-    name: req.name,
-    source: "design",
-    upstreamVoiceId,
-    description: req.description,
-  });
-  return { voiceId: owned.voiceId, name: req.name, model: model.id, costMicros: price, balanceMicros: owned.balanceMicros };
 }

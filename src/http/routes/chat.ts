@@ -87,6 +87,22 @@ function usageJson(u: ChatResult["usage"]) {
   };
 }
 
+/**
+ * Takes the answer over from Fastify and starts a server-sent-events stream (200), carrying the headers
+ * already set on `reply` (rate limits, fallback) and `X-Svc-Model`. The caller writes and ends it.
+ */
+export function openEventStream(reply: FastifyReply, model: string, fallbackLayer: number): void {
+  fallbackHeaders(reply, fallbackLayer);
+  reply.hijack();
+  reply.raw.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+    "x-svc-model": model,
+    ...(reply.getHeaders() as Record<string, string>),
+  });
+}
+
 /** Sets the fallback headers (spec "Rate limiting and credits": fallback). */
 export function fallbackHeaders(reply: FastifyReply, layer: number): void {
   if (layer > 0) reply.header("x-svc-fallback", "true").header("x-svc-fallback-layer", String(layer));
@@ -135,16 +151,8 @@ export function chatRoutes(app: App, services: Services): void {
     }
 
     const stream = await startChatStream(deps, p.accountId, input, opts);
-    fallbackHeaders(reply, stream.fallbackLayer);
     // From here the answer is written by hand as server-sent events.
-    reply.hijack();
-    reply.raw.writeHead(200, {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-      "x-svc-model": stream.model,
-      ...(reply.getHeaders() as Record<string, string>),
-    });
+    openEventStream(reply, stream.model, stream.fallbackLayer);
     const send = (obj: unknown) => reply.raw.write(`data: ${JSON.stringify(obj)}\n\n`);
     const chunk = (delta: Record<string, unknown>, finish: string | null) =>
       send({ id, object: "chat.completion.chunk", created, model: stream.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });

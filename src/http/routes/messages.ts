@@ -13,7 +13,7 @@ import { type ChatInput, runChat, startChatStream } from "../../text/chat.ts";
 import type { ChatMessage, ChatResult, TextPart, ToolCall, ToolDefinition } from "../../text/types.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
-import { fallbackHeaders } from "./chat.ts";
+import { fallbackHeaders, openEventStream } from "./chat.ts";
 import { simulateHeader } from "./speech.ts";
 
 type Block = { type?: unknown; text?: unknown; id?: unknown; name?: unknown; input?: unknown; tool_use_id?: unknown; content?: unknown };
@@ -147,15 +147,7 @@ export function messagesRoutes(app: App, services: Services): void {
     }
 
     const stream = await startChatStream(deps, p.accountId, input, opts);
-    fallbackHeaders(reply, stream.fallbackLayer);
-    reply.hijack();
-    reply.raw.writeHead(200, {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-      "x-svc-model": stream.model,
-      ...(reply.getHeaders() as Record<string, string>),
-    });
+    openEventStream(reply, stream.model, stream.fallbackLayer);
     const event = (data: { type: string } & Record<string, unknown>) => reply.raw.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`);
     event({
       type: "message_start",
