@@ -9,6 +9,7 @@ import { type Migration, type MigrationProvider, Migrator } from "kysely/migrati
 import pg from "pg";
 import * as m001 from "./migrations/001_core.ts";
 import * as m002 from "./migrations/002_jobs_voices.ts";
+import * as m003 from "./migrations/003_sweep_indexes.ts";
 import type { Database } from "./schema.ts";
 import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
 
@@ -54,6 +55,7 @@ export function openDatabase(url: string, opts: { poolSize?: number } = {}): Db 
 const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, dialect: Dialect): Promise<void> }> = {
   "001_core": m001,
   "002_jobs_voices": m002,
+  "003_sweep_indexes": m003,
 };
 
 /**
