@@ -61,10 +61,18 @@ async function prepare(
   deps: ChatDeps,
   accountId: string,
   input: ChatInput,
-  opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null },
+  opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null; tier?: number },
 ): Promise<Prepared> {
   const model = getTextModel(input.model);
   if (!model) throw unknownModel(input.model);
+  if (opts.tier !== undefined && model.tierMin > opts.tier) {
+    throw new AppError(
+      403,
+      "model_not_available",
+      `${model.id} is available from Tier ${model.tierMin}; this account is on Tier ${opts.tier}.`,
+      "model",
+    );
+  }
   const maxTokens = input.maxTokens ?? DEFAULT_MAX_TOKENS;
   const inputTokens = countMessageTokens(input.messages, input.tools);
   await opts.guard.model(model.id);
@@ -126,13 +134,14 @@ function isRetryable(err: unknown): boolean {
 
 /**
  * Runs a chat call.
- * @throws AppError 400 `invalid_model`, 402 `billing_error`, 429 `rate_limited`, 502 `provider_error`.
+ * @throws AppError 400 `invalid_model`, 402 `billing_error`, 403 `model_not_available` (below the model's
+ *   tier), 429 `rate_limited`, 502 `provider_error`.
  */
 export async function runChat(
   deps: ChatDeps,
   accountId: string,
   input: ChatInput,
-  opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null; signal?: AbortSignal },
+  opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null; signal?: AbortSignal; tier?: number },
 ): Promise<ChatOutcome> {
   const p = await prepare(deps, accountId, input, opts);
   const routes = deps.routesFor(p.model);
@@ -176,7 +185,7 @@ export async function startChatStream(
   deps: ChatDeps,
   accountId: string,
   input: ChatInput,
-  opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null; signal?: AbortSignal },
+  opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null; signal?: AbortSignal; tier?: number },
 ): Promise<ChatStream> {
   const p = await prepare(deps, accountId, input, opts);
   for (const route of deps.routesFor(p.model)) {

@@ -44,6 +44,17 @@ describe("models and token limits", () => {
     assert.equal(caps.json.aliases.best, "txtA-large");
   });
 
+  test("a model above the caller's tier: 403 model_not_available, nothing charged", async () => {
+    const u = await gw.register();
+    const body = { model: "txtB-pro", messages: [{ role: "user", content: "hi" }], max_tokens: 10 };
+    const r = await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body });
+    assert.equal(r.status, 403);
+    assert.equal(r.json.error.code, "model_not_available");
+    assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
+    await gw.deposit(u.user_id, 10);
+    assert.equal((await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body })).status, 200);
+  });
+
   test("chat over max_single_request or the TPM window: 429, nothing charged", async () => {
     const u = await gw.register();
     await gw.deposit(u.user_id, 50);

@@ -117,6 +117,7 @@ export function chatRoutes(app: App, services: Services): void {
       guard: guardOf(services, req),
       tokens: (n: number) => services.limiter.tokens(p.accountId, p.limits, n),
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
+      tier: p.limits.tier,
     };
     const id = `chatcmpl-${newId("c").slice(2)}`;
     const created = Math.floor(Date.now() / 1000);

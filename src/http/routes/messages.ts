@@ -130,6 +130,7 @@ export function messagesRoutes(app: App, services: Services): void {
       guard: guardOf(services, req),
       tokens: (n: number) => services.limiter.tokens(p.accountId, p.limits, n),
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
+      tier: p.limits.tier,
     };
     const id = `msg_${newId("m").slice(2)}`;
     if (!input.stream) {
