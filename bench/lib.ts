@@ -5,10 +5,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
+import { freePort } from "../test/helpers/process.ts";
 import pg from "pg";
 
 export const PG_ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -17,19 +17,6 @@ export const ADMIN_TOKEN = "bench-admin-token";
 export interface Server {
   url: string;
   stop(): Promise<void>;
-}
-
-/** A free TCP port on loopback. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Polls `url` until it answers (the gateway is up) or the child exits. */

@@ -3,7 +3,7 @@
  * calls, `max_tokens` forwarded unchanged (default 4096), `stream: true` as server-sent events with a
  * final usage chunk (`stream_options.include_usage`), `usage.prompt_tokens_details.cached_tokens`.
  */
-import type { FastifyReply } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { formatUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
@@ -108,17 +108,23 @@ export function fallbackHeaders(reply: FastifyReply, layer: number): void {
   if (layer > 0) reply.header("x-svc-fallback", "true").header("x-svc-fallback-layer", String(layer));
 }
 
+/** The caller's limits and tier as the chat service needs them (shared with `/v1/messages`). */
+export function chatOptions(services: Services, req: FastifyRequest) {
+  const p = principalOf(req);
+  return {
+    guard: guardOf(services, req),
+    tokens: (n: number) => services.limiter.tokens(p.accountId, p.limits, n),
+    simulate: simulateHeader(req.headers["x-svc-simulate"]),
+    tier: p.limits.tier,
+  };
+}
+
 export function chatRoutes(app: App, services: Services): void {
   const deps = { db: services.db.kysely, routesFor: services.chatRoutesFor };
   app.post("/v1/chat/completions", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
     const input = parseOpenAIChat(req.body ?? {});
     const p = principalOf(req);
-    const opts = {
-      guard: guardOf(services, req),
-      tokens: (n: number) => services.limiter.tokens(p.accountId, p.limits, n),
-      simulate: simulateHeader(req.headers["x-svc-simulate"]),
-      tier: p.limits.tier,
-    };
+    const opts = chatOptions(services, req);
     const id = `chatcmpl-${newId("c").slice(2)}`;
     const created = Math.floor(Date.now() / 1000);
     if (!input.stream) {

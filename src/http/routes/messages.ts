@@ -12,9 +12,8 @@ import type { Services } from "../../services.ts";
 import { type ChatInput, runChat, startChatStream } from "../../text/chat.ts";
 import type { ChatMessage, ChatResult, TextPart, ToolCall, ToolDefinition } from "../../text/types.ts";
 import type { App } from "../app.ts";
-import { guardOf, principalOf } from "../auth.ts";
-import { fallbackHeaders, openEventStream } from "./chat.ts";
-import { simulateHeader } from "./speech.ts";
+import { principalOf } from "../auth.ts";
+import { chatOptions, fallbackHeaders, openEventStream } from "./chat.ts";
 
 type Block = { type?: unknown; text?: unknown; id?: unknown; name?: unknown; input?: unknown; tool_use_id?: unknown; content?: unknown };
 
@@ -126,12 +125,7 @@ export function messagesRoutes(app: App, services: Services): void {
   app.post("/v1/messages", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
     const input = parseAnthropicMessages(req.body ?? {});
     const p = principalOf(req);
-    const opts = {
-      guard: guardOf(services, req),
-      tokens: (n: number) => services.limiter.tokens(p.accountId, p.limits, n),
-      simulate: simulateHeader(req.headers["x-svc-simulate"]),
-      tier: p.limits.tier,
-    };
+    const opts = chatOptions(services, req);
     const id = `msg_${newId("m").slice(2)}`;
     if (!input.stream) {
       const out = await runChat(deps, p.accountId, input, opts);
