@@ -14,7 +14,7 @@ import { type LimitStore, MemoryLimitStore, RedisLimitStore } from "./limits/sto
 import { type BlobStore, openBlobStore } from "./storage/blobs.ts";
 import { type Db, migrate, openDatabase } from "./storage/db.ts";
 import type { ChatRoute } from "./text/chat.ts";
-import type { ChatAdapter } from "./text/types.ts";
+import type { ChatAdapter } from "./upstreams/chat-types.ts";
 import { createOpenAICompatibleChat } from "./upstreams/openai-compatible/chat.ts";
 import { createSimulatedChat } from "./upstreams/simulator/chat.ts";
 import { safeFetch } from "./upstreams/safe-fetch.ts";

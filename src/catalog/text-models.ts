@@ -250,7 +250,7 @@ function tokenCount(name: string, value: number): bigint {
 /**
  * The charge of one text call in micro-USD: `((inputTokens - cachedTokens) x input + cachedTokens x
  * cached + outputTokens x output) / 1e6` with prices in micro-USD per 1M tokens, computed exactly and
- * rounded half-up once (D7). Used both for the hold (see `estimateHold` in text/tokens.ts: all input
+ * rounded half-up once (D7). Used both for the hold (see `estimateHold` in upstreams/tokens.ts: all input
  * uncached, `max_tokens` of output) and the final charge. Throws RangeError on negative or fractional
  * counts, or `cachedTokens > inputTokens`.
  */

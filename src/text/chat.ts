@@ -12,8 +12,8 @@ import { AppError, errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
 import { observeUpstream } from "../metrics.ts";
 import type { SimulateMode } from "../upstreams/types.ts";
-import { countMessageTokens } from "./tokens.ts";
-import type { ChatAdapter, ChatDelta, ChatMessage, ChatRequest, ChatResult, ToolDefinition } from "./types.ts";
+import { countMessageTokens } from "../upstreams/tokens.ts";
+import type { ChatAdapter, ChatDelta, ChatMessage, ChatRequest, ChatResult, ToolDefinition } from "../upstreams/chat-types.ts";
 
 /** Default output cap when the caller gives none (spec: 4096; no cap of ours otherwise). */
 export const DEFAULT_MAX_TOKENS = 4096;

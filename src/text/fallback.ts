@@ -18,7 +18,7 @@
  * has started and a failure propagates to the consumer.
  */
 import { UpstreamError } from "../upstreams/types.ts";
-import type { ChatAdapter, ChatDelta } from "./types.ts";
+import type { ChatAdapter, ChatDelta } from "../upstreams/chat-types.ts";
 
 /** 0 = requested model at its primary source; 1 = same model, other source; 2 / 3 = first / second equivalent. */
 export type FallbackLayer = 0 | 1 | 2 | 3;

@@ -11,7 +11,7 @@ import type { FallbackDescription, FallbackStep } from "../../src/text/fallback.
 import { createOpenAICompatibleChat } from "../../src/upstreams/openai-compatible/chat.ts";
 import type { OpenAICompatibleChat } from "../../src/upstreams/openai-compatible/chat.ts";
 import { UpstreamError } from "../../src/upstreams/types.ts";
-import type { ChatAdapter, ChatDelta, ChatRequest } from "../../src/text/types.ts";
+import type { ChatAdapter, ChatDelta, ChatRequest } from "../../src/upstreams/chat-types.ts";
 import { completion, startFakeOpenAI, textStream } from "../helpers/fake-openai.ts";
 import type { FakeBehaviour, FakeOpenAI, RecordedRequest } from "../helpers/fake-openai.ts";
 

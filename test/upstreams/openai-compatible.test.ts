@@ -11,7 +11,7 @@ import { createOpenAICompatibleChat, sseData } from "../../src/upstreams/openai-
 import type { OpenAICompatibleChat } from "../../src/upstreams/openai-compatible/chat.ts";
 import { OpenAICompatibleError } from "../../src/upstreams/openai-compatible/api.ts";
 import { UpstreamError } from "../../src/upstreams/types.ts";
-import type { ChatDelta, ChatRequest } from "../../src/text/types.ts";
+import type { ChatDelta, ChatRequest } from "../../src/upstreams/chat-types.ts";
 import { chunk, completion, startFakeOpenAI, textStream, usageChunk } from "../helpers/fake-openai.ts";
 import type { FakeOpenAI } from "../helpers/fake-openai.ts";
 

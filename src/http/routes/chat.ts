@@ -10,7 +10,7 @@ import { errors } from "../../errors.ts";
 import { newId } from "../../ids.ts";
 import type { Services } from "../../services.ts";
 import { type ChatInput, runChat, startChatStream } from "../../text/chat.ts";
-import type { ChatMessage, ChatResult, ToolDefinition } from "../../text/types.ts";
+import type { ChatMessage, ChatResult, ToolDefinition } from "../../upstreams/chat-types.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
 import { simulateHeader } from "./speech.ts";

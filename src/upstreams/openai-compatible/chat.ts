@@ -1,6 +1,6 @@
 /**
  * Chat completions at an OpenAI-compatible upstream (`POST {baseUrl}/chat/completions`), as a
- * {@link ChatAdapter}. The internal chat shapes are the OpenAI ones (src/text/types.ts), so requests are
+ * {@link ChatAdapter}. The internal chat shapes are the OpenAI ones (src/upstreams/chat-types.ts), so requests are
  * forwarded almost verbatim; answers are validated field by field (parsed as `unknown`, never trusted).
  *
  * Leniencies, because "OpenAI-compatible" servers differ in small ways:
@@ -14,7 +14,7 @@
  *
  * Errors: see api.ts (every failure is an `UpstreamError`; the caller's abort rethrows its reason).
  */
-import type { ChatAdapter, ChatDelta, ChatRequest, ChatResult, ChatUsage, ToolCall } from "../../text/types.ts";
+import type { ChatAdapter, ChatDelta, ChatRequest, ChatResult, ChatUsage, ToolCall } from "../chat-types.ts";
 import {
   BodyTooLargeError,
   createOpenAICompatibleApi,

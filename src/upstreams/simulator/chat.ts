@@ -34,8 +34,8 @@ import type {
   TextPart,
   ToolCall,
   ToolDefinition,
-} from "../../text/types.ts";
-import { countTokens, encodePrompt } from "../../text/tokens.ts";
+} from "../chat-types.ts";
+import { countTokens, encodePrompt } from "../tokens.ts";
 import { simulateLatency } from "./delay.ts";
 
 /** Simulated delays in seconds, before multiplication by `latencyScale`. */

@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { countMessageTokens, countTokens } from "../../../src/text/tokens.ts";
-import type { ChatDelta, ChatMessage, ChatRequest, ChatResult, ToolDefinition } from "../../../src/text/types.ts";
+import { countMessageTokens, countTokens } from "../../../src/upstreams/tokens.ts";
+import type { ChatDelta, ChatMessage, ChatRequest, ChatResult, ToolDefinition } from "../../../src/upstreams/chat-types.ts";
 import { createSimulatedChat, SIM_PROMPT_CACHE } from "../../../src/upstreams/simulator/chat.ts";
 import { UpstreamError } from "../../../src/upstreams/types.ts";
 

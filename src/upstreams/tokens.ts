@@ -1,6 +1,7 @@
 /**
  * Token counting for the text side: prompt sizes for holds and rate limits, the simulated chat upstream's
- * usage numbers and its prompt-cache prefixes (D23).
+ * usage numbers and its prompt-cache prefixes (D23). It sits in `upstreams/` because the count is the
+ * upstream models' own encoding and the simulated upstream needs it; the text services above import it.
  *
  * Tokens are counted with `gpt-tokenizer`'s `o200k_base` encoding (the encoding of current OpenAI chat
  * models), a pure-JavaScript BPE whose rank table ships inside the package: nothing is downloaded at run
@@ -25,7 +26,7 @@ import {
   ImStart,
   setMergeCacheSize,
 } from "gpt-tokenizer/encoding/o200k_base";
-import type { ChatMessage, TextPart, ToolCall, ToolDefinition } from "./types.ts";
+import type { ChatMessage, TextPart, ToolCall, ToolDefinition } from "./chat-types.ts";
 
 /**
  * Size of the library's merge cache (entries). Its default of 100_000 degrades as it fills: eviction

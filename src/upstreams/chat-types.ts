@@ -1,9 +1,11 @@
 /**
- * The gateway's internal chat representation (issue "Text and audio understanding"): the OpenAI
- * chat-completions shape, which the OpenAI-compatible upstreams speak natively and which `/v1/messages`
- * (Anthropic format) is converted to and from. Adapters know nothing about money.
+ * The chat adapter interface and the gateway's internal chat representation (issue "Text and audio
+ * understanding"): the OpenAI chat-completions shape, which the OpenAI-compatible upstreams speak natively
+ * and which `/v1/messages` (Anthropic format) is converted to and from. It lives with the other adapter
+ * interfaces (design.md "upstreams/"), so adapters never import the text services. Adapters know nothing
+ * about money.
  */
-import type { SimulateMode } from "../upstreams/types.ts";
+import type { SimulateMode } from "./types.ts";
 
 /** A text part of a message (images and audio parts are not supported by the text side yet). */
 export interface TextPart {

@@ -1,5 +1,5 @@
 /**
- * Token counting (src/text/tokens.ts): exact `o200k_base` counts for ordinary text, OpenAI-style message
+ * Token counting (src/upstreams/tokens.ts): exact `o200k_base` counts for ordinary text, OpenAI-style message
  * overhead, never throwing, and bounded time on pathological input.
  */
 import assert from "node:assert/strict";
@@ -14,8 +14,8 @@ import {
   estimateHold,
   LONG_RUN,
   REPLY_PRIMING_TOKENS,
-} from "../../src/text/tokens.ts";
-import type { ChatMessage, ToolDefinition } from "../../src/text/types.ts";
+} from "../../src/upstreams/tokens.ts";
+import type { ChatMessage, ToolDefinition } from "../../src/upstreams/chat-types.ts";
 
 const PLAIN = { disallowedSpecial: new Set<string>() };
 
