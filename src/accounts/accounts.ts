@@ -194,6 +194,19 @@ function limitsOf(row: { total_deposits_micros: number; tier_override: number | 
   return limits;
 }
 
+/**
+ * The account's effective limits (its tier row with the operator's overrides, D12/D22), or null when the
+ * account does not exist. The returned row is shared with other accounts of the same limits: read only.
+ */
+export async function effectiveLimits(db: Executor, accountId: string): Promise<EffectiveLimits | null> {
+  const row = await db
+    .selectFrom("accounts")
+    .select(["total_deposits_micros", "tier_override", "limits_override"])
+    .where("id", "=", accountId)
+    .executeTakeFirst();
+  return row ? limitsOf(row) : null;
+}
+
 /** Last-used timestamps are written at most once a minute per key, off the request's critical path. */
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 const lastUsedWritten = new Map<string, number>();

@@ -1,10 +1,8 @@
 /**
  * The limits in force for one account: its tier row (deposits or operator override, spec tier ladder
- * and D12) with the operator's per-field overrides applied (D22).
+ * and D12) with the operator's per-field overrides applied (D22). Pure functions of a tier row: the
+ * account lookup that feeds them is `effectiveLimits` in accounts/accounts.ts (accounts sit above limits).
  */
-import { getAccount } from "../accounts/accounts.ts";
-import type { Executor } from "../billing/ledger.ts";
-import { tierRow } from "../catalog/tiers.ts";
 import type { AudioPool, TierRow } from "../catalog/types.ts";
 
 /** Effective limits of an account: the tier row after overrides. */
@@ -36,14 +34,6 @@ export function applyOverrides(row: TierRow, overrideJson: string | null): Effec
     }
   }
   return out;
-}
-
-/** The account's effective limits, or null when the account does not exist. */
-export async function effectiveLimits(db: Executor, accountId: string): Promise<EffectiveLimits | null> {
-  const a = await getAccount(db, accountId);
-  if (!a) return null;
-  const row = await db.selectFrom("accounts").select("limits_override").where("id", "=", accountId).executeTakeFirst();
-  return applyOverrides(tierRow(a.tier), row?.limits_override ?? null);
 }
 
 /**
