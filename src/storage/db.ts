@@ -4,7 +4,7 @@
  */
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { Kysely, PostgresDialect } from "kysely";
+import { Kysely, PostgresDialect, sql } from "kysely";
 import { type Migration, type MigrationProvider, Migrator } from "kysely/migration";
 import pg from "pg";
 import * as m001 from "./migrations/001_core.ts";
@@ -15,11 +15,27 @@ import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
 
 export type Dialect = "sqlite" | "postgres";
 
-/** An open database handle. `close()` ends every connection. */
+/**
+ * An open database handle. `ping()` runs a trivial query (readiness probes; rejects when the database is
+ * unreachable); `close()` ends every connection.
+ */
 export interface Db {
   kysely: Kysely<Database>;
   dialect: Dialect;
+  ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The {@link Db} handle of an open Kysely instance. */
+function handle(kysely: Kysely<Database>, dialect: Dialect): Db {
+  return {
+    kysely,
+    dialect,
+    ping: async () => {
+      await sql`select 1`.execute(kysely);
+    },
+    close: () => kysely.destroy(),
+  };
 }
 
 /**
@@ -43,12 +59,12 @@ export function openDatabase(url: string, opts: { poolSize?: number } = {}): Db 
     // An idle client that loses its server must not crash the process.
     pool.on("error", () => {});
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { kysely, dialect: "postgres", close: () => kysely.destroy() };
+    return handle(kysely, "postgres");
   }
   const path = resolve(url.replace(/^(sqlite|file):(\/\/)?/, ""));
   mkdirSync(dirname(path), { recursive: true });
   const kysely = new Kysely<Database>({ dialect: new NodeSqliteDialect(openSqlite(path)) });
-  return { kysely, dialect: "sqlite", close: () => kysely.destroy() };
+  return handle(kysely, "sqlite");
 }
 
 /** Migrations in order; each takes the dialect for the few places where types differ. */

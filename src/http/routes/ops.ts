@@ -4,7 +4,8 @@
  * `LIMITS_ON_STORE_ERROR=closed`; 503 otherwise; an unreachable Redis in `open` mode is reported only)
  * and `GET /metrics` (Prometheus text format).
  */
-import { sql } from "kysely";
+import { openHoldTotals } from "../../billing/stats.ts";
+import { jobCountsByStatus } from "../../jobs/stats.ts";
 import { holdsOpen, holdsOpenUsd, jobsByStatus, registry } from "../../metrics.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
@@ -27,7 +28,7 @@ export function opsRoutes(app: App, services: Services): void {
 
   app.get("/readyz", async (_req, reply) => {
     const checks: Record<string, string> = {
-      database: await probe(() => sql`select 1`.execute(services.db.kysely)),
+      database: await probe(() => services.db.ping()),
       storage: await probe(() => services.blobs.ping()),
     };
     if (services.config.redisUrl) checks.redis = await probe(() => services.limiter.ping());
@@ -40,21 +41,12 @@ export function opsRoutes(app: App, services: Services): void {
   app.get("/metrics", async (_req, reply) => {
     // Gauges of shared state are read from the database at scrape time (every process sees all of it).
     try {
-      const db = services.db.kysely;
-      const holds = await db
-        .selectFrom("holds")
-        .select((eb) => [eb.fn.countAll<number>().as("n"), eb.fn.coalesce(eb.fn.sum<number>("amount_micros"), eb.lit(0)).as("usd")])
-        .where("status", "=", "open")
-        .executeTakeFirstOrThrow();
-      holdsOpen.set(Number(holds.n));
-      holdsOpenUsd.set(Number(holds.usd) / 1_000_000);
-      const jobs = await db
-        .selectFrom("jobs")
-        .select(["kind", "status", (eb) => eb.fn.countAll<number>().as("n")])
-        .groupBy(["kind", "status"])
-        .execute();
+      const holds = await openHoldTotals(services.db.kysely);
+      holdsOpen.set(holds.count);
+      holdsOpenUsd.set(holds.micros / 1_000_000);
+      const jobs = await jobCountsByStatus(services.db.kysely);
       jobsByStatus.reset();
-      for (const j of jobs) jobsByStatus.set({ kind: j.kind, status: j.status }, Number(j.n));
+      for (const j of jobs) jobsByStatus.set({ kind: j.kind, status: j.status }, j.count);
     } catch (err) {
       services.log.warn({ err }, "metrics: database gauges unavailable");
     }

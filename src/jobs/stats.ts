@@ -1,0 +1,15 @@
+/**
+ * Read-only figures about media jobs, for monitoring (the `/metrics` gauge of jobs by kind and status).
+ */
+import type { Executor } from "../billing/ledger.ts";
+import type { JobStatus, JobsTable } from "../storage/schema.ts";
+
+/** Number of jobs per (kind, status) pair, across every account; pairs without jobs are absent. */
+export async function jobCountsByStatus(db: Executor): Promise<{ kind: JobsTable["kind"]; status: JobStatus; count: number }[]> {
+  const rows = await db
+    .selectFrom("jobs")
+    .select(["kind", "status", (eb) => eb.fn.countAll<number>().as("n")])
+    .groupBy(["kind", "status"])
+    .execute();
+  return rows.map((r) => ({ kind: r.kind, status: r.status, count: Number(r.n) }));
+}
