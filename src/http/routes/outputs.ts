@@ -4,7 +4,8 @@
  */
 import { Type } from "typebox";
 import { errors } from "../../errors.ts";
-import { listGallery, sharedOutput, sharePage } from "../../jobs/outputs.ts";
+import { listGallery, sharedOutput } from "../../jobs/outputs.ts";
+import { sharePage } from "../share-page.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
