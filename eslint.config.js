@@ -1,6 +1,111 @@
-// Lint: typescript-eslint with type information (floating promises need it), strict on `any`.
+// Lint: typescript-eslint with type information (floating promises need it), strict on `any`, and the
+// module graph of design.md ("Layout": the layering of src/) enforced by eslint-plugin-boundaries.
 import js from "@eslint/js";
+import boundaries from "eslint-plugin-boundaries";
 import tseslint from "typescript-eslint";
+
+// The layers of src/, lowest first: design.md's "Layout" and the rules under it, read as an order. A module
+// may import its own layer and the layers below it, never one above; so no two top-level folders can
+// import each other, and adding a folder means choosing its place here.
+// - base: the leaf modules (money.ts, errors.ts, ids.ts, metrics.ts, config.ts), which may import only
+//   each other and packages;
+// - storage: the database (the one folder with SQL) and the blob stores; then catalog: model records,
+//   prices, limits and tiers;
+// - upstreams: adapter interfaces (chat included), the simulator and protocol adapters; below every
+//   service, so an adapter cannot reach billing, limits, accounts, jobs or the audio and text services,
+//   and it may not use money.ts either (a policy below);
+// - the services, each above what it uses: limits, billing (ledger, holds, the paid-call flow), accounts,
+//   audio, text, jobs;
+// - services.ts builds them, http/ serves them, main.ts starts the process.
+const LAYERS = [
+  { layer: "base", files: ["src/errors.ts", "src/ids.ts", "src/metrics.ts", "src/config.ts", "src/billing/money.ts"] },
+  { layer: "storage", folder: "src/storage" },
+  { layer: "catalog", folder: "src/catalog" },
+  { layer: "upstreams", folder: "src/upstreams" },
+  { layer: "limits", folder: "src/limits" },
+  { layer: "billing", folder: "src/billing" },
+  { layer: "accounts", folder: "src/accounts" },
+  { layer: "audio", folder: "src/audio" },
+  { layer: "text", folder: "src/text" },
+  { layer: "jobs", folder: "src/jobs" },
+  { layer: "services", files: ["src/services.ts"] },
+  { layer: "http", folder: "src/http" },
+  { layer: "main", files: ["src/main.ts"] },
+];
+
+/**
+ * The selector of a layer's modules: folders are boundaries "elements", single files are file
+ * "categories" (money.ts is both in billing/ and in base; a policy below keeps it at the bottom).
+ */
+const entity = (layer) => {
+  const l = LAYERS.find((x) => x.layer === layer);
+  return l.folder ? { element: { type: layer } } : { file: { categories: layer } };
+};
+/** A local module of any layer. */
+const LOCAL = { module: { origin: "local" } };
+/** Packages that only the HTTP layer (and main.ts, which starts it) may import. */
+const HTTP_PACKAGES = ["fastify", "@fastify/*", "find-my-way"];
+/** Database drivers and the query builder: http/ calls services and storage functions instead. */
+const SQL_PACKAGES = ["kysely", "kysely/*", "pg"];
+
+const moduleGraph = {
+  files: ["src/**/*.ts"],
+  plugins: { boundaries },
+  settings: {
+    "boundaries/elements": LAYERS.filter((l) => l.folder).map((l) => ({ type: l.layer, pattern: l.folder, partialMatch: false })),
+    "boundaries/files": LAYERS.filter((l) => l.files).map((l) => ({ category: l.layer, pattern: l.files })),
+  },
+  rules: {
+    // A new top-level folder or file must be given its place in LAYERS.
+    "boundaries/no-unknown-files": "error",
+    "boundaries/dependencies": [
+      "error",
+      {
+        default: "disallow",
+        checkAllOrigins: true,
+        // Imports inside one folder are checked too (money.ts lies in billing/ but must not import it).
+        checkInternals: true,
+        // Policies are read in order; a later one overrides an earlier one.
+        policies: [
+          // Packages and Node's modules are allowed unless a policy below says otherwise.
+          { allow: { to: { module: { origin: ["external", "core"] } } } },
+          // The layer order: a layer imports itself and the layers below it.
+          ...LAYERS.map(({ layer }, i) => ({
+            from: entity(layer),
+            allow: { to: LAYERS.slice(0, i + 1).map((l) => entity(l.layer)) },
+          })),
+          {
+            from: entity("base"),
+            disallow: { to: LOCAL },
+            message: "money, errors, ids, metrics and config form the lowest layer: they may import only each other.",
+          },
+          { from: entity("base"), allow: { to: entity("base") } },
+          {
+            from: entity("upstreams"),
+            disallow: { to: { file: { path: "src/billing/money.ts" } } },
+            message: "Adapters know nothing about money: prices and holds belong to catalog/ and billing/.",
+          },
+          {
+            disallow: { to: { module: { source: HTTP_PACKAGES } } },
+            message: "Only http/ knows about HTTP: services, adapters and storage never import Fastify.",
+          },
+          { from: [entity("http"), entity("main")], allow: { to: { module: { source: HTTP_PACKAGES } } } },
+          {
+            from: entity("http"),
+            disallow: [{ to: { module: { source: SQL_PACKAGES } } }, { to: entity("storage") }],
+            message: "http/ runs no SQL: call a service or storage function instead (types and the blob store excepted).",
+          },
+          { from: entity("http"), allow: [{ to: { file: { path: "src/storage/blobs.ts" } } }, { to: entity("storage"), dependency: { kind: "type" } }] },
+          {
+            disallow: { to: { file: { path: "src/storage/ledger-pg.ts" } } },
+            message: "Only billing/ writes ledger rows: storage/ledger-pg.ts is billing's.",
+          },
+          { from: [entity("billing"), entity("storage")], allow: { to: { file: { path: "src/storage/ledger-pg.ts" } } } },
+        ],
+      },
+    ],
+  },
+};
 
 export default tseslint.config(
   { ignores: ["node_modules/", "data/", "coverage/"] },
@@ -27,4 +132,5 @@ export default tseslint.config(
     },
   },
   { files: ["**/*.js"], ...tseslint.configs.disableTypeChecked },
+  moduleGraph,
 );
