@@ -12,6 +12,7 @@ import type { Services } from "../services.ts";
 import { requireAdmin, requireAuth } from "./auth.ts";
 import { errorHandler } from "./error-handler.ts";
 import { registerOpenApi } from "./openapi.ts";
+import { clientErrorHandler, frameworkError } from "./router-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
 import { billingRoutes } from "./routes/billing.ts";
@@ -51,6 +52,9 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
     },
     return503OnClosing: true,
     forceCloseConnections: "idle",
+    // Errors raised before routing answer the D1 body too.
+    frameworkErrors: frameworkError,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest("principal", null);
