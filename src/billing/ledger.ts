@@ -85,9 +85,10 @@ interface EntryFields {
   reference?: string | null;
 }
 
-const ENTRY_FIELDS = 8;
+const ENTRY_FIELDS = 9;
 function entryValues(p: Param, base: number) {
   return {
+    id: p<string>(base + 8),
     account_id: p<string>(base),
     kind: p<LedgerKind>(base + 1),
     amount_micros: p<number>(base + 2),
@@ -121,6 +122,7 @@ async function insertEntries(
       e.jobId ?? null,
       e.reference ?? null,
       now,
+      newId("le"),
     );
   }
   if (entries.length === 1) await insertOneEntry(trx, ...args);
@@ -374,14 +376,10 @@ export interface LedgerEntry {
   createdAt: number;
 }
 
-/** Public id of a ledger entry. */
-export function ledgerEntryId(seq: number): string {
-  return `le_${seq}`;
-}
-
 /**
- * The account's ledger, newest first: at most `limit` entries older than the entry `after` (a public
- * id from a previous page), and whether more exist.
+ * The account's ledger, newest first (by the internal sequence, so entries of the same millisecond keep
+ * their order): at most `limit` entries older than the entry `after` (a public id from a previous page),
+ * and whether more exist. An `after` that names no entry of this account is ignored (the first page).
  */
 export async function listLedger(
   db: Executor,
@@ -390,20 +388,25 @@ export async function listLedger(
 ): Promise<{ entries: LedgerEntry[]; hasMore: boolean }> {
   let q = db
     .selectFrom("ledger_entries")
-    .select(["seq", "kind", "amount_micros", "balance_after_micros", "job_id", "created_at"])
+    .select(["id", "kind", "amount_micros", "balance_after_micros", "job_id", "created_at"])
     .where("account_id", "=", accountId)
     .orderBy("seq", "desc")
     .limit(opts.limit + 1);
   if (opts.after !== null) {
-    const seq = Number(/^le_(\d+)$/.exec(opts.after)?.[1] ?? Number.NaN);
-    if (Number.isSafeInteger(seq)) q = q.where("seq", "<", seq);
+    const anchor = await db
+      .selectFrom("ledger_entries")
+      .select("seq")
+      .where("id", "=", opts.after)
+      .where("account_id", "=", accountId)
+      .executeTakeFirst();
+    if (anchor) q = q.where("seq", "<", Number(anchor.seq));
   }
   const rows = await q.execute();
   const hasMore = rows.length > opts.limit;
   return {
     hasMore,
     entries: rows.slice(0, opts.limit).map((r) => ({
-      id: ledgerEntryId(Number(r.seq)),
+      id: r.id,
       kind: r.kind,
       amountMicros: Number(r.amount_micros),
       balanceAfterMicros: Number(r.balance_after_micros),

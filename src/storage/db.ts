@@ -10,6 +10,7 @@ import pg from "pg";
 import * as m001 from "./migrations/001_core.ts";
 import * as m002 from "./migrations/002_jobs_voices.ts";
 import * as m003 from "./migrations/003_sweep_indexes.ts";
+import * as m004 from "./migrations/004_ledger_entry_ids.ts";
 import type { Database } from "./schema.ts";
 import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
 
@@ -72,13 +73,15 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, dialect: Dialect): Pr
   "001_core": m001,
   "002_jobs_voices": m002,
   "003_sweep_indexes": m003,
+  "004_ledger_entry_ids": m004,
 };
 
 /**
  * Applies every pending migration (idempotent; safe when several processes start at once, Kysely's
- * migrator takes a lock). Throws when a migration fails.
+ * migrator takes a lock), or with `to` only those up to that one (tests of a migration's backfill).
+ * Throws when a migration fails.
  */
-export async function migrate(db: Db): Promise<void> {
+export async function migrate(db: Db, opts: { to?: string } = {}): Promise<void> {
   const provider: MigrationProvider = {
     async getMigrations(): Promise<Record<string, Migration>> {
       const out: Record<string, Migration> = {};
@@ -89,7 +92,7 @@ export async function migrate(db: Db): Promise<void> {
     },
   };
   const migrator = new Migrator({ db: db.kysely, provider });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = opts.to === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(opts.to);
   if (error) {
     const failed = results?.find((r) => r.status === "Error")?.migrationName ?? "unknown";
     throw new Error(`migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);

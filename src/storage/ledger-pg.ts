@@ -5,6 +5,7 @@
  * portable form for SQLite. Both are atomic on their own and also run inside an enclosing transaction.
  */
 import { type Kysely, PostgresAdapter, sql, type Transaction } from "kysely";
+import { newId } from "../ids.ts";
 import type { Database } from "./schema.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -32,8 +33,8 @@ export async function pgPlaceHold(
       select ${a.holdId}, ${a.accountId}, ${a.amount}::bigint, 'open', null, ${a.jobId}, ${a.reference}, ${a.now}::bigint, null
       from acc
     )
-    insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, reference, created_at)
-    select ${a.accountId}, 'hold', -${a.amount}::bigint, balance_micros, ${a.holdId}, ${a.jobId}, ${a.reference}, ${a.now}::bigint
+    insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, reference, created_at)
+    select ${newId("le")}, ${a.accountId}, 'hold', -${a.amount}::bigint, balance_micros, ${a.holdId}, ${a.jobId}, ${a.reference}, ${a.now}::bigint
     from acc
     returning balance_after_micros`.execute(db);
   const row = res.rows[0];
@@ -60,10 +61,10 @@ export async function pgCaptureHold(
       from h where accounts.id = h.account_id
       returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.reference
     )
-    insert into ledger_entries (account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, reference, created_at)
-    select account_id, 'hold_release', amount_micros, balance_micros + ${a.final}::bigint, ${a.holdId}, job_id, reference, ${a.now}::bigint from acc
+    insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, reference, created_at)
+    select ${newId("le")}, account_id, 'hold_release', amount_micros, balance_micros + ${a.final}::bigint, ${a.holdId}, job_id, reference, ${a.now}::bigint from acc
     union all
-    select account_id, 'charge', -${a.final}::bigint, balance_micros, ${a.holdId}, job_id, reference, ${a.now}::bigint from acc
+    select ${newId("le")}, account_id, 'charge', -${a.final}::bigint, balance_micros, ${a.holdId}, job_id, reference, ${a.now}::bigint from acc
     where ${a.final}::bigint > 0
     returning kind, amount_micros, balance_after_micros`.execute(db);
   if (res.rows.length === 0) return null;

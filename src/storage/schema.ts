@@ -52,8 +52,10 @@ export type LedgerKind =
   | "adjustment";
 
 export interface LedgerEntriesTable {
-  /** Monotonic sequence; the public id is `le_<seq>`. */
+  /** Internal monotonic sequence: the order of entries (newest first), never shown. */
   seq: Generated<number>;
+  /** Public id `le_<random>` (D29), unique; what the API shows and `after` cursors name. */
+  id: string;
   account_id: string;
   kind: LedgerKind;
   /** Signed micro-USD: credits positive, debits negative. */

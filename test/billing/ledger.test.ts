@@ -144,6 +144,57 @@ for (const backend of BACKENDS) {
       );
       await invariant(u.user_id);
     });
+
+    test("entry ids are opaque (le_ + 22 random characters, D29) on every write path", async () => {
+      const u = await gw.register();
+      const db = gw.services.db.kysely;
+      const captured = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000, reference: "m" });
+      await captureHold(db, captured.id, 40_000);
+      const released = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000 });
+      await releaseHold(db, released.id);
+      await credit(db, { accountId: u.user_id, kind: "adjustment", amountMicros: 7 });
+      const { entries } = await listLedger(db, u.user_id, { limit: 100, after: null });
+      assert.deepEqual(
+        entries.map((e) => e.kind),
+        ["adjustment", "hold_release", "hold", "charge", "hold_release", "hold", "signup_credit"],
+      );
+      for (const e of entries) assert.match(e.id, /^le_[A-Za-z0-9]{22}$/);
+      assert.equal(new Set(entries.map((e) => e.id)).size, entries.length, "ids are unique");
+    });
+
+    test("after pages through every entry exactly once, in order, within one millisecond too", async () => {
+      const u = await gw.register();
+      const db = gw.services.db.kysely;
+      for (let i = 1; i <= 11; i++) await credit(db, { accountId: u.user_id, kind: "adjustment", amountMicros: i });
+      // All entries in one millisecond: only the internal sequence orders them.
+      await db.updateTable("ledger_entries").set({ created_at: 1_700_000_000_000 }).where("account_id", "=", u.user_id).execute();
+      const all = (await listLedger(db, u.user_id, { limit: 100, after: null })).entries;
+      assert.deepEqual(
+        all.map((e) => e.amountMicros),
+        [11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 500_000],
+      );
+      const seen: string[] = [];
+      let after: string | null = null;
+      for (let pages = 0; pages < 20; pages++) {
+        const page: Awaited<ReturnType<typeof listLedger>> = await listLedger(db, u.user_id, { limit: 5, after });
+        seen.push(...page.entries.map((e) => e.id));
+        if (!page.hasMore) break;
+        after = page.entries[page.entries.length - 1].id;
+      }
+      assert.deepEqual(seen, all.map((e) => e.id));
+    });
+
+    test("an after naming no entry of the caller gives the first page", async () => {
+      const u = await gw.register();
+      const other = await gw.register();
+      const db = gw.services.db.kysely;
+      await credit(db, { accountId: u.user_id, kind: "adjustment", amountMicros: 1 });
+      const first = await listLedger(db, u.user_id, { limit: 1, after: null });
+      const othersEntry = (await listLedger(db, other.user_id, { limit: 1, after: null })).entries[0].id;
+      for (const after of ["le_1", "le_AAAAAAAAAAAAAAAAAAAAAA", othersEntry, ""]) {
+        assert.deepEqual(await listLedger(db, u.user_id, { limit: 1, after }), first, after);
+      }
+    });
   });
 }
 
