@@ -93,7 +93,7 @@ const moduleGraph = {
           {
             from: entity("http"),
             disallow: [{ to: { module: { source: SQL_PACKAGES } } }, { to: entity("storage") }],
-            message: "http/ runs no SQL: call a service or storage function instead (types and the blob store excepted).",
+            message: "http/ runs no SQL: call a service instead (storage types and the blob store excepted).",
           },
           { from: entity("http"), allow: [{ to: { file: { path: "src/storage/blobs.ts" } } }, { to: entity("storage"), dependency: { kind: "type" } }] },
           {
