@@ -120,7 +120,7 @@ export function chatOptions(services: Services, req: FastifyRequest) {
 }
 
 export function chatRoutes(app: App, services: Services): void {
-  const deps = { db: services.db.kysely, routesFor: services.chatRoutesFor };
+  const deps = { db: services.db.kysely, planFor: services.chatPlanFor };
   app.post("/v1/chat/completions", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
     const input = parseOpenAIChat(req.body ?? {});
     const p = principalOf(req);

@@ -121,7 +121,7 @@ function toolInput(args: string): unknown {
 }
 
 export function messagesRoutes(app: App, services: Services): void {
-  const deps = { db: services.db.kysely, routesFor: services.chatRoutesFor };
+  const deps = { db: services.db.kysely, planFor: services.chatPlanFor };
   app.post("/v1/messages", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
     const input = parseAnthropicMessages(req.body ?? {});
     const p = principalOf(req);
