@@ -5,12 +5,12 @@
  */
 import multipart from "@fastify/multipart";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { formatUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import { type AudioSource, MAX_UPLOAD_BYTES, runAudioText } from "../../text/audio-text.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
+import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
 
 interface Form {
@@ -59,12 +59,8 @@ export async function audioTextRoutes(app: App, services: Services): Promise<voi
       { task, model: form.fields.model ?? null, prompt, source: form.source! },
       { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req) },
     );
-    reply
-      .header("x-svc-model", out.model)
-      .header("x-svc-duration-sec", String(Math.round(out.durationSec * 1000) / 1000))
-      .header("x-svc-cost-usd", formatUsd(out.costMicros))
-      .header("x-svc-balance-usd", formatUsd(out.balanceMicros));
-    if (task === "understand") return reply.send({ text: out.text, model: out.model, duration_sec: Math.round(out.durationSec * 1000) / 1000 });
+    setCostHeaders(reply, out);
+    if (task === "understand") return reply.send({ text: out.text, model: out.model, duration_sec: roundedSeconds(out.durationSec) });
     if (form.fields.response_format === "text") return reply.type("text/plain; charset=utf-8").send(out.text);
     if (form.fields.response_format === "verbose_json") {
       return reply.send({ task: "transcribe", language: "english", duration: out.durationSec, text: out.text, segments: [] });

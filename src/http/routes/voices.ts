@@ -6,11 +6,12 @@ import multipart from "@fastify/multipart";
 import { Type } from "typebox";
 import { cloneVoice, MAX_REFERENCE_BYTES, type VoiceCloneForm } from "../../audio/voice-clone.ts";
 import { designVoice } from "../../audio/voice-design.ts";
-import { formatUsd, microsToUsd } from "../../billing/money.ts";
+import { microsToUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
+import { setCostHeaders } from "../cost-headers.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
 
 const LibraryQuery = Type.Object({ provider: Type.Optional(Type.String({ maxLength: 20 })) });
@@ -37,17 +38,13 @@ export function voiceRoutes(app: App, services: Services): void {
       req.body ?? {},
       { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req) },
     );
-    return reply
-      .header("x-svc-model", out.model)
-      .header("x-svc-cost-usd", formatUsd(out.costMicros))
-      .header("x-svc-balance-usd", formatUsd(out.balanceMicros))
-      .send({
-        voice_id: out.voiceId,
-        name: out.name,
-        model: out.model,
-        cost_usd: microsToUsd(out.costMicros),
-        balance_usd: microsToUsd(out.balanceMicros),
-      });
+    return setCostHeaders(reply, out).send({
+      voice_id: out.voiceId,
+      name: out.name,
+      model: out.model,
+      cost_usd: microsToUsd(out.costMicros),
+      balance_usd: microsToUsd(out.balanceMicros),
+    });
   });
 }
 
@@ -82,11 +79,7 @@ export async function voiceCloneRoutes(app: App, services: Services): Promise<vo
       signal: abortOnClose(reply),
       guard: guardOf(services, req),
     });
-    return reply
-      .header("x-svc-model", out.model)
-      .header("x-svc-cost-usd", formatUsd(out.costMicros))
-      .header("x-svc-balance-usd", formatUsd(out.balanceMicros))
-      .send({ voice_id: out.voiceId, name: out.name, cost_usd: microsToUsd(out.costMicros), balance_usd: microsToUsd(out.balanceMicros) });
+    return setCostHeaders(reply, out).send({ voice_id: out.voiceId, name: out.name, cost_usd: microsToUsd(out.costMicros), balance_usd: microsToUsd(out.balanceMicros) });
   });
 }
 
