@@ -11,6 +11,7 @@ import { type AudioSource, MAX_UPLOAD_BYTES, runAudioText } from "../../text/aud
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
 import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
+import { readMultipart } from "../multipart.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
 
 interface Form {
@@ -21,17 +22,12 @@ interface Form {
 async function readForm(req: FastifyRequest, allowUrl: boolean): Promise<Form> {
   const form: Form = { source: null, fields: {} };
   if (req.isMultipart()) {
-    for await (const part of req.parts()) {
-      if (part.type === "file") {
-        if (part.fieldname !== "file" || form.source !== null) {
-          part.file.resume();
-          throw errors.invalidRequest("Send the audio as one multipart part named 'file'.", part.fieldname);
-        }
-        form.source = { kind: "bytes", bytes: new Uint8Array(await part.toBuffer()) };
-      } else if (typeof part.value === "string") {
-        form.fields[part.fieldname] = part.value;
-      }
-    }
+    const read = await readMultipart(req, {
+      fileField: "file",
+      unexpectedFile: (name) => errors.invalidRequest("Send the audio as one multipart part named 'file'.", name),
+    });
+    form.fields = read.fields;
+    if (read.file !== null) form.source = { kind: "bytes", bytes: read.file };
   } else {
     const body = (req.body ?? {}) as Record<string, unknown>;
     for (const [k, v] of Object.entries(body)) if (typeof v === "string") form.fields[k] = v;

@@ -12,6 +12,7 @@ import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
 import { setCostHeaders } from "../cost-headers.ts";
+import { readMultipart } from "../multipart.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
 
 const LibraryQuery = Type.Object({ provider: Type.Optional(Type.String({ maxLength: 20 })) });
@@ -61,19 +62,14 @@ export async function voiceCloneRoutes(app: App, services: Services): Promise<vo
     if (!req.isMultipart()) {
       throw errors.invalidRequest("Send multipart/form-data with the reference audio in the part 'file'.", "file");
     }
-    const form: VoiceCloneForm = { file: null, name: null, model: null };
-    for await (const part of req.parts()) {
-      if (part.type === "file") {
-        if (part.fieldname !== "file" || form.file !== null) {
-          part.file.resume();
-          throw errors.invalidRequest(`Unexpected file part '${part.fieldname}'; send one part named 'file'.`, part.fieldname);
-        }
-        form.file = new Uint8Array(await part.toBuffer());
-      } else if (part.fieldname === "name" || part.fieldname === "model") {
-        if (typeof part.value !== "string") throw errors.invalidRequest(`${part.fieldname} must be text.`, part.fieldname);
-        form[part.fieldname] = part.value;
-      }
+    const read = await readMultipart(req, {
+      fileField: "file",
+      unexpectedFile: (name) => errors.invalidRequest(`Unexpected file part '${name}'; send one part named 'file'.`, name),
+    });
+    for (const name of ["name", "model"]) {
+      if (read.nonText.has(name)) throw errors.invalidRequest(`${name} must be text.`, name);
     }
+    const form: VoiceCloneForm = { file: read.file, name: read.fields.name ?? null, model: read.fields.model ?? null };
     const out = await cloneVoice({ db: services.db.kysely, adapter: services.voiceCreation }, principalOf(req).accountId, form, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
       signal: abortOnClose(reply),
