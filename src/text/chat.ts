@@ -141,7 +141,7 @@ export interface ChatOptions {
  */
 export async function runChat(deps: ChatDeps, accountId: string, input: ChatInput, opts: ChatOptions): Promise<ChatOutcome> {
   const p = await prepare(accountId, input, opts);
-  return withHold(deps.db, p.hold, p, async (hold) => {
+  return withHold(deps.db, p.hold, { onInsufficient: p.onInsufficient }, async (hold) => {
     let won;
     try {
       won = await runWithFallback(
@@ -184,7 +184,7 @@ export interface ChatStream {
  */
 export async function startChatStream(deps: ChatDeps, accountId: string, input: ChatInput, opts: ChatOptions): Promise<ChatStream> {
   const p = await prepare(accountId, input, opts);
-  return withHold(deps.db, p.hold, p, async (hold) => {
+  return withHold(deps.db, p.hold, { onInsufficient: p.onInsufficient }, async (hold) => {
     let started;
     try {
       started = await streamWithFallback(deps.planFor(p.model), (step) => step.adapter.chatStream(requestFor(p, step), opts.signal), {
