@@ -13,7 +13,7 @@ import { Limiter } from "./limits/limiter.ts";
 import { type LimitStore, MemoryLimitStore, RedisLimitStore } from "./limits/store.ts";
 import { type BlobStore, openBlobStore } from "./storage/blobs.ts";
 import { type Db, migrate, openDatabase } from "./storage/db.ts";
-import type { ChatRoute } from "./text/chat.ts";
+import { buildFallbackPlan, type FallbackStep, type ModelSource } from "./text/fallback.ts";
 import type { ChatAdapter } from "./upstreams/chat-types.ts";
 import { createOpenAICompatibleChat } from "./upstreams/openai-compatible/chat.ts";
 import { createSimulatedChat } from "./upstreams/simulator/chat.ts";
@@ -31,6 +31,9 @@ import type {
   VoiceCreationAdapter,
   VoiceLibraryAdapter,
 } from "./upstreams/types.ts";
+
+/** The source name of the simulated chat upstream in fallback plans (parenthesized, unlike upstream names). */
+const SIMULATOR_SOURCE = "(simulator)";
 
 export interface Services {
   config: Config;
@@ -58,11 +61,11 @@ export interface Services {
   /** Tier limits: request windows and audio pools (memory, or Redis with `REDIS_URL`). */
   limiter: Limiter;
   /**
-   * Ways to serve a text model, in fallback order (layer 0: its first source; 1: its other sources;
-   * 2 and 3: its first two equivalent models). Sources are the OpenAI-compatible upstreams configured
-   * for the model's family (`TEXT_UPSTREAMS`), else the simulator.
+   * The fallback plan of a text model (`buildFallbackPlan`: layer 0 its first source, 1 its other
+   * sources, 2 and 3 its first two equivalent models). Sources are the OpenAI-compatible upstreams
+   * configured for the model's family (`TEXT_UPSTREAMS`), else the simulator.
    */
-  chatRoutesFor(model: TextModel): ChatRoute[];
+  chatPlanFor(model: TextModel): FallbackStep[];
   /** Starts this process's job runner (and sweep). */
   startRunner(opts?: RunnerOptions): JobRunner;
   /** Tells the runner of this process, if any, that a job was submitted. */
@@ -103,23 +106,33 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     overrides.fetchOutput ?? (async (url, o) => safeFetch(url, { maxBytes: o.maxBytes, timeoutMs: o.timeoutMs }));
   let runner: JobRunner | null = null;
   const chatSimulator = overrides.chatSimulator ?? createSimulatedChat({ latencyScale: config.simLatencyScale });
-  const textUpstreams = config.textUpstreams.map((u) => ({
+  const textUpstreams = config.textUpstreams.map((u, i) => ({
+    // Source names key the fallback plan: a repeated name gets its position appended.
+    source: config.textUpstreams.findIndex((o) => o.name === u.name) === i ? u.name : `${u.name}#${i}`,
     families: u.families,
     adapter: createOpenAICompatibleChat({ name: u.name, baseUrl: u.baseUrl, apiKey: u.apiKey, timeoutMs: u.timeoutMs }),
   }));
-  const sourcesOf = (m: TextModel): ChatAdapter[] => {
-    const own = textUpstreams.filter((u) => u.families === null || u.families.includes(m.family)).map((u) => u.adapter);
-    return own.length > 0 ? own : [chatSimulator];
+  const chatAdapters = new Map<string, ChatAdapter>([
+    [SIMULATOR_SOURCE, chatSimulator],
+    ...textUpstreams.map((u) => [u.source, u.adapter] as const),
+  ]);
+  const sourcesOf = (m: TextModel): ModelSource[] => {
+    const own = textUpstreams.filter((u) => u.families === null || u.families.includes(m.family));
+    const names = own.length > 0 ? own.map((u) => u.source) : [SIMULATOR_SOURCE];
+    return names.map((source) => ({ source, upstreamModel: m.upstreamModel }));
   };
-  const chatRoutesFor = (model: TextModel): ChatRoute[] => {
-    const routes: ChatRoute[] = sourcesOf(model).map((adapter, i) => ({ model, adapter, layer: i === 0 ? 0 : 1 }));
-    model.equivalents
-      .map((id) => getTextModel(id))
-      .filter((m): m is TextModel => m !== undefined)
-      .slice(0, 2)
-      .forEach((eq, i) => routes.push({ model: eq, adapter: sourcesOf(eq)[0], layer: i === 0 ? 2 : 3 }));
-    return routes;
-  };
+  const chatPlanFor = (model: TextModel): FallbackStep[] =>
+    buildFallbackPlan(
+      {
+        model: model.id,
+        sources: sourcesOf(model),
+        equivalents: model.equivalents
+          .map((id) => getTextModel(id))
+          .filter((m): m is TextModel => m !== undefined)
+          .map((m) => ({ model: m.id, sources: sourcesOf(m) })),
+      },
+      (source) => chatAdapters.get(source),
+    );
   const limitStore: LimitStore = config.redisUrl
     ? new RedisLimitStore(
         new Redis(config.redisUrl, {
@@ -147,7 +160,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     visual,
     blobs,
     limiter,
-    chatRoutesFor,
+    chatPlanFor,
     startRunner(opts) {
       runner ??= new JobRunner(
         {

@@ -3,11 +3,11 @@
  * the output as a job (`save_to_blob`), capture. Any failure after the hold releases it (design.md
  * invariant 4): upstream errors answer 502 `provider_error`, storage errors 500 `storage_error`.
  */
-import { captureHold, type Executor, InsufficientFundsError, inTransaction, placeHold, releaseHold } from "../billing/ledger.ts";
+import type { Executor } from "../billing/ledger.ts";
+import { callUpstream, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
-import { observeUpstream } from "../metrics.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import type { AudioPool } from "../catalog/types.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
@@ -80,90 +80,65 @@ export async function generatePaidAudio(
 async function generateInSlot(deps: GenerateDeps, args: GenerateArgs): Promise<AudioOutcome> {
   // A stored output is a job: its ledger entries carry the job id from the hold on (D17).
   const jobId = args.saveToBlob ? newId("job") : null;
-  let holdId: string;
-  try {
-    holdId = (
-      await placeHold(deps.db, { accountId: args.accountId, amountMicros: args.priceMicros, jobId, reference: args.model })
-    ).id;
-  } catch (err) {
-    if (err instanceof InsufficientFundsError) {
-      throw errors.billing(`This request costs ${formatUsd(args.priceMicros)} USD; the balance is too low.`);
+  const onInsufficient = () =>
+    errors.billing(`This request costs ${formatUsd(args.priceMicros)} USD; the balance is too low.`);
+  const held = { accountId: args.accountId, amountMicros: args.priceMicros, jobId, reference: args.model };
+  return withHold(deps.db, held, { onInsufficient }, async (hold) => {
+    const result = await callUpstream(args.model, () => args.call(args.signal));
+    const durationSec = args.billedDurationSec ?? result.durationSec;
+    const outcome = {
+      model: args.model,
+      costMicros: args.priceMicros,
+      durationSec,
+      contentType: result.contentType,
+      body: result.body,
+    };
+    if (jobId === null) {
+      const settled = await hold.capture(args.priceMicros);
+      return { ...outcome, balanceMicros: settled.balanceAfterMicros, stored: null };
     }
-    throw err;
-  }
-  let result: Extract<AudioResult, { kind: "bytes" }>;
-  try {
-    result = await observeUpstream(args.model, () => args.call(args.signal));
-  } catch {
-    await releaseHold(deps.db, holdId);
-    throw errors.provider();
-  }
-  const durationSec = args.billedDurationSec ?? result.durationSec;
 
-  if (jobId === null) {
-    const settled = await captureHold(deps.db, holdId, args.priceMicros);
-    return {
-      model: args.model,
-      costMicros: args.priceMicros,
-      balanceMicros: settled.balanceAfterMicros,
-      durationSec,
-      contentType: result.contentType,
-      body: result.body,
-      stored: null,
-    };
-  }
-
-  const key = `audio/${jobId}.mp3`;
-  try {
-    await deps.blobs.put(key, result.body, { contentType: result.contentType });
-  } catch {
-    await releaseHold(deps.db, holdId);
-    throw errors.storageFailed();
-  }
-  try {
-    const settled = await inTransaction(deps.db, async (trx) => {
-      const s = await captureHold(trx, holdId, args.priceMicros);
-      const now = Date.now();
-      await trx
-        .insertInto("jobs")
-        .values({
-          id: jobId,
-          account_id: args.accountId,
-          api_key_id: args.apiKeyId,
-          kind: "audio",
-          model: args.model,
-          status: "succeeded",
-          hold_id: holdId,
-          hold_micros: args.priceMicros,
-          cost_micros: args.priceMicros,
-          request_json: JSON.stringify(args.request),
-          request_hash: null,
-          idempotency_key: null,
-          output_json: JSON.stringify({ key, content_type: result.contentType, keys: [key] }),
-          duration_sec: durationSec,
-          error_code: null,
-          error_message: null,
-          created_at: now,
-          updated_at: now,
-          started_at: now,
-          heartbeat_at: null,
-          worker_id: null,
-        })
-        .execute();
-      return s;
-    });
-    return {
-      model: args.model,
-      costMicros: args.priceMicros,
-      balanceMicros: settled.balanceAfterMicros,
-      durationSec,
-      contentType: result.contentType,
-      body: result.body,
-      stored: { jobId, key, contentType: result.contentType },
-    };
-  } catch {
-    await releaseHold(deps.db, holdId);
-    await deps.blobs.delete(key).catch(() => {});
-    throw errors.storageFailed();
-  }
+    const key = `audio/${jobId}.mp3`;
+    try {
+      await deps.blobs.put(key, result.body, { contentType: result.contentType });
+    } catch {
+      throw errors.storageFailed();
+    }
+    try {
+      // The job row and the charge commit together.
+      const settled = await hold.capture(args.priceMicros, async (trx) => {
+        const now = Date.now();
+        await trx
+          .insertInto("jobs")
+          .values({
+            id: jobId,
+            account_id: args.accountId,
+            api_key_id: args.apiKeyId,
+            kind: "audio",
+            model: args.model,
+            status: "succeeded",
+            hold_id: hold.id,
+            hold_micros: args.priceMicros,
+            cost_micros: args.priceMicros,
+            request_json: JSON.stringify(args.request),
+            request_hash: null,
+            idempotency_key: null,
+            output_json: JSON.stringify({ key, content_type: result.contentType, keys: [key] }),
+            duration_sec: durationSec,
+            error_code: null,
+            error_message: null,
+            created_at: now,
+            updated_at: now,
+            started_at: now,
+            heartbeat_at: null,
+            worker_id: null,
+          })
+          .execute();
+      });
+      return { ...outcome, balanceMicros: settled.balanceAfterMicros, stored: { jobId, key, contentType: result.contentType } };
+    } catch {
+      await deps.blobs.delete(key).catch(() => {});
+      throw errors.storageFailed();
+    }
+  });
 }

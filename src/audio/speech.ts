@@ -5,14 +5,8 @@
  * quote (catalog) -> hold -> upstream -> capture. Any failure after the hold releases it, so the balance
  * is exactly as before (design.md invariant 4); the caller gets 502 `provider_error`.
  */
-import {
-  captureHold,
-  credit,
-  type Executor,
-  InsufficientFundsError,
-  placeHold,
-  releaseHold,
-} from "../billing/ledger.ts";
+import type { Executor } from "../billing/ledger.ts";
+import { callUpstream, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { DEFAULT_SPEECH_MODEL, getSpeechModel } from "../catalog/models.ts";
 import { quoteSpeech } from "../catalog/quote.ts";
@@ -26,7 +20,6 @@ import {
   type VoiceLibraryAdapter,
   type VoiceSettings,
 } from "../upstreams/types.ts";
-import { observeUpstream } from "../metrics.ts";
 import { codePoints } from "./text-limits.ts";
 import { findOwnedVoice } from "./voices.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
@@ -165,7 +158,11 @@ export async function createSpeech(
   }
 }
 
-/** Hold, upstream, capture: the part of a speech call that runs inside an audio pool slot. */
+/**
+ * Hold, upstream, capture ({@link withHold}): the part of a speech call that runs inside an audio pool
+ * slot. A stream is charged once its first chunk arrived (an upstream that fails early costs nothing)
+ * and refunded if it breaks off later; it keeps the slot until its last chunk.
+ */
 async function speakWithSlot(
   deps: SpeechDeps,
   accountId: string,
@@ -176,78 +173,69 @@ async function speakWithSlot(
 ): Promise<SpeechOutcome> {
   const { model } = req;
   const cost = quoteSpeech(model, req.chars);
-  let hold: Awaited<ReturnType<typeof placeHold>>;
-  try {
-    hold = await placeHold(deps.db, { accountId, amountMicros: cost, reference: model.id });
-  } catch (err) {
-    if (err instanceof InsufficientFundsError) {
-      throw errors.billing(`This request costs ${formatUsd(cost)} USD; the balance is too low.`);
-    }
-    throw err;
-  }
+  const onInsufficient = () => errors.billing(`This request costs ${formatUsd(cost)} USD; the balance is too low.`);
+  return withHold(deps.db, { accountId, amountMicros: cost, reference: model.id }, { onInsufficient }, async (hold) => {
+    const adapter = deps.adapterFor(model);
+    const result = await callUpstream(model.id, () =>
+      adapter.speech(
+        {
+          model: model.id,
+          text: req.text,
+          voiceId: upstreamVoiceId,
+          format: req.format,
+          voiceSettings: req.settings,
+          stream: req.stream,
+          simulate: opts.simulate,
+        },
+        opts.signal,
+      ),
+    );
+    // Wait for the first audio before charging.
+    const rest = result.kind === "stream" ? await afterFirstChunk(result.chunks) : null;
+    const settled = await hold.capture(cost);
+    const base = {
+      model: model.id,
+      charsBilled: req.chars,
+      costMicros: cost,
+      balanceMicros: settled.balanceAfterMicros,
+      contentType: result.contentType,
+    };
+    if (result.kind === "bytes") return { ...base, audio: { kind: "bytes", body: result.body } };
+    return { ...base, audio: { kind: "stream", chunks: keepSlot(hold.stream(rest ?? result.chunks), releaseSlot) } };
+  });
+}
 
-  const adapter = deps.adapterFor(model);
-  let result: Awaited<ReturnType<SpeechAdapter["speech"]>>;
-  let firstChunk: IteratorResult<Uint8Array> | null = null;
-  let iterator: AsyncIterator<Uint8Array> | null = null;
+/**
+ * Reads the first chunk of a stream and returns every chunk, that one first.
+ * @throws AppError 502 `provider_error` when the stream fails before its first chunk.
+ */
+async function afterFirstChunk(chunks: AsyncIterable<Uint8Array>): Promise<AsyncIterable<Uint8Array>> {
+  const it = chunks[Symbol.asyncIterator]();
+  let first: IteratorResult<Uint8Array>;
   try {
-    result = await observeUpstream(model.id, () => adapter.speech(
-      {
-        model: model.id,
-        text: req.text,
-        voiceId: upstreamVoiceId,
-        format: req.format,
-        voiceSettings: req.settings,
-        stream: req.stream,
-        simulate: opts.simulate,
-      },
-      opts.signal,
-    ));
-    if (result.kind === "stream") {
-      // Wait for the first audio before charging: an upstream that fails early costs nothing.
-      iterator = result.chunks[Symbol.asyncIterator]();
-      firstChunk = await iterator.next();
-    }
+    first = await it.next();
   } catch {
-    await releaseHold(deps.db, hold.id);
     throw errors.provider();
   }
+  return restOf(it, first);
+}
 
-  const settled = await captureHold(deps.db, hold.id, cost);
-  const base = {
-    model: model.id,
-    charsBilled: req.chars,
-    costMicros: cost,
-    balanceMicros: settled.balanceAfterMicros,
-    contentType: result.contentType,
-  };
-  if (result.kind === "bytes") return { ...base, audio: { kind: "bytes", body: result.body } };
-
-  const it = iterator!;
-  const first = firstChunk!;
-  const db = deps.db;
-  async function* rest(): AsyncGenerator<Uint8Array> {
-    try {
-      if (!first.done) yield first.value;
-      while (true) {
-        const next = await it.next();
-        if (next.done) return;
-        yield next.value;
-      }
-    } catch (err) {
-      // The upstream broke off after we charged: give the money back, then end the response.
-      await credit(db, {
-        accountId,
-        kind: "refund",
-        amountMicros: cost,
-        holdId: hold.id,
-        reference: model.id,
-      });
-      throw err;
-    } finally {
-      // The stream held its audio pool slot until now.
-      await releaseSlot();
-    }
+/** The chunks of a stream whose first chunk was already read. */
+async function* restOf(it: AsyncIterator<Uint8Array>, first: IteratorResult<Uint8Array>): AsyncGenerator<Uint8Array> {
+  if (first.done) return;
+  yield first.value;
+  while (true) {
+    const next = await it.next();
+    if (next.done) return;
+    yield next.value;
   }
-  return { ...base, audio: { kind: "stream", chunks: rest() } };
+}
+
+/** Yields `chunks`, then releases the audio pool slot the stream held until its end. */
+async function* keepSlot(chunks: AsyncIterable<Uint8Array>, releaseSlot: () => Promise<void>): AsyncGenerator<Uint8Array> {
+  try {
+    yield* chunks;
+  } finally {
+    await releaseSlot();
+  }
 }

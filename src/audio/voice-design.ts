@@ -3,7 +3,8 @@
  * transaction that records the caller as the voice's owner. If that write fails the charge is rolled
  * back with it, the hold is released and the caller gets 500 `ownership_write_failed`.
  */
-import { captureHold, type Executor, InsufficientFundsError, inTransaction, placeHold, releaseHold } from "../billing/ledger.ts";
+import type { Executor } from "../billing/ledger.ts";
+import { callUpstream, type PaidHold, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { DEFAULT_VOICE_DESIGN_MODEL, getVoiceDesignModel } from "../catalog/models.ts";
 import { quoteFlat } from "../catalog/quote.ts";
@@ -11,7 +12,6 @@ import type { VoiceCreationModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import { newId } from "../ids.ts";
-import { observeUpstream } from "../metrics.ts";
 import type { SimulateMode, VoiceCreationAdapter, VoiceDesignRequest } from "../upstreams/types.ts";
 import { codePoints, optionalText } from "./text-limits.ts";
 import { OWNED_VOICE_PREFIX } from "./voices.ts";
@@ -80,13 +80,13 @@ export function validateVoiceDesign(body: VoiceDesignBody): { model: string; req
 }
 
 /**
- * Records a new owned voice and captures its hold in one transaction; on any failure of that transaction
- * the hold is released and AppError 500 `ownership_write_failed` is thrown. Shared by design and cloning.
+ * Records a new owned voice and captures its hold in one transaction. When that transaction fails
+ * nothing is written (the hold stays open for {@link withHold} to release) and AppError 500
+ * `ownership_write_failed` is thrown.
  */
-export async function recordOwnedVoice(
-  db: Executor,
+async function recordOwnedVoice(
+  hold: PaidHold,
   args: {
-    holdId: string;
     priceMicros: Micros;
     accountId: string;
     name: string | null;
@@ -97,8 +97,7 @@ export async function recordOwnedVoice(
 ): Promise<{ voiceId: string; balanceMicros: Micros }> {
   const voiceId = `${OWNED_VOICE_PREFIX}${newId("v").slice(2)}`;
   try {
-    const settled = await inTransaction(db, async (trx) => {
-      const s = await captureHold(trx, args.holdId, args.priceMicros);
+    const settled = await hold.capture(args.priceMicros, async (trx) => {
       await trx
         .insertInto("voices")
         .values({
@@ -111,11 +110,9 @@ export async function recordOwnedVoice(
           created_at: Date.now(),
         })
         .execute();
-      return s;
     });
     return { voiceId, balanceMicros: settled.balanceAfterMicros };
   } catch {
-    await releaseHold(db, args.holdId);
     throw errors.ownershipWriteFailed();
   }
 }
@@ -165,30 +162,19 @@ export async function createOwnedVoice(
   const release = await guard.slot(model.audioPool);
   try {
     const price = quoteFlat(model);
-    let holdId: string;
-    try {
-      holdId = (await placeHold(db, { accountId, amountMicros: price, reference: model.id })).id;
-    } catch (err) {
-      if (err instanceof InsufficientFundsError) throw errors.insufficientCredits(formatUsd(price));
-      throw err;
-    }
-    let upstreamVoiceId: string;
-    try {
-      upstreamVoiceId = (await observeUpstream(model.id, args.create)).upstreamVoiceId;
-    } catch {
-      await releaseHold(db, holdId);
-      throw errors.provider();
-    }
-    const owned = await recordOwnedVoice(db, {
-      holdId,
-      priceMicros: price,
-      accountId,
-      name: args.name,
-      source: args.source,
-      upstreamVoiceId,
-      description: args.description,
+    const onInsufficient = () => errors.insufficientCredits(formatUsd(price));
+    return await withHold(db, { accountId, amountMicros: price, reference: model.id }, { onInsufficient }, async (hold) => {
+      const { upstreamVoiceId } = await callUpstream(model.id, args.create);
+      const owned = await recordOwnedVoice(hold, {
+        priceMicros: price,
+        accountId,
+        name: args.name,
+        source: args.source,
+        upstreamVoiceId,
+        description: args.description,
+      });
+      return { voiceId: owned.voiceId, name: args.name, model: model.id, costMicros: price, balanceMicros: owned.balanceMicros };
     });
-    return { voiceId: owned.voiceId, name: args.name, model: model.id, costMicros: price, balanceMicros: owned.balanceMicros };
   } finally {
     await release();
   }

@@ -3,7 +3,8 @@
  * job row and its hold in one transaction, idempotency), read (owner only) and the public job object.
  */
 import { createHash } from "node:crypto";
-import { type Executor, InsufficientFundsError, inTransaction, placeHold } from "../billing/ledger.ts";
+import { type Executor, inTransaction } from "../billing/ledger.ts";
+import { holdOrRefuse } from "../billing/paid-call.ts";
 import { formatUsd, microsToUsd } from "../billing/money.ts";
 import { TIERS } from "../catalog/tiers.ts";
 import { AppError, errors } from "../errors.ts";
@@ -202,12 +203,11 @@ export async function submitJob(
     await inTransaction(deps.db, async (trx) => {
       // The hold comes first: on PostgreSQL its UPDATE locks the account row, so the count below and
       // the insert are serialized per account and two submits cannot both take the last queue place.
-      const hold = await placeHold(trx, {
-        accountId: principal.accountId,
-        amountMicros: spec.holdMicros,
-        jobId,
-        reference: spec.model.id,
-      });
+      const hold = await holdOrRefuse(
+        trx,
+        { accountId: principal.accountId, amountMicros: spec.holdMicros, jobId, reference: spec.model.id },
+        () => errors.insufficientBalance(`The hold of ${formatUsd(spec.holdMicros)} USD could not be placed: balance too low.`),
+      );
       let q = trx
         .selectFrom("jobs")
         .select((eb) => eb.fn.countAll<number>().as("n"))
@@ -249,9 +249,6 @@ export async function submitJob(
         .execute();
     });
   } catch (err) {
-    if (err instanceof InsufficientFundsError) {
-      throw errors.insufficientBalance(`The hold of ${formatUsd(spec.holdMicros)} USD could not be placed: balance too low.`);
-    }
     if (isUniqueViolation(err) && idemKey !== null && keyId !== null) {
       // A concurrent submit with the same key won the race: answer its job (or the conflict).
       const existing = await replay(deps.db, deps.publicBaseUrl, keyId, idemKey, hash);

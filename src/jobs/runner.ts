@@ -10,7 +10,8 @@
  */
 import { hostname } from "node:os";
 import type { Kysely } from "kysely";
-import { captureHold, inTransaction } from "../billing/ledger.ts";
+import { inTransaction } from "../billing/ledger.ts";
+import { settleCapture } from "../billing/paid-call.ts";
 import type { Micros } from "../billing/money.ts";
 import { getImageModel } from "../catalog/models.ts";
 import { quoteImage } from "../catalog/quote.ts";
@@ -296,7 +297,7 @@ export class JobRunner {
         .where("worker_id", "=", this.workerId)
         .executeTakeFirst();
       if (Number(res.numUpdatedRows) !== 1) return false;
-      if (job.hold_id) await captureHold(trx, job.hold_id, final);
+      if (job.hold_id) await settleCapture(trx, job.hold_id, final);
       return true;
     });
     if (!committed) {

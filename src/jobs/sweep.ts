@@ -6,7 +6,8 @@
  * conditional on the status it expects.
  */
 import type { Kysely } from "kysely";
-import { inTransaction, releaseHold, releaseStaleHolds } from "../billing/ledger.ts";
+import { inTransaction, releaseStaleHolds } from "../billing/ledger.ts";
+import { settleRelease } from "../billing/paid-call.ts";
 import type { Database, JobStatus } from "../storage/schema.ts";
 
 /** The runner gives up on a job after this long (spec "GET /v1/jobs/{id}"), ms. */
@@ -43,7 +44,7 @@ export async function endJobWithoutCharge(
     if (args.workerId !== undefined) q = q.where("worker_id", "=", args.workerId);
     const res = await q.returning("hold_id").executeTakeFirst();
     if (!res) return false;
-    if (args.to !== "pending" && res.hold_id) await releaseHold(trx, res.hold_id);
+    if (args.to !== "pending" && res.hold_id) await settleRelease(trx, res.hold_id);
     return true;
   });
 }

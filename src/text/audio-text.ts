@@ -6,7 +6,8 @@
  * call, capture; a failure after the hold releases it.
  */
 import { parseBuffer } from "music-metadata";
-import { captureHold, type Executor, InsufficientFundsError, placeHold, releaseHold } from "../billing/ledger.ts";
+import type { Executor } from "../billing/ledger.ts";
+import { callUpstream, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import {
   DEFAULT_AUDIO_UNDERSTANDING_MODEL,
@@ -18,7 +19,6 @@ import { quotePerMinute } from "../catalog/quote.ts";
 import type { AudioTextModel } from "../catalog/types.ts";
 import { AppError, errors } from "../errors.ts";
 import { NO_LIMITS, type CallGuard } from "../limits/limiter.ts";
-import { observeUpstream } from "../metrics.ts";
 import { FetchTooLargeError, safeFetch, UnsafeUrlError, validateUrlSyntax } from "../upstreams/safe-fetch.ts";
 import type { AudioTextAdapter, SimulateMode } from "../upstreams/types.ts";
 import { inspectReferenceAudio, sniffAudioFormat } from "../audio/reference-audio.ts";
@@ -98,27 +98,15 @@ export async function runAudioText(
   const price = quotePerMinute(model, durationSec);
   const release = await guard.slot(model.audioPool);
   try {
-    let holdId: string;
-    try {
-      holdId = (await placeHold(deps.db, { accountId, amountMicros: price, reference: model.id })).id;
-    } catch (err) {
-      if (err instanceof InsufficientFundsError) throw errors.billing(`This request costs ${formatUsd(price)} USD; the balance is too low.`);
-      throw err;
-    }
-    let text: string;
-    try {
+    const onInsufficient = () => errors.billing(`This request costs ${formatUsd(price)} USD; the balance is too low.`);
+    return await withHold(deps.db, { accountId, amountMicros: price, reference: model.id }, { onInsufficient }, async (hold) => {
       const req = { model: model.id, audio, durationSec, prompt: args.prompt, simulate: opts.simulate };
-      text = (
-        await observeUpstream(model.id, () =>
-          args.task === "transcribe" ? deps.adapter.transcribe(req, opts.signal) : deps.adapter.understand(req, opts.signal),
-        )
-      ).text;
-    } catch {
-      await releaseHold(deps.db, holdId);
-      throw errors.provider();
-    }
-    const settled = await captureHold(deps.db, holdId, price);
-    return { text, model: model.id, durationSec, costMicros: price, balanceMicros: settled.balanceAfterMicros };
+      const { text } = await callUpstream(model.id, () =>
+        args.task === "transcribe" ? deps.adapter.transcribe(req, opts.signal) : deps.adapter.understand(req, opts.signal),
+      );
+      const settled = await hold.capture(price);
+      return { text, model: model.id, durationSec, costMicros: price, balanceMicros: settled.balanceAfterMicros };
+    });
   } finally {
     await release();
   }

@@ -5,7 +5,8 @@
  * (with fallback), then capture the actual usage (cached input at 10 %) and release the rest.
  * Any failure after the hold releases it (design.md invariant 4).
  */
-import { captureHold, type Executor, InsufficientFundsError, placeHold, releaseHold } from "../billing/ledger.ts";
+import type { Executor } from "../billing/ledger.ts";
+import { type HoldRequest, type OnInsufficient, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { getTextModel, quoteTextCall, type TextModel } from "../catalog/text-models.ts";
 import { AppError, errors } from "../errors.ts";
@@ -13,24 +14,17 @@ import type { CallGuard } from "../limits/limiter.ts";
 import { observeUpstream } from "../metrics.ts";
 import type { SimulateMode } from "../upstreams/types.ts";
 import { countMessageTokens } from "../upstreams/tokens.ts";
-import type { ChatAdapter, ChatDelta, ChatMessage, ChatRequest, ChatResult, ToolDefinition } from "../upstreams/chat-types.ts";
+import { type FallbackLayer, type FallbackStep, runWithFallback, streamWithFallback } from "./fallback.ts";
+import type { ChatDelta, ChatMessage, ChatRequest, ChatResult, ChatUsage, ToolDefinition } from "../upstreams/chat-types.ts";
 
 /** Default output cap when the caller gives none (spec: 4096; no cap of ours otherwise). */
 export const DEFAULT_MAX_TOKENS = 4096;
 
-/** One way to serve a model: an adapter and the upstream's model name, with its fallback layer. */
-export interface ChatRoute {
-  model: TextModel;
-  adapter: ChatAdapter;
-  /** 0 = requested model at its primary source; 1 = same model elsewhere; 2, 3 = equivalent models. */
-  layer: 0 | 1 | 2 | 3;
-}
-
 /** What the chat service needs. */
 export interface ChatDeps {
   db: Executor;
-  /** Ordered ways to serve `model` (fallback plan), the first being the primary. */
-  routesFor(model: TextModel): ChatRoute[];
+  /** The fallback plan of `model` (src/text/fallback.ts `buildFallbackPlan`), the primary step first. */
+  planFor(model: TextModel): FallbackStep[];
 }
 
 /** A request already converted to the internal shape (by the OpenAI or Anthropic route). */
@@ -48,17 +42,18 @@ export function unknownModel(model: string): AppError {
   return new AppError(400, "invalid_model", `'${model}' is not a text model.`, "model");
 }
 
-/** What a started call needs to finish: the hold and the resolved model. */
+/** A checked call, ready to hold: the resolved model, the hold and the request without its upstream name. */
 interface Prepared {
   model: TextModel;
   request: Omit<ChatRequest, "upstreamModel">;
-  holdId: string;
-  holdMicros: Micros;
+  hold: HoldRequest;
+  onInsufficient: OnInsufficient;
   inputTokens: number;
 }
 
+const ALL_FAILED = "The upstream failed (and every fallback); nothing was charged.";
+
 async function prepare(
-  deps: ChatDeps,
   accountId: string,
   input: ChatInput,
   opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null; tier?: number },
@@ -78,22 +73,14 @@ async function prepare(
   await opts.guard.model(model.id);
   await opts.tokens(inputTokens + maxTokens);
   const holdMicros = Math.max(1, quoteTextCall(model, { inputTokens, cachedTokens: 0, outputTokens: maxTokens }));
-  let holdId: string;
-  try {
-    holdId = (await placeHold(deps.db, { accountId, amountMicros: holdMicros, reference: model.id })).id;
-  } catch (err) {
-    if (err instanceof InsufficientFundsError) {
-      throw errors.billing(
-        `This request may cost up to ${formatUsd(holdMicros)} USD (${inputTokens} input tokens + max_tokens ${maxTokens}); the balance is too low.`,
-      );
-    }
-    throw err;
-  }
   return {
     model,
-    holdId,
-    holdMicros,
     inputTokens,
+    hold: { accountId, amountMicros: holdMicros, reference: model.id },
+    onInsufficient: () =>
+      errors.billing(
+        `This request may cost up to ${formatUsd(holdMicros)} USD (${inputTokens} input tokens + max_tokens ${maxTokens}); the balance is too low.`,
+      ),
     request: {
       model: model.id,
       messages: input.messages,
@@ -107,15 +94,24 @@ async function prepare(
   };
 }
 
-/** The charge for the actual usage, never more than the hold, micro-USD. */
-function finalAmount(p: Prepared, used: TextModel, usage: ChatResult["usage"]): Micros {
-  const cost = quoteTextCall(used, {
+/** The request of one fallback step: the step's model and its upstream name. */
+function requestFor(p: Prepared, step: FallbackStep): ChatRequest {
+  return { ...p.request, model: step.model, upstreamModel: step.upstreamModel };
+}
+
+/** The catalog model a step serves (an equivalent on layers 2 and 3). */
+function modelOf(p: Prepared, step: FallbackStep): TextModel {
+  return getTextModel(step.model) ?? p.model;
+}
+
+/** The charge for the actual usage at the prices of the model that answered, micro-USD (capped at the hold by the capture). */
+function usageCost(used: TextModel, usage: ChatUsage): Micros {
+  return quoteTextCall(used, {
     // quoteTextCall's inputTokens include the cached ones, like promptTokens.
     inputTokens: usage.promptTokens,
     cachedTokens: Math.min(usage.cachedTokens, usage.promptTokens),
     outputTokens: usage.completionTokens,
   });
-  return Math.min(p.holdMicros, cost);
 }
 
 /** A finished (non-streamed) chat call. Amounts in micro-USD. */
@@ -123,45 +119,49 @@ export interface ChatOutcome {
   result: ChatResult;
   /** The concrete catalog id that answered. */
   model: string;
-  fallbackLayer: 0 | 1 | 2 | 3;
+  fallbackLayer: FallbackLayer;
   costMicros: Micros;
   balanceMicros: Micros;
 }
 
-function isRetryable(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { retryable?: unknown }).retryable === true;
+/** The caller's limits, tier and signal (see {@link runChat}). */
+export interface ChatOptions {
+  guard: CallGuard;
+  tokens(n: number): Promise<void>;
+  simulate: SimulateMode | null;
+  signal?: AbortSignal;
+  tier?: number;
 }
 
 /**
- * Runs a chat call.
+ * Runs a chat call under one hold, falling back across the plan's steps (D27: the ledger shows one hold,
+ * then one charge or one release).
  * @throws AppError 400 `invalid_model`, 402 `billing_error`, 403 `model_not_available` (below the model's
  *   tier), 429 `rate_limited`, 502 `provider_error`.
  */
-export async function runChat(
-  deps: ChatDeps,
-  accountId: string,
-  input: ChatInput,
-  opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null; signal?: AbortSignal; tier?: number },
-): Promise<ChatOutcome> {
-  const p = await prepare(deps, accountId, input, opts);
-  const routes = deps.routesFor(p.model);
-  for (const route of routes) {
-    let result: ChatResult;
+export async function runChat(deps: ChatDeps, accountId: string, input: ChatInput, opts: ChatOptions): Promise<ChatOutcome> {
+  const p = await prepare(accountId, input, opts);
+  return withHold(deps.db, p.hold, { onInsufficient: p.onInsufficient }, async (hold) => {
+    let won;
     try {
-      result = await observeUpstream(route.model.id, () =>
-        route.adapter.chat({ ...p.request, model: route.model.id, upstreamModel: route.model.upstreamModel }, opts.signal),
+      won = await runWithFallback(
+        deps.planFor(p.model),
+        (step) => observeUpstream(step.model, () => step.adapter.chat(requestFor(p, step), opts.signal)),
+        { signal: opts.signal },
       );
-    } catch (err) {
-      // Only an upstream failure worth retrying moves on to the next source or equivalent model.
-      if (isRetryable(err) && !opts.signal?.aborted) continue;
-      break;
+    } catch {
+      throw errors.provider(ALL_FAILED);
     }
-    const cost = finalAmount(p, route.model, result.usage);
-    const settled = await captureHold(deps.db, p.holdId, cost);
-    return { result, model: route.model.id, fallbackLayer: route.layer, costMicros: cost, balanceMicros: settled.balanceAfterMicros };
-  }
-  await releaseHold(deps.db, p.holdId);
-  throw errors.provider("The upstream failed (and every fallback); nothing was charged.");
+    const used = modelOf(p, won.step);
+    const settled = await hold.capture(usageCost(used, won.result.usage));
+    return {
+      result: won.result,
+      model: used.id,
+      fallbackLayer: won.layer,
+      costMicros: settled.chargedMicros,
+      balanceMicros: settled.balanceAfterMicros,
+    };
+  });
 }
 
 /** A started stream: the model that answered, and the deltas (the first one already received). */
@@ -169,7 +169,7 @@ export interface ChatStream {
   model: string;
   /** Input tokens as counted before the call (the final usage may differ slightly). */
   inputTokens: number;
-  fallbackLayer: 0 | 1 | 2 | 3;
+  fallbackLayer: FallbackLayer;
   /** Yields every delta; settles the money when it ends (charge on success, release on failure). */
   deltas: AsyncIterable<ChatDelta>;
   /** After the stream ended: what was charged and the balance, micro-USD. */
@@ -177,65 +177,38 @@ export interface ChatStream {
 }
 
 /**
- * Starts a streamed chat call: falls back between routes until one yields its first delta, then streams.
- * The hold is captured with the final usage when the stream ends, or released if it breaks off.
+ * Starts a streamed chat call: falls back between the plan's steps until one yields its first delta,
+ * then streams. The hold is captured with the final usage when the stream ends, or released if it
+ * breaks off or the consumer stops early.
  * @throws AppError as {@link runChat} (before the first delta).
  */
-export async function startChatStream(
-  deps: ChatDeps,
-  accountId: string,
-  input: ChatInput,
-  opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null; signal?: AbortSignal; tier?: number },
-): Promise<ChatStream> {
-  const p = await prepare(deps, accountId, input, opts);
-  for (const route of deps.routesFor(p.model)) {
-    let it: AsyncIterator<ChatDelta>;
-    let first: IteratorResult<ChatDelta>;
+export async function startChatStream(deps: ChatDeps, accountId: string, input: ChatInput, opts: ChatOptions): Promise<ChatStream> {
+  const p = await prepare(accountId, input, opts);
+  return withHold(deps.db, p.hold, { onInsufficient: p.onInsufficient }, async (hold) => {
+    let started;
     try {
-      const deltas = route.adapter.chatStream(
-        { ...p.request, model: route.model.id, upstreamModel: route.model.upstreamModel },
-        opts.signal,
-      );
-      it = deltas[Symbol.asyncIterator]();
-      first = await it.next();
-    } catch (err) {
-      if (isRetryable(err) && !opts.signal?.aborted) continue;
-      break;
+      started = await streamWithFallback(deps.planFor(p.model), (step) => step.adapter.chatStream(requestFor(p, step), opts.signal), {
+        signal: opts.signal,
+      });
+    } catch {
+      throw errors.provider(ALL_FAILED);
     }
+    const used = modelOf(p, started.step);
+    let usage: ChatUsage | null = null;
     let settled: { costMicros: Micros; balanceMicros: Micros } | null = null;
-    const db = deps.db;
-    const model = route.model;
-    async function* deltas(): AsyncGenerator<ChatDelta> {
-      let usage: ChatResult["usage"] | null = null;
-      let done = false;
-      try {
-        let cur = first;
-        while (!cur.done) {
-          if (cur.value.usage) usage = cur.value.usage;
-          yield cur.value;
-          cur = await it.next();
-        }
-        done = true;
-      } finally {
-        if (done) {
-          // An upstream that reports no usage is charged the estimate: input tokens plus nothing.
-          const u = usage ?? { promptTokens: p.inputTokens, completionTokens: 0, cachedTokens: 0 };
-          const cost = finalAmount(p, model, u);
-          const s = await captureHold(db, p.holdId, cost);
-          settled = { costMicros: cost, balanceMicros: s.balanceAfterMicros };
-        } else {
-          await releaseHold(db, p.holdId);
-        }
+    async function* noteUsage(deltas: AsyncIterable<ChatDelta>): AsyncGenerator<ChatDelta> {
+      for await (const d of deltas) {
+        if (d.usage) usage = d.usage;
+        yield d;
       }
     }
-    return {
-      model: model.id,
-      inputTokens: p.inputTokens,
-      fallbackLayer: route.layer,
-      deltas: deltas(),
-      settlement: () => settled,
-    };
-  }
-  await releaseHold(deps.db, p.holdId);
-  throw errors.provider("The upstream failed (and every fallback); nothing was charged.");
+    const deltas = hold.stream(noteUsage(started.deltas), {
+      // An upstream that reports no usage is charged the estimate: input tokens plus nothing.
+      finalMicros: () => usageCost(used, usage ?? { promptTokens: p.inputTokens, completionTokens: 0, cachedTokens: 0 }),
+      onCaptured: (s) => {
+        settled = { costMicros: s.chargedMicros, balanceMicros: s.balanceAfterMicros };
+      },
+    });
+    return { model: used.id, inputTokens: p.inputTokens, fallbackLayer: started.layer, deltas, settlement: () => settled };
+  });
 }

@@ -42,6 +42,20 @@ describe("text upstreams and fallback", () => {
       body: { model: "best", messages: [{ role: "user", content: "hi" }], max_tokens: 777 },
     });
 
+  test("the plan: the model at each configured source, then its first two equivalents at theirs", () => {
+    const best = getTextModel("best")!;
+    const equivalents = best.equivalents.slice(0, 2).map((id) => getTextModel(id)!);
+    const plan = gw.services.chatPlanFor(best).map((s) => [s.model, s.source, s.upstreamModel, s.layer]);
+    assert.deepEqual(plan, [
+      [best.id, "primary", best.upstreamModel, 0],
+      [best.id, "secondary", best.upstreamModel, 1],
+      ...equivalents.flatMap((eq, i) => [
+        [eq.id, "primary", eq.upstreamModel, 2 + i],
+        [eq.id, "secondary", eq.upstreamModel, 2 + i],
+      ]),
+    ]);
+  });
+
   test("forwarded to the primary: mapped model, its key, max_tokens unchanged, usage billed", async () => {
     a.reset();
     b.reset();

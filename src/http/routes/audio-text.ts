@@ -5,12 +5,13 @@
  */
 import multipart from "@fastify/multipart";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { formatUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import { type AudioSource, MAX_UPLOAD_BYTES, runAudioText } from "../../text/audio-text.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
+import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
+import { readMultipart } from "../multipart.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
 
 interface Form {
@@ -21,17 +22,12 @@ interface Form {
 async function readForm(req: FastifyRequest, allowUrl: boolean): Promise<Form> {
   const form: Form = { source: null, fields: {} };
   if (req.isMultipart()) {
-    for await (const part of req.parts()) {
-      if (part.type === "file") {
-        if (part.fieldname !== "file" || form.source !== null) {
-          part.file.resume();
-          throw errors.invalidRequest("Send the audio as one multipart part named 'file'.", part.fieldname);
-        }
-        form.source = { kind: "bytes", bytes: new Uint8Array(await part.toBuffer()) };
-      } else if (typeof part.value === "string") {
-        form.fields[part.fieldname] = part.value;
-      }
-    }
+    const read = await readMultipart(req, {
+      fileField: "file",
+      unexpectedFile: (name) => errors.invalidRequest("Send the audio as one multipart part named 'file'.", name),
+    });
+    form.fields = read.fields;
+    if (read.file !== null) form.source = { kind: "bytes", bytes: read.file };
   } else {
     const body = (req.body ?? {}) as Record<string, unknown>;
     for (const [k, v] of Object.entries(body)) if (typeof v === "string") form.fields[k] = v;
@@ -59,12 +55,8 @@ export async function audioTextRoutes(app: App, services: Services): Promise<voi
       { task, model: form.fields.model ?? null, prompt, source: form.source! },
       { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req) },
     );
-    reply
-      .header("x-svc-model", out.model)
-      .header("x-svc-duration-sec", String(Math.round(out.durationSec * 1000) / 1000))
-      .header("x-svc-cost-usd", formatUsd(out.costMicros))
-      .header("x-svc-balance-usd", formatUsd(out.balanceMicros));
-    if (task === "understand") return reply.send({ text: out.text, model: out.model, duration_sec: Math.round(out.durationSec * 1000) / 1000 });
+    setCostHeaders(reply, out);
+    if (task === "understand") return reply.send({ text: out.text, model: out.model, duration_sec: roundedSeconds(out.durationSec) });
     if (form.fields.response_format === "text") return reply.type("text/plain; charset=utf-8").send(out.text);
     if (form.fields.response_format === "verbose_json") {
       return reply.send({ task: "transcribe", language: "english", duration: out.durationSec, text: out.text, segments: [] });

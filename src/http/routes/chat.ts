@@ -5,7 +5,6 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
-import { formatUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
 import { newId } from "../../ids.ts";
 import type { Services } from "../../services.ts";
@@ -13,6 +12,7 @@ import { type ChatInput, runChat, startChatStream } from "../../text/chat.ts";
 import type { ChatMessage, ChatResult, ToolDefinition } from "../../upstreams/chat-types.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
+import { setCostHeaders } from "../cost-headers.ts";
 import { simulateHeader } from "./speech.ts";
 
 const ROLES = ["system", "developer", "user", "assistant", "tool"];
@@ -92,20 +92,14 @@ function usageJson(u: ChatResult["usage"]) {
  * already set on `reply` (rate limits, fallback) and `X-Svc-Model`. The caller writes and ends it.
  */
 export function openEventStream(reply: FastifyReply, model: string, fallbackLayer: number): void {
-  fallbackHeaders(reply, fallbackLayer);
+  setCostHeaders(reply, { model, fallbackLayer });
   reply.hijack();
   reply.raw.writeHead(200, {
     "content-type": "text/event-stream; charset=utf-8",
     "cache-control": "no-cache",
     connection: "keep-alive",
-    "x-svc-model": model,
     ...(reply.getHeaders() as Record<string, string>),
   });
-}
-
-/** Sets the fallback headers (spec "Rate limiting and credits": fallback). */
-export function fallbackHeaders(reply: FastifyReply, layer: number): void {
-  if (layer > 0) reply.header("x-svc-fallback", "true").header("x-svc-fallback-layer", String(layer));
 }
 
 /** The caller's limits and tier as the chat service needs them (shared with `/v1/messages`). */
@@ -120,7 +114,7 @@ export function chatOptions(services: Services, req: FastifyRequest) {
 }
 
 export function chatRoutes(app: App, services: Services): void {
-  const deps = { db: services.db.kysely, routesFor: services.chatRoutesFor };
+  const deps = { db: services.db.kysely, planFor: services.chatPlanFor };
   app.post("/v1/chat/completions", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
     const input = parseOpenAIChat(req.body ?? {});
     const p = principalOf(req);
@@ -129,32 +123,27 @@ export function chatRoutes(app: App, services: Services): void {
     const created = Math.floor(Date.now() / 1000);
     if (!input.stream) {
       const out = await runChat(deps, p.accountId, input, opts);
-      fallbackHeaders(reply, out.fallbackLayer);
       const r = out.result;
-      return reply
-        .header("x-svc-model", out.model)
-        .header("x-svc-cost-usd", formatUsd(out.costMicros))
-        .header("x-svc-balance-usd", formatUsd(out.balanceMicros))
-        .send({
-          id,
-          object: "chat.completion",
-          created,
-          model: out.model,
-          choices: [
-            {
-              index: 0,
-              message: {
-                role: "assistant",
-                content: r.content,
-                ...(r.toolCalls.length > 0 ? { tool_calls: r.toolCalls } : {}),
-                refusal: null,
-              },
-              logprobs: null,
-              finish_reason: r.finishReason,
+      return setCostHeaders(reply, out).send({
+        id,
+        object: "chat.completion",
+        created,
+        model: out.model,
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: "assistant",
+              content: r.content,
+              ...(r.toolCalls.length > 0 ? { tool_calls: r.toolCalls } : {}),
+              refusal: null,
             },
-          ],
-          usage: usageJson(r.usage),
-        });
+            logprobs: null,
+            finish_reason: r.finishReason,
+          },
+        ],
+        usage: usageJson(r.usage),
+      });
     }
 
     const stream = await startChatStream(deps, p.accountId, input, opts);

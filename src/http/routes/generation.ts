@@ -7,12 +7,13 @@ import { Type } from "typebox";
 import type { AudioOutcome } from "../../audio/generate.ts";
 import { createMusic } from "../../audio/music.ts";
 import { createSfx } from "../../audio/sfx.ts";
-import { formatUsd, microsToUsd } from "../../billing/money.ts";
+import { microsToUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
 import { blobUrl } from "../../jobs/outputs.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
+import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
 
 const Query = Type.Object({ save_to_blob: Type.Optional(Type.String({ maxLength: 10 })) });
@@ -28,11 +29,7 @@ function saveToBlobOf(value: string | undefined): boolean {
 export function generationRoutes(app: App, services: Services): void {
   const deps = { db: services.db.kysely, blobs: services.blobs, adapter: services.media };
   const send = (out: AudioOutcome, reply: FastifyReply) => {
-    reply
-      .header("x-svc-model", out.model)
-      .header("x-svc-duration-sec", String(Math.round(out.durationSec * 1000) / 1000))
-      .header("x-svc-cost-usd", formatUsd(out.costMicros))
-      .header("x-svc-balance-usd", formatUsd(out.balanceMicros));
+    setCostHeaders(reply, out);
     if (out.stored) {
       return reply.send({
         object: "audio.generation",
@@ -40,7 +37,7 @@ export function generationRoutes(app: App, services: Services): void {
         kind: "audio",
         model: out.model,
         url: blobUrl(services.config.publicBaseUrl, out.stored.key),
-        duration_sec: Math.round(out.durationSec * 1000) / 1000,
+        duration_sec: roundedSeconds(out.durationSec),
         cost_usd: microsToUsd(out.costMicros),
         balance_usd: microsToUsd(out.balanceMicros),
       });

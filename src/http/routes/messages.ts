@@ -5,7 +5,6 @@
  * The key may come as `Authorization: Bearer` or `x-api-key`.
  */
 import { Type } from "typebox";
-import { formatUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
 import { newId } from "../../ids.ts";
 import type { Services } from "../../services.ts";
@@ -13,7 +12,8 @@ import { type ChatInput, runChat, startChatStream } from "../../text/chat.ts";
 import type { ChatMessage, ChatResult, TextPart, ToolCall, ToolDefinition } from "../../upstreams/chat-types.ts";
 import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
-import { chatOptions, fallbackHeaders, openEventStream } from "./chat.ts";
+import { setCostHeaders } from "../cost-headers.ts";
+import { chatOptions, openEventStream } from "./chat.ts";
 
 type Block = { type?: unknown; text?: unknown; id?: unknown; name?: unknown; input?: unknown; tool_use_id?: unknown; content?: unknown };
 
@@ -121,7 +121,7 @@ function toolInput(args: string): unknown {
 }
 
 export function messagesRoutes(app: App, services: Services): void {
-  const deps = { db: services.db.kysely, routesFor: services.chatRoutesFor };
+  const deps = { db: services.db.kysely, planFor: services.chatPlanFor };
   app.post("/v1/messages", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
     const input = parseAnthropicMessages(req.body ?? {});
     const p = principalOf(req);
@@ -129,16 +129,11 @@ export function messagesRoutes(app: App, services: Services): void {
     const id = `msg_${newId("m").slice(2)}`;
     if (!input.stream) {
       const out = await runChat(deps, p.accountId, input, opts);
-      fallbackHeaders(reply, out.fallbackLayer);
       const r = out.result;
       const content: unknown[] = [];
       if (r.content) content.push({ type: "text", text: r.content });
       for (const t of r.toolCalls) content.push({ type: "tool_use", id: t.id, name: t.function.name, input: toolInput(t.function.arguments) });
-      return reply
-        .header("x-svc-model", out.model)
-        .header("x-svc-cost-usd", formatUsd(out.costMicros))
-        .header("x-svc-balance-usd", formatUsd(out.balanceMicros))
-        .send({ id, type: "message", role: "assistant", model: out.model, content, stop_reason: STOP[r.finishReason], stop_sequence: null, usage: usageJson(r.usage) });
+      return setCostHeaders(reply, out).send({ id, type: "message", role: "assistant", model: out.model, content, stop_reason: STOP[r.finishReason], stop_sequence: null, usage: usageJson(r.usage) });
     }
 
     const stream = await startChatStream(deps, p.accountId, input, opts);

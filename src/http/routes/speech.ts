@@ -7,11 +7,11 @@ import { Readable } from "node:stream";
 import type { FastifyReply } from "fastify";
 import { Type } from "typebox";
 import { createSpeech } from "../../audio/speech.ts";
-import { formatUsd } from "../../billing/money.ts";
 import type { Services } from "../../services.ts";
 import type { SimulateMode } from "../../upstreams/types.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
+import { setCostHeaders } from "../cost-headers.ts";
 
 const Unit = Type.Number({ minimum: 0, maximum: 1 });
 const SpeechBodySchema = Type.Object({
@@ -55,12 +55,7 @@ export function speechRoutes(app: App, services: Services): void {
       signal: abortOnClose(reply),
       guard: guardOf(services, req),
     });
-    reply
-      .header("content-type", out.contentType)
-      .header("x-svc-model", out.model)
-      .header("x-svc-chars-billed", String(out.charsBilled))
-      .header("x-svc-cost-usd", formatUsd(out.costMicros))
-      .header("x-svc-balance-usd", formatUsd(out.balanceMicros));
+    setCostHeaders(reply.header("content-type", out.contentType), out);
     if (out.audio.kind === "bytes")
       return reply.send(
         Buffer.from(out.audio.body.buffer, out.audio.body.byteOffset, out.audio.body.byteLength),

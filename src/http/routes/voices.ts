@@ -6,11 +6,13 @@ import multipart from "@fastify/multipart";
 import { Type } from "typebox";
 import { cloneVoice, MAX_REFERENCE_BYTES, type VoiceCloneForm } from "../../audio/voice-clone.ts";
 import { designVoice } from "../../audio/voice-design.ts";
-import { formatUsd, microsToUsd } from "../../billing/money.ts";
+import { microsToUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
+import { setCostHeaders } from "../cost-headers.ts";
+import { readMultipart } from "../multipart.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
 
 const LibraryQuery = Type.Object({ provider: Type.Optional(Type.String({ maxLength: 20 })) });
@@ -37,17 +39,13 @@ export function voiceRoutes(app: App, services: Services): void {
       req.body ?? {},
       { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req) },
     );
-    return reply
-      .header("x-svc-model", out.model)
-      .header("x-svc-cost-usd", formatUsd(out.costMicros))
-      .header("x-svc-balance-usd", formatUsd(out.balanceMicros))
-      .send({
-        voice_id: out.voiceId,
-        name: out.name,
-        model: out.model,
-        cost_usd: microsToUsd(out.costMicros),
-        balance_usd: microsToUsd(out.balanceMicros),
-      });
+    return setCostHeaders(reply, out).send({
+      voice_id: out.voiceId,
+      name: out.name,
+      model: out.model,
+      cost_usd: microsToUsd(out.costMicros),
+      balance_usd: microsToUsd(out.balanceMicros),
+    });
   });
 }
 
@@ -64,29 +62,20 @@ export async function voiceCloneRoutes(app: App, services: Services): Promise<vo
     if (!req.isMultipart()) {
       throw errors.invalidRequest("Send multipart/form-data with the reference audio in the part 'file'.", "file");
     }
-    const form: VoiceCloneForm = { file: null, name: null, model: null };
-    for await (const part of req.parts()) {
-      if (part.type === "file") {
-        if (part.fieldname !== "file" || form.file !== null) {
-          part.file.resume();
-          throw errors.invalidRequest(`Unexpected file part '${part.fieldname}'; send one part named 'file'.`, part.fieldname);
-        }
-        form.file = new Uint8Array(await part.toBuffer());
-      } else if (part.fieldname === "name" || part.fieldname === "model") {
-        if (typeof part.value !== "string") throw errors.invalidRequest(`${part.fieldname} must be text.`, part.fieldname);
-        form[part.fieldname] = part.value;
-      }
+    const read = await readMultipart(req, {
+      fileField: "file",
+      unexpectedFile: (name) => errors.invalidRequest(`Unexpected file part '${name}'; send one part named 'file'.`, name),
+    });
+    for (const name of ["name", "model"]) {
+      if (read.nonText.has(name)) throw errors.invalidRequest(`${name} must be text.`, name);
     }
+    const form: VoiceCloneForm = { file: read.file, name: read.fields.name ?? null, model: read.fields.model ?? null };
     const out = await cloneVoice({ db: services.db.kysely, adapter: services.voiceCreation }, principalOf(req).accountId, form, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
       signal: abortOnClose(reply),
       guard: guardOf(services, req),
     });
-    return reply
-      .header("x-svc-model", out.model)
-      .header("x-svc-cost-usd", formatUsd(out.costMicros))
-      .header("x-svc-balance-usd", formatUsd(out.balanceMicros))
-      .send({ voice_id: out.voiceId, name: out.name, cost_usd: microsToUsd(out.costMicros), balance_usd: microsToUsd(out.balanceMicros) });
+    return setCostHeaders(reply, out).send({ voice_id: out.voiceId, name: out.name, cost_usd: microsToUsd(out.costMicros), balance_usd: microsToUsd(out.balanceMicros) });
   });
 }
 

@@ -1,0 +1,66 @@
+/**
+ * Reading a multipart/form-data request (`@fastify/multipart`, registered by the route's plugin): the
+ * one loop shared by voice cloning and transcription/understanding. A body the parser cannot read
+ * (truncated, no closing boundary, a boundary that differs from the Content-Type's or none at all,
+ * malformed part headers) is the client's fault: 400 `invalid_request` (D1), never a 500. Size and count
+ * limits keep their 413 (the error handler translates them).
+ */
+import type { FastifyRequest } from "fastify";
+import { AppError } from "../errors.ts";
+
+/** A read form: the one file part (bytes) if any, and the text fields by name (the last one wins). */
+export interface MultipartForm {
+  file: Uint8Array | null;
+  fields: Record<string, string>;
+  /** Names of fields whose value was not text (a part declared as JSON). */
+  nonText: Set<string>;
+}
+
+/** The parser's own limit errors (413), which keep their status. */
+const LIMIT_CODES = new Set(["FST_REQ_FILE_TOO_LARGE", "FST_FILES_LIMIT", "FST_PARTS_LIMIT", "FST_FIELDS_LIMIT"]);
+
+/**
+ * Reads every part of a multipart request. At most one file part, named `fileField`: another file part
+ * throws `unexpectedFile(fieldname)` after draining it.
+ * @throws AppError 400 `invalid_request` for a malformed body; the parser's 413 errors as they are;
+ *   the AppError of `unexpectedFile`.
+ */
+export async function readMultipart(
+  req: FastifyRequest,
+  opts: { fileField: string; unexpectedFile: (fieldname: string) => AppError },
+): Promise<MultipartForm> {
+  const form: MultipartForm = { file: null, fields: {}, nonText: new Set() };
+  try {
+    for await (const part of req.parts()) {
+      if (part.type === "file") {
+        if (part.fieldname !== opts.fileField || form.file !== null) {
+          part.file.resume();
+          throw opts.unexpectedFile(part.fieldname);
+        }
+        form.file = new Uint8Array(await part.toBuffer());
+      } else if (typeof part.value === "string") {
+        form.fields[part.fieldname] = part.value;
+      } else {
+        form.nonText.add(part.fieldname);
+      }
+    }
+  } catch (err) {
+    throw malformed(err);
+  }
+  return form;
+}
+
+/**
+ * Our own errors and the parser's limits pass through; anything else the parser threw is a bad body.
+ * That answer closes the connection: the parser may have stopped reading the body part-way (no boundary
+ * at all: it never started), and a kept-alive socket with unread bytes would stall the client's next
+ * request on it until the keep-alive timeout.
+ */
+function malformed(err: unknown): unknown {
+  if (err instanceof AppError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && LIMIT_CODES.has(code)) return err;
+  return new AppError(400, "invalid_request", "The multipart/form-data body could not be read (malformed or truncated).", null, {
+    connection: "close",
+  });
+}
