@@ -9,7 +9,7 @@
 
 import { parentPort } from "node:worker_threads";
 import { renderSpeechChunks, type SpeechRenderJob } from "./audio.ts";
-import { type MediaRenderJob, renderMediaChunks } from "./music.ts";
+import { type MediaRenderJob, renderMediaChunks } from "./media-render.ts";
 
 /** Parent -> worker: render `job`; answers carry the same `id`. */
 export interface EncodeWorkerRequest {

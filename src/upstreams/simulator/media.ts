@@ -26,8 +26,10 @@ import {
 import { audioFormatInfo, concatBytes } from "./audio.ts";
 import { sleep } from "./delay.ts";
 import type { MediaWorkerRequest } from "./encode-worker.ts";
-import { type MediaRenderJob, musicDurationFromLyrics, renderMediaChunks, sfxDurationSec } from "./music.ts";
+import { type MediaRenderJob, renderMediaChunks } from "./media-render.ts";
+import { musicDurationFromLyrics } from "./music/lyrics.ts";
 import { RenderCache, RenderTask } from "./render-cache.ts";
+import { sfxDurationSec } from "./sfx/kinds.ts";
 import { SIM_AUDIO_TIMING } from "./speech.ts";
 
 /** Simulated delays in seconds, before multiplication by `latencyScale` (unless stated otherwise). */

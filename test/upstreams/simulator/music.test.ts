@@ -5,17 +5,16 @@ import {
   createSimulatedMediaUpstream,
   type SimulatedMediaUpstream,
 } from "../../../src/upstreams/simulator/media.ts";
+import { planMusic } from "../../../src/upstreams/simulator/music/arrangement.ts";
 import {
   isInstrumentalOnly,
   MUSIC_LYRICS_MAX_SEC,
   musicDurationFromLyrics,
   musicHasVocals,
-  planMusic,
-  sfxDurationSec,
-  sfxKindsOf,
-  synthesizeMusic,
-  synthesizeSfx,
-} from "../../../src/upstreams/simulator/music.ts";
+} from "../../../src/upstreams/simulator/music/lyrics.ts";
+import { synthesizeMusic } from "../../../src/upstreams/simulator/music/synthesize.ts";
+import { sfxDurationSec, sfxKindsOf } from "../../../src/upstreams/simulator/sfx/kinds.ts";
+import { synthesizeSfx } from "../../../src/upstreams/simulator/sfx/synthesize.ts";
 import {
   AUDIO_FORMATS,
   type AudioFormat,
