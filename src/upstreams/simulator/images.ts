@@ -18,7 +18,7 @@
 import { deflate, deflateSync, crc32 } from "node:zlib";
 import { promisify } from "node:util";
 import type { AspectRatio } from "../types.ts";
-import { createRng, type Rng, seedFrom } from "./audio.ts";
+import { createRng, type Rng, seedFrom } from "./rng.ts";
 
 const deflateAsync = promisify(deflate);
 

@@ -3,7 +3,7 @@
  * `media.ts` and the encode worker.
  */
 import type { AudioFormat } from "../types.ts";
-import { audioFormatInfo, encodeAudioChunks, mp3FrameSamples } from "./audio.ts";
+import { audioFormatInfo, encodeAudioChunks, mp3FrameSamples } from "./encode.ts";
 import { synthesizeMusic } from "./music/synthesize.ts";
 import { synthesizeSfx } from "./sfx/synthesize.ts";
 

@@ -22,14 +22,9 @@ import {
   type VoiceLibraryAdapter,
   type VoiceRecord,
 } from "../types.ts";
-import {
-  audioFormatInfo,
-  concatBytes,
-  RENDER_CHUNK_SEC,
-  renderSpeechChunks,
-  type SpeechRenderJob,
-  speechDurationSec,
-} from "./audio.ts";
+import { audioFormatInfo, concatBytes } from "./encode.ts";
+import { RENDER_CHUNK_SEC, renderSpeechChunks, type SpeechRenderJob } from "./speech/render.ts";
+import { speechDurationSec } from "./speech/synthesize.ts";
 import { sleep } from "./delay.ts";
 import type { EncodeWorkerRequest } from "./encode-worker.ts";
 import { RenderCache, RenderTask } from "./render-cache.ts";

@@ -17,7 +17,7 @@
  */
 
 import { readFileSync } from "node:fs";
-import { createRng, seedFrom } from "./audio.ts";
+import { createRng, seedFrom } from "./rng.ts";
 
 /** Longest clip {@link renderMp4} builds, in seconds. */
 export const MAX_VIDEO_SEC = 60;

@@ -18,7 +18,7 @@
  *   `signal` aborts (then rejects with its reason) or the upstream is closed.
  */
 
-import { createRng, seedFrom } from "./audio.ts";
+import { createRng, seedFrom } from "./rng.ts";
 import { simulateLatency } from "./delay.ts";
 import { fitRenderSize, renderPngAsync, renderSvg, sizeForAspect } from "./images.ts";
 import { MAX_VIDEO_SEC, renderMp4, videoOrientationOf } from "./video.ts";

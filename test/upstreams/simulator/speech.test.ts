@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { parseBuffer } from "music-metadata";
-import { concatBytes, speechDurationSec } from "../../../src/upstreams/simulator/audio.ts";
+import { concatBytes } from "../../../src/upstreams/simulator/encode.ts";
+import { speechDurationSec } from "../../../src/upstreams/simulator/speech/synthesize.ts";
 import { ByteLruCache } from "../../../src/upstreams/simulator/render-cache.ts";
 import { createSimulatedAudioUpstream, type SimulatedAudioUpstream } from "../../../src/upstreams/simulator/speech.ts";
 import { DEMO_ALPHA_VOICE_ID, DEMO_BETA_VOICE_ID } from "../../../src/upstreams/simulator/voices.ts";

@@ -3,7 +3,7 @@
  * every part, drum hits and sung lines), independent of the sample rate. Composition decisions come
  * from a PRNG seeded with a SHA-256 of the inputs and are drawn in a fixed order.
  */
-import { createRng, seedFrom } from "../audio.ts";
+import { createRng, seedFrom } from "../rng.ts";
 import type { DrumKit } from "./drums.ts";
 import { checkDuration } from "./dsp.ts";
 import type { BassInstrument, DrumStyle, MusicInstrument, Note } from "./instruments.ts";

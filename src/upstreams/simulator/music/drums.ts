@@ -1,5 +1,6 @@
 /** Drums of the music synthesizer: a synthesized kit (sine sweeps and filtered noise) and the grooves. */
-import { normalizePeak, type Rng, Resonator } from "../audio.ts";
+import type { Rng } from "../rng.ts";
+import { normalizePeak, Resonator } from "../signal.ts";
 import { sin01 } from "./dsp.ts";
 import type { DrumStyle } from "./instruments.ts";
 

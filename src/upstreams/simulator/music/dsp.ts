@@ -2,7 +2,7 @@
  * Small DSP and randomness helpers of the music and sound-effect synthesizers: a sine table, MIDI
  * pitches, band-limiting, range checks and hashed values.
  */
-import { type Rng, seedFrom } from "../audio.ts";
+import { type Rng, seedFrom } from "../rng.ts";
 
 const TABLE_BITS = 11;
 const TABLE_SIZE = 1 << TABLE_BITS;
@@ -55,7 +55,6 @@ export function checkRate(sr: number): void {
 export function checkDuration(sec: number): void {
   if (!(Number.isFinite(sec) && sec > 0 && sec <= 600)) throw new RangeError(`unsupported duration ${sec}`);
 }
-
 
 /** A value in [0, 1) from the first bytes of a SHA-256 of `parts`. */
 export function hashUnit(...parts: string[]): number {

@@ -3,7 +3,7 @@
  * bass), FM (electric piano, bell), Karplus-Strong (pluck, finger bass), subtractive (saw, square,
  * strings, pad, synth bass) and a flute. Each renders one note by adding into a buffer.
  */
-import type { Rng } from "../audio.ts";
+import type { Rng } from "../rng.ts";
 import { midiHz, polyBlep, sin01 } from "./dsp.ts";
 
 /** Melodic and harmonic instruments of the palette. */

@@ -2,7 +2,7 @@
  * Lyrics for the music synthesizer: section tags, sung syllables, the nominal timeline of lines and tags,
  * and the song length a beta model derives from its lyrics.
  */
-import { createRng, seedFrom } from "../audio.ts";
+import { createRng, seedFrom } from "../rng.ts";
 import { clamp, hashUnit } from "./dsp.ts";
 import { tempoOf } from "./style.ts";
 import { hasAny, wordsOf } from "./words.ts";

@@ -2,7 +2,7 @@
  * The grid and harmony of a song as the part composers ({@link composeHarmony} and the others in
  * `parts.ts`) see it, with the music-theory helpers bound to its key.
  */
-import type { Rng } from "../audio.ts";
+import type { Rng } from "../rng.ts";
 import type { DrumStyle } from "./instruments.ts";
 import type { SectionKind } from "./lyrics.ts";
 

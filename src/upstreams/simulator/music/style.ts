@@ -3,7 +3,7 @@
  * palette, drum style, reverb, swing and chord progressions. Every draw of `rng` happens in a fixed
  * order (the callers keep it), so a prompt always gives the same song.
  */
-import type { Rng } from "../audio.ts";
+import type { Rng } from "../rng.ts";
 import { clamp, pick } from "./dsp.ts";
 import type { BassInstrument, DrumStyle, MusicInstrument } from "./instruments.ts";
 import { hasAny, type Words } from "./words.ts";

@@ -1,5 +1,6 @@
 /** Music rendering: the arrangement of {@link composeMusic} played by the instruments, drums and voice. */
-import { createRng, normalizePeak, seedFrom } from "../audio.ts";
+import { createRng, seedFrom } from "../rng.ts";
+import { normalizePeak } from "../signal.ts";
 import { composeMusic, type MusicSynthesisOptions } from "./arrangement.ts";
 import { makeDrumKit } from "./drums.ts";
 import { checkRate } from "./dsp.ts";

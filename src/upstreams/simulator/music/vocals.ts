@@ -1,5 +1,6 @@
 /** The singing voice of the music synthesizer: a formant-synthesized line following lyric syllables. */
-import { normalizePeak, type Rng, Resonator } from "../audio.ts";
+import type { Rng } from "../rng.ts";
+import { normalizePeak, Resonator } from "../signal.ts";
 import type { SungNote } from "./arrangement.ts";
 import { clamp, midiHz } from "./dsp.ts";
 

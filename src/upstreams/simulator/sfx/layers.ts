@@ -1,5 +1,6 @@
 /** Building blocks of the sound-effect recipes: event times, noise and tone layers, transients, bells. */
-import { type Rng, Resonator } from "../audio.ts";
+import type { Rng } from "../rng.ts";
+import { Resonator } from "../signal.ts";
 import { clamp, sin01 } from "../music/dsp.ts";
 import { fm } from "../music/instruments.ts";
 

@@ -1,5 +1,6 @@
 /** Sound-effect synthesis: the recipes of the prompt's kinds, layered, saturated and faded. */
-import { createRng, normalizePeak, seedFrom } from "../audio.ts";
+import { createRng, seedFrom } from "../rng.ts";
+import { normalizePeak } from "../signal.ts";
 import { checkDuration, checkRate, clamp } from "../music/dsp.ts";
 import { applyFades, softClipAndDc } from "../music/effects.ts";
 import { type Words, wordsOf } from "../music/words.ts";
