@@ -182,15 +182,15 @@ function jobOf(req: SpeechRequest): { key: string; job: SpeechRenderJob } {
  * Returned byte arrays may be shared with the cache: treat them as read-only.
  */
 export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapter {
-  /** The voice libraries (3000 alpha, 300 beta voices). */
-  readonly catalog: VoiceCatalog;
+  readonly #publicBaseUrl: string;
+  #catalog: VoiceCatalog | null = null;
   private readonly scale: number;
   private readonly cache: RenderCache<SpeechRenderJob, RenderedClip>;
   private closed = false;
 
   constructor(opts: SimulatedAudioUpstreamOptions) {
     this.scale = Number.isFinite(opts.latencyScale) && opts.latencyScale > 0 ? opts.latencyScale : 0;
-    this.catalog = createVoiceCatalog(opts.publicBaseUrl);
+    this.#publicBaseUrl = opts.publicBaseUrl;
     const inlineMaxSec = opts.inlineMaxSec ?? 2;
     this.cache = new RenderCache<SpeechRenderJob, RenderedClip>({
       maxBytes: opts.cacheMaxBytes,
@@ -206,6 +206,12 @@ export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapte
       clipOf,
       keepChunks: true,
     });
+  }
+
+  /** The voice libraries (3000 alpha, 300 beta voices), built on first use (about 2 MB of records). */
+  get catalog(): VoiceCatalog {
+    this.#catalog ??= createVoiceCatalog(this.#publicBaseUrl);
+    return this.#catalog;
   }
 
   /**
