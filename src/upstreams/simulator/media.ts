@@ -28,7 +28,7 @@ import { sleep } from "./delay.ts";
 import type { MediaWorkerRequest } from "./encode-worker.ts";
 import { type MediaRenderJob, renderMediaChunks } from "./media-render.ts";
 import { musicDurationFromLyrics } from "./music/lyrics.ts";
-import { RenderCache, RenderTask } from "./render-cache.ts";
+import { RenderCache, type RenderStats, RenderTask } from "./render-cache.ts";
 import { sfxDurationSec } from "./sfx/kinds.ts";
 import { SIM_AUDIO_TIMING } from "./speech.ts";
 
@@ -168,8 +168,8 @@ export class SimulatedMediaUpstream implements MusicAdapter {
     return this.run(job, req.simulate, SIM_MEDIA_TIMING.sfxSec, signal);
   }
 
-  /** Cache occupancy (entries, bytes) and renderings in progress; for metrics and tests. */
-  stats(): { cacheEntries: number; cacheBytes: number; inflight: number } {
+  /** Cache occupancy (entries, bytes), renderings in progress and live workers; for metrics and tests. */
+  stats(): RenderStats {
     return this.cache.stats();
   }
 

@@ -112,6 +112,14 @@ export class RenderTask<J, C> implements PoolTask {
   }
 }
 
+/** Occupancy of a {@link RenderCache}: cached clips (count, bytes), renderings in progress, live workers. */
+export interface RenderStats {
+  cacheEntries: number;
+  cacheBytes: number;
+  inflight: number;
+  workers: number;
+}
+
 /** How a {@link RenderCache} renders jobs of type `J` into clips of type `C`. */
 export interface RenderCacheOptions<J, C extends { bytes: number }> {
   /** Byte budget of the cache (default 64 MiB). Clips over a quarter of it are not kept. */
@@ -204,10 +212,10 @@ export class RenderCache<J, C extends { bytes: number }> {
     }
   }
 
-  /** Cache occupancy (entries, bytes) and renderings in progress; for metrics and tests. */
-  stats(): { cacheEntries: number; cacheBytes: number; inflight: number } {
+  /** Cache occupancy (entries, bytes), renderings in progress and live workers; for metrics and tests. */
+  stats(): RenderStats {
     const s = this.#clips.size;
-    return { cacheEntries: s.entries, cacheBytes: s.bytes, inflight: this.#inflight.size };
+    return { cacheEntries: s.entries, cacheBytes: s.bytes, inflight: this.#inflight.size, workers: this.#pool.workers };
   }
 
   /** Terminates the workers, fails renderings in progress and empties the cache. */

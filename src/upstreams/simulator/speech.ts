@@ -27,7 +27,7 @@ import { RENDER_CHUNK_SEC, renderSpeechChunks, type SpeechRenderJob } from "./sp
 import { speechDurationSec } from "./speech/synthesize.ts";
 import { sleep } from "./delay.ts";
 import type { EncodeWorkerRequest } from "./encode-worker.ts";
-import { RenderCache, RenderTask } from "./render-cache.ts";
+import { RenderCache, type RenderStats, RenderTask } from "./render-cache.ts";
 import { createVoiceCatalog, type VoiceCatalog } from "./voices.ts";
 
 /** Simulated delays in seconds, before multiplication by `latencyScale` (unless stated otherwise). */
@@ -320,8 +320,8 @@ export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapte
     return this.catalog.isAlphaVoice(voiceId);
   }
 
-  /** Cache occupancy (entries, bytes) and renderings in progress; for metrics and tests. */
-  stats(): { cacheEntries: number; cacheBytes: number; inflight: number } {
+  /** Cache occupancy (entries, bytes), renderings in progress and live workers; for metrics and tests. */
+  stats(): RenderStats {
     return this.cache.stats();
   }
 

@@ -363,9 +363,10 @@ describe("SimulatedMediaUpstream", () => {
   it("renders a long track in a worker without blocking the event loop, then caches it", async () => {
     const u = make();
     const req = musicReq({ prompt: "epic cinematic orchestral", lengthMs: 60000 });
+    assert.equal(u.stats().workers, 0, "workers start on first use, not at construction");
     const pending = Promise.all([u.music(req), u.music(req), u.music(req)]);
     // One rendering, handed to a worker (an inline one would be finished and cached by now).
-    assert.deepEqual(u.stats(), { cacheEntries: 0, cacheBytes: 0, inflight: 1 });
+    assert.deepEqual(u.stats(), { cacheEntries: 0, cacheBytes: 0, inflight: 1, workers: 1 });
     let ticks = 0;
     const timer = setInterval(() => ticks++, 1);
     const results = await pending;

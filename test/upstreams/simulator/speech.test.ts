@@ -186,9 +186,11 @@ describe("SimulatedAudioUpstream.speech", () => {
   it("renders long inputs in a worker without blocking the event loop", async () => {
     const u = make();
     const text = "The quick brown fox jumps over the lazy dog. ".repeat(14); // 630 chars, 42 s
+    await u.speech(req({ text: "Short." })); // rendered inline
+    assert.equal(u.stats().workers, 0, "workers start on first use, not at construction");
     const pending = u.speech(req({ text }));
     // Handed to a worker (an inline rendering would be finished and cached by now).
-    assert.deepEqual(u.stats(), { cacheEntries: 0, cacheBytes: 0, inflight: 1 });
+    assert.deepEqual({ ...u.stats(), cacheBytes: 0 }, { cacheEntries: 1, cacheBytes: 0, inflight: 1, workers: 1 });
     let ticks = 0;
     const timer = setInterval(() => ticks++, 1);
     try {
