@@ -91,3 +91,13 @@ export function normalizePeak(samples: Float32Array, peak: number): Float32Array
   }
   return samples;
 }
+
+/**
+ * The glottal flow of a voice over one period (Rosenberg pulse): `phase` in [0, 1) gives 0..1, rising
+ * over the first 40 %, falling over the next 20 %, closed for the rest. Shared by speech and singing.
+ */
+export function glottalPulse(phase: number): number {
+  if (phase < 0.4) return 0.5 * (1 - Math.cos((Math.PI * phase) / 0.4));
+  if (phase < 0.6) return Math.cos((Math.PI * (phase - 0.4)) / 0.4);
+  return 0;
+}

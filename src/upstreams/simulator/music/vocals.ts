@@ -1,6 +1,6 @@
 /** The singing voice of the music synthesizer: a formant-synthesized line following lyric syllables. */
 import type { Rng } from "../rng.ts";
-import { normalizePeak, Resonator } from "../signal.ts";
+import { glottalPulse, normalizePeak, Resonator } from "../signal.ts";
 import type { SungNote } from "./arrangement.ts";
 import { clamp, midiHz } from "./dsp.ts";
 
@@ -109,10 +109,7 @@ export function renderVocalLine(
     for (let n = n0; n < end; n++) {
       phase += pitch / sr;
       if (phase >= 1) phase -= 1;
-      let g: number;
-      if (phase < 0.4) g = 0.5 * (1 - Math.cos((Math.PI * phase) / 0.4));
-      else if (phase < 0.6) g = Math.cos((Math.PI * (phase - 0.4)) / 0.4);
-      else g = 0;
+      const g = glottalPulse(phase);
       const dg = ((g - gPrev) * sr) / (8 * pitch);
       gPrev = g;
       const white = rng() * 2 - 1;

@@ -5,7 +5,7 @@
  */
 import type { VoiceSettings } from "../../types.ts";
 import { createRng, type Rng, seedFrom } from "../rng.ts";
-import { normalizePeak, Resonator } from "../signal.ts";
+import { glottalPulse, normalizePeak, Resonator } from "../signal.ts";
 import { classify, NEUTRAL, PAUSE, type Phone, WEIGHT } from "./phones.ts";
 
 /** Speaking rate of the simulated voices, in characters (Unicode code points) per second. */
@@ -246,10 +246,7 @@ function renderSpeech(out: Float32Array, sr: number, plan: SpeechPlan, voice: Vo
         phase -= 1;
         periodF0 = pitch * (1 + (rng() - 0.5) * 0.01 * (1.5 - stability)); // jitter
       }
-      let g: number;
-      if (phase < 0.4) g = 0.5 * (1 - Math.cos((Math.PI * phase) / 0.4));
-      else if (phase < 0.6) g = Math.cos((Math.PI * (phase - 0.4)) / 0.4);
-      else g = 0;
+      const g = glottalPulse(phase);
       const dg = ((g - gPrev) * sr) / (8 * periodF0);
       gPrev = g;
       const white = rng() * 2 - 1;
