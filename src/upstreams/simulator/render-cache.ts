@@ -157,6 +157,7 @@ export class RenderCache<J, C extends { bytes: number }> {
   #nextTaskId = 1;
   #closed = false;
 
+  /** No worker starts here: the pool spawns one per queued task up to `opts.workers`. */
   constructor(opts: RenderCacheOptions<J, C>) {
     this.#opts = opts;
     const maxBytes = opts.maxBytes ?? 64 * 1024 * 1024;
