@@ -82,10 +82,8 @@ describe("tier limits over HTTP", () => {
     // Tier 0: the alpha pool has one slot.
     const running = slow("alpha-v3", DEMO_ALPHA_VOICE_ID);
     await new Promise((r) => setTimeout(r, 200));
-    const t = Date.now();
     const refused = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: { input: "x", voice_id: DEMO_ALPHA_VOICE_ID } });
     assert.equal(refused.status, 429);
-    assert.ok(Date.now() - t < 500, "refused at once");
     const limits = await gw.request("GET", "/v1/auth/limits", { token: u.api_key });
     assert.equal(limits.json.usage.audio_in_use.alpha, 1);
     // The beta pool is separate.

@@ -2,7 +2,7 @@
  * Simulated latency shared by the simulator's adapters: scaled delays, `X-Svc-Simulate` handling (D10,
  * D15) and abort support.
  */
-import { setTimeout as sleep } from "node:timers/promises";
+import { setTimeout as wait } from "node:timers/promises";
 import { type SimulateMode, UpstreamError } from "../types.ts";
 
 /**
@@ -18,7 +18,29 @@ export async function simulateLatency(
   let sec = typicalSec * latencyScale;
   if (simulate === "fail") sec = Math.min(sec, 0.3 * latencyScale);
   if (simulate === "slow" || simulate === "hang") sec += 1 + 2 * latencyScale;
-  if (sec > 0) await sleep(sec * 1000, undefined, { signal });
+  if (sec > 0) await wait(sec * 1000, undefined, { signal });
   else signal?.throwIfAborted();
   if (simulate === "fail") throw new UpstreamError("simulated upstream failure (X-Svc-Simulate: fail)", false);
+}
+
+/** The reason of an aborted `signal`, or a DOMException `AbortError` when it has none. */
+export function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("The operation was aborted.", "AbortError");
+}
+
+/** Waits `ms` milliseconds; rejects with the abort reason as soon as `signal` aborts. No timer for 0. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(abortError(signal));
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal as AbortSignal));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }

@@ -8,8 +8,8 @@
  */
 
 import { parentPort } from "node:worker_threads";
-import { renderSpeechChunks, type SpeechRenderJob } from "./audio.ts";
-import { type MediaRenderJob, renderMediaChunks } from "./music.ts";
+import { renderSpeechChunks, type SpeechRenderJob } from "./speech/render.ts";
+import { type MediaRenderJob, renderMediaChunks } from "./media-render.ts";
 
 /** Parent -> worker: render `job`; answers carry the same `id`. */
 export interface EncodeWorkerRequest {

@@ -7,14 +7,13 @@
  * - Latency, scaled by `latencyScale` (`SIM_LATENCY_SCALE`): {@link SIM_MEDIA_TIMING}. `X-Svc-Simulate`
  *   (`req.simulate`): `fail` throws {@link UpstreamError} after a short delay, `slow` and `hang` add at
  *   least 1 s even at scale 0 (D15).
- * - Speed: encoded clips are kept in a byte-bounded LRU cache ({@link ByteLruCache}), identical
+ * - Speed: encoded clips are kept in a byte-bounded LRU cache ({@link RenderCache}), identical
  *   concurrent requests share one rendering, and everything but tiny clips is rendered in
  *   `worker_threads` workers (the speech encode worker, `encode-worker.ts`) so the event loop stays
  *   free: five minutes of 44.1 kHz MP3 take about 10 s of CPU.
  */
 
 import { hash } from "node:crypto";
-import { availableParallelism } from "node:os";
 import {
   type AudioResult,
   contentTypeOf,
@@ -24,11 +23,14 @@ import {
   type SimulateMode,
   UpstreamError,
 } from "../types.ts";
-import { audioFormatInfo, concatBytes } from "./audio.ts";
-import { type PoolTask, RenderPool } from "./worker-pool.ts";
+import { audioFormatInfo, concatBytes } from "./encode.ts";
+import { sleep } from "./delay.ts";
 import type { MediaWorkerRequest } from "./encode-worker.ts";
-import { type MediaRenderJob, musicDurationFromLyrics, renderMediaChunks, sfxDurationSec } from "./music.ts";
-import { ByteLruCache, abortError, SIM_AUDIO_TIMING, sleep } from "./speech.ts";
+import { type MediaRenderJob, renderMediaChunks } from "./media-render.ts";
+import { musicDurationFromLyrics } from "./music/lyrics.ts";
+import { RenderCache, type RenderStats, RenderTask } from "./render-cache.ts";
+import { sfxDurationSec } from "./sfx/kinds.ts";
+import { SIM_AUDIO_TIMING } from "./speech.ts";
 
 /** Simulated delays in seconds, before multiplication by `latencyScale` (unless stated otherwise). */
 export const SIM_MEDIA_TIMING = {
@@ -76,61 +78,6 @@ function clipOf(parts: readonly Uint8Array[], durationSec: number): MediaClip {
   return { body, durationSec, bytes: body.byteLength + 128 };
 }
 
-/** One rendering in progress (shared by identical concurrent requests). */
-class MediaTask implements PoolTask {
-  readonly id: number;
-  readonly key: string;
-  readonly job: MediaRenderJob;
-  readonly chunks: Uint8Array[] = [];
-  clip: MediaClip | null = null;
-  error: Error | null = null;
-  started = false;
-  consumers = 0;
-  private wakers: (() => void)[] = [];
-
-  constructor(id: number, key: string, job: MediaRenderJob) {
-    this.id = id;
-    this.key = key;
-    this.job = job;
-  }
-
-  get label(): string {
-    return this.job.kind;
-  }
-
-  /** The worker message that renders this task. */
-  request(): MediaWorkerRequest {
-    return { id: this.id, media: this.job };
-  }
-
-  /** Wakes everyone waiting for completion or failure. */
-  notify(): void {
-    const w = this.wakers;
-    this.wakers = [];
-    for (const f of w) f();
-  }
-
-  /** Resolves at completion or failure; rejects when `signal` aborts. */
-  settled(signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(abortError(signal));
-        return;
-      }
-      if (this.clip || this.error) {
-        resolve();
-        return;
-      }
-      const onAbort = () => reject(abortError(signal as AbortSignal));
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.wakers.push(() => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      });
-    });
-  }
-}
-
 function closedError(): UpstreamError {
   return new UpstreamError("the simulated media upstream is closed", false);
 }
@@ -160,27 +107,22 @@ function keyOf(job: MediaRenderJob): string {
  */
 export class SimulatedMediaUpstream implements MusicAdapter {
   private readonly scale: number;
-  private readonly inlineMaxMs: number;
-  private readonly cache: ByteLruCache<MediaClip>;
-  private readonly maxClipBytes: number;
-  private readonly inflight = new Map<string, MediaTask>();
-  private readonly pool: RenderPool<MediaTask>;
-  private nextTaskId = 1;
+  private readonly cache: RenderCache<MediaRenderJob, MediaClip>;
   private closed = false;
 
   constructor(opts: SimulatedMediaUpstreamOptions) {
     this.scale = Number.isFinite(opts.latencyScale) && opts.latencyScale > 0 ? opts.latencyScale : 0;
-    this.inlineMaxMs = opts.inlineMaxMs ?? 25;
-    const cacheMax = opts.cacheMaxBytes ?? 64 * 1024 * 1024;
-    this.cache = new ByteLruCache(cacheMax);
-    this.maxClipBytes = cacheMax / 4;
-    const workers = opts.workers ?? Math.min(4, Math.max(2, availableParallelism() - 1));
-    this.pool = new RenderPool<MediaTask>(
-      workers,
-      (task) => this.finish(task),
-      (task, err) => this.fail(task, err),
-      "the simulated media upstream is closed",
-    );
+    const inlineMaxMs = opts.inlineMaxMs ?? 25;
+    this.cache = new RenderCache<MediaRenderJob, MediaClip>({
+      maxBytes: opts.cacheMaxBytes,
+      workers: opts.workers,
+      closedMessage: "the simulated media upstream is closed",
+      label: (job) => job.kind,
+      workerRequest: (id, media): MediaWorkerRequest => ({ id, media }),
+      renderInline: renderMediaChunks,
+      isSmall: (job) => estimatedWorkMs(job) <= inlineMaxMs,
+      clipOf,
+    });
   }
 
   /**
@@ -226,17 +168,15 @@ export class SimulatedMediaUpstream implements MusicAdapter {
     return this.run(job, req.simulate, SIM_MEDIA_TIMING.sfxSec, signal);
   }
 
-  /** Cache occupancy (entries, bytes) and renderings in progress; for metrics and tests. */
-  stats(): { cacheEntries: number; cacheBytes: number; inflight: number } {
-    const s = this.cache.size;
-    return { cacheEntries: s.entries, cacheBytes: s.bytes, inflight: this.inflight.size };
+  /** Cache occupancy (entries, bytes), renderings in progress and live workers; for metrics and tests. */
+  stats(): RenderStats {
+    return this.cache.stats();
   }
 
   /** Terminates the render workers, fails renderings in progress and empties the cache. */
   async close(): Promise<void> {
     this.closed = true;
-    await this.pool.close();
-    this.cache.clear();
+    await this.cache.close();
   }
 
   private async run(
@@ -257,77 +197,23 @@ export class SimulatedMediaUpstream implements MusicAdapter {
     const contentType = contentTypeOf(job.format);
     const latencyMs = latencySec * this.scale * 1000 + this.slowExtraMs(simulate);
     const key = keyOf(job);
-    const ready = this.cache.get(key) ?? this.start(key, job);
-    if (!(ready instanceof MediaTask)) {
+    const ready = this.cache.obtain(key, job);
+    if (!(ready instanceof RenderTask)) {
       await sleep(latencyMs, signal);
       return { kind: "bytes", contentType, body: ready.body, durationSec: ready.durationSec };
     }
-    const task = ready;
-    task.consumers++;
+    this.cache.join(ready);
     try {
-      const [clip] = await Promise.all([this.waitClip(task, signal), sleep(latencyMs, signal)]);
+      const [clip] = await Promise.all([this.cache.wait(ready, signal), sleep(latencyMs, signal)]);
       return { kind: "bytes", contentType, body: clip.body, durationSec: clip.durationSec };
     } finally {
-      this.release(task);
+      this.cache.release(ready);
     }
   }
 
   private slowExtraMs(simulate: SimulateMode | null): number {
     if (simulate !== "slow" && simulate !== "hang") return 0;
     return (SIM_MEDIA_TIMING.slowMinSec + SIM_MEDIA_TIMING.slowScaledSec * this.scale) * 1000;
-  }
-
-  /** Renders small jobs inline (returning the clip); hands larger ones to the pool (returning the task). */
-  private start(key: string, job: MediaRenderJob): MediaClip | MediaTask {
-    const running = this.inflight.get(key);
-    if (running) return running;
-    if (estimatedWorkMs(job) <= this.inlineMaxMs) {
-      const { durationSec, chunks } = renderMediaChunks(job);
-      const clip = clipOf(Array.from(chunks), durationSec);
-      this.remember(key, clip);
-      return clip;
-    }
-    const task = new MediaTask(this.nextTaskId++, key, job);
-    this.inflight.set(key, task);
-    this.pool.submit(task);
-    return task;
-  }
-
-  /** Caches `clip` unless it would take more than a quarter of the budget. */
-  private remember(key: string, clip: MediaClip): void {
-    if (clip.bytes <= this.maxClipBytes && !this.closed) this.cache.set(key, clip);
-  }
-
-  private finish(task: MediaTask): void {
-    const clip = clipOf(task.chunks, task.job.durationSec);
-    task.chunks.length = 0;
-    task.clip = clip;
-    this.remember(task.key, clip);
-    if (this.inflight.get(task.key) === task) this.inflight.delete(task.key);
-    task.notify();
-  }
-
-  private fail(task: MediaTask, err: Error): void {
-    task.error = err;
-    task.chunks.length = 0;
-    if (this.inflight.get(task.key) === task) this.inflight.delete(task.key);
-    task.notify();
-  }
-
-  private async waitClip(task: MediaTask, signal?: AbortSignal): Promise<MediaClip> {
-    for (;;) {
-      if (task.error) throw task.error;
-      if (task.clip) return task.clip;
-      await task.settled(signal);
-    }
-  }
-
-  /** A consumer left; a task nobody waits for any more is dropped if it has not started. */
-  private release(task: MediaTask): void {
-    task.consumers--;
-    if (task.consumers <= 0 && !task.started && task.clip === null && task.error === null) {
-      if (this.pool.cancel(task) && this.inflight.get(task.key) === task) this.inflight.delete(task.key);
-    }
   }
 }
 

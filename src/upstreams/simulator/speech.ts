@@ -12,7 +12,6 @@
  */
 
 import { hash } from "node:crypto";
-import { availableParallelism } from "node:os";
 import {
   type AudioResult,
   contentTypeOf,
@@ -23,17 +22,13 @@ import {
   type VoiceLibraryAdapter,
   type VoiceRecord,
 } from "../types.ts";
-import {
-  audioFormatInfo,
-  concatBytes,
-  RENDER_CHUNK_SEC,
-  renderSpeechChunks,
-  type SpeechRenderJob,
-  speechDurationSec,
-} from "./audio.ts";
+import { audioFormatInfo, concatBytes } from "./encode.ts";
+import { RENDER_CHUNK_SEC, renderSpeechChunks, type SpeechRenderJob } from "./speech/render.ts";
+import { speechDurationSec } from "./speech/synthesize.ts";
+import { sleep } from "./delay.ts";
 import type { EncodeWorkerRequest } from "./encode-worker.ts";
+import { RenderCache, type RenderStats, RenderTask } from "./render-cache.ts";
 import { createVoiceCatalog, type VoiceCatalog } from "./voices.ts";
-import { type PoolTask, RenderPool } from "./worker-pool.ts";
 
 /** Simulated delays in seconds, before multiplication by `latencyScale` (unless stated otherwise). */
 export const SIM_AUDIO_TIMING = {
@@ -94,132 +89,6 @@ function clipOf(parts: readonly Uint8Array[], durationSec: number): RenderedClip
   return { body, offsets, durationSec, bytes: body.byteLength + offsets.byteLength + 128 };
 }
 
-/**
- * A least-recently-used map bounded by the sum of its values' `bytes` (a Map keeps insertion order;
- * a hit is moved to the end, eviction takes from the front).
- */
-export class ByteLruCache<V extends { bytes: number }> {
-  private readonly maxBytes: number;
-  private readonly map = new Map<string, V>();
-  private total = 0;
-
-  /** `maxBytes`: the budget. */
-  constructor(maxBytes: number) {
-    this.maxBytes = maxBytes;
-  }
-
-  /** The value of `key` (marking it most recently used), or undefined. */
-  get(key: string): V | undefined {
-    const v = this.map.get(key);
-    if (v !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, v);
-    }
-    return v;
-  }
-
-  /** Stores `value`, evicting the least recently used values over budget. Values over budget are not kept. */
-  set(key: string, value: V): void {
-    const old = this.map.get(key);
-    if (old !== undefined) {
-      this.map.delete(key);
-      this.total -= old.bytes;
-    }
-    if (value.bytes > this.maxBytes) return;
-    this.map.set(key, value);
-    this.total += value.bytes;
-    for (const [k, v] of this.map) {
-      if (this.total <= this.maxBytes) break;
-      this.map.delete(k);
-      this.total -= v.bytes;
-    }
-  }
-
-  /** Number of entries and bytes held. */
-  get size(): { entries: number; bytes: number } {
-    return { entries: this.map.size, bytes: this.total };
-  }
-
-  /** Drops everything. */
-  clear(): void {
-    this.map.clear();
-    this.total = 0;
-  }
-}
-
-/** One rendering in progress (shared by identical concurrent requests). */
-class RenderTask implements PoolTask {
-  readonly label = "speech";
-  readonly id: number;
-  readonly key: string;
-  readonly job: SpeechRenderJob;
-  /** Expected number of encoder chunks (for stream piece sizes). */
-  readonly estimatedChunks: number;
-  readonly chunks: Uint8Array[] = [];
-  clip: RenderedClip | null = null;
-  error: Error | null = null;
-  started = false;
-  consumers = 0;
-  private wakers: (() => void)[] = [];
-
-  constructor(id: number, key: string, job: SpeechRenderJob) {
-    this.id = id;
-    this.key = key;
-    this.job = job;
-    this.estimatedChunks = Math.ceil(speechDurationSec(job.text) / RENDER_CHUNK_SEC) + 1;
-  }
-
-  /** The worker message that renders this task. */
-  request(): EncodeWorkerRequest {
-    return { id: this.id, job: this.job };
-  }
-
-  /** Wakes everyone waiting for progress. */
-  notify(): void {
-    const w = this.wakers;
-    this.wakers = [];
-    for (const f of w) f();
-  }
-
-  /** Resolves at the next progress (chunk, completion or failure); rejects when `signal` aborts. */
-  changed(signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(abortError(signal));
-        return;
-      }
-      const onAbort = () => reject(abortError(signal as AbortSignal));
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.wakers.push(() => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      });
-    });
-  }
-}
-
-/** The reason of an aborted `signal`, or a DOMException `AbortError` when it has none. */
-export function abortError(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException("The operation was aborted.", "AbortError");
-}
-
-/** Waits `ms` milliseconds; rejects with the abort reason as soon as `signal` aborts. No timer for 0. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(abortError(signal));
-  if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortError(signal as AbortSignal));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 /** Reads a clip or a task in progress as a sequence of encoder chunks. */
 interface ChunkSource {
   estimatedChunks: number;
@@ -242,9 +111,12 @@ function clipSource(clip: RenderedClip): ChunkSource {
   };
 }
 
-function taskSource(task: RenderTask): ChunkSource {
+/** A speech rendering in progress on a worker. */
+type SpeechTask = RenderTask<SpeechRenderJob, RenderedClip>;
+
+function taskSource(task: SpeechTask): ChunkSource {
   return {
-    estimatedChunks: task.estimatedChunks,
+    estimatedChunks: Math.ceil(speechDurationSec(task.job.text) / RENDER_CHUNK_SEC) + 1,
     available: () => task.chunks.length,
     done: () => task.clip !== null,
     error: () => task.error,
@@ -310,31 +182,36 @@ function jobOf(req: SpeechRequest): { key: string; job: SpeechRenderJob } {
  * Returned byte arrays may be shared with the cache: treat them as read-only.
  */
 export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapter {
-  /** The voice libraries (3000 alpha, 300 beta voices). */
-  readonly catalog: VoiceCatalog;
+  readonly #publicBaseUrl: string;
+  #catalog: VoiceCatalog | null = null;
   private readonly scale: number;
-  private readonly inlineMaxSec: number;
-  private readonly cache: ByteLruCache<RenderedClip>;
-  private readonly maxClipBytes: number;
-  private readonly inflight = new Map<string, RenderTask>();
-  private readonly pool: RenderPool<RenderTask>;
-  private nextTaskId = 1;
+  private readonly cache: RenderCache<SpeechRenderJob, RenderedClip>;
   private closed = false;
 
   constructor(opts: SimulatedAudioUpstreamOptions) {
     this.scale = Number.isFinite(opts.latencyScale) && opts.latencyScale > 0 ? opts.latencyScale : 0;
-    this.catalog = createVoiceCatalog(opts.publicBaseUrl);
-    this.inlineMaxSec = opts.inlineMaxSec ?? 2;
-    const cacheMax = opts.cacheMaxBytes ?? 64 * 1024 * 1024;
-    this.cache = new ByteLruCache(cacheMax);
-    this.maxClipBytes = cacheMax / 4;
-    const workers = opts.workers ?? Math.min(4, Math.max(2, availableParallelism() - 1));
-    this.pool = new RenderPool<RenderTask>(
-      workers,
-      (task, durationSec) => this.finish(task, durationSec),
-      (task, err) => this.fail(task, err),
-      "the simulated audio upstream is closed",
-    );
+    this.#publicBaseUrl = opts.publicBaseUrl;
+    const inlineMaxSec = opts.inlineMaxSec ?? 2;
+    this.cache = new RenderCache<SpeechRenderJob, RenderedClip>({
+      maxBytes: opts.cacheMaxBytes,
+      workers: opts.workers,
+      closedMessage: "the simulated audio upstream is closed",
+      label: () => "speech",
+      workerRequest: (id, job): EncodeWorkerRequest => ({ id, job }),
+      renderInline: renderSpeechChunks,
+      isSmall: (job) => {
+        const dur = speechDurationSec(job.text);
+        return (audioFormatInfo(job.format).codec === "mp3" ? dur : dur * 0.1) <= inlineMaxSec;
+      },
+      clipOf,
+      keepChunks: true,
+    });
+  }
+
+  /** The voice libraries (3000 alpha, 300 beta voices), built on first use (about 2 MB of records). */
+  get catalog(): VoiceCatalog {
+    this.#catalog ??= createVoiceCatalog(this.#publicBaseUrl);
+    return this.#catalog;
   }
 
   /**
@@ -354,53 +231,38 @@ export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapte
     const extraMs = this.slowExtraMs(req.simulate);
     const contentType = contentTypeOf(req.format);
     const { key, job } = jobOf(req);
-    const cached = this.cache.get(key);
+    const ready = this.cache.obtain(key, job);
+    let task = ready instanceof RenderTask ? ready : null;
+    if (task) this.cache.join(task);
 
     if (!req.stream) {
       const latencyMs = SIM_AUDIO_TIMING.speechSec * this.scale * 1000 + extraMs;
-      if (cached) {
+      if (!(ready instanceof RenderTask)) {
         await sleep(latencyMs, signal);
-        return { kind: "bytes", contentType, body: cached.body, durationSec: cached.durationSec };
+        return { kind: "bytes", contentType, body: ready.body, durationSec: ready.durationSec };
       }
-      const started = this.start(key, job);
-      if (!(started instanceof RenderTask)) {
-        await sleep(latencyMs, signal);
-        return { kind: "bytes", contentType, body: started.body, durationSec: started.durationSec };
-      }
-      const task = started;
-      task.consumers++;
       try {
-        const [clip] = await Promise.all([this.waitClip(task, signal), sleep(latencyMs, signal)]);
+        const [clip] = await Promise.all([this.cache.wait(ready, signal), sleep(latencyMs, signal)]);
         return { kind: "bytes", contentType, body: clip.body, durationSec: clip.durationSec };
       } finally {
-        this.release(task);
+        this.cache.release(ready);
       }
     }
 
     // Streaming.
-    let src: ChunkSource;
-    let task: RenderTask | null = null;
-    if (cached) src = clipSource(cached);
-    else {
-      const started = this.start(key, job);
-      if (started instanceof RenderTask) {
-        task = started;
-        task.consumers++;
-        src = taskSource(task);
-      } else src = clipSource(started);
-    }
+    const src = ready instanceof RenderTask ? taskSource(ready) : clipSource(ready);
     const cursor = new PieceCursor(src);
     let first: Uint8Array | null;
     try {
       await sleep(SIM_AUDIO_TIMING.streamFirstSec * this.scale * 1000 + extraMs, signal);
       first = await cursor.piece(signal);
     } catch (err) {
-      if (task) this.release(task);
+      if (task) this.cache.release(task);
       throw err;
     }
     const gapMs = SIM_AUDIO_TIMING.streamGapSec * this.scale * 1000;
     const release = () => {
-      if (task) this.release(task);
+      if (task) this.cache.release(task);
       task = null;
     };
     async function* chunks(): AsyncGenerator<Uint8Array, void, undefined> {
@@ -458,17 +320,15 @@ export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapte
     return this.catalog.isAlphaVoice(voiceId);
   }
 
-  /** Cache occupancy (entries, bytes) and renderings in progress; for metrics and tests. */
-  stats(): { cacheEntries: number; cacheBytes: number; inflight: number } {
-    const s = this.cache.size;
-    return { cacheEntries: s.entries, cacheBytes: s.bytes, inflight: this.inflight.size };
+  /** Cache occupancy (entries, bytes), renderings in progress and live workers; for metrics and tests. */
+  stats(): RenderStats {
+    return this.cache.stats();
   }
 
   /** Terminates the encode workers, fails renderings in progress and empties the cache. */
   async close(): Promise<void> {
     this.closed = true;
-    await this.pool.close();
-    this.cache.clear();
+    await this.cache.close();
   }
 
   private slowExtraMs(simulate: SimulateMode | null): number {
@@ -478,68 +338,13 @@ export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapte
 
   private async speechNoLatency(req: SpeechRequest, signal?: AbortSignal): Promise<RenderedClip> {
     const { key, job } = jobOf(req);
-    const cached = this.cache.get(key);
-    if (cached) return cached;
-    const started = this.start(key, job);
-    if (!(started instanceof RenderTask)) return started;
-    started.consumers++;
+    const ready = this.cache.obtain(key, job);
+    if (!(ready instanceof RenderTask)) return ready;
+    this.cache.join(ready);
     try {
-      return await this.waitClip(started, signal);
+      return await this.cache.wait(ready, signal);
     } finally {
-      this.release(started);
-    }
-  }
-
-  /** Renders small jobs inline (returning the clip) and hands large ones to the pool (returning the task). */
-  private start(key: string, job: SpeechRenderJob): RenderedClip | RenderTask {
-    const running = this.inflight.get(key);
-    if (running) return running;
-    const dur = speechDurationSec(job.text);
-    const weight = audioFormatInfo(job.format).codec === "mp3" ? dur : dur * 0.1;
-    if (weight <= this.inlineMaxSec) {
-      const { durationSec, chunks } = renderSpeechChunks(job);
-      const clip = clipOf(Array.from(chunks), durationSec);
-      this.remember(key, clip);
-      return clip;
-    }
-    const task = new RenderTask(this.nextTaskId++, key, job);
-    this.inflight.set(key, task);
-    this.pool.submit(task);
-    return task;
-  }
-
-  /** Caches `clip` unless it would take more than a quarter of the budget. */
-  private remember(key: string, clip: RenderedClip): void {
-    if (clip.bytes <= this.maxClipBytes && !this.closed) this.cache.set(key, clip);
-  }
-
-  private finish(task: RenderTask, durationSec: number): void {
-    const clip = clipOf(task.chunks, durationSec);
-    task.clip = clip;
-    this.remember(task.key, clip);
-    if (this.inflight.get(task.key) === task) this.inflight.delete(task.key);
-    task.notify();
-  }
-
-  private fail(task: RenderTask, err: Error): void {
-    task.error = err;
-    if (this.inflight.get(task.key) === task) this.inflight.delete(task.key);
-    task.notify();
-  }
-
-  private async waitClip(task: RenderTask, signal?: AbortSignal): Promise<RenderedClip> {
-    for (;;) {
-      if (task.error) throw task.error;
-      if (task.clip) return task.clip;
-      await task.changed(signal);
-    }
-  }
-
-  /** A consumer left; a task nobody waits for any more is dropped if it has not started. */
-  private release(task: RenderTask): void {
-    task.consumers--;
-    if (task.consumers <= 0 && !task.started && task.clip === null && task.error === null) {
-      if (this.pool.cancel(task) && this.inflight.get(task.key) === task) this.inflight.delete(task.key);
+      this.cache.release(ready);
     }
   }
 }

@@ -18,9 +18,11 @@
  *   `signal` aborts (then rejects with its reason) or the upstream is closed.
  */
 
-import { createRng, seedFrom } from "./audio.ts";
+import { createRng, seedFrom } from "./rng.ts";
 import { simulateLatency } from "./delay.ts";
-import { fitRenderSize, renderPngAsync, renderSvg, sizeForAspect } from "./images.ts";
+import { renderPngAsync } from "./images/png.ts";
+import { fitRenderSize, sizeForAspect } from "./images/size.ts";
+import { renderSvg } from "./images/svg.ts";
 import { MAX_VIDEO_SEC, renderMp4, videoOrientationOf } from "./video.ts";
 import {
   type ImageRequest,
@@ -31,7 +33,8 @@ import {
   type VisualAdapter,
 } from "../types.ts";
 
-export { renderPng, renderPngAsync, renderSvg } from "./images.ts";
+export { renderPng, renderPngAsync } from "./images/png.ts";
+export { renderSvg } from "./images/svg.ts";
 export { renderMp4 } from "./video.ts";
 
 /** Simulated delays in seconds, before multiplication by `latencyScale`. */

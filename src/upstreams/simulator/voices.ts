@@ -9,7 +9,7 @@
  */
 
 import type { VoiceRecord } from "../types.ts";
-import { createRng, type Rng } from "./audio.ts";
+import { createRng, type Rng } from "./rng.ts";
 
 /** Number of voices in the alpha library. */
 export const ALPHA_VOICE_COUNT = 3000;

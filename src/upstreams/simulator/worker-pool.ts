@@ -47,6 +47,11 @@ export class RenderPool<T extends PoolTask> {
     this.#closedMessage = closedMessage;
   }
 
+  /** Number of live workers: 0 until the first task (workers start on first use), at most `size`. */
+  get workers(): number {
+    return this.#slots.length;
+  }
+
   /** Queues `task` (fails it at once when the pool is closed). */
   submit(task: T): void {
     if (this.#closed) {

@@ -1,21 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parseBuffer } from "music-metadata";
-import {
-  adsr,
-  audioFormatInfo,
-  concatBytes,
-  createRng,
-  encodeAudio,
-  encodeAudioChunks,
-  encodeMp3Chunks,
-  linearToUlaw,
-  renderSpeechChunks,
-  resampleLinear,
-  speechDurationSec,
-  synthesizeSpeech,
-  ulawToLinear,
-} from "../../../src/upstreams/simulator/audio.ts";
+import { audioFormatInfo, concatBytes, encodeAudio, encodeAudioChunks, encodeMp3Chunks, linearToUlaw, ulawToLinear } from "../../../src/upstreams/simulator/encode.ts";
+import { createRng } from "../../../src/upstreams/simulator/rng.ts";
+import { adsr, resampleLinear } from "../../../src/upstreams/simulator/signal.ts";
+import { renderSpeechChunks } from "../../../src/upstreams/simulator/speech/render.ts";
+import { speechDurationSec, synthesizeSpeech } from "../../../src/upstreams/simulator/speech/synthesize.ts";
 import { AUDIO_FORMATS, type AudioFormat } from "../../../src/upstreams/types.ts";
 
 const TEXT = "Hello there! This is a simulated voice reading a sentence. Does it sound right?";

@@ -312,9 +312,7 @@ describe("X-Svc-Simulate and abort", () => {
     const ac = new AbortController();
     const pending = sim.chat(req(), ac.signal);
     setTimeout(() => ac.abort(), 20);
-    const t0 = performance.now();
     await assert.rejects(pending, { name: "AbortError" });
-    assert.ok(performance.now() - t0 < 250);
 
     const sim2 = createSimulatedChat({ latencyScale: 0.2 });
     const ac2 = new AbortController();

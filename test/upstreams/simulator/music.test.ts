@@ -5,17 +5,16 @@ import {
   createSimulatedMediaUpstream,
   type SimulatedMediaUpstream,
 } from "../../../src/upstreams/simulator/media.ts";
+import { planMusic } from "../../../src/upstreams/simulator/music/arrangement.ts";
 import {
   isInstrumentalOnly,
   MUSIC_LYRICS_MAX_SEC,
   musicDurationFromLyrics,
   musicHasVocals,
-  planMusic,
-  sfxDurationSec,
-  sfxKindsOf,
-  synthesizeMusic,
-  synthesizeSfx,
-} from "../../../src/upstreams/simulator/music.ts";
+} from "../../../src/upstreams/simulator/music/lyrics.ts";
+import { synthesizeMusic } from "../../../src/upstreams/simulator/music/synthesize.ts";
+import { sfxDurationSec, sfxKindsOf } from "../../../src/upstreams/simulator/sfx/kinds.ts";
+import { synthesizeSfx } from "../../../src/upstreams/simulator/sfx/synthesize.ts";
 import {
   AUDIO_FORMATS,
   type AudioFormat,
@@ -363,35 +362,29 @@ describe("SimulatedMediaUpstream", () => {
 
   it("renders a long track in a worker without blocking the event loop, then caches it", async () => {
     const u = make();
-    let last = performance.now();
-    let maxGap = 0;
-    const timer = setInterval(() => {
-      const now = performance.now();
-      maxGap = Math.max(maxGap, now - last);
-      last = now;
-    }, 5);
     const req = musicReq({ prompt: "epic cinematic orchestral", lengthMs: 60000 });
-    const t0 = performance.now();
-    const results = await Promise.all([u.music(req), u.music(req), u.music(req)]);
-    const elapsed = performance.now() - t0;
+    assert.equal(u.stats().workers, 0, "workers start on first use, not at construction");
+    const pending = Promise.all([u.music(req), u.music(req), u.music(req)]);
+    // One rendering, handed to a worker (an inline one would be finished and cached by now).
+    assert.deepEqual(u.stats(), { cacheEntries: 0, cacheBytes: 0, inflight: 1, workers: 1 });
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const results = await pending;
     clearInterval(timer);
-    // Rendering inline would block for seconds; the margin absorbs CPU contention from parallel tests.
-    assert.ok(maxGap < 200, `event loop blocked for ${maxGap.toFixed(0)} ms`);
+    assert.ok(ticks > 0, "the event loop ran while the track rendered");
     for (const r of results) assert.equal(r.body, results[0].body); // one shared rendering
     assert.equal(u.stats().cacheEntries, 1);
     assert.equal(u.stats().inflight, 0);
     await assertAudio(results[0].body, "mp3_44100_128", 60);
-    const t1 = performance.now();
-    assert.equal((await u.music(req)).body, results[0].body);
-    assert.ok(performance.now() - t1 < elapsed / 4);
+    const again = u.music(req);
+    assert.equal(u.stats().inflight, 0); // served from the cache, no new rendering
+    assert.equal((await again).body, results[0].body);
   });
 
-  it("simulate=fail throws a non-retryable UpstreamError quickly", async () => {
-    const t0 = performance.now();
+  it("simulate=fail throws a non-retryable UpstreamError", async () => {
     for (const p of [up.music(musicReq({ simulate: "fail" })), up.sfx(sfxReq({ simulate: "fail" }))]) {
       await assert.rejects(p, (err: unknown) => err instanceof UpstreamError && !err.retryable);
     }
-    assert.ok(performance.now() - t0 < 500);
   });
 
   it("simulate=slow and hang add at least 1 s at latency scale 0", async () => {
@@ -410,11 +403,9 @@ describe("SimulatedMediaUpstream", () => {
     const pre = AbortSignal.abort();
     await assert.rejects(up.music(musicReq(), pre), { name: "AbortError" });
     const ac = new AbortController();
-    const t0 = performance.now();
     const p = up.music(musicReq({ simulate: "slow", lengthMs: 3000 }), ac.signal);
     setTimeout(() => ac.abort(), 50);
     await assert.rejects(p, { name: "AbortError" });
-    assert.ok(performance.now() - t0 < 800);
     const ac2 = new AbortController();
     const p2 = up.sfx(sfxReq({ simulate: "hang" }), ac2.signal);
     ac2.abort(new Error("client went away"));
@@ -433,12 +424,12 @@ describe("SimulatedMediaUpstream", () => {
     const t0 = performance.now();
     await u.sfx(sfxReq({ durationSec: 0.5 }));
     const sfxMs = performance.now() - t0;
-    assert.ok(sfxMs >= 35 && sfxMs < 400, `${sfxMs}`);
+    assert.ok(sfxMs >= 35, `${sfxMs}`);
     await u.music(musicReq({ lengthMs: 1000 }));
     const t1 = performance.now();
     await u.music(musicReq({ lengthMs: 1000 }));
     const musicMs = performance.now() - t1;
-    assert.ok(musicMs >= 190 && musicMs < 800, `${musicMs}`);
+    assert.ok(musicMs >= 190, `${musicMs}`);
   });
 
   it("rejects impossible lengths and fails after close", async () => {
