@@ -2,7 +2,6 @@
  * Everything a running gateway holds: configuration, database, blob store, upstream adapters and the
  * job runner. Built once by `main.ts` (or by a test) and handed to the HTTP app; nothing reads globals.
  */
-import { Redis } from "ioredis";
 import pino from "pino";
 import { VoiceLibrary } from "./audio/voice-library.ts";
 import { getTextModel, type TextModel } from "./catalog/text-models.ts";
@@ -133,9 +132,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       },
       (source) => chatAdapters.get(source),
     );
+  // ioredis is loaded only with REDIS_URL: a single-process gateway never pays its memory.
   const limitStore: LimitStore = config.redisUrl
     ? new RedisLimitStore(
-        new Redis(config.redisUrl, {
+        new (await import("ioredis")).Redis(config.redisUrl, {
           // Fail fast when Redis is down: the limiter applies LIMITS_ON_STORE_ERROR instead of queueing.
           enableOfflineQueue: false,
           maxRetriesPerRequest: 1,

@@ -21,7 +21,6 @@
  * under 10 ms once warm (a 9.6 MB WAV ~5 ms, mostly one copy of its samples; a 10 MB tagless VBR MP3
  * ~6 ms of frame counting; the pathological inputs above under 5 ms).
  */
-import { parseBuffer } from "music-metadata";
 import { AppError } from "../errors.ts";
 
 /** The accepted reference formats. */
@@ -421,6 +420,8 @@ async function readDuration(bytes: Uint8Array, format: ReferenceAudioFormat): Pr
   // `duration: false`: no full-stream scan inside the library (see the module comment); the MP3 scan
   // fallback below is done here, synchronously. `skipPostHeaders`: trailing tags are not needed.
   const options = { duration: false, skipCovers: true, skipPostHeaders: true };
+  // Loaded on the first upload, not at boot (idle memory).
+  const { parseBuffer } = await import("music-metadata");
   if (format === "mp3") {
     const layout = mp3Layout(bytes);
     const meta = await parseBuffer(layout.frames, { mimeType }, options);

@@ -6,7 +6,8 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { type Migration, type MigrationProvider, Migrator } from "kysely/migration";
-import pg from "pg";
+import { createRequire } from "node:module";
+import type PgModule from "pg";
 import * as m001 from "./migrations/001_core.ts";
 import * as m002 from "./migrations/002_jobs_voices.ts";
 import * as m003 from "./migrations/003_sweep_indexes.ts";
@@ -46,6 +47,8 @@ function handle(kysely: Kysely<Database>, dialect: Dialect): Db {
  */
 export function openDatabase(url: string, opts: { poolSize?: number } = {}): Db {
   if (/^postgres(ql)?:\/\//.test(url)) {
+    // Loaded only here: an SQLite gateway never pays the driver's memory.
+    const pg = createRequire(import.meta.url)("pg") as typeof PgModule;
     const pool = new pg.Pool({
       connectionString: url,
       max: opts.poolSize ?? 20,

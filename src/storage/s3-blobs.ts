@@ -18,18 +18,12 @@
  * Without static keys the AWS SDK's default credential chain applies (its own environment variables,
  * shared config files, web identity, container and instance roles).
  */
+import { createRequire } from "node:module";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadBucketCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3Client,
-  type S3ClientConfig,
-} from "@aws-sdk/client-s3";
-import { Upload } from "@aws-sdk/lib-storage";
+import type * as S3Sdk from "@aws-sdk/client-s3";
+import type { S3Client, S3ClientConfig } from "@aws-sdk/client-s3";
+import type * as S3Storage from "@aws-sdk/lib-storage";
 import {
   assertBlobKey,
   assertContentType,
@@ -39,6 +33,24 @@ import {
   type ByteRange,
   isValidBlobKey,
 } from "./blobs.ts";
+
+/** The AWS SDK modules an S3 store uses. */
+interface AwsSdk {
+  s3: typeof S3Sdk;
+  storage: typeof S3Storage;
+}
+let awsSdk: AwsSdk | null = null;
+/**
+ * The AWS SDK, loaded (its CommonJS build) when the first S3 store is built: a gateway storing on local
+ * disk never pays the SDK's memory (about 10 MB of idle RSS).
+ */
+function loadAwsSdk(): AwsSdk {
+  if (awsSdk === null) {
+    const require = createRequire(import.meta.url);
+    awsSdk = { s3: require("@aws-sdk/client-s3") as typeof S3Sdk, storage: require("@aws-sdk/lib-storage") as typeof S3Storage };
+  }
+  return awsSdk;
+}
 
 /**
  * Connection settings of an {@link S3BlobStore}; an empty string counts as not given. The environment
@@ -163,6 +175,7 @@ export class S3BlobStore implements BlobStore {
   readonly prefix: string;
   /** The SDK client (exposed for tests and tooling); {@link S3BlobStore.close} destroys it. */
   readonly client: S3Client;
+  readonly #sdk: AwsSdk;
 
   /**
    * A store over `bucket` under `prefix` (see {@link S3Location}; leading and trailing `/` are dropped).
@@ -201,7 +214,8 @@ export class S3BlobStore implements BlobStore {
         ? { accessKeyId, secretAccessKey }
         : { accessKeyId, secretAccessKey, sessionToken };
     }
-    this.client = new S3Client(config);
+    this.#sdk = loadAwsSdk();
+    this.client = new this.#sdk.s3.S3Client(config);
   }
 
   /** The object key of a (validated) blob key. */
@@ -220,12 +234,12 @@ export class S3BlobStore implements BlobStore {
     const params = { Bucket: this.bucket, Key, ContentType: meta.contentType };
     if (body instanceof Uint8Array) {
       const out = await this.client.send(
-        new PutObjectCommand({ ...params, Body: body, ContentLength: body.byteLength }),
+        new this.#sdk.s3.PutObjectCommand({ ...params, Body: body, ContentLength: body.byteLength }),
       );
       return this.putInfo(key, body.byteLength, meta.contentType, out.ETag);
     }
     const counter = { size: 0 };
-    const upload = new Upload({
+    const upload = new this.#sdk.storage.Upload({
       client: this.client,
       params: { ...params, Body: Readable.from(checkedChunks(body, counter)) },
       partSize: PART_SIZE,
@@ -247,7 +261,7 @@ export class S3BlobStore implements BlobStore {
   async head(key: string): Promise<BlobInfo | null> {
     const Key = this.objectKey(key);
     try {
-      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key }));
+      const out = await this.client.send(new this.#sdk.s3.HeadObjectCommand({ Bucket: this.bucket, Key }));
       return {
         key,
         size: out.ContentLength ?? 0,
@@ -271,7 +285,7 @@ export class S3BlobStore implements BlobStore {
     let out;
     try {
       out = await this.client.send(
-        new GetObjectCommand({
+        new this.#sdk.s3.GetObjectCommand({
           Bucket: this.bucket,
           Key,
           Range: range === undefined ? undefined : `bytes=${range.start}-${range.end}`,
@@ -320,7 +334,7 @@ export class S3BlobStore implements BlobStore {
 
   async delete(key: string): Promise<void> {
     const Key = this.objectKey(key);
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key }));
+    await this.client.send(new this.#sdk.s3.DeleteObjectCommand({ Bucket: this.bucket, Key }));
   }
 
   /**
@@ -329,7 +343,7 @@ export class S3BlobStore implements BlobStore {
    */
   async ping(): Promise<void> {
     try {
-      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+      await this.client.send(new this.#sdk.s3.HeadBucketCommand({ Bucket: this.bucket }));
     } catch (err) {
       const { status, name } = s3ErrorOf(err);
       const why = status === 404 ? "no such bucket" : `${name ?? "error"}${status === undefined ? "" : ` (HTTP ${status})`}: ${(err as Error).message}`;

@@ -5,7 +5,6 @@
  * the price is per started minute with a one-minute minimum (0.0009 and 0.0006 USD per minute). Hold,
  * call, capture; a failure after the hold releases it.
  */
-import { parseBuffer } from "music-metadata";
 import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
@@ -43,6 +42,8 @@ export async function audioDurationSec(bytes: Uint8Array): Promise<number> {
     return info.durationSec;
   }
   try {
+    // Loaded on first use, not at boot (idle memory).
+    const { parseBuffer } = await import("music-metadata");
     const meta = await parseBuffer(bytes, undefined, { duration: true, skipCovers: true });
     const d = meta.format.duration;
     if (typeof d === "number" && Number.isFinite(d) && d > 0) return d;

@@ -25,8 +25,8 @@ import type { LookupAddress, LookupOptions } from "node:dns";
 import { isIP } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
 import ipaddr from "ipaddr.js";
-import { Agent, buildConnector, request } from "undici";
-import type { Dispatcher } from "undici";
+import type { Agent, buildConnector, Dispatcher } from "undici";
+import { loadUndici } from "./undici.ts";
 
 /** Most redirects followed per fetch; the next one fails with `FetchFailedError` (`too_many_redirects`). */
 export const MAX_REDIRECTS = 5;
@@ -224,7 +224,7 @@ export async function safeFetch(url: string, opts: SafeFetchOptions): Promise<Sa
     timedOut = true;
     controller.abort(new FetchTimeoutError(opts.timeoutMs));
   }, opts.timeoutMs);
-  const agent = new Agent({ connect: pinnedConnector(hooks), connectTimeout: Math.min(opts.timeoutMs, 10_000) });
+  const agent = new (loadUndici().Agent)({ connect: pinnedConnector(hooks), connectTimeout: Math.min(opts.timeoutMs, 10_000) });
   try {
     for (let redirects = 0; ; redirects++) {
       const res = await send(current, agent, controller.signal);
@@ -279,7 +279,7 @@ type ResponseData = Dispatcher.ResponseData;
 
 async function send(url: URL, agent: Agent, signal: AbortSignal): Promise<ResponseData> {
   try {
-    return await request(url, {
+    return await loadUndici().request(url, {
       method: "GET",
       dispatcher: agent,
       signal,
@@ -442,7 +442,7 @@ async function resolveAll(
  * once more (covers IP-literal hosts, for which Node skips `lookup`) before the request is written.
  */
 function pinnedConnector(hooks: PrivateAddressTestHooks | undefined): buildConnector.connector {
-  const base = buildConnector({ lookup: pinnedLookup(hooks) });
+  const base = loadUndici().buildConnector({ lookup: pinnedLookup(hooks) });
   return (options, callback) => {
     base(options, (...args) => {
       const [err, socket] = args;

@@ -23,8 +23,8 @@
  * an error passes through {@link redactSecret}, so an upstream that echoes the key back (some do, in
  * "invalid key" messages) cannot leak it into logs; no raw undici error is attached as `cause`.
  */
-import { Agent, request } from "undici";
-import type { Dispatcher } from "undici";
+import type { Agent, Dispatcher } from "undici";
+import { loadUndici } from "../undici.ts";
 import { UpstreamError } from "../types.ts";
 
 /** Endpoint paths relative to the base URL (which ends with the version, for example `.../v1`). */
@@ -134,7 +134,7 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
   const connectTimeout = Math.min(config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, config.timeoutMs);
   const ownAgent =
     config.dispatcher === undefined
-      ? new Agent({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectTimeout })
+      ? new (loadUndici().Agent)({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectTimeout })
       : null;
   const dispatcher: Dispatcher = config.dispatcher ?? (ownAgent as Agent);
   const { name, apiKey } = config;
@@ -170,7 +170,7 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
       if (call.caller?.aborted === true) throw call.caller.reason;
       let res: OkResponse;
       try {
-        res = await request(new URL(base.pathname.replace(/\/+$/, "") + path, base), {
+        res = await loadUndici().request(new URL(base.pathname.replace(/\/+$/, "") + path, base), {
           method: "POST",
           dispatcher,
           signal: call.signal,
