@@ -27,8 +27,10 @@ export interface VoiceDesignBody {
   age_group?: unknown;
 }
 
-const GENDERS = ["male", "female"] as const;
-const AGE_GROUPS = ["child", "young", "middle-aged", "elderly"] as const;
+/** Voice genders of the design request. */
+export const GENDERS = ["male", "female"] as const;
+/** Age groups of the design request. */
+export const AGE_GROUPS = ["child", "young", "middle-aged", "elderly"] as const;
 
 /** A designed voice. Amounts in micro-USD. */
 export interface DesignedVoice {

@@ -4,7 +4,6 @@
  * final usage chunk (`stream_options.include_usage`), `usage.prompt_tokens_details.cached_tokens`.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { Type } from "typebox";
 import { formatUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
 import { newId } from "../../ids.ts";
@@ -13,6 +12,7 @@ import { type ChatInput, runChat, startChatStream } from "../../text/chat.ts";
 import type { ChatMessage, ChatResult, ToolDefinition } from "../../text/types.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
+import { createChatCompletionSchema } from "../schemas/text.ts";
 import { simulateHeader } from "./speech.ts";
 
 const ROLES = ["system", "developer", "user", "assistant", "tool"];
@@ -121,8 +121,8 @@ export function chatOptions(services: Services, req: FastifyRequest) {
 
 export function chatRoutes(app: App, services: Services): void {
   const deps = { db: services.db.kysely, routesFor: services.chatRoutesFor };
-  app.post("/v1/chat/completions", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
-    const input = parseOpenAIChat(req.body ?? {});
+  app.post("/v1/chat/completions", { schema: createChatCompletionSchema }, async (req, reply) => {
+    const input = parseOpenAIChat((req.body ?? {}) as Record<string, unknown>);
     const p = principalOf(req);
     const opts = chatOptions(services, req);
     const id = `chatcmpl-${newId("c").slice(2)}`;

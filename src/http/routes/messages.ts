@@ -4,7 +4,6 @@
  * name equals its `data.type`), usage with `cache_read_input_tokens` (excluded from `input_tokens`).
  * The key may come as `Authorization: Bearer` or `x-api-key`.
  */
-import { Type } from "typebox";
 import { formatUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
 import { newId } from "../../ids.ts";
@@ -13,6 +12,7 @@ import { type ChatInput, runChat, startChatStream } from "../../text/chat.ts";
 import type { ChatMessage, ChatResult, TextPart, ToolCall, ToolDefinition } from "../../text/types.ts";
 import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
+import { createMessageSchema } from "../schemas/text.ts";
 import { chatOptions, fallbackHeaders, openEventStream } from "./chat.ts";
 
 type Block = { type?: unknown; text?: unknown; id?: unknown; name?: unknown; input?: unknown; tool_use_id?: unknown; content?: unknown };
@@ -122,8 +122,8 @@ function toolInput(args: string): unknown {
 
 export function messagesRoutes(app: App, services: Services): void {
   const deps = { db: services.db.kysely, routesFor: services.chatRoutesFor };
-  app.post("/v1/messages", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
-    const input = parseAnthropicMessages(req.body ?? {});
+  app.post("/v1/messages", { schema: createMessageSchema }, async (req, reply) => {
+    const input = parseAnthropicMessages((req.body ?? {}) as Record<string, unknown>);
     const p = principalOf(req);
     const opts = chatOptions(services, req);
     const id = `msg_${newId("m").slice(2)}`;
