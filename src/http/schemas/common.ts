@@ -10,6 +10,9 @@
  */
 import type { FastifySchema } from "fastify";
 import { enabledModels } from "../../catalog/models.ts";
+import { AUDIO_FORMATS } from "../../upstreams/types.ts";
+
+export { AUDIO_FORMATS };
 
 /** A JSON Schema (2020-12, as OpenAPI 3.1 uses it). */
 export type Schema = Record<string, unknown>;
@@ -189,7 +192,6 @@ export const AUDIO_CONTENT = {
 /** Ids of the enabled catalog models with one of `caps` (the catalog is static: read once at startup). */
 export const modelsWith = (...caps: string[]): string[] => enabledModels().filter((m) => caps.includes(m.capability)).map((m) => m.id);
 
-export const AUDIO_FORMATS = ["mp3_44100_128", "mp3_44100_192", "mp3_22050_32", "pcm_16000", "pcm_22050", "pcm_24000", "pcm_44100", "ulaw_8000"];
 export const JOB_STATUSES = ["pending", "processing", "succeeded", "failed", "refunded", "expired"];
 export const IDEMPOTENCY = str("Replaying the same key returns the same job without a new charge (200 instead of 202).", { maxLength: 128 });
 export const PARAMETERS = obj({}, [], { description: "Model-specific pass-through parameters (for example a seed or aspect ratio), forwarded unchanged.", additionalProperties: true });
