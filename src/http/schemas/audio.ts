@@ -75,6 +75,9 @@ const SFX_BODY = obj(
 );
 
 
+/** Error answers every paid audio call shares besides its 400 codes. */
+const PAID_ERRORS = { 401: "`auth_error`", 402: "`billing_error`", 429: "`rate_limited`", 502: "`provider_error`" };
+
 const AUDIO_FILE = (limit: string) => ({ ...binary(`The audio file (${limit}); the duration is read from the audio.`), contentMediaType: "audio/*" });
 const TRANSCRIPTION_FORMAT = oneOf(["json", "text", "verbose_json"], "Answer format.", { default: "json" });
 const AUDIO_ANSWER = (what: string, extraHeaders: Record<string, Schema> = {}): ResponseDoc => ({
@@ -102,11 +105,8 @@ export const createSpeechSchema = route({
     },
     ...errors({
       400: "`not_a_tts_model`, `voice_required`, `input_too_long`, `voice_model_mismatch`, `invalid_request`",
-      401: "`auth_error`",
-      402: "`billing_error`",
+      ...PAID_ERRORS,
       403: "`voice_not_owned`",
-      429: "`rate_limited`",
-      502: "`provider_error`",
     }),
   },
 });
@@ -125,10 +125,7 @@ export const createMusicSchema = route({
     200: AUDIO_ANSWER("The music", { "X-Svc-Duration-Sec": H.duration }),
     ...errors({
       400: "`not_a_music_model`, `prompt_too_long`, `lyrics_too_long`, `invalid_duration`, `invalid_request`",
-      401: "`auth_error`",
-      402: "`billing_error`",
-      429: "`rate_limited`",
-      502: "`provider_error`",
+      ...PAID_ERRORS,
     }),
   },
 });
@@ -147,10 +144,7 @@ export const createSoundEffectSchema = route({
     200: AUDIO_ANSWER("The sound effect", { "X-Svc-Duration-Sec": H.duration }),
     ...errors({
       400: "`not_an_sfx_model`, `prompt_too_long`, `invalid_duration`, `invalid_request`",
-      401: "`auth_error`",
-      402: "`billing_error`",
-      429: "`rate_limited`",
-      502: "`provider_error`",
+      ...PAID_ERRORS,
     }),
   },
 });
@@ -194,11 +188,8 @@ export const createTranscriptionSchema = route({
     },
     ...errors({
       400: "`invalid_request`, `invalid_model`, `audio_unreadable`, `invalid_audio_url`, `audio_url_unreachable`",
-      401: "`auth_error`",
-      402: "`billing_error`",
+      ...PAID_ERRORS,
       413: "`invalid_request` (file over 25 MB or download over 100 MB)",
-      429: "`rate_limited`",
-      502: "`provider_error`",
     }),
   },
 });
@@ -231,11 +222,8 @@ export const understandAudioSchema = route({
     ),
     ...errors({
       400: "`invalid_request` (file or prompt missing), `invalid_model`, `audio_unreadable`",
-      401: "`auth_error`",
-      402: "`billing_error`",
+      ...PAID_ERRORS,
       413: "`invalid_request` (file over 25 MB)",
-      429: "`rate_limited`",
-      502: "`provider_error`",
     }),
   },
 });

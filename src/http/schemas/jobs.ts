@@ -55,6 +55,16 @@ const videoBody = (models: string[], modelMessage: string): Schema =>
     ["model", "prompt"],
   );
 
+/** Error answers every job submission shares besides its 400 codes. */
+const SUBMIT_ERRORS = {
+  401: "`auth_error`",
+  402: "`insufficient_balance`",
+  409: "`idempotency_conflict`",
+  413: "`invalid_request` (body over 25 MB)",
+  429: "`rate_limited`",
+  500: "`db_error`, `provider_error` (hold fully refunded)",
+};
+
 const JOB_ANSWERS = {
   200: ok("Replay of an idempotency key: the existing job, no new charge.", ref("MediaJob")),
   202: ok("A new job; poll `GET /v1/jobs/{id}` until its status is terminal.", ref("MediaJob")),
@@ -73,12 +83,7 @@ export const createImageJobSchema = route({
     ...JOB_ANSWERS,
     ...errors({
       400: "`invalid_model`, `invalid_prompt`, `image_url_required`, `too_many_references`, `invalid_image_url`, `invalid_request`",
-      401: "`auth_error`",
-      402: "`insufficient_balance`",
-      409: "`idempotency_conflict`",
-      413: "`invalid_request` (body over 25 MB)",
-      429: "`rate_limited`",
-      500: "`db_error`, `provider_error` (hold fully refunded)",
+      ...SUBMIT_ERRORS,
     }),
   },
 });
@@ -96,12 +101,7 @@ export const createVideoJobSchema = route({
     ...JOB_ANSWERS,
     ...errors({
       400: "`invalid_model`, `invalid_prompt`, `invalid_duration`, `image_url_required`, `invalid_image_url`, `invalid_request`",
-      401: "`auth_error`",
-      402: "`insufficient_balance`",
-      409: "`idempotency_conflict`",
-      413: "`invalid_request` (body over 25 MB)",
-      429: "`rate_limited`",
-      500: "`db_error`, `provider_error` (hold fully refunded)",
+      ...SUBMIT_ERRORS,
     }),
   },
 });
@@ -119,12 +119,7 @@ export const createGenmediaJobSchema = route({
     ...JOB_ANSWERS,
     ...errors({
       400: "`invalid_model` (not a vidD model), `invalid_prompt`, `invalid_duration`, `invalid_image_url`, `invalid_request`",
-      401: "`auth_error`",
-      402: "`insufficient_balance`",
-      409: "`idempotency_conflict`",
-      413: "`invalid_request` (body over 25 MB)",
-      429: "`rate_limited`",
-      500: "`db_error`, `provider_error` (hold fully refunded)",
+      ...SUBMIT_ERRORS,
     }),
   },
 });
