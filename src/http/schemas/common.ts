@@ -9,6 +9,7 @@
  * the field.
  */
 import type { FastifySchema } from "fastify";
+import { type TSchema, Type } from "typebox";
 import { enabledModels } from "../../catalog/models.ts";
 import { AUDIO_FORMATS } from "../../upstreams/types.ts";
 
@@ -92,20 +93,26 @@ export function route(doc: OperationDoc): FastifySchema {
 
 // ------------------------------------------------------------------------------------- schema helpers
 
-export const str = (description: string, extra: Schema = {}): Schema => ({ type: "string", description, ...extra });
-export const int = (description: string, extra: Schema = {}): Schema => ({ type: "integer", description, ...extra });
-export const num = (description: string, extra: Schema = {}): Schema => ({ type: "number", description, ...extra });
-export const bool = (description: string, extra: Schema = {}): Schema => ({ type: "boolean", description, ...extra });
+// Built with TypeBox (the JSON Schema builder of the Fastify type provider); the result is plain
+// JSON Schema 2020-12, which Ajv validates with and @fastify/swagger documents as it is.
+const plain = (schema: TSchema): Schema => schema as unknown as Schema;
+export const str = (description: string, extra: Schema = {}): Schema => plain(Type.String({ description, ...extra }));
+export const int = (description: string, extra: Schema = {}): Schema => plain(Type.Integer({ description, ...extra }));
+export const num = (description: string, extra: Schema = {}): Schema => plain(Type.Number({ description, ...extra }));
+export const bool = (description: string, extra: Schema = {}): Schema => plain(Type.Boolean({ description, ...extra }));
 export const oneOf = (values: readonly string[], description: string, extra: Schema = {}): Schema =>
   str(description, { enum: [...values], ...extra });
 export const nullable = (s: Schema): Schema => ({ ...s, type: [s.type as string, "null"] });
-export const arr = (items: Schema, description: string, extra: Schema = {}): Schema => ({ type: "array", description, items, ...extra });
-export const obj = (properties: Record<string, Schema>, required: string[] = [], extra: Schema = {}): Schema => ({
-  type: "object",
-  properties,
-  ...(required.length > 0 ? { required } : {}),
-  ...extra,
-});
+export const arr = (items: Schema, description: string, extra: Schema = {}): Schema =>
+  plain(Type.Array(items as TSchema, { description, ...extra }));
+/** An object schema; the properties not listed in `required` are optional. */
+export const obj = (properties: Record<string, Schema>, required: string[] = [], extra: Schema = {}): Schema =>
+  plain(
+    Type.Object(
+      Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, required.includes(k) ? (v as TSchema) : Type.Optional(v as TSchema)])),
+      extra,
+    ),
+  );
 /** A reference to a shared component (`components.ts`). */
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 export const usd = (description: string): Schema => num(`${description} (USD, at most 6 decimals).`);
