@@ -2734,6 +2734,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden: `model_not_available` (above the caller's tier). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -3446,6 +3455,15 @@ export interface operations {
             };
             /** @description Balance too low: `billing_error`. */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_available` (above the caller's tier). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
