@@ -108,7 +108,8 @@ const moduleGraph = {
 };
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "data/", "coverage/"] },
+  // The typed client's types are generated (npm run generate:client); tsc still checks them.
+  { ignores: ["node_modules/", "data/", "coverage/", "packages/client/src/schema.ts"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

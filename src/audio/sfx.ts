@@ -45,14 +45,8 @@ export function validateSfx(body: SfxBody, saveToBlob: boolean): { model: SfxMod
     }
     durationSec = d;
   }
-  let influence = model.defaultPromptInfluence;
-  const pi = body.prompt_influence;
-  if (pi !== undefined && pi !== null) {
-    if (typeof pi !== "number" || !Number.isFinite(pi) || pi < 0 || pi > 1) {
-      throw errors.invalidRequest("prompt_influence must be a number from 0 to 1.", "prompt_influence");
-    }
-    influence = pi;
-  }
+  // Its type and 0-1 range are checked by the route schema.
+  const influence = typeof body.prompt_influence === "number" ? body.prompt_influence : model.defaultPromptInfluence;
   const format = parseAudioFormat(body.response_format, saveToBlob);
   return { model, req: { model: model.id, prompt, durationSec, promptInfluence: influence, format } };
 }

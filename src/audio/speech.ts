@@ -13,7 +13,6 @@ import { quoteSpeech } from "../catalog/quote.ts";
 import type { SpeechModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
 import {
-  AUDIO_FORMATS,
   type AudioFormat,
   type SimulateMode,
   type SpeechAdapter,
@@ -70,8 +69,10 @@ interface ValidSpeech {
 }
 
 /**
- * Checks the body in the order of the spec's error table. Throws AppError 400 `not_a_tts_model`,
- * `invalid_request` (input missing/empty, bad format or settings), `input_too_long`, `voice_required`.
+ * Checks what the route schema cannot (src/http/schemas/audio.ts checks types, the model list, the
+ * format list and the 0-1 settings): the aliases `text`/`voice`, the model's own character limit.
+ * Throws AppError 400 `not_a_tts_model`, `invalid_request` (input missing/empty), `input_too_long`,
+ * `voice_required`.
  */
 export function validateSpeech(body: SpeechBody): ValidSpeech {
   const modelId = body.model ?? DEFAULT_SPEECH_MODEL;
@@ -92,19 +93,7 @@ export function validateSpeech(body: SpeechBody): ValidSpeech {
     throw errors.invalidRequest("voice_id is too long (max 128 characters).", "voice_id");
 
   const format = (body.response_format ?? "mp3_44100_128") as AudioFormat;
-  if (!AUDIO_FORMATS.includes(format)) {
-    throw errors.invalidRequest(
-      `response_format must be one of ${AUDIO_FORMATS.join(", ")}.`,
-      "response_format",
-    );
-  }
   const settings = body.voice_settings ?? {};
-  for (const k of ["stability", "similarity_boost", "style"] as const) {
-    const v = settings[k];
-    if (v !== undefined && (typeof v !== "number" || !Number.isFinite(v) || v < 0 || v > 1)) {
-      throw errors.invalidRequest(`voice_settings.${k} must be a number from 0 to 1.`, `voice_settings.${k}`);
-    }
-  }
   return {
     model,
     text,

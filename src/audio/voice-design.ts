@@ -27,8 +27,10 @@ export interface VoiceDesignBody {
   age_group?: unknown;
 }
 
-const GENDERS = ["male", "female"] as const;
-const AGE_GROUPS = ["child", "young", "middle-aged", "elderly"] as const;
+/** Voice genders of the design request. */
+export const GENDERS = ["male", "female"] as const;
+/** Age groups of the design request. */
+export const AGE_GROUPS = ["child", "young", "middle-aged", "elderly"] as const;
 
 /** A designed voice. Amounts in micro-USD. */
 export interface DesignedVoice {
@@ -59,14 +61,9 @@ export function validateVoiceDesign(body: VoiceDesignBody): { model: string; req
   if (previewText !== null && codePoints(previewText) > 500) {
     throw errors.invalidRequest(`preview_text is ${codePoints(previewText)} characters; the maximum is 500.`, "preview_text");
   }
+  // `gender` and `age_group` are enums of the route schema (GENDERS, AGE_GROUPS).
   const gender = body.gender ?? null;
-  if (gender !== null && !(GENDERS as readonly unknown[]).includes(gender)) {
-    throw errors.invalidRequest("gender must be 'male' or 'female'.", "gender");
-  }
   const age = body.age_group ?? null;
-  if (age !== null && !(AGE_GROUPS as readonly unknown[]).includes(age)) {
-    throw errors.invalidRequest(`age_group must be one of ${AGE_GROUPS.join(", ")}.`, "age_group");
-  }
   return {
     model: model.id,
     req: {

@@ -10,7 +10,7 @@ import { errors } from "../errors.ts";
 import { httpDuration, httpRequests } from "../metrics.ts";
 import type { Services } from "../services.ts";
 import { requireAdmin, requireAuth } from "./auth.ts";
-import { errorHandler } from "./error-handler.ts";
+import { errorHandler, SCHEMA_ERROR_KEYWORDS } from "./error-handler.ts";
 import { registerOpenApi } from "./openapi.ts";
 import { clientErrorHandler, frameworkError } from "./router-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
@@ -47,8 +47,16 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
     logger: opts.logger === false ? false : { level: services.config.logLevel },
     bodyLimit: services.config.bodyLimitBytes,
     // Bodies are validated as sent: no type coercion ("5" is not 5), unknown fields are ignored.
+    // `verbose` keeps the failing schema on each error: the error handler reads its `x-error-code`.
     ajv: {
-      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false, allErrors: false },
+      customOptions: {
+        coerceTypes: false,
+        removeAdditional: false,
+        useDefaults: false,
+        allErrors: false,
+        verbose: true,
+        keywords: [...SCHEMA_ERROR_KEYWORDS],
+      },
     },
     return503OnClosing: true,
     forceCloseConnections: "idle",
@@ -65,6 +73,9 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
     httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
   });
   app.setErrorHandler(errorHandler);
+  // Response schemas document the answers; they never filter or coerce them (fast-json-stringify would
+  // drop undeclared fields): answers are serialized as they are.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
   // A JSON body sent without (or with another) Content-Type, as `curl -d` does, is still read as JSON.
   app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => {

@@ -7,16 +7,32 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, errors } from "../errors.ts";
 
+/**
+ * Annotation keywords of the route schemas (see `schemas/common.ts`), registered with Ajv: `x-error-code`
+ * is the spec's code for a failure on that field, `x-error-message` its message (`{value}` is replaced
+ * by the offending value, `{param}` by the field). Either is a string (every keyword) or a map from Ajv
+ * keyword to string with `*` for the others.
+ */
+export const SCHEMA_ERROR_KEYWORDS = ["x-error-code", "x-error-message"] as const;
+
+/** One Ajv error as Fastify hands it over (`verbose`: with the failing schema and value). */
 interface ValidationItem {
   instancePath?: string;
   keyword?: string;
   params?: Record<string, unknown>;
   message?: string;
+  parentSchema?: Record<string, unknown>;
+  data?: unknown;
 }
 
 /** The field a schema validation error is about (`/voice_settings/style` -> `voice_settings.style`). */
 function paramOf(v: ValidationItem): string | null {
-  const path = (v.instancePath ?? "").replace(/^\//, "").replaceAll("/", ".");
+  // `/messages/0/role` -> `messages[0].role`, as the services name array items.
+  const path = (v.instancePath ?? "")
+    .split("/")
+    .slice(1)
+    .map((seg) => seg.replaceAll("~1", "/").replaceAll("~0", "~"))
+    .reduce((acc, seg) => (/^\d+$/.test(seg) ? `${acc}[${seg}]` : acc ? `${acc}.${seg}` : seg), "");
   const missing = v.params?.missingProperty;
   if (typeof missing === "string") return path ? `${path}.${missing}` : missing;
   const extra = v.params?.additionalProperty;
@@ -24,15 +40,53 @@ function paramOf(v: ValidationItem): string | null {
   return path || null;
 }
 
+/** The schema of the field a validation error is about: a missing property's own schema, else the failing one. */
+function fieldSchemaOf(v: ValidationItem): Record<string, unknown> | undefined {
+  const missing = v.params?.missingProperty;
+  if (v.keyword === "required" && typeof missing === "string") {
+    const props = v.parentSchema?.properties as Record<string, Record<string, unknown>> | undefined;
+    return props?.[missing];
+  }
+  return v.parentSchema;
+}
+
+/** An annotation's value for a failed keyword: a string applies to all, a map names keywords (`*`: the rest). */
+function byKeyword(annotation: unknown, keyword: string | undefined): string | undefined {
+  if (typeof annotation === "string") return annotation;
+  if (annotation === null || typeof annotation !== "object") return undefined;
+  const map = annotation as Record<string, unknown>;
+  const value = (keyword !== undefined ? map[keyword] : undefined) ?? map["*"];
+  return typeof value === "string" ? value : undefined;
+}
+
+/**
+ * The one mapping from a schema failure to the D1 error (issue 9): 400 with the field's `x-error-code`
+ * (default `invalid_request`), its `x-error-message` or a message naming the field, and `param`.
+ */
+export function schemaError(v: ValidationItem): AppError {
+  const param = paramOf(v);
+  const field = fieldSchemaOf(v);
+  const code = byKeyword(field?.["x-error-code"], v.keyword) ?? "invalid_request";
+  const template = byKeyword(field?.["x-error-message"], v.keyword);
+  let message: string;
+  if (v.keyword === "required") {
+    message = `${param} is required.`;
+  } else if (typeof template === "string") {
+    const value = typeof v.data === "string" ? v.data : JSON.stringify(v.data);
+    message = template.replaceAll("{value}", value ?? "").replaceAll("{param}", param ?? "");
+  } else {
+    message = `Invalid value for ${param ? `'${param}'` : "the request"}: ${v.message ?? "invalid"}.`;
+  }
+  return new AppError(400, code, message, param);
+}
+
 /** Translates any thrown value into an AppError. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const e = err as Partial<FastifyError> & { validation?: ValidationItem[]; type?: string };
   if (Array.isArray(e.validation) && e.validation.length > 0) {
-    const first = e.validation[0];
-    const param = paramOf(first);
-    const where = param ? `'${param}'` : "the request";
-    return errors.invalidRequest(`Invalid value for ${where}: ${first.message ?? "invalid"}.`, param);
+    // A failed `oneOf`/`anyOf` lists its branches' errors first and its own last: the last one names the field.
+    return schemaError(e.validation[e.validation.length - 1]);
   }
   switch (e.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":

@@ -14,9 +14,7 @@ import type { AspectRatio } from "../upstreams/types.ts";
 
 const bad = (code: string, message: string, param: string) => new AppError(400, code, message, param);
 
-/** Longest prompt of media jobs, characters. */
-const PROMPT_MAX = 4000;
-/** Longest idempotency key (spec Limits). */
+/** Longest idempotency key (spec Limits; enforced by the route schema). */
 export const IDEMPOTENCY_KEY_MAX = 128;
 
 /** Standard output size of each aspect ratio, about one megapixel (D19). */
@@ -69,27 +67,9 @@ export function parseSize(size: unknown): { aspect: AspectRatio; width: number; 
   return fallback;
 }
 
-function checkPrompt(prompt: unknown): string {
-  if (typeof prompt !== "string" || prompt.trim() === "") throw bad("invalid_prompt", "prompt is required.", "prompt");
-  const text = prompt.normalize("NFC");
-  const n = [...text].length;
-  if (n > PROMPT_MAX) throw bad("invalid_prompt", `prompt is ${n} characters; the maximum is ${PROMPT_MAX}.`, "prompt");
-  return text;
-}
-
-function checkIdempotencyKey(v: unknown): string | null {
-  if (v === undefined || v === null) return null;
-  if (typeof v !== "string" || v.length === 0 || v.length > IDEMPOTENCY_KEY_MAX) {
-    throw errors.invalidRequest(`idempotency_key must be a string of 1 to ${IDEMPOTENCY_KEY_MAX} characters.`, "idempotency_key");
-  }
-  return v;
-}
-
-function checkParameters(v: unknown): Record<string, unknown> {
-  if (v === undefined || v === null) return {};
-  if (typeof v !== "object" || Array.isArray(v)) throw errors.invalidRequest("parameters must be an object.", "parameters");
-  return v as Record<string, unknown>;
-}
+// The route schemas (src/http/schemas/jobs.ts) check the shapes: prompt (1 to 4000 characters, not
+// blank: `invalid_prompt`), `n` and `duration` ranges, `quality`, `idempotency_key` (1 to 128),
+// `parameters` (an object), URL syntax and the model lists. What needs the model stays here.
 
 function checkImageUrl(v: unknown, param: string): string {
   if (typeof v !== "string" || validateUrlSyntax(v, {}) === null) {
@@ -138,7 +118,7 @@ export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
   if (typeof modelId !== "string" || modelId === "") throw bad("invalid_model", "model is required.", "model");
   const model = getImageModel(modelId);
   if (!model) throw bad("invalid_model", `'${modelId}' is not a supported image model.`, "model");
-  const prompt = checkPrompt(body.prompt);
+  const prompt = (body.prompt as string).normalize("NFC");
 
   let n = 1;
   if (body.n !== undefined && body.n !== null) {
@@ -151,19 +131,12 @@ export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
 
   const { aspect, width, height } = parseSize(body.size);
 
-  let quality: ImageQuality | null = null;
-  if (body.quality !== undefined && body.quality !== null) {
-    if (body.quality !== "low" && body.quality !== "medium" && body.quality !== "high") {
-      throw errors.invalidRequest("quality must be 'low', 'medium' or 'high'.", "quality");
-    }
-    quality = body.quality;
-  }
+  let quality = (body.quality ?? null) as ImageQuality | null;
   if (model.pricing.mode === "per-quality") quality ??= model.pricing.defaultQuality;
   else quality = null;
 
   let imageUrls: string[] = [];
-  if (body.image_urls !== undefined && body.image_urls !== null) {
-    if (!Array.isArray(body.image_urls)) throw errors.invalidRequest("image_urls must be an array of URLs.", "image_urls");
+  if (Array.isArray(body.image_urls)) {
     if (body.image_urls.length > model.maxImageUrls) {
       throw bad("too_many_references", `image_urls has ${body.image_urls.length} entries; the maximum is ${model.maxImageUrls}.`, "image_urls");
     }
@@ -180,8 +153,8 @@ export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
   if (!model.acceptsImageUrls) imageUrls = imageUrls.slice(0, 1);
   if (!model.acceptsImageUrl && !model.acceptsImageUrls) imageUrls = [];
 
-  const idempotencyKey = checkIdempotencyKey(body.idempotency_key);
-  const parameters = checkParameters(body.parameters);
+  const idempotencyKey = (body.idempotency_key ?? null) as string | null;
+  const parameters = (body.parameters ?? {}) as Record<string, unknown>;
   const holdMicros = quoteImage(model, { n, quality: quality ?? undefined, width, height });
   return { kind: "image", model, prompt, n, aspect, width, height, quality, imageUrls, parameters, idempotencyKey, holdMicros };
 }
@@ -199,7 +172,7 @@ export function validateVideoJob(body: Record<string, unknown>, opts: { genmedia
   if (!model || (opts.genmediaOnly && !model.genmediaAlias)) {
     throw bad("invalid_model", `'${modelId}' is not a supported video model${opts.genmediaOnly ? " on this endpoint (vidD-* only)" : ""}.`, "model");
   }
-  const prompt = checkPrompt(body.prompt);
+  const prompt = (body.prompt as string).normalize("NFC");
   let durationSec = model.defaultDurationSec;
   if (body.duration !== undefined && body.duration !== null) {
     const d = body.duration;
@@ -220,8 +193,8 @@ export function validateVideoJob(body: Record<string, unknown>, opts: { genmedia
   if (model.imageRequired && imageUrl === null) {
     throw bad("image_url_required", `${model.id} is image-to-video only: image_url is required.`, "image_url");
   }
-  const idempotencyKey = checkIdempotencyKey(body.idempotency_key);
-  const parameters = checkParameters(body.parameters);
+  const idempotencyKey = (body.idempotency_key ?? null) as string | null;
+  const parameters = (body.parameters ?? {}) as Record<string, unknown>;
   return { kind: "video", model, prompt, durationSec, imageUrl, parameters, idempotencyKey, holdMicros: quoteVideo(model, durationSec) };
 }
 

@@ -134,37 +134,38 @@ for (const backend of BACKENDS) {
     });
 
     test("keys: several keys share one balance; list shows prefixes, never secrets; delete is immediate", async () => {
+      // Through the typed client (packages/client): the document's paths and fields are checked by tsc.
       const u = await gw.register();
-      const created = await gw.request("POST", "/v1/auth/keys", { token: u.api_key, body: { name: "ci" } });
-      assert.equal(created.status, 201);
-      assert.match(created.json.key_id, /^key_/);
-      assert.equal(created.json.name, "ci");
-      const k2 = created.json.api_key as string;
-      const me2 = await gw.request("GET", "/v1/auth/me", { token: k2 });
-      assert.equal(me2.json.user_id, u.user_id);
-      assert.equal(me2.json.balance_usd, 0.5);
+      const created = await gw.client(u.api_key).POST("/v1/auth/keys", { body: { name: "ci" } });
+      assert.equal(created.response.status, 201);
+      assert.ok(created.data);
+      assert.match(created.data.key_id, /^key_/);
+      assert.equal(created.data.name, "ci");
+      const k2 = created.data.api_key;
+      const me2 = await gw.client(k2).GET("/v1/auth/me");
+      assert.equal(me2.data?.user_id, u.user_id);
+      assert.equal(me2.data?.balance_usd, 0.5);
 
-      const list = await gw.request("GET", "/v1/auth/keys", { token: u.session_token });
-      assert.equal(list.json.object, "list");
-      assert.equal(list.json.data.length, 2);
-      for (const k of list.json.data) {
+      const list = (await gw.client(u.session_token).GET("/v1/auth/keys")).data;
+      assert.equal(list?.object, "list");
+      assert.equal(list?.data.length, 2);
+      for (const k of list?.data ?? []) {
         assert.equal(k.prefix.length, 12);
         assert.ok(!("api_key" in k));
       }
-      assert.ok(list.json.data.some((k: { prefix: string }) => k.prefix === k2.slice(0, 12)));
+      assert.ok(list?.data.some((k) => k.prefix === k2.slice(0, 12)));
 
+      const keyPath = { params: { path: { key_id: created.data.key_id } } };
       const other = await gw.register();
-      assertError(
-        await gw.request("DELETE", `/v1/auth/keys/${created.json.key_id}`, { token: other.api_key }),
-        404,
-        "key_not_found",
-      );
-      assert.equal((await gw.request("GET", "/v1/auth/me", { token: k2 })).status, 200);
+      const foreign = await gw.client(other.api_key).DELETE("/v1/auth/keys/{key_id}", keyPath);
+      assertError({ status: foreign.response.status, json: foreign.error ?? {} }, 404, "key_not_found");
+      assert.equal((await gw.client(k2).GET("/v1/auth/me")).response.status, 200);
 
-      const del = await gw.request("DELETE", `/v1/auth/keys/${created.json.key_id}`, { token: u.api_key });
-      assert.equal(del.status, 200);
-      assertError(await gw.request("GET", "/v1/auth/me", { token: k2 }), 401, "auth_error");
-      assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200);
+      const del = await gw.client(u.api_key).DELETE("/v1/auth/keys/{key_id}", keyPath);
+      assert.deepEqual(del.data, { key_id: created.data.key_id, deleted: true });
+      const gone = await gw.client(k2).GET("/v1/auth/me");
+      assertError({ status: gone.response.status, json: gone.error ?? {} }, 401, "auth_error");
+      assert.equal((await gw.client(u.api_key).GET("/v1/auth/me")).response.status, 200);
     });
 
     test("operator: deposits raise balance, deposits and tier; override wins and clears", async () => {

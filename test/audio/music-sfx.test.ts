@@ -37,13 +37,17 @@ describe("music and sound effects", () => {
 
   test("alpha-music: 0.135 per second of requested length, bytes with X-Svc headers", async () => {
     const u = await richUser();
-    const r = await gw.request("POST", "/v1/audio/music", { token: u.api_key, body: { prompt: "calm piano", music_length_ms: 4000 } });
-    assert.equal(r.status, 200, JSON.stringify(r.json));
+    // Through the typed client (the audio bytes as an ArrayBuffer).
+    const { data, response: r } = await gw.client(u.api_key).POST("/v1/audio/music", {
+      body: { prompt: "calm piano", music_length_ms: 4000 },
+      parseAs: "arrayBuffer",
+    });
+    assert.equal(r.status, 200);
     assert.equal(r.headers.get("content-type"), "audio/mpeg");
     assert.equal(r.headers.get("x-svc-model"), "alpha-music");
     assert.equal(r.headers.get("x-svc-duration-sec"), "4");
     assert.equal(r.headers.get("x-svc-cost-usd"), "0.54");
-    const meta = await parseBuffer(r.bytes, { mimeType: "audio/mpeg" });
+    const meta = await parseBuffer(new Uint8Array(data ?? new ArrayBuffer(0)), { mimeType: "audio/mpeg" });
     assert.ok(Math.abs((meta.format.duration ?? 0) - 4) < 0.2, String(meta.format.duration));
     assert.equal(await balance(u.user_id), 100_500_000 - 540_000);
   });

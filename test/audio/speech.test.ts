@@ -41,9 +41,10 @@ describe("speech", () => {
   test("default model, alpha voice: playable MP3 at 44.1 kHz / 128 kbps with the X-Svc headers", async () => {
     const u = await gw.register();
     const input = "Hello from the gateway. This is a test of speech.";
-    const r = await gw.request("POST", "/v1/audio/speech", {
-      token: u.api_key,
+    // Through the typed client (the audio bytes as an ArrayBuffer).
+    const { data, response: r } = await gw.client(u.api_key).POST("/v1/audio/speech", {
       body: { input, voice_id: ALPHA },
+      parseAs: "arrayBuffer",
     });
     assert.equal(r.status, 200);
     assert.equal(r.headers.get("content-type"), "audio/mpeg");
@@ -52,7 +53,7 @@ describe("speech", () => {
     // 49 chars x 0.405 / 1000 = 0.019845
     assert.equal(r.headers.get("x-svc-cost-usd"), "0.019845");
     assert.equal(r.headers.get("x-svc-balance-usd"), "0.480155");
-    const meta = await parseBuffer(r.bytes, { mimeType: "audio/mpeg" });
+    const meta = await parseBuffer(new Uint8Array(data ?? new ArrayBuffer(0)), { mimeType: "audio/mpeg" });
     assert.equal(meta.format.sampleRate, 44100);
     assert.equal(meta.format.bitrate, 128000);
     assert.ok((meta.format.duration ?? 0) > 2, `duration ${meta.format.duration}`);

@@ -151,18 +151,19 @@ describe("voice library", () => {
   });
 
   test("first call misses, later calls within 5 minutes may hit; shapes per provider", async () => {
-    const first = await gw.request("GET", "/v1/audio/voices", { token: key });
-    assert.equal(first.status, 200);
-    assert.equal(first.headers.get("x-svc-cache"), "miss");
-    assert.equal(first.json.object, "list");
-    assert.equal(first.json.provider, "alpha");
-    assert.equal(first.json.data.length, 3000);
-    const v = first.json.data[0];
+    // The first call through the typed client (the documented list of `Voice` records).
+    const first = await gw.client(key).GET("/v1/audio/voices");
+    assert.equal(first.response.status, 200);
+    assert.equal(first.response.headers.get("x-svc-cache"), "miss");
+    assert.equal(first.data?.object, "list");
+    assert.equal(first.data?.provider, "alpha");
+    assert.equal(first.data?.data.length, 3000);
+    const v = first.data.data[0];
     for (const f of ["provider", "voice_id", "name", "category", "labels", "preview_url", "description"]) assert.ok(f in v, f);
     assert.equal(v.provider, "alpha");
     const second = await gw.request("GET", "/v1/audio/voices?provider=alpha", { token: key });
     assert.equal(second.headers.get("x-svc-cache"), "may-hit");
-    assert.deepEqual(second.json, first.json);
+    assert.deepEqual(second.json, first.data);
 
     const beta = await gw.request("GET", "/v1/audio/voices?provider=beta", { token: key });
     assert.equal(beta.headers.get("x-svc-cache"), "miss");

@@ -13,14 +13,15 @@ describe("public catalog", () => {
   });
 
   test("GET /v1/pricing: public, cached 60 s, rows sorted by id with mode and detail", async () => {
-    const r = await gw.request("GET", "/v1/pricing");
-    assert.equal(r.status, 200);
-    assert.equal(r.headers.get("cache-control"), "public, max-age=60");
-    const body = r.json;
+    // Through the typed client: the row fields read here are the documented ones (tsc checks them).
+    const { data: body, response } = await gw.client().GET("/v1/pricing");
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get("cache-control"), "public, max-age=60");
+    assert.ok(body);
     assert.equal(body.object, "pricing.catalog");
     assert.equal(body.text_count, body.text.length);
     assert.equal(body.media_count, body.media.length);
-    const ids = body.media.map((m: { id: string }) => m.id);
+    const ids = body.media.map((m) => m.id);
     assert.deepEqual(
       ids,
       [...ids].sort((a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)),
@@ -30,15 +31,13 @@ describe("public catalog", () => {
       assert.equal(typeof row.usd_per_call, "number");
       assert.equal(typeof row.detail, "object");
     }
-    const byId = new Map(body.media.map((m: { id: string }) => [m.id, m]));
-    const v3 = byId.get("alpha-v3") as {
-      pricing_mode: string;
-      detail: { provider_cost_per_kchar: number; markup: number };
-    };
-    assert.equal(v3.pricing_mode, "per-char");
-    assert.equal(v3.detail.provider_cost_per_kchar * v3.detail.markup, 0.405);
-    const flash = byId.get("alpha-flash-v2-5") as { usd_per_call: number };
-    assert.equal(flash.usd_per_call, 0.2);
+    const byId = new Map(body.media.map((m) => [m.id, m]));
+    const v3 = byId.get("alpha-v3");
+    assert.equal(v3?.pricing_mode, "per-char");
+    // `detail` is open by documentation (its shape follows `pricing_mode`).
+    const detail = v3?.detail as { provider_cost_per_kchar: number; markup: number };
+    assert.equal(detail.provider_cost_per_kchar * detail.markup, 0.405);
+    assert.equal(byId.get("alpha-flash-v2-5")?.usd_per_call, 0.2);
     for (const id of [
       "imgB-2-pro",
       "imgC-q1",

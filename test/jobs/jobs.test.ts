@@ -49,9 +49,12 @@ describe("media jobs", () => {
 
   test("image job: 202 pending, then succeeded with a rehosted PNG; hold per image x n, charge on success", async () => {
     const u = await richUser();
-    const r = await submitImage(u.api_key, { model: "imgA-v4", prompt: "a red fox in snow", n: 2, size: "16:9" });
-    assert.equal(r.status, 202, JSON.stringify(r.json));
-    const job = r.json;
+    // Submit, poll and read the ledger through the typed client (fields checked by tsc).
+    const api = gw.client(u.api_key);
+    const r = await api.POST("/v1/images/generations", { body: { model: "imgA-v4", prompt: "a red fox in snow", n: 2, size: "16:9" } });
+    assert.equal(r.response.status, 202, JSON.stringify(r.error));
+    const job = r.data;
+    assert.ok(job);
     assert.match(job.id, /^job_/);
     assert.equal(job.object, "media.job");
     assert.equal(job.kind, "image");
@@ -78,9 +81,9 @@ describe("media jobs", () => {
       assert.deepEqual(pngSize(img.bytes), { width: 1344, height: 768 });
     }
     assert.equal(await balance(u.user_id), 100_500_000 - 108_000);
-    const ledger = await gw.request("GET", "/v1/billing/ledger?limit=3", { token: u.api_key });
+    const ledger = await api.GET("/v1/billing/ledger", { params: { query: { limit: "3" } } });
     assert.deepEqual(
-      ledger.json.data.map((e: { kind: string; job_id: string; amount_usd: number }) => [e.kind, e.job_id, e.amount_usd]),
+      ledger.data?.data.map((e) => [e.kind, e.job_id, e.amount_usd]),
       [
         ["charge", job.id, -0.108],
         ["hold_release", job.id, 0.108],

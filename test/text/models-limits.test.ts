@@ -17,42 +17,45 @@ describe("models and token limits", () => {
   });
 
   test("GET /v1/models lists text and media models with filters; recommend and capabilities", async () => {
+    // Through the typed client: query parameters and answer fields are the documented ones.
     const u = await gw.register();
-    const all = await gw.request("GET", "/v1/models", { token: u.api_key });
-    assert.equal(all.json.object, "list");
-    const ids = all.json.data.map((m: { id: string }) => m.id);
+    const api = gw.client(u.api_key);
+    const all = (await api.GET("/v1/models")).data;
+    assert.equal(all?.object, "list");
+    const ids = (all?.data ?? []).map((m) => m.id);
     for (const id of ["txtA-large", "alpha-v3", "imgA-v4", "vidA-3-pro", "host1-transcribe-1"]) assert.ok(ids.includes(id), id);
-    for (const m of all.json.data) {
+    for (const m of all?.data ?? []) {
       assert.equal(m.object, "model");
       assert.equal(typeof m.owned_by, "string");
       assert.ok(Array.isArray(m.capabilities));
     }
-    const tier0 = await gw.request("GET", "/v1/models?tier=0", { token: u.api_key });
-    const t0 = tier0.json.data.map((m: { id: string }) => m.id);
+    const t0 = ((await api.GET("/v1/models", { params: { query: { tier: "0" } } })).data?.data ?? []).map((m) => m.id);
     assert.ok(!t0.includes("vidA-3-pro"), "video needs tier 1");
     assert.ok(t0.includes("imgA-v4"));
-    const tools = await gw.request("GET", "/v1/models?capability=tools", { token: u.api_key });
-    assert.ok(tools.json.data.length > 0);
-    assert.ok(tools.json.data.every((m: { capabilities: string[] }) => m.capabilities.includes("tools")));
-    assert.equal((await gw.request("GET", "/v1/models?tier=9", { token: u.api_key })).status, 400);
-    const rec = await gw.request("GET", "/v1/models/recommend?agent=coding", { token: u.api_key });
-    assert.equal(rec.json.alias, "code");
-    assert.ok(ids.includes(rec.json.model));
-    assert.equal((await gw.request("GET", "/v1/models/recommend?agent=nope", { token: u.api_key })).status, 400);
-    const caps = await gw.request("GET", "/v1/capabilities", { token: u.api_key });
-    assert.ok(caps.json.capabilities.includes("chat"));
-    assert.equal(caps.json.aliases.best, "txtA-large");
+    const tools = (await api.GET("/v1/models", { params: { query: { capability: "tools" } } })).data?.data ?? [];
+    assert.ok(tools.length > 0);
+    assert.ok(tools.every((m) => m.capabilities.includes("tools")));
+    assert.equal((await api.GET("/v1/models", { params: { query: { tier: "9" } } })).response.status, 400);
+    const rec = (await api.GET("/v1/models/recommend", { params: { query: { agent: "coding" } } })).data;
+    assert.equal(rec?.alias, "code");
+    assert.ok(ids.includes(rec?.model ?? ""));
+    const unknownAgent = await api.GET("/v1/models/recommend", { params: { query: { agent: "nope" as "chat" } } });
+    assert.equal(unknownAgent.response.status, 400);
+    const caps = (await api.GET("/v1/capabilities")).data;
+    assert.ok(caps?.capabilities.includes("chat"));
+    assert.equal(caps?.aliases?.best, "txtA-large");
   });
 
   test("a model above the caller's tier: 403 model_not_available, nothing charged", async () => {
     const u = await gw.register();
-    const body = { model: "txtB-pro", messages: [{ role: "user", content: "hi" }], max_tokens: 10 };
-    const r = await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body });
-    assert.equal(r.status, 403);
-    assert.equal(r.json.error.code, "model_not_available");
+    const api = gw.client(u.api_key);
+    const body = { model: "txtB-pro", messages: [{ role: "user" as const, content: "hi" }], max_tokens: 10 };
+    const r = await api.POST("/v1/chat/completions", { body });
+    assert.equal(r.response.status, 403);
+    assert.equal(r.error?.error.code, "model_not_available");
     assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
     await gw.deposit(u.user_id, 10);
-    assert.equal((await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body })).status, 200);
+    assert.equal((await api.POST("/v1/chat/completions", { body })).response.status, 200);
   });
 
   test("chat over max_single_request or the TPM window: 429, nothing charged", async () => {

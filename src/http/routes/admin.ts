@@ -1,5 +1,6 @@
 /**
- * Operator API (D9, D21, D22): deposits, tier override and custom limits. Behind `GATEWAY_ADMIN_TOKEN`.
+ * Operator API (D9, D21, D22): deposits, tier override and custom limits. Behind `GATEWAY_ADMIN_TOKEN`;
+ * hidden from the OpenAPI document (D23).
  */
 import { Type } from "typebox";
 import { depositFunds, setLimitsOverride, setTierOverride } from "../../accounts/admin.ts";
@@ -13,6 +14,7 @@ export function adminRoutes(app: App, services: Services): void {
     "/v1/admin/users/:user_id/deposits",
     {
       schema: {
+        hide: true,
         params: UserParams,
         body: Type.Object({ amount_usd: Type.Unknown(), reference: Type.Optional(Type.Unknown()) }),
       },
@@ -21,12 +23,12 @@ export function adminRoutes(app: App, services: Services): void {
   );
   app.put(
     "/v1/admin/users/:user_id/tier",
-    { schema: { params: UserParams, body: Type.Object({ tier: Type.Unknown() }) } },
+    { schema: { hide: true, params: UserParams, body: Type.Object({ tier: Type.Unknown() }) } },
     async (req) => setTierOverride(services.db.kysely, req.params.user_id, req.body.tier),
   );
   app.put(
     "/v1/admin/users/:user_id/limits",
-    { schema: { params: UserParams, body: Type.Record(Type.String(), Type.Unknown()) } },
+    { schema: { hide: true, params: UserParams, body: Type.Record(Type.String(), Type.Unknown()) } },
     async (req) => setLimitsOverride(services.db.kysely, req.params.user_id, req.body),
   );
 }

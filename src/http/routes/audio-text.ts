@@ -12,6 +12,8 @@ import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
 import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
 import { readMultipart } from "../multipart.ts";
+import { createTranscriptionSchema, understandAudioSchema } from "../schemas/audio.ts";
+import { formReadByRoute } from "../schemas/common.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
 
 interface Form {
@@ -63,6 +65,6 @@ export async function audioTextRoutes(app: App, services: Services): Promise<voi
     }
     return reply.send({ text: out.text });
   };
-  app.post("/v1/audio/transcriptions", handle("transcribe"));
-  app.post("/v1/audio/understand", handle("understand"));
+  app.post("/v1/audio/transcriptions", { schema: createTranscriptionSchema, validatorCompiler: formReadByRoute }, handle("transcribe"));
+  app.post("/v1/audio/understand", { schema: understandAudioSchema, validatorCompiler: formReadByRoute }, handle("understand"));
 }

@@ -2,34 +2,28 @@
  * Account routes (spec "Authentication", D2, D8, D21): registration and login (public), the caller's
  * account and key management (API key or session token).
  */
-import { Type } from "typebox";
 import { createKey, deleteKey, listKeys, login, me, register } from "../../accounts/accounts.ts";
 import { tierRowJson } from "../../catalog/pricing.ts";
 import { jobUsage } from "../../jobs/jobs.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
-
-/** Loose object schema: field types are checked by the service so each gets its own message. */
-const CredentialsBody = Type.Object({
-  email: Type.Optional(Type.Unknown()),
-  password: Type.Optional(Type.Unknown()),
-});
+import { createKeySchema, deleteKeySchema, getAccountLimitsSchema, getAccountSchema, listKeysSchema, loginSchema, registerSchema } from "../schemas/auth.ts";
 
 /** `POST /v1/auth/register`, `POST /v1/auth/login`. */
 export function authPublicRoutes(app: App, services: Services): void {
-  app.post("/v1/auth/register", { schema: { body: CredentialsBody } }, async (req) => {
-    return register(services.db.kysely, req.body ?? {});
+  app.post("/v1/auth/register", { schema: registerSchema }, async (req) => {
+    return register(services.db.kysely, (req.body ?? {}) as Record<string, unknown>);
   });
-  app.post("/v1/auth/login", { schema: { body: CredentialsBody } }, async (req) => {
-    return login(services.db.kysely, req.body ?? {});
+  app.post("/v1/auth/login", { schema: loginSchema }, async (req) => {
+    return login(services.db.kysely, (req.body ?? {}) as Record<string, unknown>);
   });
 }
 
 /** `GET /v1/auth/me`, `GET|POST /v1/auth/keys`, `DELETE /v1/auth/keys/{key_id}`. */
 export function accountRoutes(app: App, services: Services): void {
-  app.get("/v1/auth/me", async (req) => me(services.db.kysely, principalOf(req).accountId));
-  app.get("/v1/auth/limits", async (req) => {
+  app.get("/v1/auth/me", { schema: getAccountSchema }, async (req) => me(services.db.kysely, principalOf(req).accountId));
+  app.get("/v1/auth/limits", { schema: getAccountLimitsSchema }, async (req) => {
     const p = principalOf(req);
     const usage = await services.limiter.usage(p.accountId);
     return {
@@ -44,22 +38,22 @@ export function accountRoutes(app: App, services: Services): void {
       },
     };
   });
-  app.get("/v1/auth/keys", async (req) => ({
+  app.get("/v1/auth/keys", { schema: listKeysSchema }, async (req) => ({
     object: "list",
     data: await listKeys(services.db.kysely, principalOf(req).accountId),
   }));
-  // No body schema: the body `{name?}` is optional and checked by createKey.
-  app.post("/v1/auth/keys", async (req, reply) => {
+  app.post("/v1/auth/keys", { schema: createKeySchema }, async (req, reply) => {
     const body = (req.body && typeof req.body === "object" ? req.body : {}) as { name?: unknown };
     const out = await createKey(services.db.kysely, principalOf(req).accountId, body);
     return reply.code(201).send(out);
   });
   app.delete(
     "/v1/auth/keys/:key_id",
-    { schema: { params: Type.Object({ key_id: Type.String({ maxLength: 200 }) }) } },
+    { schema: deleteKeySchema },
     async (req) => {
-      await deleteKey(services.db.kysely, principalOf(req).accountId, req.params.key_id);
-      return { key_id: req.params.key_id, deleted: true };
+      const { key_id } = req.params as { key_id: string };
+      await deleteKey(services.db.kysely, principalOf(req).accountId, key_id);
+      return { key_id, deleted: true };
     },
   );
 }

@@ -1,26 +1,17 @@
 /** `GET /v1/billing/ledger?limit=&after=` (D8, D17): the caller's ledger, newest first. */
-import { Type } from "typebox";
 import { listLedger } from "../../billing/ledger.ts";
 import { microsToUsd } from "../../billing/money.ts";
-import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
-
-const Query = Type.Object({
-  limit: Type.Optional(Type.String({ maxLength: 10 })),
-  after: Type.Optional(Type.String({ maxLength: 64 })),
-});
+import { listLedgerSchema } from "../schemas/billing.ts";
 
 export function billingRoutes(app: App, services: Services): void {
-  app.get("/v1/billing/ledger", { schema: { querystring: Query } }, async (req) => {
-    const limit = req.query.limit === undefined ? 20 : Number(req.query.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-      throw errors.invalidRequest("limit must be an integer from 1 to 100.", "limit");
-    }
+  app.get("/v1/billing/ledger", { schema: listLedgerSchema }, async (req) => {
+    const query = req.query as { limit?: string; after?: string };
     const page = await listLedger(services.db.kysely, principalOf(req).accountId, {
-      limit,
-      after: req.query.after ?? null,
+      limit: query.limit === undefined ? 20 : Number(query.limit),
+      after: query.after ?? null,
     });
     return {
       object: "list",

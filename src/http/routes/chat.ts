@@ -4,7 +4,6 @@
  * final usage chunk (`stream_options.include_usage`), `usage.prompt_tokens_details.cached_tokens`.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { Type } from "typebox";
 import { errors } from "../../errors.ts";
 import { newId } from "../../ids.ts";
 import type { Services } from "../../services.ts";
@@ -13,29 +12,24 @@ import type { ChatMessage, ChatResult, ToolDefinition } from "../../upstreams/ch
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
 import { setCostHeaders } from "../cost-headers.ts";
+import { createChatCompletionSchema } from "../schemas/text.ts";
 import { simulateHeader } from "./speech.ts";
-
-const ROLES = ["system", "developer", "user", "assistant", "tool"];
 
 function isContent(v: unknown): boolean {
   if (typeof v === "string") return true;
   return Array.isArray(v) && v.every((p) => p && typeof p === "object" && (p as { type?: unknown }).type === "text" && typeof (p as { text?: unknown }).text === "string");
 }
 
-/** Checks and converts an OpenAI chat body. @throws AppError 400 `invalid_request` naming the field. */
+/**
+ * Converts an OpenAI chat body that passed the route schema (src/http/schemas/text.ts: types, roles,
+ * content shapes, tools, ranges) and checks the rules that depend on the role.
+ * @throws AppError 400 `invalid_request` naming the field.
+ */
 export function parseOpenAIChat(body: Record<string, unknown>): ChatInput & { stream: boolean; includeUsage: boolean } {
   const bad = (msg: string, param: string) => errors.invalidRequest(msg, param);
-  if (typeof body.model !== "string" || body.model === "") throw bad("model is required.", "model");
-  if (!Array.isArray(body.messages) || body.messages.length === 0) throw bad("messages must be a non-empty array.", "messages");
-  const messages: ChatMessage[] = body.messages.map((m: unknown, i: number) => {
-    const msg = m as Record<string, unknown>;
-    if (!msg || typeof msg !== "object" || !ROLES.includes(msg.role as string)) {
-      throw bad(`messages[${i}].role must be one of ${ROLES.join(", ")}.`, `messages[${i}].role`);
-    }
+  const messages: ChatMessage[] = (body.messages as Record<string, unknown>[]).map((msg, i: number) => {
     const content = msg.content ?? null;
     if (msg.role === "assistant") {
-      if (content !== null && !isContent(content)) throw bad(`messages[${i}].content must be a string or text parts.`, `messages[${i}].content`);
-      if (msg.tool_calls !== undefined && !Array.isArray(msg.tool_calls)) throw bad(`messages[${i}].tool_calls must be an array.`, `messages[${i}].tool_calls`);
       return { role: "assistant", content, ...(msg.tool_calls ? { tool_calls: msg.tool_calls } : {}) } as ChatMessage;
     }
     if (!isContent(content)) throw bad(`messages[${i}].content must be a string or text parts.`, `messages[${i}].content`);
@@ -45,29 +39,12 @@ export function parseOpenAIChat(body: Record<string, unknown>): ChatInput & { st
     }
     return { role: msg.role, content } as ChatMessage;
   });
-  let tools: ToolDefinition[] = [];
-  if (body.tools !== undefined && body.tools !== null) {
-    if (!Array.isArray(body.tools)) throw bad("tools must be an array.", "tools");
-    tools = body.tools.map((t: unknown, i: number) => {
-      const tool = t as { type?: unknown; function?: { name?: unknown } };
-      if (!tool || tool.type !== "function" || typeof tool.function?.name !== "string") {
-        throw bad(`tools[${i}] must be {type: "function", function: {name, ...}}.`, `tools[${i}]`);
-      }
-      return t as ToolDefinition;
-    });
-  }
+  const tools = (body.tools ?? []) as ToolDefinition[];
   const rawMax = body.max_tokens ?? body.max_completion_tokens;
-  if (rawMax !== undefined && rawMax !== null && (typeof rawMax !== "number" || !Number.isInteger(rawMax) || rawMax < 1)) {
-    throw bad("max_tokens must be a positive integer.", "max_tokens");
-  }
   const temperature = body.temperature ?? null;
-  if (temperature !== null && (typeof temperature !== "number" || temperature < 0 || temperature > 2)) {
-    throw bad("temperature must be a number from 0 to 2.", "temperature");
-  }
-  if (body.stream !== undefined && typeof body.stream !== "boolean") throw bad("stream must be a boolean.", "stream");
   const so = body.stream_options as { include_usage?: unknown } | undefined;
   return {
-    model: body.model,
+    model: body.model as string,
     messages,
     tools,
     toolChoice: body.tool_choice ?? null,
@@ -115,8 +92,8 @@ export function chatOptions(services: Services, req: FastifyRequest) {
 
 export function chatRoutes(app: App, services: Services): void {
   const deps = { db: services.db.kysely, planFor: services.chatPlanFor };
-  app.post("/v1/chat/completions", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
-    const input = parseOpenAIChat(req.body ?? {});
+  app.post("/v1/chat/completions", { schema: createChatCompletionSchema }, async (req, reply) => {
+    const input = parseOpenAIChat((req.body ?? {}) as Record<string, unknown>);
     const p = principalOf(req);
     const opts = chatOptions(services, req);
     const id = `chatcmpl-${newId("c").slice(2)}`;

@@ -3,27 +3,22 @@
  * `X-Svc-*` headers, or with `?save_to_blob=1` the JSON form `audio.generation`.
  */
 import type { FastifyReply } from "fastify";
-import { Type } from "typebox";
 import type { AudioOutcome } from "../../audio/generate.ts";
 import { createMusic } from "../../audio/music.ts";
 import { createSfx } from "../../audio/sfx.ts";
 import { microsToUsd } from "../../billing/money.ts";
-import { errors } from "../../errors.ts";
 import { blobUrl } from "../../jobs/outputs.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
 import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
+import { createMusicSchema, createSoundEffectSchema } from "../schemas/audio.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
 
-const Query = Type.Object({ save_to_blob: Type.Optional(Type.String({ maxLength: 10 })) });
-const AnyBody = Type.Record(Type.String(), Type.Unknown());
-
-/** `save_to_blob`: `1`/`true` stores the output; absent, `0` or `false` does not. */
-function saveToBlobOf(value: string | undefined): boolean {
-  if (value === undefined || value === "0" || value === "false") return false;
-  if (value === "1" || value === "true") return true;
-  throw errors.invalidRequest("save_to_blob must be 1 or 0.", "save_to_blob");
+/** `save_to_blob` (its values are checked by the route schema): `1`/`true` stores the output. */
+function saveToBlobOf(query: unknown): boolean {
+  const value = (query as { save_to_blob?: string }).save_to_blob;
+  return value === "1" || value === "true";
 }
 
 export function generationRoutes(app: App, services: Services): void {
@@ -45,20 +40,20 @@ export function generationRoutes(app: App, services: Services): void {
     return reply.type(out.contentType).send(Buffer.from(out.body.buffer, out.body.byteOffset, out.body.byteLength));
   };
 
-  app.post("/v1/audio/music", { schema: { querystring: Query, body: AnyBody } }, async (req, reply) => {
-    const out = await createMusic(deps, principalOf(req), req.body ?? {}, {
+  app.post("/v1/audio/music", { schema: createMusicSchema }, async (req, reply) => {
+    const out = await createMusic(deps, principalOf(req), (req.body ?? {}) as Record<string, unknown>, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
-      saveToBlob: saveToBlobOf(req.query.save_to_blob),
+      saveToBlob: saveToBlobOf(req.query),
       signal: abortOnClose(reply),
       guard: guardOf(services, req),
     });
     return send(out, reply);
   });
 
-  app.post("/v1/audio/sfx", { schema: { querystring: Query, body: AnyBody } }, async (req, reply) => {
-    const out = await createSfx(deps, principalOf(req), req.body ?? {}, {
+  app.post("/v1/audio/sfx", { schema: createSoundEffectSchema }, async (req, reply) => {
+    const out = await createSfx(deps, principalOf(req), (req.body ?? {}) as Record<string, unknown>, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
-      saveToBlob: saveToBlobOf(req.query.save_to_blob),
+      saveToBlob: saveToBlobOf(req.query),
       signal: abortOnClose(reply),
       guard: guardOf(services, req),
     });

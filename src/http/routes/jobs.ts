@@ -3,15 +3,13 @@
  * "GET /v1/jobs/{id}"; D3, D19): 202 with the job object for a new job, 200 for an idempotent replay.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { Type } from "typebox";
 import { getJob, submitJob } from "../../jobs/jobs.ts";
 import { checkReferenceHosts, type JobSpec, validateImageJob, validateVideoJob } from "../../jobs/validate.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
+import { createGenmediaJobSchema, createImageJobSchema, createVideoJobSchema, getJobSchema } from "../schemas/jobs.ts";
 import { simulateHeader } from "./speech.ts";
-
-const AnyBody = Type.Record(Type.String(), Type.Unknown());
 
 export function jobRoutes(app: App, services: Services): void {
   const deps = { db: services.db.kysely, publicBaseUrl: services.config.publicBaseUrl };
@@ -28,12 +26,12 @@ export function jobRoutes(app: App, services: Services): void {
       return reply.code(out.replayed ? 200 : 202).send(out.job);
     };
 
-  app.post("/v1/images/generations", { schema: { body: AnyBody } }, submit(validateImageJob));
-  app.post("/v1/videos/generations", { schema: { body: AnyBody } }, submit((b) => validateVideoJob(b, { genmediaOnly: false })));
-  app.post("/v1/genmedia/jobs", { schema: { body: AnyBody } }, submit((b) => validateVideoJob(b, { genmediaOnly: true })));
+  app.post("/v1/images/generations", { schema: createImageJobSchema }, submit(validateImageJob));
+  app.post("/v1/videos/generations", { schema: createVideoJobSchema }, submit((b) => validateVideoJob(b, { genmediaOnly: false })));
+  app.post("/v1/genmedia/jobs", { schema: createGenmediaJobSchema }, submit((b) => validateVideoJob(b, { genmediaOnly: true })));
   app.get(
     "/v1/jobs/:id",
-    { schema: { params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
-    async (req) => getJob(deps.db, deps.publicBaseUrl, principalOf(req).accountId, req.params.id),
+    { schema: getJobSchema },
+    async (req) => getJob(deps.db, deps.publicBaseUrl, principalOf(req).accountId, (req.params as { id: string }).id),
   );
 }

@@ -4,7 +4,6 @@
  * name equals its `data.type`), usage with `cache_read_input_tokens` (excluded from `input_tokens`).
  * The key may come as `Authorization: Bearer` or `x-api-key`.
  */
-import { Type } from "typebox";
 import { errors } from "../../errors.ts";
 import { newId } from "../../ids.ts";
 import type { Services } from "../../services.ts";
@@ -13,6 +12,7 @@ import type { ChatMessage, ChatResult, TextPart, ToolCall, ToolDefinition } from
 import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
 import { setCostHeaders } from "../cost-headers.ts";
+import { createMessageSchema } from "../schemas/text.ts";
 import { chatOptions, openEventStream } from "./chat.ts";
 
 type Block = { type?: unknown; text?: unknown; id?: unknown; name?: unknown; input?: unknown; tool_use_id?: unknown; content?: unknown };
@@ -30,22 +30,21 @@ function textOf(content: unknown, param: string): string {
   throw errors.invalidRequest(`${param} must be a string or an array of content blocks.`, param);
 }
 
-/** Converts an Anthropic messages body to the internal shape. @throws AppError 400 `invalid_request`. */
+/**
+ * Converts an Anthropic messages body that passed the route schema (src/http/schemas/text.ts: types,
+ * roles, ranges) to the internal shape, checking the blocks each role may send.
+ * @throws AppError 400 `invalid_request`.
+ */
 export function parseAnthropicMessages(body: Record<string, unknown>): ChatInput & { stream: boolean } {
   const bad = (msg: string, param: string) => errors.invalidRequest(msg, param);
-  if (typeof body.model !== "string" || body.model === "") throw bad("model is required.", "model");
-  if (!Array.isArray(body.messages) || body.messages.length === 0) throw bad("messages must be a non-empty array.", "messages");
   const messages: ChatMessage[] = [];
   if (body.system !== undefined && body.system !== null) messages.push({ role: "system", content: textOf(body.system, "system") });
-  body.messages.forEach((m: unknown, i: number) => {
-    const msg = m as { role?: unknown; content?: unknown };
+  (body.messages as { role: "user" | "assistant"; content?: unknown }[]).forEach((msg, i: number) => {
     const param = `messages[${i}]`;
-    if (msg?.role !== "user" && msg?.role !== "assistant") throw bad(`${param}.role must be user or assistant.`, `${param}.role`);
     if (typeof msg.content === "string") {
       messages.push({ role: msg.role, content: msg.content });
       return;
     }
-    if (!Array.isArray(msg.content)) throw bad(`${param}.content must be a string or an array of blocks.`, `${param}.content`);
     const texts: TextPart[] = [];
     const calls: ToolCall[] = [];
     for (const b of msg.content as Block[]) {
@@ -62,11 +61,9 @@ export function parseAnthropicMessages(body: Record<string, unknown>): ChatInput
     else if (texts.length) messages.push({ role: "user", content: texts });
   });
   let tools: ToolDefinition[] = [];
-  if (body.tools !== undefined && body.tools !== null) {
-    if (!Array.isArray(body.tools)) throw bad("tools must be an array.", "tools");
-    tools = body.tools.map((t: unknown, i: number) => {
-      const tool = t as { name?: unknown; description?: unknown; input_schema?: unknown };
-      if (!tool || typeof tool.name !== "string") throw bad(`tools[${i}].name is required.`, `tools[${i}]`);
+  if (Array.isArray(body.tools)) {
+    tools = body.tools.map((t: unknown) => {
+      const tool = t as { name: string; description?: unknown; input_schema?: unknown };
       return {
         type: "function",
         function: {
@@ -84,14 +81,9 @@ export function parseAnthropicMessages(body: Record<string, unknown>): ChatInput
   else if (tc?.type === "tool" && typeof tc.name === "string") toolChoice = { type: "function", function: { name: tc.name } };
   else if (tc?.type === "auto") toolChoice = "auto";
   const max = body.max_tokens;
-  if (max !== undefined && (typeof max !== "number" || !Number.isInteger(max) || max < 1)) throw bad("max_tokens must be a positive integer.", "max_tokens");
   const temperature = body.temperature ?? null;
-  if (temperature !== null && (typeof temperature !== "number" || temperature < 0 || temperature > 1)) {
-    throw bad("temperature must be a number from 0 to 1.", "temperature");
-  }
-  if (body.stream !== undefined && typeof body.stream !== "boolean") throw bad("stream must be a boolean.", "stream");
   return {
-    model: body.model,
+    model: body.model as string,
     messages,
     tools,
     toolChoice,
@@ -122,8 +114,8 @@ function toolInput(args: string): unknown {
 
 export function messagesRoutes(app: App, services: Services): void {
   const deps = { db: services.db.kysely, planFor: services.chatPlanFor };
-  app.post("/v1/messages", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
-    const input = parseAnthropicMessages(req.body ?? {});
+  app.post("/v1/messages", { schema: createMessageSchema }, async (req, reply) => {
+    const input = parseAnthropicMessages((req.body ?? {}) as Record<string, unknown>);
     const p = principalOf(req);
     const opts = chatOptions(services, req);
     const id = `msg_${newId("m").slice(2)}`;

@@ -3,11 +3,10 @@
  * `capability`; disabled models omitted), `GET /v1/models/recommend?agent=` and `GET /v1/capabilities`.
  * Everything is read from the catalog.
  */
-import { Type } from "typebox";
 import { enabledModels } from "../../catalog/models.ts";
 import { TEXT_ALIASES, TEXT_MODELS } from "../../catalog/text-models.ts";
-import { errors } from "../../errors.ts";
 import type { App } from "../app.ts";
+import { getCapabilitiesSchema, listModelsSchema, recommendModelSchema } from "../schemas/models.ts";
 
 /** One entry of `GET /v1/models`. */
 interface ModelEntry {
@@ -66,34 +65,26 @@ const RECOMMEND: Record<string, { alias: string; why: string }> = {
 };
 
 export function modelRoutes(app: App): void {
-  const Query = Type.Object({
-    tier: Type.Optional(Type.String({ maxLength: 2 })),
-    capability: Type.Optional(Type.String({ maxLength: 40 })),
-  });
-  app.get("/v1/models", { schema: { querystring: Query } }, async (req) => {
+  app.get("/v1/models", { schema: listModelsSchema }, async (req) => {
+    const query = req.query as { tier?: string; capability?: string };
     let data = allModels();
-    if (req.query.tier !== undefined) {
-      const tier = Number(req.query.tier);
-      if (!Number.isInteger(tier) || tier < 0 || tier > 4) throw errors.invalidRequest("tier must be 0 to 4.", "tier");
-      data = data.filter((m) => m.tier_min <= tier);
-    }
-    if (req.query.capability !== undefined) data = data.filter((m) => m.capabilities.includes(req.query.capability ?? ""));
+    if (query.tier !== undefined) data = data.filter((m) => m.tier_min <= Number(query.tier));
+    if (query.capability !== undefined) data = data.filter((m) => m.capabilities.includes(query.capability ?? ""));
     return { object: "list", data };
   });
 
   app.get(
     "/v1/models/recommend",
-    { schema: { querystring: Type.Object({ agent: Type.Optional(Type.String({ maxLength: 40 })) }) } },
+    { schema: recommendModelSchema },
     async (req) => {
-      const agent = req.query.agent ?? "chat";
+      const agent = (req.query as { agent?: string }).agent ?? "chat";
       const rec = RECOMMEND[agent];
-      if (!rec) throw errors.invalidRequest(`agent must be one of ${Object.keys(RECOMMEND).join(", ")}.`, "agent");
       const model = TEXT_ALIASES[rec.alias] ?? rec.alias;
       return { object: "model.recommendation", agent, model, alias: rec.alias, reason: rec.why };
     },
   );
 
-  app.get("/v1/capabilities", async () => {
+  app.get("/v1/capabilities", { schema: getCapabilitiesSchema }, async () => {
     const caps = new Set<string>();
     for (const m of allModels()) for (const c of m.capabilities) caps.add(c);
     return {

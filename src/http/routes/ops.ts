@@ -9,6 +9,7 @@ import { jobCountsByStatus } from "../../jobs/stats.ts";
 import { holdsOpen, holdsOpenUsd, jobsByStatus, registry } from "../../metrics.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
+import { healthSchema, metricsSchema, readySchema } from "../schemas/ops.ts";
 
 /** Runs `check` with a time limit; resolves to "ok" or the error message. */
 async function probe(check: () => Promise<unknown>, timeoutMs = 2000): Promise<string> {
@@ -24,9 +25,9 @@ async function probe(check: () => Promise<unknown>, timeoutMs = 2000): Promise<s
 }
 
 export function opsRoutes(app: App, services: Services): void {
-  app.get("/healthz", async () => ({ status: "ok" }));
+  app.get("/healthz", { schema: healthSchema }, async () => ({ status: "ok" }));
 
-  app.get("/readyz", async (_req, reply) => {
+  app.get("/readyz", { schema: readySchema }, async (_req, reply) => {
     const checks: Record<string, string> = {
       database: await probe(() => services.db.ping()),
       storage: await probe(() => services.blobs.ping()),
@@ -38,7 +39,7 @@ export function opsRoutes(app: App, services: Services): void {
     return reply.code(ready ? 200 : 503).send({ status: ready ? "ready" : "not_ready", checks });
   });
 
-  app.get("/metrics", async (_req, reply) => {
+  app.get("/metrics", { schema: metricsSchema }, async (_req, reply) => {
     // Gauges of shared state are read from the database at scrape time (every process sees all of it).
     try {
       const holds = await openHoldTotals(services.db.kysely);

@@ -2,21 +2,20 @@
  * Stored outputs: the permanent file URLs (public, unguessable, with Range support), the caller's
  * gallery and public share pages (D8, D19).
  */
-import { Type } from "typebox";
-import { errors } from "../../errors.ts";
 import { listGallery, sharedOutput } from "../../jobs/outputs.ts";
 import { sharePage } from "../share-page.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
 import { sendBlob } from "../range.ts";
+import { fileRouteDoc, getFileSchema, getSharePageSchema, listGallerySchema } from "../schemas/outputs.ts";
 
 /** The policy stored SVG files are served with: no scripts, no external loads, a sandboxed origin. */
 export const SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox";
 
 /** Public: `GET /v1/files/*` and `GET /share/{job_id}`. */
 export function outputPublicRoutes(app: App, services: Services): void {
-  app.get("/v1/files/*", async (req, reply) => {
+  app.get("/v1/files/*", { schema: getFileSchema, config: { swaggerTransform: fileRouteDoc } }, async (req, reply) => {
     const key = (req.params as { "*": string })["*"];
     const range = typeof req.headers.range === "string" ? req.headers.range : undefined;
     // SVG is a document that can carry scripts: served under a policy that runs none of them.
@@ -25,9 +24,9 @@ export function outputPublicRoutes(app: App, services: Services): void {
   });
   app.get(
     "/share/:job_id",
-    { schema: { params: Type.Object({ job_id: Type.String({ maxLength: 64 }) }) } },
+    { schema: getSharePageSchema },
     async (req, reply) => {
-      const item = await sharedOutput(services.db.kysely, services.config.publicBaseUrl, req.params.job_id);
+      const item = await sharedOutput(services.db.kysely, services.config.publicBaseUrl, (req.params as { job_id: string }).job_id);
       return reply
         .type("text/html; charset=utf-8")
         .header("content-security-policy", "default-src 'none'; media-src 'self' http: https:; img-src 'self' http: https:; style-src 'unsafe-inline'")
@@ -36,21 +35,13 @@ export function outputPublicRoutes(app: App, services: Services): void {
   );
 }
 
-const GalleryQuery = Type.Object({
-  limit: Type.Optional(Type.String({ maxLength: 10 })),
-  after: Type.Optional(Type.String({ maxLength: 64 })),
-});
-
 /** With a key or session: `GET /v1/gallery`. */
 export function galleryRoutes(app: App, services: Services): void {
-  app.get("/v1/gallery", { schema: { querystring: GalleryQuery } }, async (req) => {
-    const limit = req.query.limit === undefined ? 20 : Number(req.query.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-      throw errors.invalidRequest("limit must be an integer from 1 to 100.", "limit");
-    }
+  app.get("/v1/gallery", { schema: listGallerySchema }, async (req) => {
+    const query = req.query as { limit?: string; after?: string };
     const page = await listGallery(services.db.kysely, services.config.publicBaseUrl, principalOf(req).accountId, {
-      limit,
-      after: req.query.after ?? null,
+      limit: query.limit === undefined ? 20 : Number(query.limit),
+      after: query.after ?? null,
     });
     return { object: "list", data: page.items, has_more: page.hasMore };
   });

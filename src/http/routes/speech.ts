@@ -5,32 +5,13 @@
  */
 import { Readable } from "node:stream";
 import type { FastifyReply } from "fastify";
-import { Type } from "typebox";
-import { createSpeech } from "../../audio/speech.ts";
+import { createSpeech, type SpeechBody } from "../../audio/speech.ts";
 import type { Services } from "../../services.ts";
 import type { SimulateMode } from "../../upstreams/types.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
 import { setCostHeaders } from "../cost-headers.ts";
-
-const Unit = Type.Number({ minimum: 0, maximum: 1 });
-const SpeechBodySchema = Type.Object({
-  model: Type.Optional(Type.String({ maxLength: 200 })),
-  input: Type.Optional(Type.String()),
-  text: Type.Optional(Type.String()),
-  voice_id: Type.Optional(Type.String()),
-  voice: Type.Optional(Type.String()),
-  response_format: Type.Optional(Type.String({ maxLength: 50 })),
-  voice_settings: Type.Optional(
-    Type.Object({
-      stability: Type.Optional(Unit),
-      similarity_boost: Type.Optional(Unit),
-      style: Type.Optional(Unit),
-      use_speaker_boost: Type.Optional(Type.Boolean()),
-    }),
-  ),
-  stream: Type.Optional(Type.Boolean()),
-});
+import { createSpeechSchema } from "../schemas/audio.ts";
 
 /** The `X-Svc-Simulate` header (D10), or null. Unknown values are ignored. */
 export function simulateHeader(value: string | string[] | undefined): SimulateMode | null {
@@ -49,8 +30,8 @@ export function abortOnClose(reply: FastifyReply): AbortSignal {
 
 export function speechRoutes(app: App, services: Services): void {
   const deps = { db: services.db.kysely, adapterFor: services.speechAdapterFor, voices: services.voices };
-  app.post("/v1/audio/speech", { schema: { body: SpeechBodySchema } }, async (req, reply) => {
-    const out = await createSpeech(deps, principalOf(req).accountId, req.body ?? {}, {
+  app.post("/v1/audio/speech", { schema: createSpeechSchema }, async (req, reply) => {
+    const out = await createSpeech(deps, principalOf(req).accountId, (req.body ?? {}) as SpeechBody, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
       signal: abortOnClose(reply),
       guard: guardOf(services, req),

@@ -3,7 +3,6 @@
  * "POST /v1/audio/voice-design") and public previews of library voices.
  */
 import multipart from "@fastify/multipart";
-import { Type } from "typebox";
 import { cloneVoice, MAX_REFERENCE_BYTES, type VoiceCloneForm } from "../../audio/voice-clone.ts";
 import { designVoice } from "../../audio/voice-design.ts";
 import { microsToUsd } from "../../billing/money.ts";
@@ -13,17 +12,14 @@ import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { readMultipart } from "../multipart.ts";
+import { formReadByRoute } from "../schemas/common.ts";
+import { cloneVoiceSchema, designVoiceSchema, getVoicePreviewSchema, listVoicesSchema } from "../schemas/voices.ts";
 import { abortOnClose, simulateHeader } from "./speech.ts";
-
-const LibraryQuery = Type.Object({ provider: Type.Optional(Type.String({ maxLength: 20 })) });
 
 /** Routes that need an API key. */
 export function voiceRoutes(app: App, services: Services): void {
-  app.get("/v1/audio/voices", { schema: { querystring: LibraryQuery } }, async (req, reply) => {
-    const provider = req.query.provider ?? "alpha";
-    if (provider !== "alpha" && provider !== "beta" && provider !== "all") {
-      throw errors.invalidRequest("provider must be 'alpha', 'beta' or 'all'.", "provider");
-    }
+  app.get("/v1/audio/voices", { schema: listVoicesSchema }, async (req, reply) => {
+    const provider = (req.query as { provider?: "alpha" | "beta" | "all" }).provider ?? "alpha";
     const out = await services.voiceLibrary.list(provider, simulateHeader(req.headers["x-svc-simulate"]));
     reply.header("x-svc-cache", out.cache).header("vary", "accept-encoding").type("application/json; charset=utf-8");
     if (/\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""))) {
@@ -32,11 +28,11 @@ export function voiceRoutes(app: App, services: Services): void {
     return reply.send(out.body);
   });
 
-  app.post("/v1/audio/voice-design", { schema: { body: Type.Record(Type.String(), Type.Unknown()) } }, async (req, reply) => {
+  app.post("/v1/audio/voice-design", { schema: designVoiceSchema }, async (req, reply) => {
     const out = await designVoice(
       { db: services.db.kysely, adapter: services.voiceCreation },
       principalOf(req).accountId,
-      req.body ?? {},
+      (req.body ?? {}) as Record<string, unknown>,
       { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req) },
     );
     return setCostHeaders(reply, out).send({
@@ -58,7 +54,7 @@ export async function voiceCloneRoutes(app: App, services: Services): Promise<vo
     throwFileSizeLimit: true,
     limits: { fileSize: MAX_REFERENCE_BYTES, files: 1, fields: 10, fieldSize: 4096, parts: 12, headerPairs: 100 },
   });
-  app.post("/v1/audio/voice-clone", async (req, reply) => {
+  app.post("/v1/audio/voice-clone", { schema: cloneVoiceSchema, validatorCompiler: formReadByRoute }, async (req, reply) => {
     if (!req.isMultipart()) {
       throw errors.invalidRequest("Send multipart/form-data with the reference audio in the part 'file'.", "file");
     }
@@ -83,9 +79,9 @@ export async function voiceCloneRoutes(app: App, services: Services): Promise<vo
 export function voicePublicRoutes(app: App, services: Services): void {
   app.get(
     "/v1/audio/voices/alpha/:voice_id/preview.mp3",
-    { schema: { params: Type.Object({ voice_id: Type.String({ maxLength: 64 }) }) } },
+    { schema: getVoicePreviewSchema },
     async (req, reply) => {
-      const bytes = await services.voicePreview(req.params.voice_id, abortOnClose(reply));
+      const bytes = await services.voicePreview((req.params as { voice_id: string }).voice_id, abortOnClose(reply));
       if (bytes === null) throw errors.notFound("No such voice.");
       return reply
         .type("audio/mpeg")

@@ -1,0 +1,143 @@
+/**
+ * Route schemas of the account endpoints (spec "Authentication", D2, D8, D21).
+ */
+import { AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, obj, ok, oneOf, ref, route, str, usd } from "./common.ts";
+
+const KEY_ROW = obj(
+  { key_id: str("Key id."), name: nullable(str("Label.")), prefix: str("First 12 characters of the secret."), created_at: isoTime("Creation time."), last_used_at: nullable(isoTime("Last use.")) },
+  ["key_id", "name", "prefix", "created_at", "last_used_at"],
+);
+
+const LOGIN_MESSAGE = "email and password are required strings.";
+
+/** `POST /v1/auth/register`. */
+export const registerSchema = route({
+  operationId: "register",
+  summary: "Create an account",
+  description: "Creates an account with a signup credit of 0.50 USD and returns its first API key and a session token. No key needed.",
+  tags: ["auth"],
+  access: "public",
+  body: json(
+    obj(
+      {
+        email: str("Email address (at most 254 characters).", { maxLength: 254, examples: ["ada@example.com"], "x-error-message": "email must be a valid email address." }),
+        password: str("8 to 1024 characters.", { minLength: 8, examples: ["correct horse battery"], "x-error-message": "password must be at least 8 characters." }),
+      },
+      ["email", "password"],
+    ),
+  ),
+  responses: {
+    200: ok("The new account.", obj({ user_id: str("Account id."), api_key: str("API key (secret)."), session_token: str("Session token (secret).") }, ["user_id", "api_key", "session_token"])),
+    ...errors({ 400: "`invalid_request` (bad email, password under 8 characters)", 409: "`email_taken`" }),
+  },
+});
+
+/** `POST /v1/auth/login`. */
+export const loginSchema = route({
+  operationId: "login",
+  summary: "Log in",
+  description: "Exchanges email and password for a new session token (usable on the account endpoints).",
+  tags: ["auth"],
+  access: "public",
+  body: json(obj({ email: str("Email address.", { "x-error-message": LOGIN_MESSAGE }), password: str("Password.", { "x-error-message": LOGIN_MESSAGE }) }, ["email", "password"])),
+  responses: {
+    200: ok("A new session.", obj({ user_id: str("Account id."), session_token: str("Session token (secret).") }, ["user_id", "session_token"])),
+    ...errors({ 400: "`invalid_request`", 401: "`auth_error` (wrong email or password)" }),
+  },
+});
+
+/** `GET /v1/auth/me`. */
+export const getAccountSchema = route({
+  operationId: "getAccount",
+  summary: "The caller's account",
+  tags: ["auth"],
+  access: "keyOrSession",
+  responses: {
+    200: ok(
+      "The account.",
+      obj(
+        {
+          user_id: str("Account id."),
+          email: str("Email address."),
+          balance_usd: usd("Current balance"),
+          tier: int("Current tier, 0 to 4."),
+          tier_name: str("Tier display name."),
+          total_deposits_usd: usd("Cumulative deposits"),
+          created_at: isoTime("Creation time."),
+        },
+        ["user_id", "email", "balance_usd", "tier", "tier_name", "total_deposits_usd", "created_at"],
+      ),
+    ),
+    ...errors(AUTH_ERR),
+  },
+});
+
+/** `GET /v1/auth/limits`. */
+export const getAccountLimitsSchema = route({
+  operationId: "getAccountLimits",
+  summary: "The caller's effective limits and current usage",
+  description: "The caller's tier row (with any operator overrides applied) plus current usage.",
+  tags: ["auth"],
+  access: "keyOrSession",
+  responses: {
+    200: ok(
+      "Effective limits and usage.",
+      {
+        allOf: [
+          ref("TierRow"),
+          obj({
+            object: oneOf(["account.limits"], "Always `account.limits`."),
+            usage: obj({
+              requests_this_minute: int("Requests in the current window."),
+              tokens_this_minute: int("Tokens in the current window."),
+              window_resets_in_s: int("Seconds until the window resets."),
+              audio_in_use: obj({}, [], { description: "Audio pool slots in use, by pool.", additionalProperties: { type: "integer" } }),
+              image_running: int("Image jobs running."),
+              image_queued: int("Image jobs queued."),
+              video_running: int("Video jobs running."),
+              video_queued: int("Video jobs queued."),
+            }),
+          }),
+        ],
+      },
+    ),
+    ...errors(AUTH_ERR),
+  },
+});
+
+/** `GET /v1/auth/keys`. */
+export const listKeysSchema = route({
+  operationId: "listKeys",
+  summary: "List API keys",
+  description: "The caller's keys (secrets are never shown again). All keys share balance and rate limits.",
+  tags: ["auth"],
+  access: "keyOrSession",
+  responses: { 200: ok("The keys.", LIST(KEY_ROW)), ...errors(AUTH_ERR) },
+});
+
+/** `POST /v1/auth/keys`. */
+export const createKeySchema = route({
+  operationId: "createKey",
+  summary: "Create an API key",
+  tags: ["auth"],
+  access: "keyOrSession",
+  body: json({ ...obj({ name: nullable(str("Optional label, at most 64 characters.", { maxLength: 64, "x-error-message": "name must be a string of at most 64 characters." })) }), type: ["object", "null"] }),
+  responses: {
+    201: ok("The new key; the secret `api_key` is shown only here.", obj({ key_id: str("Key id."), name: nullable(str("Label.")), api_key: str("The secret."), created_at: isoTime("Creation time.") }, ["key_id", "name", "api_key", "created_at"])),
+    ...errors({ 400: "`invalid_request`", ...AUTH_ERR }),
+  },
+});
+
+/** `DELETE /v1/auth/keys/:key_id`. */
+export const deleteKeySchema = route({
+  operationId: "deleteKey",
+  summary: "Delete an API key",
+  description: "The key answers 401 at once.",
+  tags: ["auth"],
+  access: "keyOrSession",
+  params: obj({ key_id: str("Key id.", { maxLength: 200 }) }, ["key_id"]),
+  responses: {
+    200: ok("Deleted.", obj({ key_id: str("Key id."), deleted: bool("Always true.", { enum: [true] }) }, ["key_id", "deleted"])),
+    ...errors({ ...AUTH_ERR, 404: "`key_not_found` (not the caller's key)" }),
+  },
+});

@@ -1,0 +1,218 @@
+/**
+ * Building blocks of the route schemas (issue 9: the route schemas are the single source of request
+ * validation and of the OpenAPI document). Each route declares one {@link OperationDoc}; {@link route}
+ * turns it into the Fastify route schema that Ajv validates requests with and @fastify/swagger documents.
+ *
+ * Schema failures become D1 errors in one place (`error-handler.ts`): a field's schema may carry
+ * `x-error-code` (the spec's per-endpoint code, for example `not_a_tts_model`) and `x-error-message`
+ * (`{value}` is replaced by the offending value); without them the answer is 400 `invalid_request` naming
+ * the field.
+ */
+import type { FastifySchema } from "fastify";
+import { type TSchema, Type } from "typebox";
+import { enabledModels } from "../../catalog/models.ts";
+import { AUDIO_FORMATS } from "../../upstreams/types.ts";
+
+export { AUDIO_FORMATS };
+
+/** A JSON Schema (2020-12, as OpenAPI 3.1 uses it). */
+export type Schema = Record<string, unknown>;
+
+/** One documented response: a description, optional headers and the body by media type. */
+export interface ResponseDoc {
+  description: string;
+  headers?: Record<string, Schema>;
+  content?: Record<string, { schema: Schema }>;
+}
+
+/** Who may call an operation; mapped to OpenAPI `security` requirements. */
+export type Access = "public" | "key" | "keyOrSession" | "keyOrXApiKey";
+
+/** Tags in display order, with their descriptions. */
+export const TAGS = {
+  auth: "Accounts, sessions and API keys.",
+  billing: "The balance ledger.",
+  catalog: "Public pricing and rate-limit tiers.",
+  audio: "Synchronous speech, music, sound effects, transcription and audio understanding.",
+  voices: "Voice library, voice design and voice cloning.",
+  "media jobs": "Asynchronous image and video generation.",
+  outputs: "Stored outputs: gallery, share pages and files.",
+  text: "Chat in the OpenAI and Anthropic formats.",
+  models: "The live model list.",
+  operations: "Health, readiness, metrics and this document.",
+} as const;
+/** An operation's tag. */
+export type Tag = keyof typeof TAGS;
+
+/** OpenAPI `security` requirements by access. */
+export const SECURITY: Record<Access, { [scheme: string]: string[] }[]> = {
+  public: [],
+  key: [{ apiKey: [] }],
+  keyOrSession: [{ apiKey: [] }, { sessionToken: [] }],
+  keyOrXApiKey: [{ apiKey: [] }, { xApiKey: [] }],
+};
+
+/** The documentation and validation of one operation. */
+export interface OperationDoc {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: [Tag];
+  access: Access;
+  /** Request body by media type; an `application/json` body is validated, a multipart form is read by the route. */
+  body?: Record<string, { schema: Schema }>;
+  query?: Schema;
+  params?: Schema;
+  headers?: Schema;
+  responses: Record<string, ResponseDoc>;
+  /** Hidden from the document (the operator API). */
+  hide?: boolean;
+}
+
+/**
+ * The Fastify route schema of an operation. A body with only `application/json` becomes the validated
+ * `body`; several media types stay a `content` map (Fastify validates each media type it names).
+ */
+export function route(doc: OperationDoc): FastifySchema {
+  const media = doc.body ? Object.keys(doc.body) : [];
+  const body = doc.body === undefined ? undefined : media.length === 1 && media[0] === "application/json" ? doc.body["application/json"].schema : { content: doc.body };
+  return {
+    operationId: doc.operationId,
+    summary: doc.summary,
+    ...(doc.description ? { description: doc.description } : {}),
+    tags: doc.tags,
+    security: SECURITY[doc.access],
+    ...(doc.hide ? { hide: true } : {}),
+    ...(body ? { body } : {}),
+    ...(doc.query ? { querystring: doc.query } : {}),
+    ...(doc.params ? { params: doc.params } : {}),
+    ...(doc.headers ? { headers: doc.headers } : {}),
+    response: doc.responses,
+  } as FastifySchema;
+}
+
+// ------------------------------------------------------------------------------------- schema helpers
+
+// Built with TypeBox (the JSON Schema builder of the Fastify type provider); the result is plain
+// JSON Schema 2020-12, which Ajv validates with and @fastify/swagger documents as it is.
+const plain = (schema: TSchema): Schema => schema as unknown as Schema;
+export const str = (description: string, extra: Schema = {}): Schema => plain(Type.String({ description, ...extra }));
+export const int = (description: string, extra: Schema = {}): Schema => plain(Type.Integer({ description, ...extra }));
+export const num = (description: string, extra: Schema = {}): Schema => plain(Type.Number({ description, ...extra }));
+export const bool = (description: string, extra: Schema = {}): Schema => plain(Type.Boolean({ description, ...extra }));
+export const oneOf = (values: readonly string[], description: string, extra: Schema = {}): Schema =>
+  str(description, { enum: [...values], ...extra });
+export const nullable = (s: Schema): Schema => ({ ...s, type: [s.type as string, "null"] });
+export const arr = (items: Schema, description: string, extra: Schema = {}): Schema =>
+  plain(Type.Array(items as TSchema, { description, ...extra }));
+/** An object schema; the properties not listed in `required` are optional. */
+export const obj = (properties: Record<string, Schema>, required: string[] = [], extra: Schema = {}): Schema =>
+  plain(
+    Type.Object(
+      Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, required.includes(k) ? (v as TSchema) : Type.Optional(v as TSchema)])),
+      extra,
+    ),
+  );
+/** A reference to a shared component (`components.ts`). */
+export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+export const usd = (description: string): Schema => num(`${description} (USD, at most 6 decimals).`);
+export const isoTime = (description: string): Schema => str(description, { format: "date-time" });
+export const binary = (description: string): Schema => ({ type: "string", format: "binary", contentMediaType: "application/octet-stream", description });
+/**
+ * Marks a field with the spec's error code for a schema failure on it (see the module comment): a string
+ * for every keyword, or a map from Ajv keyword to code (`*`: the others); `message` likewise, and may
+ * contain `{value}` and `{param}`.
+ */
+export const coded = (schema: Schema, code: string | Record<string, string>, message?: string | Record<string, string>): Schema => ({
+  ...schema,
+  "x-error-code": code,
+  ...(message ? { "x-error-message": message } : {}),
+});
+/** A query-string integer: query values arrive as text (no coercion, D-app), so the digits are checked. */
+export const queryInt = (description: string, pattern: string, message: string, extra: Schema = {}): Schema =>
+  str(description, { pattern, maxLength: 10, "x-error-message": message, ...extra });
+
+export const json = (schema: Schema): Record<string, { schema: Schema }> => ({ "application/json": { schema } });
+export const ok = (description: string, schema: Schema, headers?: Record<string, Schema>): ResponseDoc => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: json(schema),
+});
+export const html = (description: string): ResponseDoc => ({ description, content: { "text/html": { schema: { type: "string" } } } });
+
+/** The D1 error response for `status`, listing the `error.code` values the operation answers with. */
+function error(status: number, codes: string): ResponseDoc {
+  return { description: `${STATUS_TEXT[status] ?? "Error"}: ${codes}.`, content: json(ref("Error")) };
+}
+const STATUS_TEXT: Record<number, string> = {
+  400: "Invalid request",
+  401: "Missing or invalid key",
+  402: "Balance too low",
+  403: "Forbidden",
+  404: "Not found",
+  409: "Conflict",
+  413: "Body too large",
+  415: "Unsupported media type",
+  416: "Range not satisfiable",
+  429: "Rate limited (see `Retry-After`)",
+  500: "Internal failure",
+  502: "Upstream provider failure",
+  503: "Not ready",
+};
+/** Error responses by status, from a compact table `{status: "code, code"}`. */
+export function errors(table: Record<number, string>): Record<string, ResponseDoc> {
+  return Object.fromEntries(Object.entries(table).map(([status, codes]) => [status, error(Number(status), codes)]));
+}
+export const AUTH_ERR = { 401: "`auth_error`", 429: "`rate_limited`" };
+
+// ------------------------------------------------------------------------------------ shared headers
+
+export const H = {
+  model: str("Resolved model id."),
+  cost: str("Amount charged for this call, USD."),
+  balance: str("Balance after the charge, USD."),
+  duration: str("Duration used for billing, seconds."),
+};
+export const COST_HEADERS = { "X-Svc-Model": H.model, "X-Svc-Cost-USD": H.cost, "X-Svc-Balance-USD": H.balance };
+export const FALLBACK_HEADERS = {
+  "X-Svc-Fallback": str("`true` when a substitute served the request."),
+  "X-Svc-Fallback-Layer": str("1 = same model from another source, 2, 3 = a different model of equivalent quality."),
+};
+/** `X-Svc-Simulate` (D10): asks the built-in simulator to fail, hang or be slow. */
+export const SIMULATE = obj({
+  // Listed as examples, not an enum: other values are ignored (D10), not refused.
+  "x-svc-simulate": str(
+    "Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored.",
+    { examples: ["fail", "hang", "slow"] },
+  ),
+});
+
+/** Audio bytes in the requested `response_format` (D20). */
+export const AUDIO_CONTENT = {
+  "audio/mpeg": { schema: binary("MP3 (`mp3_*` formats).") },
+  "audio/pcm": { schema: binary("Raw 16-bit little-endian samples (`pcm_*` formats).") },
+  "audio/basic": { schema: binary("Raw mu-law bytes (`ulaw_8000`).") },
+};
+
+// ------------------------------------------------------------------------------------ shared shapes
+
+/** Ids of the enabled catalog models with one of `caps` (the catalog is static: read once at startup). */
+export const modelsWith = (...caps: string[]): string[] => enabledModels().filter((m) => caps.includes(m.capability)).map((m) => m.id);
+
+export const JOB_STATUSES = ["pending", "processing", "succeeded", "failed", "refunded", "expired"];
+export const IDEMPOTENCY = str("Replaying the same key returns the same job without a new charge (200 instead of 202).", { maxLength: 128 });
+export const PARAMETERS = obj({}, [], { description: "Model-specific pass-through parameters (for example a seed or aspect ratio), forwarded unchanged.", additionalProperties: true });
+export const HTTPS_URL = (description: string): Schema => str(description, { format: "uri", pattern: "^https://" });
+export const LIST = (item: Schema, extra: Record<string, Schema> = {}): Schema =>
+  obj({ object: oneOf(["list"], "Always `list`."), data: arr(item, "The items."), ...extra }, ["object", "data", ...Object.keys(extra)]);
+export const PAGE_QUERY = obj({
+  limit: queryInt("Page size, 1 to 100 (default 20).", "^0*(100|[1-9][0-9]?)$", "limit must be an integer from 1 to 100.", { examples: ["20"] }),
+  after: str("Cursor: the `id` (ledger) or `job_id` (gallery) of the last item of the previous page."),
+});
+
+
+/**
+ * The route-level validator compiler of the multipart routes: their forms are streamed and checked by the
+ * route's own reader (size limits apply while reading), so the documented form schema validates nothing.
+ */
+export const formReadByRoute = (): ((data: unknown) => boolean) => () => true;

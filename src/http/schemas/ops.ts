@@ -1,0 +1,45 @@
+/**
+ * Route schemas of the operations endpoints.
+ */
+import { obj, ok, oneOf, route } from "./common.ts";
+
+/** `GET /healthz`. */
+export const healthSchema = route({
+  operationId: "health",
+  summary: "Liveness",
+  tags: ["operations"],
+  access: "public",
+  responses: { 200: ok("The process answers.", obj({ status: oneOf(["ok"], "Always `ok`.") }, ["status"])) },
+});
+
+/** `GET /readyz`. */
+export const readySchema = route({
+  operationId: "ready",
+  summary: "Readiness",
+  description: "Database and blob storage reachable (and Redis when required).",
+  tags: ["operations"],
+  access: "public",
+  responses: {
+    200: ok("Ready.", obj({ status: oneOf(["ready"], "`ready`."), checks: obj({}, [], { description: "Check -> `ok` or the failure.", additionalProperties: { type: "string" } }) }, ["status", "checks"])),
+    503: ok("Not ready.", obj({ status: oneOf(["not_ready"], "`not_ready`."), checks: obj({}, [], { additionalProperties: { type: "string" } }) }, ["status", "checks"])),
+  },
+});
+
+/** `GET /metrics`. */
+export const metricsSchema = route({
+  operationId: "metrics",
+  summary: "Prometheus metrics",
+  tags: ["operations"],
+  access: "public",
+  responses: { 200: { description: "Prometheus text format.", content: { "text/plain": { schema: { type: "string" } } } } },
+});
+
+/** `GET /openapi.json`. */
+export const openapiSchema = route({
+  operationId: "openapi",
+  summary: "This OpenAPI document",
+  description: "Readable reference: `GET /docs`.",
+  tags: ["operations"],
+  access: "public",
+  responses: { 200: ok("OpenAPI 3.1 document.", { type: "object" }) },
+});
