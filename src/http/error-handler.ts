@@ -59,6 +59,15 @@ function byKeyword(annotation: unknown, keyword: string | undefined): string | u
   return typeof value === "string" ? value : undefined;
 }
 
+/** Most characters of an offending value an error message repeats (a 1 MB "model" is not sent back). */
+const MAX_ECHOED_CHARS = 80;
+
+/** `value` as an error message repeats it: at most {@link MAX_ECHOED_CHARS} characters, then `...`. */
+function echoed(value: string): string {
+  const chars = Array.from(value);
+  return chars.length <= MAX_ECHOED_CHARS ? value : `${chars.slice(0, MAX_ECHOED_CHARS).join("")}...`;
+}
+
 /**
  * The one mapping from a schema failure to the D1 error (issue 9): 400 with the field's `x-error-code`
  * (default `invalid_request`), its `x-error-message` or a message naming the field, and `param`.
@@ -72,8 +81,8 @@ export function schemaError(v: ValidationItem): AppError {
   if (v.keyword === "required") {
     message = `${param} is required.`;
   } else if (typeof template === "string") {
-    const value = typeof v.data === "string" ? v.data : JSON.stringify(v.data);
-    message = template.replaceAll("{value}", value ?? "").replaceAll("{param}", param ?? "");
+    const value = echoed(typeof v.data === "string" ? v.data : JSON.stringify(v.data) ?? "");
+    message = template.replaceAll("{value}", value).replaceAll("{param}", param ?? "");
   } else {
     message = `Invalid value for ${param ? `'${param}'` : "the request"}: ${v.message ?? "invalid"}.`;
   }
