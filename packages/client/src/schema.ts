@@ -106,7 +106,7 @@ export interface paths {
         put?: never;
         /**
          * Generate music
-         * @description Synchronous. `alpha-music` 0.135 USD per second of requested length; `beta-music` 0.045 and `beta-music-pro` 0.21 USD per song.
+         * @description Synchronous. `alpha-music` 0.135 USD per second of requested length; `beta-music` 0.045 USD per song, `beta-music-pro` 0.21 USD per song.
          */
         post: operations["createMusic"];
         delete?: never;
@@ -186,7 +186,7 @@ export interface paths {
         put?: never;
         /**
          * Ask a question about audio
-         * @description Audio scene question answering. Billed per started minute, 1-minute minimum (about 0.0006 USD per minute).
+         * @description Audio scene question answering. Billed per started minute, 1-minute minimum (0.0006 USD per minute).
          */
         post: operations["understandAudio"];
         delete?: never;
@@ -206,7 +206,7 @@ export interface paths {
         put?: never;
         /**
          * Clone a voice from a recording
-         * @description multipart/form-data. Flat 2.10 USD, charged once; the voice belongs to the caller and works with `beta-speech-*` models. Out-of-range files are rejected before any charge.
+         * @description multipart/form-data. Flat 2.1 USD, charged once; the voice belongs to the caller and works with `beta-speech-*` models. Out-of-range files are rejected before any charge.
          */
         post: operations["cloneVoice"];
         delete?: never;
@@ -226,7 +226,7 @@ export interface paths {
         put?: never;
         /**
          * Design a voice from a description
-         * @description Flat 4.20 USD, charged once; the voice belongs to the caller and works with `beta-speech-*` models.
+         * @description Flat 4.2 USD, charged once; the voice belongs to the caller and works with `beta-speech-*` models.
          */
         post: operations["designVoice"];
         delete?: never;
@@ -384,7 +384,7 @@ export interface paths {
         put?: never;
         /**
          * Create an account
-         * @description Creates an account with a signup credit of 0.50 USD and returns its first API key and a session token. No key needed.
+         * @description Creates an account with a signup credit of 0.5 USD and returns its first API key and a session token. No key needed.
          */
         post: operations["register"];
         delete?: never;
@@ -1663,7 +1663,7 @@ export interface operations {
                     "application/json": {
                         /** @description Remaining balance (USD, at most 6 decimals). */
                         balance_usd: number;
-                        /** @description Charged amount (2.10) (USD, at most 6 decimals). */
+                        /** @description Charged amount (2.1 USD) (USD, at most 6 decimals). */
                         cost_usd: number;
                         /** @description The label, or null. */
                         name: string | null;
@@ -1690,7 +1690,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_credits` (balance below 2.10 USD). */
+            /** @description Balance too low: `insufficient_credits` (balance below 2.1 USD). */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -1835,7 +1835,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_credits` (balance below 4.20 USD). */
+            /** @description Balance too low: `insufficient_credits` (balance below 4.2 USD). */
             402: {
                 headers: {
                     [name: string]: unknown;

@@ -1,8 +1,14 @@
 /**
  * Route schemas of speech, music, sound effects, transcription and audio understanding.
  */
-import { DEFAULT_MUSIC_MODEL, DEFAULT_SFX_MODEL, DEFAULT_SPEECH_MODEL } from "../../catalog/models.ts";
-import { AUDIO_CONTENT, AUDIO_FORMATS, binary, bool, coded, COST_HEADERS, errors, H, HTTPS_URL, json, modelsWith, num, obj, ok, oneOf, ref, type ResponseDoc, route, type Schema, SIMULATE, str } from "./common.ts";
+import {
+  DEFAULT_AUDIO_UNDERSTANDING_MODEL,
+  DEFAULT_MUSIC_MODEL,
+  DEFAULT_SFX_MODEL,
+  DEFAULT_SPEECH_MODEL,
+  DEFAULT_TRANSCRIPTION_MODEL,
+} from "../../catalog/models.ts";
+import { AUDIO_CONTENT, AUDIO_FORMATS, binary, bool, coded, COST_HEADERS, errors, H, HTTPS_URL, json, modelsWith, num, obj, ok, oneOf, priceText, ref, type ResponseDoc, route, type Schema, SIMULATE, str } from "./common.ts";
 
 const SPEECH_MODELS = modelsWith("speech");
 const MUSIC_MODELS = modelsWith("music");
@@ -115,7 +121,7 @@ export const createSpeechSchema = route({
 export const createMusicSchema = route({
   operationId: "createMusic",
   summary: "Generate music",
-  description: "Synchronous. `alpha-music` 0.135 USD per second of requested length; `beta-music` 0.045 and `beta-music-pro` 0.21 USD per song.",
+  description: `Synchronous. \`alpha-music\` ${priceText("alpha-music")} of requested length; \`beta-music\` ${priceText("beta-music")}, \`beta-music-pro\` ${priceText("beta-music-pro")}.`,
   tags: ["audio"],
   access: "key",
   query: SAVE_TO_BLOB,
@@ -134,7 +140,7 @@ export const createMusicSchema = route({
 export const createSoundEffectSchema = route({
   operationId: "createSoundEffect",
   summary: "Generate a sound effect",
-  description: "Synchronous. Flat 0.027 USD per generation.",
+  description: `Synchronous. Flat ${priceText(DEFAULT_SFX_MODEL)} per generation.`,
   tags: ["audio"],
   access: "key",
   query: SAVE_TO_BLOB,
@@ -154,7 +160,7 @@ export const createTranscriptionSchema = route({
   operationId: "createTranscription",
   summary: "Speech to text",
   description:
-    "The audio as multipart part `file` (up to 25 MB) or as JSON `audio_url` (https, up to 100 MB). Billed per started minute, 1-minute minimum (0.0009 USD per minute).",
+    `The audio as multipart part \`file\` (up to 25 MB) or as JSON \`audio_url\` (https, up to 100 MB). Billed per started minute, 1-minute minimum (${priceText(DEFAULT_TRANSCRIPTION_MODEL)}).`,
   tags: ["audio"],
   access: "key",
   headers: SIMULATE,
@@ -198,7 +204,7 @@ export const createTranscriptionSchema = route({
 export const understandAudioSchema = route({
   operationId: "understandAudio",
   summary: "Ask a question about audio",
-  description: "Audio scene question answering. Billed per started minute, 1-minute minimum (about 0.0006 USD per minute).",
+  description: `Audio scene question answering. Billed per started minute, 1-minute minimum (${priceText(DEFAULT_AUDIO_UNDERSTANDING_MODEL)}).`,
   tags: ["audio"],
   access: "key",
   headers: SIMULATE,

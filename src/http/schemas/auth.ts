@@ -1,6 +1,8 @@
 /**
  * Route schemas of the account endpoints (spec "Authentication", D2, D8, D21).
  */
+import { SIGNUP_CREDIT_MICROS } from "../../accounts/accounts.ts";
+import { formatUsd } from "../../billing/money.ts";
 import { AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, obj, ok, oneOf, ref, route, str, usd } from "./common.ts";
 
 const KEY_ROW = obj(
@@ -14,7 +16,7 @@ const LOGIN_MESSAGE = "email and password are required strings.";
 export const registerSchema = route({
   operationId: "register",
   summary: "Create an account",
-  description: "Creates an account with a signup credit of 0.50 USD and returns its first API key and a session token. No key needed.",
+  description: `Creates an account with a signup credit of ${formatUsd(SIGNUP_CREDIT_MICROS)} USD and returns its first API key and a session token. No key needed.`,
   tags: ["auth"],
   access: "public",
   body: json(

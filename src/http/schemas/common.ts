@@ -10,7 +10,8 @@
  */
 import type { FastifySchema } from "fastify";
 import { type TSchema, Type } from "typebox";
-import { enabledModels } from "../../catalog/models.ts";
+import { formatUsd } from "../../billing/money.ts";
+import { enabledModels, getModel } from "../../catalog/models.ts";
 import { AUDIO_FORMATS } from "../../upstreams/types.ts";
 
 export { AUDIO_FORMATS };
@@ -216,3 +217,26 @@ export const PAGE_QUERY = obj({
  * route's own reader (size limits apply while reading), so the documented form schema validates nothing.
  */
 export const formReadByRoute = (): ((data: unknown) => boolean) => () => true;
+
+/**
+ * The catalog price of model `id` as the document states it (`"0.027 USD"`, `"0.135 USD per second"`,
+ * `"0.045 USD per song"`, `"0.0009 USD per minute"`): read from the model record, so a description never
+ * restates a price by hand. Throws an Error at startup for an unknown id or a mode it does not phrase.
+ */
+export function priceText(id: string): string {
+  const model = getModel(id);
+  if (!model) throw new Error(`priceText: unknown model ${id}`);
+  const p = model.pricing;
+  switch (p.mode) {
+    case "per-call":
+      return `${formatUsd(p.microsPerCall)} USD`;
+    case "per-song":
+      return `${formatUsd(p.microsPerSong)} USD per song`;
+    case "per-second":
+      return `${formatUsd(p.microsPerSecond)} USD per second`;
+    case "per-minute":
+      return `${formatUsd(p.microsPerMinute)} USD per minute`;
+    default:
+      throw new Error(`priceText: ${id} is priced ${p.mode}`);
+  }
+}

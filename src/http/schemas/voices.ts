@@ -1,8 +1,9 @@
 /**
  * Route schemas of the voice library, voice design and voice cloning (D4, D5, D20).
  */
-import { arr, AUTH_ERR, binary, coded, COST_HEADERS, errors, json, nullable, obj, ok, oneOf, ref, route, SIMULATE, str, usd } from "./common.ts";
 import { AGE_GROUPS, GENDERS } from "../../audio/voice-design.ts";
+import { DEFAULT_VOICE_CLONE_MODEL, DEFAULT_VOICE_DESIGN_MODEL } from "../../catalog/models.ts";
+import { arr, AUTH_ERR, binary, coded, COST_HEADERS, errors, json, nullable, obj, ok, oneOf, priceText, ref, route, SIMULATE, str, usd } from "./common.ts";
 
 const VOICE_DESIGN_BODY = obj(
   {
@@ -64,7 +65,7 @@ export const getVoicePreviewSchema = route({
 export const designVoiceSchema = route({
   operationId: "designVoice",
   summary: "Design a voice from a description",
-  description: "Flat 4.20 USD, charged once; the voice belongs to the caller and works with `beta-speech-*` models.",
+  description: `Flat ${priceText(DEFAULT_VOICE_DESIGN_MODEL)}, charged once; the voice belongs to the caller and works with \`beta-speech-*\` models.`,
   tags: ["voices"],
   access: "key",
   headers: SIMULATE,
@@ -78,7 +79,7 @@ export const designVoiceSchema = route({
     ...errors({
       400: "`not_a_voice_design_model`, `description_too_long`, `invalid_request`",
       401: "`auth_error`",
-      402: "`insufficient_credits` (balance below 4.20 USD)",
+      402: `\`insufficient_credits\` (balance below ${priceText(DEFAULT_VOICE_DESIGN_MODEL)})`,
       429: "`rate_limited`",
       500: "`ownership_write_failed`",
       502: "`provider_error`",
@@ -90,7 +91,7 @@ export const designVoiceSchema = route({
 export const cloneVoiceSchema = route({
   operationId: "cloneVoice",
   summary: "Clone a voice from a recording",
-  description: "multipart/form-data. Flat 2.10 USD, charged once; the voice belongs to the caller and works with `beta-speech-*` models. Out-of-range files are rejected before any charge.",
+  description: `multipart/form-data. Flat ${priceText(DEFAULT_VOICE_CLONE_MODEL)}, charged once; the voice belongs to the caller and works with \`beta-speech-*\` models. Out-of-range files are rejected before any charge.`,
   tags: ["voices"],
   access: "key",
   headers: SIMULATE,
@@ -98,13 +99,13 @@ export const cloneVoiceSchema = route({
   responses: {
     200: ok(
       "The new voice.",
-      obj({ voice_id: str("`svc_<random>`."), name: nullable(str("The label, or null.")), cost_usd: usd("Charged amount (2.10)"), balance_usd: usd("Remaining balance") }, ["voice_id", "name", "cost_usd", "balance_usd"]),
+      obj({ voice_id: str("`svc_<random>`."), name: nullable(str("The label, or null.")), cost_usd: usd(`Charged amount (${priceText(DEFAULT_VOICE_CLONE_MODEL)})`), balance_usd: usd("Remaining balance") }, ["voice_id", "name", "cost_usd", "balance_usd"]),
       COST_HEADERS,
     ),
     ...errors({
       400: "`not_a_voice_clone_model`, `invalid_request` (file missing or form invalid), `reference_too_short`, `reference_too_long`, `audio_unreadable`",
       401: "`auth_error`",
-      402: "`insufficient_credits` (balance below 2.10 USD)",
+      402: `\`insufficient_credits\` (balance below ${priceText(DEFAULT_VOICE_CLONE_MODEL)})`,
       413: "`invalid_request` (file over 10 MB)",
       415: "`invalid_request` (not MP3, WAV or M4A)",
       429: "`rate_limited`",
