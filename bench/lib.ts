@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -16,7 +16,16 @@ export const ADMIN_TOKEN = "bench-admin-token";
 
 export interface Server {
   url: string;
+  /** The gateway process id (gateway processes only), for its resident set size. */
+  pid?: number;
   stop(): Promise<void>;
+}
+
+/** Resident set size of process `pid`, in MB (Linux: /proc/<pid>/status, VmRSS). */
+export function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  if (!m) throw new Error(`no VmRSS for process ${pid}`);
+  return Number(m[1]) / 1024;
 }
 
 /** Polls `url` until it answers (the gateway is up) or the child exits. */
@@ -123,6 +132,7 @@ export async function startGatewayProcess(
   await waitForHttp(child, `http://127.0.0.1:${port}/healthz`);
   return {
     url: `http://127.0.0.1:${port}`,
+    pid: child.pid,
     async stop() {
       await stopChild(child);
       if (dropPg) await dropPg();

@@ -7,7 +7,7 @@
  * p99 under 10 ms at 32 connections. Numbers measured on the development machine go in bench/README.md.
  *
  * Environment: BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 32), BENCH_JOBS (default 2000),
- * BENCH_ONLY (comma list of voices, speech, jobs; default all).
+ * BENCH_ONLY (comma list of memory, voices, speech, limits, chat, jobs; default all).
  */
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import { benchStreamingChat } from "./chat.ts";
@@ -19,6 +19,7 @@ import {
   load,
   pgReachable,
   row,
+  rssMb,
   startBareServer,
   startGatewayProcess,
 } from "./lib.ts";
@@ -193,7 +194,44 @@ async function benchLimitsBackend(): Promise<void> {
   }
 }
 
-const only = process.env.BENCH_ONLY ?? "voices,speech,limits,chat,jobs";
+/**
+ * Resident memory of the `serve` process (SQLite): idle after its first request (issue 9 target: under
+ * 150 MB), and the peak while the one-word speech case runs at full load.
+ */
+async function benchMemory(): Promise<void> {
+  const gw = await startGatewayProcess("sqlite");
+  try {
+    if (gw.pid === undefined) throw new Error("no gateway pid");
+    const pid = gw.pid;
+    await call(gw.url, "GET", "/v1/pricing");
+    await new Promise((r) => setTimeout(r, 3000));
+    const idle = rssMb(pid);
+    const users = await Promise.all(Array.from({ length: connections }, () => benchUser(gw.url)));
+    let peak = rssMb(pid);
+    const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 100);
+    try {
+      await load({
+        url: `${gw.url}/v1/audio/speech`,
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: CASES[1].body,
+        connections,
+        durationS,
+        keys: users.map((u) => u.apiKey),
+      });
+    } finally {
+      clearInterval(sampler);
+    }
+    console.log(`\n## memory: npm start process on SQLite (resident set size)`);
+    console.log(`idle after the first request: ${idle.toFixed(0)} MB (target < 150 MB: ${idle < 150 ? "meets" : "misses"})`);
+    console.log(`peak under speech load (${connections} connections, ${durationS} s): ${peak.toFixed(0)} MB`);
+  } finally {
+    await gw.stop();
+  }
+}
+
+const only = process.env.BENCH_ONLY ?? "memory,voices,speech,limits,chat,jobs";
+if (only.includes("memory")) await benchMemory();
 if (only.includes("voices")) await benchVoices();
 if (only.includes("speech")) await benchSpeech("sqlite");
 if (only.includes("limits")) await benchLimitsBackend();

@@ -4,6 +4,7 @@
  */
 import { loadConfig } from "./config.ts";
 import { buildApp } from "./http/app.ts";
+import { compactWhenIdle } from "./memory.ts";
 import { createServices } from "./services.ts";
 import { migrate, openDatabase } from "./storage/db.ts";
 
@@ -31,6 +32,8 @@ async function serve(): Promise<void> {
     { database: services.db.dialect, storage: config.storageUrl, admin_api: config.adminToken !== null },
     `gateway ready at ${config.publicBaseUrl}`,
   );
+  // Give back the heap that start-up grew, and the heap of each busy period once it is over.
+  compactWhenIdle(app.server);
 }
 
 /** `npm run worker`: the job runner and sweep only, no HTTP (design.md "job dispatch"). */
@@ -39,6 +42,7 @@ async function worker(): Promise<void> {
   const services = await createServices(config);
   const runner = services.startRunner();
   services.log.info({ worker: runner.workerId, database: services.db.dialect }, "worker ready");
+  compactWhenIdle(null);
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
