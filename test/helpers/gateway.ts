@@ -11,6 +11,7 @@ import { type App, buildApp } from "../../src/http/app.ts";
 import type { RunnerOptions } from "../../src/jobs/runner.ts";
 import { createServices, type ServiceOverrides, type Services } from "../../src/services.ts";
 import { type Backend, createTempDatabase } from "./backends.ts";
+import { documentChecker } from "./document-check.ts";
 import { freePort } from "./process.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -19,7 +20,11 @@ export interface TestGateway {
   url: string;
   app: App;
   services: Services;
-  /** JSON request helper: returns status, headers and parsed body (or raw bytes for non-JSON). */
+  /**
+   * JSON request helper: returns status, headers and parsed body (or raw bytes for non-JSON). Like the
+   * typed client, it fails the test when the answer's status or JSON body is not what /openapi.json
+   * documents for the operation (helpers/document-check.ts).
+   */
   request(
     method: string,
     path: string,
@@ -71,6 +76,12 @@ export async function startGateway(
   const app = await buildApp(services, { logger: false });
   await app.listen({ port, host: "127.0.0.1" });
   const url = `http://127.0.0.1:${port}`;
+  // Every answer a test receives is checked against the document the server publishes.
+  const checker = documentChecker((await (await fetch(`${url}/openapi.json`)).json()) as Parameters<typeof documentChecker>[0]);
+  const conform = (method: string, path: string, status: number, contentType: string, json: unknown) => {
+    const problems = checker.check(method, path, status, contentType, json);
+    if (problems.length > 0) throw new Error(`answer differs from /openapi.json:\n${problems.join("\n")}\n${JSON.stringify(json)?.slice(0, 500)}`);
+  };
 
   const request: TestGateway["request"] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
@@ -85,10 +96,22 @@ export async function startGateway(
     let json: unknown = null;
     if ((res.headers.get("content-type") ?? "").includes("json"))
       json = JSON.parse(Buffer.from(bytes).toString("utf8"));
+    conform(method, path, res.status, res.headers.get("content-type") ?? "", json);
     return { status: res.status, headers: res.headers, json, bytes };
   };
 
-  const client = (token?: string) => createClient(url, token);
+  const client = (token?: string) => {
+    const c = createClient(url, token);
+    c.use({
+      async onResponse({ request, response }) {
+        const type = response.headers.get("content-type") ?? "";
+        const json: unknown = type.includes("json") ? await response.clone().json() : null;
+        conform(request.method, request.url, response.status, type, json);
+        return undefined;
+      },
+    });
+    return c;
+  };
 
   return {
     url,

@@ -897,6 +897,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not ready: the gateway is shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     metrics: {
@@ -917,6 +926,15 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description Not ready: the gateway is shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     openapi: {
@@ -935,6 +953,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+            /** @description Not ready: the gateway is shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1008,8 +1035,35 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found: `job_not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: the gateway is shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1112,6 +1166,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -1123,6 +1186,15 @@ export interface operations {
             };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1226,6 +1298,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -1237,6 +1318,15 @@ export interface operations {
             };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1359,6 +1449,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -1370,6 +1469,15 @@ export interface operations {
             };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1507,6 +1615,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     understandAudio: {
@@ -1609,6 +1726,15 @@ export interface operations {
             };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1744,6 +1870,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     designVoice: {
@@ -1844,6 +1979,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -1864,6 +2008,15 @@ export interface operations {
             };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1945,6 +2098,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getVoicePreview: {
@@ -1968,8 +2130,35 @@ export interface operations {
                     "audio/mpeg": string;
                 };
             };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found: `not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: the gateway is shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2040,6 +2229,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     createKey: {
@@ -2097,8 +2295,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2137,6 +2353,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
                 headers: {
@@ -2155,8 +2380,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2228,6 +2471,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     login: {
@@ -2273,6 +2525,24 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error` (wrong email or password). */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: the gateway is shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2336,6 +2606,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     register: {
@@ -2389,6 +2668,24 @@ export interface operations {
             };
             /** @description Conflict: `email_taken`. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: the gateway is shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2480,6 +2777,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getCapabilities: {
@@ -2533,6 +2839,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2743,6 +3058,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -2754,6 +3078,15 @@ export interface operations {
             };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2791,6 +3124,15 @@ export interface operations {
                         /** @description `/v1/pricing`. */
                         replaced_by?: string;
                     };
+                };
+            };
+            /** @description Not ready: the gateway is shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2839,6 +3181,15 @@ export interface operations {
             };
             /** @description Range not satisfiable: `range_not_satisfiable`. */
             416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: the gateway is shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2931,6 +3282,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3058,6 +3418,15 @@ export interface operations {
             };
             /** @description Internal failure: `db_error`, `provider_error` (hold fully refunded). */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3206,6 +3575,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getJob: {
@@ -3229,6 +3607,15 @@ export interface operations {
                     "application/json": components["schemas"]["MediaJob"];
                 };
             };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
                 headers: {
@@ -3247,8 +3634,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3286,6 +3691,15 @@ export interface operations {
             };
             /** @description Internal failure: `api_error`. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: the gateway is shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3471,6 +3885,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -3482,6 +3905,15 @@ export interface operations {
             };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3574,6 +4006,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     recommendModel: {
@@ -3638,6 +4079,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getPricing: {
@@ -3695,6 +4145,15 @@ export interface operations {
             };
             /** @description Internal failure: `api_error`. */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: the gateway is shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3822,6 +4281,15 @@ export interface operations {
             };
             /** @description Internal failure: `db_error`, `provider_error` (hold fully refunded). */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -88,8 +88,25 @@ export function route(doc: OperationDoc): FastifySchema {
     ...(doc.query ? { querystring: doc.query } : {}),
     ...(doc.params ? { params: doc.params } : {}),
     ...(doc.headers ? { headers: doc.headers } : {}),
-    response: doc.responses,
+    response: { ...frameworkResponses(doc), ...doc.responses },
   } as FastifySchema;
+}
+
+/**
+ * The errors any operation can answer before its handler runs, in the D1 body: 503 while the gateway
+ * shuts down or cannot reach its limit store, 413 for a body over the limit, 400 and 414 for a path
+ * parameter that does not decode or is too long. An operation's own table wins for a status it lists.
+ */
+function frameworkResponses(doc: OperationDoc): Record<string, ResponseDoc> {
+  const table: Record<number, string> = {
+    503: doc.access === "public" ? "the gateway is shutting down" : "`limits_unavailable` (the rate-limit store is unreachable) or shutting down",
+  };
+  if (doc.params) {
+    table[400] = "`invalid_request` (a path parameter that does not decode)";
+    table[414] = "`invalid_request` (a path segment too long)";
+  }
+  if (doc.body) table[413] = "`invalid_request` (body over the limit)";
+  return errors(table);
 }
 
 // ------------------------------------------------------------------------------------- schema helpers
@@ -154,6 +171,7 @@ const STATUS_TEXT: Record<number, string> = {
   409: "Conflict",
   413: "Body too large",
   415: "Unsupported media type",
+  414: "Path too long",
   416: "Range not satisfiable",
   429: "Rate limited (see `Retry-After`)",
   500: "Internal failure",
