@@ -231,3 +231,57 @@ export interface AudioTextAdapter {
   /** Throws {@link UpstreamError} on failure; honours `signal`. */
   understand(req: AudioTextRequest, signal?: AbortSignal): Promise<{ text: string }>;
 }
+
+/**
+ * What a source returns the moment it accepts a job (D28): enough for any runner to resume the job by
+ * polling, never by submitting again. Stored on the job row.
+ * - `source`: the source's name (`UPSTREAMS` entry `name`, D25);
+ * - `requestId`: the upstream's id of the request (fal `request_id`, BFL `id`, ...);
+ * - `urls`: the follow-up URLs the source returned (fal `status_url`/`response_url`/`cancel_url`, BFL
+ *   `polling_url`), keyed by purpose; an adapter checks their host before sending its key (D25).
+ */
+export interface UpstreamHandle {
+  source: string;
+  requestId: string;
+  urls: Record<string, string>;
+}
+
+/**
+ * The state of an accepted job at its source (D27, D28, issue "Real upstreams, part 1").
+ * - `queued` / `running`: still working; `position` (0-based, when the source says) and `progress`
+ *   (0..1, when it says);
+ * - `succeeded`: the outputs (bytes, or URLs the gateway downloads and rehosts), with what the source
+ *   reports of the delivery: `durationSec` (video, D26), `megapixels` (imgB-2-pro final charge, D26),
+ *   `upstreamCostUsd` (what the source says it charged, in USD as it reports it, else null);
+ * - `failed`: `retryable` when the source's own infrastructure failed (the job may move to the next
+ *   source under the same hold, D27), not when the input was refused; `contentRejected` for a
+ *   moderation refusal (the job ends `failed` with `content_rejected`).
+ */
+export type UpstreamJobState =
+  | { state: "queued"; position: number | null }
+  | { state: "running"; progress: number | null }
+  | {
+      state: "succeeded";
+      outputs: MediaOutput[];
+      durationSec: number | null;
+      megapixels: number | null;
+      upstreamCostUsd: number | null;
+    }
+  | { state: "failed"; retryable: boolean; contentRejected: boolean; message: string };
+
+/**
+ * A source of image and video jobs on a real queue protocol (fal, BFL) or a synchronous one wrapped as
+ * a job (OpenAI images: `submit` does the work, `poll` returns the stored result). Every method throws
+ * {@link UpstreamError} on a transport or HTTP failure (`retryable` for connection errors, timeouts, 429
+ * and 5xx; not for a 4xx refusal of the input) and honours `signal`. Adapters never see money.
+ */
+export interface VisualJobSource {
+  /** Submits an image job; resolves once the source has accepted it. */
+  submitImage(req: ImageRequest, signal?: AbortSignal): Promise<UpstreamHandle>;
+  /** Submits a video job; resolves once the source has accepted it. */
+  submitVideo(req: VideoRequest, signal?: AbortSignal): Promise<UpstreamHandle>;
+  /** Reads the job's state at the source (one HTTP round trip, or a few for the result). */
+  poll(handle: UpstreamHandle, signal?: AbortSignal): Promise<UpstreamJobState>;
+  /** Asks the source to cancel; best effort (a job already finished is not an error). */
+  cancel(handle: UpstreamHandle, signal?: AbortSignal): Promise<void>;
+}
