@@ -141,4 +141,7 @@ export const errors = {
   // 502
   provider: (message = "The upstream provider failed; nothing was charged.") =>
     new AppError(502, "provider_error", message),
+  // 503
+  serviceUnavailable: () =>
+    new AppError(503, "service_unavailable", "The gateway is shutting down; retry the request.", null, { Connection: "close" }),
 } as const;

@@ -12,7 +12,8 @@ import type { Services } from "../services.ts";
 import { requireAdmin, requireAuth } from "./auth.ts";
 import { errorHandler, SCHEMA_ERROR_KEYWORDS } from "./error-handler.ts";
 import { registerOpenApi } from "./openapi.ts";
-import { clientErrorHandler, frameworkError } from "./router-errors.ts";
+import { boundedJsonParser, type StringBodyParser } from "./json-body.ts";
+import { clientErrorHandler, expectationFailed, frameworkError, refuseWhileClosing } from "./router-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
 import { billingRoutes } from "./routes/billing.ts";
@@ -58,7 +59,9 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
         keywords: [...SCHEMA_ERROR_KEYWORDS],
       },
     },
-    return503OnClosing: true,
+    // While the gateway shuts down, requests on open connections answer the D1 503 (router-errors.ts)
+    // instead of Fastify's own body; Fastify still adds `Connection: close` to them.
+    return503OnClosing: false,
     forceCloseConnections: "idle",
     // Errors raised before routing answer the D1 body too.
     frameworkErrors: frameworkError,
@@ -66,6 +69,10 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest("principal", null);
+  // Before every other hook: a request arriving while the gateway shuts down answers 503, and an
+  // `Expect` other than 100-continue answers 417, both in the D1 body.
+  refuseWhileClosing(app);
+  app.server.on("checkExpectation", expectationFailed);
   // Requests by route pattern and status, and their latency (GET /metrics).
   app.addHook("onResponse", async (request, reply) => {
     const route = request.routeOptions.url ?? "unmatched";
@@ -77,16 +84,15 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
   // drop undeclared fields): answers are serialized as they are.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
-  // A JSON body sent without (or with another) Content-Type, as `curl -d` does, is still read as JSON.
-  app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => {
-    const text = typeof body === "string" ? body : body.toString("utf8");
-    if (text.trim() === "") return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(errors.invalidRequest("The body is not valid JSON."), undefined);
-    }
-  });
+  // Every JSON body goes through Fastify's JSON parser (prototype-poisoning checks) and is refused past
+  // MAX_JSON_DEPTH levels of nesting before any route or recursive code sees it (json-body.ts). A JSON
+  // body sent without (or with another) Content-Type, as `curl -d` does, is still read as JSON.
+  const parseJson = app.getDefaultJsonParser(
+    app.initialConfig.onProtoPoisoning ?? "error",
+    app.initialConfig.onConstructorPoisoning ?? "error",
+  ) as StringBodyParser;
+  app.addContentTypeParser("application/json", { parseAs: "string" }, boundedJsonParser(parseJson));
+  app.addContentTypeParser("*", { parseAs: "string" }, boundedJsonParser(parseJson, { emptyIsUndefined: true }));
 
   // 404 vs 405: a shadow router knows every registered path and its methods.
   const shadow = FindMyWay();

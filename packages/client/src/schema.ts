@@ -897,7 +897,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not ready: the gateway is shutting down. */
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -926,7 +926,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Not ready: the gateway is shutting down. */
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -955,7 +955,7 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
-            /** @description Not ready: the gateway is shutting down. */
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1062,7 +1062,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: the gateway is shutting down. */
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1193,7 +1193,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1325,7 +1325,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1476,7 +1476,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1615,7 +1615,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1733,7 +1733,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1870,7 +1870,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2015,7 +2015,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2098,7 +2098,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2157,7 +2157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: the gateway is shutting down. */
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2229,7 +2229,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2313,7 +2313,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2398,7 +2398,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2471,7 +2471,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2541,7 +2541,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: the gateway is shutting down. */
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2606,7 +2606,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2684,7 +2684,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: the gateway is shutting down. */
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2777,7 +2777,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2846,7 +2846,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3085,7 +3085,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3126,7 +3126,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not ready: the gateway is shutting down. */
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3188,7 +3188,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: the gateway is shutting down. */
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3289,7 +3289,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3425,7 +3425,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3575,7 +3575,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3652,7 +3652,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3698,7 +3698,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: the gateway is shutting down. */
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3912,7 +3912,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4006,7 +4006,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4079,7 +4079,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4152,7 +4152,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: the gateway is shutting down. */
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4288,7 +4288,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or shutting down. */
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;

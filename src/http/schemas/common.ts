@@ -99,7 +99,10 @@ export function route(doc: OperationDoc): FastifySchema {
  */
 function frameworkResponses(doc: OperationDoc): Record<string, ResponseDoc> {
   const table: Record<number, string> = {
-    503: doc.access === "public" ? "the gateway is shutting down" : "`limits_unavailable` (the rate-limit store is unreachable) or shutting down",
+    503:
+      doc.access === "public"
+        ? "`service_unavailable` (the gateway is shutting down)"
+        : "`limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down)",
   };
   if (doc.params) {
     table[400] = "`invalid_request` (a path parameter that does not decode)";
