@@ -8,6 +8,7 @@ import { getTextModel, type TextModel } from "./catalog/text-models.ts";
 import type { SpeechModel } from "./catalog/types.ts";
 import type { Config } from "./config.ts";
 import { JobRunner, type OutputFetcher, type RunnerOptions } from "./jobs/runner.ts";
+import type { SourceSlot } from "./jobs/durable.ts";
 import { Limiter } from "./limits/limiter.ts";
 import { type LimitStore, MemoryLimitStore, RedisLimitStore } from "./limits/store.ts";
 import { type BlobStore, openBlobStore } from "./storage/blobs.ts";
@@ -81,6 +82,8 @@ export interface ServiceOverrides {
   /** Namespace of Redis keys (tests isolate themselves on a shared Redis). */
   redisPrefix?: string;
   fetchOutput?: OutputFetcher;
+  /** The real sources of a job's family, in failover order (tests with loopback fakes; D25, D27). */
+  jobSources?: { sourcesFor: (job: { kind: "image" | "video"; model: string }) => SourceSlot[]; sourceNamed: (name: string) => SourceSlot | undefined };
 }
 
 /** Opens the database, applies migrations and creates the blob store and the upstream adapters. */
@@ -168,6 +171,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           blobs,
           visual,
           fetchOutput,
+          ...(overrides.jobSources ?? {}),
           sweep: {
             sweepImageAfterS: config.sweepImageAfterS,
             sweepVideoAfterS: config.sweepVideoAfterS,

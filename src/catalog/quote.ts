@@ -146,6 +146,18 @@ export function quoteImage(model: ImageModel, input: ImageQuoteInput): Micros {
   }
 }
 
+/**
+ * A `per-mp` image at `megapixels` as a source reported delivering it (D26, imgB-2-pro final charge):
+ * rounded half-up to whole megapixels, at least 1, priced as {@link quoteImage}. micro-USD.
+ * @throws Error when the model is not priced per megapixel or `megapixels` is not a positive number.
+ */
+export function quoteImageAtMegapixels(model: ImageModel, megapixels: number): Micros {
+  const p = model.pricing;
+  if (p.mode !== "per-mp") return fail(model, "a per-megapixel quote");
+  if (!Number.isFinite(megapixels) || megapixels <= 0) throw new Error(`megapixels must be a positive number, got ${megapixels}`);
+  return quotePerMp(p, Math.max(1, Math.round(megapixels)));
+}
+
 /** `(base + extra x (mp - 1)) x markup`, rounded half-up once to `roundStepMicros` (D7). micro-USD. */
 function quotePerMp(p: Extract<Pricing, { mode: "per-mp" }>, mp: number): Micros {
   const raw = (BigInt(p.baseMicros) + BigInt(p.extraPerMpMicros) * BigInt(mp - 1)) * BigInt(p.markupBp);

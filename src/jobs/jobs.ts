@@ -28,9 +28,11 @@ export interface JobView {
   cost_usd: number | null;
   created_at: string;
   updated_at: string;
-  output: { url: string; content_type: string; urls: string[] } | null;
+  output: { url: string; content_type: string; urls: string[]; duration_sec?: number } | null;
   error: { code: string; message: string } | null;
   idempotency_key: string | null;
+  /** The upstream source layer that serves the job: 0 the first of its family, 1 the next (D27). */
+  fallback_layer: number;
 }
 
 type JobRow = Pick<
@@ -47,7 +49,8 @@ type JobRow = Pick<
   | "error_code"
   | "error_message"
   | "idempotency_key"
->;
+  | "duration_sec"
+> & { fallback_layer: number };
 
 const VIEW_COLUMNS = [
   "id",
@@ -62,6 +65,8 @@ const VIEW_COLUMNS = [
   "error_code",
   "error_message",
   "idempotency_key",
+  "duration_sec",
+  "fallback_layer",
 ] as const;
 
 /** Renders a job row as the D3 object. */
@@ -71,6 +76,7 @@ export function jobView(publicBaseUrl: string, r: JobRow): JobView {
     const o = JSON.parse(r.output_json) as JobOutput;
     const keys = o.keys?.length ? o.keys : [o.key];
     output = { url: blobUrl(publicBaseUrl, o.key), content_type: o.content_type, urls: keys.map((k) => blobUrl(publicBaseUrl, k)) };
+    if (r.kind === "video" && r.duration_sec !== null) output.duration_sec = Number(r.duration_sec);
   }
   return {
     id: r.id,
@@ -85,6 +91,7 @@ export function jobView(publicBaseUrl: string, r: JobRow): JobView {
     output,
     error: r.error_code ? { code: r.error_code, message: r.error_message ?? "" } : null,
     idempotency_key: r.idempotency_key,
+    fallback_layer: Number(r.fallback_layer),
   };
 }
 

@@ -12,17 +12,18 @@ import { hostname } from "node:os";
 import type { Kysely } from "kysely";
 import { inTransaction } from "../billing/ledger.ts";
 import { settleCapture } from "../billing/paid-call.ts";
-import type { Micros } from "../billing/money.ts";
-import { getImageModel } from "../catalog/models.ts";
-import { quoteImage } from "../catalog/quote.ts";
+import { type Micros, usdToMicros } from "../billing/money.ts";
+import { getImageModel, getVideoModel } from "../catalog/models.ts";
+import { quoteImage, quoteImageAtMegapixels, quoteVideo } from "../catalog/quote.ts";
 import { newId } from "../ids.ts";
 import { observeUpstream } from "../metrics.ts";
 import { effectiveLimits } from "../accounts/accounts.ts";
 import { mediaCaps } from "../limits/effective.ts";
 import type { BlobStore } from "../storage/blobs.ts";
-import { type ClaimedJob, claimJobs } from "../storage/job-queue.ts";
+import { type ClaimedJob, claimJobs, DEFAULT_LEASE_MS, deferJob } from "../storage/job-queue.ts";
 import type { Database } from "../storage/schema.ts";
-import type { ImageRequest, MediaOutput, VideoRequest, VisualAdapter } from "../upstreams/types.ts";
+import type { ImageRequest, MediaOutput, UpstreamHandle, VideoRequest, VisualAdapter } from "../upstreams/types.ts";
+import { DEFAULT_POLL_TIMING, type DurableHooks, type PollTiming, runDurable, type SourceSlot } from "./durable.ts";
 import { endJobWithoutCharge, GIVE_UP_MS, type SweepConfig, sweepJobs } from "./sweep.ts";
 
 /** Minimal logger (pino-compatible). */
@@ -38,7 +39,15 @@ export type OutputFetcher = (url: string, opts: { maxBytes: number; timeoutMs: n
 export interface RunnerDeps {
   db: Kysely<Database>;
   blobs: BlobStore;
+  /** The built-in simulator: serves every job whose family has no configured source (D25). */
   visual: VisualAdapter;
+  /**
+   * The configured sources of a job's family, in failover order (D25, D27); empty when the family has
+   * none. Jobs with sources take the durable path (durable.ts, D28).
+   */
+  sourcesFor?: (job: { kind: "image" | "video"; model: string }) => SourceSlot[];
+  /** The configured source named `name` (to cancel the upstream work of a job the sweep refunded). */
+  sourceNamed?: (name: string) => SourceSlot | undefined;
   fetchOutput: OutputFetcher;
   sweep: SweepConfig;
   log: RunnerLog;
@@ -53,7 +62,23 @@ export interface RunnerOptions {
   sweepMs?: number;
   /** Minimum gap between two heartbeat writes of one job, ms. */
   heartbeatMs?: number;
+  /** A job on a real source without a heartbeat for this long may be taken over by another runner, ms (D28 `JOB_LEASE_S`). */
+  leaseMs?: number;
+  /** Polling cadence of jobs on real sources (default: 1 s between polls, backoff up to 15 s). */
+  upstreamPoll?: PollTiming;
 }
+
+/** What a real source reported with its outputs (D26): used for the final charge and the job row. */
+interface Delivery {
+  durationSec: number | null;
+  megapixels: number | null;
+  upstreamCostUsd: number | null;
+  layer: number;
+  source: string | null;
+}
+
+/** How long a job whose family's sources are all full waits in its queue before it is tried again, ms. */
+const WAIT_FOR_SOURCE_MS = 1000;
 
 /** Largest output downloads, bytes. */
 const MAX_OUTPUT_BYTES = { image: 50 * 1024 * 1024, video: 500 * 1024 * 1024 } as const;
@@ -87,6 +112,8 @@ export class JobRunner {
   readonly #pollMs: number;
   readonly #sweepMs: number;
   readonly #heartbeatMs: number;
+  readonly #leaseMs: number;
+  readonly #upstreamPoll: PollTiming;
   readonly #inFlight = new Map<string, AbortController>();
   readonly #done = new Set<Promise<void>>();
   #pollTimer: NodeJS.Timeout | null = null;
@@ -101,6 +128,8 @@ export class JobRunner {
     this.#pollMs = opts.pollMs ?? 250;
     this.#sweepMs = opts.sweepMs ?? 5000;
     this.#heartbeatMs = opts.heartbeatMs ?? 2000;
+    this.#leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
+    this.#upstreamPoll = opts.upstreamPoll ?? DEFAULT_POLL_TIMING;
   }
 
   /** Starts polling for jobs and sweeping. */
@@ -138,8 +167,14 @@ export class JobRunner {
 
   async #sweep(): Promise<void> {
     try {
-      const r = await sweepJobs(this.#deps.db, this.#deps.sweep);
+      const { upstreamToCancel, ...r } = await sweepJobs(this.#deps.db, this.#deps.sweep);
       if (r.refunded + r.expired + r.syncHolds > 0) this.#deps.log.warn(r, "sweep released holds of dead or expired work");
+      for (const handle of upstreamToCancel) {
+        const slot = this.#deps.sourceNamed?.(handle.source);
+        await slot?.source
+          .cancel(handle, AbortSignal.timeout(10_000))
+          .catch((err: unknown) => this.#deps.log.warn({ err, source: handle.source }, "upstream cancel after sweep failed"));
+      }
     } catch (err) {
       this.#deps.log.error({ err }, "sweep failed");
     }
@@ -158,7 +193,7 @@ export class JobRunner {
           const img = mediaCaps(limits, "image");
           const vid = mediaCaps(limits, "video");
           return { image: img.concurrent, video: vid.concurrent, combined: img.pool === "combined" ? img.concurrent : null };
-        });
+        }, this.#leaseMs);
         for (const job of jobs) this.#launch(job);
         if (jobs.length === room) this.#again = true;
       } while (this.#again && !this.#stopped);
@@ -201,8 +236,18 @@ export class JobRunner {
         .catch((err: unknown) => this.#deps.log.warn({ err, job: job.id }, "heartbeat failed"));
     };
 
-    let outputs: MediaOutput[];
     const request = JSON.parse(job.request_json) as Record<string, unknown>;
+    const slots = this.#deps.sourcesFor?.({ kind, model: job.model }) ?? [];
+    if (slots.length > 0 || job.upstream_handle_json !== null) {
+      try {
+        await this.#processDurable(job, kind, request, slots, controller);
+      } finally {
+        clearTimeout(giveUp);
+      }
+      return;
+    }
+
+    let outputs: MediaOutput[];
     try {
       if (kind === "image") {
         outputs = await observeUpstream(job.model, () =>
@@ -236,6 +281,123 @@ export class JobRunner {
       return;
     }
     clearTimeout(giveUp);
+    await this.#deliver(job, kind, outputs, null);
+  }
+
+  /**
+   * A job on real sources (D27, D28): submit with failover or resume by polling (durable.ts), then
+   * deliver. Stop hands the job back with its handle; give-up cancels it upstream.
+   */
+  async #processDurable(
+    job: ClaimedJob,
+    kind: "image" | "video",
+    request: Record<string, unknown>,
+    slots: SourceSlot[],
+    controller: AbortController,
+  ): Promise<void> {
+    const { db } = this.#deps;
+    const mine = (trx: Kysely<Database>) =>
+      trx.updateTable("jobs").where("id", "=", job.id).where("status", "=", "processing").where("worker_id", "=", this.workerId);
+    let lastBeat = 0;
+    const hooks: DurableHooks = {
+      recordHandle: async (handle, layer) => {
+        const now = Date.now();
+        lastBeat = now;
+        const res = await mine(db)
+          .set({ upstream_source: handle.source, upstream_handle_json: JSON.stringify(handle), fallback_layer: layer, heartbeat_at: now, updated_at: now })
+          .executeTakeFirst();
+        return Number(res.numUpdatedRows) === 1;
+      },
+      moveToLayer: async (layer) => {
+        const now = Date.now();
+        const res = await mine(db)
+          .set({ upstream_source: null, upstream_handle_json: null, fallback_layer: layer, heartbeat_at: now, updated_at: now })
+          .executeTakeFirst();
+        return Number(res.numUpdatedRows) === 1;
+      },
+      heartbeat: async () => {
+        const now = Date.now();
+        if (now - lastBeat < this.#heartbeatMs) return true;
+        lastBeat = now;
+        const res = await mine(db).set({ heartbeat_at: now, updated_at: now }).executeTakeFirst();
+        return Number(res.numUpdatedRows) === 1;
+      },
+    };
+    const current: { handle: UpstreamHandle | null; slot: SourceSlot | null } = { handle: null, slot: null };
+    const handle = job.upstream_handle_json === null ? null : (JSON.parse(job.upstream_handle_json) as UpstreamHandle);
+    let outcome;
+    try {
+      outcome = await observeUpstream(job.model, () =>
+        runDurable(
+          { id: job.id, kind, request: request as unknown as ImageRequest | VideoRequest, handle, layer: Number(job.fallback_layer) },
+          slots,
+          hooks,
+          controller.signal,
+          current,
+          this.#upstreamPoll,
+        ),
+      );
+    } catch (err) {
+      const reason: unknown = controller.signal.reason;
+      if (reason instanceof StopError) {
+        // Shutdown: the job keeps its handle; any runner resumes it by polling (D28).
+        await endJobWithoutCharge(db, { id: job.id, from: "processing", to: "pending", code: null, message: null, workerId: this.workerId });
+        return;
+      }
+      if (reason instanceof GiveUpError) {
+        if (current.handle && current.slot) {
+          const { handle: h, slot } = current;
+          await slot.source.cancel(h, AbortSignal.timeout(10_000)).catch((e: unknown) => this.#deps.log.warn({ err: e, job: job.id }, "upstream cancel failed"));
+        }
+        await endJobWithoutCharge(db, {
+          id: job.id,
+          from: "processing",
+          to: "failed",
+          code: "timeout",
+          message: `The upstream did not finish within ${GIVE_UP_MS[kind] / 60_000} minutes; the hold was released.`,
+          workerId: this.workerId,
+        });
+        return;
+      }
+      throw err;
+    }
+    switch (outcome.kind) {
+      case "lost":
+        return;
+      case "wait":
+        // Every source is at max_concurrency: the job waits in its queue (D28) and is asked for again
+        // after a second, rather than in a tight loop.
+        await deferJob(db, job.id, this.workerId, Date.now() + WAIT_FOR_SOURCE_MS);
+        return;
+      case "failed":
+        await endJobWithoutCharge(db, {
+          id: job.id,
+          from: "processing",
+          to: "failed",
+          code: outcome.code,
+          message: `${outcome.message} The hold was released.`,
+          workerId: this.workerId,
+        });
+        return;
+      case "succeeded": {
+        const r = outcome.result;
+        await this.#deliver(job, kind, r.outputs, {
+          durationSec: r.durationSec,
+          megapixels: r.megapixels,
+          upstreamCostUsd: r.upstreamCostUsd,
+          layer: outcome.layer,
+          source: outcome.source,
+        });
+      }
+    }
+  }
+
+  /**
+   * Rehosts `outputs` in blob storage, then in one transaction marks the job `succeeded` and captures the
+   * final amount; every failure on the way ends the job without a charge (D3).
+   */
+  async #deliver(job: ClaimedJob, kind: "image" | "video", outputs: MediaOutput[], delivery: Delivery | null): Promise<void> {
+    const { db } = this.#deps;
     if (outputs.length === 0) {
       await endJobWithoutCharge(db, { id: job.id, from: "processing", to: "failed", code: "provider_error", message: "The upstream returned no output.", workerId: this.workerId });
       return;
@@ -281,7 +443,8 @@ export class JobRunner {
       return;
     }
 
-    const final = this.#finalAmount(job, firstBytes);
+    const final = this.#finalAmount(job, firstBytes, delivery);
+    const upstreamCost = delivery?.upstreamCostUsd == null ? null : usdToMicros(delivery.upstreamCostUsd.toFixed(6));
     const committed = await inTransaction(db, async (trx) => {
       const now = Date.now();
       const res = await trx
@@ -290,6 +453,8 @@ export class JobRunner {
           status: "succeeded",
           cost_micros: final,
           output_json: JSON.stringify({ key: keys[0], content_type: contentType, keys }),
+          ...(kind === "video" && delivery?.durationSec != null ? { duration_sec: delivery.durationSec } : {}),
+          ...(delivery ? { fallback_layer: delivery.layer, upstream_cost_micros: upstreamCost } : {}),
           updated_at: now,
         })
         .where("id", "=", job.id)
@@ -307,14 +472,23 @@ export class JobRunner {
   }
 
   /**
-   * The amount to charge, micro-USD: the hold, except for per-megapixel models, which pay for the actual
-   * output size (never more than the hold).
+   * The amount to charge, micro-USD, never more than the hold: the hold, except (D26)
+   * - per-megapixel images pay for the delivered megapixels: the source's report, else the PNG header;
+   * - per-second videos pay rate x min(requested, delivered seconds) when the source reports the length.
    */
-  #finalAmount(job: ClaimedJob, firstBytes: Uint8Array | null): Micros {
+  #finalAmount(job: ClaimedJob, firstBytes: Uint8Array | null, delivery: Delivery | null): Micros {
     const held = Number(job.hold_micros);
+    if (job.kind === "video") {
+      const video = getVideoModel(job.model);
+      const requested = (JSON.parse(job.request_json) as { durationSec?: number }).durationSec;
+      if (!video || video.pricing.mode !== "per-second" || delivery?.durationSec == null || requested === undefined) return held;
+      const seconds = Math.max(1, Math.min(requested, Math.round(delivery.durationSec)));
+      return Math.min(held, quoteVideo(video, seconds));
+    }
     const model = getImageModel(job.model);
-    if (job.kind !== "image" || !model || model.pricing.mode !== "per-mp" || !firstBytes) return held;
-    const size = pngSize(firstBytes);
+    if (!model || model.pricing.mode !== "per-mp") return held;
+    if (delivery?.megapixels != null && delivery.megapixels > 0) return Math.min(held, quoteImageAtMegapixels(model, delivery.megapixels));
+    const size = firstBytes ? pngSize(firstBytes) : null;
     if (!size) return held;
     return Math.min(held, quoteImage(model, { n: 1, width: size.width, height: size.height }));
   }

@@ -9,6 +9,7 @@ import type { Kysely } from "kysely";
 import { inTransaction, releaseStaleHolds } from "../billing/ledger.ts";
 import { settleRelease } from "../billing/paid-call.ts";
 import type { Database, JobStatus } from "../storage/schema.ts";
+import type { UpstreamHandle } from "../upstreams/types.ts";
 
 /** The runner gives up on a job after this long (spec "GET /v1/jobs/{id}"), ms. */
 export const GIVE_UP_MS = { image: 5 * 60_000, video: 10 * 60_000 } as const;
@@ -50,22 +51,24 @@ export async function endJobWithoutCharge(
 }
 
 /**
- * One sweep pass; returns how many jobs it refunded and expired, and how many orphaned synchronous holds
- * it released (design.md invariant 4: a process killed between hold and capture).
+ * One sweep pass; returns how many jobs it refunded and expired, how many orphaned synchronous holds it
+ * released (design.md invariant 4: a process killed between hold and capture), and the upstream handles
+ * of refunded jobs, which the caller asks their sources to cancel (D28).
  */
 export async function sweepJobs(
   db: Kysely<Database>,
   cfg: SweepConfig,
   now = Date.now(),
-): Promise<{ refunded: number; expired: number; syncHolds: number }> {
+): Promise<{ refunded: number; expired: number; syncHolds: number; upstreamToCancel: UpstreamHandle[] }> {
   let refunded = 0;
+  const upstreamToCancel: UpstreamHandle[] = [];
   let expired = 0;
   const syncHolds = await releaseStaleHolds(db, cfg.sweepSyncHoldsAfterS * 1000);
   for (const kind of ["image", "video"] as const) {
     const staleBefore = now - (kind === "video" ? cfg.sweepVideoAfterS : cfg.sweepImageAfterS) * 1000;
     const stale = await db
       .selectFrom("jobs")
-      .select("id")
+      .select(["id", "upstream_handle_json"])
       .where("status", "=", "processing")
       .where("kind", "=", kind)
       .where("heartbeat_at", "<", staleBefore)
@@ -80,6 +83,8 @@ export async function sweepJobs(
         message: "The worker processing this job stopped reporting; the hold was released.",
       });
       if (ok) refunded++;
+      // D28: a refunded job is also cancelled at the source that accepted it.
+      if (ok && j.upstream_handle_json !== null) upstreamToCancel.push(JSON.parse(j.upstream_handle_json) as UpstreamHandle);
     }
     const old = await db
       .selectFrom("jobs")
@@ -100,5 +105,5 @@ export async function sweepJobs(
       if (ok) expired++;
     }
   }
-  return { refunded, expired, syncHolds };
+  return { refunded, expired, syncHolds, upstreamToCancel };
 }

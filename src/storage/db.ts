@@ -12,6 +12,7 @@ import * as m001 from "./migrations/001_core.ts";
 import * as m002 from "./migrations/002_jobs_voices.ts";
 import * as m003 from "./migrations/003_sweep_indexes.ts";
 import * as m004 from "./migrations/004_ledger_entry_ids.ts";
+import * as m005 from "./migrations/005_upstream_handles.ts";
 import type { Database } from "./schema.ts";
 import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
 
@@ -77,6 +78,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, dialect: Dialect): Pr
   "002_jobs_voices": m002,
   "003_sweep_indexes": m003,
   "004_ledger_entry_ids": m004,
+  "005_upstream_handles": m005,
 };
 
 /**

@@ -133,6 +133,16 @@ export interface JobsTable {
   started_at: number | null;
   heartbeat_at: number | null;
   worker_id: string | null;
+  /** The source (`UPSTREAMS` name) that accepted the job, or null (simulator, or not yet accepted). D28. */
+  upstream_source: string | null;
+  /** The `UpstreamHandle` (JSON text) to resume the job by polling; never submitted again once set. D28. */
+  upstream_handle_json: string | null;
+  /** Index of the source in its family's list that serves the job (0: the first). D27. */
+  fallback_layer: Generated<number>;
+  /** What the source said it charged, micro-USD, or null. */
+  upstream_cost_micros: number | null;
+  /** A pending job is not claimed before this time (ms since epoch): its family's sources were full. D28. */
+  not_before: number | null;
 }
 
 export interface Database {

@@ -747,6 +747,8 @@ export interface components {
                 /** @description Explanation. */
                 message: string;
             } | null;
+            /** @description Which of the model family's upstream sources serves the job: 0 the first, 1 the next after a failover (D27). */
+            fallback_layer: number;
             /** @description Amount held at submit time (USD, at most 6 decimals). */
             hold_usd: number;
             /** @description Job id, `job_<random>`. */
@@ -768,6 +770,8 @@ export interface components {
             output: {
                 /** @description MIME type of the output, for example `image/png`, `image/svg+xml`, `video/mp4`. */
                 content_type: string;
+                /** @description Delivered length of a video, seconds (D26); absent for images. */
+                duration_sec?: number;
                 /** @description Stable URL of the (first) output on this service. */
                 url: string;
                 /** @description Every output (several images when `n` > 1). */

@@ -1,0 +1,204 @@
+/**
+ * Durable upstream work for image and video jobs on real sources (D27, D28; issue "Real upstreams,
+ * part 1", points 3 and 4). One job, one hold:
+ *
+ * 1. Without a handle, the family's sources are tried in order from the job's `fallback_layer`: a source
+ *    at its `max_concurrency` is skipped; a retryable submit failure (connection, timeout, 429, 5xx, an
+ *    open circuit) moves on to the next source; a non-retryable one ends the job `provider_error`. The
+ *    moment a source accepts, its handle and layer are written on the job row (`recordHandle`), so the job
+ *    is never submitted to it again, whichever runner continues it.
+ * 2. With a handle, the job is polled on that source only. A retryable polling error is retried on the same
+ *    source with a growing delay; when the source ends the job failed for a retryable reason (its own
+ *    infrastructure), the handle is cleared and the next source is tried under the same hold; a moderation
+ *    refusal ends the job `content_rejected`.
+ * 3. When every remaining source is full (and none failed), the job waits: it goes back to its queue.
+ *
+ * This module decides; the runner (runner.ts) owns the row, the heartbeats, rehosting and the money.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  type ImageRequest,
+  UpstreamError,
+  type UpstreamHandle,
+  type UpstreamJobState,
+  type VideoRequest,
+  type VisualJobSource,
+} from "../upstreams/types.ts";
+
+/**
+ * One source of a family as the runner uses it: the adapter, its `max_concurrency` gate and its circuit
+ * (the upstream registry provides these, D25/D27).
+ */
+export interface SourceSlot {
+  /** The source's name (`UPSTREAMS` entry `name`). */
+  name: string;
+  source: VisualJobSource;
+  /** Takes one of the source's places; false when it is at `max_concurrency` (the source is skipped). */
+  tryAcquire(): boolean;
+  /** Gives a place back. */
+  release(): void;
+  /**
+   * Runs one upstream call through the source's circuit and statistics. An open circuit throws a
+   * retryable {@link UpstreamError} without calling `fn`.
+   */
+  call<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+/** A job as the durable path sees it. */
+export interface DurableJob {
+  id: string;
+  kind: "image" | "video";
+  request: ImageRequest | VideoRequest;
+  /** The handle recorded on the row, when a source already accepted the job. */
+  handle: UpstreamHandle | null;
+  /** The layer (index into the family's sources) the job is at. */
+  layer: number;
+}
+
+/** What the runner gives the durable path: row updates conditional on still owning the job. */
+export interface DurableHooks {
+  /** Writes `handle` and `layer` on the job row; false when the job is no longer this runner's. */
+  recordHandle(handle: UpstreamHandle, layer: number): Promise<boolean>;
+  /** Clears the handle and moves the job to `layer` (failover); false when the job is no longer this runner's. */
+  moveToLayer(layer: number): Promise<boolean>;
+  /** A heartbeat (throttled by the runner); false when the job is no longer this runner's (lease lost). */
+  heartbeat(): Promise<boolean>;
+}
+
+/** How the durable path ended. `handle` is the last handle (for a cancel on give-up). */
+export type DurableOutcome =
+  | { kind: "succeeded"; result: Extract<UpstreamJobState, { state: "succeeded" }>; layer: number; source: string }
+  | { kind: "failed"; code: "provider_error" | "content_rejected"; message: string }
+  /** Every remaining source is at `max_concurrency`: back to the queue. */
+  | { kind: "wait" }
+  /** Another runner or the sweep owns the job now: touch nothing. */
+  | { kind: "lost" };
+
+/** Polling cadence, ms: between polls of a working job, and the retry backoff after a polling error. */
+export interface PollTiming {
+  pollMs: number;
+  backoffMaxMs: number;
+}
+
+export const DEFAULT_POLL_TIMING: PollTiming = { pollMs: 1000, backoffMaxMs: 15_000 };
+
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : "unknown error");
+const retryable = (err: unknown): boolean => !(err instanceof UpstreamError) || err.retryable;
+
+/**
+ * Runs `job` on `slots` (the family's sources in order) until it succeeds, fails, must wait or is lost.
+ * `current.handle` is kept up to date so the caller can cancel upstream on give-up.
+ * Throws only when `signal` aborts (its reason), so the runner can tell stop from give-up.
+ */
+export async function runDurable(
+  job: DurableJob,
+  slots: SourceSlot[],
+  hooks: DurableHooks,
+  signal: AbortSignal,
+  current: { handle: UpstreamHandle | null; slot: SourceSlot | null },
+  timing: PollTiming = DEFAULT_POLL_TIMING,
+): Promise<DurableOutcome> {
+  let layer = job.layer;
+  let handle = job.handle;
+  for (;;) {
+    let slot: SourceSlot | null = null;
+    let acquired = false;
+    if (handle === null) {
+      let sawFull = false;
+      let lastError: unknown = null;
+      for (let i = layer; i < slots.length && handle === null; i++) {
+        const candidate = slots[i];
+        if (!candidate.tryAcquire()) {
+          sawFull = true;
+          continue;
+        }
+        try {
+          const h = await candidate.call(() =>
+            job.kind === "image"
+              ? candidate.source.submitImage(job.request as ImageRequest, signal)
+              : candidate.source.submitVideo(job.request as VideoRequest, signal),
+          );
+          handle = h;
+          layer = i;
+          slot = candidate;
+          acquired = true;
+        } catch (err) {
+          candidate.release();
+          signal.throwIfAborted();
+          if (!retryable(err)) return { kind: "failed", code: "provider_error", message: `The upstream refused the job: ${messageOf(err)}` };
+          lastError = err;
+        }
+      }
+      if (handle === null || slot === null) {
+        if (lastError === null && sawFull) return { kind: "wait" };
+        return {
+          kind: "failed",
+          code: "provider_error",
+          message: `Every upstream source failed: ${lastError === null ? "no source is configured" : messageOf(lastError)}`,
+        };
+      }
+      current.handle = handle;
+      current.slot = slot;
+      if (!(await hooks.recordHandle(handle, layer))) {
+        slot.release();
+        return { kind: "lost" };
+      }
+    } else {
+      const name = handle.source;
+      slot = slots.find((s) => s.name === name) ?? null;
+      if (slot === null) {
+        return { kind: "failed", code: "provider_error", message: `The source '${name}' that accepted the job is no longer configured.` };
+      }
+      // Resuming a job this source already runs: it counts against the source's concurrency, but it
+      // never waits for a place (the work is already under way upstream).
+      acquired = slot.tryAcquire();
+      current.handle = handle;
+      current.slot = slot;
+    }
+
+    try {
+      const state = await pollUntilDone(slot, handle, hooks, signal, timing);
+      if (state === "lost") return { kind: "lost" };
+      if (state.state === "succeeded") return { kind: "succeeded", result: state, layer, source: slot.name };
+      if (state.contentRejected) return { kind: "failed", code: "content_rejected", message: `The upstream refused the content: ${state.message}` };
+      if (!state.retryable || layer + 1 >= slots.length) {
+        return { kind: "failed", code: "provider_error", message: `The upstream failed the job: ${state.message}` };
+      }
+    } finally {
+      if (acquired) slot.release();
+    }
+    // Failover: the source failed the job for a reason of its own; the next source gets it, same hold.
+    layer += 1;
+    handle = null;
+    current.handle = null;
+    current.slot = null;
+    if (!(await hooks.moveToLayer(layer))) return { kind: "lost" };
+  }
+}
+
+/** Polls `handle` until the source ends the job; retryable polling errors are retried with backoff. */
+async function pollUntilDone(
+  slot: SourceSlot,
+  handle: UpstreamHandle,
+  hooks: DurableHooks,
+  signal: AbortSignal,
+  timing: PollTiming,
+): Promise<Extract<UpstreamJobState, { state: "succeeded" | "failed" }> | "lost"> {
+  let backoff = timing.pollMs;
+  for (;;) {
+    if (!(await hooks.heartbeat())) return "lost";
+    let state: UpstreamJobState;
+    try {
+      state = await slot.call(() => slot.source.poll(handle, signal));
+    } catch (err) {
+      signal.throwIfAborted();
+      if (!retryable(err)) return { state: "failed", retryable: false, contentRejected: false, message: messageOf(err) };
+      backoff = Math.min(backoff * 2, timing.backoffMaxMs);
+      await sleep(backoff, undefined, { signal });
+      continue;
+    }
+    backoff = timing.pollMs;
+    if (state.state === "succeeded" || state.state === "failed") return state;
+    await sleep(timing.pollMs, undefined, { signal });
+  }
+}
