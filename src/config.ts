@@ -58,6 +58,15 @@ export interface Config {
   logLevel: string;
   /** Largest request body, bytes (spec: media request body 25 MB). */
   bodyLimitBytes: number;
+  /**
+   * `METRICS_TOKEN`: with it, `GET /metrics` on the API port needs `Authorization: Bearer <token>`
+   * (at least 16 characters). Null: the API port does not serve metrics.
+   */
+  metricsToken: string | null;
+  /** `METRICS_PORT`: a separate metrics listener (`GET /metrics`, no token) on `metricsHost`; null: none. */
+  metricsPort: number | null;
+  /** `METRICS_HOST`: the metrics listener's address (default 127.0.0.1, loopback only). */
+  metricsHost: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -100,6 +109,14 @@ function parseTextUpstreams(raw: string | undefined): Config["textUpstreams"] {
     const timeoutMs = typeof o.timeoutMs === "number" && o.timeoutMs > 0 ? o.timeoutMs : 60_000;
     return { name: o.name, baseUrl: o.baseUrl.replace(/\/+$/, ""), apiKey: o.apiKey, families, timeoutMs };
   });
+}
+
+/** `METRICS_TOKEN`, at least 16 characters when set (a bearer secret guessable by nobody). */
+function metricsToken(env: Env): string | null {
+  const raw = env.METRICS_TOKEN;
+  if (raw === undefined || raw === "") return null;
+  if (raw.length < 16) throw new Error("METRICS_TOKEN must be at least 16 characters");
+  return raw;
 }
 
 function oneOf<T extends string>(env: Env, name: string, values: readonly T[], def: T): T {
@@ -152,5 +169,8 @@ export function loadConfig(env: Env = process.env): Config {
     simLatencyScale: num(env, "SIM_LATENCY_SCALE", 1, 0, 100),
     logLevel: env.LOG_LEVEL || "info",
     bodyLimitBytes: 25 * 1024 * 1024,
+    metricsToken: metricsToken(env),
+    metricsPort: env.METRICS_PORT ? int(env, "METRICS_PORT", 0, 0, 65535) : null,
+    metricsHost: env.METRICS_HOST || "127.0.0.1",
   };
 }

@@ -4,6 +4,7 @@
  */
 import { loadConfig } from "./config.ts";
 import { buildApp } from "./http/app.ts";
+import { startMetricsListener } from "./http/routes/ops.ts";
 import { compactWhenIdle } from "./memory.ts";
 import { createServices } from "./services.ts";
 import { migrate, openDatabase } from "./storage/db.ts";
@@ -13,6 +14,7 @@ async function serve(): Promise<void> {
   const services = await createServices(config);
   const app = await buildApp(services);
   services.startRunner();
+  let metrics: Awaited<ReturnType<typeof startMetricsListener>> | null = null;
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -20,6 +22,7 @@ async function serve(): Promise<void> {
     app.log.info({ signal }, "shutting down: draining in-flight requests");
     try {
       await app.close();
+      await metrics?.close();
       await services.close();
     } finally {
       process.exit(0);
@@ -28,8 +31,18 @@ async function serve(): Promise<void> {
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
   await app.listen({ port: config.port, host: config.host });
+  metrics = config.metricsPort === null ? null : await startMetricsListener(services, config.metricsPort, config.metricsHost);
   app.log.info(
-    { database: services.db.dialect, storage: config.storageUrl, admin_api: config.adminToken !== null },
+    {
+      database: services.db.dialect,
+      storage: config.storageUrl,
+      admin_api: config.adminToken !== null,
+      metrics: metrics
+        ? `http://${config.metricsHost}:${metrics.port}/metrics`
+        : config.metricsToken
+          ? "GET /metrics with METRICS_TOKEN"
+          : "off (set METRICS_TOKEN or METRICS_PORT)",
+    },
     `gateway ready at ${config.publicBaseUrl}`,
   );
   // Give back the heap that start-up grew, and the heap of each busy period once it is over.

@@ -62,6 +62,22 @@ export function guardOf(services: Services, request: FastifyRequest): CallGuard 
  * `onRequest` hook of the operator API (D9): without `GATEWAY_ADMIN_TOKEN` the API does not exist (404);
  * with it, the bearer must equal the token (constant-time), else 401 `auth_error`.
  */
+/**
+ * `GET /metrics` on the API port (issue "Hardening" 4): needs `Authorization: Bearer $METRICS_TOKEN`.
+ * @throws AppError 404 `not_found` when no token is configured (metrics are then not served on this
+ *   port; `METRICS_PORT` serves them on their own listener), 401 `auth_error` for a missing or wrong token.
+ */
+export function requireMetricsToken(services: Services) {
+  const token = services.config.metricsToken;
+  const expected = token === null ? null : Buffer.from(token);
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    if (expected === null) throw errors.notFound("Metrics are not served on this port.");
+    const given = Buffer.from(bearerOf(request) ?? "");
+    const ok = given.length === expected.length && timingSafeEqual(given, expected);
+    if (!ok) throw errors.auth("Invalid metrics token.");
+  };
+}
+
 export function requireAdmin(services: Services) {
   const token = services.config.adminToken;
   const expected = token === null ? null : Buffer.from(token);

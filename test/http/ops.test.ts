@@ -5,14 +5,18 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import { loadConfig } from "../../src/config.ts";
+import { startMetricsListener } from "../../src/http/routes/ops.ts";
 import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
 import { REDIS_SKIP, REDIS_TEST_URL } from "../helpers/backends.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 
+const METRICS_TOKEN = "metrics-token-0123456789";
+
 describe("operations endpoints", () => {
   let gw: TestGateway;
   before(async () => {
-    gw = await startGateway("sqlite");
+    gw = await startGateway("sqlite", { METRICS_TOKEN });
   });
   after(async () => {
     await gw?.close();
@@ -29,7 +33,7 @@ describe("operations endpoints", () => {
     const u = await gw.register();
     await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: { input: "metrics", voice_id: DEMO_ALPHA_VOICE_ID } });
     await gw.request("POST", "/v1/audio/speech", { token: u.api_key, headers: { "x-svc-simulate": "fail" }, body: { input: "x", voice_id: DEMO_ALPHA_VOICE_ID } });
-    const r = await gw.request("GET", "/metrics");
+    const r = await gw.request("GET", "/metrics", { token: METRICS_TOKEN });
     assert.equal(r.status, 200);
     assert.match(r.headers.get("content-type") ?? "", /text\/plain/);
     const text = Buffer.from(r.bytes).toString();
@@ -42,6 +46,50 @@ describe("operations endpoints", () => {
     assert.match(text, /gateway_holds_open 0/);
     assert.match(text, /gateway_audio_pool_slots_in_use/);
     assert.match(text, /process_cpu_seconds_total/);
+    // No secret of the caller, the operator or the metrics endpoint appears in the text.
+    for (const secret of [u.api_key, u.session_token, METRICS_TOKEN]) assert.ok(!text.includes(secret));
+  });
+
+  test("metrics need the metrics token: none or a wrong one is 401 in the D1 body", async () => {
+    for (const token of [undefined, "wrong-token-0123456789", `${METRICS_TOKEN}x`]) {
+      const r = await gw.request("GET", "/metrics", token === undefined ? {} : { token });
+      assert.equal(r.status, 401, String(token));
+      assert.equal(r.json.error.code, "auth_error");
+      assert.ok(!JSON.stringify(r.json).includes(METRICS_TOKEN));
+    }
+  });
+});
+
+describe("metrics exposure settings", () => {
+  test("without METRICS_TOKEN or METRICS_PORT the API port does not serve metrics (404)", async () => {
+    const gw = await startGateway("sqlite");
+    try {
+      const r = await gw.request("GET", "/metrics");
+      assert.equal(r.status, 404);
+      assert.equal(r.json.error.code, "not_found");
+    } finally {
+      await gw.close();
+    }
+  });
+
+  test("METRICS_PORT: metrics on their own listener without a token, and not on the API port", async () => {
+    const gw = await startGateway("sqlite", { METRICS_PORT: "0", METRICS_TOKEN });
+    const listener = await startMetricsListener(gw.services, 0, "127.0.0.1");
+    try {
+      const api = await gw.request("GET", "/metrics", { token: METRICS_TOKEN });
+      assert.equal(api.status, 404);
+      const res = await fetch(`http://127.0.0.1:${listener.port}/metrics`);
+      assert.equal(res.status, 200);
+      assert.match(await res.text(), /gateway_holds_open/);
+      assert.equal((await fetch(`http://127.0.0.1:${listener.port}/other`)).status, 404);
+    } finally {
+      await listener.close();
+      await gw.close();
+    }
+  });
+
+  test("a METRICS_TOKEN shorter than 16 characters stops the configuration", () => {
+    assert.throws(() => loadConfig({ METRICS_TOKEN: "short" }), /METRICS_TOKEN must be at least 16 characters/);
   });
 });
 

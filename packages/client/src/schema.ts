@@ -28,7 +28,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics */
+        /**
+         * Prometheus metrics
+         * @description Prometheus text for this process. Needs `Authorization: Bearer` with the operator's `METRICS_TOKEN`; without that setting the API port does not serve metrics (404), and with `METRICS_PORT` they are served only on that separate listener.
+         */
         get: operations["metrics"];
         put?: never;
         post?: never;
@@ -928,6 +931,24 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (missing or wrong metrics token). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` (metrics are not served on this port). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */

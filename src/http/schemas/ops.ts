@@ -1,7 +1,7 @@
 /**
  * Route schemas of the operations endpoints.
  */
-import { obj, ok, oneOf, route } from "./common.ts";
+import { errors, obj, ok, oneOf, route } from "./common.ts";
 
 /** `GET /healthz`. */
 export const healthSchema = route({
@@ -29,9 +29,14 @@ export const readySchema = route({
 export const metricsSchema = route({
   operationId: "metrics",
   summary: "Prometheus metrics",
+  description:
+    "Prometheus text for this process. Needs `Authorization: Bearer` with the operator's `METRICS_TOKEN`; without that setting the API port does not serve metrics (404), and with `METRICS_PORT` they are served only on that separate listener.",
   tags: ["operations"],
   access: "public",
-  responses: { 200: { description: "Prometheus text format.", content: { "text/plain": { schema: { type: "string" } } } } },
+  responses: {
+    200: { description: "Prometheus text format.", content: { "text/plain": { schema: { type: "string" } } } },
+    ...errors({ 401: "`auth_error` (missing or wrong metrics token)", 404: "`not_found` (metrics are not served on this port)" }),
+  },
 });
 
 /** `GET /openapi.json`. */
