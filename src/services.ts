@@ -9,6 +9,7 @@ import type { SpeechModel } from "./catalog/types.ts";
 import type { Config } from "./config.ts";
 import { JobRunner, type OutputFetcher, type RunnerOptions } from "./jobs/runner.ts";
 import type { SourceSlot } from "./jobs/durable.ts";
+import { type HostResolver, systemResolver } from "./jobs/validate.ts";
 import { Limiter } from "./limits/limiter.ts";
 import { type LimitStore, MemoryLimitStore, RedisLimitStore } from "./limits/store.ts";
 import { type BlobStore, openBlobStore } from "./storage/blobs.ts";
@@ -42,6 +43,8 @@ export interface Services {
   log: pino.Logger;
   /** The adapter serving a speech model (by family; the simulator unless a real upstream is configured). */
   speechAdapterFor(model: SpeechModel): SpeechAdapter;
+  /** Resolves reference-image hosts at job submit (the system resolver; tests inject one). */
+  resolveHost: HostResolver;
   /** The voice library of both audio providers (membership tests; raw lists). */
   voices: VoiceLibraryAdapter;
   /** The cached voice library served by `GET /v1/audio/voices`. */
@@ -82,6 +85,8 @@ export interface ServiceOverrides {
   /** Namespace of Redis keys (tests isolate themselves on a shared Redis). */
   redisPrefix?: string;
   fetchOutput?: OutputFetcher;
+  /** Replaces the resolver of reference-image hosts (tests: no dependence on the machine's DNS). */
+  resolveHost?: HostResolver;
   /** The real sources of a job's family, in failover order (tests with loopback fakes; D25, D27). */
   jobSources?: { sourcesFor: (job: { kind: "image" | "video"; model: string }) => SourceSlot[]; sourceNamed: (name: string) => SourceSlot | undefined };
 }
@@ -150,6 +155,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     : new MemoryLimitStore();
   const limiter = new Limiter(limitStore, config.limitsOnStoreError, log);
   return {
+    resolveHost: overrides.resolveHost ?? systemResolver,
     config,
     db,
     log,

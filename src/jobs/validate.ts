@@ -9,6 +9,7 @@ import { type ImageQuality, quoteImage, quoteVideo } from "../catalog/quote.ts";
 import type { ImageModel, VideoModel } from "../catalog/types.ts";
 import { AppError, errors } from "../errors.ts";
 import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import { classifyAddress, validateUrlSyntax } from "../upstreams/safe-fetch.ts";
 import type { AspectRatio } from "../upstreams/types.ts";
 
@@ -72,10 +73,27 @@ export function parseSize(size: unknown): { aspect: AspectRatio; width: number; 
 // `parameters` (an object), URL syntax and the model lists. What needs the model stays here.
 
 function checkImageUrl(v: unknown, param: string): string {
+  if (typeof v === "string" && validateUrlSyntax(v, {}) === null) {
+    // An https URL refused for its host is an address rule, not a syntax error: say which.
+    const literal = ipLiteralOf(v);
+    if (literal !== null) throw bad("invalid_image_url", `${param} points at a non-public address (${literal}).`, param);
+  }
   if (typeof v !== "string" || validateUrlSyntax(v, {}) === null) {
     throw bad("invalid_image_url", `${param} must be an https:// URL.`, param);
   }
   return v;
+}
+
+/** The IP address of an https URL whose host is an IP literal (in WHATWG-normalized form), else null. */
+function ipLiteralOf(v: string): string | null {
+  try {
+    const u = new URL(v);
+    if (u.protocol !== "https:") return null;
+    const host = u.hostname.replace(/^\[|\]$/g, "");
+    return isIP(host) === 0 ? null : host;
+  } catch {
+    return null;
+  }
 }
 
 /** A validated image job. Amounts in micro-USD. */
@@ -201,30 +219,39 @@ export function validateVideoJob(body: Record<string, unknown>, opts: { genmedia
 /** How long a submit waits for a reference URL's host to resolve, ms. */
 const RESOLVE_TIMEOUT_MS = 2000;
 
+/** Resolves a host name to its addresses (`dns.lookup` with `all: true` in production). */
+export type HostResolver = (host: string) => Promise<string[]>;
+
+/** The system resolver (the one the later download uses too). */
+export const systemResolver: HostResolver = async (host) => (await lookup(host, { all: true })).map((a) => a.address);
+
 /**
- * Refuses reference URLs whose host resolves to a private, loopback, link-local or other non-public
- * address (400 `invalid_image_url`), before the job exists. A host that does not resolve (or not in
- * time) is let through: the fetch itself re-checks every address it connects to (safe-fetch.ts).
+ * Checks every reference URL of `spec` before the job exists (issue "Hardening" 3: fail closed). Each
+ * host must resolve, within {@link RESOLVE_TIMEOUT_MS}, to public unicast addresses only; a host that
+ * does not resolve, resolves to nothing, or to any private, loopback, link-local or other non-public
+ * address is refused. (The download re-checks every address it connects to, so a name that changes to
+ * an internal address later is refused then too: safe-fetch.ts.)
+ * @throws AppError 400 `invalid_image_url` with `param` `image_url` or `image_urls[i]`.
  */
-export async function checkReferenceHosts(spec: JobSpec): Promise<void> {
+export async function checkReferenceHosts(spec: JobSpec, resolve: HostResolver = systemResolver): Promise<void> {
   const urls = spec.kind === "image" ? spec.imageUrls : spec.imageUrl === null ? [] : [spec.imageUrl];
   await Promise.all(
     urls.map(async (u, i) => {
-      const host = new URL(u).hostname.replace(/^\[|\]$/g, "");
-      let addresses: { address: string }[];
+      const param = spec.kind === "image" && urls.length > 1 ? `image_urls[${i}]` : "image_url";
+      // `localhost.` is `localhost`: a trailing dot names the same host.
+      const host = new URL(u).hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "");
+      let addresses: string[];
       try {
         addresses = await Promise.race([
-          lookup(host, { all: true }),
+          resolve(host),
           new Promise<never>((_, reject) => setTimeout(() => reject(new Error("timeout")), RESOLVE_TIMEOUT_MS).unref()),
         ]);
       } catch {
-        return;
+        throw bad("invalid_image_url", `${param}: the host ${host.slice(0, 100)} could not be resolved.`, param);
       }
-      const refused = addresses.find((a) => classifyAddress(a.address) !== "unicast");
-      if (refused) {
-        const param = spec.kind === "image" && urls.length > 1 ? `image_urls[${i}]` : "image_url";
-        throw bad("invalid_image_url", `${param} points at a non-public address (${refused.address}).`, param);
-      }
+      if (addresses.length === 0) throw bad("invalid_image_url", `${param}: the host ${host.slice(0, 100)} has no address.`, param);
+      const refused = addresses.find((a) => classifyAddress(a) !== "unicast");
+      if (refused) throw bad("invalid_image_url", `${param} points at a non-public address (${refused}).`, param);
     }),
   );
 }

@@ -24,7 +24,7 @@ function pngSize(bytes: Uint8Array) {
 describe("media jobs", () => {
   let gw: TestGateway;
   before(async () => {
-    gw = await startGateway("sqlite");
+    gw = await startGateway("sqlite", {}, { overrides: { resolveHost: async (h) => (h === "example.com" ? ["93.184.215.14"] : []) } });
   });
   after(async () => {
     await gw?.close();

@@ -19,7 +19,7 @@ export function jobRoutes(app: App, services: Services): void {
       const body = (req.body ?? {}) as Record<string, unknown>;
       const spec = validate(body);
       await guardOf(services, req).model(spec.model.id);
-      await checkReferenceHosts(spec);
+      await checkReferenceHosts(spec, services.resolveHost);
       const simulate = simulateHeader(req.headers["x-svc-simulate"]);
       const out = await submitJob(deps, principalOf(req), spec, body, simulate);
       if (!out.replayed) services.nudgeRunner();
