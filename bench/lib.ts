@@ -125,6 +125,8 @@ export async function startGatewayProcess(
       GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
       SIM_LATENCY_SCALE: "0",
       LOG_LEVEL: "warn",
+      // The bench registers one customer per connection from 127.0.0.1.
+      REGISTRATIONS_PER_ADDRESS: "1000000000",
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],

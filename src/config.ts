@@ -1,4 +1,21 @@
 /**
+ * Brute-force limits of the public account routes (issue "Hardening" 5), from the environment:
+ * failed logins per email and per client address in a window, registrations per client address.
+ */
+export interface AuthLimits {
+  /** `LOGIN_FAILURES_PER_EMAIL` (default 10) failed logins of one email per window. */
+  loginFailuresPerEmail: number;
+  /** `LOGIN_FAILURES_PER_ADDRESS` (default 30) failed logins from one client address per window. */
+  loginFailuresPerAddress: number;
+  /** `LOGIN_WINDOW_S` (default 900): the failed-login window, seconds. */
+  loginWindowS: number;
+  /** `REGISTRATIONS_PER_ADDRESS` (default 10) registrations from one client address per window. */
+  registrationsPerAddress: number;
+  /** `REGISTRATION_WINDOW_S` (default 3600): the registration window, seconds. */
+  registrationWindowS: number;
+}
+
+/**
  * Configuration from the environment (decision D11). This is the only module that reads `process.env`;
  * everything else receives a {@link Config}. Invalid values fail at boot with a message naming the
  * variable.
@@ -63,6 +80,13 @@ export interface Config {
    * (at least 16 characters). Null: the API port does not serve metrics.
    */
   metricsToken: string | null;
+  /**
+   * `TRUST_PROXY`: the proxies whose `X-Forwarded-For` gives the client address (comma list of
+   * addresses, CIDRs or the names `loopback`, `linklocal`, `uniquelocal`); null: the TCP peer is the client.
+   */
+  trustProxy: string[] | null;
+  /** Failed-login and registration limits (issue "Hardening" 5). */
+  authLimits: AuthLimits;
   /** `METRICS_PORT`: a separate metrics listener (`GET /metrics`, no token) on `metricsHost`; null: none. */
   metricsPort: number | null;
   /** `METRICS_HOST`: the metrics listener's address (default 127.0.0.1, loopback only). */
@@ -170,6 +194,14 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL || "info",
     bodyLimitBytes: 25 * 1024 * 1024,
     metricsToken: metricsToken(env),
+    trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(",").map((x) => x.trim()).filter((x) => x !== "") : null,
+    authLimits: {
+      loginFailuresPerEmail: int(env, "LOGIN_FAILURES_PER_EMAIL", 10, 1, 1_000_000),
+      loginFailuresPerAddress: int(env, "LOGIN_FAILURES_PER_ADDRESS", 30, 1, 1_000_000),
+      loginWindowS: int(env, "LOGIN_WINDOW_S", 900, 1, 86_400),
+      registrationsPerAddress: int(env, "REGISTRATIONS_PER_ADDRESS", 10, 1, 1_000_000_000),
+      registrationWindowS: int(env, "REGISTRATION_WINDOW_S", 3600, 1, 86_400),
+    },
     metricsPort: env.METRICS_PORT ? int(env, "METRICS_PORT", 0, 0, 65535) : null,
     metricsHost: env.METRICS_HOST || "127.0.0.1",
   };

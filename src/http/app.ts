@@ -47,6 +47,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean } = 
   const app = Fastify({
     logger: opts.logger === false ? false : { level: services.config.logLevel },
     bodyLimit: services.config.bodyLimitBytes,
+    // `request.ip` (brute-force limits) is the TCP peer unless the peer is a trusted proxy (TRUST_PROXY).
+    trustProxy: services.config.trustProxy ?? false,
     // Bodies are validated as sent: no type coercion ("5" is not 5), unknown fields are ignored.
     // `verbose` keeps the failing schema on each error: the error handler reads its `x-error-code`.
     ajv: {

@@ -7,7 +7,9 @@
  * the gateway keeps serving, without limits) or refuses it with 503 (`closed`), by `LIMITS_ON_STORE_ERROR`;
  * either way it logs, at most once every 10 s.
  */
+import { createHash } from "node:crypto";
 import type { AudioPool } from "../catalog/types.ts";
+import type { AuthLimits } from "../config.ts";
 import { AppError, errors } from "../errors.ts";
 import { poolSlots } from "../metrics.ts";
 import type { EffectiveLimits } from "./effective.ts";
@@ -37,6 +39,11 @@ function headersOf(limit: number, hit: { count: number; resetMs: number }): Rate
     "X-RateLimit-Remaining": String(Math.max(0, limit - hit.count)),
     "X-RateLimit-Reset": String(Math.max(0, Math.ceil(hit.resetMs / 1000))),
   };
+}
+
+/** A store key for an email that does not put the address itself in Redis. */
+function emailKey(email: string): string {
+  return createHash("sha256").update(email.trim().toLowerCase()).digest("base64url").slice(0, 22);
 }
 
 /** Applies limits to calls; one per process, shared by every request. */
@@ -69,6 +76,50 @@ export class Limiter {
       }
       return fallback;
     }
+  }
+
+  /**
+   * Before a login is checked: refuses when the email or the client address already used up its failed
+   * attempts in the window (so a locked-out guess is not even verified). The email's lock affects only
+   * that email; the address's lock only that address.
+   * @throws AppError 429 `rate_limited` with `Retry-After` (seconds until the window resets).
+   */
+  async loginAllowed(email: string, address: string, cfg: AuthLimits): Promise<void> {
+    const [byEmail, byAddress] = await this.#guarded(
+      () => Promise.all([this.store.peekWindow(`login:e:${emailKey(email)}`, cfg.loginWindowS), this.store.peekWindow(`login:a:${address}`, cfg.loginWindowS)]),
+      [{ count: 0, resetMs: 0 }, { count: 0, resetMs: 0 }],
+    );
+    if (byEmail.count >= cfg.loginFailuresPerEmail) throw errors.rateLimited("Too many failed logins for this email; try again later.", byEmail.resetMs / 1000);
+    if (byAddress.count >= cfg.loginFailuresPerAddress) throw errors.rateLimited("Too many failed logins from this address; try again later.", byAddress.resetMs / 1000);
+  }
+
+  /** Counts one failed login against the email and the client address. */
+  async loginFailed(email: string, address: string, cfg: AuthLimits): Promise<void> {
+    await this.#guarded(
+      () =>
+        Promise.all([
+          this.store.hitWindow(`login:e:${emailKey(email)}`, cfg.loginFailuresPerEmail, cfg.loginWindowS),
+          this.store.hitWindow(`login:a:${address}`, cfg.loginFailuresPerAddress, cfg.loginWindowS),
+        ]),
+      null,
+    );
+  }
+
+  /** A successful login clears the email's failures (the address keeps its count). */
+  async loginSucceeded(email: string, cfg: AuthLimits): Promise<void> {
+    await this.#guarded(() => this.store.resetWindow(`login:e:${emailKey(email)}`, cfg.loginWindowS), undefined);
+  }
+
+  /**
+   * Counts one registration attempt from `address`.
+   * @throws AppError 429 `rate_limited` with `Retry-After` when over `registrationsPerAddress` in the window.
+   */
+  async registration(address: string, cfg: AuthLimits): Promise<void> {
+    const hit = await this.#guarded<WindowHit>(
+      () => this.store.hitWindow(`register:a:${address}`, cfg.registrationsPerAddress, cfg.registrationWindowS),
+      { allowed: true, count: 0, resetMs: 0 },
+    );
+    if (!hit.allowed) throw errors.rateLimited("Too many registrations from this address; try again later.", hit.resetMs / 1000);
   }
 
   /**

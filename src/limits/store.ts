@@ -32,6 +32,15 @@ export interface LimitStore {
   hit(key: string, limit: number, cost?: number): Promise<WindowHit>;
   /** The current count of `key` without changing it. */
   peek(key: string): Promise<{ count: number; resetMs: number }>;
+  /**
+   * Like {@link hit}, in a fixed window of `windowS` seconds instead of 60 (failed logins,
+   * registrations: issue "Hardening" 5). Keys of different window lengths never mix.
+   */
+  hitWindow(key: string, limit: number, windowS: number, cost?: number): Promise<WindowHit>;
+  /** The current count of `key` in its `windowS` window, without changing it. */
+  peekWindow(key: string, windowS: number): Promise<{ count: number; resetMs: number }>;
+  /** Forgets `key` in its `windowS` window (a successful login clears its failures). */
+  resetWindow(key: string, windowS: number): Promise<void>;
   /** Takes a slot of `pool` when fewer than `cap` are taken; returns its token, or null when full. */
   acquire(pool: string, cap: number, ttlMs: number): Promise<string | null>;
   /** Gives a slot back (idempotent). */
@@ -54,6 +63,29 @@ function toHit(res: RateLimiterRes, limit: number): WindowHit {
 /** In-process store: the embedded default (one process). */
 export class MemoryLimitStore implements LimitStore {
   readonly #windows = new RateLimiterMemory({ points: UNBOUNDED, duration: WINDOW_S });
+  readonly #long = new Map<number, RateLimiterMemory>();
+
+  #limiter(windowS: number): RateLimiterMemory {
+    let l = this.#long.get(windowS);
+    if (!l) {
+      l = new RateLimiterMemory({ points: UNBOUNDED, duration: windowS, keyPrefix: `w${windowS}` });
+      this.#long.set(windowS, l);
+    }
+    return l;
+  }
+
+  async hitWindow(key: string, limit: number, windowS: number, cost = 1): Promise<WindowHit> {
+    return toHit(await this.#limiter(windowS).consume(key, cost), limit);
+  }
+
+  async peekWindow(key: string, windowS: number): Promise<{ count: number; resetMs: number }> {
+    const res = await this.#limiter(windowS).get(key);
+    return res ? { count: res.consumedPoints, resetMs: res.msBeforeNext } : { count: 0, resetMs: windowS * 1000 };
+  }
+
+  async resetWindow(key: string, windowS: number): Promise<void> {
+    await this.#limiter(windowS).delete(key);
+  }
   readonly #pools = new Map<string, Map<string, number>>();
 
   async hit(key: string, limit: number, cost = 1): Promise<WindowHit> {
@@ -142,6 +174,34 @@ export class RedisLimitStore implements LimitStore {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #windows: RateLimiterRedis;
+
+  readonly #long = new Map<number, RateLimiterRedis>();
+
+  #limiter(windowS: number): RateLimiterRedis {
+    let l = this.#long.get(windowS);
+    if (!l) {
+      l = new RateLimiterRedis({ storeClient: this.#redis, keyPrefix: `${this.#prefix}:win${windowS}`, points: UNBOUNDED, duration: windowS });
+      this.#long.set(windowS, l);
+    }
+    return l;
+  }
+
+  async hitWindow(key: string, limit: number, windowS: number, cost = 1): Promise<WindowHit> {
+    try {
+      return toHit(await this.#limiter(windowS).consume(key, cost), limit);
+    } catch (err) {
+      throw err instanceof Error ? err : new Error(`redis window failed: ${JSON.stringify(err)}`);
+    }
+  }
+
+  async peekWindow(key: string, windowS: number): Promise<{ count: number; resetMs: number }> {
+    const res = await this.#limiter(windowS).get(key);
+    return res ? { count: res.consumedPoints, resetMs: res.msBeforeNext } : { count: 0, resetMs: windowS * 1000 };
+  }
+
+  async resetWindow(key: string, windowS: number): Promise<void> {
+    await this.#limiter(windowS).delete(key);
+  }
 
   /** `prefix` namespaces every key (tests use a random one; CI shares the Redis server). */
   constructor(redis: Redis, prefix = "gw") {

@@ -69,6 +69,8 @@ export async function startGateway(
     GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
     SIM_LATENCY_SCALE: "0",
     LOG_LEVEL: "silent",
+    // Tests register many accounts from 127.0.0.1; the registration limit has its own tests.
+    REGISTRATIONS_PER_ADDRESS: "1000000000",
     ...env,
   });
   const services = await createServices(config, opts.overrides);

@@ -33,7 +33,7 @@ export interface GatewayProcess {
 export async function spawnGateway(role: "serve" | "worker", env: Record<string, string>): Promise<GatewayProcess> {
   const port = env.PORT ?? String(await freePort());
   const child = spawn(process.execPath, ["src/main.ts", role], {
-    env: { ...process.env, LOG_LEVEL: "warn", HOST: "127.0.0.1", ...env, PORT: port },
+    env: { ...process.env, LOG_LEVEL: "warn", HOST: "127.0.0.1", REGISTRATIONS_PER_ADDRESS: "1000000000", ...env, PORT: port },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

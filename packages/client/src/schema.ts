@@ -2566,6 +2566,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`: too many failed logins for this email or from this address (`LOGIN_FAILURES_PER_EMAIL`, `LOGIN_FAILURES_PER_ADDRESS` per `LOGIN_WINDOW_S`); see `Retry-After`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
@@ -2702,6 +2711,15 @@ export interface operations {
             };
             /** @description Body too large: `invalid_request` (body over the limit). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`: too many registrations from this address (`REGISTRATIONS_PER_ADDRESS` per `REGISTRATION_WINDOW_S`); see `Retry-After`. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -8,15 +8,28 @@ import { jobUsage } from "../../jobs/jobs.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
+import { AppError } from "../../errors.ts";
 import { createKeySchema, deleteKeySchema, getAccountLimitsSchema, getAccountSchema, listKeysSchema, loginSchema, registerSchema } from "../schemas/auth.ts";
 
 /** `POST /v1/auth/register`, `POST /v1/auth/login`. */
 export function authPublicRoutes(app: App, services: Services): void {
+  const limits = services.config.authLimits;
   app.post("/v1/auth/register", { schema: registerSchema }, async (req) => {
+    await services.limiter.registration(req.ip, limits);
     return register(services.db.kysely, (req.body ?? {}) as Record<string, unknown>);
   });
   app.post("/v1/auth/login", { schema: loginSchema }, async (req) => {
-    return login(services.db.kysely, (req.body ?? {}) as Record<string, unknown>);
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const email = typeof body.email === "string" ? body.email : "";
+    await services.limiter.loginAllowed(email, req.ip, limits);
+    try {
+      const session = await login(services.db.kysely, body);
+      await services.limiter.loginSucceeded(email, limits);
+      return session;
+    } catch (err) {
+      if (err instanceof AppError && err.status === 401) await services.limiter.loginFailed(email, req.ip, limits);
+      throw err;
+    }
   });
 }
 

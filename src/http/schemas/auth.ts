@@ -30,7 +30,7 @@ export const registerSchema = route({
   ),
   responses: {
     200: ok("The new account.", obj({ user_id: str("Account id."), api_key: str("API key (secret)."), session_token: str("Session token (secret).") }, ["user_id", "api_key", "session_token"])),
-    ...errors({ 400: "`invalid_request` (bad email, password under 8 characters)", 409: "`email_taken`" }),
+    ...errors({ 400: "`invalid_request` (bad email, password under 8 characters)", 409: "`email_taken`", 429: "`rate_limited`: too many registrations from this address (`REGISTRATIONS_PER_ADDRESS` per `REGISTRATION_WINDOW_S`); see `Retry-After`" }),
   },
 });
 
@@ -44,7 +44,11 @@ export const loginSchema = route({
   body: json(obj({ email: str("Email address.", { "x-error-message": LOGIN_MESSAGE }), password: str("Password.", { "x-error-message": LOGIN_MESSAGE }) }, ["email", "password"])),
   responses: {
     200: ok("A new session.", obj({ user_id: str("Account id."), session_token: str("Session token (secret).") }, ["user_id", "session_token"])),
-    ...errors({ 400: "`invalid_request`", 401: "`auth_error` (wrong email or password)" }),
+    ...errors({
+      400: "`invalid_request`",
+      401: "`auth_error` (wrong email or password)",
+      429: "`rate_limited`: too many failed logins for this email or from this address (`LOGIN_FAILURES_PER_EMAIL`, `LOGIN_FAILURES_PER_ADDRESS` per `LOGIN_WINDOW_S`); see `Retry-After`",
+    }),
   },
 });
 
