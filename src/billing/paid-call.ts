@@ -260,7 +260,10 @@ async function giveBack(hold: PaidHold): Promise<void> {
 export async function callUpstream<T>(model: string, call: () => Promise<T>, message?: string): Promise<T> {
   try {
     return await observeUpstream(model, call);
-  } catch {
-    throw errors.provider(message);
+  } catch (err) {
+    // The upstream's own message stays on the server (the log line of the 502), never in the answer.
+    const appErr = errors.provider(message);
+    (appErr as Error).cause = err;
+    throw appErr;
   }
 }

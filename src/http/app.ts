@@ -41,11 +41,16 @@ export type App = FastifyInstance<
 const METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"] as const;
 
 /**
- * Builds the gateway app on `services`. `logger` false silences request logs (tests).
+ * Builds the gateway app on `services`. `logger` false silences request logs (tests); `logStream`
+ * receives them (JSON lines) instead of stdout.
  */
-export async function buildApp(services: Services, opts: { logger?: boolean } = {}): Promise<App> {
+export async function buildApp(services: Services, opts: { logger?: boolean; logStream?: NodeJS.WritableStream } = {}): Promise<App> {
   const app = Fastify({
-    logger: opts.logger === false ? false : { level: services.config.logLevel },
+    logger: opts.logStream
+      ? { level: services.config.logLevel, stream: opts.logStream }
+      : opts.logger === false
+        ? false
+        : { level: services.config.logLevel },
     bodyLimit: services.config.bodyLimitBytes,
     // `request.ip` (brute-force limits) is the TCP peer unless the peer is a trusted proxy (TRUST_PROXY).
     trustProxy: services.config.trustProxy ?? false,

@@ -124,11 +124,22 @@ export function toAppError(err: unknown): AppError {
   return errors.internal();
 }
 
-/** Fastify error handler: renders the D1 body; logs 5xx with the original error. */
+/**
+ * Fastify error handler: renders the D1 body. Logs tell the truth (issue "Hardening" 6): an expected
+ * 5xx (an upstream that failed, a limit store or the gateway shutting down: an {@link AppError}) is a
+ * `warn` line with its code and the upstream's message, without a stack; anything else is a bug, logged
+ * at `error` with the original error and its stack. 4xx answers are not logged here (the request log
+ * has them).
+ */
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const appErr = toAppError(err);
   if (appErr.status >= 500) {
-    request.log.error({ err }, "request failed");
+    if (err instanceof AppError) {
+      const cause = err.cause instanceof Error ? err.cause.message : undefined;
+      request.log.warn({ status: appErr.status, code: appErr.code, ...(cause ? { upstream: cause } : {}) }, appErr.message);
+    } else {
+      request.log.error({ err }, "request failed");
+    }
   }
   if (reply.sent || reply.raw.headersSent) {
     // Headers already left (a broken stream): nothing more can be said; end the socket.

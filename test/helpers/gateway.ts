@@ -57,7 +57,7 @@ let userCounter = 0;
 export async function startGateway(
   backend: Backend = "sqlite",
   env: Record<string, string> = {},
-  opts: { overrides?: ServiceOverrides; runner?: RunnerOptions | false } = {},
+  opts: { overrides?: ServiceOverrides; runner?: RunnerOptions | false; logStream?: NodeJS.WritableStream } = {},
 ): Promise<TestGateway> {
   const db = await createTempDatabase(backend);
   const blobDir = mkdtempSync(join(tmpdir(), "gw-blobs-"));
@@ -75,7 +75,7 @@ export async function startGateway(
   });
   const services = await createServices(config, opts.overrides);
   if (opts.runner !== false) services.startRunner({ pollMs: 50, sweepMs: 500, heartbeatMs: 200, ...(opts.runner ?? {}) });
-  const app = await buildApp(services, { logger: false });
+  const app = await buildApp(services, opts.logStream ? { logStream: opts.logStream } : { logger: false });
   await app.listen({ port, host: "127.0.0.1" });
   const url = `http://127.0.0.1:${port}`;
   // Every answer a test receives is checked against the document the server publishes.

@@ -904,6 +904,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
@@ -951,6 +960,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
@@ -978,6 +996,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
@@ -1017,6 +1044,15 @@ export interface operations {
                          */
                         status: "ready";
                     };
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not ready. */
@@ -1080,6 +1116,15 @@ export interface operations {
             };
             /** @description Path too long: `invalid_request` (a path segment too long). */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1202,6 +1247,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1334,6 +1388,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1492,6 +1555,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
                 headers: {
@@ -1631,6 +1703,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
                 headers: {
@@ -1742,6 +1823,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2114,6 +2204,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Upstream provider failure: `provider_error` (catalog unavailable; with `all` only when both fail). */
             502: {
                 headers: {
@@ -2175,6 +2274,15 @@ export interface operations {
             };
             /** @description Path too long: `invalid_request` (a path segment too long). */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2247,6 +2355,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2331,6 +2448,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2423,6 +2549,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
@@ -2489,6 +2624,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2575,6 +2719,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
@@ -2633,6 +2786,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2720,6 +2882,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`: too many registrations from this address (`REGISTRATIONS_PER_ADDRESS` per `REGISTRATION_WINDOW_S`); see `Retry-After`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2820,6 +2991,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
@@ -2882,6 +3062,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3119,6 +3308,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
                 headers: {
@@ -3167,6 +3365,15 @@ export interface operations {
                         /** @description `/v1/pricing`. */
                         replaced_by?: string;
                     };
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
@@ -3224,6 +3431,15 @@ export interface operations {
             };
             /** @description Range not satisfiable: `range_not_satisfiable`. */
             416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3325,6 +3541,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3695,6 +3920,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
@@ -3946,6 +4180,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
                 headers: {
@@ -4049,6 +4292,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
@@ -4115,6 +4367,15 @@ export interface operations {
             };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -93,12 +93,13 @@ export function route(doc: OperationDoc): FastifySchema {
 }
 
 /**
- * The errors any operation can answer before its handler runs, in the D1 body: 503 while the gateway
+ * The errors any operation can answer, in the D1 body: 500 for an internal failure, 503 while the gateway
  * shuts down or cannot reach its limit store, 413 for a body over the limit, 400 and 414 for a path
  * parameter that does not decode or is too long. An operation's own table wins for a status it lists.
  */
 function frameworkResponses(doc: OperationDoc): Record<string, ResponseDoc> {
   const table: Record<number, string> = {
+    500: "`api_error` (an internal failure; nothing is charged)",
     503:
       doc.access === "public"
         ? "`service_unavailable` (the gateway is shutting down)"
