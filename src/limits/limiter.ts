@@ -59,8 +59,12 @@ export class Limiter {
     this.#log = log;
   }
 
-  /** Runs a store operation; on failure applies the failure mode (`fallback` when open). */
-  async #guarded<T>(op: () => Promise<T>, fallback: T): Promise<T> {
+  /**
+   * Runs a store operation; on failure applies the failure mode (`fallback` when open). `alwaysOpen`:
+   * the login and registration limits fall back even in `closed` mode, so a Redis outage never locks
+   * everyone out of their account (they slow guessing; they do not meter paid work).
+   */
+  async #guarded<T>(op: () => Promise<T>, fallback: T, alwaysOpen = false): Promise<T> {
     try {
       return await op();
     } catch (err) {
@@ -69,7 +73,7 @@ export class Limiter {
         this.#lastFailureLog = now;
         this.#log.warn({ err, mode: this.#mode }, "limit store unreachable");
       }
-      if (this.#mode === "closed") {
+      if (this.#mode === "closed" && !alwaysOpen) {
         throw new AppError(503, "limits_unavailable", "Rate limits cannot be checked right now; retry shortly.", null, {
           "Retry-After": "1",
         });
@@ -88,6 +92,7 @@ export class Limiter {
     const [byEmail, byAddress] = await this.#guarded(
       () => Promise.all([this.store.peekWindow(`login:e:${emailKey(email)}`, cfg.loginWindowS), this.store.peekWindow(`login:a:${address}`, cfg.loginWindowS)]),
       [{ count: 0, resetMs: 0 }, { count: 0, resetMs: 0 }],
+      true,
     );
     if (byEmail.count >= cfg.loginFailuresPerEmail) throw errors.rateLimited("Too many failed logins for this email; try again later.", byEmail.resetMs / 1000);
     if (byAddress.count >= cfg.loginFailuresPerAddress) throw errors.rateLimited("Too many failed logins from this address; try again later.", byAddress.resetMs / 1000);
@@ -102,12 +107,13 @@ export class Limiter {
           this.store.hitWindow(`login:a:${address}`, cfg.loginFailuresPerAddress, cfg.loginWindowS),
         ]),
       null,
+      true,
     );
   }
 
   /** A successful login clears the email's failures (the address keeps its count). */
   async loginSucceeded(email: string, cfg: AuthLimits): Promise<void> {
-    await this.#guarded(() => this.store.resetWindow(`login:e:${emailKey(email)}`, cfg.loginWindowS), undefined);
+    await this.#guarded(() => this.store.resetWindow(`login:e:${emailKey(email)}`, cfg.loginWindowS), undefined, true);
   }
 
   /**
@@ -118,6 +124,7 @@ export class Limiter {
     const hit = await this.#guarded<WindowHit>(
       () => this.store.hitWindow(`register:a:${address}`, cfg.registrationsPerAddress, cfg.registrationWindowS),
       { allowed: true, count: 0, resetMs: 0 },
+      true,
     );
     if (!hit.allowed) throw errors.rateLimited("Too many registrations from this address; try again later.", hit.resetMs / 1000);
   }

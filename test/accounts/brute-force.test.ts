@@ -114,3 +114,14 @@ test("behind a trusted proxy (TRUST_PROXY) the address limit counts the forwarde
     await gw.close();
   }
 });
+
+test("with the limit store unreachable, even in closed mode, login and registration still work (the limits fail open)", async () => {
+  const gw = await startGateway("sqlite", { REDIS_URL: "redis://127.0.0.1:1", LIMITS_ON_STORE_ERROR: "closed", REGISTRATIONS_PER_ADDRESS: "5" });
+  try {
+    const u = await gw.register();
+    assert.equal((await login(gw, u.email, "wrong password!")).status, 401);
+    assert.equal((await login(gw, u.email, PASSWORD)).status, 200);
+  } finally {
+    await gw.close();
+  }
+});
