@@ -135,6 +135,36 @@ function parseTextUpstreams(raw: string | undefined): Config["textUpstreams"] {
   });
 }
 
+/**
+ * The longest a synchronous paid call may legitimately keep its hold open, seconds, without configured
+ * upstreams: an `audio_url` download (60 s) followed by one upstream call (60 s, the default upstream
+ * timeout).
+ */
+export const BUILT_IN_SYNC_CALL_S = 120;
+
+/** Added to the longest synchronous call before a hold counts as orphaned, seconds. */
+export const SYNC_HOLD_MARGIN_S = 60;
+
+/**
+ * The longest synchronous call, seconds: the built-in budget, or the text upstreams' timeouts added up
+ * (a chat request may fall back through every source in turn), whichever is longer.
+ */
+export function longestSyncCallS(textUpstreams: readonly { timeoutMs: number }[]): number {
+  const fallbackChain = textUpstreams.reduce((sum, u) => sum + u.timeoutMs, 0) / 1000;
+  return Math.ceil(Math.max(BUILT_IN_SYNC_CALL_S, fallbackChain));
+}
+
+/**
+ * `SWEEP_SYNC_HOLDS_AFTER_S` (issue "Hardening" 8): how old an open hold of a synchronous call must be
+ * before the sweep releases it as orphaned by a dead process. Default: {@link longestSyncCallS} +
+ * {@link SYNC_HOLD_MARGIN_S} (180 s without text upstreams). An operator may set less (tests with fast
+ * simulated calls do), at the risk of releasing the hold of a call still running, which then goes
+ * uncharged.
+ */
+function sweepSyncHoldsAfterS(env: Env, textUpstreams: readonly { timeoutMs: number }[]): number {
+  return int(env, "SWEEP_SYNC_HOLDS_AFTER_S", longestSyncCallS(textUpstreams) + SYNC_HOLD_MARGIN_S, 1, 86400);
+}
+
 /** `METRICS_TOKEN`, at least 16 characters when set (a bearer secret guessable by nobody). */
 function metricsToken(env: Env): string | null {
   const raw = env.METRICS_TOKEN;
@@ -164,6 +194,7 @@ export function loadConfig(env: Env = process.env): Config {
   } catch {
     throw new Error(`PUBLIC_BASE_URL must be an absolute URL, got '${publicBaseUrl}'`);
   }
+  const textUpstreams = parseTextUpstreams(env.TEXT_UPSTREAMS);
   return {
     port,
     host,
@@ -188,8 +219,8 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken: env.GATEWAY_ADMIN_TOKEN || null,
     sweepVideoAfterS: int(env, "SWEEP_VIDEO_AFTER_S", 720, 1, 86400),
     sweepImageAfterS: int(env, "SWEEP_IMAGE_AFTER_S", 420, 1, 86400),
-    sweepSyncHoldsAfterS: int(env, "SWEEP_SYNC_HOLDS_AFTER_S", 900, 1, 86400),
-    textUpstreams: parseTextUpstreams(env.TEXT_UPSTREAMS),
+    sweepSyncHoldsAfterS: sweepSyncHoldsAfterS(env, textUpstreams),
+    textUpstreams,
     simLatencyScale: num(env, "SIM_LATENCY_SCALE", 1, 0, 100),
     logLevel: env.LOG_LEVEL || "info",
     bodyLimitBytes: 25 * 1024 * 1024,
