@@ -75,6 +75,8 @@ export interface Config {
   logLevel: string;
   /** Largest request body, bytes (spec: media request body 25 MB). */
   bodyLimitBytes: number;
+  /** `BODY_BUDGET_MB` (default 64): bytes of large request bodies one process receives at once (body-budget.ts). */
+  bodyBudgetBytes: number;
   /**
    * `METRICS_TOKEN`: with it, `GET /metrics` on the API port needs `Authorization: Bearer <token>`
    * (at least 16 characters). Null: the API port does not serve metrics.
@@ -224,6 +226,7 @@ export function loadConfig(env: Env = process.env): Config {
     simLatencyScale: num(env, "SIM_LATENCY_SCALE", 1, 0, 100),
     logLevel: env.LOG_LEVEL || "info",
     bodyLimitBytes: 25 * 1024 * 1024,
+    bodyBudgetBytes: int(env, "BODY_BUDGET_MB", 64, 1, 100_000) * 1024 * 1024,
     metricsToken: metricsToken(env),
     trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(",").map((x) => x.trim()).filter((x) => x !== "") : null,
     authLimits: {

@@ -17,6 +17,7 @@ import { clientErrorHandler, expectationFailed, frameworkError, refuseWhileClosi
 import { adminRoutes } from "./routes/admin.ts";
 import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
 import { billingRoutes } from "./routes/billing.ts";
+import { BodyBudget } from "./body-budget.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
 import { generationRoutes } from "./routes/generation.ts";
 import { audioTextRoutes } from "./routes/audio-text.ts";
@@ -76,6 +77,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest("principal", null);
+  // Large bodies take part in a process-wide byte budget before they are read (body-budget.ts).
+  app.addHook("onRequest", new BodyBudget(services.config.bodyBudgetBytes, services.config.bodyLimitBytes).onRequest);
   // Before every other hook: a request arriving while the gateway shuts down answers 503, and an
   // `Expect` other than 100-continue answers 417, both in the D1 body.
   refuseWhileClosing(app);
