@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
@@ -236,6 +236,15 @@ test("the example file of deploy/ parses with every protocol, env: keys, models 
   assert.throws(() => parseUpstreams(join(import.meta.dirname, "../../deploy/upstreams.example.json"), noEnv), {
     message: /^UPSTREAMS\[0\] \(name "elevenlabs"\): field api_key names the environment variable ELEVENLABS_API_KEY/,
   });
+});
+
+test("README.md and deploy/README.md show the example file as it is", () => {
+  const root = join(import.meta.dirname, "../..");
+  const example = readFileSync(join(root, "deploy/upstreams.example.json"), "utf8").trim();
+  for (const doc of ["README.md", "deploy/README.md"]) {
+    const blocks = [...readFileSync(join(root, doc), "utf8").matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1]!.trim());
+    assert.ok(blocks.includes(example), `${doc} lacks the example of deploy/upstreams.example.json`);
+  }
 });
 
 test("TEXT_UPSTREAMS entries join as openai sources after the UPSTREAMS ones", () => {
