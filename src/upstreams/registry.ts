@@ -5,7 +5,9 @@
  * - Circuit (D27, cockatiel's circuit breaker): opens after 5 consecutive retryable failures of calls
  *   to the source, lets one trial call through 30 s later (success closes it, a retryable failure opens
  *   it for another 30 s); a success resets the count; a non-retryable failure neither counts nor resets.
- *   While open, or while the trial is in flight, calls are refused at once (never queued).
+ *   While open, or while the trial is in flight, calls are refused at once (never queued). One nuance
+ *   comes from cockatiel: a trial that ends in a non-retryable failure (the source answered, refusing
+ *   the input) closes the circuit like a success, since the source is evidently up.
  * - Concurrency (D27): a source at `max_concurrency` is skipped, not failed.
  * - Statistics (D25, `GET /v1/admin/upstreams`): successes and failures of the last 5 minutes and the
  *   median latency of the successful calls among them.

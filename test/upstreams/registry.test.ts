@@ -283,3 +283,16 @@ describe("registry", () => {
     for (const e of [busy, open]) assert.ok(!String((e as Error).message).includes(KEY));
   });
 });
+
+describe("half-open trial ending in an input refusal", () => {
+  beforeEach(() => mock.timers.enable({ apis: ["Date"], now: 1_000_000 }));
+  afterEach(() => mock.timers.reset());
+
+  test("closes the circuit: the source answered (cockatiel's rule, documented in registry.ts)", async () => {
+    const reg = new UpstreamRegistry([source("a")]);
+    for (let i = 0; i < 5; i++) await attempt(reg, "a", retryable);
+    mock.timers.tick(30_000);
+    assert.equal(await attempt(reg, "a", rejected), "rejected");
+    assert.equal(reg.get("a")?.circuit, "closed");
+  });
+});
