@@ -69,6 +69,13 @@ export interface Config {
    * `{name, baseUrl, apiKey, families?, timeoutMs?}`); a family with none is served by the simulator.
    */
   textUpstreams: { name: string; baseUrl: string; apiKey: string; families: string[] | null; timeoutMs: number }[];
+  /**
+   * `UPSTREAMS` (D25): `setting` is the value as given (an inline JSON array or the path of a JSON file;
+   * null when unset) and `lookup` reads the environment variables its `env:VARNAME` keys name. Parsed and
+   * validated by upstreams/config.ts when the services start (it checks families against the catalog,
+   * which lies above this module); an invalid value stops the start.
+   */
+  upstreams: { setting: string | null; lookup: (name: string) => string | undefined };
   /** Multiplier of the simulator's typical latencies; 0 answers at once. */
   simLatencyScale: number;
   /** pino level. */
@@ -223,6 +230,7 @@ export function loadConfig(env: Env = process.env): Config {
     sweepImageAfterS: int(env, "SWEEP_IMAGE_AFTER_S", 420, 1, 86400),
     sweepSyncHoldsAfterS: sweepSyncHoldsAfterS(env, textUpstreams),
     textUpstreams,
+    upstreams: { setting: env.UPSTREAMS || null, lookup: (name) => env[name] },
     simLatencyScale: num(env, "SIM_LATENCY_SCALE", 1, 0, 100),
     logLevel: env.LOG_LEVEL || "info",
     bodyLimitBytes: 25 * 1024 * 1024,

@@ -18,6 +18,8 @@ import { buildFallbackPlan, type FallbackStep, type ModelSource } from "./text/f
 import type { ChatAdapter } from "./upstreams/chat-types.ts";
 import { createOpenAICompatibleChat } from "./upstreams/openai-compatible/chat.ts";
 import { createSimulatedChat } from "./upstreams/simulator/chat.ts";
+import { loadUpstreams } from "./upstreams/config.ts";
+import { UpstreamRegistry } from "./upstreams/registry.ts";
 import { safeFetch } from "./upstreams/safe-fetch.ts";
 import { createSimulatedMediaUpstream } from "./upstreams/simulator/media.ts";
 import { createSimulatedAudioUpstream } from "./upstreams/simulator/speech.ts";
@@ -69,6 +71,11 @@ export interface Services {
    * configured for the model's family (`TEXT_UPSTREAMS`), else the simulator.
    */
   chatPlanFor(model: TextModel): FallbackStep[];
+  /**
+   * The real upstream sources (`UPSTREAMS` then `TEXT_UPSTREAMS`, D25) with their circuits, concurrency
+   * gates and statistics (D27); `GET /v1/admin/upstreams` shows its snapshot.
+   */
+  upstreams: UpstreamRegistry;
   /** Starts this process's job runner (and sweep). */
   startRunner(opts?: RunnerOptions): JobRunner;
   /** Tells the runner of this process, if any, that a job was submitted. */
@@ -91,8 +98,13 @@ export interface ServiceOverrides {
   jobSources?: { sourcesFor: (job: { kind: "image" | "video"; model: string }) => SourceSlot[]; sourceNamed: (name: string) => SourceSlot | undefined };
 }
 
-/** Opens the database, applies migrations and creates the blob store and the upstream adapters. */
+/**
+ * Opens the database, applies migrations and creates the blob store and the upstream adapters. Throws
+ * `UpstreamsConfigError` (upstreams/config.ts) first, before opening anything, when `UPSTREAMS` is invalid.
+ */
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
+  // First: an invalid UPSTREAMS (D25) stops the start before anything is opened.
+  const upstreams = new UpstreamRegistry(loadUpstreams(config));
   const log = pino({ level: config.logLevel });
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   try {
@@ -170,6 +182,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     blobs,
     limiter,
     chatPlanFor,
+    upstreams,
     startRunner(opts) {
       runner ??= new JobRunner(
         {
