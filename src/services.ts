@@ -20,6 +20,8 @@ import { createOpenAICompatibleChat } from "./upstreams/openai-compatible/chat.t
 import { createSimulatedChat } from "./upstreams/simulator/chat.ts";
 import { loadUpstreams } from "./upstreams/config.ts";
 import { UpstreamRegistry } from "./upstreams/registry.ts";
+import { createFalSource } from "./upstreams/fal/source.ts";
+import { getImageModel, getVideoModel } from "./catalog/models.ts";
 import { safeFetch } from "./upstreams/safe-fetch.ts";
 import { createSimulatedMediaUpstream } from "./upstreams/simulator/media.ts";
 import { createSimulatedAudioUpstream } from "./upstreams/simulator/speech.ts";
@@ -95,7 +97,56 @@ export interface ServiceOverrides {
   /** Replaces the resolver of reference-image hosts (tests: no dependence on the machine's DNS). */
   resolveHost?: HostResolver;
   /** The real sources of a job's family, in failover order (tests with loopback fakes; D25, D27). */
-  jobSources?: { sourcesFor: (job: { kind: "image" | "video"; model: string }) => SourceSlot[]; sourceNamed: (name: string) => SourceSlot | undefined };
+  jobSources?: {
+    sourcesFor: (job: { kind: "image" | "video"; model: string }) => SourceSlot[];
+    sourceNamed: (name: string) => SourceSlot | undefined;
+    /** Releases the sources' connection pools. */
+    close?: () => Promise<void>;
+  };
+}
+
+/**
+ * The configured image and video sources (D25) as the job runner uses them (jobs/durable.ts): each
+ * `fal` entry becomes a fal source; a job holds a place of the source's `max_concurrency` gate for its
+ * whole life there, and each HTTP call goes through the source's circuit and statistics. A family with
+ * no source gets an empty list: the simulator serves it.
+ */
+function visualJobSources(upstreams: UpstreamRegistry): NonNullable<ServiceOverrides["jobSources"]> {
+  const slots = new Map<string, SourceSlot>();
+  const closers: (() => Promise<void>)[] = [];
+  for (const state of upstreams.states) {
+    const cfg = state.source;
+    if (cfg.protocol !== "fal") continue;
+    const source = createFalSource({
+      name: cfg.name,
+      baseUrl: cfg.baseUrl,
+      apiKey: cfg.apiKey,
+      ...(cfg.timeoutMs !== null ? { timeoutMs: cfg.timeoutMs } : {}),
+      trustedHosts: cfg.trustedHosts,
+      models: cfg.models,
+    });
+    slots.set(cfg.name, {
+      name: cfg.name,
+      source,
+      tryAcquire: () => state.gate.tryAcquire(),
+      release: () => state.gate.release(),
+      call: (fn) => upstreams.call(state, fn),
+      downloadsDirectly: (url) => source.isDirectDownloadHost(url),
+    });
+    closers.push(() => source.close());
+  }
+  const familyOf = (kind: "image" | "video", model: string) => (kind === "image" ? getImageModel(model) : getVideoModel(model))?.family ?? null;
+  return {
+    sourcesFor: (job) => {
+      const family = familyOf(job.kind, job.model);
+      if (family === null) return [];
+      return upstreams.sourcesFor(family).flatMap((s) => slots.get(s.name) ?? []);
+    },
+    sourceNamed: (name) => slots.get(name),
+    close: async () => {
+      for (const c of closers) await c();
+    },
+  };
 }
 
 /**
@@ -123,6 +174,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   });
   const fetchOutput: OutputFetcher =
     overrides.fetchOutput ?? (async (url, o) => safeFetch(url, { maxBytes: o.maxBytes, timeoutMs: o.timeoutMs }));
+  const jobSources = overrides.jobSources ?? visualJobSources(upstreams);
   let runner: JobRunner | null = null;
   const chatSimulator = overrides.chatSimulator ?? createSimulatedChat({ latencyScale: config.simLatencyScale });
   const textUpstreams = config.textUpstreams.map((u, i) => ({
@@ -190,7 +242,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           blobs,
           visual,
           fetchOutput,
-          ...(overrides.jobSources ?? {}),
+          sourcesFor: jobSources.sourcesFor,
+          sourceNamed: jobSources.sourceNamed,
           sweep: {
             sweepImageAfterS: config.sweepImageAfterS,
             sweepVideoAfterS: config.sweepVideoAfterS,
@@ -213,6 +266,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       await simulatedVisual.close();
       await limitStore.close();
       for (const u of textUpstreams) await u.adapter.close();
+      await jobSources.close?.();
       await db.close();
     },
   };

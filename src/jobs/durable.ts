@@ -42,6 +42,11 @@ export interface SourceSlot {
    * retryable {@link UpstreamError} without calling `fn`.
    */
   call<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * True when an output URL is on the source's own host or its `trusted_hosts` (D25): the runner then
+   * downloads it directly instead of through the SSRF-safe fetch. Absent: never.
+   */
+  downloadsDirectly?(url: string): boolean;
 }
 
 /** A job as the durable path sees it. */

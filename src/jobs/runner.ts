@@ -23,6 +23,7 @@ import type { BlobStore } from "../storage/blobs.ts";
 import { type ClaimedJob, claimJobs, DEFAULT_LEASE_MS, deferJob } from "../storage/job-queue.ts";
 import type { Database } from "../storage/schema.ts";
 import type { ImageRequest, MediaOutput, UpstreamHandle, VideoRequest, VisualAdapter } from "../upstreams/types.ts";
+import { fetchDirect } from "../upstreams/direct-fetch.ts";
 import { DEFAULT_POLL_TIMING, type DurableHooks, type PollTiming, runDurable, type SourceSlot } from "./durable.ts";
 import { endJobWithoutCharge, GIVE_UP_MS, type SweepConfig, sweepJobs } from "./sweep.ts";
 
@@ -416,7 +417,10 @@ export class JobRunner {
           bytes = out.body;
           type = out.contentType;
         } else {
-          const got = await this.#deps.fetchOutput(out.url, { maxBytes: MAX_OUTPUT_BYTES[kind], timeoutMs: DOWNLOAD_TIMEOUT_MS });
+          // A source's own hosts are fetched directly (D25); any other URL through the SSRF-safe fetch.
+          const slot = delivery?.source ? this.#deps.sourceNamed?.(delivery.source) : undefined;
+          const fetcher: OutputFetcher = slot?.downloadsDirectly?.(out.url) ? fetchDirect : this.#deps.fetchOutput;
+          const got = await fetcher(out.url, { maxBytes: MAX_OUTPUT_BYTES[kind], timeoutMs: DOWNLOAD_TIMEOUT_MS });
           bytes = got.bytes;
           type = out.contentType ?? got.contentType ?? "application/octet-stream";
         }

@@ -284,10 +284,35 @@ export class UpstreamRegistry {
    * Throws a plain Error for a source name this registry does not have.
    */
   async run<T>(source: SourceState | string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const state = typeof source === "string" ? this.#byName.get(source) : source;
-    if (state === undefined || this.#byName.get(state.name) !== state) throw new Error(`UpstreamRegistry.run: unknown source ${String(typeof source === "string" ? source : source.name)}`);
+    const state = this.#state(source);
     state.checkAdmission();
     if (!state.gate.tryAcquire()) throw new SourceUnavailableError(state.name, "busy");
+    try {
+      return await this.#execute(state, fn, signal);
+    } finally {
+      state.gate.release();
+    }
+  }
+
+  /**
+   * Like {@link run}, without taking a place of the source's `max_concurrency` gate: for the HTTP calls
+   * of a job that already holds its place for its whole life at the source (submit, polls, cancel; the
+   * job runner takes the place with `gate.tryAcquire()` and gives it back when the job leaves the
+   * source). Same circuit, statistics and errors as {@link run}.
+   */
+  async call<T>(source: SourceState | string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const state = this.#state(source);
+    state.checkAdmission();
+    return this.#execute(state, fn, signal);
+  }
+
+  #state(source: SourceState | string): SourceState {
+    const state = typeof source === "string" ? this.#byName.get(source) : source;
+    if (state === undefined || this.#byName.get(state.name) !== state) throw new Error(`UpstreamRegistry.run: unknown source ${String(typeof source === "string" ? source : source.name)}`);
+    return state;
+  }
+
+  async #execute<T>(state: SourceState, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     const started = Date.now();
     try {
       const value = await state.breaker.execute(() => fn());
@@ -298,8 +323,6 @@ export class UpstreamRegistry {
       if (err instanceof BrokenCircuitError) throw new SourceUnavailableError(state.name, "circuit_open");
       if (!signal?.aborted) state.stats.failure();
       throw err;
-    } finally {
-      state.gate.release();
     }
   }
   /** One row per source for `GET /v1/admin/upstreams` (D25), in configuration order; no key anywhere. */

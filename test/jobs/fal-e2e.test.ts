@@ -11,7 +11,7 @@ import type { SourceSlot } from "../../src/jobs/durable.ts";
 import { createFalSource, type FalSource } from "../../src/upstreams/fal/source.ts";
 import { type FalFake, startFalFake } from "../../src/upstreams/fal/fake.ts";
 import { safeFetch } from "../../src/upstreams/safe-fetch.ts";
-import { startGateway, type TestGateway } from "../helpers/gateway.ts";
+import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 const KEY = "fal-test-key-0123456789abcdef";
 
@@ -97,5 +97,47 @@ describe("jobs on fal (loopback fake of fal's queue)", () => {
     assert.equal(done.json.status, "failed", JSON.stringify(done.json));
     assert.equal(done.json.error.code, "content_rejected");
     assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
+  });
+});
+
+describe("UPSTREAMS with a fal source serves imgA and vidD jobs (no test seams)", () => {
+  let fake: FalFake;
+  let gw: TestGateway;
+  before(async () => {
+    fake = await startFalFake({ apiKey: KEY, queueMs: 20, runMs: 40 });
+    gw = await startGateway(
+      "sqlite",
+      {
+        FAL_TEST_KEY: KEY,
+        // The fake's own host serves the outputs: downloaded directly (D25), not through the SSRF-safe fetch.
+        UPSTREAMS: JSON.stringify([{ name: "fal-local", protocol: "fal", base_url: fake.url, api_key: "env:FAL_TEST_KEY", families: ["imgA", "vidD"], max_concurrency: 4 }]),
+      },
+      { runner: { pollMs: 20, upstreamPoll: { pollMs: 20, backoffMaxMs: 100 } } },
+    );
+  });
+  after(async () => {
+    await gw?.close();
+    await fake?.close();
+  });
+
+  test("an image job runs on the configured source, is charged once and shows in the source's statistics", async () => {
+    const u = await gw.register();
+    const r = await gw.request("POST", "/v1/images/generations", { token: u.api_key, body: { model: "imgA-v4", prompt: "a lighthouse" } });
+    assert.equal(r.status, 202);
+    const done = await gw.waitForJob(u.api_key, r.json.id, 30_000);
+    assert.equal(done.json.status, "succeeded", JSON.stringify(done.json));
+    assert.equal(fake.submits().length, 1);
+    const rows = await gw.request("GET", "/v1/admin/upstreams", { token: ADMIN_TOKEN });
+    const row = (rows.json.data as { name: string; successes: number; in_flight: number }[]).find((x) => x.name === "fal-local");
+    assert.ok(row && row.successes >= 2, JSON.stringify(rows.json));
+    assert.equal(row.in_flight, 0);
+    assert.ok(!JSON.stringify(rows.json).includes(KEY));
+    // A family without a source stays on the simulator.
+    const sim = await gw.request("POST", "/v1/images/generations", { token: u.api_key, body: { model: "imgB-1.1-ultra", prompt: "sim" } });
+    const simDone = await gw.waitForJob(u.api_key, sim.json.id, 30_000);
+    assert.equal(simDone.json.status, "succeeded");
+    assert.equal(fake.submits().length, 1);
+    const db = gw.services.db.kysely;
+    assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
   });
 });
