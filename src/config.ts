@@ -65,6 +65,12 @@ export interface Config {
    */
   sweepSyncHoldsAfterS: number;
   /**
+   * `JOB_LEASE_S` (D28): a job on a real source whose runner has not heartbeat it for this long may be
+   * taken over by another runner, which resumes it by polling. Default 30, at most half the smaller
+   * sweep threshold (the default shrinks with them).
+   */
+  jobLeaseS: number;
+  /**
    * OpenAI-compatible upstreams serving text models (`TEXT_UPSTREAMS`, JSON array of
    * `{name, baseUrl, apiKey, families?, timeoutMs?}`); a family with none is served by the simulator.
    */
@@ -174,6 +180,18 @@ function sweepSyncHoldsAfterS(env: Env, textUpstreams: readonly { timeoutMs: num
   return int(env, "SWEEP_SYNC_HOLDS_AFTER_S", longestSyncCallS(textUpstreams) + SYNC_HOLD_MARGIN_S, 1, 86400);
 }
 
+/**
+ * `JOB_LEASE_S`: default 30 s, or half the smaller of `SWEEP_IMAGE_AFTER_S` and `SWEEP_VIDEO_AFTER_S`
+ * when that is less (at least 1 s), so a lapsed lease is taken over well before the sweep refunds the job.
+ * @throws Error naming the variable when set above half the smaller sweep threshold.
+ */
+function jobLeaseS(env: Env): number {
+  const half = Math.max(1, Math.floor(Math.min(int(env, "SWEEP_IMAGE_AFTER_S", 420, 1, 86400), int(env, "SWEEP_VIDEO_AFTER_S", 720, 1, 86400)) / 2));
+  const value = int(env, "JOB_LEASE_S", Math.min(30, half), 1, 86400);
+  if (value > half) throw new Error(`JOB_LEASE_S must be at most half the smaller sweep threshold (${half} s), got ${value}`);
+  return value;
+}
+
 /** `METRICS_TOKEN`, at least 16 characters when set (a bearer secret guessable by nobody). */
 function metricsToken(env: Env): string | null {
   const raw = env.METRICS_TOKEN;
@@ -229,6 +247,7 @@ export function loadConfig(env: Env = process.env): Config {
     sweepVideoAfterS: int(env, "SWEEP_VIDEO_AFTER_S", 720, 1, 86400),
     sweepImageAfterS: int(env, "SWEEP_IMAGE_AFTER_S", 420, 1, 86400),
     sweepSyncHoldsAfterS: sweepSyncHoldsAfterS(env, textUpstreams),
+    jobLeaseS: jobLeaseS(env),
     textUpstreams,
     upstreams: { setting: env.UPSTREAMS || null, lookup: (name) => env[name] },
     simLatencyScale: num(env, "SIM_LATENCY_SCALE", 1, 0, 100),

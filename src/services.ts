@@ -251,7 +251,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           },
           log,
         },
-        opts,
+        { leaseMs: config.jobLeaseS * 1000, ...opts },
       );
       runner.start();
       return runner;
