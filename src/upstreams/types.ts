@@ -244,6 +244,12 @@ export interface UpstreamHandle {
   source: string;
   requestId: string;
   urls: Record<string, string>;
+  /**
+   * Facts the source reported when it accepted the job and does not repeat at the end, kept for the
+   * final state: BFL's `cost` (as `upstream_cost_usd`, USD) and `output_mp` (as `megapixels`). Absent
+   * when the source reported none.
+   */
+  facts?: Record<string, number>;
 }
 
 /**
@@ -284,4 +290,21 @@ export interface VisualJobSource {
   poll(handle: UpstreamHandle, signal?: AbortSignal): Promise<UpstreamJobState>;
   /** Asks the source to cancel; best effort (a job already finished is not an error). */
   cancel(handle: UpstreamHandle, signal?: AbortSignal): Promise<void>;
+}
+
+/**
+ * A {@link VisualJobSource} built from one `UPSTREAMS` entry (D25) by its protocol's factory
+ * (`createFalSource`, `createBflSource`, `createOpenAIImagesSource`): what the job runner needs beyond
+ * the protocol calls.
+ */
+export interface VisualJobSourceAdapter extends VisualJobSource {
+  /** The entry's `name`; every handle it returns carries it. */
+  readonly name: string;
+  /**
+   * True when an output URL is on the host of the source's `base_url` or on its `trusted_hosts` (D25): the
+   * runner downloads it as it is; any other URL goes through the SSRF-safe fetch.
+   */
+  isDirectDownloadHost(url: string): boolean;
+  /** Releases the source's connection pool (and anything it keeps in memory). */
+  close(): Promise<void>;
 }

@@ -24,7 +24,8 @@
  * `generate_audio` is true. An endpoint is a video endpoint when its id names video, veo, hailuo or seedance.
  *
  * ## Misbehaviour markers
- * In the prompt as `[fake:NAME]`, or in a header `x-fal-fake: NAME[,NAME...]` on the submit:
+ * In the prompt as `[fake:NAME]`, in a header `x-fal-fake: NAME[,NAME...]` on the submit, or for every
+ * submit with the `markers` option:
  * | marker | effect |
  * |---|---|
  * | `429` | the submit answers 429 `{detail}` |
@@ -68,6 +69,11 @@ export interface FalFakeOptions {
   runMs?: number;
   /** Time in progress with `[fake:slow]`, ms (default 10 000). */
   slowMs?: number;
+  /**
+   * Markers applied to every submit, as if each prompt carried them (`["500"]`: a fal that fails every
+   * job; the `fake-upstreams` script reads them from `FAKE_FAL_MARKERS`). Default none.
+   */
+  markers?: readonly string[];
 }
 
 /** One recorded request. */
@@ -235,7 +241,7 @@ export async function startFalFake(options: FalFakeOptions = {}): Promise<FalFak
     const key = /^Key\s+(\S.*)$/.exec(auth)?.[1] ?? "";
     const headerMarkers = String(req.headers["x-fal-fake"] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
     const prompt = isObject(body) && typeof body.prompt === "string" ? body.prompt : "";
-    const markers = new Set([...headerMarkers, ...Array.from(prompt.matchAll(MARKER), (m) => m[1])]);
+    const markers = new Set([...(options.markers ?? []), ...headerMarkers, ...Array.from(prompt.matchAll(MARKER), (m) => m[1])]);
     if (method === "POST" && markers.has("echo-key")) {
       return json(res, 401, { detail: `Invalid key: ${key === "" ? auth : key}` });
     }

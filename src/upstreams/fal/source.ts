@@ -44,7 +44,7 @@
  *   `projects/fal/src/fal/api/api.py`), a unit count that is not USD and is not documented on queue
  *   answers.
  */
-import type { ImageRequest, UpstreamHandle, UpstreamJobState, VideoRequest, VisualJobSource } from "../types.ts";
+import type { ImageRequest, UpstreamHandle, UpstreamJobState, VideoRequest, VisualJobSourceAdapter } from "../types.ts";
 import type { Dispatcher } from "undici";
 import { CONTENT_POLICY_ERROR_TYPE, createFalApi, FalError } from "./api.ts";
 import type { FalAnswer } from "./api.ts";
@@ -75,12 +75,8 @@ export interface FalSourceConfig {
 }
 
 /** A fal source. `close()` releases its connection pool. */
-export interface FalSource extends VisualJobSource {
-  readonly name: string;
+export interface FalSource extends VisualJobSourceAdapter {
   readonly protocol: "fal";
-  /** True when an output URL is on the base URL's host or a trusted host: download it directly (D25). */
-  isDirectDownloadHost(url: string): boolean;
-  close(): Promise<void>;
 }
 
 /** fal request-error types that mean the request itself was refused or withdrawn, not that fal failed. */
