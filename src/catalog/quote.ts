@@ -204,3 +204,27 @@ export function quoteRepresentative(model: ModelRecord): Micros {
       return quotePerMp(p, 1);
   }
 }
+
+/**
+ * Markup of the gateway's image and video prices over the providers' public list prices, in basis points:
+ * x1.35 (spec image prices; the video prices are the providers' per-second and per-clip prices x 1.35).
+ */
+export const MEDIA_LIST_MARKUP_BP = 13_500n;
+
+/**
+ * What the provider's public list says a delivered image or video job costs, in micro-USD: the upstream
+ * cost recorded on a job when the source does not report what it charged (issue "Real upstreams, part 1"
+ * point 6). `chargedMicros` is the job's final charge; for `per-mp` models (imgB-2-pro) the list price is
+ * `base + extra x (megapixels - 1)` of the delivered whole megapixels (at least 1), before markup and
+ * rounding; for every other model the final charge divided by {@link MEDIA_LIST_MARKUP_BP}, rounded
+ * half-up to the micro-USD.
+ * @throws Error when `chargedMicros` is negative or not an integer.
+ */
+export function upstreamListPrice(model: ImageModel | VideoModel, chargedMicros: Micros, megapixels: number | null = null): Micros {
+  requireCount("chargedMicros", chargedMicros, 0);
+  const p = model.pricing;
+  if (p.mode === "per-mp" && megapixels !== null && Number.isFinite(megapixels) && megapixels > 0) {
+    return p.baseMicros + p.extraPerMpMicros * (Math.max(1, Math.round(megapixels)) - 1);
+  }
+  return Number(divRoundHalfUp(BigInt(chargedMicros) * BP_ONE, MEDIA_LIST_MARKUP_BP));
+}

@@ -14,7 +14,7 @@ import { inTransaction } from "../billing/ledger.ts";
 import { settleCapture } from "../billing/paid-call.ts";
 import { type Micros, usdToMicros } from "../billing/money.ts";
 import { getImageModel, getVideoModel } from "../catalog/models.ts";
-import { quoteImage, quoteImageAtMegapixels, quoteVideo } from "../catalog/quote.ts";
+import { quoteImage, quoteImageAtMegapixels, quoteVideo, upstreamListPrice } from "../catalog/quote.ts";
 import { newId } from "../ids.ts";
 import { observeUpstream } from "../metrics.ts";
 import { effectiveLimits } from "../accounts/accounts.ts";
@@ -448,7 +448,7 @@ export class JobRunner {
     }
 
     const final = this.#finalAmount(job, firstBytes, delivery);
-    const upstreamCost = delivery?.upstreamCostUsd == null ? null : usdToMicros(delivery.upstreamCostUsd.toFixed(6));
+    const upstreamCost = delivery ? this.#upstreamCost(job, final, firstBytes, delivery) : null;
     const committed = await inTransaction(db, async (trx) => {
       const now = Date.now();
       const res = await trx
@@ -458,7 +458,8 @@ export class JobRunner {
           cost_micros: final,
           output_json: JSON.stringify({ key: keys[0], content_type: contentType, keys }),
           ...(kind === "video" && delivery?.durationSec != null ? { duration_sec: delivery.durationSec } : {}),
-          ...(delivery ? { fallback_layer: delivery.layer, upstream_cost_micros: upstreamCost } : {}),
+          ...(delivery ? { fallback_layer: delivery.layer } : {}),
+          ...(upstreamCost ? { upstream_cost_micros: upstreamCost.micros, upstream_cost_basis: upstreamCost.basis } : {}),
           updated_at: now,
         })
         .where("id", "=", job.id)
@@ -473,6 +474,23 @@ export class JobRunner {
       // The sweep (or a stop) ended the job meanwhile and released its hold: keep nothing.
       for (const k of keys) await this.#deps.blobs.delete(k).catch(() => {});
     }
+  }
+
+  /**
+   * What the delivered job cost upstream (issue "Real upstreams, part 1" point 6), micro-USD: what the
+   * source reported (BFL's `cost`), else the provider's list price of what was delivered
+   * (`upstreamListPrice`: the final charge without the x1.35 markup; imgB-2-pro by delivered megapixels).
+   */
+  #upstreamCost(job: ClaimedJob, final: Micros, firstBytes: Uint8Array | null, delivery: Delivery): { micros: Micros; basis: "reported" | "list_price" } | null {
+    if (delivery.upstreamCostUsd !== null && Number.isFinite(delivery.upstreamCostUsd) && delivery.upstreamCostUsd >= 0) {
+      const micros = usdToMicros(delivery.upstreamCostUsd.toFixed(6));
+      if (micros !== null) return { micros, basis: "reported" };
+    }
+    const model = job.kind === "video" ? getVideoModel(job.model) : getImageModel(job.model);
+    if (!model) return null;
+    const size = delivery.megapixels === null && firstBytes ? pngSize(firstBytes) : null;
+    const megapixels = delivery.megapixels ?? (size ? (size.width * size.height) / 1_000_000 : null);
+    return { micros: upstreamListPrice(model, final, megapixels), basis: "list_price" };
   }
 
   /**

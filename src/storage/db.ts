@@ -13,6 +13,7 @@ import * as m002 from "./migrations/002_jobs_voices.ts";
 import * as m003 from "./migrations/003_sweep_indexes.ts";
 import * as m004 from "./migrations/004_ledger_entry_ids.ts";
 import * as m005 from "./migrations/005_upstream_handles.ts";
+import * as m006 from "./migrations/006_upstream_cost_basis.ts";
 import type { Database } from "./schema.ts";
 import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
 
@@ -79,6 +80,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, dialect: Dialect): Pr
   "003_sweep_indexes": m003,
   "004_ledger_entry_ids": m004,
   "005_upstream_handles": m005,
+  "006_upstream_cost_basis": m006,
 };
 
 /**

@@ -139,8 +139,13 @@ export interface JobsTable {
   upstream_handle_json: string | null;
   /** Index of the source in its family's list that serves the job (0: the first). D27. */
   fallback_layer: Generated<number>;
-  /** What the source said it charged, micro-USD, or null. */
+  /**
+   * What the delivered job cost upstream, micro-USD: what the source said it charged, else the provider's
+   * list price (`upstream_cost_basis` tells which); null for jobs no real source served.
+   */
   upstream_cost_micros: number | null;
+  /** `reported` or `list_price` (see `upstream_cost_micros`), or null. */
+  upstream_cost_basis: "reported" | "list_price" | null;
   /** A pending job is not claimed before this time (ms since epoch): its family's sources were full. D28. */
   not_before: number | null;
 }

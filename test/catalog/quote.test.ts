@@ -25,6 +25,7 @@ import {
   quoteSfx,
   quoteSpeech,
   quoteVideo,
+  upstreamListPrice,
 } from "../../src/catalog/quote.ts";
 import type {
   AudioTextModel,
@@ -262,4 +263,34 @@ describe("quoteRepresentative (D18 usd_per_call)", () => {
       assert.equal(quoteRepresentative(m), micros);
     });
   }
+});
+
+describe("upstreamListPrice (the provider's list price of a delivered job)", () => {
+  const image = (id: string) => {
+    const m = getImageModel(id);
+    assert.ok(m);
+    return m;
+  };
+  const video = (id: string) => {
+    const m = getVideoModel(id);
+    assert.ok(m);
+    return m;
+  };
+  test("the charge without the x1.35 markup: dall-e-3 HD 0.08, gpt-image-1 medium 0.042, Kling 2.5 0.07/s", () => {
+    assert.equal(upstreamListPrice(image("imgC-v3"), 108_000), 80_000);
+    assert.equal(upstreamListPrice(image("imgC-q1"), 57_000), 42_222);
+    assert.equal(upstreamListPrice(image("imgA-v4"), 2 * 54_000), 80_000);
+    assert.equal(upstreamListPrice(video("vidA-2.5-pro"), 5 * 94_500), 350_000);
+  });
+  test("imgB-2-pro: BFL's 0.03 + 0.015 per further megapixel of the delivered size", () => {
+    assert.equal(upstreamListPrice(image("imgB-2-pro"), 41_000, 1.05), 30_000);
+    assert.equal(upstreamListPrice(image("imgB-2-pro"), 61_000, 2.1), 45_000);
+    assert.equal(upstreamListPrice(image("imgB-2-pro"), 101_000, 4.19), 75_000);
+    // Without a delivered size: the charge without the markup.
+    assert.equal(upstreamListPrice(image("imgB-2-pro"), 41_000), 30_370);
+  });
+  test("a negative or fractional charge is a programming error", () => {
+    assert.throws(() => upstreamListPrice(image("imgC-v3"), -1));
+    assert.throws(() => upstreamListPrice(image("imgC-v3"), 1.5));
+  });
 });

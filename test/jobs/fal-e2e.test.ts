@@ -70,6 +70,10 @@ describe("jobs on fal (loopback fake of fal's queue)", () => {
       assert.equal(fake.submits().length, submitsBefore + 1, "one submit");
       const auth = fake.submits().at(-1)?.headers.authorization;
       assert.equal(auth, "Key [redacted]");
+      // fal reports no price: the upstream cost recorded is the list price (the charge without x1.35).
+      const row = await gw.services.db.kysely.selectFrom("jobs").select(["cost_micros", "upstream_cost_micros", "upstream_cost_basis"]).where("id", "=", r.json.id).executeTakeFirstOrThrow();
+      assert.equal(row.upstream_cost_basis, "list_price");
+      assert.equal(Number(row.upstream_cost_micros), Math.round((Number(row.cost_micros) * 10_000) / 13_500));
     }
     const db = gw.services.db.kysely;
     assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
