@@ -18,10 +18,10 @@ import { buildFallbackPlan, type FallbackStep, type ModelSource } from "./text/f
 import type { ChatAdapter } from "./upstreams/chat-types.ts";
 import { createOpenAICompatibleChat } from "./upstreams/openai-compatible/chat.ts";
 import { createSimulatedChat } from "./upstreams/simulator/chat.ts";
-import { loadUpstreams } from "./upstreams/config.ts";
+import { loadUpstreams, type UpstreamSource } from "./upstreams/config.ts";
 import { UpstreamRegistry } from "./upstreams/registry.ts";
 import { createFalSource } from "./upstreams/fal/source.ts";
-import { getImageModel, getVideoModel } from "./catalog/models.ts";
+import { getImageModel, getVideoModel, MODELS } from "./catalog/models.ts";
 import { safeFetch } from "./upstreams/safe-fetch.ts";
 import { createSimulatedMediaUpstream } from "./upstreams/simulator/media.ts";
 import { createSimulatedAudioUpstream } from "./upstreams/simulator/speech.ts";
@@ -33,6 +33,7 @@ import type {
   MusicAdapter,
   SpeechAdapter,
   VisualAdapter,
+  VisualJobSourceAdapter,
   VoiceCreationAdapter,
   VoiceLibraryAdapter,
 } from "./upstreams/types.ts";
@@ -105,26 +106,46 @@ export interface ServiceOverrides {
   };
 }
 
+/** What a protocol's job-source factory is given: one validated `UPSTREAMS` entry (D25). */
+type JobSourceFactory = (cfg: UpstreamSource) => VisualJobSourceAdapter;
+
+/** The common settings every job-source factory takes from an entry. */
+const sourceSettings = (cfg: UpstreamSource) => ({
+  name: cfg.name,
+  baseUrl: cfg.baseUrl,
+  apiKey: cfg.apiKey,
+  ...(cfg.timeoutMs !== null ? { timeoutMs: cfg.timeoutMs } : {}),
+  trustedHosts: cfg.trustedHosts,
+  models: cfg.models,
+});
+
 /**
- * The configured image and video sources (D25) as the job runner uses them (jobs/durable.ts): each
- * `fal` entry becomes a fal source; a job holds a place of the source's `max_concurrency` gate for its
- * whole life there, and each HTTP call goes through the source's circuit and statistics. A family with
- * no source gets an empty list: the simulator serves it.
+ * The protocols whose sources serve image and video jobs, and their factories (issue "Real upstreams,
+ * part 1"). An entry of another protocol (`elevenlabs`, `minimax`) is validated and listed but serves no
+ * job yet; an `openai` entry serves jobs only for its `imgC` family.
+ */
+const JOB_SOURCE_FACTORIES: Partial<Record<UpstreamSource["protocol"], JobSourceFactory>> = {
+  fal: (cfg) => createFalSource(sourceSettings(cfg)),
+};
+
+/** The families of image and video models (the job families a source may serve). */
+const JOB_FAMILIES: ReadonlySet<string> = new Set(MODELS.filter((m) => m.modality === "image" || m.modality === "video").map((m) => m.family));
+
+/**
+ * The configured image and video sources (D25) as the job runner uses them (jobs/durable.ts): each entry
+ * of a protocol in {@link JOB_SOURCE_FACTORIES} that serves an image or video family becomes a source; a
+ * job holds a place of the source's `max_concurrency` gate for its whole life there, and each HTTP call
+ * goes through the source's circuit and statistics. A family with no source gets an empty list: the
+ * simulator serves it.
  */
 function visualJobSources(upstreams: UpstreamRegistry): NonNullable<ServiceOverrides["jobSources"]> {
   const slots = new Map<string, SourceSlot>();
   const closers: (() => Promise<void>)[] = [];
   for (const state of upstreams.states) {
     const cfg = state.source;
-    if (cfg.protocol !== "fal") continue;
-    const source = createFalSource({
-      name: cfg.name,
-      baseUrl: cfg.baseUrl,
-      apiKey: cfg.apiKey,
-      ...(cfg.timeoutMs !== null ? { timeoutMs: cfg.timeoutMs } : {}),
-      trustedHosts: cfg.trustedHosts,
-      models: cfg.models,
-    });
+    const factory = JOB_SOURCE_FACTORIES[cfg.protocol];
+    if (factory === undefined || !cfg.families.some((f) => JOB_FAMILIES.has(f))) continue;
+    const source = factory(cfg);
     slots.set(cfg.name, {
       name: cfg.name,
       source,
