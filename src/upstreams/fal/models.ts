@@ -43,6 +43,7 @@
  */
 import type { AspectRatio, ImageRequest, MediaOutput, VideoRequest } from "../types.ts";
 import { isRecord } from "../openai-compatible/api.ts";
+import { httpUrlOrNull } from "../keyed-http.ts";
 
 /** A text-to-x and an image-to-x endpoint id; null where fal has none. */
 export interface FalEndpoints {
@@ -361,14 +362,14 @@ export interface DecodedOutput {
  * video): `{video: {url, content_type, file_size, duration?}}` (video endpoints: fal-js types `File`,
  * `VideoFile`) or `{images: [{url, width, height, content_type}], has_nsfw_concepts?}` (image
  * endpoints: `File`, `ImageFile`, `FluxKontextOutput`). Returns a string saying what is wrong when the
- * shape fits neither.
+ * shape fits neither. Output URLs must be `http:` or `https:` (a `data:` URI would mean `sync_mode`).
  */
 export function decodeOutput(body: unknown): DecodedOutput | string {
   if (!isRecord(body)) return "the output is not a JSON object";
   if (body.video !== undefined) {
     const video = body.video;
     if (!isRecord(video)) return "the video is not an object";
-    const url = outputUrl(video.url);
+    const url = httpUrlOrNull(video.url);
     if (url === null) return "the video has no http(s) url";
     const d = video.duration;
     return {
@@ -383,7 +384,7 @@ export function decodeOutput(body: unknown): DecodedOutput | string {
   const outputs: MediaOutput[] = [];
   for (const image of images) {
     if (!isRecord(image)) return "an image is not an object";
-    const url = outputUrl(image.url);
+    const url = httpUrlOrNull(image.url);
     if (url === null) return "an image has no http(s) url";
     const contentType = contentTypeOf(image.content_type);
     outputs.push(contentType === null ? { kind: "url", url } : { kind: "url", url, contentType });
@@ -395,17 +396,6 @@ export function decodeOutput(body: unknown): DecodedOutput | string {
   const flags = body.has_nsfw_concepts;
   const nsfw = Array.isArray(flags) && flags.some((f) => f === true);
   return { outputs, durationSec: null, megapixels, nsfw };
-}
-
-/** An output URL fal may give: `http:` or `https:` only (a `data:` URI would mean `sync_mode`). */
-function outputUrl(value: unknown): string | null {
-  if (typeof value !== "string") return null;
-  try {
-    const url = new URL(value);
-    return url.protocol === "https:" || url.protocol === "http:" ? url.href : null;
-  } catch {
-    return null;
-  }
 }
 
 function contentTypeOf(value: unknown): string | null {

@@ -45,7 +45,7 @@
  *   answers.
  */
 import type { ImageRequest, UpstreamHandle, UpstreamJobState, VideoRequest, VisualJobSourceAdapter } from "../types.ts";
-import type { Dispatcher } from "undici";
+import type { KeyedSourceOptions } from "../keyed-http.ts";
 import { CONTENT_POLICY_ERROR_TYPE, createFalApi, FalError } from "./api.ts";
 import type { FalAnswer } from "./api.ts";
 import { checkModelOverrides, decodeOutput, FalMappingError, imageCall, videoCall } from "./models.ts";
@@ -54,25 +54,13 @@ import { cancelRequest, requestResult, requestStatus, submitRequest } from "./qu
 import type { FalRequestRef, FalStatus } from "./queue.ts";
 import { isRecord } from "../openai-compatible/api.ts";
 
-/** Configuration of one fal source (an `UPSTREAMS` entry of protocol `fal`, D25). */
-export interface FalSourceConfig {
-  /** The entry's `name`: stored in every handle and used in messages. */
-  name: string;
-  /** Default `https://queue.fal.run`. */
-  baseUrl?: string;
-  /** The fal key, sent as `Authorization: Key <apiKey>` to the allowed hosts only. */
-  apiKey: string;
-  /** Total time of one HTTP call, ms (default 30 000). */
-  timeoutMs?: number;
-  /** `trusted_hosts`: further `host[:port]`s that may receive the key and whose outputs are fetched directly. */
-  trustedHosts?: readonly string[];
-  /** `models`: `{"<model id>": "<endpoint id>", "<model id>/image": "<endpoint id>"}` overrides. */
-  models?: Readonly<Record<string, string>>;
-  /** Longest connect phase, ms (default min(timeoutMs, 10 000)). */
-  connectTimeoutMs?: number;
-  /** An undici dispatcher instead of the source's own keep-alive pool (tests, a shared pool). */
-  dispatcher?: Dispatcher;
-}
+/**
+ * Configuration of one fal source (an `UPSTREAMS` entry of protocol `fal`, D25): the transport fields of
+ * keyed-http.ts `KeyedSourceOptions` (`baseUrl` default `https://queue.fal.run`, the key sent as
+ * `Authorization: Key <apiKey>`) and `models`, the `{"<model id>": "<endpoint id>", "<model id>/image":
+ * "<endpoint id>"}` overrides.
+ */
+export type FalSourceConfig = KeyedSourceOptions & { models?: Readonly<Record<string, string>> };
 
 /** A fal source. `close()` releases its connection pool. */
 export interface FalSource extends VisualJobSourceAdapter {

@@ -1,0 +1,371 @@
+/**
+ * The HTTP base shared by the protocol adapters that send an API key with every call (fal, BFL): one
+ * keep-alive undici pool per source, a total and a connect timeout per call, whole JSON answers read
+ * under a size cap, the host check that runs before the key is written into a request (D25), and
+ * errors without the key. Each protocol's `api.ts` adds what is its own: the auth header, the hosts it
+ * names for follow-up calls, the meaning of its error bodies and its error class.
+ *
+ * ## Where the key goes (D25)
+ * The key is written only into a request whose URL passes {@link KeyedHttp.checkUrl}, before anything
+ * is sent:
+ * - the host (host and port) of the base URL, with the base URL's scheme;
+ * - the hosts the protocol names for its own follow-up calls ({@link KeyedHttpConfig.followUpHost}),
+ *   over `https:` only;
+ * - the configured `trustedHosts` (`http:` or `https:`; `host` matches the default port, `host:port`
+ *   that port).
+ * A URL with credentials, another scheme, or any other host is refused with a non-retryable error of
+ * kind `refused`, and no request is made.
+ *
+ * ## Failures raised here
+ * | failure | kind | `retryable` |
+ * |---|---|---|
+ * | network error (refused, reset, DNS, TLS) | `network` | true |
+ * | timeout (connect or total, per call) | `timeout` | true |
+ * | answer over {@link MAX_RESPONSE_BYTES} | `malformed` | true |
+ * | URL refused by the host check | `refused` | false |
+ * The caller's own abort is not an upstream failure: `signal.reason` is rethrown unchanged. HTTP
+ * statuses are the protocol's business: {@link KeyedHttp.send} returns every answer, whatever its
+ * status. Every message passes through the key's redaction; no raw undici error is attached as `cause`.
+ */
+import type { Agent, Dispatcher } from "undici";
+import { loadUndici } from "./undici.ts";
+import { UpstreamError } from "./types.ts";
+import { isRecord, readText, redactSecret } from "./openai-compatible/api.ts";
+
+/** Longest connect phase by default, in milliseconds (capped by the total timeout). */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+/** Default total time of one HTTP call, in milliseconds. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** How long an idle keep-alive connection is kept, in milliseconds. */
+const KEEP_ALIVE_TIMEOUT_MS = 30_000;
+
+/** Largest answer read, in bytes (protocol answers are small JSON documents; media are separate files). */
+export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+
+/** Most characters of an upstream's own error text copied into ours. */
+const MAX_ERROR_MESSAGE_CHARS = 300;
+
+/** What went wrong in a {@link KeyedHttpError}. */
+export type KeyedErrorKind = "http" | "network" | "timeout" | "malformed" | "refused" | "unsupported" | "handle";
+
+/**
+ * An {@link UpstreamError} of a keyed adapter: `kind` says what failed, `status` is the upstream's HTTP
+ * status (null when no answer came), `contentRejected` true for a moderation refusal.
+ */
+export class KeyedHttpError extends UpstreamError {
+  readonly kind: KeyedErrorKind;
+  readonly status: number | null;
+  readonly contentRejected: boolean;
+
+  constructor(message: string, opts: { retryable: boolean; kind: KeyedErrorKind; status?: number | null; contentRejected?: boolean }) {
+    super(message, opts.retryable);
+    this.name = "KeyedHttpError";
+    this.kind = opts.kind;
+    this.status = opts.status ?? null;
+    this.contentRejected = opts.contentRejected ?? false;
+  }
+}
+
+/** The errors the base itself raises (see the failure table). */
+export type KeyedBaseErrorKind = "network" | "timeout" | "malformed" | "refused";
+
+/** Makes the protocol's own error class (fal's `FalError`, BFL's `BflError`) for a failure of the base. */
+export type KeyedErrorFactory<E extends UpstreamError> = (message: string, opts: { retryable: boolean; kind: KeyedBaseErrorKind }) => E;
+
+/**
+ * What one keyed source is configured with: the transport fields of an `UPSTREAMS` entry (D25). Each
+ * protocol's factory applies its own default base URL and puts the key into its own header.
+ */
+export interface KeyedSourceOptions {
+  /** The entry's `name`: stored in every handle and used in messages. */
+  name: string;
+  /** The protocol's own endpoint when absent. `http:` is accepted (a loopback fake, a private proxy). */
+  baseUrl?: string;
+  /** The key, sent only to the allowed hosts (see the module comment); never logged, never put into an error message. */
+  apiKey: string;
+  /** Total time of one HTTP call, ms (default {@link DEFAULT_TIMEOUT_MS}). */
+  timeoutMs?: number;
+  /** `trusted_hosts`: further `host[:port]`s that may receive the key and whose outputs are fetched directly. */
+  trustedHosts?: readonly string[];
+  /** Longest TCP + TLS connect phase, ms (default min(timeoutMs, {@link DEFAULT_CONNECT_TIMEOUT_MS})). */
+  connectTimeoutMs?: number;
+  /** An undici dispatcher instead of the source's own keep-alive `Agent` (tests, a shared pool; never closed by us). */
+  dispatcher?: Dispatcher;
+}
+
+/** How one keyed source is reached: its options with the base URL settled, plus the protocol's parts. */
+export interface KeyedHttpConfig<E extends UpstreamError> extends KeyedSourceOptions {
+  /** The base URL (the protocol's default already applied). */
+  baseUrl: string;
+  /** The headers that carry the key (fal `{authorization: "Key <key>"}`, BFL `{"x-key": "<key>"}`). */
+  authHeaders: (apiKey: string) => Record<string, string>;
+  /** True for a host the protocol names for its own follow-up calls (checked for `https:` URLs only). */
+  followUpHost: (url: URL) => boolean;
+  /** How those hosts are called in a refusal message, e.g. `a fal queue host`. */
+  followUpLabel: string;
+  /** The protocol's error class for the failures of the base. */
+  error: KeyedErrorFactory<E>;
+}
+
+/** One HTTP answer, read whole. `headers` has lower-case names; `json` is undefined when the body is not JSON. */
+export interface KeyedAnswer {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  json: unknown;
+  text: string;
+}
+
+/** The HTTP methods the protocols use. */
+export type KeyedMethod = "GET" | "POST" | "PUT" | "DELETE";
+
+/** The keyed transport to one source. Create once per source (it owns a connection pool); `close()` it. */
+export interface KeyedHttp<E extends UpstreamError> {
+  readonly name: string;
+  /** The parsed base URL. */
+  readonly baseUrl: URL;
+  /**
+   * Parses `raw` and checks that it may receive the key (see the module comment). Throws a
+   * non-retryable error of kind `refused` naming `purpose` and the host, never the URL's path or query.
+   */
+  checkUrl(raw: string, purpose: string): URL;
+  /** True when `raw` is on the base URL's host or a trusted host (D25: such output files are downloaded directly). */
+  isDirectDownloadHost(raw: string): boolean;
+  /**
+   * Sends one request with the key to `url` (checked again here) and reads the whole answer, whatever
+   * its status. `body` is sent as JSON unless undefined. Throws the protocol's error for network errors,
+   * timeouts, oversized answers and a refused URL, or the caller's abort reason.
+   */
+  send(method: KeyedMethod, url: URL, body: unknown, signal: AbortSignal | undefined): Promise<KeyedAnswer>;
+  /** A malformed-answer error (retryable: the upstream misbehaved, another source may not). */
+  malformed(what: string, detail: string): E;
+  /** `text` with the key replaced by `[redacted]`. */
+  redact(text: string): string;
+  /** Closes the pooled connections (only the source's own `Agent`). */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates the keyed transport of one source.
+ * @throws RangeError for a bad base URL, timeout or trusted host, or an empty key.
+ */
+export function createKeyedHttp<E extends UpstreamError>(config: KeyedHttpConfig<E>): KeyedHttp<E> {
+  const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
+  if (typeof config.apiKey !== "string" || config.apiKey.trim() === "") throw new RangeError("apiKey must be a non-empty string");
+  const base = parseBaseUrl(config.baseUrl);
+  const trusted = new Set((config.trustedHosts ?? []).map(normalizeHost));
+  const connectTimeout = Math.min(config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, timeoutMs);
+  const ownAgent =
+    config.dispatcher === undefined
+      ? new (loadUndici().Agent)({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectTimeout })
+      : null;
+  const dispatcher: Dispatcher = config.dispatcher ?? (ownAgent as Agent);
+  const { name, apiKey, error } = config;
+  const clean = (text: string): string => redactSecret(text, apiKey);
+  const isTrusted = (url: URL): boolean => trusted.has(url.host) || trusted.has(`${url.hostname}:${effectivePort(url)}`);
+
+  const keyAllowed = (url: URL): boolean => {
+    if (url.username !== "" || url.password !== "") return false;
+    if (url.protocol !== "https:" && url.protocol !== "http:") return false;
+    if (url.protocol === base.protocol && url.host === base.host) return true;
+    if (url.protocol === "https:" && config.followUpHost(url)) return true;
+    return isTrusted(url);
+  };
+
+  const http: KeyedHttp<E> = {
+    name,
+    baseUrl: base,
+    checkUrl(raw, purpose) {
+      let url: URL | null = null;
+      try {
+        url = typeof raw === "string" ? new URL(raw) : null;
+      } catch {
+        url = null;
+      }
+      if (url === null) throw error(`${name}: ${purpose} is not a valid URL`, { retryable: false, kind: "refused" });
+      if (!keyAllowed(url)) {
+        // Name the host, never the whole URL (a query could carry anything).
+        throw error(
+          clean(`${name}: refusing to send the key to ${url.protocol}//${url.host} (${purpose}): not the base URL's host, ${config.followUpLabel} or a trusted host`),
+          { retryable: false, kind: "refused" },
+        );
+      }
+      return url;
+    },
+    isDirectDownloadHost(raw) {
+      try {
+        const url = new URL(raw);
+        if (url.protocol !== "https:" && url.protocol !== "http:") return false;
+        return url.host === base.host || isTrusted(url);
+      } catch {
+        return false;
+      }
+    },
+    async send(method, url, body, callerSignal) {
+      if (callerSignal?.aborted === true) throw callerSignal.reason;
+      // The host check is repeated here so no code path can send the key elsewhere.
+      if (!keyAllowed(url)) http.checkUrl(url.href, "request URL");
+      const timeout = AbortSignal.timeout(timeoutMs);
+      const signal = callerSignal === undefined ? timeout : AbortSignal.any([callerSignal, timeout]);
+      const failure = (err: unknown): unknown => {
+        if (callerSignal?.aborted === true) return callerSignal.reason;
+        if (err instanceof UpstreamError) return err;
+        if (timeout.aborted) {
+          return error(`${name}: no complete answer within ${timeoutMs} ms (${method} ${url.pathname})`, { retryable: true, kind: "timeout" });
+        }
+        const code = errorCode(err);
+        if (code === "UND_ERR_CONNECT_TIMEOUT") {
+          return error(`${name}: connect timed out after ${connectTimeout} ms`, { retryable: true, kind: "timeout" });
+        }
+        if (err instanceof Error && err.name === "BodyTooLargeError") return http.malformed(`${method} ${url.pathname}`, err.message);
+        const message = err instanceof Error ? err.message : String(err);
+        return error(clean(`${name}: network error${code === null ? "" : ` (${code})`}: ${message}`), { retryable: true, kind: "network" });
+      };
+      try {
+        const res = await loadUndici().request(url, {
+          method,
+          dispatcher,
+          signal,
+          headers: {
+            ...config.authHeaders(apiKey),
+            accept: "application/json",
+            ...(body === undefined ? {} : { "content-type": "application/json" }),
+            "user-agent": "media-gateway",
+          },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        const text = await readText(res.body, MAX_RESPONSE_BYTES);
+        return { status: res.statusCode, headers: flatHeaders(res.headers), json: parseJson(text), text };
+      } catch (err) {
+        throw failure(err);
+      }
+    },
+    malformed(what, detail) {
+      return error(clean(`${name}: malformed answer to ${what}: ${detail}`), { retryable: true, kind: "malformed" });
+    },
+    redact: clean,
+    async close() {
+      if (ownAgent !== null) await ownAgent.close();
+    },
+  };
+  return http;
+}
+
+/**
+ * A short, single-line description of an upstream's JSON error body (without the key: callers redact):
+ * - `{detail: [{loc, msg, type}]}` (FastAPI validation errors): `prompt: msg (type); ...`, `loc`
+ *   without its leading `body`; the echoed `input` is never copied;
+ * - `{detail: "text"}`: that text, followed by ` (errorType)` when `errorType` is given;
+ * - `{detail: {message}}`, `{message}`, `{error}`: that text; else `errorType` when given;
+ * - anything else: the raw text with tags and white space collapsed.
+ * At most 300 characters.
+ */
+export function describeErrorBody(json: unknown, text: string, errorType: string | null = null): string {
+  let message: string | null = null;
+  if (isRecord(json)) {
+    const detail = json.detail;
+    if (Array.isArray(detail)) {
+      const parts = detail.filter(isRecord).map((item) => {
+        const loc = Array.isArray(item.loc) ? item.loc.filter((p) => p !== "body").map(String).join(".") : "";
+        const msg = typeof item.msg === "string" ? item.msg : "invalid";
+        const type = typeof item.type === "string" ? ` (${item.type})` : "";
+        return `${loc === "" ? "" : `${loc}: `}${msg}${type}`;
+      });
+      message = parts.join("; ");
+    } else if (typeof detail === "string") {
+      message = errorType === null ? detail : `${detail} (${errorType})`;
+    } else if (isRecord(detail) && typeof detail.message === "string") {
+      message = detail.message;
+    } else if (typeof json.message === "string") {
+      message = json.message;
+    } else if (typeof json.error === "string") {
+      message = json.error;
+    } else if (errorType !== null) {
+      message = errorType;
+    }
+  }
+  message ??= text.replace(/<[^>]*>/g, " ");
+  message = message.replace(/\s+/g, " ").trim();
+  return message.length > MAX_ERROR_MESSAGE_CHARS ? `${message.slice(0, MAX_ERROR_MESSAGE_CHARS)}...` : message;
+}
+
+/** `value` as a normalized URL when it is an `http:` or `https:` URL (an output an upstream names), else null. */
+export function httpUrlOrNull(value: unknown): string | null {
+  if (typeof value !== "string") return null;
+  try {
+    const url = new URL(value);
+    return url.protocol === "https:" || url.protocol === "http:" ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Parses a JSON text; undefined when it is not JSON. */
+function parseJson(text: string): unknown {
+  if (text.trim() === "") return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Lower-cased header names, first value of each. */
+function flatHeaders(headers: Dispatcher.ResponseData["headers"]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    out[key.toLowerCase()] = Array.isArray(value) ? (value[0] ?? "") : value;
+  }
+  return out;
+}
+
+function errorCode(err: unknown): string | null {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+  }
+  return null;
+}
+
+function parseBaseUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new RangeError("baseUrl is not a valid URL");
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw new RangeError("baseUrl must be http or https");
+  if (url.username !== "" || url.password !== "") throw new RangeError("baseUrl must not contain credentials");
+  if (url.search !== "" || url.hash !== "") throw new RangeError("baseUrl must not have a query or fragment");
+  return url;
+}
+
+/**
+ * A trusted host as `URL.host` writes it (lower case, IPv6 in brackets, no default port).
+ * @throws RangeError when `entry` is not `host` or `host:port`.
+ */
+export function normalizeHost(entry: string): string {
+  const trimmed = typeof entry === "string" ? entry.trim() : "";
+  let url: URL | null = null;
+  try {
+    url = new URL(`http://${trimmed}/`);
+  } catch {
+    url = null;
+  }
+  if (url === null || trimmed === "" || url.pathname !== "/" || url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "") {
+    throw new RangeError(`trusted host ${JSON.stringify(entry)} is not host or host:port`);
+  }
+  // `new URL("http://h:80/")` drops the default port; keep the port the operator wrote (matching
+  // compares it with the URL's effective port).
+  const port = /:(\d+)$/.exec(trimmed)?.[1];
+  return port !== undefined && url.port === "" ? `${url.hostname}:${Number(port)}` : url.host;
+}
+
+/** The port a URL connects to: its explicit port, else 443 for `https:` and 80 for `http:`. */
+function effectivePort(url: URL): number {
+  if (url.port !== "") return Number(url.port);
+  return url.protocol === "https:" ? 443 : 80;
+}
