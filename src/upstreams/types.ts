@@ -154,13 +154,19 @@ export interface VoiceLibraryAdapter {
   isAlphaVoice(voiceId: string): boolean;
 }
 
-/** An upstream failure. `retryable` hints whether another attempt may succeed. */
+/**
+ * An upstream failure. `retryable` hints whether another attempt may succeed. `contentRejected` says the
+ * source refused the content itself (a moderation refusal: the job ends `failed` with `content_rejected`,
+ * D27); such an error is never retryable, whatever `retryable` was given.
+ */
 export class UpstreamError extends Error {
   readonly retryable: boolean;
-  constructor(message: string, retryable = true) {
+  readonly contentRejected: boolean;
+  constructor(message: string, retryable = true, options: { contentRejected?: boolean } = {}) {
     super(message);
     this.name = "UpstreamError";
-    this.retryable = retryable;
+    this.contentRejected = options.contentRejected ?? false;
+    this.retryable = retryable && !this.contentRejected;
   }
 }
 

@@ -92,24 +92,22 @@ export type FalErrorKind = "http" | "network" | "timeout" | "malformed" | "refus
 /**
  * An {@link UpstreamError} of the fal adapter. `status` is fal's HTTP status (null when no answer
  * came), `errorType` fal's machine-readable type when it gave one (`detail[].type`, `error_type` or the
- * `x-fal-error-type` header), `contentRejected` true for a content-policy refusal.
+ * `x-fal-error-type` header); the inherited `contentRejected` is true for a content-policy refusal.
  */
 export class FalError extends UpstreamError {
   readonly kind: FalErrorKind;
   readonly status: number | null;
   readonly errorType: string | null;
-  readonly contentRejected: boolean;
 
   constructor(
     message: string,
     opts: { retryable: boolean; kind: FalErrorKind; status?: number | null; errorType?: string | null; contentRejected?: boolean },
   ) {
-    super(message, opts.retryable);
+    super(message, opts.retryable, { contentRejected: opts.contentRejected });
     this.name = "FalError";
     this.kind = opts.kind;
     this.status = opts.status ?? null;
     this.errorType = opts.errorType ?? null;
-    this.contentRejected = opts.contentRejected ?? false;
   }
 }
 
