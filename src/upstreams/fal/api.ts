@@ -39,6 +39,10 @@ import type { Agent, Dispatcher } from "undici";
 import { loadUndici } from "../undici.ts";
 import { UpstreamError } from "../types.ts";
 import { isRecord, readText, redactSecret } from "../openai-compatible/api.ts";
+import { isOwnOrTrustedHost, trustedHostMatcher } from "../hosts.ts";
+
+// Kept here for the callers that knew it as fal's: the D25 host rules now live in ../hosts.ts.
+export { normalizeHost } from "../hosts.ts";
 
 /** fal's queue, the default base URL. */
 export const DEFAULT_FAL_BASE_URL = "https://queue.fal.run";
@@ -161,7 +165,7 @@ export function createFalApi(config: FalApiConfig): FalApi {
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
   if (typeof config.apiKey !== "string" || config.apiKey.trim() === "") throw new RangeError("apiKey must be a non-empty string");
   const base = parseBaseUrl(config.baseUrl ?? DEFAULT_FAL_BASE_URL);
-  const trusted = new Set((config.trustedHosts ?? []).map(normalizeHost));
+  const isTrusted = trustedHostMatcher(config.trustedHosts);
   const connectTimeout = Math.min(config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, timeoutMs);
   const ownAgent =
     config.dispatcher === undefined
@@ -176,7 +180,7 @@ export function createFalApi(config: FalApiConfig): FalApi {
     if (url.protocol !== "https:" && url.protocol !== "http:") return false;
     if (url.protocol === base.protocol && url.host === base.host) return true;
     if (url.protocol === "https:" && FAL_FOLLOW_UP_HOSTS.includes(url.host)) return true;
-    return trusted.has(url.host) || trusted.has(`${url.hostname}:${effectivePort(url)}`);
+    return isTrusted(url);
   };
 
   const api: FalApi = {
@@ -205,13 +209,7 @@ export function createFalApi(config: FalApiConfig): FalApi {
       return url;
     },
     isDirectDownloadHost(raw) {
-      try {
-        const url = new URL(raw);
-        if (url.protocol !== "https:" && url.protocol !== "http:") return false;
-        return url.host === base.host || trusted.has(url.host) || trusted.has(`${url.hostname}:${effectivePort(url)}`);
-      } catch {
-        return false;
-      }
+      return isOwnOrTrustedHost(raw, base, isTrusted);
     },
     async send(method, url, body, callerSignal) {
       if (callerSignal?.aborted === true) throw callerSignal.reason;
@@ -376,31 +374,4 @@ function parseBaseUrl(raw: string): URL {
   if (url.username !== "" || url.password !== "") throw new RangeError("baseUrl must not contain credentials");
   if (url.search !== "" || url.hash !== "") throw new RangeError("baseUrl must not have a query or fragment");
   return url;
-}
-
-/**
- * A trusted host as `URL.host` writes it (lower case, IPv6 in brackets, no default port).
- * @throws RangeError when `entry` is not `host` or `host:port`.
- */
-export function normalizeHost(entry: string): string {
-  const trimmed = typeof entry === "string" ? entry.trim() : "";
-  let url: URL | null = null;
-  try {
-    url = new URL(`http://${trimmed}/`);
-  } catch {
-    url = null;
-  }
-  if (url === null || trimmed === "" || url.pathname !== "/" || url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "") {
-    throw new RangeError(`trusted host ${JSON.stringify(entry)} is not host or host:port`);
-  }
-  // `new URL("http://h:80/")` drops the default port; keep the port the operator wrote (matching
-  // compares it with the URL's effective port).
-  const port = /:(\d+)$/.exec(trimmed)?.[1];
-  return port !== undefined && url.port === "" ? `${url.hostname}:${Number(port)}` : url.host;
-}
-
-/** The port a URL connects to: its explicit port, else 443 for `https:` and 80 for `http:`. */
-function effectivePort(url: URL): number {
-  if (url.port !== "") return Number(url.port);
-  return url.protocol === "https:" ? 443 : 80;
 }
