@@ -48,8 +48,9 @@
  * `authorization` keeps only its scheme: `Key [redacted]`) and the parsed JSON `body` (or null).
  */
 import { randomUUID, createHash } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
+import { promptMarkers, sendJson as json, startLoopbackFake } from "../fake-server.ts";
+import type { FakeIncoming, FakeRequest } from "../fake-server.ts";
 import { renderPngAsync } from "../simulator/images/png.ts";
 import { renderSvg } from "../simulator/images/svg.ts";
 import { fitRenderSize } from "../simulator/images/size.ts";
@@ -76,13 +77,8 @@ export interface FalFakeOptions {
   markers?: readonly string[];
 }
 
-/** One recorded request. */
-export interface FalFakeRequest {
-  method: string;
-  path: string;
-  headers: Record<string, string>;
-  body: unknown;
-}
+/** One recorded request (see the module comment). */
+export type FalFakeRequest = FakeRequest;
 
 /** A running fake. */
 export interface FalFake {
@@ -118,15 +114,12 @@ interface FakeJob {
   output: Record<string, unknown> | null;
 }
 
-const MAX_BODY_BYTES = 1024 * 1024;
-const MARKER = /\[fake:([a-z0-9-]+)\]/g;
 
 /** Starts the fake on loopback. */
 export async function startFalFake(options: FalFakeOptions = {}): Promise<FalFake> {
   const queueMs = options.queueMs ?? 100;
   const runMs = options.runMs ?? 300;
   const slowMs = options.slowMs ?? 10_000;
-  const requests: FalFakeRequest[] = [];
   const jobs = new Map<string, FakeJob>();
   const files = new Map<string, FakeFile>();
   const promptsSeen = new Set<string>();
@@ -214,19 +207,9 @@ export async function startFalFake(options: FalFakeOptions = {}): Promise<FalFak
     return out;
   };
 
-  const handle = async (req: http.IncomingMessage, res: http.ServerResponse, raw: Buffer): Promise<void> => {
-    const url = new URL(req.url ?? "/", "http://fake");
-    const method = (req.method ?? "GET").toUpperCase();
+  const handle = async (req: FakeIncoming, res: http.ServerResponse): Promise<void> => {
+    const { url, method, body } = req;
     const segments = url.pathname.split("/").filter((s) => s !== "").map(safeDecode);
-    let body: unknown = null;
-    if (raw.byteLength > 0) {
-      try {
-        body = JSON.parse(raw.toString("utf8")) as unknown;
-      } catch {
-        body = undefined;
-      }
-    }
-    requests.push({ method, path: url.pathname + url.search, headers: recordedHeaders(req.headers), body: body ?? null });
 
     if (segments[0] === "files" && method === "GET") {
       const file = files.get(segments[1] ?? "");
@@ -241,7 +224,7 @@ export async function startFalFake(options: FalFakeOptions = {}): Promise<FalFak
     const key = /^Key\s+(\S.*)$/.exec(auth)?.[1] ?? "";
     const headerMarkers = String(req.headers["x-fal-fake"] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
     const prompt = isObject(body) && typeof body.prompt === "string" ? body.prompt : "";
-    const markers = new Set([...(options.markers ?? []), ...headerMarkers, ...Array.from(prompt.matchAll(MARKER), (m) => m[1])]);
+    const markers = new Set([...(options.markers ?? []), ...headerMarkers, ...promptMarkers(prompt)]);
     if (method === "POST" && markers.has("echo-key")) {
       return json(res, 401, { detail: `Invalid key: ${key === "" ? auth : key}` });
     }
@@ -345,66 +328,19 @@ export async function startFalFake(options: FalFakeOptions = {}): Promise<FalFak
     return json(res, 200, job.output, headers);
   };
 
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.byteLength;
-      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-    });
-    req.on("end", () => {
-      if (size > MAX_BODY_BYTES) {
-        json(res, 413, { detail: "Request body too large" });
-        return;
-      }
-      handle(req, res, Buffer.concat(chunks)).catch((err: unknown) => {
-        if (!res.headersSent) json(res, 500, { detail: `fake error: ${err instanceof Error ? err.message : String(err)}` });
-        else res.destroy();
-      });
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  const hostPart = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  base = `http://${hostPart}:${address.port}`;
+  const server = await startLoopbackFake(
+    { port: options.port, host: options.host, errorBody: (message) => ({ detail: message }) },
+    handle,
+  );
+  base = server.url;
 
   return {
     url: base,
-    requests,
-    submits: () => requests.filter((r) => r.method === "POST"),
-    reset: () => {
-      requests.length = 0;
-    },
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    requests: server.requests,
+    submits: () => server.requests.filter((r) => r.method === "POST"),
+    reset: server.reset,
+    close: server.close,
   };
-}
-
-function json(res: http.ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), ...headers });
-  res.end(text);
-}
-
-/** Request headers as recorded: lower-case names, the key cut from `authorization`. */
-function recordedHeaders(headers: http.IncomingHttpHeaders): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined) continue;
-    const v = Array.isArray(value) ? value.join(", ") : value;
-    if (name === "authorization") {
-      const scheme = /^(\S+)\s+\S/.exec(v)?.[1];
-      out[name] = scheme === undefined ? "[redacted]" : `${scheme} [redacted]`;
-    } else {
-      out[name] = v;
-    }
-  }
-  return out;
 }
 
 /** fal's app id of an endpoint: `owner/alias`, or three parts under `workflows/` and `comfy/`. */
