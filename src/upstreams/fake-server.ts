@@ -51,6 +51,34 @@ export interface LoopbackFake {
   close(): Promise<void>;
 }
 
+/** The options every provider fake takes; each fake adds its own timings. */
+export interface ProviderFakeOptions {
+  /** Default 0 (any free port). */
+  port?: number;
+  /** Default `127.0.0.1`. */
+  host?: string;
+  /** The only key accepted; default: any non-empty key in the provider's header. */
+  apiKey?: string;
+  /** How long a `[fake:slow]` request takes, ms (default 10 000). */
+  slowMs?: number;
+  /** Markers applied to every request that starts work, as if each prompt carried them (`["500"]`: a provider that fails everything). Default none. */
+  markers?: readonly string[];
+}
+
+/** What a provider fake gives its tests and scripts (fal/fake.ts, openai-compatible/images-fake.ts). */
+export interface ProviderFake {
+  /** Base URL, e.g. `http://127.0.0.1:40123` (the fake's module comment says how a source's `baseUrl` uses it). */
+  url: string;
+  /** Every request received, in order (see {@link FakeRequest}). */
+  requests: FakeRequest[];
+  /** The recorded requests that start work (the fake's module comment names them). */
+  submits(): FakeRequest[];
+  /** Forgets the recorded requests (the array stays the same object). */
+  reset(): void;
+  /** Stops listening and drops every connection (held, never-answered requests included). */
+  close(): Promise<void>;
+}
+
 /** `[fake:NAME]` in a prompt: a misbehaviour marker (lower-case letters, digits and `-`). */
 const MARKER = /\[fake:([a-z0-9-]+)\]/g;
 

@@ -50,49 +50,29 @@
 import { randomUUID, createHash } from "node:crypto";
 import type http from "node:http";
 import { promptMarkers, sendJson as json, startLoopbackFake } from "../fake-server.ts";
-import type { FakeIncoming, FakeRequest } from "../fake-server.ts";
+import type { FakeIncoming, FakeRequest, ProviderFake, ProviderFakeOptions } from "../fake-server.ts";
 import { renderPngAsync } from "../simulator/images/png.ts";
 import { renderSvg } from "../simulator/images/svg.ts";
 import { fitRenderSize } from "../simulator/images/size.ts";
 import { renderMp4 } from "../simulator/video.ts";
 
-/** Options of {@link startFalFake}. */
-export interface FalFakeOptions {
-  /** Default 0 (any free port). */
-  port?: number;
-  /** Default `127.0.0.1`. */
-  host?: string;
-  /** The only key accepted; default: any non-empty `Key` value. */
-  apiKey?: string;
+/**
+ * Options of {@link startFalFake}: `apiKey` is a `Key` value; `slowMs` is the time in progress with
+ * `[fake:slow]`; `markers` apply to every submit (the `fake-upstreams` script reads them from
+ * `FAKE_FAL_MARKERS`).
+ */
+export interface FalFakeOptions extends ProviderFakeOptions {
   /** Time in the queue, ms (default 100). */
   queueMs?: number;
   /** Time in progress, ms (default 300). */
   runMs?: number;
-  /** Time in progress with `[fake:slow]`, ms (default 10 000). */
-  slowMs?: number;
-  /**
-   * Markers applied to every submit, as if each prompt carried them (`["500"]`: a fal that fails every
-   * job; the `fake-upstreams` script reads them from `FAKE_FAL_MARKERS`). Default none.
-   */
-  markers?: readonly string[];
 }
 
 /** One recorded request (see the module comment). */
 export type FalFakeRequest = FakeRequest;
 
-/** A running fake. */
-export interface FalFake {
-  /** Base URL, e.g. `http://127.0.0.1:40123` (use it as the source's base URL). */
-  url: string;
-  /** Every request received, in order (see the module comment). */
-  requests: FalFakeRequest[];
-  /** The recorded submits (`POST`s). */
-  submits(): FalFakeRequest[];
-  /** Forgets the recorded requests (the array stays the same object). */
-  reset(): void;
-  /** Stops listening and drops every connection (held `hang` requests included). */
-  close(): Promise<void>;
-}
+/** A running fake: `url` is the source's base URL as it is; `submits()` are the `POST`s. */
+export type FalFake = ProviderFake;
 
 interface FakeFile {
   name: string;

@@ -44,8 +44,7 @@
  *   `projects/fal/src/fal/api/api.py`), a unit count that is not USD and is not documented on queue
  *   answers.
  */
-import type { ImageRequest, UpstreamHandle, UpstreamJobState, VideoRequest, VisualJobSourceAdapter } from "../types.ts";
-import type { Dispatcher } from "undici";
+import type { ImageRequest, UpstreamHandle, UpstreamJobState, VideoRequest, VisualJobSourceAdapter, VisualJobSourceConfig } from "../types.ts";
 import { CONTENT_POLICY_ERROR_TYPE, createFalApi, FalError } from "./api.ts";
 import type { FalAnswer } from "./api.ts";
 import { checkModelOverrides, decodeOutput, FalMappingError, imageCall, videoCall } from "./models.ts";
@@ -54,25 +53,12 @@ import { cancelRequest, requestResult, requestStatus, submitRequest } from "./qu
 import type { FalRequestRef, FalStatus } from "./queue.ts";
 import { isRecord } from "../openai-compatible/api.ts";
 
-/** Configuration of one fal source (an `UPSTREAMS` entry of protocol `fal`, D25). */
-export interface FalSourceConfig {
-  /** The entry's `name`: stored in every handle and used in messages. */
-  name: string;
-  /** Default `https://queue.fal.run`. */
-  baseUrl?: string;
-  /** The fal key, sent as `Authorization: Key <apiKey>` to the allowed hosts only. */
-  apiKey: string;
-  /** Total time of one HTTP call, ms (default 30 000). */
-  timeoutMs?: number;
-  /** `trusted_hosts`: further `host[:port]`s that may receive the key and whose outputs are fetched directly. */
-  trustedHosts?: readonly string[];
-  /** `models`: `{"<model id>": "<endpoint id>", "<model id>/image": "<endpoint id>"}` overrides. */
-  models?: Readonly<Record<string, string>>;
-  /** Longest connect phase, ms (default min(timeoutMs, 10 000)). */
-  connectTimeoutMs?: number;
-  /** An undici dispatcher instead of the source's own keep-alive pool (tests, a shared pool). */
-  dispatcher?: Dispatcher;
-}
+/**
+ * Configuration of one fal source (an `UPSTREAMS` entry of protocol `fal`, D25): `baseUrl` default
+ * `https://queue.fal.run`; the key goes out as `Authorization: Key <apiKey>`; `timeoutMs` default 30 000;
+ * `models` takes `{"<model id>": "<endpoint id>", "<model id>/image": "<endpoint id>"}` (models.ts).
+ */
+export type FalSourceConfig = VisualJobSourceConfig;
 
 /** A fal source. `close()` releases its connection pool. */
 export interface FalSource extends VisualJobSourceAdapter {
