@@ -9,15 +9,16 @@
  * | request | answer |
  * |---|---|
  * | `POST /v1/images/generations` (JSON) | 200 `{created, data: [{b64_json} or {url}, + revised_prompt for dall-e-3]}`; gpt-image models add `background`, `output_format`, `quality`, `size`, `usage` |
- * | `GET /files/{id}.png` (no key: OpenAI's image URLs are signed, public links) | the PNG |
+ * | `GET /files/{id}.png` (no key: OpenAI's image URLs are signed, public links) | the PNG (the latest 100 are kept) |
  * Every generation needs `Authorization: Bearer <key>` (the configured `apiKey`, or any non-empty key when
  * none is configured); otherwise 401 (`invalid_api_key`, the key masked as OpenAI masks it). The answer
  * comes after `latencyMs`.
  *
- * Validation, like OpenAI's (a 400 `invalid_request_error`; shapes *unverified* unless a source is named):
+ * Validation, like OpenAI's (the rules of openai/openai-openapi `openapi.yaml` `CreateImageRequest`; a 400
+ * `invalid_request_error` whose exact wording is *unverified* unless a source is named):
  * - `prompt` must be a non-empty string (`missing_required_parameter`); `model` must be `dall-e-3` or a
  *   `gpt-image-*` model (`invalid_value`; OpenAI's default, dall-e-2, is not served);
- * - dall-e-3: `n` must be 1 (the SDK's docs: "For `dall-e-3`, only `n=1` is supported"); `size` one of
+ * - dall-e-3: `n` must be 1 ("For `dall-e-3`, only `n=1` is supported"); `size` one of
  *   `1024x1024`, `1792x1024`, `1024x1792` (`invalid_size`, "The size is not supported by this model.",
  *   quoted in redevrx/chat_gpt_sdk#93); `quality` `standard` or `hd`; `response_format` `url` (OpenAI's
  *   default) or `b64_json`; `output_format` refused (`unknown_parameter`);
@@ -69,6 +70,7 @@ export interface OpenAIImagesFakeOptions extends ProviderFakeOptions {
 export type OpenAIImagesFake = ProviderFake;
 
 const GENERATIONS_PATH = "/v1/images/generations";
+const MAX_FILES = 100;
 const DALL_E_SIZES = ["1024x1024", "1792x1024", "1024x1792"];
 const GPT_IMAGE_SIZES = ["1024x1024", "1536x1024", "1024x1536", "auto"];
 /** gpt-image output tokens per image by quality at 1024x1024 (illustrative; larger sizes take 1.5x). */
@@ -157,6 +159,11 @@ export async function startOpenAIImagesFake(options: OpenAIImagesFakeOptions = {
       if (checked.asUrl) {
         const id = randomUUID();
         files.set(id, png);
+        // A long-running fake keeps the latest files only (OpenAI's links expire too).
+        for (const old of files.keys()) {
+          if (files.size <= MAX_FILES) break;
+          files.delete(old);
+        }
         item.url = `${base}/files/${id}.png`;
       } else {
         item.b64_json = Buffer.from(png).toString("base64");

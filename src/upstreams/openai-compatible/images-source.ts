@@ -40,6 +40,7 @@ import type {
 } from "../types.ts";
 import { createOpenAICompatibleApi } from "./api.ts";
 import { checkImageModelOverrides, generateImages, imageGenerationCall, OpenAIImagesMappingError } from "./images.ts";
+import type { OpenAIImageCall } from "./images.ts";
 
 /** OpenAI's API, the default base URL. */
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
@@ -118,7 +119,7 @@ export function createOpenAIImagesSource(config: OpenAIImagesSourceConfig): Open
     isDirectDownloadHost: (url) => isOwnOrTrustedHost(url, base, isTrusted),
 
     async submitImage(req: ImageRequest, signal?: AbortSignal): Promise<UpstreamHandle> {
-      let call;
+      let call: OpenAIImageCall;
       try {
         call = imageGenerationCall(req, overrides);
       } catch (err) {

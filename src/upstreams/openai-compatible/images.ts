@@ -2,16 +2,18 @@
  * Image generation at OpenAI (`POST {baseUrl}/images/generations`): how a validated {@link ImageRequest}
  * of family imgC becomes OpenAI requests, and how OpenAI's answers become {@link MediaOutput}s. The job
  * source (images-source.ts) wraps this synchronous call as a job. Request and answer shapes are those of
- * the `openai` npm package, `resources/images.ts` (`ImageGenerateParams`, `ImagesResponse`, `Image`);
- * the model ids are upstreams.md's "Default upstream ids".
+ * the `openai` npm package, `resources/images.ts` (`ImageGenerateParams`, `ImagesResponse`, `Image`); the
+ * per-model rules (dall-e-3's `n`, sizes and qualities; `response_format` for dall-e only, `output_format`
+ * for gpt-image only) those of OpenAI's API description, openai/openai-openapi `openapi.yaml`
+ * `CreateImageRequest`; the model ids are upstreams.md's "Default upstream ids".
  *
  * ## Our models ({@link OPENAI_IMAGE_MODELS})
  * | model | upstream id | images per request | `quality` | format fields |
  * |---|---|---|---|---|
  * | `imgC-v3` | `dall-e-3` | 1: `n` > 1 is `n` requests in parallel, all-or-nothing | `"hd"` | `response_format: "b64_json"` |
  * | `imgC-q1` | `gpt-image-1` | `n` in one request | the request's tier (`low`, `medium`, `high`; default `medium`, D14) | `output_format: "png"`, no `response_format` (gpt-image models reject it and always answer `b64_json`) |
- * dall-e-3 takes `n: 1` only (the SDK's parameter docs before gpt-image: "For `dall-e-3`, only `n=1` is
- * supported"). All-or-nothing: when one of the parallel requests fails, the others are aborted and the
+ * dall-e-3 takes `n: 1` only (`CreateImageRequest.n`: "For `dall-e-3`, only `n=1` is supported").
+ * All-or-nothing: when one of the parallel requests fails, the others are aborted and the
  * first failure is thrown, so the job never delivers fewer images than it holds for (OpenAI may still
  * bill the aborted requests it had started: a cost of ours, never the customer's).
  *

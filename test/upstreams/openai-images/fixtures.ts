@@ -11,8 +11,10 @@ export const SMALL_PNG_B64 = Buffer.from(SMALL_PNG).toString("base64");
 
 /**
  * The request body the adapter sends for imgC-v3, `ImageGenerateParams` of the `openai` package
- * (`resources/images.ts`: `model`, `prompt`, `n`, `size`, `quality`, `response_format`): dall-e-3 takes
- * `n: 1` only and answers URLs unless asked for `b64_json`.
+ * (`resources/images.ts`: `model`, `prompt`, `n`, `size`, `quality`, `response_format`); per
+ * openai/openai-openapi `openapi.yaml` `CreateImageRequest`, dall-e-3 takes `n: 1` only, sizes
+ * `1024x1024`, `1792x1024`, `1024x1792`, qualities `standard` and `hd`, and answers URLs unless asked for
+ * `b64_json`.
  */
 export const DALL_E_3_REQUEST = {
   model: "dall-e-3",
@@ -24,9 +26,10 @@ export const DALL_E_3_REQUEST = {
 } as const;
 
 /**
- * The request body for imgC-q1 at the `low` tier, `ImageGenerateParams` (`resources/images.ts`): the
- * gpt-image models take `n` up to 10 and `output_format`, and reject `response_format` (see
- * {@link UNKNOWN_PARAMETER_ERROR}).
+ * The request body for imgC-q1 at the `low` tier, `ImageGenerateParams` (`resources/images.ts`): per
+ * `openapi.yaml` `CreateImageRequest`, the gpt-image models take `n` up to 10, sizes `1024x1024`,
+ * `1536x1024`, `1024x1536`, qualities `low`, `medium`, `high` and `output_format`, and not
+ * `response_format` (see {@link UNKNOWN_PARAMETER_ERROR}).
  */
 export const GPT_IMAGE_1_REQUEST = {
   model: "gpt-image-1",
