@@ -4,7 +4,9 @@
  *
  * 1. Without a handle, the family's sources are tried in order from the job's `fallback_layer`: a source
  *    at its `max_concurrency` is skipped; a retryable submit failure (connection, timeout, 429, 5xx, an
- *    open circuit) moves on to the next source; a non-retryable one ends the job `provider_error`. The
+ *    open circuit) moves on to the next source; a non-retryable one ends the job `provider_error`, or
+ *    `content_rejected` when the error says the source refused the content (`UpstreamError.contentRejected`:
+ *    a synchronous source such as OpenAI images refuses at submit). The
  *    moment a source accepts, its handle and layer are written on the job row (`recordHandle`), so the job
  *    is never submitted to it again, whichever runner continues it.
  * 2. With a handle, the job is polled on that source only. A retryable polling error is retried on the same
@@ -89,6 +91,7 @@ export const DEFAULT_POLL_TIMING: PollTiming = { pollMs: 1000, backoffMaxMs: 15_
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : "unknown error");
 const retryable = (err: unknown): boolean => !(err instanceof UpstreamError) || err.retryable;
+const contentRejected = (err: unknown): boolean => err instanceof UpstreamError && err.contentRejected;
 
 /**
  * Runs `job` on `slots` (the family's sources in order) until it succeeds, fails, must wait or is lost.
@@ -130,6 +133,7 @@ export async function runDurable(
         } catch (err) {
           candidate.release();
           signal.throwIfAborted();
+          if (contentRejected(err)) return { kind: "failed", code: "content_rejected", message: `The upstream refused the content: ${messageOf(err)}` };
           if (!retryable(err)) return { kind: "failed", code: "provider_error", message: `The upstream refused the job: ${messageOf(err)}` };
           lastError = err;
         }
@@ -197,7 +201,7 @@ async function pollUntilDone(
       state = await slot.call(() => slot.source.poll(handle, signal));
     } catch (err) {
       signal.throwIfAborted();
-      if (!retryable(err)) return { state: "failed", retryable: false, contentRejected: false, message: messageOf(err) };
+      if (!retryable(err)) return { state: "failed", retryable: false, contentRejected: contentRejected(err), message: messageOf(err) };
       backoff = Math.min(backoff * 2, timing.backoffMaxMs);
       await sleep(backoff, undefined, { signal });
       continue;

@@ -29,7 +29,8 @@
  */
 import type { Agent, Dispatcher } from "undici";
 import { loadUndici } from "./undici.ts";
-import { UpstreamError } from "./types.ts";
+import { isOwnOrTrustedHost, trustedHostMatcher } from "./hosts.ts";
+import { UpstreamError, type VisualJobSourceConfig } from "./types.ts";
 import { isRecord, readText, redactSecret } from "./openai-compatible/api.ts";
 
 /** Longest connect phase by default, in milliseconds (capped by the total timeout). */
@@ -57,14 +58,12 @@ export type KeyedErrorKind = "http" | "network" | "timeout" | "malformed" | "ref
 export class KeyedHttpError extends UpstreamError {
   readonly kind: KeyedErrorKind;
   readonly status: number | null;
-  readonly contentRejected: boolean;
 
   constructor(message: string, opts: { retryable: boolean; kind: KeyedErrorKind; status?: number | null; contentRejected?: boolean }) {
-    super(message, opts.retryable);
+    super(message, opts.retryable, { contentRejected: opts.contentRejected ?? false });
     this.name = "KeyedHttpError";
     this.kind = opts.kind;
     this.status = opts.status ?? null;
-    this.contentRejected = opts.contentRejected ?? false;
   }
 }
 
@@ -78,22 +77,7 @@ export type KeyedErrorFactory<E extends UpstreamError> = (message: string, opts:
  * What one keyed source is configured with: the transport fields of an `UPSTREAMS` entry (D25). Each
  * protocol's factory applies its own default base URL and puts the key into its own header.
  */
-export interface KeyedSourceOptions {
-  /** The entry's `name`: stored in every handle and used in messages. */
-  name: string;
-  /** The protocol's own endpoint when absent. `http:` is accepted (a loopback fake, a private proxy). */
-  baseUrl?: string;
-  /** The key, sent only to the allowed hosts (see the module comment); never logged, never put into an error message. */
-  apiKey: string;
-  /** Total time of one HTTP call, ms (default {@link DEFAULT_TIMEOUT_MS}). */
-  timeoutMs?: number;
-  /** `trusted_hosts`: further `host[:port]`s that may receive the key and whose outputs are fetched directly. */
-  trustedHosts?: readonly string[];
-  /** Longest TCP + TLS connect phase, ms (default min(timeoutMs, {@link DEFAULT_CONNECT_TIMEOUT_MS})). */
-  connectTimeoutMs?: number;
-  /** An undici dispatcher instead of the source's own keep-alive `Agent` (tests, a shared pool; never closed by us). */
-  dispatcher?: Dispatcher;
-}
+export type KeyedSourceOptions = Omit<VisualJobSourceConfig, "models">;
 
 /** How one keyed source is reached: its options with the base URL settled, plus the protocol's parts. */
 export interface KeyedHttpConfig<E extends UpstreamError> extends KeyedSourceOptions {
@@ -155,7 +139,7 @@ export function createKeyedHttp<E extends UpstreamError>(config: KeyedHttpConfig
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
   if (typeof config.apiKey !== "string" || config.apiKey.trim() === "") throw new RangeError("apiKey must be a non-empty string");
   const base = parseBaseUrl(config.baseUrl);
-  const trusted = new Set((config.trustedHosts ?? []).map(normalizeHost));
+  const isTrusted = trustedHostMatcher(config.trustedHosts);
   const connectTimeout = Math.min(config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, timeoutMs);
   const ownAgent =
     config.dispatcher === undefined
@@ -164,7 +148,6 @@ export function createKeyedHttp<E extends UpstreamError>(config: KeyedHttpConfig
   const dispatcher: Dispatcher = config.dispatcher ?? (ownAgent as Agent);
   const { name, apiKey, error } = config;
   const clean = (text: string): string => redactSecret(text, apiKey);
-  const isTrusted = (url: URL): boolean => trusted.has(url.host) || trusted.has(`${url.hostname}:${effectivePort(url)}`);
 
   const keyAllowed = (url: URL): boolean => {
     if (url.username !== "" || url.password !== "") return false;
@@ -194,15 +177,7 @@ export function createKeyedHttp<E extends UpstreamError>(config: KeyedHttpConfig
       }
       return url;
     },
-    isDirectDownloadHost(raw) {
-      try {
-        const url = new URL(raw);
-        if (url.protocol !== "https:" && url.protocol !== "http:") return false;
-        return url.host === base.host || isTrusted(url);
-      } catch {
-        return false;
-      }
-    },
+    isDirectDownloadHost: (raw) => isOwnOrTrustedHost(raw, base, isTrusted),
     async send(method, url, body, callerSignal) {
       if (callerSignal?.aborted === true) throw callerSignal.reason;
       // The host check is repeated here so no code path can send the key elsewhere.
@@ -341,31 +316,4 @@ function parseBaseUrl(raw: string): URL {
   if (url.username !== "" || url.password !== "") throw new RangeError("baseUrl must not contain credentials");
   if (url.search !== "" || url.hash !== "") throw new RangeError("baseUrl must not have a query or fragment");
   return url;
-}
-
-/**
- * A trusted host as `URL.host` writes it (lower case, IPv6 in brackets, no default port).
- * @throws RangeError when `entry` is not `host` or `host:port`.
- */
-export function normalizeHost(entry: string): string {
-  const trimmed = typeof entry === "string" ? entry.trim() : "";
-  let url: URL | null = null;
-  try {
-    url = new URL(`http://${trimmed}/`);
-  } catch {
-    url = null;
-  }
-  if (url === null || trimmed === "" || url.pathname !== "/" || url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "") {
-    throw new RangeError(`trusted host ${JSON.stringify(entry)} is not host or host:port`);
-  }
-  // `new URL("http://h:80/")` drops the default port; keep the port the operator wrote (matching
-  // compares it with the URL's effective port).
-  const port = /:(\d+)$/.exec(trimmed)?.[1];
-  return port !== undefined && url.port === "" ? `${url.hostname}:${Number(port)}` : url.host;
-}
-
-/** The port a URL connects to: its explicit port, else 443 for `https:` and 80 for `http:`. */
-function effectivePort(url: URL): number {
-  if (url.port !== "") return Number(url.port);
-  return url.protocol === "https:" ? 443 : 80;
 }

@@ -1,5 +1,6 @@
 /**
- * The HTTP server under the loopback fakes of the keyed protocols (fal/fake.ts, bfl/fake.ts): listens on
+ * The HTTP server under the loopback fakes of the providers (fal/fake.ts, bfl/fake.ts,
+ * openai-compatible/images-fake.ts): listens on
  * loopback, reads each request body (at most 1 MiB, else 413), parses it as JSON, records the request
  * with the key cut out of its headers, hands it to the protocol's handler, and drops every connection on
  * `close()`. The protocol's own routes, shapes and misbehaviour markers stay in each fake.
@@ -131,4 +132,14 @@ export function markersOf(prompt: string, always: readonly string[] = [], extra:
 /** True for a JSON object (not null, not an array). */
 export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A request header as a fake records it when the key travels in `authorization` (fal's `Key`, OpenAI's
+ * `Bearer`): that header keeps only its scheme (`Key [redacted]`); every other header as it came.
+ */
+export function recordAuthorizationScheme(name: string, value: string): string {
+  if (name !== "authorization") return value;
+  const scheme = /^(\S+)\s+\S/.exec(value)?.[1];
+  return scheme === undefined ? "[redacted]" : `${scheme} [redacted]`;
 }

@@ -4,6 +4,7 @@
  * Adapters know nothing about money, accounts or HTTP requests of the caller: they take a validated
  * request and return media (bytes, or a stream of bytes) or throw {@link UpstreamError}.
  */
+import type { Dispatcher } from "undici";
 
 /** Audio output formats of the speech, music and sfx endpoints (spec "POST /v1/audio/speech"). */
 export type AudioFormat =
@@ -154,13 +155,19 @@ export interface VoiceLibraryAdapter {
   isAlphaVoice(voiceId: string): boolean;
 }
 
-/** An upstream failure. `retryable` hints whether another attempt may succeed. */
+/**
+ * An upstream failure. `retryable` hints whether another attempt may succeed. `contentRejected` says the
+ * source refused the content itself (a moderation refusal: the job ends `failed` with `content_rejected`,
+ * D27); such an error is never retryable, whatever `retryable` was given.
+ */
 export class UpstreamError extends Error {
   readonly retryable: boolean;
-  constructor(message: string, retryable = true) {
+  readonly contentRejected: boolean;
+  constructor(message: string, retryable = true, options: { contentRejected?: boolean } = {}) {
     super(message);
     this.name = "UpstreamError";
-    this.retryable = retryable;
+    this.contentRejected = options.contentRejected ?? false;
+    this.retryable = retryable && !this.contentRejected;
   }
 }
 
@@ -290,6 +297,32 @@ export interface VisualJobSource {
   poll(handle: UpstreamHandle, signal?: AbortSignal): Promise<UpstreamJobState>;
   /** Asks the source to cancel; best effort (a job already finished is not an error). */
   cancel(handle: UpstreamHandle, signal?: AbortSignal): Promise<void>;
+}
+
+/**
+ * What every job-source factory (`createFalSource`, `createBflSource`, `createOpenAIImagesSource`) takes
+ * from its `UPSTREAMS` entry (D25). A protocol's factory documents its defaults and may add fields.
+ */
+export interface VisualJobSourceConfig {
+  /** The entry's `name`: stored in every handle and used in messages. */
+  name: string;
+  /** The entry's `base_url`; default: the protocol's public API. */
+  baseUrl?: string;
+  /** The entry's key, sent in the protocol's header to the hosts D25 allows only; never put into a message. */
+  apiKey: string;
+  /** Total time of one HTTP call, ms (`timeout_s`; default: the protocol's). */
+  timeoutMs?: number;
+  /**
+   * `trusted_hosts`: further `host[:port]`s whose output files are downloaded directly and which, for a
+   * protocol with follow-up URLs, may receive the key.
+   */
+  trustedHosts?: readonly string[];
+  /** `models`: overrides of the default upstream ids (the protocol says which keys it reads). */
+  models?: Readonly<Record<string, string>>;
+  /** Longest connect phase, ms (default min(timeoutMs, 10 000)). */
+  connectTimeoutMs?: number;
+  /** An undici dispatcher instead of the source's own keep-alive pool (tests, a shared pool); never closed by the source. */
+  dispatcher?: Dispatcher;
 }
 
 /**

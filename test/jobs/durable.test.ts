@@ -21,7 +21,7 @@ import { BACKENDS } from "../helpers/backends.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 /** How a fake source treats a prompt: read from markers in the prompt, per source. */
-type Script = { submit?: "ok" | "retryable" | "refuse"; end?: "ok" | "retryable" | "moderated"; polls?: number; megapixels?: number };
+type Script = { submit?: "ok" | "retryable" | "refuse" | "moderated"; end?: "ok" | "retryable" | "moderated"; polls?: number; megapixels?: number };
 
 /** An in-process source: records submits, polls and cancels; ends each job after `polls` polls. */
 class FakeSource implements VisualJobSource {
@@ -49,6 +49,8 @@ class FakeSource implements VisualJobSource {
     const script = this.script(req.prompt);
     if (script.submit === "retryable") throw new UpstreamError(`${this.name}: 503 from upstream`, true);
     if (script.submit === "refuse") throw new UpstreamError(`${this.name}: 422 prompt rejected`, false);
+    // A synchronous source (OpenAI images) refuses the content in the submit call itself.
+    if (script.submit === "moderated") throw new UpstreamError(`${this.name}: 400 content_policy_violation`, false, { contentRejected: true });
     this.submits.push(req);
     const requestId = `${this.name}-${this.submits.length}`;
     this.#jobs.set(requestId, { script, polls: 0, prompt: req.prompt });
@@ -192,8 +194,10 @@ for (const { name: backend, skip } of BACKENDS) {
       for (const [prompt, code] of [
         ["first:refuse/ok", "provider_error"],
         ["first:ok/moderated", "content_rejected"],
+        ["first:moderated/ok", "content_rejected"],
         ["first:retryable/ok second:retryable/ok", "provider_error"],
       ] as const) {
+        const secondBefore = second.submits.length;
         const { u, id } = await submit(prompt);
         const done = await gw.waitForJob(u.api_key, id);
         assert.equal(done.json.status, "failed", JSON.stringify(done.json));
@@ -201,6 +205,7 @@ for (const { name: backend, skip } of BACKENDS) {
         assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
         assert.equal(await ledgerSum(gw.services.db.kysely, u.user_id), 500_000);
         assert.doesNotMatch(done.json.error.message, /Bearer|Key /);
+        if (!prompt.includes("second:")) assert.equal(second.submits.length, secondBefore, `${prompt}: no failover`);
       }
     });
 

@@ -36,8 +36,7 @@
  * blackforest `src/bfl/_client.py` and `_jobs.py`, offers submit, poll and wait only). A task keeps
  * running at BFL; the gateway simply stops polling it.
  */
-import type { KeyedSourceOptions } from "../keyed-http.ts";
-import type { ImageRequest, UpstreamHandle, UpstreamJobState, VisualJobSourceAdapter } from "../types.ts";
+import type { ImageRequest, UpstreamHandle, UpstreamJobState, VisualJobSourceAdapter, VisualJobSourceConfig } from "../types.ts";
 import { isRecord } from "../openai-compatible/api.ts";
 import { BFL_CREDIT_USD, BflError, createBflApi } from "./api.ts";
 import { BflMappingError, checkModelOverrides, imageCall } from "./models.ts";
@@ -53,7 +52,7 @@ type Moderated = Extract<BflTaskStatus, { status: BflModerationStatus }>;
  * `x-key: <apiKey>`) and `models`, the `{"<model id>": "<endpoint>", "<model id>/image": "<endpoint>"}`
  * overrides (models.ts).
  */
-export type BflSourceConfig = KeyedSourceOptions & { models?: Readonly<Record<string, string>> };
+export type BflSourceConfig = VisualJobSourceConfig;
 
 /** A BFL source. `close()` releases its connection pool. */
 export interface BflSource extends VisualJobSourceAdapter {

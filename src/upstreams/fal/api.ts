@@ -41,7 +41,8 @@ import { createKeyedHttp, describeErrorBody, KeyedHttpError } from "../keyed-htt
 import type { KeyedAnswer, KeyedErrorKind, KeyedHttp, KeyedSourceOptions } from "../keyed-http.ts";
 import { isRecord } from "../openai-compatible/api.ts";
 
-export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, MAX_RESPONSE_BYTES, normalizeHost } from "../keyed-http.ts";
+export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, MAX_RESPONSE_BYTES } from "../keyed-http.ts";
+export { normalizeHost } from "../hosts.ts";
 
 /** fal's queue, the default base URL. */
 export const DEFAULT_FAL_BASE_URL = "https://queue.fal.run";

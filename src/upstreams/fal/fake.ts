@@ -49,7 +49,7 @@
  */
 import { randomUUID, createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { isJsonObject as isObject, markersOf, sendJson as json, startLoopbackFake } from "../loopback-fake.ts";
+import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson as json, startLoopbackFake } from "../loopback-fake.ts";
 import type { LoopbackFake, LoopbackFakeCall, LoopbackFakeRequest } from "../loopback-fake.ts";
 import { renderPngAsync } from "../simulator/images/png.ts";
 import { renderSvg } from "../simulator/images/svg.ts";
@@ -319,16 +319,9 @@ export async function startFalFake(options: FalFakeOptions = {}): Promise<FalFak
     return json(res, 200, job.output, headers);
   };
 
-  const fake = await startLoopbackFake({ port: options.port, host: options.host, recordHeader }, handle);
+  const fake = await startLoopbackFake({ port: options.port, host: options.host, recordHeader: recordAuthorizationScheme }, handle);
   base = fake.url;
   return fake;
-}
-
-/** A request header as recorded: the key cut from `authorization`, which keeps only its scheme. */
-function recordHeader(name: string, value: string): string {
-  if (name !== "authorization") return value;
-  const scheme = /^(\S+)\s+\S/.exec(value)?.[1];
-  return scheme === undefined ? "[redacted]" : `${scheme} [redacted]`;
 }
 
 /** fal's app id of an endpoint: `owner/alias`, or three parts under `workflows/` and `comfy/`. */

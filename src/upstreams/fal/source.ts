@@ -44,8 +44,7 @@
  *   `projects/fal/src/fal/api/api.py`), a unit count that is not USD and is not documented on queue
  *   answers.
  */
-import type { ImageRequest, UpstreamHandle, UpstreamJobState, VideoRequest, VisualJobSourceAdapter } from "../types.ts";
-import type { KeyedSourceOptions } from "../keyed-http.ts";
+import type { ImageRequest, UpstreamHandle, UpstreamJobState, VideoRequest, VisualJobSourceAdapter, VisualJobSourceConfig } from "../types.ts";
 import { CONTENT_POLICY_ERROR_TYPE, createFalApi, FalError } from "./api.ts";
 import type { FalAnswer } from "./api.ts";
 import { checkModelOverrides, decodeOutput, FalMappingError, imageCall, videoCall } from "./models.ts";
@@ -60,7 +59,7 @@ import { isRecord } from "../openai-compatible/api.ts";
  * `Authorization: Key <apiKey>`) and `models`, the `{"<model id>": "<endpoint id>", "<model id>/image":
  * "<endpoint id>"}` overrides.
  */
-export type FalSourceConfig = KeyedSourceOptions & { models?: Readonly<Record<string, string>> };
+export type FalSourceConfig = VisualJobSourceConfig;
 
 /** A fal source. `close()` releases its connection pool. */
 export interface FalSource extends VisualJobSourceAdapter {

@@ -14,6 +14,7 @@
  * | HTTP 5xx | true |
  * | HTTP 429 | true |
  * | other HTTP 4xx (400 bad request, 401 bad key, 404 unknown model, ...) | false |
+ * | (a capability may mark an HTTP 4xx `contentRejected` by its `code`: images.ts does for moderation refusals) | false |
  * | malformed answer (invalid JSON, wrong shape, error object in a 200) | true: the upstream misbehaved, another source may not |
  *
  * The caller's own abort is not an upstream failure: it rethrows `signal.reason` unchanged (an
@@ -30,6 +31,7 @@ import { UpstreamError } from "../types.ts";
 /** Endpoint paths relative to the base URL (which ends with the version, for example `.../v1`). */
 export const ENDPOINTS = {
   chatCompletions: "/chat/completions",
+  imageGenerations: "/images/generations",
 } as const;
 
 /** Longest connect phase by default, in milliseconds (capped by the total timeout). */
@@ -69,19 +71,40 @@ export interface OpenAICompatibleConfig {
   dispatcher?: Dispatcher;
 }
 
+/** The machine-readable parts of an OpenAI error body (`{"error": {message, type, param, code}}`). */
+export interface UpstreamErrorFields {
+  /** `error.code` (`invalid_api_key`, `rate_limit_exceeded`, `content_policy_violation`, ...), or null. */
+  code?: string | null;
+  /** `error.type` (`invalid_request_error`, `server_error`, ...), or null. */
+  type?: string | null;
+  /** A moderation refusal (never retryable; the job ends `content_rejected`). */
+  contentRejected?: boolean;
+}
+
 /**
  * An {@link UpstreamError} of an OpenAI-compatible upstream, with the details a caller may log or map:
- * `status` is the upstream's HTTP status (null when no answer came), `kind` what went wrong.
+ * `status` is the upstream's HTTP status (null when no answer came), `kind` what went wrong, `code` and
+ * `type` the upstream's `error.code` and `error.type` when its error body had them (else null).
  */
 export class OpenAICompatibleError extends UpstreamError {
   readonly status: number | null;
   readonly kind: "http" | "network" | "timeout" | "malformed";
+  readonly code: string | null;
+  readonly type: string | null;
 
-  constructor(message: string, retryable: boolean, kind: OpenAICompatibleError["kind"], status: number | null = null) {
-    super(message, retryable);
+  constructor(
+    message: string,
+    retryable: boolean,
+    kind: OpenAICompatibleError["kind"],
+    status: number | null = null,
+    fields: UpstreamErrorFields = {},
+  ) {
+    super(message, retryable, { contentRejected: fields.contentRejected });
     this.name = "OpenAICompatibleError";
     this.kind = kind;
     this.status = status;
+    this.code = fields.code ?? null;
+    this.type = fields.type ?? null;
   }
 }
 
@@ -186,22 +209,22 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
         throw failure(err, call);
       }
       if (res.statusCode >= 200 && res.statusCode <= 299) return res;
-      let detail: string;
+      let detail: UpstreamErrorDetail = { message: "", code: null, type: null };
       try {
-        detail = upstreamErrorMessage(await readText(res.body, MAX_ERROR_BODY_BYTES, true));
+        detail = upstreamErrorDetail(await readText(res.body, MAX_ERROR_BODY_BYTES, true));
       } catch (err) {
         const mapped = failure(err, call);
         // The caller's abort or our timeout while reading the error body still wins.
         if (!(mapped instanceof OpenAICompatibleError && mapped.kind === "network")) throw mapped;
-        detail = "";
       }
       const status = res.statusCode;
       const retryable = status >= 500 || status === 429;
       throw new OpenAICompatibleError(
-        clean(`${name}: HTTP ${status}${detail === "" ? "" : `: ${detail}`}`),
+        clean(`${name}: HTTP ${status}${detail.message === "" ? "" : `: ${detail.message}`}`),
         retryable,
         "http",
         status,
+        { code: detail.code === null ? null : clean(detail.code), type: detail.type === null ? null : clean(detail.type) },
       );
     },
     failure,
@@ -212,6 +235,36 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
       if (ownAgent !== null) await ownAgent.close();
     },
   };
+}
+
+/**
+ * POSTs `body` to `path` through `api` and reads the whole 2xx answer as JSON, at most `maxBytes`
+ * (default {@link MAX_RESPONSE_BYTES}; a capability with larger answers, such as images.ts, passes its own
+ * cap). Returns the parsed value, unchecked.
+ * @throws what {@link OpenAICompatibleApi.post} throws; while reading, the mapped failure (the caller's
+ *   abort reason, a timeout, a network error); a malformed-answer error when the answer is larger than
+ *   `maxBytes` or not JSON.
+ */
+export async function postForJson(
+  api: OpenAICompatibleApi,
+  path: string,
+  body: unknown,
+  call: CallSignal,
+  maxBytes: number = MAX_RESPONSE_BYTES,
+): Promise<unknown> {
+  const res = await api.post(path, body, call);
+  let text: string;
+  try {
+    text = await readText(res.body, maxBytes);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) throw api.malformed(err.message);
+    throw api.failure(err, call);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw api.malformed("the body is not JSON");
+  }
 }
 
 /** Replaces every occurrence of `secret` in `text` (a secret shorter than 4 characters is left alone). */
@@ -249,18 +302,36 @@ export class BodyTooLargeError extends Error {
   }
 }
 
-/** The upstream's own message from an OpenAI-style error body (`{"error": {"message"}}`), shortened. */
-function upstreamErrorMessage(text: string): string {
+/** What an error body says: the message (shortened, one line) and OpenAI's `code` and `type`. */
+interface UpstreamErrorDetail {
+  message: string;
+  code: string | null;
+  type: string | null;
+}
+
+/**
+ * The upstream's own message from an OpenAI-style error body (`{"error": {"message", "type", "code"}}`),
+ * shortened, with `code` and `type` when they are strings (at most 100 characters each).
+ */
+function upstreamErrorDetail(text: string): UpstreamErrorDetail {
   let message = text;
+  let code: string | null = null;
+  let type: string | null = null;
   try {
     const parsed: unknown = JSON.parse(text);
     const found = errorMessageOf(parsed);
     if (found !== null) message = found;
+    if (isRecord(parsed) && isRecord(parsed.error)) {
+      const { error } = parsed;
+      if (typeof error.code === "string" && error.code !== "") code = error.code.slice(0, 100);
+      if (typeof error.type === "string" && error.type !== "") type = error.type.slice(0, 100);
+    }
   } catch {
     // Not JSON: use the text itself.
   }
   message = message.replace(/\s+/g, " ").trim();
-  return message.length > MAX_ERROR_MESSAGE_CHARS ? `${message.slice(0, MAX_ERROR_MESSAGE_CHARS)}...` : message;
+  message = message.length > MAX_ERROR_MESSAGE_CHARS ? `${message.slice(0, MAX_ERROR_MESSAGE_CHARS)}...` : message;
+  return { message, code, type };
 }
 
 /**

@@ -15,16 +15,7 @@
  * Errors: see api.ts (every failure is an `UpstreamError`; the caller's abort rethrows its reason).
  */
 import type { ChatAdapter, ChatDelta, ChatRequest, ChatResult, ChatUsage, ToolCall } from "../chat-types.ts";
-import {
-  BodyTooLargeError,
-  createOpenAICompatibleApi,
-  ENDPOINTS,
-  errorMessageOf,
-  isRecord,
-  MAX_RESPONSE_BYTES,
-  OpenAICompatibleError,
-  readText,
-} from "./api.ts";
+import { createOpenAICompatibleApi, ENDPOINTS, errorMessageOf, isRecord, OpenAICompatibleError, postForJson } from "./api.ts";
 import type { OpenAICompatibleApi, OpenAICompatibleConfig, OkResponse } from "./api.ts";
 
 /** A chat adapter for one OpenAI-compatible source; `close()` releases its pooled connections. */
@@ -77,21 +68,7 @@ export function chatRequestBody(req: ChatRequest, stream: boolean): Record<strin
 
 async function chat(api: OpenAICompatibleApi, req: ChatRequest, signal: AbortSignal | undefined): Promise<ChatResult> {
   const call = api.callSignal(signal);
-  const res = await api.post(ENDPOINTS.chatCompletions, chatRequestBody(req, false), call);
-  let text: string;
-  try {
-    text = await readText(res.body, MAX_RESPONSE_BYTES);
-  } catch (err) {
-    if (err instanceof BodyTooLargeError) throw api.malformed(err.message);
-    throw api.failure(err, call);
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw api.malformed("the body is not JSON");
-  }
-  return parseCompletion(api, parsed);
+  return parseCompletion(api, await postForJson(api, ENDPOINTS.chatCompletions, chatRequestBody(req, false), call));
 }
 
 /** Validates a non-streaming answer (`{"choices": [{"message", "finish_reason"}], "usage"}`). */

@@ -1,0 +1,181 @@
+/**
+ * The exact generation requests of the OpenAI images source against the loopback fake
+ * (src/upstreams/openai-compatible/images-fake.ts): method, path, the `Authorization: Bearer` scheme, and
+ * the body's fields and values per model (size mapping, quality, `response_format` for dall-e-3 only),
+ * dall-e-3's fan-out for `n` > 1, the D3 pass-through policy and the D25 `models` overrides.
+ */
+import { after, before, beforeEach, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { startOpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
+import type { OpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
+import { createOpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
+import type { OpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
+import { ASPECT_ORIENTATION, GATEWAY_FIELDS, OPENAI_IMAGE_SIZES } from "../../../src/upstreams/openai-compatible/images.ts";
+import type { AspectRatio, ImageRequest } from "../../../src/upstreams/types.ts";
+import { DALL_E_3_REQUEST, GPT_IMAGE_1_REQUEST } from "./fixtures.ts";
+import { imageRequest, OPENAI_KEY, upstreamFailure } from "./helpers.ts";
+
+let fake: OpenAIImagesFake;
+let source: OpenAIImagesSource;
+
+before(async () => {
+  fake = await startOpenAIImagesFake({ apiKey: OPENAI_KEY, latencyMs: 0 });
+  source = createOpenAIImagesSource({ name: "openai-main", baseUrl: `${fake.url}/v1`, apiKey: OPENAI_KEY, timeoutMs: 30_000 });
+});
+
+after(async () => {
+  await source.close();
+  await fake.close();
+});
+
+beforeEach(() => fake.reset());
+
+/** Submits, checks what every generation request shares, and returns the recorded bodies. */
+async function sent(req: ImageRequest): Promise<unknown[]> {
+  const handle = await source.submitImage(req);
+  assert.equal(handle.source, "openai-main");
+  assert.deepEqual(handle.urls, {});
+  for (const r of fake.requests) {
+    assert.equal(r.method, "POST");
+    assert.equal(r.path, "/v1/images/generations");
+    // The fake accepts only OPENAI_KEY: the answer proves the key went out; the record hides it.
+    assert.equal(r.headers.authorization, "Bearer [redacted]");
+    assert.equal(r.headers["content-type"], "application/json");
+  }
+  const state = await source.poll(handle);
+  assert.equal(state.state, "succeeded");
+  return fake.requests.map((r) => r.body);
+}
+
+describe("imgC-v3 (dall-e-3)", () => {
+  test("the body of the SDK's ImageGenerateParams: hd, b64_json, landscape 1792x1024", async () => {
+    const bodies = await sent(imageRequest({ model: "imgC-v3", aspect: "16:9", width: 1344, height: 768 }));
+    assert.deepEqual(bodies, [DALL_E_3_REQUEST]);
+  });
+
+  test("n > 1 is n requests of one image each, sent in parallel", async () => {
+    const bodies = await sent(imageRequest({ model: "imgC-v3", n: 3, aspect: "1:1" }));
+    assert.equal(bodies.length, 3);
+    for (const body of bodies) assert.deepEqual(body, { ...DALL_E_3_REQUEST, size: "1024x1024" });
+  });
+});
+
+describe("imgC-q1 (gpt-image-1)", () => {
+  test("n in one request, the quality tier, output_format png, no response_format", async () => {
+    const bodies = await sent(imageRequest({ model: "imgC-q1", n: 3, quality: "low", aspect: "9:16", width: 768, height: 1344 }));
+    assert.deepEqual(bodies, [GPT_IMAGE_1_REQUEST]);
+    assert.ok(!Object.hasOwn(bodies[0] as object, "response_format"));
+  });
+
+  test("each tier is sent as it is; no tier means medium (D14)", async () => {
+    for (const quality of ["low", "medium", "high", null] as const) {
+      fake.reset();
+      const [body] = await sent(imageRequest({ model: "imgC-q1", quality }));
+      assert.equal((body as { quality: string }).quality, quality ?? "medium");
+    }
+  });
+});
+
+describe("sizes", () => {
+  const expected: Record<AspectRatio, [string, string]> = {
+    "1:1": ["1024x1024", "1024x1024"],
+    "16:9": ["1792x1024", "1536x1024"],
+    "4:3": ["1792x1024", "1536x1024"],
+    "21:9": ["1792x1024", "1536x1024"],
+    "9:16": ["1024x1792", "1024x1536"],
+    "3:4": ["1024x1792", "1024x1536"],
+  };
+  for (const [aspect, [dalle, gpt]] of Object.entries(expected) as [AspectRatio, [string, string]][]) {
+    test(`${aspect} -> dall-e-3 ${dalle}, gpt-image-1 ${gpt}`, async () => {
+      const [d] = await sent(imageRequest({ model: "imgC-v3", aspect }));
+      fake.reset();
+      const [g] = await sent(imageRequest({ model: "imgC-q1", aspect }));
+      assert.equal((d as { size: string }).size, dalle);
+      assert.equal((g as { size: string }).size, gpt);
+    });
+  }
+
+  test("each mapping is the size nearest to the aspect ratio (log scale)", () => {
+    const ratio = (s: string) => {
+      const [w, h] = s.split(/[x:]/).map(Number);
+      return Math.log(w / h);
+    };
+    for (const sizes of Object.values(OPENAI_IMAGE_SIZES)) {
+      for (const [aspect, orientation] of Object.entries(ASPECT_ORIENTATION)) {
+        const chosen = Math.abs(ratio(aspect) - ratio(sizes[orientation]));
+        for (const other of Object.values(sizes)) assert.ok(chosen <= Math.abs(ratio(aspect) - ratio(other)), `${aspect} -> ${sizes[orientation]}, not ${other}`);
+      }
+    }
+  });
+});
+
+describe("pass-through parameters (D3)", () => {
+  test("other fields are forwarded unchanged; the gateway's fields win", async () => {
+    const parameters = { style: "natural", user: "end-user-7", n: 4, size: "1024x1792", quality: "standard", response_format: "url", model: "dall-e-2", prompt: "other" };
+    const [body] = await sent(imageRequest({ model: "imgC-v3", parameters }));
+    assert.deepEqual(body, { ...DALL_E_3_REQUEST, size: "1024x1024", style: "natural", user: "end-user-7" });
+  });
+
+  test("gpt-image-1: response_format, stream, partial_images, output_compression and other formats are dropped", async () => {
+    const parameters = {
+      background: "transparent",
+      moderation: "low",
+      response_format: "b64_json",
+      stream: true,
+      partial_images: 2,
+      output_format: "webp",
+      output_compression: 50,
+    };
+    const [body] = await sent(imageRequest({ model: "imgC-q1", quality: "high", parameters }));
+    assert.deepEqual(body, {
+      model: "gpt-image-1",
+      prompt: "a lighthouse at dusk",
+      n: 1,
+      size: "1024x1024",
+      quality: "high",
+      output_format: "png",
+      background: "transparent",
+      moderation: "low",
+    });
+    for (const field of GATEWAY_FIELDS) assert.ok(Object.hasOwn(body as object, field) === ["model", "prompt", "n", "size", "quality", "output_format"].includes(field), field);
+  });
+});
+
+describe("models overrides (D25)", () => {
+  test("an override replaces the upstream id and keeps the model's dialect; other keys are ignored", async () => {
+    const s = createOpenAIImagesSource({
+      name: "openai-next",
+      baseUrl: `${fake.url}/v1`,
+      apiKey: OPENAI_KEY,
+      models: { "imgC-q1": "gpt-image-1.5", "transcribe-1": "whisper-1", "imgC-v3/image": "ignored" },
+    });
+    try {
+      await s.submitImage(imageRequest({ model: "imgC-q1", n: 2 }));
+      assert.deepEqual(fake.requests[0].body, { ...GPT_IMAGE_1_REQUEST, model: "gpt-image-1.5", n: 2, size: "1024x1024", quality: "medium" });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("a bad override, key or configuration stops the construction", () => {
+    const ok = { name: "x", apiKey: OPENAI_KEY };
+    assert.throws(() => createOpenAIImagesSource({ ...ok, models: { "imgC-v3": "not an id" } }), RangeError);
+    assert.throws(() => createOpenAIImagesSource({ ...ok, apiKey: " " }), RangeError);
+    assert.throws(() => createOpenAIImagesSource({ ...ok, name: "" }), RangeError);
+    assert.throws(() => createOpenAIImagesSource({ ...ok, baseUrl: "ftp://x.example" }), RangeError);
+    assert.throws(() => createOpenAIImagesSource({ ...ok, timeoutMs: 0 }), RangeError);
+    assert.throws(() => createOpenAIImagesSource({ ...ok, trustedHosts: ["http://x.example/path"] }), RangeError);
+    assert.throws(() => createOpenAIImagesSource({ ...ok, resultTtlMs: -1 }), RangeError);
+  });
+
+  test("a model OpenAI does not serve, and any video, are refused without a request", async () => {
+    const err = await upstreamFailure(source.submitImage(imageRequest({ model: "imgB-2-pro" })));
+    assert.equal(err.retryable, false);
+    assert.match(err.message, /imgB-2-pro is not served by OpenAI images/);
+    const video = await upstreamFailure(
+      source.submitVideo({ model: "vidA-2.5-pro", prompt: "x", durationSec: 5, imageUrl: null, parameters: {}, simulate: null }),
+    );
+    assert.equal(video.retryable, false);
+    assert.equal(fake.requests.length, 0);
+  });
+});
