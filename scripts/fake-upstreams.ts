@@ -1,27 +1,60 @@
 /**
  * `npm run fake-upstreams`: loopback fakes of the real providers' protocols, so a developer can run the
  * gateway's real adapter code on a laptop without keys or network (issue "Real upstreams, part 1"
- * point 7). Today: fal's queue (src/upstreams/fal/fake.ts), answering in fal's real shapes with media
- * from the simulator's renderers, and misbehaving on request (`[fake:429]`, `[fake:moderation]`, ... in a
- * prompt; the list is at the top of that file).
+ * point 7): fal's queue (src/upstreams/fal/fake.ts), Black Forest Labs (src/upstreams/bfl/fake.ts) and
+ * OpenAI images (src/upstreams/openai-compatible/images-fake.ts). Each answers in its provider's real
+ * shapes with media from the simulator's renderers and misbehaves on request: `[fake:429]`,
+ * `[fake:moderation]`, ... in a prompt (each fake lists its markers at the top of its file), or for
+ * every request with `FAKE_FAL_MARKERS`, `FAKE_BFL_MARKERS`, `FAKE_OPENAI_MARKERS` (comma lists).
  *
- * Environment: FAKE_FAL_PORT (default 18480), FAKE_HOST (default 127.0.0.1), FAKE_KEY (the key the fakes
- * accept, default `fake-key`). Prints the `UPSTREAMS` value that points the gateway at them.
+ * It writes the `UPSTREAMS` file that points the gateway at them (`FAKE_UPSTREAMS_FILE`, default
+ * `data/upstreams.fake.json`): imgA, imgB and vidA-vidD on fal, imgB also on bfl (the second source:
+ * `FAKE_FAL_MARKERS=500` shows the failover), imgC on openai. Then it prints the command to start the
+ * gateway with it.
+ *
+ * Environment: FAKE_FAL_PORT (default 18480), FAKE_BFL_PORT (18481), FAKE_OPENAI_PORT (18482), FAKE_HOST
+ * (127.0.0.1), FAKE_KEY (the key every fake accepts, default `fake-key`). A port of 0 picks a free one.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { startBflFake } from "../src/upstreams/bfl/fake.ts";
 import { startFalFake } from "../src/upstreams/fal/fake.ts";
+import { startOpenAIImagesFake } from "../src/upstreams/openai-compatible/images-fake.ts";
 
-const host = process.env.FAKE_HOST ?? "127.0.0.1";
-const key = process.env.FAKE_KEY ?? "fake-key";
-const fal = await startFalFake({ port: Number(process.env.FAKE_FAL_PORT ?? 18480), host, apiKey: key });
+const env = process.env;
+const host = env.FAKE_HOST ?? "127.0.0.1";
+const key = env.FAKE_KEY ?? "fake-key";
+const markers = (name: string): string[] => (env[name] ?? "").split(",").map((m) => m.trim()).filter((m) => m !== "");
+const port = (name: string, fallback: number): number => Number(env[name] ?? fallback);
 
-const upstreams = [{ name: "fal-fake", protocol: "fal", base_url: fal.url, api_key: "env:FAKE_KEY", families: ["imgA", "imgB", "vidA", "vidB", "vidC", "vidD"] }];
-console.log(`fal queue fake at ${fal.url} (key: FAKE_KEY=${key})`);
-console.log("\nRun the gateway against it, in another terminal:\n");
-console.log(`  FAKE_KEY=${key} UPSTREAMS='${JSON.stringify(upstreams)}' npm start\n`);
-console.log("Every image and video family then runs on the fal protocol; audio and text stay on the simulator.");
+const fal = await startFalFake({ port: port("FAKE_FAL_PORT", 18480), host, apiKey: key, markers: markers("FAKE_FAL_MARKERS") });
+const bfl = await startBflFake({ port: port("FAKE_BFL_PORT", 18481), host, apiKey: key, markers: markers("FAKE_BFL_MARKERS") });
+const openai = await startOpenAIImagesFake({ port: port("FAKE_OPENAI_PORT", 18482), host, apiKey: key, markers: markers("FAKE_OPENAI_MARKERS") });
 
+const upstreams = [
+  { name: "fal-fake", protocol: "fal", base_url: fal.url, api_key: "env:FAKE_KEY", families: ["imgA", "imgB", "vidA", "vidB", "vidC", "vidD"], max_concurrency: 8 },
+  { name: "bfl-fake", protocol: "bfl", base_url: bfl.url, api_key: "env:FAKE_KEY", families: ["imgB"], max_concurrency: 8 },
+  { name: "openai-fake", protocol: "openai", base_url: `${openai.url}/v1`, api_key: "env:FAKE_KEY", families: ["imgC"], max_concurrency: 8 },
+];
+const file = env.FAKE_UPSTREAMS_FILE ?? "data/upstreams.fake.json";
+mkdirSync(dirname(file), { recursive: true });
+writeFileSync(file, `${JSON.stringify(upstreams, null, 2)}\n`);
+
+console.log(`fal queue fake     ${fal.url}`);
+console.log(`bfl fake           ${bfl.url}`);
+console.log(`openai images fake ${openai.url}/v1`);
+console.log(`(every fake accepts the key FAKE_KEY=${key})`);
+console.log(`\nWrote ${file}. Run the gateway against the fakes, in another terminal:\n`);
+console.log(`  FAKE_KEY=${key} UPSTREAMS=${file} npm start\n`);
+console.log("Image and video jobs then run on the real protocols (imgB on fal, failing over to bfl; imgC on openai);");
+console.log("audio and text stay on the simulator. Ctrl-C prints how many requests each fake received.");
+
+let stopping = false;
 const stop = async () => {
-  await fal.close();
+  if (stopping) return;
+  stopping = true;
+  console.log(`\nrequests received: fal ${fal.requests.length} (${fal.submits().length} submits), bfl ${bfl.requests.length} (${bfl.submits().length} submits), openai ${openai.requests.length} (${openai.submits().length} submits)`);
+  await Promise.all([fal.close(), bfl.close(), openai.close()]);
   process.exit(0);
 };
 process.on("SIGINT", () => void stop());

@@ -20,7 +20,9 @@ import { createOpenAICompatibleChat } from "./upstreams/openai-compatible/chat.t
 import { createSimulatedChat } from "./upstreams/simulator/chat.ts";
 import { loadUpstreams, type UpstreamSource } from "./upstreams/config.ts";
 import { UpstreamRegistry } from "./upstreams/registry.ts";
+import { createBflSource } from "./upstreams/bfl/source.ts";
 import { createFalSource } from "./upstreams/fal/source.ts";
+import { createOpenAIImagesSource } from "./upstreams/openai-compatible/images-source.ts";
 import { getImageModel, getVideoModel, MODELS } from "./catalog/models.ts";
 import { safeFetch } from "./upstreams/safe-fetch.ts";
 import { createSimulatedMediaUpstream } from "./upstreams/simulator/media.ts";
@@ -126,6 +128,8 @@ const sourceSettings = (cfg: UpstreamSource) => ({
  */
 const JOB_SOURCE_FACTORIES: Partial<Record<UpstreamSource["protocol"], JobSourceFactory>> = {
   fal: (cfg) => createFalSource(sourceSettings(cfg)),
+  bfl: (cfg) => createBflSource(sourceSettings(cfg)),
+  openai: (cfg) => createOpenAIImagesSource(sourceSettings(cfg)),
 };
 
 /** The families of image and video models (the job families a source may serve). */

@@ -1,35 +1,66 @@
 /**
- * `npm run fake-upstreams` starts the fal fake and prints the UPSTREAMS value that points a gateway at
- * it; that value is a valid configuration and the fake answers a submit in fal's shape.
+ * `npm run fake-upstreams` starts the fal, bfl and openai-images fakes and writes the UPSTREAMS file that
+ * points a gateway at them; that file is a valid configuration, each fake answers a submit in its
+ * provider's shape, and on SIGTERM the script reports what each fake received.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { loadConfig } from "../../src/config.ts";
 import { loadUpstreams } from "../../src/upstreams/config.ts";
 
-test("fake-upstreams prints a working UPSTREAMS value", async () => {
-  const child = spawn(process.execPath, ["scripts/fake-upstreams.ts"], { env: { ...process.env, FAKE_FAL_PORT: "0", FAKE_KEY: "k-123" }, stdio: ["ignore", "pipe", "pipe"] });
+test("fake-upstreams writes a working UPSTREAMS file and every fake answers", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gw-fakes-"));
+  const file = join(dir, "upstreams.json");
+  const child = spawn(process.execPath, ["scripts/fake-upstreams.ts"], {
+    env: { ...process.env, FAKE_FAL_PORT: "0", FAKE_BFL_PORT: "0", FAKE_OPENAI_PORT: "0", FAKE_KEY: "k-123", FAKE_UPSTREAMS_FILE: file },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   try {
-    let out = "";
     await new Promise<void>((resolve, reject) => {
-      child.stdout.on("data", (d: Buffer) => {
-        out += d.toString();
+      child.stdout.on("data", () => {
         if (out.includes("npm start")) resolve();
       });
-      child.on("exit", (code) => reject(new Error(`exited ${code}: ${out}`)));
+      void exited.then((code) => reject(new Error(`exited ${code}: ${out}`)));
     });
-    const upstreams = /UPSTREAMS='([^']+)'/.exec(out)?.[1];
-    assert.ok(upstreams, out);
-    const sources = loadUpstreams(loadConfig({ UPSTREAMS: upstreams, FAKE_KEY: "k-123" }));
-    assert.equal(sources[0].protocol, "fal");
-    const url = sources[0].baseUrl;
-    const submit = await fetch(`${url}/fal-ai/recraft/v3/text-to-image`, { method: "POST", headers: { authorization: "Key k-123", "content-type": "application/json" }, body: JSON.stringify({ prompt: "x" }) });
-    assert.equal(submit.status, 200);
-    const body = (await submit.json()) as { request_id?: string; status?: string };
-    assert.equal(body.status, "IN_QUEUE");
-    assert.ok(body.request_id);
-  } finally {
+    assert.match(out, new RegExp(`UPSTREAMS=${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} npm start`));
+    const sources = loadUpstreams(loadConfig({ UPSTREAMS: file, FAKE_KEY: "k-123" }));
+    assert.deepEqual(sources.map((s) => [s.protocol, s.families]), [
+      ["fal", ["imgA", "imgB", "vidA", "vidB", "vidC", "vidD"]],
+      ["bfl", ["imgB"]],
+      ["openai", ["imgC"]],
+    ]);
+    const [fal, bfl, openai] = sources;
+    const post = (url: string, headers: Record<string, string>, body: unknown) =>
+      fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+
+    const falSubmit = await post(`${fal.baseUrl}/fal-ai/recraft/v3/text-to-image`, { authorization: "Key k-123" }, { prompt: "x" });
+    assert.equal(falSubmit.status, 200);
+    assert.equal(((await falSubmit.json()) as { status?: string }).status, "IN_QUEUE");
+
+    const bflSubmit = await post(`${bfl.baseUrl}/v1/flux-2-pro`, { "x-key": "k-123" }, { prompt: "x", width: 1024, height: 1024 });
+    assert.equal(bflSubmit.status, 200);
+    const bflBody = (await bflSubmit.json()) as { id?: string; polling_url?: string };
+    assert.ok(bflBody.id && bflBody.polling_url);
+
+    const image = await post(`${openai.baseUrl}/images/generations`, { authorization: "Bearer k-123" }, { model: "gpt-image-1", prompt: "x", quality: "low" });
+    assert.equal(image.status, 200);
+    const imageBody = (await image.json()) as { data?: { b64_json?: string }[] };
+    assert.ok(imageBody.data?.[0]?.b64_json);
+
     child.kill("SIGTERM");
+    assert.equal(await exited, 0);
+    assert.match(out, /requests received: fal 1 \(1 submits\), bfl 1 \(1 submits\), openai 1 \(1 submits\)/);
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
   }
 });
