@@ -17,9 +17,10 @@
  * first failure is thrown, so the job never delivers fewer images than it holds for (OpenAI may still
  * bill the aborted requests it had started: a cost of ours, never the customer's).
  *
- * A source's `models` map (D25) replaces the upstream id only ({@link checkImageModelOverrides}); the
- * request keeps its model's dialect above, so an override must name a model of the same kind (another
- * `gpt-image-*` for `imgC-q1`).
+ * A source's `models` map (D25) replaces the upstream id ({@link checkImageModelOverrides}), and the id
+ * decides the dialect ({@link dialectOf}): a `dall-e-*` id is asked as dall-e-3 is, any other id as the
+ * gpt-image models are. So `"imgC-v3": "gpt-image-1.5"` moves the HD model onto a gpt-image model: asked
+ * for `quality: "high"` (the HD tier), `n` images in one request.
  *
  * ## Sizes ({@link OPENAI_IMAGE_SIZES})
  * OpenAI offers three sizes per model; the request's aspect ratio picks the nearest by ratio:
@@ -75,15 +76,34 @@ export type OpenAIImageDialect = "dall-e" | "gpt-image";
 
 /** One of our models at OpenAI. */
 export interface OpenAIImageModel {
-  /** The default upstream id (`model` of the body). */
+  /** The default upstream id (`model` of the body); its dialect follows from it ({@link dialectOf}). */
   upstreamModel: string;
-  dialect: OpenAIImageDialect;
+}
+
+/**
+ * The dialect an upstream id speaks: `dall-e-*` ids (one image per request, `standard`/`hd`,
+ * `response_format`) the dall-e one, every other id (`gpt-image-1`, `gpt-image-1.5`, ...) the gpt-image
+ * one.
+ */
+export function dialectOf(upstreamModel: string): OpenAIImageDialect {
+  return upstreamModel.startsWith("dall-e") ? "dall-e" : "gpt-image";
+}
+
+/**
+ * The `quality` a request is asked at: imgC-v3 is the HD product (dall-e `hd`, gpt-image `high`); imgC-q1
+ * is sold by tier (D14): the request's tier (default `medium`) on a gpt-image model, and on a dall-e model
+ * `hd` for `high`, `standard` for the others.
+ */
+function qualityOf(req: ImageRequest, dialect: OpenAIImageDialect): string {
+  const tier = req.model === "imgC-v3" ? "high" : (req.quality ?? "medium");
+  if (dialect === "gpt-image") return tier;
+  return tier === "high" ? "hd" : "standard";
 }
 
 /** Our imgC models (upstreams.md "Default upstream ids"). Frozen. */
 export const OPENAI_IMAGE_MODELS: Readonly<Record<string, OpenAIImageModel>> = Object.freeze({
-  "imgC-v3": Object.freeze({ upstreamModel: "dall-e-3", dialect: "dall-e" }),
-  "imgC-q1": Object.freeze({ upstreamModel: "gpt-image-1", dialect: "gpt-image" }),
+  "imgC-v3": Object.freeze({ upstreamModel: "dall-e-3" }),
+  "imgC-q1": Object.freeze({ upstreamModel: "gpt-image-1" }),
 } satisfies Record<string, OpenAIImageModel>);
 
 /** The `size` each dialect is asked for, by orientation (see the module comment). Frozen. */
@@ -166,17 +186,19 @@ export function imageGenerationCall(req: ImageRequest, overrides: Readonly<Recor
   const model = Object.hasOwn(OPENAI_IMAGE_MODELS, req.model) ? OPENAI_IMAGE_MODELS[req.model] : undefined;
   if (model === undefined) throw new OpenAIImagesMappingError(`model ${req.model} is not served by OpenAI images`);
   const upstreamModel = overrides[req.model] ?? model.upstreamModel;
+  const dialect = dialectOf(upstreamModel);
   const n = Number.isInteger(req.n) && req.n > 1 ? req.n : 1;
-  const size = OPENAI_IMAGE_SIZES[model.dialect][ASPECT_ORIENTATION[req.aspect] ?? "square"];
+  const size = OPENAI_IMAGE_SIZES[dialect][ASPECT_ORIENTATION[req.aspect] ?? "square"];
+  const quality = qualityOf(req, dialect);
   const passed: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(req.parameters ?? {})) {
     if (!GATEWAY_FIELDS.includes(key) && value !== undefined) passed[key] = value;
   }
-  if (model.dialect === "dall-e") {
-    const body = { ...passed, model: upstreamModel, prompt: req.prompt, n: 1, size, quality: "hd", response_format: "b64_json" };
+  if (dialect === "dall-e") {
+    const body = { ...passed, model: upstreamModel, prompt: req.prompt, n: 1, size, quality, response_format: "b64_json" };
     return { upstreamModel, bodies: Array.from({ length: n }, () => ({ ...body })), imagesPerBody: 1 };
   }
-  const body = { ...passed, model: upstreamModel, prompt: req.prompt, n, size, quality: req.quality ?? "medium", output_format: "png" };
+  const body = { ...passed, model: upstreamModel, prompt: req.prompt, n, size, quality, output_format: "png" };
   return { upstreamModel, bodies: [body], imagesPerBody: n };
 }
 

@@ -142,7 +142,7 @@ describe("pass-through parameters (D3)", () => {
 });
 
 describe("models overrides (D25)", () => {
-  test("an override replaces the upstream id and keeps the model's dialect; other keys are ignored", async () => {
+  test("an override replaces the upstream id, whose family decides the dialect; other keys are ignored", async () => {
     const s = createOpenAIImagesSource({
       name: "openai-next",
       baseUrl: `${fake.url}/v1`,
@@ -152,6 +152,17 @@ describe("models overrides (D25)", () => {
     try {
       await s.submitImage(imageRequest({ model: "imgC-q1", n: 2 }));
       assert.deepEqual(fake.requests[0].body, { ...GPT_IMAGE_1_REQUEST, model: "gpt-image-1.5", n: 2, size: "1024x1024", quality: "medium" });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test("imgC-v3 moved onto a gpt-image model is asked at its HD tier, all images in one request", async () => {
+    const s = createOpenAIImagesSource({ name: "openai-next", baseUrl: `${fake.url}/v1`, apiKey: OPENAI_KEY, models: { "imgC-v3": "gpt-image-1.5" } });
+    try {
+      await s.submitImage(imageRequest({ model: "imgC-v3", n: 2, aspect: "16:9" }));
+      assert.equal(fake.requests.length, 1);
+      assert.deepEqual(fake.requests[0].body, { ...GPT_IMAGE_1_REQUEST, model: "gpt-image-1.5", n: 2, size: "1536x1024", quality: "high" });
     } finally {
       await s.close();
     }
