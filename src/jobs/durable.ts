@@ -3,7 +3,8 @@
  * part 1", points 3 and 4). One job, one hold:
  *
  * 1. Without a handle, the family's sources are tried in order from the job's `fallback_layer`: a source
- *    at its `max_concurrency` is skipped; a retryable submit failure (connection, timeout, 429, 5xx, an
+ *    at its `max_concurrency` is skipped, and so is one that does not serve the request
+ *    (`UpstreamError.unsupported`: a variant it lacks, more references than it takes); a retryable submit failure (connection, timeout, 429, 5xx, an
  *    open circuit) moves on to the next source; a non-retryable one ends the job `provider_error`, or
  *    `content_rejected` when the error says the source refused the content (`UpstreamError.contentRejected`:
  *    a synchronous source such as OpenAI images refuses at submit). The
@@ -114,6 +115,7 @@ export async function runDurable(
     if (handle === null) {
       let sawFull = false;
       let lastError: unknown = null;
+      let unsupportedError: unknown = null;
       for (let i = layer; i < slots.length && handle === null; i++) {
         const candidate = slots[i];
         if (!candidate.tryAcquire()) {
@@ -133,6 +135,11 @@ export async function runDurable(
         } catch (err) {
           candidate.release();
           signal.throwIfAborted();
+          if (err instanceof UpstreamError && err.unsupported) {
+            // This source does not serve the request (nothing was sent): the next one may.
+            unsupportedError ??= err;
+            continue;
+          }
           if (contentRejected(err)) return { kind: "failed", code: "content_rejected", message: `The upstream refused the content: ${messageOf(err)}` };
           if (!retryable(err)) return { kind: "failed", code: "provider_error", message: `The upstream refused the job: ${messageOf(err)}` };
           lastError = err;
@@ -140,6 +147,9 @@ export async function runDurable(
       }
       if (handle === null || slot === null) {
         if (lastError === null && sawFull) return { kind: "wait" };
+        if (lastError === null && unsupportedError !== null) {
+          return { kind: "failed", code: "provider_error", message: `No upstream source serves this request: ${messageOf(unsupportedError)}` };
+        }
         return {
           kind: "failed",
           code: "provider_error",

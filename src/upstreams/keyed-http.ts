@@ -60,7 +60,7 @@ export class KeyedHttpError extends UpstreamError {
   readonly status: number | null;
 
   constructor(message: string, opts: { retryable: boolean; kind: KeyedErrorKind; status?: number | null; contentRejected?: boolean }) {
-    super(message, opts.retryable, { contentRejected: opts.contentRejected ?? false });
+    super(message, opts.retryable, { contentRejected: opts.contentRejected ?? false, unsupported: opts.kind === "unsupported" });
     this.name = "KeyedHttpError";
     this.kind = opts.kind;
     this.status = opts.status ?? null;

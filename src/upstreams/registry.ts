@@ -321,7 +321,8 @@ export class UpstreamRegistry {
     } catch (err) {
       // Another call opened the circuit between the admission check and the start.
       if (err instanceof BrokenCircuitError) throw new SourceUnavailableError(state.name, "circuit_open");
-      if (!signal?.aborted) state.stats.failure();
+      // A request the source does not serve was never sent: no failure of the source.
+      if (!signal?.aborted && !(err instanceof UpstreamError && err.unsupported)) state.stats.failure();
       throw err;
     }
   }

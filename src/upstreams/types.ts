@@ -158,16 +158,21 @@ export interface VoiceLibraryAdapter {
 /**
  * An upstream failure. `retryable` hints whether another attempt may succeed. `contentRejected` says the
  * source refused the content itself (a moderation refusal: the job ends `failed` with `content_rejected`,
- * D27); such an error is never retryable, whatever `retryable` was given.
+ * D27). `unsupported` says the source does not serve this request at all (a model or variant it lacks,
+ * more reference images than it takes), found before anything was sent: the job runner skips the source
+ * for the family's next one, and the registry counts it neither in the circuit nor in the statistics.
+ * Either flag makes the error not retryable, whatever `retryable` was given.
  */
 export class UpstreamError extends Error {
   readonly retryable: boolean;
   readonly contentRejected: boolean;
-  constructor(message: string, retryable = true, options: { contentRejected?: boolean } = {}) {
+  readonly unsupported: boolean;
+  constructor(message: string, retryable = true, options: { contentRejected?: boolean; unsupported?: boolean } = {}) {
     super(message);
     this.name = "UpstreamError";
     this.contentRejected = options.contentRejected ?? false;
-    this.retryable = retryable && !this.contentRejected;
+    this.unsupported = options.unsupported ?? false;
+    this.retryable = retryable && !this.contentRejected && !this.unsupported;
   }
 }
 

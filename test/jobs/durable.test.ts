@@ -21,7 +21,7 @@ import { BACKENDS } from "../helpers/backends.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 /** How a fake source treats a prompt: read from markers in the prompt, per source. */
-type Script = { submit?: "ok" | "retryable" | "refuse" | "moderated"; end?: "ok" | "retryable" | "moderated"; polls?: number; megapixels?: number };
+type Script = { submit?: "ok" | "retryable" | "refuse" | "unsupported" | "moderated"; end?: "ok" | "retryable" | "moderated"; polls?: number; megapixels?: number };
 
 /** An in-process source: records submits, polls and cancels; ends each job after `polls` polls. */
 class FakeSource implements VisualJobSource {
@@ -49,6 +49,7 @@ class FakeSource implements VisualJobSource {
     const script = this.script(req.prompt);
     if (script.submit === "retryable") throw new UpstreamError(`${this.name}: 503 from upstream`, true);
     if (script.submit === "refuse") throw new UpstreamError(`${this.name}: 422 prompt rejected`, false);
+    if (script.submit === "unsupported") throw new UpstreamError(`${this.name}: takes at most 8 reference images`, false, { unsupported: true });
     // A synchronous source (OpenAI images) refuses the content in the submit call itself.
     if (script.submit === "moderated") throw new UpstreamError(`${this.name}: 400 content_policy_violation`, false, { contentRejected: true });
     this.submits.push(req);
@@ -177,6 +178,24 @@ for (const { name: backend, skip } of BACKENDS) {
       assert.equal(kinds.filter((k) => k === "hold").length, 1);
       assert.equal(kinds.filter((k) => k === "charge").length, 1);
       assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000 - hold);
+    });
+
+    test("a source that does not serve the request is skipped for the next; none serving ends provider_error", async () => {
+      const firstBefore = first.submits.length;
+      const { u, id, hold } = await submit("first:unsupported/ok");
+      const done = await gw.waitForJob(u.api_key, id);
+      assert.equal(done.json.status, "succeeded", JSON.stringify(done.json));
+      assert.equal(done.json.fallback_layer, 1);
+      assert.equal(first.submits.length, firstBefore);
+      assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000 - hold);
+
+      const none = await submit("first:unsupported/ok second:unsupported/ok");
+      const failed = await gw.waitForJob(none.u.api_key, none.id);
+      assert.equal(failed.json.status, "failed", JSON.stringify(failed.json));
+      assert.equal(failed.json.error.code, "provider_error");
+      assert.match(failed.json.error.message, /^No upstream source serves this request: first: takes at most 8 reference images/);
+      assert.equal(await getBalance(gw.services.db.kysely, none.u.user_id), 500_000);
+      assert.equal(await ledgerSum(gw.services.db.kysely, none.u.user_id), 500_000);
     });
 
     test("a job the source failed for its own reasons moves to the next source; one charge", async () => {

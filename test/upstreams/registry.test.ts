@@ -117,6 +117,14 @@ describe("circuit (D27)", () => {
     assert.equal(reg.get("a")?.circuit, "open", "the refusal did not reset: 4 + 1 retryable failures in a row");
   });
 
+  test("a request the source does not serve counts nowhere: not in the circuit, not as a failure", async () => {
+    const reg = new UpstreamRegistry([source("a")]);
+    const unsupported = () => Promise.reject(new UpstreamError("takes at most 8 reference images", true, { unsupported: true }));
+    for (let i = 0; i < 8; i++) assert.equal(await attempt(reg, "a", unsupported), "rejected");
+    assert.equal(reg.get("a")?.circuit, "closed");
+    assert.equal(reg.snapshot()[0]?.failures, 0);
+  });
+
   test("errors that are not UpstreamError pass through uncounted by the circuit", async () => {
     const reg = new UpstreamRegistry([source("a")]);
     for (let i = 0; i < 8; i++) assert.equal(await attempt(reg, "a", () => Promise.reject(new TypeError("bug"))), "error");

@@ -123,7 +123,7 @@ export function createOpenAIImagesSource(config: OpenAIImagesSourceConfig): Open
       try {
         call = imageGenerationCall(req, overrides);
       } catch (err) {
-        if (err instanceof OpenAIImagesMappingError) throw new UpstreamError(`${name}: ${err.message}`, false);
+        if (err instanceof OpenAIImagesMappingError) throw new UpstreamError(`${name}: ${err.message}`, false, { unsupported: true });
         throw err;
       }
       const outputs = await generateImages(api, call, signal);
