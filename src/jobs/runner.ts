@@ -24,6 +24,7 @@ import { type ClaimedJob, claimJobs, DEFAULT_LEASE_MS, deferJob } from "../stora
 import type { Database } from "../storage/schema.ts";
 import type { ImageRequest, MediaOutput, UpstreamHandle, VideoRequest, VisualAdapter } from "../upstreams/types.ts";
 import { fetchDirect } from "../upstreams/direct-fetch.ts";
+import { mp4DurationSec, pngDimensions } from "../upstreams/media-probe.ts";
 import { DEFAULT_POLL_TIMING, type DurableHooks, type PollTiming, runDurable, type SourceSlot } from "./durable.ts";
 import { endJobWithoutCharge, GIVE_UP_MS, type SweepConfig, sweepJobs } from "./sweep.ts";
 
@@ -87,13 +88,6 @@ const DOWNLOAD_TIMEOUT_MS = 120_000;
 
 class StopError extends Error {}
 class GiveUpError extends Error {}
-
-/** Width and height of a PNG from its IHDR chunk, or null. */
-export function pngSize(bytes: Uint8Array): { width: number; height: number } | null {
-  if (bytes.length < 24 || bytes[0] !== 0x89 || bytes[1] !== 0x50) return null;
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return { width: dv.getUint32(16), height: dv.getUint32(20) };
-}
 
 function extensionOf(contentType: string): string {
   if (contentType.includes("svg")) return "svg";
@@ -397,7 +391,7 @@ export class JobRunner {
    * Rehosts `outputs` in blob storage, then in one transaction marks the job `succeeded` and captures the
    * final amount; every failure on the way ends the job without a charge (D3).
    */
-  async #deliver(job: ClaimedJob, kind: "image" | "video", outputs: MediaOutput[], delivery: Delivery | null): Promise<void> {
+  async #deliver(job: ClaimedJob, kind: "image" | "video", outputs: MediaOutput[], reported: Delivery | null): Promise<void> {
     const { db } = this.#deps;
     if (outputs.length === 0) {
       await endJobWithoutCharge(db, { id: job.id, from: "processing", to: "failed", code: "provider_error", message: "The upstream returned no output.", workerId: this.workerId });
@@ -418,7 +412,7 @@ export class JobRunner {
           type = out.contentType;
         } else {
           // A source's own hosts are fetched directly (D25); any other URL through the SSRF-safe fetch.
-          const slot = delivery?.source ? this.#deps.sourceNamed?.(delivery.source) : undefined;
+          const slot = reported?.source ? this.#deps.sourceNamed?.(reported.source) : undefined;
           const fetcher: OutputFetcher = slot?.downloadsDirectly?.(out.url) ? fetchDirect : this.#deps.fetchOutput;
           const got = await fetcher(out.url, { maxBytes: MAX_OUTPUT_BYTES[kind], timeoutMs: DOWNLOAD_TIMEOUT_MS });
           bytes = got.bytes;
@@ -447,6 +441,11 @@ export class JobRunner {
       return;
     }
 
+    // D26: a video's delivered length is what the source reports, else what the file's header says.
+    const delivery: Delivery | null =
+      kind === "video" && reported !== null && reported.durationSec === null && firstBytes !== null
+        ? { ...reported, durationSec: mp4DurationSec(firstBytes) }
+        : reported;
     const final = this.#finalAmount(job, firstBytes, delivery);
     const upstreamCost = delivery ? this.#upstreamCost(job, final, firstBytes, delivery) : null;
     const committed = await inTransaction(db, async (trx) => {
@@ -488,7 +487,7 @@ export class JobRunner {
     }
     const model = job.kind === "video" ? getVideoModel(job.model) : getImageModel(job.model);
     if (!model) return null;
-    const size = delivery.megapixels === null && firstBytes ? pngSize(firstBytes) : null;
+    const size = delivery.megapixels === null && firstBytes ? pngDimensions(firstBytes) : null;
     const megapixels = delivery.megapixels ?? (size ? (size.width * size.height) / 1_000_000 : null);
     return { micros: upstreamListPrice(model, final, megapixels), basis: "list_price" };
   }
@@ -510,7 +509,7 @@ export class JobRunner {
     const model = getImageModel(job.model);
     if (!model || model.pricing.mode !== "per-mp") return held;
     if (delivery?.megapixels != null && delivery.megapixels > 0) return Math.min(held, quoteImageAtMegapixels(model, delivery.megapixels));
-    const size = firstBytes ? pngSize(firstBytes) : null;
+    const size = firstBytes ? pngDimensions(firstBytes) : null;
     if (!size) return held;
     return Math.min(held, quoteImage(model, { n: 1, width: size.width, height: size.height }));
   }

@@ -126,6 +126,25 @@ describe("UPSTREAMS on the fakes of fal, bfl and openai: every visual family", (
     assert.ok(bfl.submits().every((r) => r.headers["x-key"] === "[redacted]"));
   });
 
+  test("D26: a length the source lacks is delivered longer, shown as delivered and charged as requested", async () => {
+    const u = await gw.register();
+    await gw.deposit(u.user_id, 10);
+    for (const { body, delivered, costUsd } of [
+      // Kling 2.5 offers 5 or 10 s: 7 s asks for the 10 s clip.
+      { body: { model: "vidA-2.5-pro", prompt: "a fox", duration: 7 }, delivered: 10, costUsd: 0.6615 },
+      // Seedance offers 4 to 15 s: 2 s asks for 4 s.
+      { body: { model: "vidB-2-fast", prompt: "rain", duration: 2 }, delivered: 4, costUsd: 0.65313 },
+    ]) {
+      const r = await gw.request("POST", "/v1/videos/generations", { token: u.api_key, body });
+      assert.equal(r.status, 202, JSON.stringify(r.json));
+      const done = await gw.waitForJob(u.api_key, r.json.id, 30_000);
+      assert.equal(done.json.status, "succeeded", JSON.stringify(done.json));
+      // fal's Kling and Seedance answers carry no length: it is read from the MP4 itself.
+      assert.equal(done.json.output.duration_sec, delivered, body.model);
+      assert.equal(done.json.cost_usd, costUsd, body.model);
+    }
+  });
+
   test("the operator sees every source; no key in any answer or log line", async () => {
     const rows = await gw.request("GET", "/v1/admin/upstreams", { token: ADMIN_TOKEN });
     assert.equal(rows.status, 200);

@@ -55,6 +55,7 @@
  * `content_rejected`). Answers up to {@link MAX_IMAGES_RESPONSE_BYTES} are read.
  */
 import type { AspectRatio, ImageRequest, MediaOutput } from "../types.ts";
+import { pngDimensions } from "../media-probe.ts";
 import { ENDPOINTS, errorMessageOf, isRecord, OpenAICompatibleError, postForJson } from "./api.ts";
 import type { OpenAICompatibleApi } from "./api.ts";
 
@@ -271,17 +272,6 @@ export function decodeImagesAnswer(value: unknown, expected: number): MediaOutpu
   }
   if (outputs.length < expected) return `the answer has ${outputs.length} images, ${expected} were asked for`;
   return outputs;
-}
-
-/** Width and height (px) of a PNG from its signature and IHDR chunk, or null when `bytes` is not a PNG. */
-export function pngDimensions(bytes: Uint8Array): { width: number; height: number } | null {
-  const signature = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
-  if (bytes.byteLength < 24 || signature.some((b, i) => bytes[i] !== b)) return null;
-  if (String.fromCharCode(bytes[12], bytes[13], bytes[14], bytes[15]) !== "IHDR") return null;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const width = view.getUint32(16);
-  const height = view.getUint32(20);
-  return width > 0 && height > 0 ? { width, height } : null;
 }
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;

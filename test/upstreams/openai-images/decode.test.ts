@@ -10,7 +10,8 @@ import { MAX_RESPONSE_BYTES } from "../../../src/upstreams/openai-compatible/api
 import { startOpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
 import { createOpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
 import type { OpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
-import { decodeImagesAnswer, MAX_IMAGES_RESPONSE_BYTES, pngDimensions } from "../../../src/upstreams/openai-compatible/images.ts";
+import { decodeImagesAnswer, MAX_IMAGES_RESPONSE_BYTES } from "../../../src/upstreams/openai-compatible/images.ts";
+import { pngDimensions } from "../../../src/upstreams/media-probe.ts";
 import type { MediaOutput } from "../../../src/upstreams/types.ts";
 import { startFakeOpenAI } from "../../helpers/fake-openai.ts";
 import type { FakeOpenAI } from "../../helpers/fake-openai.ts";

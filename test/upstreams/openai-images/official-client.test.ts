@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import OpenAI, { AuthenticationError, BadRequestError, RateLimitError } from "openai";
 import { startOpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
 import type { OpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
-import { pngDimensions } from "../../../src/upstreams/openai-compatible/images.ts";
+import { pngDimensions } from "../../../src/upstreams/media-probe.ts";
 import { OPENAI_KEY } from "./helpers.ts";
 
 let fake: OpenAIImagesFake;
