@@ -18,7 +18,7 @@ import { buildFallbackPlan, type FallbackStep, type ModelSource } from "./text/f
 import type { ChatAdapter } from "./upstreams/chat-types.ts";
 import { createOpenAICompatibleChat } from "./upstreams/openai-compatible/chat.ts";
 import { createSimulatedChat } from "./upstreams/simulator/chat.ts";
-import { loadUpstreams, type UpstreamSource } from "./upstreams/config.ts";
+import { loadUpstreams, UpstreamsConfigError, type UpstreamSource } from "./upstreams/config.ts";
 import { UpstreamRegistry } from "./upstreams/registry.ts";
 import { createBflSource } from "./upstreams/bfl/source.ts";
 import { createFalSource } from "./upstreams/fal/source.ts";
@@ -149,7 +149,14 @@ function visualJobSources(upstreams: UpstreamRegistry): NonNullable<ServiceOverr
     const cfg = state.source;
     const factory = JOB_SOURCE_FACTORIES[cfg.protocol];
     if (factory === undefined || !cfg.families.some((f) => JOB_FAMILIES.has(f))) continue;
-    const source = factory(cfg);
+    let source: VisualJobSourceAdapter;
+    try {
+      source = factory(cfg);
+    } catch (err) {
+      // A value only the protocol can judge (a `models` endpoint id, a trusted host): name the entry (D25).
+      if (err instanceof RangeError) throw new UpstreamsConfigError(`${cfg.origin} entry "${cfg.name}" (protocol ${cfg.protocol}): ${err.message}`);
+      throw err;
+    }
     slots.set(cfg.name, {
       name: cfg.name,
       source,
@@ -181,6 +188,7 @@ function visualJobSources(upstreams: UpstreamRegistry): NonNullable<ServiceOverr
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   // First: an invalid UPSTREAMS (D25) stops the start before anything is opened.
   const upstreams = new UpstreamRegistry(loadUpstreams(config));
+  const jobSources = overrides.jobSources ?? visualJobSources(upstreams);
   const log = pino({ level: config.logLevel });
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   try {
@@ -199,7 +207,6 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   });
   const fetchOutput: OutputFetcher =
     overrides.fetchOutput ?? (async (url, o) => safeFetch(url, { maxBytes: o.maxBytes, timeoutMs: o.timeoutMs }));
-  const jobSources = overrides.jobSources ?? visualJobSources(upstreams);
   let runner: JobRunner | null = null;
   const chatSimulator = overrides.chatSimulator ?? createSimulatedChat({ latencyScale: config.simLatencyScale });
   const textUpstreams = config.textUpstreams.map((u, i) => ({

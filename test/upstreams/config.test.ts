@@ -321,4 +321,10 @@ test("a bad UPSTREAMS stops `node src/main.ts serve` with the message, before th
   assert.equal(json.code, 1);
   assert.match(json.stderr, /UPSTREAMS is not valid JSON/);
   assert.ok(!(json.stderr + json.stdout).includes(KEY));
+
+  // A value only the protocol's adapter can judge (a fal endpoint id) names the entry too.
+  const endpoint = await runServe({ ...base, UPSTREAMS: JSON.stringify([entry({ families: ["imgB"], models: { "imgB-2-pro": "../../etc" } })]) });
+  assert.equal(endpoint.code, 1);
+  assert.match(endpoint.stderr, /UPSTREAMS entry "fal-main" \(protocol fal\): models: the endpoint id of "imgB-2-pro" must look like/);
+  assert.ok(!(endpoint.stderr + endpoint.stdout).includes(KEY));
 });
