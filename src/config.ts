@@ -65,6 +65,11 @@ export interface Config {
    */
   sweepSyncHoldsAfterS: number;
   /**
+   * True when `SWEEP_SYNC_HOLDS_AFTER_S` was set: the services keep it as it is. Otherwise they raise the
+   * default to cover the chat fallback chain of every text source, `UPSTREAMS` ones included.
+   */
+  sweepSyncHoldsAfterSSet: boolean;
+  /**
    * `JOB_LEASE_S` (D28): a job on a real source whose runner has not heartbeat it for this long may be
    * taken over by another runner, which resumes it by polling. Default 30, at most half the smaller
    * sweep threshold (the default shrinks with them).
@@ -130,6 +135,9 @@ function num(env: Env, name: string, def: number, min: number, max: number): num
   return n;
 }
 
+/** Total time of one call to a text upstream when its entry names none (`timeoutMs`, `timeout_s`), ms. */
+export const DEFAULT_TEXT_UPSTREAM_TIMEOUT_MS = 60_000;
+
 function parseTextUpstreams(raw: string | undefined): Config["textUpstreams"] {
   if (!raw) return [];
   let list: unknown;
@@ -145,7 +153,7 @@ function parseTextUpstreams(raw: string | undefined): Config["textUpstreams"] {
       throw new Error(`TEXT_UPSTREAMS[${i}] needs string name, baseUrl and apiKey`);
     }
     const families = Array.isArray(o.families) ? o.families.filter((f): f is string => typeof f === "string") : null;
-    const timeoutMs = typeof o.timeoutMs === "number" && o.timeoutMs > 0 ? o.timeoutMs : 60_000;
+    const timeoutMs = typeof o.timeoutMs === "number" && o.timeoutMs > 0 ? o.timeoutMs : DEFAULT_TEXT_UPSTREAM_TIMEOUT_MS;
     return { name: o.name, baseUrl: o.baseUrl.replace(/\/+$/, ""), apiKey: o.apiKey, families, timeoutMs };
   });
 }
@@ -247,6 +255,7 @@ export function loadConfig(env: Env = process.env): Config {
     sweepVideoAfterS: int(env, "SWEEP_VIDEO_AFTER_S", 720, 1, 86400),
     sweepImageAfterS: int(env, "SWEEP_IMAGE_AFTER_S", 420, 1, 86400),
     sweepSyncHoldsAfterS: sweepSyncHoldsAfterS(env, textUpstreams),
+    sweepSyncHoldsAfterSSet: env.SWEEP_SYNC_HOLDS_AFTER_S !== undefined && env.SWEEP_SYNC_HOLDS_AFTER_S !== "",
     jobLeaseS: jobLeaseS(env),
     textUpstreams,
     upstreams: { setting: env.UPSTREAMS || null, lookup: (name) => env[name] },

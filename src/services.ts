@@ -6,8 +6,9 @@ import pino from "pino";
 import { VoiceLibrary } from "./audio/voice-library.ts";
 import { getTextModel, type TextModel } from "./catalog/text-models.ts";
 import type { SpeechModel } from "./catalog/types.ts";
-import type { Config } from "./config.ts";
+import { type Config, DEFAULT_TEXT_UPSTREAM_TIMEOUT_MS, longestSyncCallS, SYNC_HOLD_MARGIN_S } from "./config.ts";
 import { JobRunner, type OutputFetcher, type RunnerOptions } from "./jobs/runner.ts";
+import type { SweepConfig } from "./jobs/sweep.ts";
 import type { SourceSlot } from "./jobs/durable.ts";
 import { type HostResolver, systemResolver } from "./jobs/validate.ts";
 import { Limiter } from "./limits/limiter.ts";
@@ -18,7 +19,7 @@ import { buildFallbackPlan, type FallbackStep, type ModelSource } from "./text/f
 import type { ChatAdapter } from "./upstreams/chat-types.ts";
 import { createOpenAICompatibleChat } from "./upstreams/openai-compatible/chat.ts";
 import { createSimulatedChat } from "./upstreams/simulator/chat.ts";
-import { loadUpstreams, UpstreamsConfigError, type UpstreamSource } from "./upstreams/config.ts";
+import { loadUpstreams, TEXT_FAMILIES, UpstreamsConfigError, type UpstreamSource } from "./upstreams/config.ts";
 import { UpstreamRegistry } from "./upstreams/registry.ts";
 import { createBflSource } from "./upstreams/bfl/source.ts";
 import { createFalSource } from "./upstreams/fal/source.ts";
@@ -81,6 +82,11 @@ export interface Services {
    * gates and statistics (D27); `GET /v1/admin/upstreams` shows its snapshot.
    */
   upstreams: UpstreamRegistry;
+  /**
+   * The sweep's thresholds, seconds: `SWEEP_*_AFTER_S`; the sync-hold one, unless set, covers the chat
+   * fallback chain of every text source (`TEXT_UPSTREAMS` and `UPSTREAMS`).
+   */
+  sweep: SweepConfig;
   /** Starts this process's job runner (and sweep). */
   startRunner(opts?: RunnerOptions): JobRunner;
   /** Tells the runner of this process, if any, that a job was submitted. */
@@ -209,20 +215,34 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     overrides.fetchOutput ?? (async (url, o) => safeFetch(url, { maxBytes: o.maxBytes, timeoutMs: o.timeoutMs }));
   let runner: JobRunner | null = null;
   const chatSimulator = overrides.chatSimulator ?? createSimulatedChat({ latencyScale: config.simLatencyScale });
-  const textUpstreams = config.textUpstreams.map((u, i) => ({
-    // Source names key the fallback plan: a repeated name gets its position appended.
-    source: config.textUpstreams.findIndex((o) => o.name === u.name) === i ? u.name : `${u.name}#${i}`,
-    families: u.families,
-    adapter: createOpenAICompatibleChat({ name: u.name, baseUrl: u.baseUrl, apiKey: u.apiKey, timeoutMs: u.timeoutMs }),
-  }));
+  // Text sources (D25): the `openai` entries of UPSTREAMS that name a text family, then TEXT_UPSTREAMS (the
+  // registry merged them in that order, under the names the fallback plan always used).
+  const textUpstreams = upstreams.states
+    .map((state) => state.source)
+    .filter((src) => src.protocol === "openai" && src.families.some((f) => TEXT_FAMILIES.includes(f)))
+    .map((src) => ({
+      source: src.name,
+      families: src.families,
+      models: src.models,
+      adapter: createOpenAICompatibleChat({ name: src.name, baseUrl: src.baseUrl, apiKey: src.apiKey, timeoutMs: src.timeoutMs ?? DEFAULT_TEXT_UPSTREAM_TIMEOUT_MS }),
+      timeoutMs: src.timeoutMs ?? DEFAULT_TEXT_UPSTREAM_TIMEOUT_MS,
+    }));
+  // The sync-hold sweep waits past the longest chat fallback chain unless the operator set its delay.
+  const sweep: SweepConfig = {
+    sweepImageAfterS: config.sweepImageAfterS,
+    sweepVideoAfterS: config.sweepVideoAfterS,
+    sweepSyncHoldsAfterS: config.sweepSyncHoldsAfterSSet
+      ? config.sweepSyncHoldsAfterS
+      : Math.max(config.sweepSyncHoldsAfterS, longestSyncCallS(textUpstreams) + SYNC_HOLD_MARGIN_S),
+  };
   const chatAdapters = new Map<string, ChatAdapter>([
     [SIMULATOR_SOURCE, chatSimulator],
     ...textUpstreams.map((u) => [u.source, u.adapter] as const),
   ]);
   const sourcesOf = (m: TextModel): ModelSource[] => {
-    const own = textUpstreams.filter((u) => u.families === null || u.families.includes(m.family));
-    const names = own.length > 0 ? own.map((u) => u.source) : [SIMULATOR_SOURCE];
-    return names.map((source) => ({ source, upstreamModel: m.upstreamModel }));
+    const own = textUpstreams.filter((u) => u.families.includes(m.family));
+    if (own.length === 0) return [{ source: SIMULATOR_SOURCE, upstreamModel: m.upstreamModel }];
+    return own.map((u) => ({ source: u.source, upstreamModel: u.models[m.id] ?? m.upstreamModel }));
   };
   const chatPlanFor = (model: TextModel): FallbackStep[] =>
     buildFallbackPlan(
@@ -267,6 +287,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     limiter,
     chatPlanFor,
     upstreams,
+    sweep,
     startRunner(opts) {
       runner ??= new JobRunner(
         {
@@ -276,11 +297,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           fetchOutput,
           sourcesFor: jobSources.sourcesFor,
           sourceNamed: jobSources.sourceNamed,
-          sweep: {
-            sweepImageAfterS: config.sweepImageAfterS,
-            sweepVideoAfterS: config.sweepVideoAfterS,
-            sweepSyncHoldsAfterS: config.sweepSyncHoldsAfterS,
-          },
+          sweep,
           log,
         },
         { leaseMs: config.jobLeaseS * 1000, ...opts },

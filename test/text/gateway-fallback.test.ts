@@ -141,3 +141,41 @@ describe("a streamed chat that breaks off", () => {
     }
   });
 });
+
+describe("text sources in UPSTREAMS (D25)", () => {
+  test("an openai entry naming a text family serves chat, with its models override, before TEXT_UPSTREAMS", async () => {
+    const main = await startFakeOpenAI();
+    const legacy = await startFakeOpenAI();
+    const gw = await startGateway("sqlite", {
+      TXT_KEY: "key-upstreams-entry",
+      UPSTREAMS: JSON.stringify([
+        { name: "openai-text", protocol: "openai", base_url: main.baseUrl, api_key: "env:TXT_KEY", families: ["txtA"], models: { "txtA-small": "gpt-next-mini" }, timeout_s: 200 },
+      ]),
+      TEXT_UPSTREAMS: JSON.stringify([{ name: "legacy", baseUrl: legacy.baseUrl, apiKey: "key-legacy", timeoutMs: 5000 }]),
+    });
+    try {
+      const small = getTextModel("txtA-small")!;
+      assert.deepEqual(
+        gw.services.chatPlanFor(small).filter((s) => s.model === small.id).map((s) => [s.source, s.upstreamModel, s.layer]),
+        [
+          ["openai-text", "gpt-next-mini", 0],
+          ["legacy", small.upstreamModel, 1],
+        ],
+      );
+      const u = await gw.register();
+      main.enqueue({ kind: "json", body: completion({ content: "from the UPSTREAMS entry" }) });
+      const r = await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body: { model: "txtA-small", messages: [{ role: "user", content: "hi" }] } });
+      assert.equal(r.status, 200, JSON.stringify(r.json));
+      assert.equal(r.json.choices[0].message.content, "from the UPSTREAMS entry");
+      assert.equal(main.requests[0].headers.authorization, "Bearer key-upstreams-entry");
+      assert.equal((main.requests[0].body as { model: string }).model, "gpt-next-mini");
+      assert.equal(legacy.requests.length, 0);
+      // The sync-hold sweep waits past the whole chat fallback chain (200 s + 5 s, plus its margin).
+      assert.equal(gw.services.sweep.sweepSyncHoldsAfterS, 200 + 5 + 60);
+    } finally {
+      await gw.close();
+      await main.close();
+      await legacy.close();
+    }
+  });
+});
