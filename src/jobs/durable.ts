@@ -122,12 +122,17 @@ export async function runDurable(
           sawFull = true;
           continue;
         }
+        // A submit may take minutes (OpenAI images generate synchronously): keep the heartbeat going so the
+        // sweep does not take the runner for dead meanwhile.
+        const beat = setInterval(() => void hooks.heartbeat().catch(() => false), timing.pollMs);
         try {
-          const h = await candidate.call(() =>
-            job.kind === "image"
-              ? candidate.source.submitImage(job.request as ImageRequest, signal)
-              : candidate.source.submitVideo(job.request as VideoRequest, signal),
-          );
+          const h = await candidate
+            .call(() =>
+              job.kind === "image"
+                ? candidate.source.submitImage(job.request as ImageRequest, signal)
+                : candidate.source.submitVideo(job.request as VideoRequest, signal),
+            )
+            .finally(() => clearInterval(beat));
           handle = h;
           layer = i;
           slot = candidate;

@@ -21,7 +21,7 @@ import { BACKENDS } from "../helpers/backends.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 /** How a fake source treats a prompt: read from markers in the prompt, per source. */
-type Script = { submit?: "ok" | "retryable" | "refuse" | "unsupported" | "moderated"; end?: "ok" | "retryable" | "moderated"; polls?: number; megapixels?: number };
+type Script = { submit?: "ok" | "retryable" | "refuse" | "unsupported" | "slow" | "moderated"; end?: "ok" | "retryable" | "moderated"; polls?: number; megapixels?: number };
 
 /** An in-process source: records submits, polls and cancels; ends each job after `polls` polls. */
 class FakeSource implements VisualJobSource {
@@ -49,6 +49,7 @@ class FakeSource implements VisualJobSource {
     const script = this.script(req.prompt);
     if (script.submit === "retryable") throw new UpstreamError(`${this.name}: 503 from upstream`, true);
     if (script.submit === "refuse") throw new UpstreamError(`${this.name}: 422 prompt rejected`, false);
+    if (script.submit === "slow") await new Promise((resolve) => setTimeout(resolve, 400));
     if (script.submit === "unsupported") throw new UpstreamError(`${this.name}: takes at most 8 reference images`, false, { unsupported: true });
     // A synchronous source (OpenAI images) refuses the content in the submit call itself.
     if (script.submit === "moderated") throw new UpstreamError(`${this.name}: 400 content_policy_violation`, false, { contentRejected: true });
@@ -196,6 +197,24 @@ for (const { name: backend, skip } of BACKENDS) {
       assert.match(failed.json.error.message, /^No upstream source serves this request: first: takes at most 8 reference images/);
       assert.equal(await getBalance(gw.services.db.kysely, none.u.user_id), 500_000);
       assert.equal(await ledgerSum(gw.services.db.kysely, none.u.user_id), 500_000);
+    });
+
+    test("a long submit (a synchronous source at work) keeps the job's heartbeat going", async () => {
+      const { u, id } = await submit("first:slow/ok");
+      let claimedAt = 0;
+      let beatDuringSubmit = 0;
+      for (let i = 0; i < 200 && first.submits.every((r) => !r.prompt.includes("first:slow")); i++) {
+        const r = await row(id);
+        if (r.status === "processing" && r.upstream_handle_json === null) {
+          claimedAt ||= Number(r.started_at);
+          beatDuringSubmit = Math.max(beatDuringSubmit, Number(r.heartbeat_at));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.ok(claimedAt > 0, "the job was seen in its submit");
+      assert.ok(beatDuringSubmit > claimedAt, "a heartbeat was written while the submit ran");
+      const done = await gw.waitForJob(u.api_key, id);
+      assert.equal(done.json.status, "succeeded", JSON.stringify(done.json));
     });
 
     test("a job the source failed for its own reasons moves to the next source; one charge", async () => {
