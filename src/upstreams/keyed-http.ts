@@ -31,7 +31,7 @@ import type { Agent, Dispatcher } from "undici";
 import { loadUndici } from "./undici.ts";
 import { isOwnOrTrustedHost, trustedHostMatcher } from "./hosts.ts";
 import { UpstreamError, type VisualJobSourceConfig } from "./types.ts";
-import { isRecord, readText, redactSecret } from "./openai-compatible/api.ts";
+import { errorCode, isRecord, parseBaseUrl, readText, redactSecret } from "./openai-compatible/api.ts";
 
 /** Longest connect phase by default, in milliseconds (capped by the total timeout). */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -138,7 +138,7 @@ export function createKeyedHttp<E extends UpstreamError>(config: KeyedHttpConfig
   const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
   if (typeof config.apiKey !== "string" || config.apiKey.trim() === "") throw new RangeError("apiKey must be a non-empty string");
-  const base = parseBaseUrl(config.baseUrl);
+  const base = parseKeyedBaseUrl(config.baseUrl);
   const isTrusted = trustedHostMatcher(config.trustedHosts);
   const connectTimeout = Math.min(config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, timeoutMs);
   const ownAgent =
@@ -297,22 +297,10 @@ function flatHeaders(headers: Dispatcher.ResponseData["headers"]): Record<string
   return out;
 }
 
-function errorCode(err: unknown): string | null {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string") return code;
-  }
-  return null;
-}
 
-function parseBaseUrl(raw: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new RangeError("baseUrl is not a valid URL");
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw new RangeError("baseUrl must be http or https");
+/** A keyed source's base URL: http(s), and neither credentials (the key has its header) nor a query. */
+function parseKeyedBaseUrl(raw: string): URL {
+  const url = parseBaseUrl(raw);
   if (url.username !== "" || url.password !== "") throw new RangeError("baseUrl must not contain credentials");
   if (url.search !== "" || url.hash !== "") throw new RangeError("baseUrl must not have a query or fragment");
   return url;

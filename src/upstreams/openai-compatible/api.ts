@@ -351,7 +351,8 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function errorCode(err: unknown): string | null {
+/** The first string `code` on `err` or its causes (undici's `UND_ERR_*`, Node's `ECONNREFUSED`), or null. */
+export function errorCode(err: unknown): string | null {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string") return code;
@@ -359,7 +360,11 @@ function errorCode(err: unknown): string | null {
   return null;
 }
 
-function parseBaseUrl(raw: string): URL {
+/**
+ * Parses an upstream's base URL.
+ * @throws RangeError when it is not a URL or not http(s).
+ */
+export function parseBaseUrl(raw: string): URL {
   let url: URL;
   try {
     url = new URL(raw);

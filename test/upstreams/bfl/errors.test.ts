@@ -3,10 +3,9 @@
  * on a submit mapped to a retryable or non-retryable {@link BflError}, the caller's abort, the host check
  * that runs before the key is sent (D25), and no key in any message (design.md invariant 8).
  */
+import { closedPort, startRecorder } from "../../helpers/recorder.ts";
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { startBflFake } from "../../../src/upstreams/bfl/fake.ts";
 import type { BflFake } from "../../../src/upstreams/bfl/fake.ts";
 import { createBflSource } from "../../../src/upstreams/bfl/source.ts";
@@ -102,10 +101,7 @@ describe("submit failures", () => {
   });
 
   test("connection refused: network error, retryable", async () => {
-    const closed = http.createServer();
-    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", () => resolve()));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const port = await closedPort();
     const dead = createBflSource({ name: "bfl-dead", baseUrl: `http://127.0.0.1:${port}`, apiKey: BFL_KEY, timeoutMs: 1000 });
     try {
       const err = await bflFailure(dead.submitImage(bflImage()));
@@ -125,27 +121,6 @@ describe("submit failures", () => {
   });
 });
 
-/** A loopback server that records what reaches it (stands in for a host that must not get the key). */
-async function startRecorder(): Promise<{ url: string; host: string; hits: { path: string; key: string | undefined }[]; close(): Promise<void> }> {
-  const hits: { path: string; key: string | undefined }[] = [];
-  const server = http.createServer((req, res) => {
-    const key = req.headers["x-key"];
-    hits.push({ path: req.url ?? "", key: typeof key === "string" ? key : undefined });
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ id: "t", status: "Pending", result: null, progress: 0.5 }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    host: `127.0.0.1:${port}`,
-    hits,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 describe("host check before the key is sent (D25)", () => {
   test("a submit answer whose polling_url is on a foreign host is refused, not retryable", async () => {
@@ -157,7 +132,7 @@ describe("host check before the key is sent (D25)", () => {
   });
 
   test("a stored handle pointing at another host (another port counts) is refused before any request", async () => {
-    const recorder = await startRecorder();
+    const recorder = await startRecorder("x-key", { id: "t", status: "Pending", result: null, progress: 0.5 });
     try {
       const handle = await source.submitImage(bflImage({ model: "imgB-1.1-ultra", n: 2 }));
       // Only the second part is moved: the first must not be polled either.
@@ -184,7 +159,7 @@ describe("host check before the key is sent (D25)", () => {
   });
 
   test("a trusted host receives the polling call with the key", async () => {
-    const recorder = await startRecorder();
+    const recorder = await startRecorder("x-key", { id: "t", status: "Pending", result: null, progress: 0.5 });
     const s = createBflSource({ name: "bfl-main", baseUrl: fake.url, apiKey: BFL_KEY, trustedHosts: [recorder.host] });
     try {
       const handle = await s.submitImage(bflImage());

@@ -3,10 +3,9 @@
  * non-retryable {@link FalError}, the caller's abort, the host check that runs before the key is sent
  * (D25), and no key in any message (design.md invariant 8).
  */
+import { closedPort, startRecorder } from "../../helpers/recorder.ts";
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { createFalApi, FalError } from "../../../src/upstreams/fal/api.ts";
 import { startFalFake } from "../../../src/upstreams/fal/fake.ts";
 import type { FalFake } from "../../../src/upstreams/fal/fake.ts";
@@ -111,10 +110,7 @@ describe("submit failures", () => {
   });
 
   test("connection refused: network error, retryable", async () => {
-    const closed = http.createServer();
-    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", () => resolve()));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const port = await closedPort();
     const dead = createFalSource({ name: "fal-dead", baseUrl: `http://127.0.0.1:${port}`, apiKey: FAL_KEY, timeoutMs: 1000 });
     try {
       const err = await falFailure(dead.submitVideo(videoRequest()));
@@ -134,26 +130,6 @@ describe("submit failures", () => {
   });
 });
 
-/** A loopback server that records what reaches it (stands in for a host that must not get the key). */
-async function startRecorder(): Promise<{ url: string; host: string; hits: { path: string; authorization: string | undefined }[]; close(): Promise<void> }> {
-  const hits: { path: string; authorization: string | undefined }[] = [];
-  const server = http.createServer((req, res) => {
-    hits.push({ path: req.url ?? "", authorization: req.headers.authorization });
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ status: "IN_PROGRESS", logs: null }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    host: `127.0.0.1:${port}`,
-    hits,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 describe("host check before the key is sent (D25)", () => {
   test("a submit answer with follow-up URLs on a foreign host is refused, not retryable", async () => {
@@ -164,7 +140,7 @@ describe("host check before the key is sent (D25)", () => {
   });
 
   test("a stored handle pointing at another host (another port counts) is refused before any request", async () => {
-    const recorder = await startRecorder();
+    const recorder = await startRecorder("authorization", { status: "IN_PROGRESS", logs: null });
     try {
       const handle = await source.submitVideo(videoRequest());
       const tampered: UpstreamHandle = {
@@ -203,14 +179,14 @@ describe("host check before the key is sent (D25)", () => {
   });
 
   test("a trusted host receives the follow-up call with the key", async () => {
-    const recorder = await startRecorder();
+    const recorder = await startRecorder("authorization", { status: "IN_PROGRESS", logs: null });
     const s = createFalSource({ name: "fal-main", baseUrl: fake.url, apiKey: FAL_KEY, trustedHosts: [recorder.host] });
     try {
       const handle = await s.submitVideo(videoRequest());
       const moved: UpstreamHandle = { ...handle, urls: { ...handle.urls, status_url: handle.urls.status_url.replace(fake.url, recorder.url) } };
       assert.deepEqual(await s.poll(moved), { state: "running", progress: null });
       assert.equal(recorder.hits.length, 1);
-      assert.equal(recorder.hits[0].authorization, `Key ${FAL_KEY}`);
+      assert.equal(recorder.hits[0].key, `Key ${FAL_KEY}`);
     } finally {
       await s.close();
       await recorder.close();
