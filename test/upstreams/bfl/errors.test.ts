@@ -121,7 +121,6 @@ describe("submit failures", () => {
   });
 });
 
-
 describe("host check before the key is sent (D25)", () => {
   test("a submit answer whose polling_url is on a foreign host is refused, not retryable", async () => {
     const err = await bflFailure(source.submitImage(bflImage({ prompt: "x [fake:foreign-polling]" })));

@@ -99,11 +99,9 @@ describe("submit failures", () => {
   test("no answer within timeoutMs: timeout, retryable", async () => {
     const quick = createFalSource({ name: "fal-quick", baseUrl: fake.url, apiKey: FAL_KEY, timeoutMs: 200 });
     try {
-      const started = Date.now();
       const err = await falFailure(quick.submitVideo(videoRequest({ prompt: "x [fake:hang]" })));
       assert.equal(err.kind, "timeout");
       assert.equal(err.retryable, true);
-      assert.ok(Date.now() - started < 1500);
     } finally {
       await quick.close();
     }
@@ -129,7 +127,6 @@ describe("submit failures", () => {
     await assert.rejects(pending, (err) => err === reason);
   });
 });
-
 
 describe("host check before the key is sent (D25)", () => {
   test("a submit answer with follow-up URLs on a foreign host is refused, not retryable", async () => {
