@@ -1,7 +1,8 @@
 /**
- * The HTTP base shared by the protocol adapters that send an API key with every call (fal, BFL): one
- * keep-alive undici pool per source, a total and a connect timeout per call, whole JSON answers read
- * under a size cap, the host check that runs before the key is written into a request (D25), and
+ * The HTTP base shared by the protocol adapters that send an API key with every call (fal, BFL,
+ * ElevenLabs, MiniMax): one keep-alive undici pool per source, a total and a connect timeout per call,
+ * whole answers read under a size cap (JSON by {@link KeyedHttp.send}, bytes by
+ * {@link KeyedHttp.sendForBytes}), streamed answers with an idle timeout ({@link KeyedHttp.openStream}), the host check that runs before the key is written into a request (D25), and
  * errors without the key. Each protocol's `api.ts` adds what is its own: the auth header, the hosts it
  * names for follow-up calls, the meaning of its error bodies and its error class.
  *
@@ -27,11 +28,11 @@
  * statuses are the protocol's business: {@link KeyedHttp.send} returns every answer, whatever its
  * status. Every message passes through the key's redaction; no raw undici error is attached as `cause`.
  */
-import type { Agent, Dispatcher } from "undici";
+import type { Agent, Dispatcher, FormData as UndiciFormData } from "undici";
 import { loadUndici } from "./undici.ts";
 import { isOwnOrTrustedHost, trustedHostMatcher } from "./hosts.ts";
 import { UpstreamError, type VisualJobSourceConfig } from "./types.ts";
-import { errorCode, isRecord, parseBaseUrl, readText, redactSecret } from "./openai-compatible/api.ts";
+import { BodyTooLargeError, errorCode, isRecord, parseBaseUrl, readText, redactSecret } from "./openai-compatible/api.ts";
 
 /** Longest connect phase by default, in milliseconds (capped by the total timeout). */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -59,8 +60,15 @@ export class KeyedHttpError extends UpstreamError {
   readonly kind: KeyedErrorKind;
   readonly status: number | null;
 
-  constructor(message: string, opts: { retryable: boolean; kind: KeyedErrorKind; status?: number | null; contentRejected?: boolean }) {
-    super(message, opts.retryable, { contentRejected: opts.contentRejected ?? false, unsupported: opts.kind === "unsupported" });
+  constructor(
+    message: string,
+    opts: { retryable: boolean; kind: KeyedErrorKind; status?: number | null; contentRejected?: boolean; voiceUnavailable?: boolean },
+  ) {
+    super(message, opts.retryable, {
+      contentRejected: opts.contentRejected ?? false,
+      unsupported: opts.kind === "unsupported",
+      voiceUnavailable: opts.voiceUnavailable ?? false,
+    });
     this.name = "KeyedHttpError";
     this.kind = opts.kind;
     this.status = opts.status ?? null;
@@ -101,6 +109,45 @@ export interface KeyedAnswer {
   text: string;
 }
 
+/**
+ * The body of a request: JSON (`{json}`, sent with `content-type: application/json`), a multipart form
+ * (`{form}`, undici writes the boundary), or none (undefined).
+ */
+export type KeyedBody = { json: unknown } | { form: UndiciFormData } | undefined;
+
+/** A new multipart form for a {@link KeyedBody} (undici's own `FormData`, which its `request` writes). */
+export function newKeyedForm(): UndiciFormData {
+  return new (loadUndici().FormData)();
+}
+
+/** One HTTP answer read whole as bytes (audio). `headers` has lower-case names. */
+export interface KeyedBytesAnswer {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  body: Uint8Array;
+}
+
+/**
+ * An answer whose body is still arriving. Iterate `body` once (each chunk resets the idle timeout; a
+ * failure throws the protocol's error), or call `text()` to read it whole (at most 64 KiB: error bodies),
+ * or `cancel()` to drop it. Abandoning the iteration (`break`) also closes the connection.
+ */
+export interface KeyedStreamAnswer {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  body: AsyncIterable<Uint8Array>;
+  text(): Promise<string>;
+  cancel(): void;
+}
+
+/** Options of {@link KeyedHttp.sendForBytes} and {@link KeyedHttp.openStream}. */
+export interface KeyedRequestOptions {
+  /** The `accept` header (default `application/json`). */
+  accept?: string;
+  /** Largest body read by {@link KeyedHttp.sendForBytes}, bytes (default {@link MAX_RESPONSE_BYTES}). */
+  maxBytes?: number;
+}
+
 /** The HTTP methods the protocols use. */
 export type KeyedMethod = "GET" | "POST" | "PUT" | "DELETE";
 
@@ -122,6 +169,17 @@ export interface KeyedHttp<E extends UpstreamError> {
    * timeouts, oversized answers and a refused URL, or the caller's abort reason.
    */
   send(method: KeyedMethod, url: URL, body: unknown, signal: AbortSignal | undefined): Promise<KeyedAnswer>;
+  /**
+   * Like {@link send}, with any {@link KeyedBody} and the answer read whole as bytes (audio), at most
+   * `opts.maxBytes` (an answer over it: a retryable malformed-answer error). Every status is returned.
+   */
+  sendForBytes(method: KeyedMethod, url: URL, body: KeyedBody, opts: KeyedRequestOptions, signal: AbortSignal | undefined): Promise<KeyedBytesAnswer>;
+  /**
+   * Sends one request and resolves once the answer's status and headers arrived (within the timeout);
+   * the body then streams with the timeout applied to each wait for the next chunk (an idle timeout),
+   * not to the whole answer. Every status is returned; same errors as {@link send}.
+   */
+  openStream(method: KeyedMethod, url: URL, body: KeyedBody, opts: KeyedRequestOptions, signal: AbortSignal | undefined): Promise<KeyedStreamAnswer>;
   /** A malformed-answer error (retryable: the upstream misbehaved, another source may not). */
   malformed(what: string, detail: string): E;
   /** `text` with the key replaced by `[redacted]`. */
@@ -157,6 +215,71 @@ export function createKeyedHttp<E extends UpstreamError>(config: KeyedHttpConfig
     return isTrusted(url);
   };
 
+  /** The signals of one request: the caller's, the total (or header) timeout, and the stream's idle timer. */
+  interface CallSignals {
+    caller: AbortSignal | undefined;
+    timeout: AbortSignal;
+    idle: IdleTimer | null;
+  }
+  const failure = (err: unknown, signals: CallSignals, method: string, url: URL): unknown => {
+    const callerSignal = signals.caller;
+    if (callerSignal?.aborted === true) return callerSignal.reason;
+    if (err instanceof UpstreamError) return err;
+    if (signals.timeout.aborted || signals.idle?.fired === true) {
+      const what = signals.idle?.fired === true ? `no data for ${timeoutMs} ms while streaming` : `no complete answer within ${timeoutMs} ms`;
+      return error(`${name}: ${what} (${method} ${url.pathname})`, { retryable: true, kind: "timeout" });
+    }
+    const code = errorCode(err);
+    if (code === "UND_ERR_CONNECT_TIMEOUT") {
+      return error(`${name}: connect timed out after ${connectTimeout} ms`, { retryable: true, kind: "timeout" });
+    }
+    if (err instanceof Error && err.name === "BodyTooLargeError") return http.malformed(`${method} ${url.pathname}`, err.message);
+    const message = err instanceof Error ? err.message : String(err);
+    return error(clean(`${name}: network error${code === null ? "" : ` (${code})`}: ${message}`), { retryable: true, kind: "network" });
+  };
+  /**
+   * Sends the request and waits for the status and headers. For a stream the total timeout covers only
+   * that wait; the idle timer then takes over (armed by the caller).
+   */
+  const open = async (
+    method: KeyedMethod,
+    url: URL,
+    body: KeyedBody,
+    opts: KeyedRequestOptions,
+    callerSignal: AbortSignal | undefined,
+    streaming: boolean,
+  ): Promise<{ res: Dispatcher.ResponseData; signals: CallSignals }> => {
+    if (callerSignal?.aborted === true) throw callerSignal.reason;
+    // The host check is repeated here so no code path can send the key elsewhere.
+    if (!keyAllowed(url)) http.checkUrl(url.href, "request URL");
+    const headerTimeout = new AbortController();
+    const timer = setTimeout(() => headerTimeout.abort(new Error("timeout")), timeoutMs);
+    const idle = streaming ? new IdleTimer(timeoutMs) : null;
+    const parts = [headerTimeout.signal, ...(idle === null ? [] : [idle.signal]), ...(callerSignal === undefined ? [] : [callerSignal])];
+    const signals: CallSignals = { caller: callerSignal, timeout: headerTimeout.signal, idle };
+    const headers: Record<string, string> = {
+      ...config.authHeaders(apiKey),
+      accept: opts.accept ?? "application/json",
+      "user-agent": "media-gateway",
+    };
+    let payload: string | UndiciFormData | undefined;
+    if (body !== undefined && "json" in body) {
+      headers["content-type"] = "application/json";
+      payload = JSON.stringify(body.json);
+    } else if (body !== undefined) {
+      payload = body.form;
+    }
+    try {
+      const res = await loadUndici().request(url, { method, dispatcher, signal: AbortSignal.any(parts), headers, body: payload });
+      if (streaming) clearTimeout(timer);
+      else res.body.once("close", () => clearTimeout(timer));
+      return { res, signals };
+    } catch (err) {
+      clearTimeout(timer);
+      throw failure(err, signals, method, url);
+    }
+  };
+
   const http: KeyedHttp<E> = {
     name,
     baseUrl: base,
@@ -179,43 +302,63 @@ export function createKeyedHttp<E extends UpstreamError>(config: KeyedHttpConfig
     },
     isDirectDownloadHost: (raw) => isOwnOrTrustedHost(raw, base, isTrusted),
     async send(method, url, body, callerSignal) {
-      if (callerSignal?.aborted === true) throw callerSignal.reason;
-      // The host check is repeated here so no code path can send the key elsewhere.
-      if (!keyAllowed(url)) http.checkUrl(url.href, "request URL");
-      const timeout = AbortSignal.timeout(timeoutMs);
-      const signal = callerSignal === undefined ? timeout : AbortSignal.any([callerSignal, timeout]);
-      const failure = (err: unknown): unknown => {
-        if (callerSignal?.aborted === true) return callerSignal.reason;
-        if (err instanceof UpstreamError) return err;
-        if (timeout.aborted) {
-          return error(`${name}: no complete answer within ${timeoutMs} ms (${method} ${url.pathname})`, { retryable: true, kind: "timeout" });
-        }
-        const code = errorCode(err);
-        if (code === "UND_ERR_CONNECT_TIMEOUT") {
-          return error(`${name}: connect timed out after ${connectTimeout} ms`, { retryable: true, kind: "timeout" });
-        }
-        if (err instanceof Error && err.name === "BodyTooLargeError") return http.malformed(`${method} ${url.pathname}`, err.message);
-        const message = err instanceof Error ? err.message : String(err);
-        return error(clean(`${name}: network error${code === null ? "" : ` (${code})`}: ${message}`), { retryable: true, kind: "network" });
-      };
+      const answer = await http.sendForBytes(method, url, body === undefined ? undefined : { json: body }, {}, callerSignal);
+      const text = Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength).toString("utf8");
+      return { status: answer.status, headers: answer.headers, json: parseJson(text), text };
+    },
+    async sendForBytes(method, url, body, opts, callerSignal) {
+      const { res, signals } = await open(method, url, body, opts, callerSignal, false);
       try {
-        const res = await loadUndici().request(url, {
-          method,
-          dispatcher,
-          signal,
-          headers: {
-            ...config.authHeaders(apiKey),
-            accept: "application/json",
-            ...(body === undefined ? {} : { "content-type": "application/json" }),
-            "user-agent": "media-gateway",
-          },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        const text = await readText(res.body, MAX_RESPONSE_BYTES);
-        return { status: res.statusCode, headers: flatHeaders(res.headers), json: parseJson(text), text };
+        const bytes = await readBytes(res.body, opts.maxBytes ?? MAX_RESPONSE_BYTES);
+        return { status: res.statusCode, headers: flatHeaders(res.headers), body: bytes };
       } catch (err) {
-        throw failure(err);
+        throw failure(err, signals, method, url);
       }
+    },
+    async openStream(method, url, body, opts, callerSignal) {
+      const { res, signals } = await open(method, url, body, opts, callerSignal, true);
+      const idle = signals.idle!;
+      idle.arm();
+      let taken = false;
+      const chunks = async function* (): AsyncGenerator<Uint8Array> {
+        try {
+          for await (const chunk of res.body as AsyncIterable<Buffer>) {
+            idle.arm();
+            yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+          }
+        } catch (err) {
+          throw failure(err, signals, method, url);
+        } finally {
+          idle.stop();
+          if (!res.body.readableEnded) {
+            res.body.on("error", () => {});
+            res.body.destroy();
+          }
+        }
+      };
+      return {
+        status: res.statusCode,
+        headers: flatHeaders(res.headers),
+        get body() {
+          if (taken) throw new Error("KeyedStreamAnswer.body is iterated once");
+          taken = true;
+          return chunks();
+        },
+        async text() {
+          try {
+            return await readText(res.body, 64 * 1024, true);
+          } catch (err) {
+            throw failure(err, signals, method, url);
+          } finally {
+            idle.stop();
+          }
+        },
+        cancel() {
+          idle.stop();
+          res.body.on("error", () => {});
+          res.body.destroy();
+        },
+      };
     },
     malformed(what, detail) {
       return error(clean(`${name}: malformed answer to ${what}: ${detail}`), { retryable: true, kind: "malformed" });
@@ -304,4 +447,48 @@ function parseKeyedBaseUrl(raw: string): URL {
   if (url.username !== "" || url.password !== "") throw new RangeError("baseUrl must not contain credentials");
   if (url.search !== "" || url.hash !== "") throw new RangeError("baseUrl must not have a query or fragment");
   return url;
+}
+
+/** An abort signal that fires when {@link IdleTimer.arm} was not called again within `ms`. */
+class IdleTimer {
+  readonly #controller = new AbortController();
+  readonly #ms: number;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  fired = false;
+  constructor(ms: number) {
+    this.#ms = ms;
+  }
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+  /** (Re)starts the wait for the next chunk. */
+  arm(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.fired = true;
+      this.#controller.abort(new Error("idle timeout"));
+    }, this.#ms);
+  }
+  /** Stops waiting (the stream ended or was dropped). */
+  stop(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+}
+
+/** Reads a whole body as bytes, at most `maxBytes` (over it: a BodyTooLargeError, the body destroyed). */
+async function readBytes(body: Dispatcher.ResponseData["body"], maxBytes: number): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    total += chunk.byteLength;
+    if (total > maxBytes) {
+      body.on("error", () => {});
+      body.destroy();
+      throw new BodyTooLargeError(maxBytes);
+    }
+    chunks.push(chunk);
+  }
+  const out = Buffer.concat(chunks);
+  return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
 }

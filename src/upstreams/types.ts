@@ -85,13 +85,26 @@ export interface SfxRequest {
   simulate: SimulateMode | null;
 }
 
-/** Music and sound-effect generation by one upstream family. Results are complete bytes. */
-export interface MusicAdapter {
-  /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
-  music(req: MusicRequest, signal?: AbortSignal): Promise<Extract<AudioResult, { kind: "bytes" }>>;
-  /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
-  sfx(req: SfxRequest, signal?: AbortSignal): Promise<Extract<AudioResult, { kind: "bytes" }>>;
+/** Complete audio bytes with their delivered length (`durationSec`, seconds). */
+export type AudioBytes = Extract<AudioResult, { kind: "bytes" }>;
+
+/** Music generation (a real source of the alpha or beta family, or the simulator). */
+export interface MusicSource {
+  /**
+   * Generates `req` in exactly `req.format` (transcoded or trimmed as D26 says when the source cannot).
+   * Throws {@link UpstreamError} on upstream failure; honours `signal`.
+   */
+  music(req: MusicRequest, signal?: AbortSignal): Promise<AudioBytes>;
 }
+
+/** Sound-effect generation (alpha family). */
+export interface SfxSource {
+  /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
+  sfx(req: SfxRequest, signal?: AbortSignal): Promise<AudioBytes>;
+}
+
+/** Music and sound-effect generation by one upstream family. Results are complete bytes. */
+export interface MusicAdapter extends MusicSource, SfxSource {}
 
 /** A validated voice-design request (spec "POST /v1/audio/voice-design"). */
 export interface VoiceDesignRequest {
@@ -147,6 +160,30 @@ export interface SpeechAdapter {
   speech(req: SpeechRequest, signal?: AbortSignal): Promise<AudioResult>;
 }
 
+/**
+ * The voice catalog of one real source: every voice it offers, records in the spec's shape with the
+ * provider of the source's family (`alpha` for elevenlabs, `beta` for minimax). The source pages through
+ * the upstream's listing itself; the gateway caches the result 5 minutes (audio/voice-library.ts).
+ */
+export interface VoiceListSource {
+  /** Throws {@link UpstreamError} when the catalog is unavailable; honours `signal`. */
+  listVoices(signal?: AbortSignal): Promise<VoiceRecord[]>;
+}
+
+/** What every real source object has: its `UPSTREAMS` name and a way to release its connections. */
+export interface NamedSource {
+  /** The entry's `name` (D25). */
+  readonly name: string;
+  /** Releases the source's connection pool. */
+  close(): Promise<void>;
+}
+
+/**
+ * The settings every real-source factory takes from its `UPSTREAMS` entry (D25): the same fields for
+ * audio and text sources as for job sources.
+ */
+export type UpstreamSourceConfig = VisualJobSourceConfig;
+
 /** The voice library of one audio provider. */
 export interface VoiceLibraryAdapter {
   /** All voices of `provider`. Throws {@link UpstreamError} when the catalog is unavailable. */
@@ -161,18 +198,26 @@ export interface VoiceLibraryAdapter {
  * D27). `unsupported` says the source does not serve this request at all (a model or variant it lacks,
  * more reference images than it takes), found before anything was sent: the job runner skips the source
  * for the family's next one, and the registry counts it neither in the circuit nor in the statistics.
- * Either flag makes the error not retryable, whatever `retryable` was given.
+ * `voiceUnavailable` says the source no longer has the voice a speech call named (ElevenLabs
+ * `voice_not_found`, MiniMax 2042 / 20132): the caller gets 410 `voice_unavailable` and pays nothing (D27).
+ * Any of these flags makes the error not retryable, whatever `retryable` was given.
  */
 export class UpstreamError extends Error {
   readonly retryable: boolean;
   readonly contentRejected: boolean;
   readonly unsupported: boolean;
-  constructor(message: string, retryable = true, options: { contentRejected?: boolean; unsupported?: boolean } = {}) {
+  readonly voiceUnavailable: boolean;
+  constructor(
+    message: string,
+    retryable = true,
+    options: { contentRejected?: boolean; unsupported?: boolean; voiceUnavailable?: boolean } = {},
+  ) {
     super(message);
     this.name = "UpstreamError";
     this.contentRejected = options.contentRejected ?? false;
     this.unsupported = options.unsupported ?? false;
-    this.retryable = retryable && !this.contentRejected && !this.unsupported;
+    this.voiceUnavailable = options.voiceUnavailable ?? false;
+    this.retryable = retryable && !this.contentRejected && !this.unsupported && !this.voiceUnavailable;
   }
 }
 
