@@ -110,6 +110,9 @@ export const errors = {
   // 403
   voiceNotOwned: () =>
     new AppError(403, "voice_not_owned", "This voice belongs to another account.", "voice_id"),
+  // 410
+  voiceUnavailable: () =>
+    new AppError(410, "voice_unavailable", "This voice is no longer available at the upstream that created it; nothing was charged.", "voice_id"),
   // 404
   notFound: (message = "No such route.") => new AppError(404, "not_found", message),
   userNotFound: () => new AppError(404, "user_not_found", "No such user."),

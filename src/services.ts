@@ -5,7 +5,6 @@
 import pino from "pino";
 import { VoiceLibrary } from "./audio/voice-library.ts";
 import { getTextModel, type TextModel } from "./catalog/text-models.ts";
-import type { SpeechModel } from "./catalog/types.ts";
 import { type Config, DEFAULT_TEXT_UPSTREAM_TIMEOUT_MS, longestSyncCallS, SYNC_HOLD_MARGIN_S } from "./config.ts";
 import { JobRunner, type OutputFetcher, type RunnerOptions } from "./jobs/runner.ts";
 import type { SweepConfig } from "./jobs/sweep.ts";
@@ -21,6 +20,7 @@ import { createOpenAICompatibleChat } from "./upstreams/openai-compatible/chat.t
 import { createSimulatedChat } from "./upstreams/simulator/chat.ts";
 import { loadUpstreams, TEXT_FAMILIES, UpstreamsConfigError, type UpstreamSource } from "./upstreams/config.ts";
 import { UpstreamRegistry } from "./upstreams/registry.ts";
+import { AudioRouter, type RealAudioSource } from "./upstreams/audio-router.ts";
 import { createBflSource } from "./upstreams/bfl/source.ts";
 import { createFalSource } from "./upstreams/fal/source.ts";
 import { createOpenAIImagesSource } from "./upstreams/openai-compatible/images-source.ts";
@@ -32,13 +32,8 @@ import { createSimulatedVisualUpstream } from "./upstreams/simulator/visual.ts";
 import { SimulatedVoiceCreation } from "./upstreams/simulator/voice-creation.ts";
 import { SimulatedAudioText } from "./upstreams/simulator/audio-text.ts";
 import type {
-  AudioTextAdapter,
-  MusicAdapter,
-  SpeechAdapter,
   VisualAdapter,
   VisualJobSourceAdapter,
-  VoiceCreationAdapter,
-  VoiceLibraryAdapter,
 } from "./upstreams/types.ts";
 
 /** The source name of the simulated chat upstream in fallback plans (parenthesized, unlike upstream names). */
@@ -49,26 +44,22 @@ export interface Services {
   db: Db;
   /** Process-wide logger (the HTTP app has its own request logger). */
   log: pino.Logger;
-  /** The adapter serving a speech model (by family; the simulator unless a real upstream is configured). */
-  speechAdapterFor(model: SpeechModel): SpeechAdapter;
   /** Resolves reference-image hosts at job submit (the system resolver; tests inject one). */
   resolveHost: HostResolver;
-  /** The voice library of both audio providers (membership tests; raw lists). */
-  voices: VoiceLibraryAdapter;
   /** The cached voice library served by `GET /v1/audio/voices`. */
   voiceLibrary: VoiceLibrary;
   /** A short MP3 sample of an alpha library voice, or null when the id is not an alpha voice. */
   voicePreview(voiceId: string, signal?: AbortSignal): Promise<Uint8Array | null>;
-  /** Music and sound effects. */
-  media: MusicAdapter;
-  /** Transcription and audio understanding. */
-  audioText: AudioTextAdapter;
+  /**
+   * Every synchronous audio call (speech, music, sound effects, voice design and cloning, the voice
+   * library, transcription, understanding) on its family's sources with failover (D25, D27), or on the
+   * simulator when the family has none.
+   */
+  audio: AudioRouter;
   /** Image and video generation. */
   visual: VisualAdapter;
   /** Blob storage of generated outputs (`STORAGE_URL`). */
   blobs: BlobStore;
-  /** Voice design and cloning (beta provider). */
-  voiceCreation: VoiceCreationAdapter;
   /** Tier limits: request windows and audio pools (memory, or Redis with `REDIS_URL`). */
   limiter: Limiter;
   /**
@@ -187,6 +178,37 @@ function visualJobSources(upstreams: UpstreamRegistry): NonNullable<ServiceOverr
   };
 }
 
+/** What a protocol's audio-source factory is given: one validated `UPSTREAMS` entry (D25). */
+type AudioSourceFactory = (cfg: UpstreamSource) => RealAudioSource;
+
+/**
+ * The protocols whose sources serve synchronous audio calls, the families they serve them for, and their
+ * factories (issue "Real upstreams, part 2"): elevenlabs for alpha, minimax for beta, openai for
+ * transcribe and understand.
+ */
+const AUDIO_SOURCE_FACTORIES: Partial<Record<UpstreamSource["protocol"], { families: readonly string[]; create: AudioSourceFactory }>> = {};
+
+/**
+ * The configured audio sources (D25) by name: each entry of a protocol in {@link AUDIO_SOURCE_FACTORIES}
+ * that names one of its audio families. The audio router walks them per family in file order (D27).
+ * @throws UpstreamsConfigError naming the entry when the protocol rejects a value.
+ */
+function audioSources(upstreams: UpstreamRegistry): Map<string, RealAudioSource> {
+  const out = new Map<string, RealAudioSource>();
+  for (const state of upstreams.states) {
+    const cfg = state.source;
+    const factory = AUDIO_SOURCE_FACTORIES[cfg.protocol];
+    if (factory === undefined || !cfg.families.some((f) => factory.families.includes(f))) continue;
+    try {
+      out.set(cfg.name, factory.create(cfg));
+    } catch (err) {
+      if (err instanceof RangeError) throw new UpstreamsConfigError(`${cfg.origin} entry "${cfg.name}" (protocol ${cfg.protocol}): ${err.message}`);
+      throw err;
+    }
+  }
+  return out;
+}
+
 /**
  * Opens the database, applies migrations and creates the blob store and the upstream adapters. Throws
  * `UpstreamsConfigError` (upstreams/config.ts) first, before opening anything, when `UPSTREAMS` is invalid.
@@ -195,6 +217,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // First: an invalid UPSTREAMS (D25) stops the start before anything is opened.
   const upstreams = new UpstreamRegistry(loadUpstreams(config));
   const jobSources = overrides.jobSources ?? visualJobSources(upstreams);
+  const realAudioSources = audioSources(upstreams);
   const log = pino({ level: config.logLevel });
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   try {
@@ -211,6 +234,17 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     latencyScale: config.simLatencyScale,
     publicBaseUrl: config.publicBaseUrl,
   });
+  const audio = new AudioRouter(
+    upstreams,
+    {
+      speech: simulator,
+      media,
+      voices: simulator,
+      voiceCreation: new SimulatedVoiceCreation(config.simLatencyScale),
+      audioText: new SimulatedAudioText(config.simLatencyScale),
+    },
+    realAudioSources,
+  );
   const fetchOutput: OutputFetcher =
     overrides.fetchOutput ?? (async (url, o) => safeFetch(url, { maxBytes: o.maxBytes, timeoutMs: o.timeoutMs }));
   let runner: JobRunner | null = null;
@@ -275,13 +309,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     config,
     db,
     log,
-    speechAdapterFor: () => simulator,
-    voices: simulator,
-    voiceLibrary: new VoiceLibrary(simulator),
-    voicePreview: async (voiceId, signal) => (simulator.isAlphaVoice(voiceId) ? simulator.voicePreview(voiceId, signal) : null),
-    voiceCreation: new SimulatedVoiceCreation(config.simLatencyScale),
-    media,
-    audioText: new SimulatedAudioText(config.simLatencyScale),
+    audio,
+    voiceLibrary: new VoiceLibrary(audio.library),
+    voicePreview: async (voiceId, signal) =>
+      audio.simulatedAlphaLibrary && simulator.isAlphaVoice(voiceId) ? simulator.voicePreview(voiceId, signal) : null,
     visual,
     blobs,
     limiter,
@@ -312,6 +343,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       await runner?.stop();
       await simulator.close();
       await media.close();
+      await audio.close();
       await simulatedVisual.close();
       await limitStore.close();
       for (const u of textUpstreams) await u.adapter.close();

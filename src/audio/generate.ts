@@ -11,7 +11,8 @@ import { newId } from "../ids.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import type { AudioPool } from "../catalog/types.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
-import type { AudioResult } from "../upstreams/types.ts";
+import type { AudioBytes } from "../upstreams/types.ts";
+import type { Served } from "../upstreams/sync-failover.ts";
 
 /** Where a stored output lives. */
 export interface StoredOutput {
@@ -29,6 +30,8 @@ export interface AudioOutcome {
   durationSec: number;
   contentType: string;
   body: Uint8Array;
+  /** 1 when a later source of the family served the call (`X-Svc-Fallback-Layer`, D27), else 0. */
+  fallbackLayer: 0 | 1;
   /** Set with `save_to_blob`. */
   stored: StoredOutput | null;
 }
@@ -50,8 +53,8 @@ export interface GenerateArgs {
   saveToBlob: boolean;
   /** The duration reported for billing (`X-Svc-Duration-Sec`); defaults to the output's duration. */
   billedDurationSec?: number;
-  /** The upstream call (adapter), given the abort signal. */
-  call: (signal?: AbortSignal) => Promise<Extract<AudioResult, { kind: "bytes" }>>;
+  /** The upstream call (the family's sources with failover, D27), given the abort signal. */
+  call: (signal?: AbortSignal) => Promise<Served<AudioBytes>>;
   signal?: AbortSignal;
 }
 
@@ -84,10 +87,12 @@ async function generateInSlot(deps: GenerateDeps, args: GenerateArgs): Promise<A
     errors.billing(`This request costs ${formatUsd(args.priceMicros)} USD; the balance is too low.`);
   const held = { accountId: args.accountId, amountMicros: args.priceMicros, jobId, reference: args.model };
   return withHold(deps.db, held, { onInsufficient }, async (hold) => {
-    const result = await callUpstream(args.model, () => args.call(args.signal));
+    const served = await callUpstream(args.model, () => args.call(args.signal));
+    const result = served.value;
     const durationSec = args.billedDurationSec ?? result.durationSec;
     const outcome = {
       model: args.model,
+      fallbackLayer: served.fallbackLayer,
       costMicros: args.priceMicros,
       durationSec,
       contentType: result.contentType,

@@ -10,7 +10,8 @@ import { quoteMusic } from "../catalog/quote.ts";
 import type { MusicModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
-import { type AudioFormat, type MusicAdapter, type MusicRequest, type SimulateMode } from "../upstreams/types.ts";
+import type { AudioBytes, AudioFormat, MusicRequest, SimulateMode } from "../upstreams/types.ts";
+import type { Served } from "../upstreams/sync-failover.ts";
 import { type AudioOutcome, type GenerateDeps, generatePaidAudio } from "./generate.ts";
 import { graphemeCount, optionalText } from "./text-limits.ts";
 
@@ -81,7 +82,10 @@ export function validateMusic(body: MusicBody, saveToBlob: boolean): { model: Mu
  * @throws AppError 400 (validation), 402 `billing_error`, 502 `provider_error`, 500 `storage_error`.
  */
 export async function createMusic(
-  deps: GenerateDeps & { adapter: MusicAdapter },
+  deps: GenerateDeps & {
+    /** Music on the sources of `family` with failover (upstreams/audio-router.ts). */
+    music(family: "alpha" | "beta", req: MusicRequest, signal?: AbortSignal): Promise<Served<AudioBytes>>;
+  },
   principal: { accountId: string; keyId: string | null },
   body: MusicBody,
   opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard },
@@ -96,7 +100,7 @@ export async function createMusic(
     request: { ...req },
     saveToBlob: opts.saveToBlob,
     billedDurationSec: model.honoursLength ? req.lengthMs / 1000 : undefined,
-    call: (signal) => deps.adapter.music({ ...req, simulate: opts.simulate }, signal),
+    call: (signal) => deps.music(model.family === "alpha" ? "alpha" : "beta", { ...req, simulate: opts.simulate }, signal),
     signal: opts.signal,
     guard: opts.guard,
     pool: model.audioPool,

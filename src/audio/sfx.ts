@@ -7,7 +7,8 @@ import { quoteSfx } from "../catalog/quote.ts";
 import type { SfxModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
-import type { MusicAdapter, SfxRequest, SimulateMode } from "../upstreams/types.ts";
+import type { AudioBytes, SfxRequest, SimulateMode } from "../upstreams/types.ts";
+import type { Served } from "../upstreams/sync-failover.ts";
 import { type AudioOutcome, type GenerateDeps, generatePaidAudio } from "./generate.ts";
 import { parseAudioFormat } from "./music.ts";
 import { codePoints, optionalText } from "./text-limits.ts";
@@ -56,7 +57,10 @@ export function validateSfx(body: SfxBody, saveToBlob: boolean): { model: SfxMod
  * @throws AppError 400 (validation), 402 `billing_error`, 502 `provider_error`, 500 `storage_error`.
  */
 export async function createSfx(
-  deps: GenerateDeps & { adapter: MusicAdapter },
+  deps: GenerateDeps & {
+    /** Sound effects on the alpha sources with failover (upstreams/audio-router.ts). */
+    sfx(family: "alpha", req: SfxRequest, signal?: AbortSignal): Promise<Served<AudioBytes>>;
+  },
   principal: { accountId: string; keyId: string | null },
   body: SfxBody,
   opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard },
@@ -69,7 +73,7 @@ export async function createSfx(
     priceMicros: quoteSfx(model),
     request: { ...req },
     saveToBlob: opts.saveToBlob,
-    call: (signal) => deps.adapter.sfx({ ...req, simulate: opts.simulate }, signal),
+    call: (signal) => deps.sfx("alpha", { ...req, simulate: opts.simulate }, signal),
     signal: opts.signal,
     guard: opts.guard,
     pool: model.audioPool,

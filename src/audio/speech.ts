@@ -12,13 +12,8 @@ import { DEFAULT_SPEECH_MODEL, getSpeechModel } from "../catalog/models.ts";
 import { quoteSpeech } from "../catalog/quote.ts";
 import type { SpeechModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
-import {
-  type AudioFormat,
-  type SimulateMode,
-  type SpeechAdapter,
-  type VoiceLibraryAdapter,
-  type VoiceSettings,
-} from "../upstreams/types.ts";
+import type { AudioFormat, AudioResult, SimulateMode, SpeechRequest, VoiceSettings } from "../upstreams/types.ts";
+import type { Served } from "../upstreams/sync-failover.ts";
 import { codePoints } from "./text-limits.ts";
 import { findOwnedVoice } from "./voices.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
@@ -40,9 +35,14 @@ export interface SpeechBody {
 /** What the speech service needs. */
 export interface SpeechDeps {
   db: Executor;
-  /** The adapter that serves a model (by its family). */
-  adapterFor(model: SpeechModel): SpeechAdapter;
-  voices: VoiceLibraryAdapter;
+  /**
+   * Synthesizes on the sources of `family` with failover (upstreams/audio-router.ts, D27); `home` pins an
+   * owned voice to the source that made it (a name, or null for the simulator), undefined for any other
+   * voice. A stream comes back with its first chunk already arrived.
+   */
+  speak(family: "alpha" | "beta", req: SpeechRequest, home: string | null | undefined, signal?: AbortSignal): Promise<Served<AudioResult>>;
+  /** Whether a voice id is an alpha library voice; null when the library cannot tell (D20). */
+  isAlphaVoice(voiceId: string): Promise<boolean | null>;
 }
 
 /** A finished speech call. Amounts in micro-USD. */
@@ -53,6 +53,8 @@ export interface SpeechOutcome {
   costMicros: Micros;
   balanceMicros: Micros;
   contentType: string;
+  /** 1 when a later source of the family served the call (`X-Svc-Fallback-Layer`, D27), else 0. */
+  fallbackLayer: 0 | 1;
   /** Complete bytes, or a stream whose first chunk has already arrived. */
   audio: { kind: "bytes"; body: Uint8Array } | { kind: "stream"; chunks: AsyncIterable<Uint8Array> };
 }
@@ -125,12 +127,17 @@ export async function createSpeech(
 
   let voiceProvider: "alpha" | "beta" = "beta";
   let upstreamVoiceId = req.voiceId;
-  if (deps.voices.isAlphaVoice(req.voiceId)) {
-    voiceProvider = "alpha";
+  // Undefined: a library or system voice (any source of the family); else the owned voice's source.
+  let home: string | null | undefined;
+  const owned = await findOwnedVoice(deps.db, req.voiceId);
+  if (owned !== null) {
+    if (owned.accountId !== accountId) throw errors.voiceNotOwned();
+    upstreamVoiceId = owned.upstreamVoiceId;
+    home = owned.upstreamSource;
   } else {
-    const owned = await findOwnedVoice(deps.db, req.voiceId);
-    if (owned !== null && owned.accountId !== accountId) throw errors.voiceNotOwned();
-    if (owned !== null) upstreamVoiceId = owned.upstreamVoiceId;
+    // A library that cannot be read does not block speech: the requested model's provider is trusted.
+    const alpha = await deps.isAlphaVoice(req.voiceId);
+    voiceProvider = (alpha ?? model.voiceProvider === "alpha") ? "alpha" : "beta";
   }
   if (voiceProvider !== model.voiceProvider) throw errors.voiceModelMismatch(voiceProvider, model.id);
 
@@ -138,7 +145,7 @@ export async function createSpeech(
   const releaseSlot = await guard.slot(model.audioPool);
   let streaming = false;
   try {
-    const out = await speakWithSlot(deps, accountId, req, upstreamVoiceId, opts, releaseSlot);
+    const out = await speakWithSlot(deps, accountId, req, { upstreamVoiceId, home }, opts, releaseSlot);
     streaming = out.audio.kind === "stream";
     return out;
   } finally {
@@ -156,7 +163,7 @@ async function speakWithSlot(
   deps: SpeechDeps,
   accountId: string,
   req: ValidSpeech,
-  upstreamVoiceId: string,
+  voice: { upstreamVoiceId: string; home: string | null | undefined },
   opts: { simulate: SimulateMode | null; signal?: AbortSignal },
   releaseSlot: () => Promise<void>,
 ): Promise<SpeechOutcome> {
@@ -164,21 +171,23 @@ async function speakWithSlot(
   const cost = quoteSpeech(model, req.chars);
   const onInsufficient = () => errors.billing(`This request costs ${formatUsd(cost)} USD; the balance is too low.`);
   return withHold(deps.db, { accountId, amountMicros: cost, reference: model.id }, { onInsufficient }, async (hold) => {
-    const adapter = deps.adapterFor(model);
-    const result = await callUpstream(model.id, () =>
-      adapter.speech(
+    const served = await callUpstream(model.id, () =>
+      deps.speak(
+        model.voiceProvider,
         {
           model: model.id,
           text: req.text,
-          voiceId: upstreamVoiceId,
+          voiceId: voice.upstreamVoiceId,
           format: req.format,
           voiceSettings: req.settings,
           stream: req.stream,
           simulate: opts.simulate,
         },
+        voice.home,
         opts.signal,
       ),
     );
+    const result = served.value;
     // Wait for the first audio before charging.
     const rest = result.kind === "stream" ? await afterFirstChunk(result.chunks) : null;
     const settled = await hold.capture(cost);
@@ -188,6 +197,7 @@ async function speakWithSlot(
       costMicros: cost,
       balanceMicros: settled.balanceAfterMicros,
       contentType: result.contentType,
+      fallbackLayer: served.fallbackLayer,
     };
     if (result.kind === "bytes") return { ...base, audio: { kind: "bytes", body: result.body } };
     return { ...base, audio: { kind: "stream", chunks: keepSlot(hold.stream(rest ?? result.chunks), releaseSlot) } };

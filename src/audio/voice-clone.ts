@@ -8,10 +8,10 @@ import type { Micros } from "../billing/money.ts";
 import { DEFAULT_VOICE_CLONE_MODEL, getVoiceCloneModel } from "../catalog/models.ts";
 import { errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
-import type { SimulateMode, VoiceCreationAdapter } from "../upstreams/types.ts";
+import type { SimulateMode } from "../upstreams/types.ts";
 import { inspectReferenceAudio } from "./reference-audio.ts";
 import { codePoints } from "./text-limits.ts";
-import { createOwnedVoice } from "./voice-design.ts";
+import { createOwnedVoice, type VoiceCreator } from "./voice-design.ts";
 
 /** Largest accepted reference file, bytes (spec: 10 MB). */
 export const MAX_REFERENCE_BYTES = 10 * 1024 * 1024;
@@ -30,6 +30,8 @@ export interface ClonedVoice {
   model: string;
   costMicros: Micros;
   balanceMicros: Micros;
+  /** 1 when a later beta source made the voice (`X-Svc-Fallback-Layer`, D27), else 0. */
+  fallbackLayer: 0 | 1;
 }
 
 /**
@@ -39,7 +41,7 @@ export interface ClonedVoice {
  *   `insufficient_credits`; 500 `ownership_write_failed`; 502 `provider_error`. Only a success charges.
  */
 export async function cloneVoice(
-  deps: { db: Executor; adapter: VoiceCreationAdapter },
+  deps: { db: Executor; adapter: VoiceCreator },
   accountId: string,
   form: VoiceCloneForm,
   opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard },

@@ -12,7 +12,8 @@ import type { VoiceCreationModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import { newId } from "../ids.ts";
-import type { SimulateMode, VoiceCreationAdapter, VoiceDesignRequest } from "../upstreams/types.ts";
+import type { SimulateMode, VoiceCloneRequest, VoiceDesignRequest } from "../upstreams/types.ts";
+import type { Served } from "../upstreams/sync-failover.ts";
 import { codePoints, optionalText } from "./text-limits.ts";
 import { OWNED_VOICE_PREFIX } from "./voices.ts";
 
@@ -39,6 +40,17 @@ export interface DesignedVoice {
   model: string;
   costMicros: Micros;
   balanceMicros: Micros;
+  /** 1 when a later beta source made the voice (`X-Svc-Fallback-Layer`, D27), else 0. */
+  fallbackLayer: 0 | 1;
+}
+
+/**
+ * Creates voices on the beta sources with failover (upstreams/audio-router.ts); the answer's `source` is
+ * where the voice lives (null: the simulator).
+ */
+export interface VoiceCreator {
+  designVoice(req: VoiceDesignRequest, signal?: AbortSignal): Promise<Served<{ upstreamVoiceId: string }>>;
+  cloneVoice(req: VoiceCloneRequest, signal?: AbortSignal): Promise<Served<{ upstreamVoiceId: string }>>;
 }
 
 /** Checks the body; throws AppError 400 (`not_a_voice_design_model`, `description_too_long`, `invalid_request`). */
@@ -89,6 +101,8 @@ async function recordOwnedVoice(
     name: string | null;
     source: "design" | "clone";
     upstreamVoiceId: string;
+    /** The source the voice lives on (null: the simulator). */
+    upstreamSource: string | null;
     description: string | null;
   },
 ): Promise<{ voiceId: string; balanceMicros: Micros }> {
@@ -103,6 +117,7 @@ async function recordOwnedVoice(
           name: args.name,
           source: args.source,
           upstream_voice_id: args.upstreamVoiceId,
+          upstream_source: args.upstreamSource,
           description: args.description,
           created_at: Date.now(),
         })
@@ -120,7 +135,7 @@ async function recordOwnedVoice(
  *   `ownership_write_failed` (not charged), 502 `provider_error` (not charged).
  */
 export async function designVoice(
-  deps: { db: Executor; adapter: VoiceCreationAdapter },
+  deps: { db: Executor; adapter: VoiceCreator },
   accountId: string,
   body: VoiceDesignBody,
   opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard },
@@ -151,7 +166,7 @@ export async function createOwnedVoice(
     source: "design" | "clone";
     description: string | null;
     guard?: CallGuard;
-    create: () => Promise<{ upstreamVoiceId: string }>;
+    create: () => Promise<Served<{ upstreamVoiceId: string }>>;
   },
 ): Promise<DesignedVoice> {
   const guard = args.guard ?? NO_LIMITS;
@@ -161,16 +176,24 @@ export async function createOwnedVoice(
     const price = quoteFlat(model);
     const onInsufficient = () => errors.insufficientCredits(formatUsd(price));
     return await withHold(db, { accountId, amountMicros: price, reference: model.id }, { onInsufficient }, async (hold) => {
-      const { upstreamVoiceId } = await callUpstream(model.id, args.create);
+      const served = await callUpstream(model.id, args.create);
       const owned = await recordOwnedVoice(hold, {
         priceMicros: price,
         accountId,
         name: args.name,
         source: args.source,
-        upstreamVoiceId,
+        upstreamVoiceId: served.value.upstreamVoiceId,
+        upstreamSource: served.source,
         description: args.description,
       });
-      return { voiceId: owned.voiceId, name: args.name, model: model.id, costMicros: price, balanceMicros: owned.balanceMicros };
+      return {
+        voiceId: owned.voiceId,
+        name: args.name,
+        model: model.id,
+        costMicros: price,
+        balanceMicros: owned.balanceMicros,
+        fallbackLayer: served.fallbackLayer,
+      };
     });
   } finally {
     await release();

@@ -32,6 +32,8 @@ export interface LibraryAnswer {
 interface Entry {
   /** The provider's records serialized as a JSON array without its brackets ("{...},{...}"). */
   items: string;
+  /** The voice ids of the records (the speech endpoint's membership test, D20). */
+  ids: ReadonlySet<string>;
   expiresAt: number;
   /** Serial number of this fill: composite answers are memoized by the fills they were built from. */
   serial: number;
@@ -68,6 +70,7 @@ export class VoiceLibrary {
         .then((records) => {
           const entry = {
             items: JSON.stringify(records).slice(1, -1),
+            ids: new Set(records.map((r) => r.voice_id)),
             expiresAt: this.#now() + VOICE_CACHE_TTL_MS,
             serial: ++this.#serial,
           };
@@ -78,6 +81,21 @@ export class VoiceLibrary {
       this.#inflight.set(provider, pending);
     }
     return { entry: await pending, cached: false };
+  }
+
+  /**
+   * Whether `voiceId` is a voice of the alpha library (D20). The adapter answers when it can without the
+   * catalog (the simulator); otherwise the cached alpha list decides, fetched when the cache is empty or
+   * stale. Null when the catalog is unavailable (the caller then trusts the requested model).
+   */
+  async isAlphaVoice(voiceId: string): Promise<boolean | null> {
+    const known = this.#adapter.isAlphaVoice(voiceId);
+    if (known !== null) return known;
+    try {
+      return (await this.#get("alpha", null)).entry.ids.has(voiceId);
+    } catch {
+      return null;
+    }
   }
 
   /**

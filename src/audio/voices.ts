@@ -6,10 +6,11 @@ import type { Executor } from "../billing/ledger.ts";
 /** Prefix of designed and cloned voice ids (`svc_<random>`). */
 export const OWNED_VOICE_PREFIX = "svc_";
 
-/** An owned voice: its owner and the upstream's id of it. */
+/** An owned voice: its owner, the upstream's id of it and the source it lives on (null: the simulator, D27). */
 export interface OwnedVoice {
   accountId: string;
   upstreamVoiceId: string;
+  upstreamSource: string | null;
 }
 
 /** The owned voice `voiceId`, or null when the id is not on file (then it is a beta system voice, D20). */
@@ -17,8 +18,8 @@ export async function findOwnedVoice(db: Executor, voiceId: string): Promise<Own
   if (!voiceId.startsWith(OWNED_VOICE_PREFIX)) return null;
   const row = await db
     .selectFrom("voices")
-    .select(["account_id", "upstream_voice_id"])
+    .select(["account_id", "upstream_voice_id", "upstream_source"])
     .where("id", "=", voiceId)
     .executeTakeFirst();
-  return row ? { accountId: row.account_id, upstreamVoiceId: row.upstream_voice_id ?? voiceId } : null;
+  return row ? { accountId: row.account_id, upstreamVoiceId: row.upstream_voice_id ?? voiceId, upstreamSource: row.upstream_source } : null;
 }

@@ -12,7 +12,8 @@
  *   sweep).
  */
 import type { Transaction } from "kysely";
-import { type AppError, errors } from "../errors.ts";
+import { AppError, errors } from "../errors.ts";
+import { UpstreamError } from "../upstreams/types.ts";
 import { observeUpstream } from "../metrics.ts";
 import type { Database } from "../storage/schema.ts";
 import {
@@ -254,13 +255,23 @@ async function giveBack(hold: PaidHold): Promise<void> {
 }
 
 /**
- * Calls an upstream with its metrics (`observeUpstream`); any failure becomes AppError 502
- * `provider_error` (with `message` when given), which {@link withHold} answers after releasing the hold.
+ * Calls an upstream with its metrics (`observeUpstream`); a failure becomes AppError 502
+ * `provider_error` (with `message` when given), which {@link withHold} answers after releasing the hold;
+ * except an AppError (the failover's 429 when every source is at its cap), rethrown as it is, and a voice
+ * its source no longer has, 410 `voice_unavailable` (D27).
  */
 export async function callUpstream<T>(model: string, call: () => Promise<T>, message?: string): Promise<T> {
   try {
     return await observeUpstream(model, call);
   } catch (err) {
+    // Already the caller's answer: every source of the family at its max_concurrency (429, D28).
+    if (err instanceof AppError) throw err;
+    // The voice's source no longer has it (D27): 410, not a provider failure.
+    if (err instanceof UpstreamError && err.voiceUnavailable) {
+      const gone = errors.voiceUnavailable();
+      (gone as Error).cause = err;
+      throw gone;
+    }
     // The upstream's own message stays on the server (the log line of the 502), never in the answer.
     const appErr = errors.provider(message);
     (appErr as Error).cause = err;

@@ -96,6 +96,8 @@ export interface VoicesTable {
   source: "design" | "clone";
   /** The upstream's id of the voice (what the adapter is given). */
   upstream_voice_id: string | null;
+  /** The `UPSTREAMS` source the voice lives on (D27), or null: the simulator made it. */
+  upstream_source: string | null;
   description: string | null;
   created_at: number;
 }

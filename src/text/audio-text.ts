@@ -19,7 +19,8 @@ import type { AudioTextModel } from "../catalog/types.ts";
 import { AppError, errors } from "../errors.ts";
 import { NO_LIMITS, type CallGuard } from "../limits/limiter.ts";
 import { FetchTooLargeError, safeFetch, UnsafeUrlError, validateUrlSyntax } from "../upstreams/safe-fetch.ts";
-import type { AudioTextAdapter, SimulateMode } from "../upstreams/types.ts";
+import type { AudioTextRequest, SimulateMode } from "../upstreams/types.ts";
+import type { Served } from "../upstreams/sync-failover.ts";
 import { inspectReferenceAudio, sniffAudioFormat } from "../audio/reference-audio.ts";
 
 /** Largest upload, bytes (spec: 25 MB multipart). */
@@ -63,6 +64,14 @@ export interface AudioTextOutcome {
   durationSec: number;
   costMicros: Micros;
   balanceMicros: Micros;
+  /** 1 when a later source of the family served the call (`X-Svc-Fallback-Layer`, D27), else 0. */
+  fallbackLayer: 0 | 1;
+}
+
+/** Transcription and understanding on their families' sources with failover (upstreams/audio-router.ts). */
+export interface AudioTextRouter {
+  transcribe(req: AudioTextRequest, signal?: AbortSignal): Promise<Served<{ text: string }>>;
+  understand(req: AudioTextRequest, signal?: AbortSignal): Promise<Served<{ text: string }>>;
 }
 
 async function load(source: AudioSource, fetchAudio: typeof safeFetch): Promise<Uint8Array> {
@@ -83,7 +92,7 @@ async function load(source: AudioSource, fetchAudio: typeof safeFetch): Promise<
  *   413; 429 `rate_limited`; 502 `provider_error` (hold released).
  */
 export async function runAudioText(
-  deps: { db: Executor; adapter: AudioTextAdapter; fetchAudio?: typeof safeFetch },
+  deps: { db: Executor; adapter: AudioTextRouter; fetchAudio?: typeof safeFetch },
   accountId: string,
   args: { task: "transcribe" | "understand"; model: string | null; prompt: string | null; source: AudioSource },
   opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard },
@@ -102,11 +111,18 @@ export async function runAudioText(
     const onInsufficient = () => errors.billing(`This request costs ${formatUsd(price)} USD; the balance is too low.`);
     return await withHold(deps.db, { accountId, amountMicros: price, reference: model.id }, { onInsufficient }, async (hold) => {
       const req = { model: model.id, audio, durationSec, prompt: args.prompt, simulate: opts.simulate };
-      const { text } = await callUpstream(model.id, () =>
+      const served = await callUpstream(model.id, () =>
         args.task === "transcribe" ? deps.adapter.transcribe(req, opts.signal) : deps.adapter.understand(req, opts.signal),
       );
       const settled = await hold.capture(price);
-      return { text, model: model.id, durationSec, costMicros: price, balanceMicros: settled.balanceAfterMicros };
+      return {
+        text: served.value.text,
+        model: model.id,
+        durationSec,
+        costMicros: price,
+        balanceMicros: settled.balanceAfterMicros,
+        fallbackLayer: served.fallbackLayer,
+      };
     });
   } finally {
     await release();

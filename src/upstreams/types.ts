@@ -188,8 +188,11 @@ export type UpstreamSourceConfig = VisualJobSourceConfig;
 export interface VoiceLibraryAdapter {
   /** All voices of `provider`. Throws {@link UpstreamError} when the catalog is unavailable. */
   listVoices(provider: "alpha" | "beta", simulate?: SimulateMode | null): Promise<VoiceRecord[]>;
-  /** Fast membership test used by the speech endpoint to tell alpha voices from beta ones (D20). */
-  isAlphaVoice(voiceId: string): boolean;
+  /**
+   * Fast membership test used by the speech endpoint to tell alpha voices from beta ones (D20); null when
+   * it cannot tell without the catalog (a real alpha source: the cached list decides).
+   */
+  isAlphaVoice(voiceId: string): boolean | null;
 }
 
 /**

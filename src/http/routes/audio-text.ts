@@ -46,7 +46,7 @@ export async function audioTextRoutes(app: App, services: Services): Promise<voi
     throwFileSizeLimit: true,
     limits: { fileSize: MAX_UPLOAD_BYTES, files: 1, fields: 20, fieldSize: 16 * 1024, parts: 24 },
   });
-  const deps = { db: services.db.kysely, adapter: services.audioText };
+  const deps = { db: services.db.kysely, adapter: services.audio };
   const handle = (task: "transcribe" | "understand") => async (req: FastifyRequest, reply: FastifyReply) => {
     const form = await readForm(req, task === "transcribe");
     const prompt = form.fields.prompt ?? null;

@@ -22,7 +22,12 @@ function saveToBlobOf(query: unknown): boolean {
 }
 
 export function generationRoutes(app: App, services: Services): void {
-  const deps = { db: services.db.kysely, blobs: services.blobs, adapter: services.media };
+  const deps = {
+    db: services.db.kysely,
+    blobs: services.blobs,
+    music: services.audio.music.bind(services.audio),
+    sfx: services.audio.sfx.bind(services.audio),
+  };
   const send = (out: AudioOutcome, reply: FastifyReply) => {
     setCostHeaders(reply, out);
     if (out.stored) {

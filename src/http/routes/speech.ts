@@ -29,7 +29,11 @@ export function abortOnClose(reply: FastifyReply): AbortSignal {
 }
 
 export function speechRoutes(app: App, services: Services): void {
-  const deps = { db: services.db.kysely, adapterFor: services.speechAdapterFor, voices: services.voices };
+  const deps = {
+    db: services.db.kysely,
+    speak: services.audio.speech.bind(services.audio),
+    isAlphaVoice: (voiceId: string) => services.voiceLibrary.isAlphaVoice(voiceId),
+  };
   app.post("/v1/audio/speech", { schema: createSpeechSchema }, async (req, reply) => {
     const out = await createSpeech(deps, principalOf(req).accountId, (req.body ?? {}) as SpeechBody, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),

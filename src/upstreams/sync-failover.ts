@@ -1,0 +1,195 @@
+/**
+ * Failover of a synchronous call across the sources of its family (D27): the call is held once by its
+ * service; this walks the sources in configuration order while a failure is retryable and nothing has
+ * reached the caller yet, and says which source served it (`X-Svc-Fallback-Layer: 1` for any source
+ * after the first).
+ *
+ * Each attempt goes through the source's circuit and statistics (registry.ts) and takes a place of its
+ * `max_concurrency` gate, a second gate beside the caller's tier pools. A source at its cap or with an
+ * open circuit is skipped, not failed. The place is given back when the attempt settles, unless the
+ * attempt keeps it ({@link AttemptContext.keepSlot}) for a stream that outlives the call; the stream then
+ * gives it back at its end.
+ */
+import { errors } from "../errors.ts";
+import type { SourceState, UpstreamRegistry } from "./registry.ts";
+import { SourceUnavailableError } from "./registry.ts";
+import { UpstreamError } from "./types.ts";
+
+/** One place a synchronous call can be served: a configured source (with its registry state) or the simulator. */
+export interface SyncSlot<A> {
+  /** The source's name (`UPSTREAMS` entry), or null for the built-in simulator. */
+  name: string | null;
+  /** The registry state (circuit, gate, statistics); null for the simulator, which has none. */
+  state: SourceState | null;
+  adapter: A;
+}
+
+/** What an attempt is given besides its adapter. */
+export interface AttemptContext {
+  /**
+   * Keeps the source's concurrency place past the attempt (a stream still delivering) and returns the
+   * function that gives it back (idempotent). Without this call the place is given back when the
+   * attempt settles.
+   */
+  keepSlot(): () => void;
+}
+
+/** A value and where it came from: the source's name (null: the simulator) and the fallback layer (D27). */
+export interface Served<T> {
+  value: T;
+  source: string | null;
+  /** 0 when the family's first source served the call, 1 for any later one. */
+  fallbackLayer: 0 | 1;
+}
+
+/** How long a caller is told to wait when every source of the family is at its `max_concurrency`, seconds. */
+export const BUSY_RETRY_AFTER_S = 1;
+
+/**
+ * Runs `attempt` on each slot in order until one succeeds (D27):
+ * - a retryable {@link UpstreamError} (connection error, timeout, 429, 5xx, an open circuit, a source at
+ *   its cap) moves the call to the next slot, unless `signal` aborted (the caller left);
+ * - anything else (a refusal of the input, content refused, a voice gone, the caller's abort, a bug) ends
+ *   the call at once and is rethrown;
+ * - when every slot was skipped because it was at its `max_concurrency`, the call is refused with 429
+ *   `rate_limited` and `Retry-After` (D28); otherwise the last failure is rethrown.
+ *
+ * @throws RangeError when `slots` is empty; AppError 429 `rate_limited`; the attempt's errors as above.
+ */
+export async function runOnSources<A, T>(
+  registry: UpstreamRegistry,
+  slots: readonly SyncSlot<A>[],
+  attempt: (adapter: A, ctx: AttemptContext) => Promise<T>,
+  signal?: AbortSignal,
+): Promise<Served<T>> {
+  if (slots.length === 0) throw new RangeError("runOnSources: no source");
+  let lastError: unknown = null;
+  let allBusy = true;
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i]!;
+    const fallbackLayer: 0 | 1 = i === 0 ? 0 : 1;
+    try {
+      const value = await attemptOn(registry, slot, attempt, signal);
+      return { value, source: slot.name, fallbackLayer };
+    } catch (err) {
+      const busy = err instanceof SourceUnavailableError && err.reason === "busy";
+      if (!busy) allBusy = false;
+      lastError = err;
+      const retryable = err instanceof UpstreamError && err.retryable;
+      if (!retryable || signal?.aborted === true) throw err;
+    }
+  }
+  if (allBusy) {
+    throw errors.rateLimited("Every upstream source of this model is at its concurrency limit; retry shortly.", BUSY_RETRY_AFTER_S);
+  }
+  throw lastError;
+}
+
+/** One attempt on one slot: through the source's gate and circuit, or straight to the simulator. */
+async function attemptOn<A, T>(
+  registry: UpstreamRegistry,
+  slot: SyncSlot<A>,
+  attempt: (adapter: A, ctx: AttemptContext) => Promise<T>,
+  signal: AbortSignal | undefined,
+): Promise<T> {
+  const state = slot.state;
+  if (state === null) return attempt(slot.adapter, { keepSlot: () => () => {} });
+  state.checkAdmission();
+  if (!state.gate.tryAcquire()) throw new SourceUnavailableError(state.name, "busy");
+  let kept = false;
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    state.gate.release();
+  };
+  try {
+    return await registry.call(
+      state,
+      () =>
+        attempt(slot.adapter, {
+          keepSlot: () => {
+            kept = true;
+            return release;
+          },
+        }),
+      signal,
+    );
+  } catch (err) {
+    release();
+    throw err;
+  } finally {
+    if (!kept) release();
+  }
+}
+
+/**
+ * Reads the first chunk of `chunks` (so a stream that fails before any audio fails its attempt, and the
+ * call can move on, D27) and returns a {@link ChunkStream} of every chunk, that one first. `onEnd` runs
+ * once: when the stream ends, breaks, or is closed with `return()`, even before it was iterated.
+ * @throws the stream's error before its first chunk; an UpstreamError (retryable) when it ends empty.
+ */
+export async function firstChunkThen(chunks: AsyncIterable<Uint8Array>, onEnd: () => void, source: string): Promise<ChunkStream> {
+  const it = chunks[Symbol.asyncIterator]();
+  let first: IteratorResult<Uint8Array>;
+  try {
+    first = await it.next();
+  } catch (err) {
+    onEnd();
+    throw err;
+  }
+  if (first.done === true) {
+    onEnd();
+    throw new UpstreamError(`${source}: the stream ended before any audio`, true);
+  }
+  return new ChunkStream(first.value, it, onEnd);
+}
+
+/**
+ * The chunks of an upstream stream whose first chunk was already read. Iterate it once. `return()` (a
+ * `break`, or a caller that drops the stream without reading it) closes the upstream stream and runs the
+ * end hook; so does its end or its failure.
+ */
+export class ChunkStream implements AsyncIterableIterator<Uint8Array> {
+  #head: Uint8Array | null;
+  readonly #it: AsyncIterator<Uint8Array>;
+  readonly #onEnd: () => void;
+  #ended = false;
+  constructor(head: Uint8Array, it: AsyncIterator<Uint8Array>, onEnd: () => void) {
+    this.#head = head;
+    this.#it = it;
+    this.#onEnd = onEnd;
+  }
+  #end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#onEnd();
+  }
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+  async next(): Promise<IteratorResult<Uint8Array>> {
+    if (this.#head !== null) {
+      const value = this.#head;
+      this.#head = null;
+      return { done: false, value };
+    }
+    if (this.#ended) return { done: true, value: undefined };
+    try {
+      const next = await this.#it.next();
+      if (next.done === true) this.#end();
+      return next;
+    } catch (err) {
+      this.#end();
+      throw err;
+    }
+  }
+  async return(): Promise<IteratorResult<Uint8Array>> {
+    this.#head = null;
+    if (!this.#ended) {
+      this.#end();
+      await this.#it.return?.();
+    }
+    return { done: true, value: undefined };
+  }
+}
