@@ -210,6 +210,26 @@ function audioSources(upstreams: UpstreamRegistry): Map<string, RealAudioSource>
 }
 
 /**
+ * The longest time one audio call may take on its failover chain, seconds: per family, the timeouts of
+ * its real sources added up (a source without `timeout_s` counts its protocol's longest default, music's
+ * 300 s). 0 without real audio sources.
+ */
+function longestAudioChainS(upstreams: UpstreamRegistry, sources: ReadonlyMap<string, RealAudioSource>): number {
+  let longestMs = 0;
+  for (const family of ["alpha", "beta", "transcribe", "understand"]) {
+    const chainMs = upstreams
+      .sourcesFor(family)
+      .filter((s) => sources.has(s.name))
+      .reduce((sum, s) => sum + (s.source.timeoutMs ?? AUDIO_LONGEST_DEFAULT_TIMEOUT_MS), 0);
+    longestMs = Math.max(longestMs, chainMs);
+  }
+  return Math.ceil(longestMs / 1000);
+}
+
+/** The longest default timeout of an audio protocol call (music generation), ms. */
+const AUDIO_LONGEST_DEFAULT_TIMEOUT_MS = 300_000;
+
+/**
  * Opens the database, applies migrations and creates the blob store and the upstream adapters. Throws
  * `UpstreamsConfigError` (upstreams/config.ts) first, before opening anything, when `UPSTREAMS` is invalid.
  */
@@ -261,13 +281,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       adapter: createOpenAICompatibleChat({ name: src.name, baseUrl: src.baseUrl, apiKey: src.apiKey, timeoutMs: src.timeoutMs ?? DEFAULT_TEXT_UPSTREAM_TIMEOUT_MS }),
       timeoutMs: src.timeoutMs ?? DEFAULT_TEXT_UPSTREAM_TIMEOUT_MS,
     }));
-  // The sync-hold sweep waits past the longest chat fallback chain unless the operator set its delay.
+  // The sync-hold sweep waits past the longest chat or audio failover chain unless the operator set its delay.
   const sweep: SweepConfig = {
     sweepImageAfterS: config.sweepImageAfterS,
     sweepVideoAfterS: config.sweepVideoAfterS,
     sweepSyncHoldsAfterS: config.sweepSyncHoldsAfterSSet
       ? config.sweepSyncHoldsAfterS
-      : Math.max(config.sweepSyncHoldsAfterS, longestSyncCallS(textUpstreams) + SYNC_HOLD_MARGIN_S),
+      : Math.max(config.sweepSyncHoldsAfterS, Math.max(longestSyncCallS(textUpstreams), longestAudioChainS(upstreams, realAudioSources)) + SYNC_HOLD_MARGIN_S),
   };
   const chatAdapters = new Map<string, ChatAdapter>([
     [SIMULATOR_SOURCE, chatSimulator],
