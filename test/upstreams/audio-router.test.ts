@@ -100,10 +100,9 @@ describe("synchronous failover (D27)", () => {
   });
 
   test("a stream fails over before its first chunk only, and keeps its source's place until its end", async () => {
-    async function* broken(): AsyncGenerator<Uint8Array> {
-      await Promise.resolve();
-      throw new UpstreamError("stream reset", true);
-    }
+    const broken = (): AsyncIterable<Uint8Array> => ({
+      [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new UpstreamError("stream reset", true)) }),
+    });
     async function* good(): AsyncGenerator<Uint8Array> {
       yield new Uint8Array([1]);
       yield new Uint8Array([2]);
