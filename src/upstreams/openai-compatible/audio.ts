@@ -20,8 +20,9 @@
  * | `OggS` | Ogg | `audio.ogg` | `audio/ogg` |
  * | `fLaC` | FLAC | `audio.flac` | `audio/flac` |
  * | `1A 45 DF A3` (EBML) | WebM | `audio.webm` | `audio/webm` |
- * Audio in none of these formats is refused before anything is sent: an `unsupported` {@link UpstreamError}
- * (OpenAI would answer 400 "Invalid file format"; the gateway answers 502 and charges nothing).
+ * Audio in none of these formats, or larger than {@link MAX_TRANSCRIPTION_UPLOAD_BYTES} (the gateway takes
+ * 100 MB by URL), is refused before anything is sent: an `unsupported` {@link UpstreamError} (OpenAI would
+ * answer 400 "Invalid file format" or 413; the gateway answers 502 and charges nothing).
  *
  * ## Audio understanding (`understand`)
  * `POST {baseUrl}/chat/completions` `{model, modalities: ["text"], messages: [{role: "user", content:
@@ -69,6 +70,9 @@ export const DEFAULT_OPENAI_AUDIO_BASE_URL = "https://api.openai.com/v1";
 
 /** Default total time of one call, ms: a long recording takes a while to upload and to transcribe. */
 export const DEFAULT_AUDIO_TIMEOUT_MS = 120_000;
+
+/** Largest file OpenAI transcribes, bytes ("File uploads are currently limited to 25 MB"). */
+export const MAX_TRANSCRIPTION_UPLOAD_BYTES = 25 * 1024 * 1024;
 
 /** The question asked when an understanding request has none. */
 export const DEFAULT_UNDERSTAND_PROMPT = "Describe this audio.";
@@ -214,6 +218,9 @@ async function transcribe(api: OpenAICompatibleApi, req: AudioTextRequest, upstr
     throw new UpstreamError(`${api.name}: the audio is not WAV, MP3, M4A, Ogg, FLAC or WebM; OpenAI transcription would refuse it`, false, {
       unsupported: true,
     });
+  }
+  if (req.audio.byteLength > MAX_TRANSCRIPTION_UPLOAD_BYTES) {
+    throw new UpstreamError(`${api.name}: the audio is ${req.audio.byteLength} bytes; OpenAI transcribes files of at most 25 MB`, false, { unsupported: true });
   }
   const form = newForm();
   form.append("file", new Blob([req.audio], { type: UPLOAD_CONTENT_TYPES[format] }), `audio.${format}`);

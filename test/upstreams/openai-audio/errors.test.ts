@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { closedPort, startRecorder } from "../../helpers/recorder.ts";
 import { startOpenAIAudioFake } from "../../../src/upstreams/openai-compatible/audio-fake.ts";
 import type { OpenAIAudioFake } from "../../../src/upstreams/openai-compatible/audio-fake.ts";
-import { createOpenAIAudioSource } from "../../../src/upstreams/openai-compatible/audio.ts";
+import { createOpenAIAudioSource, DEFAULT_AUDIO_TIMEOUT_MS, DEFAULT_OPENAI_AUDIO_BASE_URL } from "../../../src/upstreams/openai-compatible/audio.ts";
 import type { OpenAIAudioSource } from "../../../src/upstreams/openai-compatible/audio.ts";
 import type { AudioTextRequest } from "../../../src/upstreams/types.ts";
 import { mp3, OPENAI_KEY, openAIFailure, seenMessages, transcribeRequest, understandRequest, wav } from "./helpers.ts";
@@ -205,6 +205,8 @@ describe("where the key goes (D25)", () => {
   test("defaults: OpenAI's base URL and name; close() is idempotent", async () => {
     const s = createOpenAIAudioSource({ name: "openai", apiKey: OPENAI_KEY });
     assert.equal(s.name, "openai");
+    assert.equal(DEFAULT_OPENAI_AUDIO_BASE_URL, "https://api.openai.com/v1");
+    assert.equal(DEFAULT_AUDIO_TIMEOUT_MS, 120_000);
     await Promise.all([s.close(), s.close()]);
   });
 });

@@ -11,6 +11,7 @@ import type { OpenAIAudioFake } from "../../../src/upstreams/openai-compatible/a
 import {
   createOpenAIAudioSource,
   DEFAULT_UNDERSTAND_PROMPT,
+  MAX_TRANSCRIPTION_UPLOAD_BYTES,
   sniffUploadFormat,
 } from "../../../src/upstreams/openai-compatible/audio.ts";
 import type { OpenAIAudioSource } from "../../../src/upstreams/openai-compatible/audio.ts";
@@ -105,6 +106,14 @@ describe("transcription", () => {
     assert.equal(fake.requests.length, 0);
   });
 
+  test("a file over OpenAI's 25 MB upload limit is refused as unsupported, and nothing is sent", async () => {
+    const big = new Uint8Array(MAX_TRANSCRIPTION_UPLOAD_BYTES + 1);
+    big.set(wav(0.1));
+    const err = await upstreamFailure(source.transcribe(transcribeRequest(big)));
+    assert.equal(err.unsupported, true);
+    assert.match(err.message, /25 MB/);
+    assert.equal(fake.requests.length, 0);
+  });
 });
 
 describe("understanding", () => {
