@@ -24,7 +24,7 @@
  * an error passes through {@link redactSecret}, so an upstream that echoes the key back (some do, in
  * "invalid key" messages) cannot leak it into logs; no raw undici error is attached as `cause`.
  */
-import type { Agent, Dispatcher } from "undici";
+import type { Agent, Dispatcher, FormData as UndiciFormData } from "undici";
 import { loadUndici } from "../undici.ts";
 import { UpstreamError } from "../types.ts";
 
@@ -32,6 +32,7 @@ import { UpstreamError } from "../types.ts";
 export const ENDPOINTS = {
   chatCompletions: "/chat/completions",
   imageGenerations: "/images/generations",
+  audioTranscriptions: "/audio/transcriptions",
 } as const;
 
 /** Longest connect phase by default, in milliseconds (capped by the total timeout). */
@@ -124,6 +125,12 @@ export interface OpenAICompatibleApi {
    * for HTTP errors, network errors and timeouts, or the caller's abort reason.
    */
   post(path: string, body: unknown, call: CallSignal): Promise<OkResponse>;
+  /**
+   * Like {@link OpenAICompatibleApi.post}, with a multipart form (undici's own `FormData`, see
+   * {@link newForm}; undici writes the boundary into `content-type`) instead of JSON: the upload
+   * endpoints (`/audio/transcriptions`). Same answers and errors.
+   */
+  postForm(path: string, form: UndiciFormData, call: CallSignal): Promise<OkResponse>;
   /** A signal that fires on the caller's abort or after `timeoutMs`, to be passed to `post`. */
   callSignal(callerSignal: AbortSignal | undefined): CallSignal;
   /**
@@ -189,43 +196,11 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
       const signal = caller === undefined ? timeout : AbortSignal.any([caller, timeout]);
       return { signal, caller, timeout };
     },
-    async post(path, body, call) {
-      if (call.caller?.aborted === true) throw call.caller.reason;
-      let res: OkResponse;
-      try {
-        res = await loadUndici().request(new URL(base.pathname.replace(/\/+$/, "") + path, base), {
-          method: "POST",
-          dispatcher,
-          signal: call.signal,
-          headers: {
-            authorization: `Bearer ${apiKey}`,
-            "content-type": "application/json",
-            accept: "application/json, text/event-stream",
-            "user-agent": "media-gateway",
-          },
-          body: JSON.stringify(body),
-        });
-      } catch (err) {
-        throw failure(err, call);
-      }
-      if (res.statusCode >= 200 && res.statusCode <= 299) return res;
-      let detail: UpstreamErrorDetail = { message: "", code: null, type: null };
-      try {
-        detail = upstreamErrorDetail(await readText(res.body, MAX_ERROR_BODY_BYTES, true));
-      } catch (err) {
-        const mapped = failure(err, call);
-        // The caller's abort or our timeout while reading the error body still wins.
-        if (!(mapped instanceof OpenAICompatibleError && mapped.kind === "network")) throw mapped;
-      }
-      const status = res.statusCode;
-      const retryable = status >= 500 || status === 429;
-      throw new OpenAICompatibleError(
-        clean(`${name}: HTTP ${status}${detail.message === "" ? "" : `: ${detail.message}`}`),
-        retryable,
-        "http",
-        status,
-        { code: detail.code === null ? null : clean(detail.code), type: detail.type === null ? null : clean(detail.type) },
-      );
+    post(path, body, call) {
+      return send(path, JSON.stringify(body), call);
+    },
+    postForm(path, form, call) {
+      return send(path, form, call);
     },
     failure,
     malformed(detail) {
@@ -235,6 +210,53 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
       if (ownAgent !== null) await ownAgent.close();
     },
   };
+
+  /** POSTs a JSON text or a multipart form (see `post` and `postForm`). */
+  async function send(path: string, payload: string | UndiciFormData, call: CallSignal): Promise<OkResponse> {
+    if (call.caller?.aborted === true) throw call.caller.reason;
+    let res: OkResponse;
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${apiKey}`,
+      accept: "application/json, text/event-stream",
+      "user-agent": "media-gateway",
+    };
+    // A form's content-type (with its boundary) is written by undici.
+    if (typeof payload === "string") headers["content-type"] = "application/json";
+    try {
+      res = await loadUndici().request(new URL(base.pathname.replace(/\/+$/, "") + path, base), {
+        method: "POST",
+        dispatcher,
+        signal: call.signal,
+        headers,
+        body: payload,
+      });
+    } catch (err) {
+      throw failure(err, call);
+    }
+    if (res.statusCode >= 200 && res.statusCode <= 299) return res;
+    let detail: UpstreamErrorDetail = { message: "", code: null, type: null };
+    try {
+      detail = upstreamErrorDetail(await readText(res.body, MAX_ERROR_BODY_BYTES, true));
+    } catch (err) {
+      const mapped = failure(err, call);
+      // The caller's abort or our timeout while reading the error body still wins.
+      if (!(mapped instanceof OpenAICompatibleError && mapped.kind === "network")) throw mapped;
+    }
+    const status = res.statusCode;
+    const retryable = status >= 500 || status === 429;
+    throw new OpenAICompatibleError(
+      clean(`${name}: HTTP ${status}${detail.message === "" ? "" : `: ${detail.message}`}`),
+      retryable,
+      "http",
+      status,
+      { code: detail.code === null ? null : clean(detail.code), type: detail.type === null ? null : clean(detail.type) },
+    );
+  }
+}
+
+/** A new multipart form for {@link OpenAICompatibleApi.postForm} (undici's own `FormData`, which its `request` writes). */
+export function newForm(): UndiciFormData {
+  return new (loadUndici().FormData)();
 }
 
 /**
@@ -252,7 +274,16 @@ export async function postForJson(
   call: CallSignal,
   maxBytes: number = MAX_RESPONSE_BYTES,
 ): Promise<unknown> {
-  const res = await api.post(path, body, call);
+  return readJson(api, await api.post(path, body, call), call, maxBytes);
+}
+
+/**
+ * Reads a whole 2xx answer of `api` (from `post` or `postForm`) as JSON, at most `maxBytes`. Returns the
+ * parsed value, unchecked.
+ * @throws the mapped failure while reading (the caller's abort reason, a timeout, a network error); a
+ *   malformed-answer error when the answer is larger than `maxBytes` or not JSON.
+ */
+export async function readJson(api: OpenAICompatibleApi, res: OkResponse, call: CallSignal, maxBytes: number = MAX_RESPONSE_BYTES): Promise<unknown> {
   let text: string;
   try {
     text = await readText(res.body, maxBytes);
