@@ -24,6 +24,7 @@ import { AudioRouter, type RealAudioSource } from "./upstreams/audio-router.ts";
 import { createBflSource } from "./upstreams/bfl/source.ts";
 import { createFalSource } from "./upstreams/fal/source.ts";
 import { createOpenAIImagesSource } from "./upstreams/openai-compatible/images-source.ts";
+import { createOpenAIAudioSource } from "./upstreams/openai-compatible/audio.ts";
 import { getImageModel, getVideoModel, MODELS } from "./catalog/models.ts";
 import { safeFetch } from "./upstreams/safe-fetch.ts";
 import { createSimulatedMediaUpstream } from "./upstreams/simulator/media.ts";
@@ -186,7 +187,9 @@ type AudioSourceFactory = (cfg: UpstreamSource) => RealAudioSource;
  * factories (issue "Real upstreams, part 2"): elevenlabs for alpha, minimax for beta, openai for
  * transcribe and understand.
  */
-const AUDIO_SOURCE_FACTORIES: Partial<Record<UpstreamSource["protocol"], { families: readonly string[]; create: AudioSourceFactory }>> = {};
+const AUDIO_SOURCE_FACTORIES: Partial<Record<UpstreamSource["protocol"], { families: readonly string[]; create: AudioSourceFactory }>> = {
+  openai: { families: ["transcribe", "understand"], create: (cfg) => createOpenAIAudioSource(sourceSettings(cfg)) },
+};
 
 /**
  * The configured audio sources (D25) by name: each entry of a protocol in {@link AUDIO_SOURCE_FACTORIES}
