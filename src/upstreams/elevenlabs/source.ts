@@ -54,6 +54,10 @@ export interface ElevenLabsSource extends NamedSource, SpeechAdapter, MusicAdapt
  */
 export function createElevenLabsSource(cfg: UpstreamSourceConfig): ElevenLabsSource {
   if (typeof cfg.name !== "string" || cfg.name === "") throw new RangeError("name must be a non-empty string");
+  for (const [field, value] of [["timeoutMs", cfg.timeoutMs], ["connectTimeoutMs", cfg.connectTimeoutMs]] as const) {
+    // Checked here, before the shared Agent is built with them (keyed-http checks only `timeoutMs`).
+    if (value !== undefined && (!Number.isFinite(value) || value <= 0)) throw new RangeError(`${field} must be a positive number, got ${value}`);
+  }
   const overrides = checkModelOverrides(cfg.models);
   const { name } = cfg;
   const shortTimeoutMs = cfg.timeoutMs ?? DEFAULT_SPEECH_TIMEOUT_MS;

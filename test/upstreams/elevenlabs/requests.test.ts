@@ -7,6 +7,7 @@
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { audioDurationSec } from "../../../src/upstreams/audio-convert.ts";
+import { ElevenLabsError } from "../../../src/upstreams/elevenlabs/api.ts";
 import { startElevenLabsFake } from "../../../src/upstreams/elevenlabs/fake.ts";
 import type { ElevenLabsFake } from "../../../src/upstreams/elevenlabs/fake.ts";
 import { createElevenLabsSource } from "../../../src/upstreams/elevenlabs/source.ts";
@@ -215,9 +216,10 @@ describe("models overrides (D25)", () => {
       () => source.sfx(sfxRequest({ model: "alpha-v3" })),
     ]) {
       await assert.rejects(call(), (err: unknown) => {
-        assert.ok(err instanceof Error && "unsupported" in err);
-        assert.equal((err as { unsupported: boolean }).unsupported, true);
-        assert.equal((err as { retryable: boolean }).retryable, false);
+        assert.ok(err instanceof ElevenLabsError);
+        assert.equal(err.kind, "unsupported");
+        assert.equal(err.unsupported, true);
+        assert.equal(err.retryable, false);
         return true;
       });
     }
