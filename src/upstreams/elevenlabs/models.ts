@@ -1,0 +1,58 @@
+/**
+ * Our alpha models on ElevenLabs: which ElevenLabs `model_id` serves each (the one table,
+ * {@link ELEVENLABS_MODELS}, the "Default upstream ids" of the alpha family) and the per-source
+ * overrides (`models` of the `UPSTREAMS` entry, D25).
+ *
+ * Model ids are ElevenLabs' own (elevenlabs/elevenlabs-js `src/api/types/MusicModelId.ts` `music_v1`,
+ * `SfxModelId.ts` `eleven_text_to_sound_v2`, and the text-to-speech examples' `eleven_multilingual_v2`,
+ * `eleven_v3`, `eleven_flash_v2_5`, `eleven_turbo_v2_5`).
+ */
+
+/** What an alpha model does at ElevenLabs. */
+export type AlphaCapability = "speech" | "music" | "sfx";
+
+/** One alpha model: ElevenLabs' default `model_id` and the call that serves it. */
+export interface AlphaModel {
+  modelId: string;
+  capability: AlphaCapability;
+}
+
+/** Every alpha model, by gateway model id. Frozen. */
+export const ELEVENLABS_MODELS: Readonly<Record<string, Readonly<AlphaModel>>> = Object.freeze({
+  "alpha-v3": Object.freeze({ modelId: "eleven_v3", capability: "speech" }),
+  "alpha-multilingual-v2": Object.freeze({ modelId: "eleven_multilingual_v2", capability: "speech" }),
+  "alpha-flash-v2-5": Object.freeze({ modelId: "eleven_flash_v2_5", capability: "speech" }),
+  "alpha-turbo-v2-5": Object.freeze({ modelId: "eleven_turbo_v2_5", capability: "speech" }),
+  "alpha-music": Object.freeze({ modelId: "music_v1", capability: "music" }),
+  "alpha-sfx": Object.freeze({ modelId: "eleven_text_to_sound_v2", capability: "sfx" }),
+} satisfies Record<string, AlphaModel>);
+
+/** An ElevenLabs model id as an override may name it: letters, digits, `_`, `.`, `-`. */
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
+
+/**
+ * Checks a source's `models` overrides: every key an alpha model of {@link ELEVENLABS_MODELS}, every value
+ * a plausible ElevenLabs model id. Returns a frozen copy.
+ * @throws RangeError naming the bad entry.
+ */
+export function checkModelOverrides(models: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(models ?? {})) {
+    if (!Object.hasOwn(ELEVENLABS_MODELS, key)) throw new RangeError(`models: ${JSON.stringify(key)} is not a model ElevenLabs serves`);
+    if (typeof value !== "string" || !MODEL_ID.test(value)) {
+      throw new RangeError(`models: the model id of ${JSON.stringify(key)} must look like "eleven_multilingual_v2"`);
+    }
+    out[key] = value;
+  }
+  return Object.freeze(out);
+}
+
+/**
+ * ElevenLabs' `model_id` for `model` when it is an alpha model of `capability` (the override first), or
+ * null when ElevenLabs does not serve it for that call.
+ */
+export function upstreamModelId(model: string, capability: AlphaCapability, overrides: Readonly<Record<string, string>>): string | null {
+  const entry = Object.hasOwn(ELEVENLABS_MODELS, model) ? ELEVENLABS_MODELS[model] : undefined;
+  if (entry === undefined || entry.capability !== capability) return null;
+  return overrides[model] ?? entry.modelId;
+}
