@@ -25,6 +25,9 @@ import { createBflSource } from "./upstreams/bfl/source.ts";
 import { createFalSource } from "./upstreams/fal/source.ts";
 import { createOpenAIImagesSource } from "./upstreams/openai-compatible/images-source.ts";
 import { createOpenAIAudioSource } from "./upstreams/openai-compatible/audio.ts";
+import { createElevenLabsSource } from "./upstreams/elevenlabs/source.ts";
+import { createMiniMaxSource } from "./upstreams/minimax/source.ts";
+import { createMiniMaxVideoSource } from "./upstreams/minimax/video-source.ts";
 import { getImageModel, getVideoModel, MODELS } from "./catalog/models.ts";
 import { safeFetch } from "./upstreams/safe-fetch.ts";
 import { createSimulatedMediaUpstream } from "./upstreams/simulator/media.ts";
@@ -120,14 +123,15 @@ const sourceSettings = (cfg: UpstreamSource) => ({
 });
 
 /**
- * The protocols whose sources serve image and video jobs, and their factories (issue "Real upstreams,
- * part 1"). An entry of another protocol (`elevenlabs`, `minimax`) is validated and listed but serves no
- * job yet; an `openai` entry serves jobs only for its `imgC` family.
+ * The protocols whose sources serve image and video jobs, and their factories (issues "Real upstreams",
+ * parts 1 and 2): fal, bfl, openai (imgC only) and minimax (vidC, Hailuo-02). An `elevenlabs` entry
+ * serves no job.
  */
 const JOB_SOURCE_FACTORIES: Partial<Record<UpstreamSource["protocol"], JobSourceFactory>> = {
   fal: (cfg) => createFalSource(sourceSettings(cfg)),
   bfl: (cfg) => createBflSource(sourceSettings(cfg)),
   openai: (cfg) => createOpenAIImagesSource(sourceSettings(cfg)),
+  minimax: (cfg) => createMiniMaxVideoSource(sourceSettings(cfg)),
 };
 
 /** The families of image and video models (the job families a source may serve). */
@@ -188,6 +192,8 @@ type AudioSourceFactory = (cfg: UpstreamSource) => RealAudioSource;
  * transcribe and understand.
  */
 const AUDIO_SOURCE_FACTORIES: Partial<Record<UpstreamSource["protocol"], { families: readonly string[]; create: AudioSourceFactory }>> = {
+  elevenlabs: { families: ["alpha"], create: (cfg) => createElevenLabsSource(sourceSettings(cfg)) },
+  minimax: { families: ["beta"], create: (cfg) => createMiniMaxSource(sourceSettings(cfg)) },
   openai: { families: ["transcribe", "understand"], create: (cfg) => createOpenAIAudioSource(sourceSettings(cfg)) },
 };
 
