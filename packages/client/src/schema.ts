@@ -149,7 +149,7 @@ export interface paths {
         put?: never;
         /**
          * Text to speech
-         * @description Synchronous. Priced per 1000 input characters by model (see `GET /v1/pricing`). A designed or cloned voice may only be used by its owner.
+         * @description Synchronous. Priced per 1000 input characters by model (see `GET /v1/pricing`). A designed or cloned voice may only be used by its owner, and is served only by the upstream source that made it. With `stream: true` (beta models) the audio arrives chunk by chunk. `X-Svc-Fallback: true` and `X-Svc-Fallback-Layer: 1` when a later source of the family served the call.
          */
         post: operations["createSpeech"];
         delete?: never;
@@ -1198,6 +1198,10 @@ export interface operations {
                     "X-Svc-Cost-USD"?: string;
                     /** @description Duration used for billing, seconds. */
                     "X-Svc-Duration-Sec"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
                     /** @description Resolved model id. */
                     "X-Svc-Model"?: string;
                     [name: string]: unknown;
@@ -1339,6 +1343,10 @@ export interface operations {
                     "X-Svc-Cost-USD"?: string;
                     /** @description Duration used for billing, seconds. */
                     "X-Svc-Duration-Sec"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
                     /** @description Resolved model id. */
                     "X-Svc-Model"?: string;
                     [name: string]: unknown;
@@ -1491,6 +1499,10 @@ export interface operations {
                     "X-Svc-Chars-Billed"?: string;
                     /** @description Amount charged for this call, USD. */
                     "X-Svc-Cost-USD"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
                     /** @description Resolved model id. */
                     "X-Svc-Model"?: string;
                     [name: string]: unknown;
@@ -1530,6 +1542,15 @@ export interface operations {
             };
             /** @description Forbidden: `voice_not_owned`. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `voice_unavailable`: the designed or cloned voice is gone from the upstream source that made it (nothing charged). */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1644,6 +1665,10 @@ export interface operations {
                     "X-Svc-Cost-USD"?: string;
                     /** @description Duration used for billing, seconds. */
                     "X-Svc-Duration-Sec"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
                     /** @description Resolved model id. */
                     "X-Svc-Model"?: string;
                     [name: string]: unknown;
@@ -1770,6 +1795,10 @@ export interface operations {
                     "X-Svc-Cost-USD"?: string;
                     /** @description Duration used for billing, seconds. */
                     "X-Svc-Duration-Sec"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
                     /** @description Resolved model id. */
                     "X-Svc-Model"?: string;
                     [name: string]: unknown;
@@ -1896,6 +1925,10 @@ export interface operations {
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
                     "X-Svc-Cost-USD"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
                     /** @description Resolved model id. */
                     "X-Svc-Model"?: string;
                     [name: string]: unknown;
@@ -2048,6 +2081,10 @@ export interface operations {
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
                     "X-Svc-Cost-USD"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
                     /** @description Resolved model id. */
                     "X-Svc-Model"?: string;
                     [name: string]: unknown;

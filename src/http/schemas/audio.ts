@@ -8,7 +8,7 @@ import {
   DEFAULT_SPEECH_MODEL,
   DEFAULT_TRANSCRIPTION_MODEL,
 } from "../../catalog/models.ts";
-import { AUDIO_CONTENT, AUDIO_FORMATS, binary, bool, coded, COST_HEADERS, errors, H, HTTPS_URL, json, modelsWith, num, obj, ok, oneOf, priceText, ref, type ResponseDoc, route, type Schema, SIMULATE, str } from "./common.ts";
+import { AUDIO_CONTENT, AUDIO_FORMATS, binary, bool, coded, COST_HEADERS, errors, FALLBACK_HEADERS, H, HTTPS_URL, json, modelsWith, num, obj, ok, oneOf, priceText, ref, type ResponseDoc, route, type Schema, SIMULATE, str } from "./common.ts";
 
 const SPEECH_MODELS = modelsWith("speech");
 const MUSIC_MODELS = modelsWith("music");
@@ -88,7 +88,7 @@ const AUDIO_FILE = (limit: string) => ({ ...binary(`The audio file (${limit}); t
 const TRANSCRIPTION_FORMAT = oneOf(["json", "text", "verbose_json"], "Answer format.", { default: "json" });
 const AUDIO_ANSWER = (what: string, extraHeaders: Record<string, Schema> = {}): ResponseDoc => ({
   description: `${what} as audio bytes in \`response_format\`; with \`?save_to_blob=1\` the JSON \`audio.generation\` instead.`,
-  headers: { ...COST_HEADERS, ...extraHeaders },
+  headers: { ...COST_HEADERS, ...FALLBACK_HEADERS, ...extraHeaders },
   content: { ...AUDIO_CONTENT, ...json(ref("AudioGeneration")) },
 });
 const SAVE_TO_BLOB = obj({ save_to_blob: oneOf(["1", "0", "true", "false"], "`1` stores the MP3 and answers the JSON form `audio.generation` (the output appears in the gallery).", { "x-error-message": "save_to_blob must be 1 or 0." }) });
@@ -98,7 +98,7 @@ export const createSpeechSchema = route({
   operationId: "createSpeech",
   summary: "Text to speech",
   description:
-    "Synchronous. Priced per 1000 input characters by model (see `GET /v1/pricing`). A designed or cloned voice may only be used by its owner.",
+    "Synchronous. Priced per 1000 input characters by model (see `GET /v1/pricing`). A designed or cloned voice may only be used by its owner, and is served only by the upstream source that made it. With `stream: true` (beta models) the audio arrives chunk by chunk. `X-Svc-Fallback: true` and `X-Svc-Fallback-Layer: 1` when a later source of the family served the call.",
   tags: ["audio"],
   access: "key",
   headers: SIMULATE,
@@ -106,13 +106,14 @@ export const createSpeechSchema = route({
   responses: {
     200: {
       description: "The audio (`Content-Type` matches `response_format`).",
-      headers: { ...COST_HEADERS, "X-Svc-Chars-Billed": str("Input characters used for pricing.") },
+      headers: { ...COST_HEADERS, ...FALLBACK_HEADERS, "X-Svc-Chars-Billed": str("Input characters used for pricing.") },
       content: AUDIO_CONTENT,
     },
     ...errors({
       400: "`not_a_tts_model`, `voice_required`, `input_too_long`, `voice_model_mismatch`, `invalid_request`",
       ...PAID_ERRORS,
       403: "`voice_not_owned`",
+      410: "`voice_unavailable`: the designed or cloned voice is gone from the upstream source that made it (nothing charged)",
     }),
   },
 });
@@ -189,7 +190,7 @@ export const createTranscriptionSchema = route({
   responses: {
     200: {
       description: "The transcript: `{text}`; `response_format=text` answers plain text, `verbose_json` adds `duration` and `segments`.",
-      headers: { ...COST_HEADERS, "X-Svc-Duration-Sec": H.duration },
+      headers: { ...COST_HEADERS, ...FALLBACK_HEADERS, "X-Svc-Duration-Sec": H.duration },
       content: { ...json(obj({ text: str("The transcript.") }, ["text"], { additionalProperties: true })), "text/plain": { schema: { type: "string" } } },
     },
     ...errors({
@@ -224,7 +225,7 @@ export const understandAudioSchema = route({
     200: ok(
       "The answer.",
       obj({ text: str("The answer."), model: str("Resolved model id."), duration_sec: num("Audio duration used for billing, seconds.") }, ["text", "model", "duration_sec"]),
-      { ...COST_HEADERS, "X-Svc-Duration-Sec": H.duration },
+      { ...COST_HEADERS, ...FALLBACK_HEADERS, "X-Svc-Duration-Sec": H.duration },
     ),
     ...errors({
       400: "`invalid_request` (file or prompt missing), `invalid_model`, `audio_unreadable`",

@@ -3,7 +3,7 @@
  */
 import { AGE_GROUPS, GENDERS } from "../../audio/voice-design.ts";
 import { DEFAULT_VOICE_CLONE_MODEL, DEFAULT_VOICE_DESIGN_MODEL } from "../../catalog/models.ts";
-import { arr, AUTH_ERR, binary, coded, COST_HEADERS, errors, json, nullable, obj, ok, oneOf, priceText, ref, route, SIMULATE, str, usd } from "./common.ts";
+import { arr, AUTH_ERR, binary, coded, COST_HEADERS, errors, FALLBACK_HEADERS, json, nullable, obj, ok, oneOf, priceText, ref, route, SIMULATE, str, usd } from "./common.ts";
 
 const VOICE_DESIGN_BODY = obj(
   {
@@ -74,7 +74,7 @@ export const designVoiceSchema = route({
     200: ok(
       "The new voice.",
       obj({ voice_id: str("`svc_<random>`."), name: nullable(str("The label, or null.")), model: str("Model id."), cost_usd: usd("Charged amount"), balance_usd: usd("Remaining balance") }, ["voice_id", "name", "model", "cost_usd", "balance_usd"]),
-      COST_HEADERS,
+      { ...COST_HEADERS, ...FALLBACK_HEADERS },
     ),
     ...errors({
       400: "`not_a_voice_design_model`, `description_too_long`, `invalid_request`",
@@ -100,7 +100,7 @@ export const cloneVoiceSchema = route({
     200: ok(
       "The new voice.",
       obj({ voice_id: str("`svc_<random>`."), name: nullable(str("The label, or null.")), cost_usd: usd(`Charged amount (${priceText(DEFAULT_VOICE_CLONE_MODEL)})`), balance_usd: usd("Remaining balance") }, ["voice_id", "name", "cost_usd", "balance_usd"]),
-      COST_HEADERS,
+      { ...COST_HEADERS, ...FALLBACK_HEADERS },
     ),
     ...errors({
       400: "`not_a_voice_clone_model`, `invalid_request` (file missing or form invalid), `reference_too_short`, `reference_too_long`, `audio_unreadable`",
