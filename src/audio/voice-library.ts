@@ -85,12 +85,20 @@ export class VoiceLibrary {
 
   /**
    * Whether `voiceId` is a voice of the alpha library (D20). The adapter answers when it can without the
-   * catalog (the simulator); otherwise the cached alpha list decides, fetched when the cache is empty or
-   * stale. Null when the catalog is unavailable (the caller then trusts the requested model).
+   * catalog (the simulator); otherwise the cached alpha list decides: fetched when the cache is empty;
+   * when it is stale it still answers and is refreshed in the background. Null when the catalog is
+   * unavailable (the caller then trusts the requested model).
    */
   async isAlphaVoice(voiceId: string): Promise<boolean | null> {
     const known = this.#adapter.isAlphaVoice(voiceId);
     if (known !== null) return known;
+    // A stale list still answers (a speech call never waits for the paged re-fetch of a real catalog,
+    // about 30 upstream pages); the refresh runs behind it.
+    const stale = this.#cache.get("alpha");
+    if (stale !== undefined) {
+      if (stale.expiresAt <= this.#now()) this.#get("alpha", null).catch(() => {});
+      return stale.ids.has(voiceId);
+    }
     try {
       return (await this.#get("alpha", null)).entry.ids.has(voiceId);
     } catch {

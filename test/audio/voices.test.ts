@@ -257,6 +257,24 @@ describe("VoiceLibrary cache", () => {
     assert.equal((await lib.list("alpha", null)).cache, "miss");
   });
 
+  test("a real alpha catalog: membership from the cached list, a stale list answers while it is refreshed", async () => {
+    let now = 1_000_000;
+    const calls: string[] = [];
+    const failing = new Set<string>(["alpha"]);
+    const real: VoiceLibraryAdapter = { ...fakeAdapter(failing, calls), isAlphaVoice: () => null };
+    const lib = new VoiceLibrary(real, () => now);
+    assert.equal(await lib.isAlphaVoice("a1"), null, "catalog unavailable: unknown");
+    failing.clear();
+    assert.equal(await lib.isAlphaVoice("a1"), true);
+    assert.equal(await lib.isAlphaVoice("b1"), false);
+    assert.deepEqual(calls, ["alpha", "alpha"]);
+    now += VOICE_CACHE_TTL_MS + 1;
+    failing.add("alpha");
+    assert.equal(await lib.isAlphaVoice("a1"), true, "the stale list answers");
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(calls, ["alpha", "alpha", "alpha"], "and a refresh was started");
+  });
+
   test("concurrent misses share one upstream call", async () => {
     const calls: string[] = [];
     const lib = new VoiceLibrary(fakeAdapter(new Set(), calls));
