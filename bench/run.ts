@@ -7,10 +7,11 @@
  * p99 under 10 ms at 32 connections. Numbers measured on the development machine go in bench/README.md.
  *
  * Environment: BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 32), BENCH_JOBS (default 2000),
- * BENCH_ONLY (comma list of memory, voices, speech, limits, chat, jobs; default all).
+ * BENCH_ONLY (comma list of memory, voices, speech, upstreams, limits, chat, jobs; default all).
  */
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import { benchStreamingChat } from "./chat.ts";
+import { benchUpstreamSpeech } from "./upstream-speech.ts";
 import {
   ADMIN_TOKEN,
   benchUser,
@@ -230,10 +231,11 @@ async function benchMemory(): Promise<void> {
   }
 }
 
-const only = process.env.BENCH_ONLY ?? "memory,voices,speech,limits,chat,jobs";
+const only = process.env.BENCH_ONLY ?? "memory,voices,speech,upstreams,limits,chat,jobs";
 if (only.includes("memory")) await benchMemory();
 if (only.includes("voices")) await benchVoices();
 if (only.includes("speech")) await benchSpeech("sqlite");
+if (only.includes("upstreams")) await benchUpstreamSpeech({ durationS, connections });
 if (only.includes("limits")) await benchLimitsBackend();
 if (only.includes("chat")) await benchStreamingChat();
 if (only.includes("jobs")) await benchJobs("sqlite");

@@ -45,8 +45,9 @@ describe("vidC on minimax", () => {
     assert.equal(Math.round(mp4DurationSec(video) ?? 0), 10);
     const submits = mm.requests.filter((q) => q.path === "/v1/video_generation");
     assert.equal(submits.length, 1);
+    const sent = submits[0]!.body as Record<string, unknown>;
     assert.deepEqual(
-      [submits[0]!.body.model, submits[0]!.body.duration, submits[0]!.body.resolution],
+      [sent.model, sent.duration, sent.resolution],
       ["MiniMax-Hailuo-02", 10, "768P"],
     );
     assert.equal(await getBalance(db, u.user_id), start! - Math.round(r.json.hold_usd * 1e6));

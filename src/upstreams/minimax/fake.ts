@@ -590,8 +590,23 @@ function audioSettingOf(value: unknown, rates: readonly number[]): FakeAudioSett
   return { format, sample_rate: rate, bitrate: typeof bitrate === "number" ? bitrate : 128000 };
 }
 
-/** A 440 Hz tone of `seconds` in `setting` (encodeAudio takes any `<codec>_<rate>[_<kbps>]` name). */
+/** Recently made tones: the same request answers the same bytes without encoding again (benchmarks). */
+const TONES = new Map<string, Uint8Array>();
+
+/** A 440 Hz tone of `seconds` in `setting` (memoized: the last 256 tones). */
 function tone(seconds: number, setting: FakeAudioSetting): Uint8Array {
+  const key = `${seconds}|${setting.format}|${setting.sample_rate}|${setting.bitrate}`;
+  let bytes = TONES.get(key);
+  if (bytes === undefined) {
+    bytes = renderTone(seconds, setting);
+    if (TONES.size >= 256) TONES.delete(TONES.keys().next().value!);
+    TONES.set(key, bytes);
+  }
+  return bytes;
+}
+
+/** A 440 Hz tone of `seconds` in `setting` (encodeAudio takes any `<codec>_<rate>[_<kbps>]` name). */
+function renderTone(seconds: number, setting: FakeAudioSetting): Uint8Array {
   const rate = setting.sample_rate;
   const n = Math.round(seconds * rate);
   const samples = new Float32Array(n);
