@@ -174,6 +174,26 @@ describe("UPSTREAMS on the fakes of elevenlabs, minimax and openai audio: every 
     assert.deepEqual((streamRequest.body as { stream_options?: unknown }).stream_options, { exclude_aggregated_audio: true });
   });
 
+  test("a MiniMax stream that breaks after its first chunk is refunded", async () => {
+    const voice = mm.systemVoiceIds()[3]!;
+    const before = await balance();
+    const res = await fetch(`${gw.url}/v1/audio/speech`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${user.api_key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "beta-speech-hd", input: "[fake:stream-break] this stream breaks", voice_id: voice, stream: true }),
+    });
+    assert.equal(res.status, 200, "the first chunk arrived: the answer had started");
+    await assert.rejects(async () => {
+      for await (const _ of res.body!) {
+        // read until the break
+      }
+    });
+    // The refund is written when the stream fails; wait for it rather than for a fixed time.
+    for (let i = 0; i < 100 && (await balance()) !== before; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(await balance(), before);
+    assert.deepEqual(await lastEntries(4), ["hold", "hold_release", "charge", "refund"]);
+  });
+
   test("music and sound effects: ElevenLabs trims below its 3000 ms minimum, MiniMax gets lyrics and [Instrumental]", async () => {
     let before = await balance();
     const short = await post("/v1/audio/music", { model: "alpha-music", prompt: "a calm piano", music_length_ms: 2000, response_format: "pcm_16000" });
