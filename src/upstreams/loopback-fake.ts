@@ -1,6 +1,7 @@
 /**
  * The HTTP server under the loopback fakes of the providers (fal/fake.ts, bfl/fake.ts,
- * openai-compatible/images-fake.ts): listens on
+ * openai-compatible/images-fake.ts, elevenlabs/fake.ts; minimax/fake.ts and openai-compatible/audio-fake.ts,
+ * which read raw bodies, use {@link startLoopbackServer} underneath): listens on
  * loopback, reads each request body (at most 1 MiB, else 413), parses it as JSON, records the request
  * with the key cut out of its headers, hands it to the protocol's handler, and drops every connection on
  * `close()`. The protocol's own routes, shapes and misbehaviour markers stay in each fake.
@@ -82,17 +83,61 @@ export async function startLoopbackFake(
     requests.push({ method, path: url.pathname + url.search, headers: record(req.headers), body: body ?? null });
     await handler(req, res, { url, method, body });
   };
+  const server = await startLoopbackServer(
+    { port: options.port, host: options.host, errorBody: (_status, message) => ({ detail: message }) },
+    handle,
+  );
+  return {
+    url: server.url,
+    requests,
+    submits: () => requests.filter((r) => r.method === "POST"),
+    reset: () => {
+      requests.length = 0;
+    },
+    close: () => server.close(),
+  };
+}
+
+/** Options of {@link startLoopbackServer}. */
+export interface LoopbackServerOptions {
+  /** Default 0 (any free port). */
+  port?: number | undefined;
+  /** Default `127.0.0.1`. */
+  host?: string | undefined;
+  /** Largest request body read, bytes (default 1 MiB); a larger one answers 413. */
+  maxBodyBytes?: number;
+  /** The protocol's error body for the 413 and for a handler that threw (500). */
+  errorBody: (status: 413 | 500, message: string) => unknown;
+}
+
+/** A listening loopback server: its base URL and a `close()` that drops every connection. */
+export interface LoopbackServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The server scaffolding of every fake: reads each request body whole (at most `maxBodyBytes`, else 413),
+ * hands it raw to `handle` (a fake that records bodies other than JSON, such as multipart uploads or int64
+ * ids, reads them itself), answers 500 when `handle` throws before answering, and drops every connection
+ * (held requests included) on `close()`.
+ */
+export async function startLoopbackServer(
+  options: LoopbackServerOptions,
+  handle: (req: http.IncomingMessage, res: http.ServerResponse, raw: Buffer) => Promise<void>,
+): Promise<LoopbackServer> {
+  const maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on("data", (chunk: Buffer) => {
       size += chunk.byteLength;
-      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+      if (size <= maxBodyBytes) chunks.push(chunk);
     });
     req.on("end", () => {
-      if (size > MAX_BODY_BYTES) return sendJson(res, 413, { detail: "Request body too large" });
+      if (size > maxBodyBytes) return sendJson(res, 413, options.errorBody(413, "Request body too large"));
       handle(req, res, Buffer.concat(chunks)).catch((err: unknown) => {
-        if (!res.headersSent) sendJson(res, 500, { detail: `fake error: ${err instanceof Error ? err.message : String(err)}` });
+        if (!res.headersSent) sendJson(res, 500, options.errorBody(500, `fake error: ${err instanceof Error ? err.message : String(err)}`));
         else res.destroy();
       });
     });
@@ -105,11 +150,6 @@ export async function startLoopbackFake(
   const hostPart = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return {
     url: `http://${hostPart}:${address.port}`,
-    requests,
-    submits: () => requests.filter((r) => r.method === "POST"),
-    reset: () => {
-      requests.length = 0;
-    },
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

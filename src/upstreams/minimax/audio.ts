@@ -11,7 +11,8 @@
  * {@link MAX_AUDIO_ANSWER_BYTES}, then parsed here. Hex is validated (even length, hex digits only): bad
  * hex is a retryable malformed answer.
  */
-import { audioDurationSec, PcmStreamEncoder } from "../audio-convert.ts";
+import { audioDurationSec, PcmStreamEncoder, pcmToFormat } from "../audio-convert.ts";
+import { concatBytes } from "../simulator/encode.ts";
 import { isRecord } from "../openai-compatible/api.ts";
 import type { AudioFormat } from "../types.ts";
 import type { CallContext, MiniMaxApi } from "./api.ts";
@@ -75,8 +76,7 @@ function reportedSeconds(extra: unknown): number | null {
 }
 
 function transcodeWhole(pcm: Uint8Array, rate: number, format: AudioFormat): Uint8Array {
-  const enc = new PcmStreamEncoder(format, rate);
-  return concat([enc.push(pcm), enc.end()]);
+  return pcmToFormat(pcm, rate, format);
 }
 
 /**
@@ -148,7 +148,7 @@ export async function* audioFromEvents(
     const raw = decodeHex(api, all, ctx.what);
     if (encoder !== null) return encoder.push(raw);
     if (!samples) return raw;
-    const joined = byteCarry.length === 0 ? raw : concat([byteCarry, raw]);
+    const joined = byteCarry.length === 0 ? raw : concatBytes([byteCarry, raw]);
     const even = joined.length & ~1;
     byteCarry = joined.slice(even);
     return joined.subarray(0, even);
@@ -211,15 +211,3 @@ export async function* audioFromEvents(
   }
 }
 
-/** Concatenates byte arrays. */
-export function concat(parts: readonly Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}

@@ -74,9 +74,8 @@
  * multipart), where int64 ids keep every digit.
  */
 import { randomBytes, randomInt } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson } from "../loopback-fake.ts";
+import type http from "node:http";
+import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson, startLoopbackServer } from "../loopback-fake.ts";
 import type { LoopbackFakeRequest } from "../loopback-fake.ts";
 import { encodeAudio } from "../simulator/encode.ts";
 import { renderMp4 } from "../simulator/video.ts";
@@ -523,30 +522,19 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
     }
   };
 
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.byteLength;
-      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-    });
-    req.on("end", () => {
-      if (size > MAX_BODY_BYTES) return sendJson(res, 413, { base_resp: { status_code: 2013, status_msg: "invalid params, body too large" } });
-      handle(req, res, Buffer.concat(chunks)).catch((err: unknown) => {
-        if (!res.headersSent) sendJson(res, 500, { base_resp: { status_code: 1000, status_msg: `fake error: ${err instanceof Error ? err.message : String(err)}` } });
-        else res.destroy();
-      });
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 0, opts.host ?? "127.0.0.1", () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  const hostPart = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  base = `http://${hostPart}:${address.port}`;
+  const server = await startLoopbackServer(
+    {
+      port: opts.port,
+      host: opts.host,
+      maxBodyBytes: MAX_BODY_BYTES,
+      errorBody: (status, message) => ({ base_resp: { status_code: status === 413 ? 2013 : 1000, status_msg: message } }),
+    },
+    handle,
+  );
+  base = server.url;
+  const { hostname, port } = new URL(base);
   // Downloads name another host of the same loopback server, as MiniMax's CDN is another host.
-  cdn = hostPart === "127.0.0.1" ? `http://localhost:${address.port}` : hostPart === "localhost" ? `http://127.0.0.1:${address.port}` : base;
+  cdn = hostname === "127.0.0.1" ? `http://localhost:${port}` : hostname === "localhost" ? `http://127.0.0.1:${port}` : base;
 
   return {
     url: base,
@@ -564,10 +552,7 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
       requests.length = 0;
       always = opts.markers ?? [];
     },
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }
 

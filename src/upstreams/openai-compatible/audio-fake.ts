@@ -46,11 +46,10 @@
  * length in characters; null when empty, the string `"<unparsable>"` when neither parses.
  */
 import { randomUUID } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { audioDurationSec } from "../audio-convert.ts";
-import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson } from "../loopback-fake.ts";
+import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson, startLoopbackServer } from "../loopback-fake.ts";
 import { sniffUploadFormat } from "./audio.ts";
 import type { UploadFormat } from "./audio.ts";
 
@@ -177,29 +176,17 @@ export async function startOpenAIAudioFake(options: OpenAIAudioFakeOptions = {})
     sendJson(res, 200, answer.json);
   };
 
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.byteLength;
-      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-    });
-    req.on("end", () => {
-      if (size > MAX_BODY_BYTES) return sendJson(res, 413, errorBody("Request entity too large", "invalid_request_error", null));
-      handle(req, res, Buffer.concat(chunks)).catch((err: unknown) => {
-        if (!res.headersSent) sendJson(res, 500, errorBody(`fake error: ${err instanceof Error ? err.message : String(err)}`, "server_error", null));
-        else res.destroy();
-      });
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  const hostPart = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const server = await startLoopbackServer(
+    {
+      port: options.port,
+      host: options.host,
+      maxBodyBytes: MAX_BODY_BYTES,
+      errorBody: (status, message) => errorBody(status === 413 ? "Request entity too large" : message, status === 413 ? "invalid_request_error" : "server_error", null),
+    },
+    handle,
+  );
   return {
-    url: `http://${hostPart}:${address.port}`,
+    url: server.url,
     requests,
     setMarkers: (markers) => {
       always = [...markers];
@@ -210,8 +197,7 @@ export async function startOpenAIAudioFake(options: OpenAIAudioFakeOptions = {})
     },
     close: async () => {
       closing.abort();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await server.close();
     },
   };
 }

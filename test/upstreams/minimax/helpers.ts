@@ -91,9 +91,7 @@ export async function chunksOf(result: AudioResult): Promise<Uint8Array[]> {
   return out;
 }
 
-export function concat(parts: readonly Uint8Array[]): Uint8Array {
-  return new Uint8Array(Buffer.concat(parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength))));
-}
+export { concatBytes as concat } from "../../../src/upstreams/simulator/encode.ts";
 
 /** One MP3 frame header. */
 export interface Mp3Header {
