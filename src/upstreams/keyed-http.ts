@@ -32,7 +32,7 @@ import type { Agent, Dispatcher, FormData as UndiciFormData } from "undici";
 import { loadUndici } from "./undici.ts";
 import { isOwnOrTrustedHost, trustedHostMatcher } from "./hosts.ts";
 import { UpstreamError, type VisualJobSourceConfig } from "./types.ts";
-import { BodyTooLargeError, errorCode, isRecord, parseBaseUrl, readText, redactSecret } from "./openai-compatible/api.ts";
+import { errorCode, isRecord, parseBaseUrl, readBody, readText, redactSecret } from "./openai-compatible/api.ts";
 
 /** Longest connect phase by default, in milliseconds (capped by the total timeout). */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -309,8 +309,8 @@ export function createKeyedHttp<E extends UpstreamError>(config: KeyedHttpConfig
     async sendForBytes(method, url, body, opts, callerSignal) {
       const { res, signals } = await open(method, url, body, opts, callerSignal, false);
       try {
-        const bytes = await readBytes(res.body, opts.maxBytes ?? MAX_RESPONSE_BYTES);
-        return { status: res.statusCode, headers: flatHeaders(res.headers), body: bytes };
+        const bytes = await readBody(res.body, opts.maxBytes ?? MAX_RESPONSE_BYTES);
+        return { status: res.statusCode, headers: flatHeaders(res.headers), body: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) };
       } catch (err) {
         throw failure(err, signals, method, url);
       }
@@ -476,19 +476,3 @@ class IdleTimer {
   }
 }
 
-/** Reads a whole body as bytes, at most `maxBytes` (over it: a BodyTooLargeError, the body destroyed). */
-async function readBytes(body: Dispatcher.ResponseData["body"], maxBytes: number): Promise<Uint8Array> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    total += chunk.byteLength;
-    if (total > maxBytes) {
-      body.on("error", () => {});
-      body.destroy();
-      throw new BodyTooLargeError(maxBytes);
-    }
-    chunks.push(chunk);
-  }
-  const out = Buffer.concat(chunks);
-  return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
-}

@@ -309,6 +309,14 @@ export function redactSecret(text: string, secret: string): string {
  * (error bodies); otherwise it throws a plain Error (the caller maps it to a malformed answer).
  */
 export async function readText(body: OkResponse["body"], maxBytes: number, truncate = false): Promise<string> {
+  return (await readBody(body, maxBytes, truncate)).toString("utf8");
+}
+
+/**
+ * Reads a whole body as bytes, at most `maxBytes`: with `truncate` a longer body is cut off silently,
+ * otherwise a {@link BodyTooLargeError} is thrown; either way the rest is not read (the body destroyed).
+ */
+export async function readBody(body: OkResponse["body"], maxBytes: number, truncate = false): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -322,7 +330,7 @@ export async function readText(body: OkResponse["body"], maxBytes: number, trunc
     }
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
 }
 
 /** A non-streaming answer was larger than {@link MAX_RESPONSE_BYTES}. */
