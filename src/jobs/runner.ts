@@ -27,6 +27,7 @@ import { fetchDirect } from "../upstreams/direct-fetch.ts";
 import { mp4DurationSec, pngDimensions } from "../upstreams/media-probe.ts";
 import { DEFAULT_POLL_TIMING, type DurableHooks, type PollTiming, runDurable, type SourceSlot } from "./durable.ts";
 import { endJobWithoutCharge, GIVE_UP_MS, type SweepConfig, sweepJobs } from "./sweep.ts";
+import { onJobEnded } from "./ended.ts";
 
 /** Minimal logger (pino-compatible). */
 export interface RunnerLog {
@@ -467,6 +468,7 @@ export class JobRunner {
         .executeTakeFirst();
       if (Number(res.numUpdatedRows) !== 1) return false;
       if (job.hold_id) await settleCapture(trx, job.hold_id, final);
+      await onJobEnded(trx, { id: job.id, accountId: job.account_id, status: "succeeded" });
       return true;
     });
     if (!committed) {

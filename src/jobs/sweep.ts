@@ -8,6 +8,7 @@
 import type { Kysely } from "kysely";
 import { inTransaction, releaseStaleHolds } from "../billing/ledger.ts";
 import { settleRelease } from "../billing/paid-call.ts";
+import { onJobEnded } from "./ended.ts";
 import type { Database, JobStatus } from "../storage/schema.ts";
 import type { UpstreamHandle } from "../upstreams/types.ts";
 
@@ -23,7 +24,8 @@ export interface SweepConfig {
 }
 
 /**
- * Ends job `id` (expected in `from`) as `to` with `error`, releasing its hold, in one transaction.
+ * Ends job `id` (expected in `from`) as `to` with `error`, releasing its hold and running
+ * {@link onJobEnded}, in one transaction (`to: "pending"` hands a claimed job back instead: nothing ends).
  * Returns false when the job was no longer in `from` (someone else ended it). `workerId` additionally
  * requires that this worker holds the claim.
  */
@@ -43,9 +45,12 @@ export async function endJobWithoutCharge(
       .where("id", "=", args.id)
       .where("status", "=", args.from);
     if (args.workerId !== undefined) q = q.where("worker_id", "=", args.workerId);
-    const res = await q.returning("hold_id").executeTakeFirst();
+    const res = await q.returning(["hold_id", "account_id"]).executeTakeFirst();
     if (!res) return false;
-    if (args.to !== "pending" && res.hold_id) await settleRelease(trx, res.hold_id);
+    if (args.to !== "pending") {
+      if (res.hold_id) await settleRelease(trx, res.hold_id);
+      await onJobEnded(trx, { id: args.id, accountId: res.account_id, status: args.to });
+    }
     return true;
   });
 }

@@ -1,0 +1,24 @@
+/**
+ * What is written in the same transaction as a job's terminal transition (`succeeded`, `failed`,
+ * `refunded`, `expired`): the one place later features hook into, so a job's end and everything that
+ * follows from it (its usage record, D29; its webhook events in the outbox, D31) commit or roll back
+ * together. Called by the runner's success path and by `endJobWithoutCharge` (sweep.ts), which the
+ * runner's failures, the sweep and cancellation go through.
+ */
+import type { Transaction } from "kysely";
+import type { Database, JobStatus } from "../storage/schema.ts";
+
+/** A job that just ended, as its terminal transition wrote it. */
+export interface EndedJob {
+  id: string;
+  accountId: string;
+  status: Exclude<JobStatus, "pending" | "processing">;
+}
+
+/**
+ * Runs inside the terminal transition's transaction `trx`, after the job row and its ledger entries were
+ * written. Throwing rolls the whole transition back (the job stays as it was).
+ */
+export async function onJobEnded(_trx: Transaction<Database>, _job: EndedJob): Promise<void> {
+  // Nothing yet: usage records (D29) and webhook events (D31) are written here.
+}
