@@ -15,7 +15,7 @@ import tseslint from "typescript-eslint";
 //   service, so an adapter cannot reach billing, limits, accounts, jobs or the audio and text services,
 //   and it may not use money.ts either (a policy below);
 // - the services, each above what it uses: limits, billing (ledger, holds, the paid-call flow), accounts,
-//   audio, text, jobs;
+//   webhooks (endpoints, the outbox and its delivery, D31), audio, text, jobs;
 // - services.ts builds them, http/ serves them, main.ts starts the process.
 const LAYERS = [
   { layer: "base", files: ["src/errors.ts", "src/ids.ts", "src/metrics.ts", "src/config.ts", "src/memory.ts", "src/billing/money.ts"] },
@@ -25,6 +25,7 @@ const LAYERS = [
   { layer: "limits", folder: "src/limits" },
   { layer: "billing", folder: "src/billing" },
   { layer: "accounts", folder: "src/accounts" },
+  { layer: "webhooks", folder: "src/webhooks" },
   { layer: "audio", folder: "src/audio" },
   { layer: "text", folder: "src/text" },
   { layer: "jobs", folder: "src/jobs" },
