@@ -111,6 +111,16 @@ export interface Config {
   metricsPort: number | null;
   /** `METRICS_HOST`: the metrics listener's address (default 127.0.0.1, loopback only). */
   metricsHost: string;
+  /**
+   * `WEBHOOK_ALLOW_PRIVATE=1` (D31, development and tests): webhook URLs may be `http://` and point at
+   * private or loopback addresses. Default false: `https://` and public addresses only.
+   */
+  webhookAllowPrivate: boolean;
+  /**
+   * `WEBHOOK_RETRY_SCHEDULE_S` (D31): seconds between a failed webhook attempt and the next, one per retry
+   * (a comma list). Default 5, 30, 120, 600, 1800, 3600, 10800, 21600, 43200, 86400.
+   */
+  webhookRetryScheduleS: number[];
 }
 
 type Env = Record<string, string | undefined>;
@@ -208,6 +218,21 @@ function metricsToken(env: Env): string | null {
   return raw;
 }
 
+/** The retry schedule of D31, seconds. */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_S = [5, 30, 120, 600, 1800, 3600, 10_800, 21_600, 43_200, 86_400];
+
+/** `WEBHOOK_RETRY_SCHEDULE_S`: a comma list of 1 to 50 positive numbers of seconds (fractions allowed, at most a week each). */
+function webhookRetrySchedule(env: Env): number[] {
+  const raw = env.WEBHOOK_RETRY_SCHEDULE_S;
+  if (raw === undefined || raw.trim() === "") return DEFAULT_WEBHOOK_RETRY_SCHEDULE_S;
+  const parts = raw.split(",").map((x) => x.trim());
+  const values = parts.map(Number);
+  if (parts.length > 50 || values.some((v, i) => parts[i] === "" || !Number.isFinite(v) || v <= 0 || v > 604_800)) {
+    throw new Error(`WEBHOOK_RETRY_SCHEDULE_S must be a comma list of 1 to 50 positive numbers of seconds (at most 604800 each), got '${raw}'`);
+  }
+  return values;
+}
+
 function oneOf<T extends string>(env: Env, name: string, values: readonly T[], def: T): T {
   const raw = env[name];
   if (raw === undefined || raw === "") return def;
@@ -274,5 +299,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     metricsPort: env.METRICS_PORT ? int(env, "METRICS_PORT", 0, 0, 65535) : null,
     metricsHost: env.METRICS_HOST || "127.0.0.1",
+    webhookAllowPrivate: oneOf(env, "WEBHOOK_ALLOW_PRIVATE", ["0", "1"] as const, "0") === "1",
+    webhookRetryScheduleS: webhookRetrySchedule(env),
   };
 }

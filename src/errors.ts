@@ -99,6 +99,8 @@ export const errors = {
       field,
     ),
   invalidDuration: (message: string, param: string) => new AppError(400, "invalid_duration", message, param),
+  /** A webhook URL that is not `https://` or does not resolve to public addresses only (D31). */
+  invalidWebhookUrl: (message: string, param = "url") => new AppError(400, "invalid_webhook_url", message, param),
   // 401
   auth: (message = "Missing or invalid API key.") => new AppError(401, "auth_error", message),
   // 402
@@ -117,6 +119,8 @@ export const errors = {
   notFound: (message = "No such route.") => new AppError(404, "not_found", message),
   userNotFound: () => new AppError(404, "user_not_found", "No such user."),
   keyNotFound: () => new AppError(404, "key_not_found", "No such key."),
+  webhookNotFound: () => new AppError(404, "webhook_not_found", "No such webhook endpoint.", "id"),
+  deliveryNotFound: () => new AppError(404, "delivery_not_found", "No such webhook delivery.", "id"),
   // 405
   methodNotAllowed: (method: string, url: string) =>
     new AppError(405, "method_not_allowed", `Method ${method} is not allowed on ${url}.`),

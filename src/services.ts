@@ -39,6 +39,10 @@ import type {
   VisualAdapter,
   VisualJobSourceAdapter,
 } from "./upstreams/types.ts";
+import { AppError } from "./errors.ts";
+import { getJob } from "./jobs/jobs.ts";
+import { WebhookDeliveryLoop } from "./webhooks/delivery.ts";
+import type { WebhookUrlPolicy } from "./webhooks/urls.ts";
 
 /** The source name of the simulated chat upstream in fallback plans (parenthesized, unlike upstream names). */
 const SIMULATOR_SOURCE = "(simulator)";
@@ -82,8 +86,12 @@ export interface Services {
    * fallback chain of every text source (`TEXT_UPSTREAMS` and `UPSTREAMS`).
    */
   sweep: SweepConfig;
-  /** Starts this process's job runner (and sweep). */
+  /** The webhook URL rule (D31): `WEBHOOK_ALLOW_PRIVATE` and the host resolver. */
+  webhookUrlPolicy: WebhookUrlPolicy;
+  /** Starts this process's job runner (and sweep) and its webhook delivery loop (D31). */
   startRunner(opts?: RunnerOptions): JobRunner;
+  /** Tells this process's webhook delivery loop, if any, that a delivery is due now (a replay). */
+  nudgeWebhooks(): void;
   /** Tells the runner of this process, if any, that a job was submitted. */
   nudgeRunner(): void;
   /** Stops the runner (handing claimed jobs back), then releases connections and workers. */
@@ -333,8 +341,23 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       )
     : new MemoryLimitStore();
   const limiter = new Limiter(limitStore, config.limitsOnStoreError, log);
+  const resolveHost = overrides.resolveHost ?? systemResolver;
+  // Webhook deliveries (D31) go out from every process that runs jobs: the outbox is shared.
+  const webhooks = new WebhookDeliveryLoop({
+    db: db.kysely,
+    dialect: db.dialect,
+    log,
+    renderJob: async (accountId, jobId) =>
+      getJob(db.kysely, config.publicBaseUrl, accountId, jobId).catch((err: unknown) => {
+        if (err instanceof AppError && err.status === 404) return null;
+        throw err;
+      }),
+    allowPrivate: config.webhookAllowPrivate,
+    retryScheduleS: config.webhookRetryScheduleS,
+  });
   return {
-    resolveHost: overrides.resolveHost ?? systemResolver,
+    resolveHost,
+    webhookUrlPolicy: { allowPrivate: config.webhookAllowPrivate, resolve: resolveHost },
     config,
     db,
     log,
@@ -363,13 +386,18 @@ export async function createServices(config: Config, overrides: ServiceOverrides
         { leaseMs: config.jobLeaseS * 1000, ...opts },
       );
       runner.start();
+      webhooks.start();
       return runner;
+    },
+    nudgeWebhooks() {
+      webhooks.nudge();
     },
     nudgeRunner() {
       runner?.nudge();
     },
     async close() {
       await runner?.stop();
+      await webhooks.stop();
       await simulator.close();
       await media.close();
       await audio.close();

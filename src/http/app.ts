@@ -29,6 +29,7 @@ import { opsRoutes } from "./routes/ops.ts";
 import { galleryRoutes, outputPublicRoutes } from "./routes/outputs.ts";
 import { speechRoutes } from "./routes/speech.ts";
 import { voiceCloneRoutes, voicePublicRoutes, voiceRoutes } from "./routes/voices.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
 
 /** The app type every route file receives. */
 export type App = FastifyInstance<
@@ -136,6 +137,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     billingRoutes(acc, services);
     modelRoutes(acc);
     galleryRoutes(acc, services);
+    webhookRoutes(acc, services);
   });
   await app.register(async (keyed) => {
     keyed.addHook("onRequest", requireAuth(services, { allowSession: false }));

@@ -252,6 +252,7 @@ export async function submitJob(
           started_at: null,
           heartbeat_at: null,
           worker_id: null,
+          webhook_url: spec.webhookUrl,
         })
         .execute();
     });

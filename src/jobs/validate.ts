@@ -110,6 +110,8 @@ export interface ImageJobSpec {
   parameters: Record<string, unknown>;
   idempotencyKey: string | null;
   holdMicros: Micros;
+  /** Where the job's webhook events also go (D31), or null; checked by `checkWebhookUrl` before submit. */
+  webhookUrl: string | null;
 }
 
 /** A validated video job. Amounts in micro-USD. */
@@ -122,6 +124,8 @@ export interface VideoJobSpec {
   parameters: Record<string, unknown>;
   idempotencyKey: string | null;
   holdMicros: Micros;
+  /** See {@link ImageJobSpec.webhookUrl}. */
+  webhookUrl: string | null;
 }
 
 export type JobSpec = ImageJobSpec | VideoJobSpec;
@@ -174,7 +178,7 @@ export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
   const idempotencyKey = (body.idempotency_key ?? null) as string | null;
   const parameters = (body.parameters ?? {}) as Record<string, unknown>;
   const holdMicros = quoteImage(model, { n, quality: quality ?? undefined, width, height });
-  return { kind: "image", model, prompt, n, aspect, width, height, quality, imageUrls, parameters, idempotencyKey, holdMicros };
+  return { kind: "image", model, prompt, n, aspect, width, height, quality, imageUrls, parameters, idempotencyKey, holdMicros, webhookUrl: webhookUrlOf(body) };
 }
 
 /**
@@ -213,7 +217,19 @@ export function validateVideoJob(body: Record<string, unknown>, opts: { genmedia
   }
   const idempotencyKey = (body.idempotency_key ?? null) as string | null;
   const parameters = (body.parameters ?? {}) as Record<string, unknown>;
-  return { kind: "video", model, prompt, durationSec, imageUrl, parameters, idempotencyKey, holdMicros: quoteVideo(model, durationSec) };
+  return { kind: "video", model, prompt, durationSec, imageUrl, parameters, idempotencyKey, holdMicros: quoteVideo(model, durationSec), webhookUrl: webhookUrlOf(body) };
+}
+
+/**
+ * The body's `webhook_url` (D31), or null when absent. Its address rule needs DNS and the configuration:
+ * `checkWebhookUrl` (webhooks/urls.ts) applies it before the job is submitted.
+ * @throws AppError 400 `invalid_webhook_url` when it is present but not a string.
+ */
+function webhookUrlOf(body: Record<string, unknown>): string | null {
+  const v = body.webhook_url;
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "string") throw bad("invalid_webhook_url", "webhook_url must be an https:// URL.", "webhook_url");
+  return v;
 }
 
 /** How long a submit waits for a reference URL's host to resolve, ms. */

@@ -150,6 +150,72 @@ export interface JobsTable {
   upstream_cost_basis: "reported" | "list_price" | null;
   /** A pending job is not claimed before this time (ms since epoch): its family's sources were full. D28. */
   not_before: number | null;
+  /** Where this job's webhook events go besides the account's endpoints (D31), or null. */
+  webhook_url: Generated<string | null>;
+}
+
+/** A webhook endpoint of an account (D31). */
+export interface WebhookEndpointsTable {
+  /** `we_<random>`. */
+  id: string;
+  account_id: string;
+  url: string;
+  /** JSON array of the event types sent to it. */
+  events_json: string;
+  /** The `whsec_...` signing secret (stored so it can sign; never logged or shown again). */
+  secret: string;
+  /** 1 once the endpoint answered 410: nothing more is sent to it. */
+  disabled: number;
+  created_at: number;
+}
+
+/** The account's default signing secret, for a submit's `webhook_url` (D31). */
+export interface WebhookSecretsTable {
+  account_id: string;
+  secret: string;
+  created_at: number;
+}
+
+/** An event in the outbox (D31), written in the transaction that caused it. */
+export interface WebhookEventsTable {
+  /** `evt_<random>`: the `webhook-id` of every delivery and retry. */
+  id: string;
+  account_id: string;
+  type: string;
+  /** The job the event is about, or null (`balance.low`). */
+  job_id: string | null;
+  /** The event's `data` (JSON text); for job events rendered at the first delivery attempt, then kept. */
+  data_json: string | null;
+  created_at: number;
+}
+
+/** Delivery states (D31). */
+export type WebhookDeliveryStatus = "pending" | "succeeded" | "failed";
+
+/** One event to one destination (an endpoint, or the job's `webhook_url`), with its attempts (D31). */
+export interface WebhookDeliveriesTable {
+  /** Internal order of the delivery log (newest first), never shown. */
+  seq: Generated<number>;
+  /** `whd_<random>`. */
+  id: string;
+  event_id: string;
+  event_type: string;
+  account_id: string;
+  /** The endpoint, or null for a submit's `webhook_url`. */
+  endpoint_id: string | null;
+  url: string;
+  status: WebhookDeliveryStatus;
+  /** JSON array of `{at, status_code, duration_ms, error}`. */
+  attempts_json: string;
+  /** Failed attempts since the delivery was created or replayed: the position in the retry schedule. */
+  failures: number;
+  /** When the next attempt is due (pending), else null. */
+  next_attempt_at: number | null;
+  /** A claimed delivery is not claimed again before this time (a sender died: it is retried after). */
+  lease_until: number | null;
+  lease_owner: string | null;
+  created_at: number;
+  updated_at: number;
 }
 
 export interface Database {
@@ -160,4 +226,8 @@ export interface Database {
   sessions: SessionsTable;
   ledger_entries: LedgerEntriesTable;
   holds: HoldsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_secrets: WebhookSecretsTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }

@@ -463,3 +463,78 @@ function pinnedConnector(hooks: PrivateAddressTestHooks | undefined): buildConne
     });
   };
 }
+
+/** Options of {@link safePost}. */
+export interface SafePostOptions {
+  /** Request headers (the body is sent as given; set `content-type` here). */
+  headers: Record<string, string>;
+  /** Total time for the connection, the request and the answer's first bytes, in milliseconds (positive). */
+  timeoutMs: number;
+  /** Also accept `http:` URLs. Default false: `https:` only. */
+  allowHttp?: boolean;
+  /**
+   * Let the URL's host be (or resolve to) a private, loopback or other non-public address. An operator
+   * switch for webhooks in development and tests (`WEBHOOK_ALLOW_PRIVATE=1`, D31); production leaves it off.
+   */
+  allowPrivateAddresses?: boolean;
+}
+
+/** What the receiver answered: its status code (any, 2xx or not; a redirect is not followed). */
+export interface SafePostResult {
+  status: number;
+}
+
+/** Bytes of an answer read (and dropped) before the connection is let go: a receiver's answer body is not used. */
+const POST_ANSWER_READ_BYTES = 64 * 1024;
+
+/**
+ * Sends `body` with POST to `url` under the rules of this module (see the file comment: scheme, public
+ * addresses checked at connect time and on the connected socket, so a name that was public at
+ * validation and now resolves inside is refused). Used to deliver webhooks (D31). Redirects are not
+ * followed: the 3xx status is returned like any other. The answer's body is read up to
+ * {@link POST_ANSWER_READ_BYTES} and dropped.
+ *
+ * @throws UnsafeUrlError the URL is refused (before any connection to it, or at connect time).
+ * @throws FetchTimeoutError no answer within `opts.timeoutMs`.
+ * @throws FetchFailedError network failure (DNS, refused connection, TLS error, reset).
+ */
+export async function safePost(url: string, body: string, opts: SafePostOptions): Promise<SafePostResult> {
+  if (!Number.isFinite(opts.timeoutMs) || opts.timeoutMs <= 0) {
+    throw new RangeError(`timeoutMs must be a positive number, got ${opts.timeoutMs}`);
+  }
+  const hooks: PrivateAddressTestHooks | undefined = opts.allowPrivateAddresses === true ? { allowAddress: () => true } : undefined;
+  const target = checkUrl(url, opts.allowHttp === true, hooks);
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new FetchTimeoutError(opts.timeoutMs));
+  }, opts.timeoutMs);
+  const agent = new (loadUndici().Agent)({ connect: pinnedConnector(hooks), connectTimeout: Math.min(opts.timeoutMs, 10_000) });
+  try {
+    const res = await loadUndici().request(target, {
+      method: "POST",
+      dispatcher: agent,
+      signal: controller.signal,
+      headers: { "user-agent": "media-gateway", ...opts.headers },
+      body,
+    });
+    let read = 0;
+    try {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        read += chunk.byteLength;
+        if (read > POST_ANSWER_READ_BYTES) break;
+      }
+    } catch {
+      // The status is what counts; a body cut short does not change it.
+    }
+    discard(res.body);
+    return { status: res.statusCode };
+  } catch (err) {
+    if (timedOut && !(err instanceof UnsafeUrlError)) throw new FetchTimeoutError(opts.timeoutMs);
+    throw translateError(err);
+  } finally {
+    clearTimeout(timer);
+    agent.destroy().catch(() => {});
+  }
+}

@@ -690,6 +690,130 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints
+         * @description The account's endpoints, oldest first, without their secrets.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Registers a URL for the account's events (all types when `events` is omitted). The URL must be `https://` and resolve to public addresses. The signing `secret` is shown only here and by rotate-secret. Each delivery POSTs `{"id": "evt_...", "type", "created_at", "data"}` (`data`: the job object of `GET /v1/jobs/{id}` for `job.*` events, `{balance_usd, threshold_usd}` for `balance.low`) with the headers `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256>`). Retries after 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 3 h, 6 h, 12 h and 24 h; a 410 answer disables the endpoint.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deliveries still pending for it end `failed` (`endpoint_deleted`).
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an endpoint's secret
+         * @description A new secret replaces the old one at once: every later attempt, retries of earlier events included, is signed with the new one only.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The webhook delivery log, newest first
+         * @description One row per event and destination, with every attempt.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/deliveries/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again now
+         * @description Sends the same event (same `webhook-id` and body) to the same destination now, with a fresh retry schedule.
+         */
+        post: operations["replayWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's default webhook secret
+         * @description Signs the deliveries to a submit's `webhook_url`. Created on first use.
+         */
+        get: operations["getWebhookSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3645,6 +3769,11 @@ export interface operations {
                      * @example a lighthouse at dusk, oil painting
                      */
                     prompt: string;
+                    /**
+                     * @description Also POST this job's terminal event here (D31), signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.
+                     * @example https://example.com/hooks/jobs
+                     */
+                    webhook_url?: string;
                 };
             };
         };
@@ -3667,7 +3796,7 @@ export interface operations {
                     "application/json": components["schemas"]["MediaJob"];
                 };
             };
-            /** @description Invalid request: `invalid_model` (not a vidD model), `invalid_prompt`, `invalid_duration`, `invalid_image_url`, `invalid_request`. */
+            /** @description Invalid request: `invalid_model` (not a vidD model), `invalid_prompt`, `invalid_duration`, `invalid_image_url`, `invalid_webhook_url`, `invalid_request`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3795,6 +3924,11 @@ export interface operations {
                      * @example 16:9
                      */
                     size?: string;
+                    /**
+                     * @description Also POST this job's terminal event here (D31), signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.
+                     * @example https://example.com/hooks/jobs
+                     */
+                    webhook_url?: string;
                 };
             };
         };
@@ -3817,7 +3951,7 @@ export interface operations {
                     "application/json": components["schemas"]["MediaJob"];
                 };
             };
-            /** @description Invalid request: `invalid_model`, `invalid_prompt`, `image_url_required`, `too_many_references`, `invalid_image_url`, `invalid_request`. */
+            /** @description Invalid request: `invalid_model`, `invalid_prompt`, `image_url_required`, `too_many_references`, `invalid_image_url`, `invalid_webhook_url`, `invalid_request`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4544,6 +4678,11 @@ export interface operations {
                      * @example a lighthouse at dusk, oil painting
                      */
                     prompt: string;
+                    /**
+                     * @description Also POST this job's terminal event here (D31), signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.
+                     * @example https://example.com/hooks/jobs
+                     */
+                    webhook_url?: string;
                 };
             };
         };
@@ -4566,7 +4705,7 @@ export interface operations {
                     "application/json": components["schemas"]["MediaJob"];
                 };
             };
-            /** @description Invalid request: `invalid_model`, `invalid_prompt`, `invalid_duration`, `image_url_required`, `invalid_image_url`, `invalid_request`. */
+            /** @description Invalid request: `invalid_model`, `invalid_prompt`, `invalid_duration`, `image_url_required`, `invalid_image_url`, `invalid_webhook_url`, `invalid_request`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4621,6 +4760,761 @@ export interface operations {
                 };
             };
             /** @description Internal failure: `db_error`, `provider_error` (hold fully refunded). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /**
+                             * Format: date-time
+                             * @description Creation time.
+                             */
+                            created_at: string;
+                            /** @description True once the endpoint answered 410 Gone: nothing more is sent to it. */
+                            disabled: boolean;
+                            /**
+                             * @description Event types sent to the endpoint.
+                             * @example [
+                             *       "job.succeeded",
+                             *       "job.failed"
+                             *     ]
+                             */
+                            events: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low")[];
+                            /**
+                             * @description Endpoint id.
+                             * @example we_3kTMd9fQk2aQ8xYvL1pZrW
+                             */
+                            id: string;
+                            /**
+                             * @description Where events are POSTed.
+                             * @example https://example.com/hooks/gateway
+                             */
+                            url: string;
+                        }[];
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Event types sent to the endpoint.
+                     * @example [
+                     *       "job.succeeded",
+                     *       "job.failed"
+                     *     ]
+                     */
+                    events?: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low")[];
+                    /**
+                     * @description The endpoint URL (`https://`, public address, at most 2048 characters).
+                     * @example https://example.com/hooks/gateway
+                     */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint and its secret (shown only now). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description Creation time.
+                         */
+                        created_at: string;
+                        /**
+                         * @description Event types sent to the endpoint.
+                         * @example [
+                         *       "job.succeeded",
+                         *       "job.failed"
+                         *     ]
+                         */
+                        events: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low")[];
+                        /** @description Endpoint id. */
+                        id: string;
+                        /**
+                         * @description Signing secret, `whsec_` + base64 of the key (Standard Webhooks). Keep it secret.
+                         * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+                         */
+                        secret: string;
+                        /** @description The endpoint URL. */
+                        url: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_webhook_url` (not https, or not a public address), `invalid_request` (events, too many endpoints). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Endpoint id.
+                 * @example we_3kTMd9fQk2aQ8xYvL1pZrW
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Always true.
+                         * @enum {boolean}
+                         */
+                        deleted: true;
+                        /** @description Endpoint id. */
+                        id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `webhook_not_found` (unknown or another account's endpoint). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Endpoint id.
+                 * @example we_3kTMd9fQk2aQ8xYvL1pZrW
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret (shown only now). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Endpoint id. */
+                        id: string;
+                        /**
+                         * @description Signing secret, `whsec_` + base64 of the key (Standard Webhooks). Keep it secret.
+                         * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+                         */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `webhook_not_found` (unknown or another account's endpoint). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Cursor: the `id` of the last delivery of the previous page. */
+                after?: string;
+                /**
+                 * @description An event type.
+                 * @example job.succeeded
+                 */
+                event_type?: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low";
+                /**
+                 * @description Page size, 1 to 100 (default 20).
+                 * @example 20
+                 */
+                limit?: string;
+                /** @description Only deliveries in this state. */
+                status?: "pending" | "succeeded" | "failed";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /** @description Every attempt, oldest first. */
+                            attempts: {
+                                /**
+                                 * Format: date-time
+                                 * @description When the attempt was made.
+                                 */
+                                at: string;
+                                /**
+                                 * @description Time the attempt took, ms.
+                                 * @example 42
+                                 */
+                                duration_ms: number;
+                                /**
+                                 * @description Null for a 2xx; else `http_<status>`, `timeout after 10000 ms`, `network: ...`, `refused: ...`, `endpoint_deleted`, `endpoint_disabled`.
+                                 * @example http_500
+                                 */
+                                error: string | null;
+                                /**
+                                 * @description The receiver's HTTP status; null when none came (timeout, network, refused address).
+                                 * @example 200
+                                 */
+                                status_code: number | null;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @description When the event was enqueued.
+                             */
+                            created_at: string;
+                            /** @description The endpoint, or null for a submit's `webhook_url`. */
+                            endpoint_id: string | null;
+                            /**
+                             * @description Event id: the `webhook-id` header of every attempt.
+                             * @example evt_Jd82kLmQ0pXv7sYt3RzA1c
+                             */
+                            event_id: string;
+                            /**
+                             * @description An event type.
+                             * @example job.succeeded
+                             * @enum {string}
+                             */
+                            event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low";
+                            /**
+                             * @description Delivery id (the cursor for `after`).
+                             * @example whd_8sHc2LQmYv3PZk0aTq1wXe
+                             */
+                            id: string;
+                            /**
+                             * Format: date-time
+                             * @description When the next attempt is due (pending only).
+                             */
+                            next_attempt_at: string | null;
+                            /**
+                             * @description `pending` until a 2xx (`succeeded`) or the last retry or a 410 (`failed`).
+                             * @enum {string}
+                             */
+                            status: "pending" | "succeeded" | "failed";
+                            /** @description Where it is sent. */
+                            url: string;
+                        }[];
+                        /** @description More deliveries follow. */
+                        has_more: boolean;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (limit outside 1-100, unknown event_type or status). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    replayWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Delivery id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, due now. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Every attempt, oldest first. */
+                        attempts: {
+                            /**
+                             * Format: date-time
+                             * @description When the attempt was made.
+                             */
+                            at: string;
+                            /**
+                             * @description Time the attempt took, ms.
+                             * @example 42
+                             */
+                            duration_ms: number;
+                            /**
+                             * @description Null for a 2xx; else `http_<status>`, `timeout after 10000 ms`, `network: ...`, `refused: ...`, `endpoint_deleted`, `endpoint_disabled`.
+                             * @example http_500
+                             */
+                            error: string | null;
+                            /**
+                             * @description The receiver's HTTP status; null when none came (timeout, network, refused address).
+                             * @example 200
+                             */
+                            status_code: number | null;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @description When the event was enqueued.
+                         */
+                        created_at: string;
+                        /** @description The endpoint, or null for a submit's `webhook_url`. */
+                        endpoint_id: string | null;
+                        /**
+                         * @description Event id: the `webhook-id` header of every attempt.
+                         * @example evt_Jd82kLmQ0pXv7sYt3RzA1c
+                         */
+                        event_id: string;
+                        /**
+                         * @description An event type.
+                         * @example job.succeeded
+                         * @enum {string}
+                         */
+                        event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low";
+                        /**
+                         * @description Delivery id (the cursor for `after`).
+                         * @example whd_8sHc2LQmYv3PZk0aTq1wXe
+                         */
+                        id: string;
+                        /**
+                         * Format: date-time
+                         * @description When the next attempt is due (pending only).
+                         */
+                        next_attempt_at: string | null;
+                        /**
+                         * @description `pending` until a 2xx (`succeeded`) or the last retry or a 410 (`failed`).
+                         * @enum {string}
+                         */
+                        status: "pending" | "succeeded" | "failed";
+                        /** @description Where it is sent. */
+                        url: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `delivery_not_found` (unknown or another account's delivery). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The default secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Signing secret, `whsec_` + base64 of the key (Standard Webhooks). Keep it secret.
+                         * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+                         */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
             500: {
                 headers: {
                     [name: string]: unknown;

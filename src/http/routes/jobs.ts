@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { getJob, submitJob } from "../../jobs/jobs.ts";
 import { checkReferenceHosts, type JobSpec, validateImageJob, validateVideoJob } from "../../jobs/validate.ts";
 import type { Services } from "../../services.ts";
+import { checkWebhookUrl } from "../../webhooks/urls.ts";
 import type { App } from "../app.ts";
 import { guardOf, principalOf } from "../auth.ts";
 import { createGenmediaJobSchema, createImageJobSchema, createVideoJobSchema, getJobSchema } from "../schemas/jobs.ts";
@@ -20,6 +21,7 @@ export function jobRoutes(app: App, services: Services): void {
       const spec = validate(body);
       await guardOf(services, req).model(spec.model.id);
       await checkReferenceHosts(spec, services.resolveHost);
+      if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
       const simulate = simulateHeader(req.headers["x-svc-simulate"]);
       const out = await submitJob(deps, principalOf(req), spec, body, simulate);
       if (!out.replayed) services.nudgeRunner();

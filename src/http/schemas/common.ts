@@ -37,6 +37,7 @@ export const TAGS = {
   audio: "Synchronous speech, music, sound effects, transcription and audio understanding.",
   voices: "Voice library, voice design and voice cloning.",
   "media jobs": "Asynchronous image and video generation.",
+  webhooks: "Signed event deliveries (Standard Webhooks): endpoints, secrets and the delivery log.",
   outputs: "Stored outputs: gallery, share pages and files.",
   text: "Chat in the OpenAI and Anthropic formats.",
   models: "The live model list.",

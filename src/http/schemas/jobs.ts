@@ -14,6 +14,15 @@ const PROMPT = (description: string): Schema =>
 const IMAGE_URL = (description: string): Schema => coded(HTTPS_URL(description), "invalid_image_url", "{param} must be an https:// URL.");
 const IDEMPOTENCY_KEY = { ...IDEMPOTENCY, minLength: 1, "x-error-message": "idempotency_key must be a string of 1 to 128 characters." };
 const PARAMETERS_OBJECT = { ...PARAMETERS, "x-error-message": "parameters must be an object." };
+/** Where this job's webhook events also go (D31), signed with the account's default secret. */
+const WEBHOOK_URL = coded(
+  str("Also POST this job's terminal event here (D31), signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.", {
+    maxLength: 2048,
+    examples: ["https://example.com/hooks/jobs"],
+  }),
+  "invalid_webhook_url",
+  "webhook_url must be an https:// URL.",
+);
 
 const IMAGE_BODY = obj(
   {
@@ -34,6 +43,7 @@ const IMAGE_BODY = obj(
     quality: oneOf(["low", "medium", "high"], "Quality tier, for `imgC-q1` (default `medium`); the hold books the tier's price.", { "x-error-message": "quality must be 'low', 'medium' or 'high'." }),
     idempotency_key: IDEMPOTENCY_KEY,
     parameters: PARAMETERS_OBJECT,
+    webhook_url: WEBHOOK_URL,
   },
   ["model", "prompt"],
 );
@@ -51,6 +61,7 @@ const videoBody = (models: string[], modelMessage: string): Schema =>
       image_url: IMAGE_URL("First frame: switches to image-to-video (required for `vidC-02-512p`)."),
       idempotency_key: IDEMPOTENCY_KEY,
       parameters: PARAMETERS_OBJECT,
+      webhook_url: WEBHOOK_URL,
     },
     ["model", "prompt"],
   );
@@ -82,7 +93,7 @@ export const createImageJobSchema = route({
   responses: {
     ...JOB_ANSWERS,
     ...errors({
-      400: "`invalid_model`, `invalid_prompt`, `image_url_required`, `too_many_references`, `invalid_image_url`, `invalid_request`",
+      400: "`invalid_model`, `invalid_prompt`, `image_url_required`, `too_many_references`, `invalid_image_url`, `invalid_webhook_url`, `invalid_request`",
       ...SUBMIT_ERRORS,
     }),
   },
@@ -100,7 +111,7 @@ export const createVideoJobSchema = route({
   responses: {
     ...JOB_ANSWERS,
     ...errors({
-      400: "`invalid_model`, `invalid_prompt`, `invalid_duration`, `image_url_required`, `invalid_image_url`, `invalid_request`",
+      400: "`invalid_model`, `invalid_prompt`, `invalid_duration`, `image_url_required`, `invalid_image_url`, `invalid_webhook_url`, `invalid_request`",
       ...SUBMIT_ERRORS,
     }),
   },
@@ -118,7 +129,7 @@ export const createGenmediaJobSchema = route({
   responses: {
     ...JOB_ANSWERS,
     ...errors({
-      400: "`invalid_model` (not a vidD model), `invalid_prompt`, `invalid_duration`, `invalid_image_url`, `invalid_request`",
+      400: "`invalid_model` (not a vidD model), `invalid_prompt`, `invalid_duration`, `invalid_image_url`, `invalid_webhook_url`, `invalid_request`",
       ...SUBMIT_ERRORS,
     }),
   },

@@ -1,0 +1,264 @@
+/**
+ * The webhook delivery loop (D31): claims due deliveries from the outbox with a lease, POSTs each event
+ * signed as Standard Webhooks (the official `standardwebhooks` package signs), records every attempt
+ * and schedules the next retry. Started by every gateway process next to its job runner (`serve` and
+ * `worker`); several processes share the outbox safely:
+ * - a claim takes a lease (`lease_until`) under a token of its own; on PostgreSQL the candidates are
+ *   locked `FOR UPDATE SKIP LOCKED`, so claimers never wait on or take the same rows; SQLite has one writer;
+ * - an attempt is recorded only while its claim still holds the lease (a replay in between takes it away);
+ * - a process that dies (SIGKILL) mid-attempt leaves the lease to lapse, and the delivery is sent again:
+ *   at least once, with the same `webhook-id` for the receiver to drop duplicates by.
+ */
+import type { Kysely } from "kysely";
+import type { Logger } from "pino";
+import { Webhook } from "standardwebhooks";
+import { newId } from "../ids.ts";
+import type { Database, WebhookDeliveriesTable } from "../storage/schema.ts";
+import { FetchFailedError, FetchTimeoutError, safePost, UnsafeUrlError } from "../upstreams/safe-fetch.ts";
+import { defaultSecret } from "./endpoints.ts";
+import type { DeliveryAttempt } from "./deliveries.ts";
+import { eventBody } from "./events.ts";
+
+/** What the loop needs from the process. */
+export interface DeliveryLoopDeps {
+  db: Kysely<Database>;
+  /** `FOR UPDATE SKIP LOCKED` is PostgreSQL's; SQLite serializes writers by itself. */
+  dialect: "sqlite" | "postgres";
+  log: Pick<Logger, "warn" | "debug">;
+  /**
+   * The job object of D3 (as `GET /v1/jobs/{id}` shows it) of the account's job, or null when it is gone.
+   * Injected by services.ts: rendering a job is jobs/' business, a layer above this one.
+   */
+  renderJob(accountId: string, jobId: string): Promise<unknown>;
+  /** `WEBHOOK_ALLOW_PRIVATE=1`: `http://` and private addresses allowed (development, tests). */
+  allowPrivate: boolean;
+  /** `WEBHOOK_RETRY_SCHEDULE_S`: seconds before each retry, in order. */
+  retryScheduleS: readonly number[];
+}
+
+/** Tuning of the loop; the defaults are D31's. */
+export interface DeliveryLoopOptions {
+  /** How often the outbox is looked at when idle, ms (default 500). */
+  pollMs?: number;
+  /** One attempt's time limit, ms (default 10 000, D31). */
+  timeoutMs?: number;
+  /** Deliveries claimed and sent at once (default 16). */
+  batch?: number;
+}
+
+/** Attempts kept in a delivery's log (the schedule has 11 per replay; replays could add more). */
+const MAX_ATTEMPTS_KEPT = 50;
+
+/** A claimed delivery. */
+type Claimed = Pick<WebhookDeliveriesTable, "id" | "event_id" | "account_id" | "endpoint_id" | "url" | "attempts_json" | "failures">;
+
+/** How one attempt went. */
+interface Outcome {
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  /** No attempt was possible and none ever will be (endpoint deleted or disabled, job gone). */
+  final?: boolean;
+}
+
+/** The outbox's sender; see the module comment. */
+export class WebhookDeliveryLoop {
+  readonly #deps: DeliveryLoopDeps;
+  readonly #pollMs: number;
+  readonly #timeoutMs: number;
+  readonly #batch: number;
+  /** A lease outlives the longest attempt by a margin, so it lapses only when its holder died. */
+  readonly #leaseMs: number;
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<void> | null = null;
+  #stopped = true;
+  #again = false;
+
+  constructor(deps: DeliveryLoopDeps, opts: DeliveryLoopOptions = {}) {
+    this.#deps = deps;
+    this.#pollMs = opts.pollMs ?? 500;
+    this.#timeoutMs = opts.timeoutMs ?? 10_000;
+    this.#batch = opts.batch ?? 16;
+    this.#leaseMs = this.#timeoutMs + 20_000;
+  }
+
+  /** Starts polling the outbox. */
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#schedule(0);
+  }
+
+  /** Looks at the outbox now (a replay was asked for in this process). */
+  nudge(): void {
+    if (this.#stopped) return;
+    if (this.#running) this.#again = true;
+    else this.#schedule(0);
+  }
+
+  /** Stops polling and waits for the attempts in flight (at most one attempt's timeout). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    await this.#running;
+  }
+
+  #schedule(ms: number): void {
+    if (this.#stopped) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#running = this.#pass().finally(() => {
+        this.#running = null;
+        const again = this.#again;
+        this.#again = false;
+        this.#schedule(again ? 0 : this.#pollMs);
+      });
+    }, ms);
+    this.#timer.unref();
+  }
+
+  async #pass(): Promise<void> {
+    try {
+      for (;;) {
+        const n = await this.tick();
+        if (n < this.#batch || this.#stopped) return;
+      }
+    } catch (err) {
+      // The database may be briefly unreachable: the next pass tries again; nothing is lost.
+      this.#deps.log.warn({ err: err instanceof Error ? err.message : String(err) }, "webhook delivery pass failed");
+    }
+  }
+
+  /** One round: claims due deliveries, attempts each, records the outcomes. Returns how many it claimed. */
+  async tick(): Promise<number> {
+    const token = newId("wl");
+    const claimed = await this.#claim(token);
+    await Promise.all(claimed.map((d) => this.#deliver(d, token)));
+    return claimed.length;
+  }
+
+  async #claim(token: string): Promise<Claimed[]> {
+    const now = Date.now();
+    return this.#deps.db.transaction().execute(async (trx) => {
+      let q = trx
+        .selectFrom("webhook_deliveries")
+        .select("id")
+        .where("status", "=", "pending")
+        .where("next_attempt_at", "<=", now)
+        .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
+        .orderBy("next_attempt_at")
+        .limit(this.#batch);
+      if (this.#deps.dialect === "postgres") q = q.forUpdate().skipLocked();
+      const ids = (await q.execute()).map((r) => r.id);
+      if (ids.length === 0) return [];
+      return trx
+        .updateTable("webhook_deliveries")
+        .set({ lease_until: now + this.#leaseMs, lease_owner: token })
+        .where("id", "in", ids)
+        .where("status", "=", "pending")
+        .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
+        .returning(["id", "event_id", "account_id", "endpoint_id", "url", "attempts_json", "failures"])
+        .execute();
+    });
+  }
+
+  async #deliver(d: Claimed, token: string): Promise<void> {
+    let outcome: Outcome;
+    try {
+      outcome = await this.#attempt(d);
+    } catch (err) {
+      // A database failure while preparing: the lease lapses and the delivery is tried again later.
+      this.#deps.log.warn({ delivery: d.id, err: err instanceof Error ? err.message : String(err) }, "webhook attempt could not be prepared");
+      return;
+    }
+    await this.#record(d, token, outcome);
+  }
+
+  /** Prepares and sends one attempt. Never logs or returns the secret or the signature. */
+  async #attempt(d: Claimed): Promise<Outcome> {
+    const db = this.#deps.db;
+    let secret: string;
+    if (d.endpoint_id !== null) {
+      const ep = await db.selectFrom("webhook_endpoints").select(["secret", "disabled"]).where("id", "=", d.endpoint_id).executeTakeFirst();
+      if (!ep) return { statusCode: null, error: "endpoint_deleted", durationMs: 0, final: true };
+      if (Number(ep.disabled) === 1) return { statusCode: null, error: "endpoint_disabled", durationMs: 0, final: true };
+      secret = ep.secret;
+    } else {
+      secret = await defaultSecret(db, d.account_id);
+    }
+    const event = await db.selectFrom("webhook_events").select(["id", "type", "job_id", "data_json", "created_at"]).where("id", "=", d.event_id).executeTakeFirstOrThrow();
+    let dataJson = event.data_json;
+    if (dataJson === null) {
+      const job = event.job_id === null ? null : await this.#deps.renderJob(d.account_id, event.job_id);
+      if (job === null) return { statusCode: null, error: "job_not_found", durationMs: 0, final: true };
+      dataJson = JSON.stringify(job);
+      // Kept, so every later attempt and replay sends the same body.
+      await db.updateTable("webhook_events").set({ data_json: dataJson }).where("id", "=", event.id).where("data_json", "is", null).execute();
+    }
+    const body = eventBody({ id: event.id, type: event.type, createdAt: Number(event.created_at), dataJson });
+    const sentAt = new Date();
+    const headers = {
+      "content-type": "application/json",
+      "webhook-id": event.id,
+      "webhook-timestamp": String(Math.floor(sentAt.getTime() / 1000)),
+      "webhook-signature": new Webhook(secret).sign(event.id, sentAt, body),
+    };
+    const started = performance.now();
+    const took = () => Math.round(performance.now() - started);
+    try {
+      const res = await safePost(d.url, body, {
+        headers,
+        timeoutMs: this.#timeoutMs,
+        allowHttp: this.#deps.allowPrivate,
+        allowPrivateAddresses: this.#deps.allowPrivate,
+      });
+      const ok = res.status >= 200 && res.status <= 299;
+      return { statusCode: res.status, error: ok ? null : `http_${res.status}`, durationMs: took() };
+    } catch (err) {
+      return { statusCode: null, error: describe(err), durationMs: took() };
+    }
+  }
+
+  /** Writes the attempt and the delivery's next state, if this claim still holds the lease. */
+  async #record(d: Claimed, token: string, o: Outcome): Promise<void> {
+    const now = Date.now();
+    const attempt: DeliveryAttempt = { at: new Date(now).toISOString(), status_code: o.statusCode, duration_ms: o.durationMs, error: o.error };
+    const attempts = [...(JSON.parse(d.attempts_json) as DeliveryAttempt[]), attempt].slice(-MAX_ATTEMPTS_KEPT);
+    const succeeded = o.statusCode !== null && o.statusCode >= 200 && o.statusCode <= 299;
+    const gone = o.statusCode === 410;
+    const failures = succeeded ? d.failures : d.failures + 1;
+    const schedule = this.#deps.retryScheduleS;
+    const retry = !succeeded && !gone && o.final !== true && failures <= schedule.length;
+    await this.#deps.db.transaction().execute(async (trx) => {
+      const res = await trx
+        .updateTable("webhook_deliveries")
+        .set({
+          status: succeeded ? "succeeded" : retry ? "pending" : "failed",
+          attempts_json: JSON.stringify(attempts),
+          failures,
+          next_attempt_at: retry ? now + Math.round(schedule[failures - 1] * 1000) : null,
+          lease_until: null,
+          lease_owner: null,
+          updated_at: now,
+        })
+        .where("id", "=", d.id)
+        .where("lease_owner", "=", token)
+        .executeTakeFirst();
+      // 410 Gone: the receiver asks for nothing more (D31); a submit's webhook_url has no endpoint to disable.
+      if (Number(res.numUpdatedRows) === 1 && gone && d.endpoint_id !== null) {
+        await trx.updateTable("webhook_endpoints").set({ disabled: 1 }).where("id", "=", d.endpoint_id).execute();
+      }
+    });
+    if (!succeeded) this.#deps.log.debug({ delivery: d.id, status_code: o.statusCode, error: o.error, retry }, "webhook attempt failed");
+  }
+}
+
+/** The `error` of a failed attempt: what went wrong, without anything secret (no headers, no body). */
+function describe(err: unknown): string {
+  if (err instanceof FetchTimeoutError) return `timeout after ${err.timeoutMs} ms`;
+  if (err instanceof UnsafeUrlError) return `refused: ${err.message}`.slice(0, 300);
+  if (err instanceof FetchFailedError) return `network: ${err.message}`.slice(0, 300);
+  return `network: ${err instanceof Error ? err.message : String(err)}`.slice(0, 300);
+}

@@ -1,0 +1,90 @@
+/**
+ * The webhook outbox (D31): an event and one delivery row per destination are written in the caller's
+ * transaction, so they exist exactly when the change that caused them committed (a job's terminal
+ * transition; later a balance falling below its alert). The delivery loop (delivery.ts) sends them.
+ */
+import type { Transaction } from "kysely";
+import { newId } from "../ids.ts";
+import type { Database } from "../storage/schema.ts";
+import type { BalanceLowData, JobEventType, WebhookEventType } from "./events.ts";
+
+/** A destination of an event: an endpoint of the account, or a job's own `webhook_url` (endpoint null). */
+interface Destination {
+  endpointId: string | null;
+  url: string;
+}
+
+/**
+ * Writes event `type` of `accountId` and its deliveries: one per enabled endpoint subscribed to the type,
+ * plus `extraUrl` (a job's `webhook_url`). Nothing is written when there is no destination. Returns the
+ * event id, or null when nothing was written.
+ */
+async function enqueue(
+  trx: Transaction<Database>,
+  e: { accountId: string; type: WebhookEventType; jobId: string | null; dataJson: string | null; extraUrl: string | null },
+): Promise<string | null> {
+  const endpoints = await trx
+    .selectFrom("webhook_endpoints")
+    .select(["id", "url", "events_json"])
+    .where("account_id", "=", e.accountId)
+    .where("disabled", "=", 0)
+    .orderBy("created_at")
+    .execute();
+  const destinations: Destination[] = endpoints
+    .filter((ep) => (JSON.parse(ep.events_json) as string[]).includes(e.type))
+    .map((ep) => ({ endpointId: ep.id, url: ep.url }));
+  if (e.extraUrl !== null) destinations.push({ endpointId: null, url: e.extraUrl });
+  if (destinations.length === 0) return null;
+  const now = Date.now();
+  const eventId = newId("evt");
+  await trx
+    .insertInto("webhook_events")
+    .values({ id: eventId, account_id: e.accountId, type: e.type, job_id: e.jobId, data_json: e.dataJson, created_at: now })
+    .execute();
+  await trx
+    .insertInto("webhook_deliveries")
+    .values(
+      destinations.map((d) => ({
+        id: newId("whd"),
+        event_id: eventId,
+        event_type: e.type,
+        account_id: e.accountId,
+        endpoint_id: d.endpointId,
+        url: d.url,
+        status: "pending" as const,
+        attempts_json: "[]",
+        failures: 0,
+        next_attempt_at: now,
+        lease_until: null,
+        lease_owner: null,
+        created_at: now,
+        updated_at: now,
+      })),
+    )
+    .execute();
+  return eventId;
+}
+
+/**
+ * Enqueues the event of a job's terminal transition (`job.succeeded`, `job.failed` (canceled jobs too),
+ * `job.refunded`, `job.expired`) inside that transition's transaction `trx` (jobs/ended.ts). The job's
+ * `webhook_url`, if any, is one more destination. The event's `data`, the job object of D3, is rendered
+ * by the delivery loop at the first attempt (the job is terminal: it no longer changes) and then kept.
+ * Returns the event id, or null when the account has no destination for it.
+ */
+export async function enqueueJobEvent(
+  trx: Transaction<Database>,
+  job: { id: string; accountId: string; type: JobEventType },
+): Promise<string | null> {
+  const row = await trx.selectFrom("jobs").select("webhook_url").where("id", "=", job.id).executeTakeFirst();
+  return enqueue(trx, { accountId: job.accountId, type: job.type, jobId: job.id, dataJson: null, extraUrl: row?.webhook_url ?? null });
+}
+
+/**
+ * Enqueues a `balance.low` event with `data` (D34) inside the transaction `trx` that moved the balance
+ * below the account's alert threshold. Only the account's endpoints receive it. Nothing calls it yet: the
+ * alert settings come with D34.
+ */
+export async function enqueueBalanceLow(trx: Transaction<Database>, accountId: string, data: BalanceLowData): Promise<string | null> {
+  return enqueue(trx, { accountId, type: "balance.low", jobId: null, dataJson: JSON.stringify(data), extraUrl: null });
+}
