@@ -141,15 +141,19 @@ export class WebhookDeliveryLoop {
 
   async #claim(token: string): Promise<Claimed[]> {
     const now = Date.now();
-    return this.#deps.db.transaction().execute(async (trx) => {
-      let q = trx
+    const due = (db: Kysely<Database>) =>
+      db
         .selectFrom("webhook_deliveries")
         .select("id")
         .where("status", "=", "pending")
         .where("next_attempt_at", "<=", now)
         .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
-        .orderBy("next_attempt_at")
-        .limit(this.#batch);
+        .orderBy("next_attempt_at");
+    // A plain read first: an idle outbox costs one indexed query, not a write transaction (on SQLite a
+    // transaction takes the file's write lock at once) every poll.
+    if ((await due(this.#deps.db).limit(1).execute()).length === 0) return [];
+    return this.#deps.db.transaction().execute(async (trx) => {
+      let q = due(trx).limit(this.#batch);
       if (this.#deps.dialect === "postgres") q = q.forUpdate().skipLocked();
       const ids = (await q.execute()).map((r) => r.id);
       if (ids.length === 0) return [];
