@@ -164,6 +164,28 @@ for (const backend of BACKENDS) {
       assert.throws(() => verify(ep.secret, got), /signature/i);
     });
 
+    test("a delivery leased by a sender that died is not sent while the lease holds, and is sent once it lapses", async () => {
+      const u = await user();
+      await endpoint(u, "/lease");
+      rx.respond = () => 200;
+      await imageJob(u);
+      await rx.waitFor(() => rx.on("/lease").length >= 1, "the first delivery");
+      let log = await deliveries(u);
+      for (let i = 0; i < 100 && log.data[0].status !== "succeeded"; i++) {
+        await sleep(20);
+        log = await deliveries(u);
+      }
+      // As a process SIGKILLed in the middle of an attempt leaves it: pending, leased by a dead claim.
+      const db = gw.services.db.kysely;
+      const row = () => db.updateTable("webhook_deliveries").where("id", "=", log.data[0].id);
+      await row().set({ status: "pending", next_attempt_at: Date.now(), lease_owner: "wl_dead", lease_until: Date.now() + 60_000 }).execute();
+      await sleep(1200);
+      assert.equal(rx.on("/lease").length, 1, "not sent while another claim holds the lease");
+      await row().set({ lease_until: Date.now() - 1 }).execute();
+      await rx.waitFor(() => rx.on("/lease").length >= 2, "the delivery after the lease lapsed");
+      assert.equal(rx.on("/lease")[1].headers["webhook-id"], rx.on("/lease")[0].headers["webhook-id"]);
+    });
+
     test("replay sends the same event again now (same webhook-id, same body) and answers 202; 404 for an unknown or foreign id", async () => {
       const u = await user();
       const ep = await endpoint(u, "/replay");
