@@ -27,3 +27,37 @@ export function createClient(baseUrl: string, apiKey?: string, options: Omit<Cli
   const headers = apiKey ? { ...own, authorization: `Bearer ${apiKey}` } : own;
   return createFetchClient<paths>({ ...options, baseUrl: baseUrl.replace(/\/+$/, ""), headers });
 }
+
+export { GatewayError, gatewayError, retryAfterSeconds } from "./errors.ts";
+export {
+  cancelJob,
+  getJob,
+  isTerminal,
+  listJobs,
+  sseEvents,
+  submitAndWait,
+  TERMINAL_STATUSES,
+  waitForJob,
+  type JobList,
+  type JobListQuery,
+  type JobStatus,
+  type JobSubmitBody,
+  type JobSubmitPath,
+  type MediaJob,
+  type ServerSentEvent,
+  type SubmitOptions,
+  type WaitOptions,
+} from "./jobs.ts";
+export { downloadOutput, outputPaths, type DownloadOptions } from "./download.ts";
+export { looseCall, type LooseInit } from "./loose.ts";
+export {
+  getUsage,
+  getUsageCsv,
+  listRequests,
+  type RequestList,
+  type RequestListQuery,
+  type UsageQuery,
+  type UsageRecord,
+  type UsageSummary,
+  type UsageUnits,
+} from "./usage.ts";
