@@ -7,6 +7,11 @@
  * const api = createClient("http://localhost:8080", process.env.API_KEY);
  * const { data, error } = await api.GET("/v1/auth/me");
  * ```
+ *
+ * On top of it: `submitAndWait` / `waitForJob` follow an image or video job to its end and
+ * `downloadOutput` saves its files (`jobs.ts`, `download.ts`); `listJobs`, `cancelJob` (D30) and
+ * `listRequests`, `getUsage`, `getUsageCsv` (D29) call routes the generated types may not have yet
+ * (`loose.ts`); every helper throws `GatewayError` (the D1 error) for a refused call.
  */
 import createFetchClient, { type Client, type ClientOptions } from "openapi-fetch";
 import type { paths } from "./schema.ts";
