@@ -210,6 +210,27 @@ for (const backend of BACKENDS) {
       assert.match(again.stderr, /^error: key_not_found: /m);
     });
 
+    test("keys create --mode test never hands out a live key: a test key where the gateway has them (D32), else an error and no new key", async () => {
+      const user = await gw.register();
+      const opts = { url: gw.url, key: user.api_key, cwd: dir };
+      const doc = (await gw.request("GET", "/openapi.json")).json as {
+        paths: Record<string, { post?: { requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown> } }> } } }>;
+      };
+      const hasTestMode = doc.paths["/v1/auth/keys"].post?.requestBody?.content["application/json"].schema.properties?.mode !== undefined;
+      const run = await cli(["keys", "create", "--name", "sandbox", "--mode", "test"], opts);
+      const listed = (await gw.request("GET", "/v1/auth/keys", { token: user.api_key })).json.data as { name: string | null; mode?: string }[];
+      if (hasTestMode) {
+        assert.equal(run.code, 0, run.stderr);
+        assert.match(run.stdout, /^api_key\s+gw_test_\S+$/m);
+        assert.equal(listed.find((k) => k.name === "sandbox")?.mode, "test");
+      } else {
+        assert.equal(run.code, 1);
+        assert.match(run.stderr, /^error: test_mode_unsupported: .* was deleted$/m);
+        assert.equal(run.stdout, "", "no secret printed");
+        assert.deepEqual(listed.map((k) => k.name), ["default"], "the live key made instead was deleted");
+      }
+    });
+
     test("balance, voices and job print what the gateway answers", async () => {
       const user = await gw.register();
       const balance = await cli(["balance"], { url: gw.url, key: user.api_key, cwd: dir });

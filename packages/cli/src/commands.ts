@@ -12,6 +12,7 @@ import {
   cancelJob,
   downloadOutput,
   type GatewayClient,
+  GatewayError,
   gatewayError,
   getJob,
   getUsage,
@@ -304,6 +305,13 @@ async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | 
     const body = { name: cmd.keyName, ...(cmd.mode ? { mode: cmd.mode } : {}) } as Body<"/v1/auth/keys">;
     const { data, error, response } = await api.POST("/v1/auth/keys", { body, signal });
     if (!data) throw gatewayError(response, error);
+    const confirmedTest = (data as { mode?: string }).mode === "test" || data.api_key.startsWith("gw_test_");
+    if (cmd.mode === "test" && !confirmedTest) {
+      // A gateway without test-mode keys (D32) ignores `mode` and makes a live key, which would spend real
+      // money where the caller expects none: take it back and say so, never hand it out.
+      await api.DELETE("/v1/auth/keys/{key_id}", { params: { path: { key_id: data.key_id } } });
+      throw new GatewayError({ status: 0, code: "test_mode_unsupported", message: `this gateway does not make test-mode keys; the live key it made instead (${data.key_id}) was deleted` });
+    }
     if (cmd.json) {
       io.stdout.write(json(data));
     } else {
