@@ -7,6 +7,11 @@
  * const api = createClient("http://localhost:8080", process.env.API_KEY);
  * const { data, error } = await api.GET("/v1/auth/me");
  * ```
+ *
+ * On top of it: `submitAndWait` / `waitForJob` follow an image or video job to its end and
+ * `downloadOutput` saves its files (`jobs.ts`, `download.ts`); `listJobs`, `cancelJob` (D30) and
+ * `listRequests`, `getUsage`, `getUsageCsv` (D29) call routes the generated types may not have yet
+ * (`loose.ts`); every helper throws `GatewayError` (the D1 error) for a refused call.
  */
 import createFetchClient, { type Client, type ClientOptions } from "openapi-fetch";
 import type { paths } from "./schema.ts";
@@ -27,3 +32,37 @@ export function createClient(baseUrl: string, apiKey?: string, options: Omit<Cli
   const headers = apiKey ? { ...own, authorization: `Bearer ${apiKey}` } : own;
   return createFetchClient<paths>({ ...options, baseUrl: baseUrl.replace(/\/+$/, ""), headers });
 }
+
+export { GatewayError, gatewayError, retryAfterSeconds } from "./errors.ts";
+export {
+  cancelJob,
+  getJob,
+  isTerminal,
+  listJobs,
+  sseEvents,
+  submitAndWait,
+  TERMINAL_STATUSES,
+  waitForJob,
+  type JobList,
+  type JobListQuery,
+  type JobStatus,
+  type JobSubmitBody,
+  type JobSubmitPath,
+  type MediaJob,
+  type ServerSentEvent,
+  type SubmitOptions,
+  type WaitOptions,
+} from "./jobs.ts";
+export { downloadOutput, outputPaths, type DownloadOptions } from "./download.ts";
+export { looseCall, type LooseInit } from "./loose.ts";
+export {
+  getUsage,
+  getUsageCsv,
+  listRequests,
+  type RequestList,
+  type RequestListQuery,
+  type UsageQuery,
+  type UsageRecord,
+  type UsageSummary,
+  type UsageUnits,
+} from "./usage.ts";

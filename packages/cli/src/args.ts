@@ -1,0 +1,214 @@
+/**
+ * The command line of `gateway`, parsed with `node:util` `parseArgs` (strict: an unknown option or a
+ * missing value is a usage error) into one {@link Command}. Parsing reads nothing else (no environment,
+ * no network), so it is tested on its own.
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+
+/** A usage mistake: printed with the usage text, exit status 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+/** Options every command accepts. */
+export interface CommonOptions {
+  /** Print the answer as JSON on stdout instead of a table or text. */
+  json: boolean;
+}
+
+/** `X-Svc-Simulate` values the built-in simulator honours (D10), for trying failures out. */
+export const SIMULATE_VALUES = ["fail", "slow", "hang"] as const;
+export type Simulate = (typeof SIMULATE_VALUES)[number];
+
+/** One parsed command line. */
+export type Command = CommonOptions &
+  (
+    | { name: "help"; topic: string | null }
+    | { name: "speak"; text: string; voice: string; model: string | null; format: string | null; output: string | null; stream: boolean; simulate: Simulate | null }
+    | { name: "image"; prompt: string; model: string; size: string | null; n: number | null; quality: string | null; output: string | null; simulate: Simulate | null }
+    | { name: "video"; prompt: string; model: string; duration: number | null; imageUrl: string | null; output: string | null; simulate: Simulate | null }
+    | { name: "jobs"; status: string | null; kind: string | null; model: string | null; limit: number | null; after: string | null }
+    | { name: "job"; id: string }
+    | { name: "cancel"; id: string }
+    | { name: "usage"; by: "day" | "model" | "key" | null; from: string | null; to: string | null; tz: string | null; csv: boolean }
+    | { name: "requests"; limit: number | null; after: string | null; model: string | null; status: string | null }
+    | { name: "keys-list" }
+    | { name: "keys-create"; keyName: string | null; mode: "test" | null }
+    | { name: "keys-delete"; id: string }
+    | { name: "balance" }
+    | { name: "voices"; provider: "alpha" | "beta" | "all" | null }
+  );
+
+/** The names of the commands, in the order the usage text lists them. */
+export const COMMANDS = ["speak", "image", "video", "jobs", "job", "cancel", "usage", "requests", "keys", "balance", "voices", "help"] as const;
+
+type Options = NonNullable<ParseArgsConfig["options"]>;
+
+const COMMON: Options = {
+  json: { type: "boolean", default: false },
+  help: { type: "boolean", short: "h", default: false },
+};
+const OUTPUT: Options = { output: { type: "string", short: "o" } };
+const SIMULATE: Options = { simulate: { type: "string" } };
+
+/** The options each command accepts (beyond `--json` and `--help`). */
+const OPTIONS: Record<string, Options> = {
+  speak: { voice: { type: "string", short: "v" }, model: { type: "string", short: "m" }, format: { type: "string", short: "f" }, stream: { type: "boolean", default: false }, ...OUTPUT, ...SIMULATE },
+  image: { model: { type: "string", short: "m" }, size: { type: "string", short: "s" }, n: { type: "string", short: "n" }, quality: { type: "string", short: "q" }, ...OUTPUT, ...SIMULATE },
+  video: { model: { type: "string", short: "m" }, duration: { type: "string", short: "d" }, "image-url": { type: "string" }, ...OUTPUT, ...SIMULATE },
+  jobs: { status: { type: "string" }, kind: { type: "string" }, model: { type: "string", short: "m" }, limit: { type: "string", short: "l" }, after: { type: "string" } },
+  job: {},
+  cancel: {},
+  usage: { by: { type: "string" }, from: { type: "string" }, to: { type: "string" }, tz: { type: "string" }, csv: { type: "boolean", default: false } },
+  requests: { limit: { type: "string", short: "l" }, after: { type: "string" }, model: { type: "string", short: "m" }, status: { type: "string" } },
+  keys: { name: { type: "string" }, mode: { type: "string" } },
+  balance: {},
+  voices: { provider: { type: "string", short: "p" } },
+  help: {},
+};
+
+type Values = Record<string, string | boolean | undefined>;
+
+/**
+ * Parses `argv` (the arguments after the program name). `gateway`, `gateway --help`, `gateway help X`
+ * and `gateway X --help` give a `help` command. Throws {@link UsageError} for an unknown command or
+ * option, a missing argument or a value that is not of the expected form (a whole number, one of a list).
+ */
+export function parseCommand(argv: readonly string[]): Command {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h") return { name: "help", topic: null, json: false };
+  if (!(name in OPTIONS)) throw new UsageError(`unknown command '${name}'`);
+  let parsed: { values: Values; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: [...rest], options: { ...COMMON, ...OPTIONS[name] }, allowPositionals: true, strict: true }) as { values: Values; positionals: string[] };
+  } catch (err) {
+    // parseArgs's messages name the option and suggest `--` for values that look like options.
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+  const { values: v, positionals: pos } = parsed;
+  const json = v.json === true;
+  if (v.help === true) return { name: "help", topic: name, json };
+  const str = (key: string): string | null => (typeof v[key] === "string" ? (v[key] as string) : null);
+
+  switch (name) {
+    case "help":
+      expectPositionals(name, pos, 0, 1);
+      return { name: "help", topic: pos[0] ?? null, json };
+    case "speak":
+      expectPositionals(name, pos, 1, 1, "the text to speak");
+      return {
+        name,
+        json,
+        text: pos[0],
+        voice: required(str("voice"), "--voice", "speak"),
+        model: str("model"),
+        format: str("format"),
+        output: str("output"),
+        stream: v.stream === true,
+        simulate: oneOf(str("simulate"), SIMULATE_VALUES, "--simulate"),
+      };
+    case "image":
+      expectPositionals(name, pos, 1, 1, "the prompt");
+      return {
+        name,
+        json,
+        prompt: pos[0],
+        model: required(str("model"), "--model", "image"),
+        size: str("size"),
+        n: wholeNumber(str("n"), "-n"),
+        quality: str("quality"),
+        output: str("output"),
+        simulate: oneOf(str("simulate"), SIMULATE_VALUES, "--simulate"),
+      };
+    case "video":
+      expectPositionals(name, pos, 1, 1, "the prompt");
+      return {
+        name,
+        json,
+        prompt: pos[0],
+        model: required(str("model"), "--model", "video"),
+        duration: wholeNumber(str("duration"), "--duration"),
+        imageUrl: str("image-url"),
+        output: str("output"),
+        simulate: oneOf(str("simulate"), SIMULATE_VALUES, "--simulate"),
+      };
+    case "jobs":
+      expectPositionals(name, pos, 0, 0);
+      return { name, json, status: str("status"), kind: str("kind"), model: str("model"), limit: wholeNumber(str("limit"), "--limit"), after: str("after") };
+    case "job":
+    case "cancel":
+      expectPositionals(name, pos, 1, 1, "a job id");
+      return { name, json, id: pos[0] };
+    case "usage":
+      expectPositionals(name, pos, 0, 0);
+      return { name, json, by: oneOf(str("by"), ["day", "model", "key"] as const, "--by"), from: str("from"), to: str("to"), tz: str("tz"), csv: v.csv === true };
+    case "requests":
+      expectPositionals(name, pos, 0, 0);
+      return { name, json, limit: wholeNumber(str("limit"), "--limit"), after: str("after"), model: str("model"), status: str("status") };
+    case "keys":
+      return parseKeys(pos, str("name"), str("mode"), json);
+    case "balance":
+      expectPositionals(name, pos, 0, 0);
+      return { name, json };
+    case "voices":
+      expectPositionals(name, pos, 0, 0);
+      return { name, json, provider: oneOf(str("provider"), ["alpha", "beta", "all"] as const, "--provider") };
+    default:
+      throw new UsageError(`unknown command '${name}'`);
+  }
+}
+
+/** `keys list`, `keys create [--name N] [--mode test]`, `keys delete ID`. */
+function parseKeys(pos: string[], name: string | null, mode: string | null, json: boolean): Command {
+  const [sub, ...args] = pos;
+  const only = (allowed: string) => {
+    if (name !== null && allowed !== "create") throw new UsageError(`--name applies to 'keys create' only`);
+    if (mode !== null && allowed !== "create") throw new UsageError(`--mode applies to 'keys create' only`);
+  };
+  switch (sub) {
+    case "list":
+    case undefined:
+      only("list");
+      if (args.length > 0) throw new UsageError(`'keys list' takes no arguments`);
+      return { name: "keys-list", json };
+    case "create":
+      if (args.length > 0) throw new UsageError(`'keys create' takes no arguments (the label is --name)`);
+      return { name: "keys-create", json, keyName: name, mode: oneOf(mode, ["test"] as const, "--mode") };
+    case "delete":
+      only("delete");
+      if (args.length !== 1) throw new UsageError(`'keys delete' needs one key id`);
+      return { name: "keys-delete", json, id: args[0] };
+    default:
+      throw new UsageError(`unknown 'keys' action '${sub}' (list, create or delete)`);
+  }
+}
+
+function expectPositionals(command: string, pos: string[], min: number, max: number, what = "arguments"): void {
+  if (pos.length < min) throw new UsageError(`'${command}' needs ${what}`);
+  if (pos.length > max) {
+    throw new UsageError(
+      max === 0 ? `'${command}' takes no arguments (got '${pos[0]}')` : `'${command}' takes ${max === 1 ? "one argument" : `${max} arguments`}: quote ${what} (got ${pos.length})`,
+    );
+  }
+}
+
+function required(value: string | null, option: string, command: string): string {
+  if (value === null || value === "") throw new UsageError(`'${command}' needs ${option}`);
+  return value;
+}
+
+/** A positive whole number given as text (`-n 2`, `--limit 20`), or null when the option was not given. */
+function wholeNumber(value: string | null, option: string): number | null {
+  if (value === null) return null;
+  if (!/^\d+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value))) throw new UsageError(`${option} must be a whole number of at least 1 (got '${value}')`);
+  return Number(value);
+}
+
+function oneOf<T extends string>(value: string | null, allowed: readonly T[], option: string): T | null {
+  if (value === null) return null;
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`${option} must be one of ${allowed.join(", ")} (got '${value}')`);
+  return value as T;
+}

@@ -1,0 +1,356 @@
+/**
+ * What each `gateway` command does, over the typed client (packages/client). Every command writes its
+ * answer to `io.stdout` (text, or JSON with `--json`), progress and notes to `io.stderr`, and resolves
+ * with the exit status; a refused call is thrown as `GatewayError` and printed by `main.ts`.
+ */
+import { createWriteStream } from "node:fs";
+import { rename, rm } from "node:fs/promises";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
+import {
+  cancelJob,
+  downloadOutput,
+  type GatewayClient,
+  GatewayError,
+  gatewayError,
+  getJob,
+  getUsage,
+  getUsageCsv,
+  listJobs,
+  listRequests,
+  type MediaJob,
+  type paths,
+  submitAndWait,
+  type UsageUnits,
+} from "../../client/src/index.ts";
+import type { Command } from "./args.ts";
+import { extensionOf, extensionOfFormat, keyValues, table, usd } from "./format.ts";
+import { ProgressReporter, type ProgressSink } from "./progress.ts";
+
+/** The streams a command writes to. */
+export interface CliIo {
+  stdout: { write(text: string): void };
+  stderr: ProgressSink;
+}
+
+/** What a command runs with: the client (key and base URL applied), the streams, an abort signal (Ctrl-C). */
+export interface CommandContext {
+  api: GatewayClient;
+  io: CliIo;
+  signal: AbortSignal;
+}
+
+type Body<P extends keyof paths> = paths[P] extends { post: { requestBody?: { content: { "application/json": infer B } } } } ? B : never;
+
+/** Runs `cmd` (anything but `help`) and resolves with the exit status. */
+export async function runCommand(cmd: Exclude<Command, { name: "help" }>, ctx: CommandContext): Promise<number> {
+  switch (cmd.name) {
+    case "speak":
+      return speak(cmd, ctx);
+    case "image":
+    case "video":
+      return media(cmd, ctx);
+    case "jobs":
+      return jobs(cmd, ctx);
+    case "job": {
+      const { job } = await getJob(ctx.api, cmd.id, ctx.signal);
+      ctx.io.stdout.write(cmd.json ? json(job) : jobDetails(job));
+      return 0;
+    }
+    case "cancel": {
+      const job = await cancelJob(ctx.api, cmd.id, ctx.signal);
+      ctx.io.stdout.write(cmd.json ? json(job) : `canceled ${job.id}: hold of ${usd(job.hold_usd)} released, nothing charged\n`);
+      return 0;
+    }
+    case "usage":
+      return usage(cmd, ctx);
+    case "requests":
+      return requests(cmd, ctx);
+    case "keys-list":
+    case "keys-create":
+    case "keys-delete":
+      return keys(cmd, ctx);
+    case "balance":
+      return balance(cmd, ctx);
+    case "voices":
+      return voices(cmd, ctx);
+  }
+}
+
+function json(value: unknown): string {
+  return JSON.stringify(value, null, 2) + "\n";
+}
+
+/** `X-Svc-Simulate` for the simulator (D10), when asked for. */
+function simulateHeaders(simulate: string | null): Record<string, string> | undefined {
+  return simulate ? { "x-svc-simulate": simulate } : undefined;
+}
+
+async function speak(cmd: Extract<Command, { name: "speak" }>, { api, io, signal }: CommandContext): Promise<number> {
+  type SpeechBody = Body<"/v1/audio/speech">;
+  const body = {
+    input: cmd.text,
+    voice_id: cmd.voice,
+    ...(cmd.model ? { model: cmd.model as SpeechBody["model"] } : {}),
+    ...(cmd.format ? { response_format: cmd.format as SpeechBody["response_format"] } : {}),
+    ...(cmd.stream ? { stream: true } : {}),
+  } satisfies SpeechBody;
+  const { data, error, response } = await api.POST("/v1/audio/speech", { body, parseAs: "stream", headers: simulateHeaders(cmd.simulate), signal });
+  if (!response.ok || !data) throw gatewayError(response, error);
+  const path = cmd.output ?? `speech.${extensionOfFormat(cmd.format)}`;
+  // Written beside the target and renamed when whole: an interrupted call leaves no truncated file.
+  const part = `${path}.part`;
+  try {
+    await pipeline(Readable.fromWeb(data as NodeReadableStream<Uint8Array>), createWriteStream(part), { signal });
+    await rename(part, path);
+  } catch (err) {
+    await rm(part, { force: true });
+    throw err;
+  }
+  const h = response.headers;
+  const result = {
+    files: [path],
+    content_type: h.get("content-type"),
+    model: h.get("x-svc-model"),
+    characters: h.get("x-svc-chars-billed") === null ? null : Number(h.get("x-svc-chars-billed")),
+    cost_usd: h.get("x-svc-cost-usd") === null ? null : Number(h.get("x-svc-cost-usd")),
+    balance_usd: h.get("x-svc-balance-usd") === null ? null : Number(h.get("x-svc-balance-usd")),
+  };
+  if (cmd.json) {
+    io.stdout.write(json(result));
+  } else {
+    io.stdout.write(`${path}\n`);
+    io.stdout.write(`${result.model ?? "speech"}, ${result.characters ?? "?"} characters: cost ${usd(h.get("x-svc-cost-usd"))}, balance ${usd(h.get("x-svc-balance-usd"))}\n`);
+  }
+  return 0;
+}
+
+async function media(cmd: Extract<Command, { name: "image" | "video" }>, { api, io, signal }: CommandContext): Promise<number> {
+  const progress = new ProgressReporter(io.stderr);
+  // The terminal line's spinner and clock move between updates; nothing is written off a terminal.
+  const timer = io.stderr.isTTY ? setInterval(() => progress.tick(), 125) : null;
+  timer?.unref();
+  let current: MediaJob | null = null;
+  const options = {
+    headers: simulateHeaders(cmd.simulate),
+    signal,
+    onUpdate: (job: MediaJob) => {
+      current = job;
+      progress.update(job);
+    },
+  };
+  let job: MediaJob;
+  try {
+    if (cmd.name === "image") {
+      type ImageBody = Body<"/v1/images/generations">;
+      const body: ImageBody = {
+        model: cmd.model as ImageBody["model"],
+        prompt: cmd.prompt,
+        ...(cmd.size ? { size: cmd.size } : {}),
+        ...(cmd.n !== null ? { n: cmd.n } : {}),
+        ...(cmd.quality ? { quality: cmd.quality as ImageBody["quality"] } : {}),
+      };
+      job = await submitAndWait(api, "/v1/images/generations", body, options);
+    } else {
+      type VideoBody = Body<"/v1/videos/generations">;
+      const body: VideoBody = {
+        model: cmd.model as VideoBody["model"],
+        prompt: cmd.prompt,
+        ...(cmd.duration !== null ? { duration: cmd.duration } : {}),
+        ...(cmd.imageUrl ? { image_url: cmd.imageUrl } : {}),
+      };
+      job = await submitAndWait(api, "/v1/videos/generations", body, options);
+    }
+  } catch (err) {
+    const running = current as MediaJob | null;
+    if (signal.aborted && running) {
+      progress.finish();
+      // Stopping to watch is not cancelling: the job runs on and is charged if it succeeds.
+      io.stderr.write(`stopped following ${running.id}; it keeps running. Check it with 'gateway job ${running.id}', stop it with 'gateway cancel ${running.id}'.\n`);
+      return 130;
+    }
+    throw err;
+  } finally {
+    if (timer) clearInterval(timer);
+    progress.finish();
+  }
+
+  if (job.status !== "succeeded") {
+    const code = job.error?.code ?? job.status;
+    const message = job.error?.message ?? `the job ended ${job.status}`;
+    io.stderr.write(`error: ${code}: ${message}\n(job ${job.id} ${job.status}: its hold of ${usd(job.hold_usd)} was released, nothing charged)\n`);
+    if (cmd.json) io.stdout.write(json({ files: [], cost_usd: 0, job }));
+    return 1;
+  }
+  const target = cmd.output ?? `${job.id}.${extensionOf(job.output?.content_type)}`;
+  const files = await downloadOutput(job, target, { signal });
+  const me = await api.GET("/v1/auth/me", { signal }).catch(() => null);
+  const balance = me?.data?.balance_usd ?? null;
+  if (cmd.json) {
+    io.stdout.write(json({ files, cost_usd: job.cost_usd, balance_usd: balance, job }));
+  } else {
+    for (const f of files) io.stdout.write(`${f}\n`);
+    io.stdout.write(`${job.model}, ${job.id}: cost ${usd(job.cost_usd)}, balance ${usd(balance)}\n`);
+  }
+  return 0;
+}
+
+async function jobs(cmd: Extract<Command, { name: "jobs" }>, { api, io, signal }: CommandContext): Promise<number> {
+  const page = await listJobs(api, { limit: cmd.limit ?? undefined, status: cmd.status ?? undefined, kind: cmd.kind ?? undefined, model: cmd.model ?? undefined, after: cmd.after ?? undefined }, signal);
+  if (cmd.json) {
+    io.stdout.write(json(page));
+    return 0;
+  }
+  io.stdout.write(
+    table(
+      ["ID", "KIND", "MODEL", "STATUS", "HOLD_USD", "COST_USD", "CREATED"],
+      page.data.map((j) => [j.id, j.kind, j.model, statusCell(j), j.hold_usd, j.cost_usd, j.created_at]),
+    ),
+  );
+  if (page.has_more && page.data.length > 0) io.stderr.write(`more: gateway jobs --after ${page.data[page.data.length - 1].id}\n`);
+  return 0;
+}
+
+/** The status with the queue position or progress of a running job. */
+function statusCell(job: MediaJob): string {
+  if (job.status === "pending" && typeof job.queue_position === "number") return `pending #${job.queue_position}`;
+  if (job.status === "processing" && typeof job.progress === "number") return `processing ${Math.floor(job.progress * 100)}%`;
+  return job.status;
+}
+
+/** A job as aligned `key  value` lines. */
+export function jobDetails(job: MediaJob): string {
+  const outputs = job.output ? (job.output.urls.length > 0 ? job.output.urls : [job.output.url]) : [];
+  return keyValues([
+    ["id", job.id],
+    ["kind", job.kind],
+    ["model", job.model],
+    ["status", job.status],
+    ["queue_position", job.status === "pending" ? job.queue_position : null],
+    ["progress", job.status === "processing" && typeof job.progress === "number" ? `${Math.floor(job.progress * 100)}%` : null],
+    ["hold", usd(job.hold_usd)],
+    ["cost", usd(job.cost_usd)],
+    ["created_at", job.created_at],
+    ["updated_at", job.updated_at],
+    ["content_type", job.output?.content_type ?? null],
+    ...outputs.map((u, i): [string, string] => [outputs.length > 1 ? `output_${i + 1}` : "output", u]),
+    ["error", job.error ? `${job.error.code}: ${job.error.message}` : null],
+  ]);
+}
+
+const UNIT_ORDER: (keyof UsageUnits)[] = ["characters", "seconds", "images", "minutes", "input_tokens", "output_tokens", "cached_tokens"];
+
+async function usage(cmd: Extract<Command, { name: "usage" }>, { api, io, signal }: CommandContext): Promise<number> {
+  const query = { group_by: cmd.by ?? undefined, from: cmd.from ?? undefined, to: cmd.to ?? undefined, tz: cmd.tz ?? undefined };
+  if (cmd.csv) {
+    const csv = await getUsageCsv(api, query, signal);
+    io.stdout.write(csv.endsWith("\n") ? csv : `${csv}\n`);
+    return 0;
+  }
+  const summary = await getUsage(api, query, signal);
+  if (cmd.json) {
+    io.stdout.write(json(summary));
+    return 0;
+  }
+  // One column per unit that occurs, in a fixed order.
+  const units = UNIT_ORDER.filter((u) => summary.data.some((g) => g.units?.[u] !== undefined));
+  io.stdout.write(
+    table(
+      [summary.group_by.toUpperCase(), "REQUESTS", "COST_USD", ...units.map((u) => u.toUpperCase())],
+      [
+        ...summary.data.map((g) => [g.group, g.requests, g.cost_usd, ...units.map((u) => g.units?.[u])]),
+        ["total", summary.total.requests, summary.total.cost_usd, ...units.map(() => "")],
+      ],
+    ),
+  );
+  return 0;
+}
+
+async function requests(cmd: Extract<Command, { name: "requests" }>, { api, io, signal }: CommandContext): Promise<number> {
+  const page = await listRequests(api, { limit: cmd.limit ?? undefined, after: cmd.after ?? undefined, model: cmd.model ?? undefined, status: cmd.status ?? undefined }, signal);
+  if (cmd.json) {
+    io.stdout.write(json(page));
+    return 0;
+  }
+  io.stdout.write(
+    table(
+      ["ID", "KIND", "MODEL", "STATUS", "COST_USD", "LATENCY_MS", "JOB", "CREATED"],
+      page.data.map((r) => [r.id, r.kind, r.model, r.status, r.cost_usd, r.latency_ms, r.job_id, r.created_at]),
+    ),
+  );
+  if (page.has_more && page.data.length > 0) io.stderr.write(`more: gateway requests --after ${page.data[page.data.length - 1].id}\n`);
+  return 0;
+}
+
+async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | "keys-delete" }>, { api, io, signal }: CommandContext): Promise<number> {
+  if (cmd.name === "keys-list") {
+    const { data, error, response } = await api.GET("/v1/auth/keys", { signal });
+    if (!data) throw gatewayError(response, error);
+    if (cmd.json) {
+      io.stdout.write(json(data));
+      return 0;
+    }
+    // `mode` (live or test) arrives with test-mode keys (D32); older gateways do not send it.
+    io.stdout.write(
+      table(
+        ["KEY_ID", "NAME", "PREFIX", "MODE", "CREATED", "LAST_USED"],
+        data.data.map((k) => [k.key_id, k.name, k.prefix, (k as { mode?: string }).mode, k.created_at, k.last_used_at]),
+      ),
+    );
+    return 0;
+  }
+  if (cmd.name === "keys-create") {
+    // `mode` is D32's; sent only when asked for, so a plain create works on every gateway.
+    const body = { name: cmd.keyName, ...(cmd.mode ? { mode: cmd.mode } : {}) } as Body<"/v1/auth/keys">;
+    const { data, error, response } = await api.POST("/v1/auth/keys", { body, signal });
+    if (!data) throw gatewayError(response, error);
+    const confirmedTest = (data as { mode?: string }).mode === "test" || data.api_key.startsWith("gw_test_");
+    if (cmd.mode === "test" && !confirmedTest) {
+      // A gateway without test-mode keys (D32) ignores `mode` and makes a live key, which would spend real
+      // money where the caller expects none: take it back and say so, never hand it out.
+      await api.DELETE("/v1/auth/keys/{key_id}", { params: { path: { key_id: data.key_id } } });
+      throw new GatewayError({ status: 0, code: "test_mode_unsupported", message: `this gateway does not make test-mode keys; the live key it made instead (${data.key_id}) was deleted` });
+    }
+    if (cmd.json) {
+      io.stdout.write(json(data));
+    } else {
+      io.stdout.write(keyValues([["key_id", data.key_id], ["name", data.name], ["mode", (data as { mode?: string }).mode ?? null], ["api_key", data.api_key], ["created_at", data.created_at]]));
+    }
+    io.stderr.write("The api_key is shown only this once: store it now (export GATEWAY_API_KEY=...).\n");
+    return 0;
+  }
+  const { data, error, response } = await api.DELETE("/v1/auth/keys/{key_id}", { params: { path: { key_id: cmd.id } }, signal });
+  if (!data) throw gatewayError(response, error);
+  io.stdout.write(cmd.json ? json(data) : `deleted ${data.key_id}\n`);
+  return 0;
+}
+
+async function balance(cmd: Extract<Command, { name: "balance" }>, { api, io, signal }: CommandContext): Promise<number> {
+  const { data, error, response } = await api.GET("/v1/auth/me", { signal });
+  if (!data) throw gatewayError(response, error);
+  io.stdout.write(
+    cmd.json
+      ? json(data)
+      : keyValues([
+          ["balance", usd(data.balance_usd)],
+          ["tier", `${data.tier} (${data.tier_name})`],
+          ["deposits", usd(data.total_deposits_usd)],
+          ["email", data.email],
+          ["user_id", data.user_id],
+        ]),
+  );
+  return 0;
+}
+
+async function voices(cmd: Extract<Command, { name: "voices" }>, { api, io, signal }: CommandContext): Promise<number> {
+  const { data, error, response } = await api.GET("/v1/audio/voices", { params: { query: cmd.provider ? { provider: cmd.provider } : {} }, signal });
+  if (!data) throw gatewayError(response, error);
+  if (cmd.json) {
+    io.stdout.write(json(data));
+    return 0;
+  }
+  const about = (v: (typeof data.data)[number]) => (Array.isArray(v.description) ? v.description.join(", ") : (v.category ?? null));
+  io.stdout.write(table(["VOICE_ID", "PROVIDER", "NAME", "ABOUT"], data.data.map((v) => [v.voice_id, v.provider, v.name, about(v)])));
+  return 0;
+}

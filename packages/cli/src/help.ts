@@ -1,0 +1,111 @@
+/**
+ * The usage text of `gateway` and of each command (`gateway help X`, `gateway X --help`).
+ */
+
+const OVERVIEW = `gateway: the media gateway from the command line
+
+Usage: gateway <command> [options]
+
+Generate
+  speak "text" --voice ID [--model M] [--format F] [-o file]    speech to a file
+  image "prompt" --model M [--size S] [-n N] [-o file]            an image job, followed to the end
+  video "prompt" --model M [--duration S] [-o file]               a video job, followed to the end
+
+Jobs
+  jobs [--status S] [--kind K] [--limit N]                        your jobs, newest first
+  job ID                                                          one job
+  cancel ID                                                       cancel a pending or running job
+
+Account
+  balance                                                         balance and tier
+  usage [--by day|model|key] [--from D] [--to D] [--tz Z] [--csv] spend per day, model or key
+  requests [--limit N]                                            the usage log, newest first
+  keys list | keys create [--name N] [--mode test] | keys delete ID
+  voices [--provider alpha|beta|all]                              the voice library
+
+Every command takes --json (the answer as JSON) and --help.
+
+Environment
+  GATEWAY_API_KEY   your API key (gw_...); required
+  GATEWAY_URL       the gateway's address (default http://127.0.0.1:8080)
+
+Exit status: 0 done, 1 the gateway refused or the job failed (the error code is printed), 2 bad usage.
+`;
+
+const TOPICS: Record<string, string> = {
+  speak: `Usage: gateway speak "text" --voice ID [options]
+
+Speech through POST /v1/audio/speech, written to a file; prints the file, the cost and the balance.
+  -v, --voice ID       voice id (gateway voices); required
+  -m, --model M        alpha-multilingual-v2 (default), alpha-v3, alpha-flash-v2-5, alpha-turbo-v2-5,
+                       beta-speech-hd, beta-speech-turbo (beta voices)
+  -f, --format F       mp3_44100_128 (default), mp3_44100_192, mp3_22050_32, pcm_16000, pcm_22050,
+                       pcm_24000, pcm_44100, ulaw_8000
+  -o, --output FILE    where to write (default speech.mp3, .pcm or .ulaw by format)
+      --stream         progressive delivery (beta models)
+      --simulate MODE  X-Svc-Simulate: fail, slow or hang (the built-in simulator only)
+`,
+  image: `Usage: gateway image "prompt" --model M [options]
+
+Submits an image job, shows its progress on stderr, saves the output and prints the files, the cost
+and the balance. With -n above 1 the files are numbered: out.png -> out-1.png, out-2.png.
+  -m, --model M        imgA-v4, imgA-v4-pro, imgB-2-pro, imgC-v3, ... (gateway's /v1/pricing); required
+  -s, --size S         auto, WIDTHxHEIGHT or an aspect such as 16:9
+  -n N                 number of images, 1 to 4
+  -q, --quality Q      low, medium or high (models with quality tiers)
+  -o, --output FILE    where to write (default <job id>.<ext>)
+      --simulate MODE  X-Svc-Simulate: fail, slow or hang
+`,
+  video: `Usage: gateway video "prompt" --model M [options]
+
+Submits a video job (tier 1 and up), shows its progress, saves the clip, prints file, cost and balance.
+  -m, --model M        vidA-2.5-pro, vidA-3-pro, vidB-2-fast, vidC-02-768p, vidD-3-fast, ...; required
+  -d, --duration S     seconds, 1 to 10 (default 5; vidC-02-* take 6 or 10)
+      --image-url URL  https:// URL of the first frame (image-to-video)
+  -o, --output FILE    where to write (default <job id>.mp4)
+      --simulate MODE  X-Svc-Simulate: fail, slow or hang
+`,
+  jobs: `Usage: gateway jobs [--status S] [--kind image|video|audio] [--model M] [--limit N] [--after ID]
+
+Your jobs, newest first (GET /v1/jobs). --after takes the last id of the previous page.
+`,
+  job: `Usage: gateway job ID
+
+One job (GET /v1/jobs/{id}): status, queue position or progress, amounts, outputs, error.
+`,
+  cancel: `Usage: gateway cancel ID
+
+Cancels a pending or processing job (POST /v1/jobs/{id}/cancel): it ends failed with code canceled and
+its whole hold is released. A finished job cannot be canceled (job_not_cancelable).
+`,
+  usage: `Usage: gateway usage [--by day|model|key] [--from DATE] [--to DATE] [--tz ZONE] [--csv]
+
+Requests and spend per group (GET /v1/usage; --csv prints GET /v1/usage.csv). Dates are ISO dates or
+instants; the default range is the last 30 days; --tz is an IANA zone for day groups (default UTC).
+`,
+  requests: `Usage: gateway requests [--limit N] [--after ID] [--model M] [--status S]
+
+The usage log (GET /v1/requests): one record per paid call, newest first.
+`,
+  keys: `Usage: gateway keys list
+       gateway keys create [--name LABEL] [--mode test]
+       gateway keys delete KEY_ID
+
+create prints the new secret once: it cannot be shown again. A test-mode key is served by the
+simulator and moves no money. A deleted key stops working at once.
+`,
+  balance: `Usage: gateway balance
+
+Your balance, tier and deposits (GET /v1/auth/me).
+`,
+  voices: `Usage: gateway voices [--provider alpha|beta|all]
+
+The voice library (GET /v1/audio/voices; default alpha). alpha voices go with alpha-* speech models,
+beta voices with beta-speech-*.
+`,
+};
+
+/** The usage text of `topic` (a command name), or the overview when null or unknown. */
+export function helpText(topic: string | null): string {
+  return (topic !== null && TOPICS[topic]) || OVERVIEW;
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env node
+/**
+ * `gateway`: the media gateway from the command line (issue 13). Node 24 runs this file as it is
+ * (type stripping, no build step): `node packages/cli/src/main.ts <command>`, `npx gateway <command>` in the
+ * repository, or `gateway <command>` after `npm link` (through `packages/cli/bin/gateway.js`).
+ *
+ * Reads the API key from `GATEWAY_API_KEY` and the address from `GATEWAY_URL` (default
+ * http://127.0.0.1:8080). Exit status: 0 done; 1 the gateway refused (its D1 code and message are
+ * printed), could not be reached, or a job did not succeed; 2 a usage mistake; 130 interrupted.
+ * The key is never printed: any text that would contain it shows `[GATEWAY_API_KEY]` instead.
+ */
+import { createClient, GatewayError } from "../../client/src/index.ts";
+import { type Command, parseCommand, UsageError } from "./args.ts";
+import { type CliIo, runCommand } from "./commands.ts";
+import { helpText } from "./help.ts";
+
+/** The default address of a gateway started with `npm start` (D11). */
+export const DEFAULT_URL = "http://127.0.0.1:8080";
+
+/** The environment the CLI reads. */
+export interface CliEnv {
+  GATEWAY_API_KEY?: string;
+  GATEWAY_URL?: string;
+}
+
+/**
+ * Runs one command line and resolves with the exit status; never throws. `signal` aborts a running
+ * command (Ctrl-C): a followed job is left running and its id printed.
+ */
+export async function main(argv: readonly string[], env: CliEnv, io: CliIo, signal: AbortSignal = new AbortController().signal): Promise<number> {
+  let cmd: Command;
+  try {
+    cmd = parseCommand(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.stderr.write(`error: ${err.message}\n\n${helpText(argv[0] ?? null)}`);
+    return 2;
+  }
+  if (cmd.name === "help") {
+    io.stdout.write(helpText(cmd.topic));
+    return 0;
+  }
+  const key = env.GATEWAY_API_KEY?.trim();
+  if (!key) {
+    io.stderr.write("error: GATEWAY_API_KEY is not set: export the API key of your account (gw_..., from registration or 'gateway keys create').\n");
+    return 2;
+  }
+  const baseUrl = env.GATEWAY_URL?.trim() || DEFAULT_URL;
+  if (!/^https?:\/\/[^/]/i.test(baseUrl) || !URL.canParse(baseUrl)) {
+    io.stderr.write(`error: GATEWAY_URL must be an http:// or https:// address (got '${shownUrl(baseUrl)}')\n`);
+    return 2;
+  }
+  const safeIo = redacting(io, key);
+  try {
+    return await runCommand(cmd, { api: createClient(baseUrl, key), io: safeIo, signal });
+  } catch (err) {
+    return report(err, safeIo, baseUrl, signal);
+  }
+}
+
+/** Prints a failure on stderr and gives its exit status. */
+function report(err: unknown, io: CliIo, baseUrl: string, signal: AbortSignal): number {
+  if (signal.aborted) {
+    io.stderr.write("interrupted\n");
+    return 130;
+  }
+  if (err instanceof GatewayError) {
+    const where = err.status > 0 ? ` (HTTP ${err.status}${err.requestId ? `, request ${err.requestId}` : ""})` : "";
+    io.stderr.write(`error: ${err.code}: ${err.message}${where}\n`);
+    if (err.retryAfterS !== null && err.status === 429) io.stderr.write(`retry after ${Math.ceil(err.retryAfterS)} s\n`);
+    return 1;
+  }
+  // fetch reports an unreachable host as a TypeError whose cause carries the system code.
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : null;
+  if (err instanceof TypeError && err.message === "fetch failed") {
+    const code = (cause as { code?: string } | null)?.code ?? cause?.message ?? "network error";
+    io.stderr.write(`error: unreachable: cannot reach the gateway at ${shownUrl(baseUrl)} (${code})\n`);
+    return 1;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  io.stderr.write(`error: ${(err as { code?: string }).code ?? "failed"}: ${message}\n`);
+  return 1;
+}
+
+/** A URL as it may be shown: without user name or password. */
+function shownUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = "";
+    u.password = "";
+    return u.toString().replace(/\/$/, "");
+  } catch {
+    return "(unreadable URL)";
+  }
+}
+
+/** `io` with every occurrence of `secret` replaced, so the key cannot reach the screen or a log. */
+function redacting(io: CliIo, secret: string): CliIo {
+  const clean = (text: string) => text.replaceAll(secret, "[GATEWAY_API_KEY]");
+  return {
+    stdout: { write: (text) => io.stdout.write(clean(text)) },
+    stderr: { isTTY: io.stderr.isTTY, columns: io.stderr.columns, write: (text) => io.stderr.write(clean(text)) },
+  };
+}
+
+/** The process entry: runs `process.argv` with the process's streams and sets the exit status. */
+export async function runCli(): Promise<void> {
+  const controller = new AbortController();
+  // The first Ctrl-C stops the command cleanly (a followed job keeps running); a second one exits at once.
+  process.once("SIGINT", () => {
+    controller.abort(new Error("interrupted"));
+    process.once("SIGINT", () => process.exit(130));
+  });
+  const io: CliIo = {
+    stdout: { write: (text) => void process.stdout.write(text) },
+    stderr: { isTTY: process.stderr.isTTY === true, columns: process.stderr.columns, write: (text) => void process.stderr.write(text) },
+  };
+  process.exitCode = await main(process.argv.slice(2), process.env, io, controller.signal);
+}
+
+if (import.meta.main) await runCli();

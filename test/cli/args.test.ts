@@ -1,0 +1,122 @@
+/**
+ * Argument parsing of the `gateway` CLI (packages/cli/src/args.ts): each command line gives one
+ * command with its options read and checked; mistakes are `UsageError`s naming what is wrong.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { parseCommand, UsageError } from "../../packages/cli/src/args.ts";
+import { helpText } from "../../packages/cli/src/help.ts";
+
+describe("parseCommand", () => {
+  test("speak: the text, --voice, and the optional model, format and output, long or short", () => {
+    assert.deepEqual(parseCommand(["speak", "Hello there", "--voice", "v1", "--model", "alpha-v3", "--format", "pcm_16000", "-o", "hi.pcm"]), {
+      name: "speak",
+      json: false,
+      text: "Hello there",
+      voice: "v1",
+      model: "alpha-v3",
+      format: "pcm_16000",
+      output: "hi.pcm",
+      stream: false,
+      simulate: null,
+    });
+    const short = parseCommand(["speak", "-v", "v1", "Hi", "-m", "beta-speech-hd", "-f", "mp3_22050_32", "--stream", "--json"]);
+    assert.equal(short.name, "speak");
+    assert.ok(short.name === "speak" && short.text === "Hi" && short.voice === "v1" && short.stream && short.json && short.output === null);
+  });
+
+  test("a text that starts with a dash goes after --", () => {
+    const cmd = parseCommand(["speak", "--voice", "v1", "--", "-5 degrees tonight"]);
+    assert.ok(cmd.name === "speak" && cmd.text === "-5 degrees tonight");
+    assert.throws(() => parseCommand(["speak", "--voice", "v1", "-5 degrees"]), UsageError);
+  });
+
+  test("image: --model required, -n a whole number, --size and --quality passed as given", () => {
+    assert.deepEqual(parseCommand(["image", "a fox", "--model", "imgA-v4", "--size", "16:9", "-n", "2", "-o", "out.png"]), {
+      name: "image",
+      json: false,
+      prompt: "a fox",
+      model: "imgA-v4",
+      size: "16:9",
+      n: 2,
+      quality: null,
+      output: "out.png",
+      simulate: null,
+    });
+    assert.throws(() => parseCommand(["image", "a fox"]), { name: "UsageError", message: "'image' needs --model" });
+    assert.throws(() => parseCommand(["image", "a fox", "-m", "imgA-v4", "-n", "two"]), /-n must be a whole number of at least 1 \(got 'two'\)/);
+    assert.throws(() => parseCommand(["image", "a fox", "-m", "imgA-v4", "-n", "0"]), /-n must be a whole number/);
+    assert.throws(() => parseCommand(["image", "a fox", "-m", "imgA-v4", "-n", "1.5"]), /-n must be a whole number/);
+  });
+
+  test("video: --duration a whole number, --image-url, --simulate one of fail, slow, hang", () => {
+    const cmd = parseCommand(["video", "waves", "--model", "vidA-2.5-pro", "--duration", "5", "--image-url", "https://example.com/a.png", "--simulate", "slow", "-o", "clip.mp4"]);
+    assert.deepEqual(cmd, { name: "video", json: false, prompt: "waves", model: "vidA-2.5-pro", duration: 5, imageUrl: "https://example.com/a.png", output: "clip.mp4", simulate: "slow" });
+    assert.throws(() => parseCommand(["video", "waves", "-m", "vidA-3-pro", "--simulate", "explode"]), /--simulate must be one of fail, slow, hang \(got 'explode'\)/);
+  });
+
+  test("a prompt is one argument: an unquoted second word is refused", () => {
+    assert.throws(() => parseCommand(["image", "a", "fox", "-m", "imgA-v4"]), /'image' takes one argument: quote the prompt \(got 2\)/);
+    assert.throws(() => parseCommand(["image", "-m", "imgA-v4"]), /'image' needs the prompt/);
+  });
+
+  test("jobs, job, cancel", () => {
+    assert.deepEqual(parseCommand(["jobs", "--status", "pending", "--limit", "20"]), { name: "jobs", json: false, status: "pending", kind: null, model: null, limit: 20, after: null });
+    assert.deepEqual(parseCommand(["job", "job_abc"]), { name: "job", json: false, id: "job_abc" });
+    assert.deepEqual(parseCommand(["cancel", "job_abc", "--json"]), { name: "cancel", json: true, id: "job_abc" });
+    assert.throws(() => parseCommand(["job"]), /'job' needs a job id/);
+    assert.throws(() => parseCommand(["jobs", "extra"]), /'jobs' takes no arguments \(got 'extra'\)/);
+    assert.throws(() => parseCommand(["jobs", "--limit", "-3"]), UsageError);
+  });
+
+  test("usage and requests", () => {
+    assert.deepEqual(parseCommand(["usage", "--by", "day", "--from", "2026-01-01", "--to", "2026-01-31", "--tz", "Europe/Berlin", "--csv"]), {
+      name: "usage",
+      json: false,
+      by: "day",
+      from: "2026-01-01",
+      to: "2026-01-31",
+      tz: "Europe/Berlin",
+      csv: true,
+    });
+    assert.deepEqual(parseCommand(["usage"]), { name: "usage", json: false, by: null, from: null, to: null, tz: null, csv: false });
+    assert.throws(() => parseCommand(["usage", "--by", "week"]), /--by must be one of day, model, key \(got 'week'\)/);
+    assert.deepEqual(parseCommand(["requests", "-l", "5"]), { name: "requests", json: false, limit: 5, after: null, model: null, status: null });
+  });
+
+  test("keys list (the default), create with --name and --mode test, delete ID", () => {
+    assert.deepEqual(parseCommand(["keys"]), { name: "keys-list", json: false });
+    assert.deepEqual(parseCommand(["keys", "list", "--json"]), { name: "keys-list", json: true });
+    assert.deepEqual(parseCommand(["keys", "create", "--name", "ci", "--mode", "test"]), { name: "keys-create", json: false, keyName: "ci", mode: "test" });
+    assert.deepEqual(parseCommand(["keys", "create"]), { name: "keys-create", json: false, keyName: null, mode: null });
+    assert.deepEqual(parseCommand(["keys", "delete", "key_1"]), { name: "keys-delete", json: false, id: "key_1" });
+    assert.throws(() => parseCommand(["keys", "create", "--mode", "live"]), /--mode must be one of test/);
+    assert.throws(() => parseCommand(["keys", "delete"]), /'keys delete' needs one key id/);
+    assert.throws(() => parseCommand(["keys", "list", "--name", "x"]), /--name applies to 'keys create' only/);
+    assert.throws(() => parseCommand(["keys", "rotate"]), /unknown 'keys' action 'rotate'/);
+  });
+
+  test("balance and voices", () => {
+    assert.deepEqual(parseCommand(["balance"]), { name: "balance", json: false });
+    assert.deepEqual(parseCommand(["voices", "-p", "beta"]), { name: "voices", json: false, provider: "beta" });
+    assert.deepEqual(parseCommand(["voices"]), { name: "voices", json: false, provider: null });
+    assert.throws(() => parseCommand(["voices", "--provider", "gamma"]), /--provider must be one of alpha, beta, all/);
+  });
+
+  test("help: no arguments, --help, help TOPIC and COMMAND --help", () => {
+    assert.deepEqual(parseCommand([]), { name: "help", topic: null, json: false });
+    assert.deepEqual(parseCommand(["-h"]), { name: "help", topic: null, json: false });
+    assert.deepEqual(parseCommand(["help", "image"]), { name: "help", topic: "image", json: false });
+    assert.deepEqual(parseCommand(["image", "--help"]), { name: "help", topic: "image", json: false });
+    assert.match(helpText("image"), /^Usage: gateway image "prompt" --model M/);
+    assert.match(helpText(null), /^gateway: the media gateway/);
+    assert.equal(helpText("nonsense"), helpText(null));
+  });
+
+  test("unknown commands and options, and options without their value, are usage errors", () => {
+    assert.throws(() => parseCommand(["paint", "x"]), { name: "UsageError", message: "unknown command 'paint'" });
+    assert.throws(() => parseCommand(["balance", "--verbose"]), (err: Error) => err instanceof UsageError && /--verbose/.test(err.message));
+    assert.throws(() => parseCommand(["speak", "hi", "--voice"]), (err: Error) => err instanceof UsageError && /--voice/.test(err.message));
+    assert.throws(() => parseCommand(["image", "a fox", "--model", "imgA-v4", "--duration", "5"]), (err: Error) => err instanceof UsageError && /--duration/.test(err.message));
+  });
+});
