@@ -75,8 +75,12 @@ describe("markers, for every request", () => {
       fake.setMarkers(["slow"]);
       const controller = new AbortController();
       const reason = new Error("the client disconnected");
-      setTimeout(() => controller.abort(reason), 100);
-      await assert.rejects(call(source, capability, controller.signal), (err) => err === reason);
+      const pending = call(source, capability, controller.signal);
+      // Abort once the fake holds the request (not after a fixed delay: on a busy machine the request may
+      // not have arrived yet), so the abort cuts a call in flight.
+      while (fake.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+      controller.abort(reason);
+      await assert.rejects(pending, (err) => err === reason);
       assert.equal(fake.requests.length, 1);
     });
   }
