@@ -82,6 +82,11 @@ export interface Services {
    * fallback chain of every text source (`TEXT_UPSTREAMS` and `UPSTREAMS`).
    */
   sweep: SweepConfig;
+  /**
+   * The configured image or video source named `name` (D25), or undefined: what a job's upstream handle
+   * names, to withdraw the request there when the job is canceled (D28, D30).
+   */
+  jobSourceNamed(name: string): SourceSlot | undefined;
   /** Starts this process's job runner (and sweep). */
   startRunner(opts?: RunnerOptions): JobRunner;
   /** Tells the runner of this process, if any, that a job was submitted. */
@@ -348,6 +353,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     chatPlanFor,
     upstreams,
     sweep,
+    jobSourceNamed: (name) => jobSources.sourceNamed(name),
     startRunner(opts) {
       runner ??= new JobRunner(
         {
