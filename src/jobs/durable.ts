@@ -170,8 +170,8 @@ export async function runDurable(
       current.handle = handle;
       current.slot = slot;
       if (!(await hooks.recordHandle(handle, layer))) {
-        // The job ended meanwhile (a cancel, D30) or another runner took it over: nobody will ever poll
-        // this accepted request, so it is withdrawn at the source (best effort) rather than left running.
+        // The job ended while the source was accepting it (a cancel, D30, or the sweep): nobody will ever
+        // poll this accepted request, so it is withdrawn at the source (best effort) rather than left running.
         slot.release();
         await slot.source.cancel(handle, AbortSignal.timeout(10_000)).catch(() => {});
         return { kind: "lost" };

@@ -28,7 +28,8 @@ export interface SweepConfig {
  * Ends job `id` (expected in `from`) as `to` with `error`, releasing its hold and running
  * {@link onJobEnded}, in one transaction (`to: "pending"` hands a claimed job back instead: nothing ends).
  * Returns false when the job was no longer in `from` (someone else ended it). `workerId` additionally
- * requires that this worker holds the claim.
+ * requires that this worker holds the claim. After the commit the change is announced on the process's
+ * job feed (changes.ts, D30), so call it outside a transaction.
  */
 export async function endJobWithoutCharge(
   db: Kysely<Database>,
