@@ -248,6 +248,9 @@ export function specToRequest(spec: JobSpec): Record<string, unknown> {
   };
 }
 
+/** Thrown inside a submit's transaction when its idempotency key is already taken: roll back, then replay. */
+class IdempotentReplay extends Error {}
+
 /** Seconds a caller is told to wait when a queue is full (`Retry-After`). */
 const QUEUE_RETRY_AFTER_S = { image: 5, video: 30 } as const;
 
@@ -316,6 +319,19 @@ export async function submitJob(
         { accountId: principal.accountId, amountMicros: spec.holdMicros, jobId, reference: spec.model.id },
         () => errors.insufficientBalance(`The hold of ${formatUsd(spec.holdMicros)} USD could not be placed: balance too low.`),
       );
+      if (idemKey !== null && keyId !== null) {
+        // A submit with the same key that committed while this one waited for the account row: answer
+        // its job (rolling this hold back) instead of inserting. Inserting would make PostgreSQL's unique
+        // check wait for any transaction updating that job row (the runner's success, a cancel), which in
+        // turn waits for the account row this transaction holds: a deadlock.
+        const clash = await trx
+          .selectFrom("jobs")
+          .select("id")
+          .where("api_key_id", "=", keyId)
+          .where("idempotency_key", "=", idemKey)
+          .executeTakeFirst();
+        if (clash) throw new IdempotentReplay();
+      }
       let q = trx
         .selectFrom("jobs")
         .select((eb) => eb.fn.countAll<number>().as("n"))
@@ -357,7 +373,7 @@ export async function submitJob(
         .execute();
     });
   } catch (err) {
-    if (isUniqueViolation(err) && idemKey !== null && keyId !== null) {
+    if ((err instanceof IdempotentReplay || isUniqueViolation(err)) && idemKey !== null && keyId !== null) {
       // A concurrent submit with the same key won the race: answer its job (or the conflict).
       const existing = await replay(deps.db, deps.publicBaseUrl, keyId, idemKey, hash);
       if (existing) return existing;
