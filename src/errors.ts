@@ -126,6 +126,8 @@ export const errors = {
     new AppError(405, "method_not_allowed", `Method ${method} is not allowed on ${url}.`),
   // 409
   emailTaken: () => new AppError(409, "email_taken", "This email is already registered.", "email"),
+  /** D30: cancel of a job that already ended. */
+  jobNotCancelable: (message: string) => new AppError(409, "job_not_cancelable", message, "id"),
   // 413
   payloadTooLarge: (message = "Request body too large.") => new AppError(413, "invalid_request", message),
   // 415

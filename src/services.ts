@@ -88,6 +88,11 @@ export interface Services {
   sweep: SweepConfig;
   /** The webhook URL rule (D31): `WEBHOOK_ALLOW_PRIVATE` and the host resolver. */
   webhookUrlPolicy: WebhookUrlPolicy;
+  /**
+   * The configured image or video source named `name` (D25), or undefined: what a job's upstream handle
+   * names, to withdraw the request there when the job is canceled (D28, D30).
+   */
+  jobSourceNamed(name: string): SourceSlot | undefined;
   /** Starts this process's job runner (and sweep) and its webhook delivery loop (D31). */
   startRunner(opts?: RunnerOptions): JobRunner;
   /** Tells this process's webhook delivery loop, if any, that a delivery is due now (a replay). */
@@ -371,6 +376,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     chatPlanFor,
     upstreams,
     sweep,
+    jobSourceNamed: (name) => jobSources.sourceNamed(name),
     startRunner(opts) {
       runner ??= new JobRunner(
         {

@@ -71,6 +71,12 @@ export interface DurableHooks {
   moveToLayer(layer: number): Promise<boolean>;
   /** A heartbeat (throttled by the runner); false when the job is no longer this runner's (lease lost). */
   heartbeat(): Promise<boolean>;
+  /**
+   * What the source said of an unfinished job (D30 `progress`): 0 while it waits in the source's queue, the
+   * fraction it reports while running, null when it reports none. False when the job is no longer this
+   * runner's (ended elsewhere, a cancel). Absent: not recorded.
+   */
+  progress?(fraction: number | null): Promise<boolean>;
 }
 
 /** How the durable path ended. `handle` is the last handle (for a cancel on give-up). */
@@ -164,7 +170,10 @@ export async function runDurable(
       current.handle = handle;
       current.slot = slot;
       if (!(await hooks.recordHandle(handle, layer))) {
+        // The job ended while the source was accepting it (a cancel, D30, or the sweep): nobody will ever
+        // poll this accepted request, so it is withdrawn at the source (best effort) rather than left running.
         slot.release();
+        await slot.source.cancel(handle, AbortSignal.timeout(10_000)).catch(() => {});
         return { kind: "lost" };
       }
     } else {
@@ -223,6 +232,7 @@ async function pollUntilDone(
     }
     backoff = timing.pollMs;
     if (state.state === "succeeded" || state.state === "failed") return state;
+    if (hooks.progress && !(await hooks.progress(state.state === "queued" ? 0 : state.progress))) return "lost";
     await sleep(timing.pollMs, undefined, { signal });
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The media job lifecycle's front half (spec "Media job", D3): submit (validate, cap the queue, write the
- * job row and its hold in one transaction, idempotency), read (owner only) and the public job object.
+ * job row and its hold in one transaction, idempotency), read and list (owner only, D30) and the public job
+ * object with its `queue_position` and `progress` (D30).
  */
 import { createHash } from "node:crypto";
 import { type Executor, inTransaction } from "../billing/ledger.ts";
@@ -33,6 +34,13 @@ export interface JobView {
   idempotency_key: string | null;
   /** The upstream source layer that serves the job: 0 the first of its family, 1 the next (D27). */
   fallback_layer: number;
+  /**
+   * A `pending` job's place among the caller's pending jobs of its pool (image, video, or the combined
+   * pool of tier 4), in the order the runner starts them: 1 starts next. Null for any other status. D30.
+   */
+  queue_position: number | null;
+  /** A `processing` job's fraction done, 0..1, when the upstream says; null otherwise. D30. */
+  progress: number | null;
 }
 
 type JobRow = Pick<
@@ -50,7 +58,7 @@ type JobRow = Pick<
   | "error_message"
   | "idempotency_key"
   | "duration_sec"
-> & { fallback_layer: number };
+> & { fallback_layer: number; progress?: number | null };
 
 const VIEW_COLUMNS = [
   "id",
@@ -67,10 +75,17 @@ const VIEW_COLUMNS = [
   "idempotency_key",
   "duration_sec",
   "fallback_layer",
+  "progress",
 ] as const;
 
-/** Renders a job row as the D3 object. */
-export function jobView(publicBaseUrl: string, r: JobRow): JobView {
+/** Job statuses after which nothing changes (spec "States and transitions" 3). */
+export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(["succeeded", "failed", "refunded", "expired"]);
+
+/**
+ * Renders a job row as the D3 object. `queuePosition` is the job's place when it is `pending` (see
+ * {@link queuePositions}); `progress` shows only while the job is `processing`.
+ */
+export function jobView(publicBaseUrl: string, r: JobRow, queuePosition: number | null = null): JobView {
   let output: JobView["output"] = null;
   if (r.status === "succeeded" && r.output_json) {
     const o = JSON.parse(r.output_json) as JobOutput;
@@ -92,7 +107,40 @@ export function jobView(publicBaseUrl: string, r: JobRow): JobView {
     error: r.error_code ? { code: r.error_code, message: r.error_message ?? "" } : null,
     idempotency_key: r.idempotency_key,
     fallback_layer: Number(r.fallback_layer),
+    queue_position: r.status === "pending" ? queuePosition : null,
+    progress: r.status === "processing" && r.progress !== null && r.progress !== undefined ? Number(r.progress) : null,
   };
+}
+
+/**
+ * The place of each of the account's `pending` image and video jobs in its pool, by job id (1 = starts
+ * next; D30). The runner starts an account's pending jobs oldest first (`created_at`, then `id`: the
+ * order of `claimJobs`) whenever its pool has a free slot, so a job's place is one more than the number of
+ * the account's pending jobs of the same pool ahead of it. The pool is the kind, or image and video
+ * together on a combined pool (tier 4), per the account's current limits. One indexed read of the
+ * account's pending jobs, which its queue caps keep few.
+ */
+export async function queuePositions(db: Executor, accountId: string): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom("jobs")
+    .select(["id", "kind"])
+    .where("account_id", "=", accountId)
+    .where("status", "=", "pending")
+    .where("kind", "in", ["image", "video"])
+    .orderBy("created_at")
+    .orderBy("id")
+    .execute();
+  const out = new Map<string, number>();
+  if (rows.length === 0) return out;
+  const limits = await effectiveLimits(db, accountId);
+  const combined = limits !== null && mediaCaps(limits, "image").pool === "combined";
+  const ahead = { image: 0, video: 0, combined: 0 };
+  for (const r of rows) {
+    const pool = combined ? "combined" : (r.kind as "image" | "video");
+    ahead[pool] += 1;
+    out.set(r.id, ahead[pool]);
+  }
+  return out;
 }
 
 /** A job of the caller. @throws AppError 404 `job_not_found` (also for another account's job, D2). */
@@ -104,7 +152,59 @@ export async function getJob(db: Executor, publicBaseUrl: string, accountId: str
     .where("account_id", "=", accountId)
     .executeTakeFirst();
   if (!r) throw jobNotFound();
-  return jobView(publicBaseUrl, r);
+  const position = r.status === "pending" ? ((await queuePositions(db, accountId)).get(r.id) ?? null) : null;
+  return jobView(publicBaseUrl, r, position);
+}
+
+/** Filters and page of {@link listJobs}. */
+export interface JobListQuery {
+  /** Page size, 1..100. */
+  limit: number;
+  /** The `id` of the last job of the previous page, or null for the first page. */
+  after: string | null;
+  status: JobsTable["status"] | null;
+  kind: JobsTable["kind"] | null;
+  model: string | null;
+}
+
+/**
+ * The caller's jobs, newest first (`created_at`, then `id`), with the filters of `GET /v1/jobs` (D30): at
+ * most `limit` jobs older than the job `after`, and whether more exist. An `after` that names no job of
+ * this account is ignored (the first page), as the ledger's and the gallery's cursors are. Another
+ * account's jobs never appear.
+ */
+export async function listJobs(
+  db: Executor,
+  publicBaseUrl: string,
+  accountId: string,
+  query: JobListQuery,
+): Promise<{ jobs: JobView[]; hasMore: boolean }> {
+  let q = db
+    .selectFrom("jobs")
+    .select([...VIEW_COLUMNS])
+    .where("account_id", "=", accountId)
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
+    .limit(query.limit + 1);
+  if (query.status !== null) q = q.where("status", "=", query.status);
+  if (query.kind !== null) q = q.where("kind", "=", query.kind);
+  if (query.model !== null) q = q.where("model", "=", query.model);
+  if (query.after !== null) {
+    const anchor = await db
+      .selectFrom("jobs")
+      .select(["created_at", "id"])
+      .where("id", "=", query.after)
+      .where("account_id", "=", accountId)
+      .executeTakeFirst();
+    if (anchor) {
+      const at = Number(anchor.created_at);
+      q = q.where((eb) => eb.or([eb("created_at", "<", at), eb.and([eb("created_at", "=", at), eb("id", "<", anchor.id)])]));
+    }
+  }
+  const rows = await q.execute();
+  const page = rows.slice(0, query.limit);
+  const positions = page.some((r) => r.status === "pending") ? await queuePositions(db, accountId) : new Map<string, number>();
+  return { jobs: page.map((r) => jobView(publicBaseUrl, r, positions.get(r.id) ?? null)), hasMore: rows.length > query.limit };
 }
 
 /** SHA-256 of a JSON value with object keys sorted: equal requests hash equal whatever their key order. */
@@ -148,6 +248,9 @@ export function specToRequest(spec: JobSpec): Record<string, unknown> {
   };
 }
 
+/** Thrown inside a submit's transaction when its idempotency key is already taken: roll back, then replay. */
+class IdempotentReplay extends Error {}
+
 /** Seconds a caller is told to wait when a queue is full (`Retry-After`). */
 const QUEUE_RETRY_AFTER_S = { image: 5, video: 30 } as const;
 
@@ -163,7 +266,7 @@ async function replay(
 ): Promise<{ job: JobView; replayed: true } | null> {
   const r = await db
     .selectFrom("jobs")
-    .select([...VIEW_COLUMNS, "request_hash"])
+    .select([...VIEW_COLUMNS, "request_hash", "account_id"])
     .where("api_key_id", "=", apiKeyId)
     .where("idempotency_key", "=", key)
     .executeTakeFirst();
@@ -171,7 +274,8 @@ async function replay(
   if (r.request_hash !== hash) {
     throw new AppError(409, "idempotency_conflict", "This idempotency_key was used with a different request body.", "idempotency_key");
   }
-  return { job: jobView(publicBaseUrl, r), replayed: true };
+  const position = r.status === "pending" ? ((await queuePositions(db, r.account_id)).get(r.id) ?? null) : null;
+  return { job: jobView(publicBaseUrl, r, position), replayed: true };
 }
 
 /**
@@ -215,6 +319,19 @@ export async function submitJob(
         { accountId: principal.accountId, amountMicros: spec.holdMicros, jobId, reference: spec.model.id },
         () => errors.insufficientBalance(`The hold of ${formatUsd(spec.holdMicros)} USD could not be placed: balance too low.`),
       );
+      if (idemKey !== null && keyId !== null) {
+        // A submit with the same key that committed while this one waited for the account row: answer
+        // its job (rolling this hold back) instead of inserting. Inserting would make PostgreSQL's unique
+        // check wait for any transaction updating that job row (the runner's success, a cancel), which in
+        // turn waits for the account row this transaction holds: a deadlock.
+        const clash = await trx
+          .selectFrom("jobs")
+          .select("id")
+          .where("api_key_id", "=", keyId)
+          .where("idempotency_key", "=", idemKey)
+          .executeTakeFirst();
+        if (clash) throw new IdempotentReplay();
+      }
       let q = trx
         .selectFrom("jobs")
         .select((eb) => eb.fn.countAll<number>().as("n"))
@@ -257,7 +374,7 @@ export async function submitJob(
         .execute();
     });
   } catch (err) {
-    if (isUniqueViolation(err) && idemKey !== null && keyId !== null) {
+    if ((err instanceof IdempotentReplay || isUniqueViolation(err)) && idemKey !== null && keyId !== null) {
       // A concurrent submit with the same key won the race: answer its job (or the conflict).
       const existing = await replay(deps.db, deps.publicBaseUrl, keyId, idemKey, hash);
       if (existing) return existing;

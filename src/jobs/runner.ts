@@ -7,6 +7,12 @@
  * Heartbeats are written when the adapter reports progress; a worker that stops reporting (a dead
  * process, or `X-Svc-Simulate: hang`) is left to the sweep, which refunds the job. On stop (SIGTERM) the
  * runner aborts its upstream calls and hands its claimed jobs back as `pending`.
+ *
+ * D30: the fraction done that the upstream reports is stored on the row (`progress`) with the heartbeats,
+ * and every change the runner commits is announced on the process's job feed (changes.ts). A job ended
+ * elsewhere while the runner works on it (a cancel) is noticed at once when this process ended it (the
+ * feed) and otherwise at the next heartbeat, whose update no longer matches the row; either way the runner
+ * drops its work, and its success update, conditional on `processing` by this worker, cannot charge.
  */
 import { hostname } from "node:os";
 import type { Kysely } from "kysely";
@@ -28,6 +34,7 @@ import { mp4DurationSec, pngDimensions } from "../upstreams/media-probe.ts";
 import { DEFAULT_POLL_TIMING, type DurableHooks, type PollTiming, runDurable, type SourceSlot } from "./durable.ts";
 import { endJobWithoutCharge, GIVE_UP_MS, type SweepConfig, sweepJobs } from "./sweep.ts";
 import { onJobEnded } from "./ended.ts";
+import { jobChanges } from "./changes.ts";
 
 /** Minimal logger (pino-compatible). */
 export interface RunnerLog {
@@ -89,6 +96,14 @@ const DOWNLOAD_TIMEOUT_MS = 120_000;
 
 class StopError extends Error {}
 class GiveUpError extends Error {}
+/** The job is no longer this runner's (a cancel or the sweep ended it): drop the work, touch nothing. */
+class LostError extends Error {}
+
+/** A progress fraction as stored and shown: 0..1, two decimals (finer steps only make noise in event streams). */
+function roundProgress(fraction: number | null | undefined): number | null {
+  if (fraction === null || fraction === undefined || !Number.isFinite(fraction)) return null;
+  return Math.round(Math.min(1, Math.max(0, fraction)) * 100) / 100;
+}
 
 function extensionOf(contentType: string): string {
   if (contentType.includes("svg")) return "svg";
@@ -111,6 +126,9 @@ export class JobRunner {
   readonly #leaseMs: number;
   readonly #upstreamPoll: PollTiming;
   readonly #inFlight = new Map<string, AbortController>();
+  /** Jobs of `#inFlight` on the simulator path: aborted at once when ended elsewhere (no upstream to orphan). */
+  readonly #local = new Set<string>();
+  #unsubscribe: (() => void) | null = null;
   readonly #done = new Set<Promise<void>>();
   #pollTimer: NodeJS.Timeout | null = null;
   #sweepTimer: NodeJS.Timeout | null = null;
@@ -131,6 +149,12 @@ export class JobRunner {
   /** Starts polling for jobs and sweeping. */
   start(): void {
     this.#stopped = false;
+    // A job of this runner ended by someone else in this process (a cancel): stop working on it now. Jobs
+    // on real sources are not aborted mid-call (a submit cut short could leave an accepted upstream job
+    // nobody knows of): their next heartbeat or progress update finds the row ended and returns.
+    this.#unsubscribe ??= jobChanges.subscribeAll((c) => {
+      if (c.ended && c.by !== this.workerId && this.#local.has(c.jobId)) this.#inFlight.get(c.jobId)?.abort(new LostError("job ended elsewhere"));
+    });
     this.#pollTimer = setInterval(() => this.nudge(), this.#pollMs);
     this.#sweepTimer = setInterval(() => void this.#sweep(), this.#sweepMs);
     this.nudge();
@@ -155,6 +179,8 @@ export class JobRunner {
   /** Stops claiming, aborts upstream calls and hands claimed jobs back as `pending`. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
     if (this.#pollTimer) clearInterval(this.#pollTimer);
     if (this.#sweepTimer) clearInterval(this.#sweepTimer);
     for (const c of this.#inFlight.values()) c.abort(new StopError("runner stopping"));
@@ -190,7 +216,10 @@ export class JobRunner {
           const vid = mediaCaps(limits, "video");
           return { image: img.concurrent, video: vid.concurrent, combined: img.pool === "combined" ? img.concurrent : null };
         }, this.#leaseMs);
-        for (const job of jobs) this.#launch(job);
+        for (const job of jobs) {
+          jobChanges.publish({ accountId: job.account_id, jobId: job.id, ended: false, by: this.workerId });
+          this.#launch(job);
+        }
         if (jobs.length === room) this.#again = true;
       } while (this.#again && !this.#stopped);
     } catch (err) {
@@ -207,6 +236,7 @@ export class JobRunner {
       .catch((err: unknown) => this.#deps.log.error({ err, job: job.id }, "job processing failed"))
       .finally(() => {
         this.#inFlight.delete(job.id);
+        this.#local.delete(job.id);
         this.#done.delete(p);
         this.nudge();
       });
@@ -219,16 +249,26 @@ export class JobRunner {
     const giveUpAfter = GIVE_UP_MS[kind] - (Date.now() - Number(job.started_at ?? Date.now()));
     const giveUp = setTimeout(() => controller.abort(new GiveUpError("gave up")), Math.max(0, giveUpAfter));
     let lastBeat = Date.now();
-    const onProgress = () => {
+    let lastProgress: number | null = null;
+    const onProgress = (fraction?: number) => {
       const now = Date.now();
       if (now - lastBeat < this.#heartbeatMs) return;
       lastBeat = now;
+      const progress = roundProgress(fraction);
       db.updateTable("jobs")
-        .set({ heartbeat_at: now, updated_at: now })
+        .set({ heartbeat_at: now, updated_at: now, ...(progress !== null ? { progress } : {}) })
         .where("id", "=", job.id)
         .where("status", "=", "processing")
         .where("worker_id", "=", this.workerId)
-        .execute()
+        .executeTakeFirst()
+        .then((res) => {
+          // No row: the job was ended by another process (a cancel) or taken back; stop working on it.
+          if (Number(res.numUpdatedRows) === 0) controller.abort(new LostError("job no longer ours"));
+          else if (progress !== null && progress !== lastProgress) {
+            lastProgress = progress;
+            jobChanges.publish({ accountId: job.account_id, jobId: job.id, ended: false, by: this.workerId });
+          }
+        })
         .catch((err: unknown) => this.#deps.log.warn({ err, job: job.id }, "heartbeat failed"));
     };
 
@@ -243,6 +283,7 @@ export class JobRunner {
       return;
     }
 
+    this.#local.add(job.id);
     let outputs: MediaOutput[];
     try {
       if (kind === "image") {
@@ -259,6 +300,7 @@ export class JobRunner {
     } catch (err) {
       clearTimeout(giveUp);
       const reason: unknown = controller.signal.reason;
+      if (reason instanceof LostError) return;
       if (reason instanceof StopError) {
         await endJobWithoutCharge(db, { id: job.id, from: "processing", to: "pending", code: null, message: null, workerId: this.workerId });
         return;
@@ -295,6 +337,8 @@ export class JobRunner {
     const mine = (trx: Kysely<Database>) =>
       trx.updateTable("jobs").where("id", "=", job.id).where("status", "=", "processing").where("worker_id", "=", this.workerId);
     let lastBeat = 0;
+    // The row's progress was cleared when the job was claimed (a takeover keeps the last one: unknown here).
+    let lastProgress: number | null | undefined = job.upstream_handle_json === null ? null : undefined;
     const hooks: DurableHooks = {
       recordHandle: async (handle, layer) => {
         const now = Date.now();
@@ -317,6 +361,18 @@ export class JobRunner {
         lastBeat = now;
         const res = await mine(db).set({ heartbeat_at: now, updated_at: now }).executeTakeFirst();
         return Number(res.numUpdatedRows) === 1;
+      },
+      progress: async (fraction) => {
+        // Written only when it changes (a poll a second must not mean a write a second); it counts as a heartbeat.
+        const progress = roundProgress(fraction);
+        if (progress === lastProgress) return true;
+        const now = Date.now();
+        lastBeat = now;
+        const res = await mine(db).set({ progress, heartbeat_at: now, updated_at: now }).executeTakeFirst();
+        if (Number(res.numUpdatedRows) !== 1) return false;
+        lastProgress = progress;
+        jobChanges.publish({ accountId: job.account_id, jobId: job.id, ended: false, by: this.workerId });
+        return true;
       },
     };
     const current: { handle: UpstreamHandle | null; slot: SourceSlot | null } = { handle: null, slot: null };
@@ -363,7 +419,9 @@ export class JobRunner {
       case "wait":
         // Every source is at max_concurrency: the job waits in its queue (D28) and is asked for again
         // after a second, rather than in a tight loop.
-        await deferJob(db, job.id, this.workerId, Date.now() + WAIT_FOR_SOURCE_MS);
+        if (await deferJob(db, job.id, this.workerId, Date.now() + WAIT_FOR_SOURCE_MS)) {
+          jobChanges.publish({ accountId: job.account_id, jobId: job.id, ended: false, by: this.workerId });
+        }
         return;
       case "failed":
         await endJobWithoutCharge(db, {
@@ -472,9 +530,11 @@ export class JobRunner {
       return true;
     });
     if (!committed) {
-      // The sweep (or a stop) ended the job meanwhile and released its hold: keep nothing.
+      // The sweep, a cancel (D30) or a stop ended the job meanwhile and released its hold: keep nothing.
       for (const k of keys) await this.#deps.blobs.delete(k).catch(() => {});
+      return;
     }
+    jobChanges.publish({ accountId: job.account_id, jobId: job.id, ended: true, by: this.workerId });
   }
 
   /**

@@ -9,6 +9,7 @@ import type { Kysely } from "kysely";
 import { inTransaction, releaseStaleHolds } from "../billing/ledger.ts";
 import { settleRelease } from "../billing/paid-call.ts";
 import { onJobEnded } from "./ended.ts";
+import { jobChanges } from "./changes.ts";
 import type { Database, JobStatus } from "../storage/schema.ts";
 import type { UpstreamHandle } from "../upstreams/types.ts";
 
@@ -27,32 +28,37 @@ export interface SweepConfig {
  * Ends job `id` (expected in `from`) as `to` with `error`, releasing its hold and running
  * {@link onJobEnded}, in one transaction (`to: "pending"` hands a claimed job back instead: nothing ends).
  * Returns false when the job was no longer in `from` (someone else ended it). `workerId` additionally
- * requires that this worker holds the claim.
+ * requires that this worker holds the claim. After the commit the change is announced on the process's
+ * job feed (changes.ts, D30), so call it outside a transaction.
  */
 export async function endJobWithoutCharge(
   db: Kysely<Database>,
   args: { id: string; from: JobStatus; to: "failed" | "refunded" | "expired" | "pending"; code: string | null; message: string | null; workerId?: string },
 ): Promise<boolean> {
-  return inTransaction(db, async (trx) => {
+  const accountId = await inTransaction(db, async (trx) => {
     const now = Date.now();
     let q = trx
       .updateTable("jobs")
       .set(
         args.to === "pending"
-          ? { status: "pending", worker_id: null, started_at: null, heartbeat_at: null, updated_at: now }
+          ? { status: "pending", worker_id: null, started_at: null, heartbeat_at: null, progress: null, updated_at: now }
           : { status: args.to, error_code: args.code, error_message: args.message, updated_at: now },
       )
       .where("id", "=", args.id)
       .where("status", "=", args.from);
     if (args.workerId !== undefined) q = q.where("worker_id", "=", args.workerId);
     const res = await q.returning(["hold_id", "account_id"]).executeTakeFirst();
-    if (!res) return false;
+    if (!res) return null;
     if (args.to !== "pending") {
       if (res.hold_id) await settleRelease(trx, res.hold_id);
       await onJobEnded(trx, { id: args.id, accountId: res.account_id, status: args.to });
     }
-    return true;
+    return res.account_id;
   });
+  if (accountId === null) return false;
+  // After the commit: event streams and waiting requests of this process see the change at once (D30).
+  jobChanges.publish({ accountId, jobId: args.id, ended: args.to !== "pending", by: args.workerId ?? null });
+  return true;
 }
 
 /**

@@ -16,6 +16,7 @@ import * as m005 from "./migrations/005_upstream_handles.ts";
 import * as m006 from "./migrations/006_upstream_cost_basis.ts";
 import * as m007 from "./migrations/007_voice_upstream_source.ts";
 import * as m009 from "./migrations/009_webhooks.ts";
+import * as m010 from "./migrations/010_job_progress.ts";
 import type { Database } from "./schema.ts";
 import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
 
@@ -85,6 +86,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, dialect: Dialect): Pr
   "006_upstream_cost_basis": m006,
   "007_voice_upstream_source": m007,
   "009_webhooks": m009,
+  "010_job_progress": m010,
 };
 
 /**

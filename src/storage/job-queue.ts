@@ -99,7 +99,7 @@ export async function claimJobs(
       if (!free) continue;
       const res = await trx
         .updateTable("jobs")
-        .set({ status: "processing", worker_id: workerId, started_at: now, heartbeat_at: now, updated_at: now, not_before: null })
+        .set({ status: "processing", worker_id: workerId, started_at: now, heartbeat_at: now, updated_at: now, not_before: null, progress: null })
         .where("id", "=", c.id)
         .where("status", "=", "pending")
         .executeTakeFirst();
@@ -158,7 +158,7 @@ async function takeOverLapsed(db: Kysely<Database>, workerId: string, limit: num
 export async function deferJob(db: Kysely<Database>, id: string, workerId: string, notBefore: number): Promise<boolean> {
   const res = await db
     .updateTable("jobs")
-    .set({ status: "pending", worker_id: null, started_at: null, heartbeat_at: null, not_before: notBefore, updated_at: Date.now() })
+    .set({ status: "pending", worker_id: null, started_at: null, heartbeat_at: null, not_before: notBefore, progress: null, updated_at: Date.now() })
     .where("id", "=", id)
     .where("status", "=", "processing")
     .where("worker_id", "=", workerId)

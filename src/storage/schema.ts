@@ -150,6 +150,8 @@ export interface JobsTable {
   upstream_cost_basis: "reported" | "list_price" | null;
   /** A pending job is not claimed before this time (ms since epoch): its family's sources were full. D28. */
   not_before: number | null;
+  /** How far a `processing` job is, 0..1, as the runner last learned it from the upstream; null when unknown. D30. */
+  progress: number | null;
   /** Where this job's webhook events go besides the account's endpoints (D31), or null. */
   webhook_url: Generated<string | null>;
 }

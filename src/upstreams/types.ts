@@ -264,14 +264,18 @@ export type MediaOutput =
 
 /**
  * Image and video generation by one upstream family. `onProgress` is called while the upstream is
- * working (the runner turns it into heartbeats; an adapter that stops calling it is presumed dead).
+ * working (the runner turns it into heartbeats; an adapter that stops calling it is presumed dead), with
+ * how far the work is (0..1) when the adapter knows (the job's `progress`, D30).
  */
 export interface VisualAdapter {
   /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
-  generateImages(req: ImageRequest, signal?: AbortSignal, onProgress?: () => void): Promise<MediaOutput[]>;
+  generateImages(req: ImageRequest, signal?: AbortSignal, onProgress?: VisualProgress): Promise<MediaOutput[]>;
   /** Throws {@link UpstreamError} on upstream failure; honours `signal`. */
-  generateVideo(req: VideoRequest, signal?: AbortSignal, onProgress?: () => void): Promise<MediaOutput>;
+  generateVideo(req: VideoRequest, signal?: AbortSignal, onProgress?: VisualProgress): Promise<MediaOutput>;
 }
+
+/** A visual adapter's sign of life, with the fraction of the work done (0..1) when it knows it. */
+export type VisualProgress = (fraction?: number) => void;
 
 /** A transcription or audio-understanding request as the adapter sees it. */
 export interface AudioTextRequest {

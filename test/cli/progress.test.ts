@@ -23,6 +23,8 @@ function job(fields: Partial<MediaJob>): MediaJob {
     error: null,
     idempotency_key: null,
     fallback_layer: 0,
+    queue_position: null,
+    progress: null,
     ...fields,
   };
 }

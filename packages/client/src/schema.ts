@@ -553,6 +553,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your jobs, newest first
+         * @description Image, video and stored audio jobs of your account, newest first, with optional filters. Page with `after` (the `id` of the last job of the previous page) while `has_more` is true.
+         */
+        get: operations["listJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}": {
         parameters: {
             query?: never;
@@ -562,9 +582,49 @@ export interface paths {
         };
         /**
          * Poll a job
-         * @description Video usually finishes in 1-3 minutes (runner gives up after 10), images within 30 seconds (gives up after 5).
+         * @description Video usually finishes in 1-3 minutes (runner gives up after 10), images within 30 seconds (gives up after 5). A job that has not ended carries `Retry-After`: the seconds until a sensible next poll. With `Prefer: wait=N` the answer comes once the job ended, or after N seconds.
          */
         get: operations["getJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a job
+         * @description A `pending` or `processing` job ends `failed` with `error.code` `canceled`; its whole hold is released and nothing is charged. The request is withdrawn at the upstream that accepted it. When the job succeeds at the same moment, exactly one of the two happens: a charge (then this answers 409) or the release.
+         */
+        post: operations["cancelJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a job (server-sent events)
+         * @description Instead of polling: one `job` event with the job at once and at every change of its status, queue position or progress, until it ends.
+         */
+        get: operations["getJobEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -859,7 +919,46 @@ export interface components {
                 type: "invalid_request_error" | "authentication_error" | "permission_error" | "billing_error" | "rate_limit_error" | "provider_error" | "api_error";
             };
         };
-        /** @description An image or video job (D3). */
+        /**
+         * @description An image or video job (D3, D30).
+         * @example {
+         *       "id": "job_4kQ9xv2LmP7sT1wZ",
+         *       "object": "media.job",
+         *       "kind": "image",
+         *       "model": "imgA-v4",
+         *       "status": "pending",
+         *       "hold_usd": 0.054,
+         *       "cost_usd": null,
+         *       "created_at": "2025-01-01T12:00:00.000Z",
+         *       "updated_at": "2025-01-01T12:00:00.000Z",
+         *       "output": null,
+         *       "error": null,
+         *       "idempotency_key": null,
+         *       "fallback_layer": 0,
+         *       "queue_position": 2,
+         *       "progress": null
+         *     }
+         * @example {
+         *       "id": "job_8Hc3nR5yQe0uV6aB",
+         *       "object": "media.job",
+         *       "kind": "video",
+         *       "model": "vidA-2.5-pro",
+         *       "status": "failed",
+         *       "hold_usd": 0.4725,
+         *       "cost_usd": null,
+         *       "created_at": "2025-01-01T12:00:00.000Z",
+         *       "updated_at": "2025-01-01T12:00:41.000Z",
+         *       "output": null,
+         *       "error": {
+         *         "code": "canceled",
+         *         "message": "The job was canceled by its owner; the hold was released."
+         *       },
+         *       "idempotency_key": "render-42",
+         *       "fallback_layer": 0,
+         *       "queue_position": null,
+         *       "progress": null
+         *     }
+         */
         MediaJob: {
             /** @description Final charge; null until the job succeeded (USD, at most 6 decimals). */
             cost_usd: number | null;
@@ -904,6 +1003,10 @@ export interface components {
                 /** @description Every output (several images when `n` > 1). */
                 urls: string[];
             } | null;
+            /** @description A `processing` job's fraction done, 0 to 1, when the upstream says (0 while it waits in the upstream's own queue); null otherwise. */
+            progress: number | null;
+            /** @description A `pending` job's place among your pending jobs of its pool (image, video, or the combined pool of tier 4) in the order they start: 1 starts next. Null for any other status. */
+            queue_position: number | null;
             /**
              * @description `succeeded`, `failed`, `refunded` and `expired` are terminal.
              * @enum {string}
@@ -3733,6 +3836,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description `wait=N` (1-60; more counts as 60): the answer waits up to N seconds for the job to end (`succeeded`, `failed`, `refunded`, `expired`) and then shows it; the status code stays the same. Other preferences are ignored.
+                 * @example wait=30
+                 */
+                prefer?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -3781,15 +3889,19 @@ export interface operations {
             /** @description Replay of an idempotency key: the existing job, no new charge. */
             200: {
                 headers: {
+                    /** @description `wait=N` when a `Prefer: wait=N` was honoured (N as applied, at most 60). */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MediaJob"];
                 };
             };
-            /** @description A new job; poll `GET /v1/jobs/{id}` until its status is terminal. */
+            /** @description A new job; poll `GET /v1/jobs/{id}` until its status is terminal, follow `GET /v1/jobs/{id}/events`, or send `Prefer: wait=N`. */
             202: {
                 headers: {
+                    /** @description `wait=N` when a `Prefer: wait=N` was honoured (N as applied, at most 60). */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3874,6 +3986,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description `wait=N` (1-60; more counts as 60): the answer waits up to N seconds for the job to end (`succeeded`, `failed`, `refunded`, `expired`) and then shows it; the status code stays the same. Other preferences are ignored.
+                 * @example wait=30
+                 */
+                prefer?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -3936,15 +4053,19 @@ export interface operations {
             /** @description Replay of an idempotency key: the existing job, no new charge. */
             200: {
                 headers: {
+                    /** @description `wait=N` when a `Prefer: wait=N` was honoured (N as applied, at most 60). */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MediaJob"];
                 };
             };
-            /** @description A new job; poll `GET /v1/jobs/{id}` until its status is terminal. */
+            /** @description A new job; poll `GET /v1/jobs/{id}` until its status is terminal, follow `GET /v1/jobs/{id}/events`, or send `Prefer: wait=N`. */
             202: {
                 headers: {
+                    /** @description `wait=N` when a `Prefer: wait=N` was honoured (N as applied, at most 60). */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4025,12 +4146,122 @@ export interface operations {
             };
         };
     };
+    listJobs: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Cursor: the `id` of the last job of the previous page.
+                 * @example job_4kQ9xv2LmP7sT1wZ
+                 */
+                after?: string;
+                /**
+                 * @description Only jobs of this kind.
+                 * @example video
+                 */
+                kind?: "image" | "video" | "audio";
+                /**
+                 * @description Page size, 1 to 100 (default 20).
+                 * @example 20
+                 */
+                limit?: string;
+                /**
+                 * @description Only jobs of this model id.
+                 * @example imgA-v4
+                 */
+                model?: string;
+                /**
+                 * @description Only jobs in this status.
+                 * @example processing
+                 */
+                status?: "pending" | "processing" | "succeeded" | "failed" | "refunded" | "expired";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: components["schemas"]["MediaJob"][];
+                        /** @description More jobs follow. */
+                        has_more: boolean;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (limit outside 1-100, an unknown status or kind). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description `wait=N` (1-60; more counts as 60): the answer waits up to N seconds for the job to end (`succeeded`, `failed`, `refunded`, `expired`) and then shows it; the status code stays the same. Other preferences are ignored.
+                 * @example wait=30
+                 */
+                prefer?: string;
+            };
             path: {
-                /** @description Job id. */
+                /**
+                 * @description Job id.
+                 * @example job_4kQ9xv2LmP7sT1wZ
+                 */
                 id: string;
             };
             cookie?: never;
@@ -4040,10 +4271,201 @@ export interface operations {
             /** @description The job. */
             200: {
                 headers: {
+                    /** @description `wait=N` when a `Prefer: wait=N` was honoured (N as applied, at most 60). */
+                    "Preference-Applied"?: string;
+                    /** @description Only while the job has not ended: whole seconds until a sensible next poll (1-2 for images, 2-5 for videos). */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MediaJob"];
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found` (unknown or another user's job). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cancelJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Job id.
+                 * @example job_4kQ9xv2LmP7sT1wZ
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The canceled job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MediaJob"];
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found` (unknown or another user's job). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `job_not_cancelable` (the job already ended). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getJobEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Job id.
+                 * @example job_4kQ9xv2LmP7sT1wZ
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-sent events: each is `event: job` with `data:` the job object (`MediaJob`, JSON); the first comes at once, then one at every change of `status`, `queue_position` or `progress`. The stream ends after the event of a terminal status. Lines starting with `:` keep the connection alive. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
@@ -4642,6 +5064,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description `wait=N` (1-60; more counts as 60): the answer waits up to N seconds for the job to end (`succeeded`, `failed`, `refunded`, `expired`) and then shows it; the status code stays the same. Other preferences are ignored.
+                 * @example wait=30
+                 */
+                prefer?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -4690,15 +5117,19 @@ export interface operations {
             /** @description Replay of an idempotency key: the existing job, no new charge. */
             200: {
                 headers: {
+                    /** @description `wait=N` when a `Prefer: wait=N` was honoured (N as applied, at most 60). */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["MediaJob"];
                 };
             };
-            /** @description A new job; poll `GET /v1/jobs/{id}` until its status is terminal. */
+            /** @description A new job; poll `GET /v1/jobs/{id}` until its status is terminal, follow `GET /v1/jobs/{id}/events`, or send `Prefer: wait=N`. */
             202: {
                 headers: {
+                    /** @description `wait=N` when a `Prefer: wait=N` was honoured (N as applied, at most 60). */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {

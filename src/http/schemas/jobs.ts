@@ -1,7 +1,32 @@
 /**
- * Route schemas of image and video jobs (D3).
+ * Route schemas of image and video jobs (D3) and of the job API (D30: list, cancel, events, `Prefer: wait`,
+ * `Retry-After`).
  */
-import { arr, AUTH_ERR, coded, errors, HTTPS_URL, IDEMPOTENCY, int, json, modelsWith, obj, ok, oneOf, PARAMETERS, ref, route, type Schema, SIMULATE, str } from "./common.ts";
+import {
+  arr,
+  AUTH_ERR,
+  bool,
+  coded,
+  errors,
+  HTTPS_URL,
+  IDEMPOTENCY,
+  int,
+  JOB_STATUSES,
+  json,
+  LIST,
+  modelsWith,
+  obj,
+  ok,
+  oneOf,
+  PAGE_QUERY,
+  PARAMETERS,
+  ref,
+  type ResponseDoc,
+  route,
+  type Schema,
+  SIMULATE,
+  str,
+} from "./common.ts";
 
 const IMAGE_MODELS = modelsWith("image");
 const VIDEO_MODELS = modelsWith("video");
@@ -66,6 +91,16 @@ const videoBody = (models: string[], modelMessage: string): Schema =>
     ["model", "prompt"],
   );
 
+/** `Prefer` (RFC 7240) with `wait=N` (D30): answer once the job ended, or after N seconds. */
+const PREFER = str(
+  "`wait=N` (1-60; more counts as 60): the answer waits up to N seconds for the job to end (`succeeded`, `failed`, `refunded`, `expired`) and then shows it; the status code stays the same. Other preferences are ignored.",
+  { examples: ["wait=30"] },
+);
+/** The answer header that confirms a `Prefer: wait`. */
+const PREFERENCE_APPLIED = { "Preference-Applied": str("`wait=N` when a `Prefer: wait=N` was honoured (N as applied, at most 60).", { examples: ["wait=30"] }) };
+/** Headers of a job submission: the simulator control and `Prefer`. */
+const SUBMIT_HEADERS = obj({ ...(SIMULATE.properties as Record<string, Schema>), prefer: PREFER });
+
 /** Error answers every job submission shares besides its 400 codes. */
 const SUBMIT_ERRORS = {
   401: "`auth_error`",
@@ -77,8 +112,8 @@ const SUBMIT_ERRORS = {
 };
 
 const JOB_ANSWERS = {
-  200: ok("Replay of an idempotency key: the existing job, no new charge.", ref("MediaJob")),
-  202: ok("A new job; poll `GET /v1/jobs/{id}` until its status is terminal.", ref("MediaJob")),
+  200: ok("Replay of an idempotency key: the existing job, no new charge.", ref("MediaJob"), PREFERENCE_APPLIED),
+  202: ok("A new job; poll `GET /v1/jobs/{id}` until its status is terminal, follow `GET /v1/jobs/{id}/events`, or send `Prefer: wait=N`.", ref("MediaJob"), PREFERENCE_APPLIED),
 };
 
 /** `POST /v1/images/generations`. */
@@ -88,7 +123,7 @@ export const createImageJobSchema = route({
   description: "Asynchronous: a hold of the per-image price times `n` is placed at submit; the charge happens only on success. Poll `GET /v1/jobs/{id}` every 1-2 s.",
   tags: ["media jobs"],
   access: "key",
-  headers: SIMULATE,
+  headers: SUBMIT_HEADERS,
   body: json(IMAGE_BODY),
   responses: {
     ...JOB_ANSWERS,
@@ -106,7 +141,7 @@ export const createVideoJobSchema = route({
   description: "Asynchronous: a hold of rate x duration (or the clip price) is placed at submit; the charge happens only on success. Poll `GET /v1/jobs/{id}` every 2-5 s. Tier 0 cannot make videos.",
   tags: ["media jobs"],
   access: "key",
-  headers: SIMULATE,
+  headers: SUBMIT_HEADERS,
   body: json(videoBody(VIDEO_MODELS, "'{value}' is not a supported video model.")),
   responses: {
     ...JOB_ANSWERS,
@@ -124,7 +159,7 @@ export const createGenmediaJobSchema = route({
   description: "The same request, billing and answer as `POST /v1/videos/generations`, for `vidD-*` models only.",
   tags: ["media jobs"],
   access: "key",
-  headers: SIMULATE,
+  headers: SUBMIT_HEADERS,
   body: json(videoBody(GENMEDIA_MODELS, "'{value}' is not a supported video model on this endpoint (vidD-* only).")),
   responses: {
     ...JOB_ANSWERS,
@@ -135,13 +170,85 @@ export const createGenmediaJobSchema = route({
   },
 });
 
+const JOB_ID = obj({ id: str("Job id.", { maxLength: 64, examples: ["job_4kQ9xv2LmP7sT1wZ"] }) }, ["id"]);
+const NOT_FOUND = { 404: "`job_not_found` (unknown or another user's job)" };
+
 /** `GET /v1/jobs/:id`. */
 export const getJobSchema = route({
   operationId: "getJob",
   summary: "Poll a job",
-  description: "Video usually finishes in 1-3 minutes (runner gives up after 10), images within 30 seconds (gives up after 5).",
+  description:
+    "Video usually finishes in 1-3 minutes (runner gives up after 10), images within 30 seconds (gives up after 5). A job that has not ended carries `Retry-After`: the seconds until a sensible next poll. With `Prefer: wait=N` the answer comes once the job ended, or after N seconds.",
   tags: ["media jobs"],
   access: "key",
-  params: obj({ id: str("Job id.", { maxLength: 64 }) }, ["id"]),
-  responses: { 200: ok("The job.", ref("MediaJob")), ...errors({ ...AUTH_ERR, 404: "`job_not_found` (unknown or another user's job)" }) },
+  params: JOB_ID,
+  headers: obj({ prefer: PREFER }),
+  responses: {
+    200: ok("The job.", ref("MediaJob"), {
+      "Retry-After": str("Only while the job has not ended: whole seconds until a sensible next poll (1-2 for images, 2-5 for videos).", { examples: ["2"] }),
+      ...PREFERENCE_APPLIED,
+    }),
+    ...errors({ ...AUTH_ERR, ...NOT_FOUND }),
+  },
+});
+
+/** `GET /v1/jobs`. */
+export const listJobsSchema = route({
+  operationId: "listJobs",
+  summary: "Your jobs, newest first",
+  description: "Image, video and stored audio jobs of your account, newest first, with optional filters. Page with `after` (the `id` of the last job of the previous page) while `has_more` is true.",
+  tags: ["media jobs"],
+  access: "key",
+  query: obj({
+    ...(PAGE_QUERY.properties as Record<string, Schema>),
+    after: str("Cursor: the `id` of the last job of the previous page.", { maxLength: 64, examples: ["job_4kQ9xv2LmP7sT1wZ"] }),
+    status: oneOf(JOB_STATUSES, "Only jobs in this status.", { examples: ["processing"], "x-error-message": "status must be one of pending, processing, succeeded, failed, refunded, expired." }),
+    kind: oneOf(["image", "video", "audio"], "Only jobs of this kind.", { examples: ["video"], "x-error-message": "kind must be image, video or audio." }),
+    model: str("Only jobs of this model id.", { maxLength: 100, examples: ["imgA-v4"] }),
+  }),
+  responses: {
+    200: ok("One page.", { ...LIST(ref("MediaJob"), { has_more: bool("More jobs follow.") }), examples: [{ object: "list", data: [], has_more: false }] }),
+    ...errors({ 400: "`invalid_request` (limit outside 1-100, an unknown status or kind)", ...AUTH_ERR }),
+  },
+});
+
+/** `POST /v1/jobs/:id/cancel`. */
+export const cancelJobSchema = route({
+  operationId: "cancelJob",
+  summary: "Cancel a job",
+  description:
+    "A `pending` or `processing` job ends `failed` with `error.code` `canceled`; its whole hold is released and nothing is charged. The request is withdrawn at the upstream that accepted it. When the job succeeds at the same moment, exactly one of the two happens: a charge (then this answers 409) or the release.",
+  tags: ["media jobs"],
+  access: "key",
+  params: JOB_ID,
+  responses: {
+    200: ok("The canceled job.", ref("MediaJob")),
+    ...errors({ ...AUTH_ERR, ...NOT_FOUND, 409: "`job_not_cancelable` (the job already ended)" }),
+  },
+});
+
+/** The `text/event-stream` answer of the job's events. */
+const EVENT_STREAM: ResponseDoc = {
+  description:
+    "Server-sent events: each is `event: job` with `data:` the job object (`MediaJob`, JSON); the first comes at once, then one at every change of `status`, `queue_position` or `progress`. The stream ends after the event of a terminal status. Lines starting with `:` keep the connection alive.",
+  content: {
+    "text/event-stream": {
+      schema: str("Server-sent events.", {
+        examples: [
+          'event: job\ndata: {"id":"job_4kQ9xv2LmP7sT1wZ","object":"media.job","status":"pending","queue_position":1,"progress":null}\n\nevent: job\ndata: {"id":"job_4kQ9xv2LmP7sT1wZ","object":"media.job","status":"succeeded","queue_position":null,"progress":null}\n\n',
+        ],
+      }),
+    },
+  },
+};
+
+/** `GET /v1/jobs/:id/events`. */
+export const jobEventsSchema = route({
+  operationId: "getJobEvents",
+  summary: "Follow a job (server-sent events)",
+  description: "Instead of polling: one `job` event with the job at once and at every change of its status, queue position or progress, until it ends.",
+  tags: ["media jobs"],
+  access: "key",
+  params: JOB_ID,
+  responses: { 200: EVENT_STREAM, ...errors({ ...AUTH_ERR, ...NOT_FOUND }) },
 });

@@ -15,12 +15,18 @@ export async function simulateLatency(
   simulate: SimulateMode | null,
   signal?: AbortSignal,
 ): Promise<void> {
-  let sec = typicalSec * latencyScale;
-  if (simulate === "fail") sec = Math.min(sec, 0.3 * latencyScale);
-  if (simulate === "slow" || simulate === "hang") sec += 1 + 2 * latencyScale;
+  const sec = simulatedDelaySec(typicalSec, latencyScale, simulate);
   if (sec > 0) await wait(sec * 1000, undefined, { signal });
   else signal?.throwIfAborted();
   if (simulate === "fail") throw new UpstreamError("simulated upstream failure (X-Svc-Simulate: fail)", false);
+}
+
+/** The delay {@link simulateLatency} waits, seconds (what simulated progress is measured against). */
+export function simulatedDelaySec(typicalSec: number, latencyScale: number, simulate: SimulateMode | null): number {
+  let sec = typicalSec * latencyScale;
+  if (simulate === "fail") sec = Math.min(sec, 0.3 * latencyScale);
+  if (simulate === "slow" || simulate === "hang") sec += 1 + 2 * latencyScale;
+  return sec;
 }
 
 /** The reason of an aborted `signal`, or a DOMException `AbortError` when it has none. */

@@ -11,7 +11,9 @@
  * - Latency, multiplied by `latencyScale` (`SIM_LATENCY_SCALE`): {@link SIM_VISUAL_TIMING}, with a
  *   deterministic per-request spread of +-20 %.
  * - Progress: `onProgress` is called when work starts, every {@link SIM_VISUAL_TIMING}.progressEveryMs
- *   while waiting and after each rendered output (the job runner turns it into heartbeats).
+ *   while waiting and after each rendered output (the job runner turns it into heartbeats), with the
+ *   fraction done: the simulated wait is the first {@link WAIT_SHARE} of the work (elapsed over the
+ *   delay), the rendered outputs the rest.
  * - `X-Svc-Simulate` (`req.simulate`, D10/D15): `fail` throws a non-retryable {@link UpstreamError}
  *   after a short delay; `slow` adds at least 1 s even at scale 0; `hang` never answers and never
  *   reports progress (a dead worker: the sweep refunds the job): the promise stays pending until
@@ -19,7 +21,7 @@
  */
 
 import { createRng, seedFrom } from "./rng.ts";
-import { simulateLatency } from "./delay.ts";
+import { simulatedDelaySec, simulateLatency } from "./delay.ts";
 import { renderPngAsync } from "./images/png.ts";
 import { fitRenderSize, sizeForAspect } from "./images/size.ts";
 import { renderSvg } from "./images/svg.ts";
@@ -31,6 +33,7 @@ import {
   UpstreamError,
   type VideoRequest,
   type VisualAdapter,
+  type VisualProgress,
 } from "../types.ts";
 
 export { renderPng, renderPngAsync } from "./images/png.ts";
@@ -49,6 +52,9 @@ export const SIM_VISUAL_TIMING = {
   /** Interval of `onProgress` calls while waiting, in real milliseconds (not scaled). */
   progressEveryMs: 500,
 } as const;
+
+/** The share of a request's progress (0..1) that its simulated wait stands for; rendering is the rest. */
+const WAIT_SHARE = 0.9;
 
 /** Largest `n` the simulator accepts in one image request. */
 const MAX_IMAGES = 10;
@@ -120,11 +126,14 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
     typicalSec: number,
     simulate: SimulateMode | null,
     signal: AbortSignal,
-    onProgress?: () => void,
+    onProgress?: VisualProgress,
   ): Promise<void> {
     if (simulate === "hang") return untilAborted(signal);
-    onProgress?.();
-    const timer = onProgress ? setInterval(onProgress, SIM_VISUAL_TIMING.progressEveryMs) : null;
+    const totalMs = simulatedDelaySec(typicalSec, this.scale, simulate) * 1000;
+    const started = Date.now();
+    const report = () => onProgress?.(totalMs > 0 ? WAIT_SHARE * Math.min(1, (Date.now() - started) / totalMs) : WAIT_SHARE);
+    report();
+    const timer = onProgress ? setInterval(report, SIM_VISUAL_TIMING.progressEveryMs) : null;
     timer?.unref();
     try {
       await simulateLatency(typicalSec, this.scale, simulate, signal);
@@ -151,7 +160,7 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
    * of a request differs from image `j`. Throws {@link UpstreamError} for `simulate: "fail"` or an
    * invalid `n` (not retryable), and `signal.reason` on abort. `onProgress`: see the module comment.
    */
-  async generateImages(req: ImageRequest, signal?: AbortSignal, onProgress?: () => void): Promise<MediaOutput[]> {
+  async generateImages(req: ImageRequest, signal?: AbortSignal, onProgress?: VisualProgress): Promise<MediaOutput[]> {
     const sig = this.signalFor(signal);
     const typical = SIM_VISUAL_TIMING.imageSec * spreadFactor("image", req.model, req.prompt);
     await this.work(typical, req.simulate, sig, onProgress);
@@ -171,7 +180,7 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
         const body = await renderPngAsync(opts);
         outputs.push({ kind: "bytes", contentType: "image/png", body, ...size });
       }
-      onProgress?.();
+      onProgress?.(WAIT_SHARE + ((1 - WAIT_SHARE) * (index + 1)) / req.n);
     }
     sig.throwIfAborted();
     return outputs;
@@ -185,7 +194,7 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
    * clip. Throws {@link UpstreamError} for `simulate: "fail"` or a duration outside (0, 60] s (not
    * retryable), and `signal.reason` on abort. `onProgress`: see the module comment.
    */
-  async generateVideo(req: VideoRequest, signal?: AbortSignal, onProgress?: () => void): Promise<MediaOutput> {
+  async generateVideo(req: VideoRequest, signal?: AbortSignal, onProgress?: VisualProgress): Promise<MediaOutput> {
     const sig = this.signalFor(signal);
     const parameters = req.parameters ?? {};
     const sec = req.durationSec;
@@ -203,7 +212,7 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
       audio: simulatedVideoHasAudio(req.model, parameters),
       seed: [req.model, seedParam(parameters), req.imageUrl ?? ""].join("\n"),
     });
-    onProgress?.();
+    onProgress?.(1);
     return {
       kind: "bytes",
       contentType: video.contentType,
