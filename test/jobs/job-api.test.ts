@@ -1,8 +1,9 @@
 /**
  * The job API of D30 over real HTTP on both databases: the list (filters, paging, only the caller's jobs),
  * cancel (pending and processing jobs end `failed`/`canceled` with the hold released and the runner's work
- * dropped; 409 and 404), `queue_position` counting down for a tier-0 account, `Retry-After` only on polls
- * of unfinished jobs, the event stream (every change in order, then the end) and `Prefer: wait`.
+ * dropped; 409 and 404), `queue_position` counting down for a tier-0 account and across the combined pool
+ * of tier 4, `Retry-After` only on polls of unfinished jobs, the event stream (every change in order, then
+ * the end) and `Prefer: wait`.
  *
  * The image upstream is a controlled one (job-api-helpers.ts) so each step happens when the test says;
  * the database, runner, limits and HTTP are the real ones. The last suite runs the built-in simulator, whose
@@ -254,6 +255,32 @@ for (const backend of BACKENDS) {
       assert.equal((await getJob(u.api_key, ids[1])).headers.get("retry-after"), null, "nor on a failed one");
       ctl.end(ps[3]);
       await rowStatus(ids[3], "succeeded");
+      await balanceMatchesLedger(u.user_id);
+    });
+
+    test("tier 4: image and video jobs wait in one combined queue, and queue_position counts across both kinds", async () => {
+      const u = await user({ depositUsd: 10 });
+      assert.equal((await gw.request("PUT", `/v1/admin/users/${u.user_id}/tier`, { token: ADMIN_TOKEN, body: { tier: 4 } })).status, 200);
+      // Fill the combined pool of 38 with images, then queue a video and an image behind them.
+      const running = Array.from({ length: 38 }, (_, i) => prompt(`combined-${i}`));
+      for (const p of running) assert.equal((await submitImage(u.api_key, p)).status, 202);
+      for (const p of running) await ctl.started(p);
+      const vp = prompt("combined-video");
+      const video = await gw.request("POST", "/v1/videos/generations", { token: u.api_key, body: { model: "vidA-2.5-pro", prompt: vp, duration: 5 } });
+      assert.equal(video.status, 202, JSON.stringify(video.json));
+      await sleep(3);
+      const ip = prompt("combined-image");
+      const image = (await submitImage(u.api_key, ip)).json;
+      await sleep(100); // a runner pass: neither may start while the pool is full
+      const v = await getJob(u.api_key, video.json.id);
+      assert.deepEqual([v.json.status, v.json.queue_position], ["pending", 1]);
+      assert.equal(v.headers.get("retry-after"), "5", "a waiting video polls at the long end");
+      assert.deepEqual([(await getJob(u.api_key, image.id)).json.status, (await getJob(u.api_key, image.id)).json.queue_position], ["pending", 2]);
+      ctl.end(running[0]); // one place frees: the video, first in the combined queue, starts
+      await ctl.started(vp);
+      assert.deepEqual((await getJob(u.api_key, image.id)).json.queue_position, 1);
+      for (const p of [...running.slice(1), vp, ip]) ctl.end(p);
+      await rowStatus(image.id, "succeeded");
       await balanceMatchesLedger(u.user_id);
     });
 
