@@ -117,6 +117,8 @@ export const errors = {
   notFound: (message = "No such route.") => new AppError(404, "not_found", message),
   userNotFound: () => new AppError(404, "user_not_found", "No such user."),
   keyNotFound: () => new AppError(404, "key_not_found", "No such key."),
+  /** D29: an unknown request id, or another account's (never 403: do not reveal that it exists). */
+  requestNotFound: () => new AppError(404, "request_not_found", "No such request.", "id"),
   // 405
   methodNotAllowed: (method: string, url: string) =>
     new AppError(405, "method_not_allowed", `Method ${method} is not allowed on ${url}.`),

@@ -7,6 +7,7 @@
  */
 import type { Transaction } from "kysely";
 import type { Database, JobStatus } from "../storage/schema.ts";
+import { finishEndedJobUsage } from "./job-usage.ts";
 
 /** A job that just ended, as its terminal transition wrote it. */
 export interface EndedJob {
@@ -19,6 +20,7 @@ export interface EndedJob {
  * Runs inside the terminal transition's transaction `trx`, after the job row and its ledger entries were
  * written. Throwing rolls the whole transition back (the job stays as it was).
  */
-export async function onJobEnded(_trx: Transaction<Database>, _job: EndedJob): Promise<void> {
-  // Nothing yet: usage records (D29) and webhook events (D31) are written here.
+export async function onJobEnded(trx: Transaction<Database>, job: EndedJob): Promise<void> {
+  // D29: the job's usage record takes its terminal status and cost.
+  await finishEndedJobUsage(trx, job);
 }

@@ -7,7 +7,7 @@ import { getJob, submitJob } from "../../jobs/jobs.ts";
 import { checkReferenceHosts, type JobSpec, validateImageJob, validateVideoJob } from "../../jobs/validate.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
-import { guardOf, principalOf } from "../auth.ts";
+import { callOf, guardOf, principalOf } from "../auth.ts";
 import { createGenmediaJobSchema, createImageJobSchema, createVideoJobSchema, getJobSchema } from "../schemas/jobs.ts";
 import { simulateHeader } from "./speech.ts";
 
@@ -21,7 +21,7 @@ export function jobRoutes(app: App, services: Services): void {
       await guardOf(services, req).model(spec.model.id);
       await checkReferenceHosts(spec, services.resolveHost);
       const simulate = simulateHeader(req.headers["x-svc-simulate"]);
-      const out = await submitJob(deps, principalOf(req), spec, body, simulate);
+      const out = await submitJob(deps, principalOf(req), spec, body, simulate, callOf(req));
       if (!out.replayed) services.nudgeRunner();
       return reply.code(out.replayed ? 200 : 202).send(out.job);
     };
