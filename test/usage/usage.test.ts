@@ -320,19 +320,23 @@ for (const backend of BACKENDS) {
   });
 }
 
-describe("a test-mode key is served by the simulator even where UPSTREAMS configures a real source", () => {
+describe("a test-mode key is served by the simulator even where UPSTREAMS configures real sources", () => {
   let gw: TestGateway;
   before(async () => {
-    // An alpha source on a closed loopback port: every live alpha call fails over to nothing.
+    // Sources on a closed loopback port: every live alpha call fails over to nothing, and live txtB chat
+    // falls back to an equivalent model of another family (layer 2).
     const dead = await freePort();
-    const upstreams = [{ name: "el-dead", protocol: "elevenlabs", base_url: `http://127.0.0.1:${dead}`, api_key: "env:USAGE_TEST_EL_KEY", families: ["alpha"] }];
+    const upstreams = [
+      { name: "el-dead", protocol: "elevenlabs", base_url: `http://127.0.0.1:${dead}`, api_key: "env:USAGE_TEST_EL_KEY", families: ["alpha"] },
+      { name: "txt-dead", protocol: "openai", base_url: `http://127.0.0.1:${dead}/v1`, api_key: "env:USAGE_TEST_EL_KEY", families: ["txtB"] },
+    ];
     gw = await startGateway("sqlite", { USAGE_TEST_EL_KEY: "sk_test_usage", UPSTREAMS: JSON.stringify(upstreams) });
   });
   after(async () => {
     await gw?.close();
   });
 
-  test("live speech reaches the (dead) real source and fails; test-mode speech is the simulator's", async () => {
+  test("live speech and chat reach the (dead) real sources; test-mode calls are the simulator's", async () => {
     const u = await gw.register();
     const testKey = (await gw.request("POST", "/v1/auth/keys", { token: u.api_key, body: { mode: "test" } })).json.api_key as string;
     const live = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: SPEECH });
@@ -343,9 +347,20 @@ describe("a test-mode key is served by the simulator even where UPSTREAMS config
     assert.ok(sim.bytes.length > 1000);
     const sfx = await gw.request("POST", "/v1/audio/sfx", { token: testKey, body: { prompt: "a door creaks" } });
     assert.equal(sfx.status, 200);
+    const chat = { model: "txtB-flash", messages: [{ role: "user", content: "hi" }] };
+    const liveChat = await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body: chat });
+    assert.equal(liveChat.status, 200);
+    assert.ok(Number(liveChat.headers.get("x-svc-fallback-layer")) >= 2, "live chat left its dead source for an equivalent model");
+    const testChat = await gw.request("POST", "/v1/chat/completions", { token: testKey, body: chat });
+    assert.equal(testChat.status, 200);
+    assert.equal(testChat.headers.get("x-svc-fallback"), null, "test-mode chat is the simulator's, on the model asked for");
+    assert.equal(testChat.json.model, "txtB-flash");
     const records = await gw.request("GET", "/v1/requests?mode=test", { token: u.api_key });
-    assert.deepEqual(records.json.data.map((r: { kind: string; status: string }) => `${r.kind}:${r.status}`).sort(), ["sfx:succeeded", "speech:succeeded"]);
+    assert.deepEqual(records.json.data.map((r: { kind: string; status: string }) => `${r.kind}:${r.status}`).sort(), ["chat:succeeded", "sfx:succeeded", "speech:succeeded"]);
     const liveRecords = await gw.request("GET", "/v1/requests", { token: u.api_key });
-    assert.deepEqual(liveRecords.json.data.map((r: { status: string; cost_usd: number }) => [r.status, r.cost_usd]), [["failed", 0]]);
+    assert.deepEqual(liveRecords.json.data.map((r: { kind: string; status: string; fallback_layer: number }) => [r.kind, r.status, r.fallback_layer >= 2]), [
+      ["chat", "succeeded", true],
+      ["speech", "failed", false],
+    ]);
   });
 });
