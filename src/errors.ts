@@ -121,6 +121,8 @@ export const errors = {
   keyNotFound: () => new AppError(404, "key_not_found", "No such key."),
   webhookNotFound: () => new AppError(404, "webhook_not_found", "No such webhook endpoint.", "id"),
   deliveryNotFound: () => new AppError(404, "delivery_not_found", "No such webhook delivery.", "id"),
+  /** D29: an unknown request id, or another account's (never 403: do not reveal that it exists). */
+  requestNotFound: () => new AppError(404, "request_not_found", "No such request.", "id"),
   // 405
   methodNotAllowed: (method: string, url: string) =>
     new AppError(405, "method_not_allowed", `Method ${method} is not allowed on ${url}.`),

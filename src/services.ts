@@ -73,9 +73,10 @@ export interface Services {
   /**
    * The fallback plan of a text model (`buildFallbackPlan`: layer 0 its first source, 1 its other
    * sources, 2 and 3 its first two equivalent models). Sources are the OpenAI-compatible upstreams
-   * configured for the model's family (`TEXT_UPSTREAMS`), else the simulator.
+   * configured for the model's family (`TEXT_UPSTREAMS`), else the simulator; with `testMode` (a
+   * test-mode key, D32) always the simulator.
    */
-  chatPlanFor(model: TextModel): FallbackStep[];
+  chatPlanFor(model: TextModel, opts?: { testMode?: boolean }): FallbackStep[];
   /**
    * The real upstream sources (`UPSTREAMS` then `TEXT_UPSTREAMS`, D25) with their circuits, concurrency
    * gates and statistics (D27); `GET /v1/admin/upstreams` shows its snapshot.
@@ -315,20 +316,20 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     [SIMULATOR_SOURCE, chatSimulator],
     ...textUpstreams.map((u) => [u.source, u.adapter] as const),
   ]);
-  const sourcesOf = (m: TextModel): ModelSource[] => {
-    const own = textUpstreams.filter((u) => u.families.includes(m.family));
+  const sourcesOf = (m: TextModel, testMode: boolean): ModelSource[] => {
+    const own = testMode ? [] : textUpstreams.filter((u) => u.families.includes(m.family));
     if (own.length === 0) return [{ source: SIMULATOR_SOURCE, upstreamModel: m.upstreamModel }];
     return own.map((u) => ({ source: u.source, upstreamModel: u.models[m.id] ?? m.upstreamModel }));
   };
-  const chatPlanFor = (model: TextModel): FallbackStep[] =>
+  const chatPlanFor = (model: TextModel, opts: { testMode?: boolean } = {}): FallbackStep[] =>
     buildFallbackPlan(
       {
         model: model.id,
-        sources: sourcesOf(model),
+        sources: sourcesOf(model, opts.testMode === true),
         equivalents: model.equivalents
           .map((id) => getTextModel(id))
           .filter((m): m is TextModel => m !== undefined)
-          .map((m) => ({ model: m.id, sources: sourcesOf(m) })),
+          .map((m) => ({ model: m.id, sources: sourcesOf(m, opts.testMode === true) })),
       },
       (source) => chatAdapters.get(source),
     );

@@ -12,6 +12,7 @@ import { newId } from "../ids.ts";
 import { isUniqueViolation } from "../storage/db.ts";
 import { applyOverrides, type EffectiveLimits } from "../limits/effective.ts";
 import { prepare } from "../storage/prepared.ts";
+import type { KeyMode } from "../storage/schema.ts";
 import {
   digestsEqual,
   hashPassword,
@@ -34,6 +35,8 @@ export interface Principal {
   keyId: string | null;
   /** The account's limits at the time of the request (tier row with overrides). */
   limits: EffectiveLimits;
+  /** The key's mode (D32): `test` keys are served by the simulator and move no money. Sessions are `live`. */
+  mode: KeyMode;
 }
 
 function validateCredentials(email: unknown, password: unknown): { email: string; password: string } {
@@ -159,6 +162,7 @@ const keyByHash = prepare((db, p) =>
       "api_keys.id",
       "api_keys.account_id",
       "api_keys.key_hash",
+      "api_keys.mode",
       "accounts.total_deposits_micros",
       "accounts.tier_override",
       "accounts.limits_override",
@@ -226,7 +230,7 @@ export async function authenticate(
     if (!opts.allowSession) return null;
     const s = (await sessionByHash(db, hash)).rows[0];
     if (!s || !digestsEqual(s.token_hash, hash) || Number(s.expires_at) < Date.now()) return null;
-    return { accountId: s.account_id, keyId: null, limits: limitsOf(s) };
+    return { accountId: s.account_id, keyId: null, limits: limitsOf(s), mode: "live" };
   }
   const k = (await keyByHash(db, hash)).rows[0];
   if (!k || !digestsEqual(k.key_hash, hash)) return null;
@@ -241,7 +245,7 @@ export async function authenticate(
       .execute()
       .catch(() => {});
   }
-  return { accountId: k.account_id, keyId: k.id, limits: limitsOf(k) };
+  return { accountId: k.account_id, keyId: k.id, limits: limitsOf(k), mode: k.mode === "test" ? "test" : "live" };
 }
 
 /** The account fields the API shows. */
@@ -309,13 +313,15 @@ export interface KeyView {
   prefix: string;
   created_at: string;
   last_used_at: string | null;
+  /** `live` or `test` (D32). */
+  mode: KeyMode;
 }
 
 /** `GET /v1/auth/keys`: the account's keys, oldest first. */
 export async function listKeys(db: Executor, accountId: string): Promise<KeyView[]> {
   const rows = await db
     .selectFrom("api_keys")
-    .select(["id", "name", "prefix", "created_at", "last_used_at"])
+    .select(["id", "name", "prefix", "created_at", "last_used_at", "mode"])
     .where("account_id", "=", accountId)
     .orderBy("created_at", "asc")
     .orderBy("id", "asc")
@@ -326,18 +332,24 @@ export async function listKeys(db: Executor, accountId: string): Promise<KeyView
     prefix: r.prefix,
     created_at: new Date(Number(r.created_at)).toISOString(),
     last_used_at: r.last_used_at === null ? null : new Date(Number(r.last_used_at)).toISOString(),
+    mode: r.mode,
   }));
 }
 
 /**
- * `POST /v1/auth/keys` `{name?}`: a new key sharing the account's balance and limits (D21).
- * @throws AppError 400 when `name` is not a string of at most 64 characters.
+ * `POST /v1/auth/keys` `{name?, mode?}`: a new key sharing the account's balance and limits (D21);
+ * `mode: "test"` makes a test-mode key `gw_test_...` (D32), `live` (the default) a `gw_...` key.
+ * @throws AppError 400 when `name` is not a string of at most 64 characters or `mode` is neither.
  */
 export async function createKey(
   db: Executor,
   accountId: string,
-  body: { name?: unknown },
-): Promise<{ key_id: string; name: string | null; api_key: string; created_at: string }> {
+  body: { name?: unknown; mode?: unknown },
+): Promise<{ key_id: string; name: string | null; api_key: string; created_at: string; mode: KeyMode }> {
+  if (body.mode !== undefined && body.mode !== null && body.mode !== "live" && body.mode !== "test") {
+    throw errors.invalidRequest("mode must be 'live' or 'test'.", "mode");
+  }
+  const mode: KeyMode = body.mode === "test" ? "test" : "live";
   if (
     body.name !== undefined &&
     body.name !== null &&
@@ -346,7 +358,7 @@ export async function createKey(
     throw errors.invalidRequest("name must be a string of at most 64 characters.", "name");
   }
   const name = typeof body.name === "string" ? body.name : null;
-  const secret = newApiKeySecret();
+  const secret = newApiKeySecret(mode);
   const id = newId("key");
   const now = Date.now();
   await db
@@ -359,9 +371,10 @@ export async function createKey(
       prefix: secret.slice(0, 12),
       created_at: now,
       last_used_at: null,
+      mode,
     })
     .execute();
-  return { key_id: id, name, api_key: secret, created_at: new Date(now).toISOString() };
+  return { key_id: id, name, api_key: secret, created_at: new Date(now).toISOString(), mode };
 }
 
 /**

@@ -45,9 +45,12 @@ export async function verifyPassword(password: string, stored: string | null): P
   return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
-/** A new API key secret: `gw_` + 43 URL-safe characters (256 random bits). */
-export function newApiKeySecret(): string {
-  return `gw_${randomBytes(32).toString("base64url")}`;
+/**
+ * A new API key secret: `gw_` + 43 URL-safe characters (256 random bits); a test-mode key (D32) is
+ * `gw_test_` + the same.
+ */
+export function newApiKeySecret(mode: "live" | "test" = "live"): string {
+  return `${mode === "test" ? "gw_test_" : "gw_"}${randomBytes(32).toString("base64url")}`;
 }
 
 /** A new session token: `sess_` + 43 URL-safe characters. */

@@ -6,6 +6,7 @@
 import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
+import { type CallContext, type UsageKind, usageFor } from "../billing/usage.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { BlobStore } from "../storage/blobs.ts";
@@ -56,6 +57,10 @@ export interface GenerateArgs {
   /** The upstream call (the family's sources with failover, D27), given the abort signal. */
   call: (signal?: AbortSignal) => Promise<Served<AudioBytes>>;
   signal?: AbortSignal;
+  /** The request and key the call's usage record is written for (D29), and its mode (D32). */
+  context?: CallContext;
+  /** The usage record's kind (`music` or `sfx`). */
+  kind: Extract<UsageKind, "music" | "sfx">;
 }
 
 /**
@@ -85,11 +90,13 @@ async function generateInSlot(deps: GenerateDeps, args: GenerateArgs): Promise<A
   const jobId = args.saveToBlob ? newId("job") : null;
   const onInsufficient = () =>
     errors.billing(`This request costs ${formatUsd(args.priceMicros)} USD; the balance is too low.`);
-  const held = { accountId: args.accountId, amountMicros: args.priceMicros, jobId, reference: args.model };
+  const usage = usageFor(args.context, args.kind, args.billedDurationSec === undefined ? {} : { seconds: args.billedDurationSec });
+  const held = { accountId: args.accountId, amountMicros: args.priceMicros, jobId, reference: args.model, usage };
   return withHold(deps.db, held, { onInsufficient }, async (hold) => {
     const served = await callUpstream(args.model, () => args.call(args.signal));
     const result = served.value;
     const durationSec = args.billedDurationSec ?? result.durationSec;
+    hold.note({ units: { seconds: durationSec }, fallbackLayer: served.fallbackLayer });
     const outcome = {
       model: args.model,
       fallbackLayer: served.fallbackLayer,

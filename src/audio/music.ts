@@ -5,6 +5,7 @@
  * length from the lyrics.
  */
 import type { Micros } from "../billing/money.ts";
+import type { CallContext } from "../billing/usage.ts";
 import { DEFAULT_MUSIC_MODEL, getMusicModel } from "../catalog/models.ts";
 import { quoteMusic } from "../catalog/quote.ts";
 import type { MusicModel } from "../catalog/types.ts";
@@ -88,7 +89,7 @@ export async function createMusic(
   },
   principal: { accountId: string; keyId: string | null },
   body: MusicBody,
-  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard },
+  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<AudioOutcome> {
   const { model, req } = validateMusic(body, opts.saveToBlob);
   const price: Micros = quoteMusic(model, req.lengthMs);
@@ -104,5 +105,7 @@ export async function createMusic(
     signal: opts.signal,
     guard: opts.guard,
     pool: model.audioPool,
+    context: opts.call,
+    kind: "music",
   });
 }

@@ -2,6 +2,7 @@
  * Sound effects (spec "POST /v1/audio/sfx"; D16): prompt (alias `text`) up to 500 characters,
  * `duration_seconds` 0.5-22 or chosen by the model, `prompt_influence` 0-1 (default 0.3), flat price.
  */
+import type { CallContext } from "../billing/usage.ts";
 import { DEFAULT_SFX_MODEL, getSfxModel } from "../catalog/models.ts";
 import { quoteSfx } from "../catalog/quote.ts";
 import type { SfxModel } from "../catalog/types.ts";
@@ -63,7 +64,7 @@ export async function createSfx(
   },
   principal: { accountId: string; keyId: string | null },
   body: SfxBody,
-  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard },
+  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<AudioOutcome> {
   const { model, req } = validateSfx(body, opts.saveToBlob);
   return generatePaidAudio(deps, {
@@ -77,5 +78,7 @@ export async function createSfx(
     signal: opts.signal,
     guard: opts.guard,
     pool: model.audioPool,
+    context: opts.call,
+    kind: "sfx",
   });
 }

@@ -8,6 +8,7 @@
 import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
+import { type CallContext, usageFor } from "../billing/usage.ts";
 import { DEFAULT_SPEECH_MODEL, getSpeechModel } from "../catalog/models.ts";
 import { quoteSpeech } from "../catalog/quote.ts";
 import type { SpeechModel } from "../catalog/types.ts";
@@ -119,7 +120,7 @@ export async function createSpeech(
   deps: SpeechDeps,
   accountId: string,
   body: SpeechBody,
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard },
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<SpeechOutcome> {
   const req = validateSpeech(body);
   const guard = opts.guard ?? NO_LIMITS;
@@ -164,13 +165,14 @@ async function speakWithSlot(
   accountId: string,
   req: ValidSpeech,
   voice: { upstreamVoiceId: string; home: string | null | undefined },
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal },
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal; call?: CallContext },
   releaseSlot: () => Promise<void>,
 ): Promise<SpeechOutcome> {
   const { model } = req;
   const cost = quoteSpeech(model, req.chars);
   const onInsufficient = () => errors.billing(`This request costs ${formatUsd(cost)} USD; the balance is too low.`);
-  return withHold(deps.db, { accountId, amountMicros: cost, reference: model.id }, { onInsufficient }, async (hold) => {
+  const usage = usageFor(opts.call, "speech", { characters: req.chars });
+  return withHold(deps.db, { accountId, amountMicros: cost, reference: model.id, usage }, { onInsufficient }, async (hold) => {
     const served = await callUpstream(model.id, () =>
       deps.speak(
         model.voiceProvider,
@@ -190,6 +192,7 @@ async function speakWithSlot(
     const result = served.value;
     // Wait for the first audio before charging.
     const rest = result.kind === "stream" ? await afterFirstChunk(result.chunks) : null;
+    hold.note({ fallbackLayer: served.fallbackLayer });
     const settled = await hold.capture(cost);
     const base = {
       model: model.id,

@@ -5,6 +5,7 @@
  */
 import type { Executor } from "../billing/ledger.ts";
 import type { Micros } from "../billing/money.ts";
+import type { CallContext } from "../billing/usage.ts";
 import { DEFAULT_VOICE_CLONE_MODEL, getVoiceCloneModel } from "../catalog/models.ts";
 import { errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
@@ -44,7 +45,7 @@ export async function cloneVoice(
   deps: { db: Executor; adapter: VoiceCreator },
   accountId: string,
   form: VoiceCloneForm,
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard },
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<ClonedVoice> {
   const modelId = form.model ?? DEFAULT_VOICE_CLONE_MODEL;
   const model = getVoiceCloneModel(modelId);
@@ -63,6 +64,7 @@ export async function cloneVoice(
     source: "clone",
     description: null,
     guard: opts.guard,
+    call: opts.call,
     create: () =>
       deps.adapter.cloneVoice(
         { audio: file, format: info.format, durationSec: info.durationSec, name, simulate: opts.simulate },

@@ -6,6 +6,7 @@
 import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, type PaidHold, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
+import { type CallContext, usageFor } from "../billing/usage.ts";
 import { DEFAULT_VOICE_DESIGN_MODEL, getVoiceDesignModel } from "../catalog/models.ts";
 import { quoteFlat } from "../catalog/quote.ts";
 import type { VoiceCreationModel } from "../catalog/types.ts";
@@ -138,7 +139,7 @@ export async function designVoice(
   deps: { db: Executor; adapter: VoiceCreator },
   accountId: string,
   body: VoiceDesignBody,
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard },
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<DesignedVoice> {
   const { model: modelId, req } = validateVoiceDesign(body);
   const model = getVoiceDesignModel(modelId)!;
@@ -147,6 +148,7 @@ export async function designVoice(
     source: "design",
     description: req.description,
     guard: opts.guard,
+    call: opts.call,
     create: () => deps.adapter.designVoice({ ...req, simulate: opts.simulate }, opts.signal),
   });
 }
@@ -166,6 +168,8 @@ export async function createOwnedVoice(
     source: "design" | "clone";
     description: string | null;
     guard?: CallGuard;
+    /** The request the usage record is written for (D29) and its mode (D32). */
+    call?: CallContext;
     create: () => Promise<Served<{ upstreamVoiceId: string }>>;
   },
 ): Promise<DesignedVoice> {
@@ -175,8 +179,10 @@ export async function createOwnedVoice(
   try {
     const price = quoteFlat(model);
     const onInsufficient = () => errors.insufficientCredits(formatUsd(price));
-    return await withHold(db, { accountId, amountMicros: price, reference: model.id }, { onInsufficient }, async (hold) => {
+    const usage = usageFor(args.call, args.source === "design" ? "voice_design" : "voice_clone");
+    return await withHold(db, { accountId, amountMicros: price, reference: model.id, usage }, { onInsufficient }, async (hold) => {
       const served = await callUpstream(model.id, args.create);
+      hold.note({ fallbackLayer: served.fallbackLayer });
       const owned = await recordOwnedVoice(hold, {
         priceMicros: price,
         accountId,

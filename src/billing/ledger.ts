@@ -17,6 +17,7 @@ import { isPostgres, pgCaptureHold, pgPlaceHold } from "../storage/ledger-pg.ts"
 import { type Param, prepare } from "../storage/prepared.ts";
 import type { Database, LedgerKind } from "../storage/schema.ts";
 import type { Micros } from "./money.ts";
+import { endValues, finishUsage, insertUsage, type UsageEnd, type UsageStart, usageRow } from "./usage.ts";
 
 /** A database handle or an open transaction. */
 export type Executor = Kysely<Database> | Transaction<Database>;
@@ -82,13 +83,15 @@ interface EntryFields {
   balanceAfter: Micros;
   holdId?: string | null;
   jobId?: string | null;
+  requestId?: string | null;
   reference?: string | null;
 }
 
-const ENTRY_FIELDS = 9;
+const ENTRY_FIELDS = 10;
 function entryValues(p: Param, base: number) {
   return {
     id: p<string>(base + 8),
+    request_id: p<string | null>(base + 9),
     account_id: p<string>(base),
     kind: p<LedgerKind>(base + 1),
     amount_micros: p<number>(base + 2),
@@ -123,6 +126,7 @@ async function insertEntries(
       e.reference ?? null,
       now,
       newId("le"),
+      e.requestId ?? null,
     );
   }
   if (entries.length === 1) await insertOneEntry(trx, ...args);
@@ -141,6 +145,7 @@ const insertHold = prepare((db, p) =>
     reference: p<string | null>(4),
     created_at: p<number>(5),
     settled_at: null,
+    request_id: p<string | null>(6),
   }),
 );
 const captureStmt = prepare((db, p) =>
@@ -150,7 +155,7 @@ const captureStmt = prepare((db, p) =>
     .where("id", "=", p<string>(2))
     .where("status", "=", "open")
     .where("amount_micros", ">=", p<number>(0))
-    .returning(["account_id", "amount_micros", "job_id", "reference"]),
+    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id"]),
 );
 const releaseStmt = prepare((db, p) =>
   db
@@ -158,7 +163,7 @@ const releaseStmt = prepare((db, p) =>
     .set({ status: "released", settled_at: p<number>(0) })
     .where("id", "=", p<string>(1))
     .where("status", "=", "open")
-    .returning(["account_id", "amount_micros", "job_id", "reference"]),
+    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id"]),
 );
 
 /** A placed hold. */
@@ -173,23 +178,31 @@ export interface Hold {
 /**
  * Holds `amountMicros` (> 0) of the account's balance: the balance drops by the amount and a `hold`
  * entry is written. Runs inside `db` if it is a transaction (so a job row and its hold commit together).
+ * With `usage`, the call's usage record (D29, id = its request id) is inserted with the hold, in the same
+ * statement on PostgreSQL; the hold and its entries then carry the request id. `reference` is the model.
  * @throws InsufficientFundsError when the balance is below the amount (nothing is written).
  */
 export async function placeHold(
   db: Executor,
-  args: { accountId: string; amountMicros: Micros; jobId?: string | null; reference?: string | null },
+  args: { accountId: string; amountMicros: Micros; jobId?: string | null; reference?: string | null; usage?: UsageStart | null },
 ): Promise<Hold> {
   assertAmount(args.amountMicros);
   const id = newId("hold");
   const now = Date.now();
+  const usage = args.usage
+    ? usageRow(args.usage, { accountId: args.accountId, amountMicros: args.amountMicros, jobId: args.jobId, model: args.reference ?? "" }, now)
+    : null;
+  const requestId = usage?.id ?? null;
   if (isPostgres(db)) {
     const balance = await pgPlaceHold(db, {
       holdId: id,
       accountId: args.accountId,
       amount: args.amountMicros,
       jobId: args.jobId ?? null,
+      requestId,
       reference: args.reference ?? null,
       now,
+      usage,
     });
     if (balance === null) throw new InsufficientFundsError(args.amountMicros, await getBalance(db, args.accountId));
     recordLedger("hold", -args.amountMicros);
@@ -213,6 +226,7 @@ export async function placeHold(
       args.jobId ?? null,
       args.reference ?? null,
       now,
+      requestId,
     );
     await insertEntries(trx, args.accountId, now, [
       {
@@ -221,9 +235,11 @@ export async function placeHold(
         balanceAfter: balance,
         holdId: id,
         jobId: args.jobId,
+        requestId,
         reference: args.reference,
       },
     ]);
+    if (usage !== null) await insertUsage(trx, usage);
     return { id, accountId: args.accountId, amountMicros: args.amountMicros, balanceAfterMicros: balance };
   });
 }
@@ -239,16 +255,23 @@ export interface Settlement {
 /**
  * Captures an open hold: releases the whole hold (`hold_release`) and charges `finalMicros`
  * (0 <= final <= held; `charge` entry, omitted when 0). Exactly once: a hold that is no longer open
- * throws and changes nothing.
+ * throws and changes nothing. With `usage` (its `costMicros` is ignored: the record gets `finalMicros`),
+ * the usage record of the hold's request is finished in the same statement (PostgreSQL) or transaction.
  * @throws Error when the hold is not open or the final amount exceeds the hold.
  */
-export async function captureHold(db: Executor, holdId: string, finalMicros: Micros): Promise<Settlement> {
+export async function captureHold(
+  db: Executor,
+  holdId: string,
+  finalMicros: Micros,
+  usage?: Omit<UsageEnd, "costMicros"> | null,
+): Promise<Settlement> {
   if (!Number.isSafeInteger(finalMicros) || finalMicros < 0) {
     throw new RangeError(`final amount must be a non-negative safe integer, got ${finalMicros}`);
   }
   const now = Date.now();
+  const end = usage ? endValues({ ...usage, costMicros: finalMicros }) : null;
   if (isPostgres(db)) {
-    const captured = await pgCaptureHold(db, { holdId, final: finalMicros, now });
+    const captured = await pgCaptureHold(db, { holdId, final: finalMicros, now, usage: end });
     if (captured === null) throw new Error(`hold ${holdId} is not open or is smaller than ${finalMicros}`);
     for (const e of captured.entries) recordLedger(e.kind, e.amount);
     return { chargedMicros: finalMicros, balanceAfterMicros: captured.balance };
@@ -259,22 +282,28 @@ export async function captureHold(db: Executor, holdId: string, finalMicros: Mic
     const held = Number(hold.amount_micros);
     const balance = await moveBalance(trx, hold.account_id, held - finalMicros);
     if (balance === null) throw new Error(`balance update failed for hold ${holdId}`);
-    const common = { holdId, jobId: hold.job_id, reference: hold.reference };
+    const common = { holdId, jobId: hold.job_id, requestId: hold.request_id, reference: hold.reference };
     const entries: EntryFields[] = [
       { kind: "hold_release", amount: held, balanceAfter: balance + finalMicros, ...common },
     ];
     if (finalMicros > 0)
       entries.push({ kind: "charge", amount: -finalMicros, balanceAfter: balance, ...common });
     await insertEntries(trx, hold.account_id, now, entries);
+    if (usage && hold.request_id !== null) await finishUsage(trx, hold.request_id, { ...usage, costMicros: finalMicros }, now);
     return { chargedMicros: finalMicros, balanceAfterMicros: balance };
   });
 }
 
 /**
  * Releases an open hold in full (`hold_release`). Idempotent: returns null when the hold was already
- * captured or released (nothing changes), otherwise the settlement.
+ * captured or released (nothing changes), otherwise the settlement. With `usage`, the usage record of the
+ * hold's request is finished in the same transaction with that status and a cost of 0.
  */
-export async function releaseHold(db: Executor, holdId: string): Promise<Settlement | null> {
+export async function releaseHold(
+  db: Executor,
+  holdId: string,
+  usage?: Omit<UsageEnd, "costMicros"> | null,
+): Promise<Settlement | null> {
   const now = Date.now();
   return inTransaction(db, async (trx) => {
     const hold = (await releaseStmt(trx, now, holdId)).rows[0];
@@ -289,9 +318,11 @@ export async function releaseHold(db: Executor, holdId: string): Promise<Settlem
         balanceAfter: balance,
         holdId,
         jobId: hold.job_id,
+        requestId: hold.request_id,
         reference: hold.reference,
       },
     ]);
+    if (usage && hold.request_id !== null) await finishUsage(trx, hold.request_id, { ...usage, costMicros: 0 }, now);
     return { chargedMicros: 0, balanceAfterMicros: balance };
   });
 }
@@ -310,6 +341,8 @@ export async function credit(
     reference?: string | null;
     jobId?: string | null;
     holdId?: string | null;
+    /** The request of the paid call a `refund` gives back (D29). */
+    requestId?: string | null;
   },
 ): Promise<Micros> {
   assertAmount(args.amountMicros);
@@ -338,6 +371,7 @@ export async function credit(
         reference: args.reference,
         jobId: args.jobId,
         holdId: args.holdId,
+        requestId: args.requestId,
       },
     ]);
     return balance;
@@ -361,7 +395,8 @@ export async function releaseStaleHolds(db: Kysely<Database>, olderThanMs: numbe
     .execute();
   let released = 0;
   for (const h of stale) {
-    if (await releaseHold(db, h.id)) released++;
+    // The call's process died: its usage record (D29) ends failed, charged nothing, with the release.
+    if (await releaseHold(db, h.id, { status: "failed" })) released++;
   }
   return released;
 }
@@ -373,7 +408,52 @@ export interface LedgerEntry {
   amountMicros: Micros;
   balanceAfterMicros: Micros;
   jobId: string | null;
+  /** The request of the paid call the entry belongs to (D29), or null. */
+  requestId: string | null;
+  /** A deposit's payment reference, the model of a call, ... (D29), or null. */
+  reference: string | null;
   createdAt: number;
+}
+
+/** The columns of a ledger entry as the API shows it. */
+const ENTRY_COLUMNS = ["id", "kind", "amount_micros", "balance_after_micros", "job_id", "request_id", "reference", "created_at"] as const;
+
+/** Maps a row of {@link ENTRY_COLUMNS} to a {@link LedgerEntry}. */
+function entryOf(r: {
+  id: string;
+  kind: LedgerKind;
+  amount_micros: number;
+  balance_after_micros: number;
+  job_id: string | null;
+  request_id: string | null;
+  reference: string | null;
+  created_at: number;
+}): LedgerEntry {
+  return {
+    id: r.id,
+    kind: r.kind,
+    amountMicros: Number(r.amount_micros),
+    balanceAfterMicros: Number(r.balance_after_micros),
+    jobId: r.job_id,
+    requestId: r.request_id,
+    reference: r.reference,
+    createdAt: Number(r.created_at),
+  };
+}
+
+/**
+ * The entries of one request of the account (D29 `GET /v1/requests/{id}`), oldest first: its hold and
+ * then its capture (`hold_release`, `charge`) or release, and a `refund` if a stream broke off.
+ */
+export async function ledgerOfRequest(db: Executor, accountId: string, requestId: string): Promise<LedgerEntry[]> {
+  const rows = await db
+    .selectFrom("ledger_entries")
+    .select([...ENTRY_COLUMNS])
+    .where("request_id", "=", requestId)
+    .where("account_id", "=", accountId)
+    .orderBy("seq", "asc")
+    .execute();
+  return rows.map(entryOf);
 }
 
 /**
@@ -388,7 +468,7 @@ export async function listLedger(
 ): Promise<{ entries: LedgerEntry[]; hasMore: boolean }> {
   let q = db
     .selectFrom("ledger_entries")
-    .select(["id", "kind", "amount_micros", "balance_after_micros", "job_id", "created_at"])
+    .select([...ENTRY_COLUMNS])
     .where("account_id", "=", accountId)
     .orderBy("seq", "desc")
     .limit(opts.limit + 1);
@@ -405,14 +485,7 @@ export async function listLedger(
   const hasMore = rows.length > opts.limit;
   return {
     hasMore,
-    entries: rows.slice(0, opts.limit).map((r) => ({
-      id: r.id,
-      kind: r.kind,
-      amountMicros: Number(r.amount_micros),
-      balanceAfterMicros: Number(r.balance_after_micros),
-      jobId: r.job_id,
-      createdAt: Number(r.created_at),
-    })),
+    entries: rows.slice(0, opts.limit).map(entryOf),
   };
 }
 

@@ -10,6 +10,12 @@
  * - {@link holdOrRefuse}, {@link settleCapture} and {@link settleRelease} are the same steps for
  *   asynchronous jobs, whose hold, capture and release happen in different transactions (submit, runner,
  *   sweep).
+ *
+ * The usage log (D29) rides on the same steps: a hold request with `usage` inserts the call's usage record
+ * with the hold, and every capture, release or refund of a {@link PaidHold} finishes it in the same
+ * transaction (the same statement on PostgreSQL), so usage and ledger agree. A test-mode call (D32,
+ * `usage.mode` `test`) goes through the same flow with no hold and no ledger entry: only its usage record
+ * is written, the balance is neither checked nor moved.
  */
 import type { Transaction } from "kysely";
 import { AppError, errors } from "../errors.ts";
@@ -20,6 +26,7 @@ import {
   captureHold,
   credit,
   type Executor,
+  getBalance,
   type Hold,
   InsufficientFundsError,
   inTransaction,
@@ -28,15 +35,21 @@ import {
   type Settlement,
 } from "./ledger.ts";
 import type { Micros } from "./money.ts";
+import { finishUsage, insertUsage, type Units, type UsageEnd, type UsageStart, usageRow } from "./usage.ts";
 
 /** What to hold: `amountMicros` (> 0, micro-USD) of the account's balance. */
 export interface HoldRequest {
   accountId: string;
   amountMicros: Micros;
-  /** Catalog model id (or another short label) written on the ledger entries. */
+  /** Catalog model id (or another short label) written on the ledger entries; the usage record's `model`. */
   reference?: string | null;
   /** Set when the call is (or becomes) a job: every entry of the hold carries it (D17). */
   jobId?: string | null;
+  /**
+   * The call's usage record (D29), written with the hold; its request id is carried by the hold's ledger
+   * entries. With `mode: "test"` (D32) no hold is placed at all.
+   */
+  usage?: UsageStart | null;
 }
 
 /**
@@ -47,16 +60,28 @@ export type OnInsufficient = (err: InsufficientFundsError) => AppError;
 
 /**
  * Places a hold, translating a balance that is too low into the endpoint's 402. Runs inside `db` when it
- * is a transaction, so a job row and its hold commit (or roll back) together.
+ * is a transaction, so a job row and its hold commit (or roll back) together. A test-mode request (D32)
+ * places no hold: it writes only its usage record and returns null.
  * @throws the AppError of `onInsufficient` (nothing written); database errors as they are.
  */
-export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient): Promise<Hold> {
+export async function holdOrRefuse(db: Executor, req: HoldRequest & { usage?: null }, onInsufficient: OnInsufficient): Promise<Hold>;
+export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient): Promise<Hold | null>;
+export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient): Promise<Hold | null> {
+  if (req.usage?.mode === "test") {
+    await insertUsage(db, testRow(req, req.usage));
+    return null;
+  }
   try {
     return await placeHold(db, req);
   } catch (err) {
     if (err instanceof InsufficientFundsError) throw onInsufficient(err);
     throw err;
   }
+}
+
+/** The usage record of a test-mode call: what would have been held, no hold. */
+function testRow(req: HoldRequest, usage: UsageStart) {
+  return usageRow(usage, { accountId: req.accountId, amountMicros: req.amountMicros, jobId: req.jobId, model: req.reference ?? "" }, Date.now());
 }
 
 /** Writes that must commit together with a capture (a voice row, a job row), in the capture's transaction. */
@@ -73,10 +98,14 @@ export async function settleCapture(
   holdId: string,
   finalMicros: Micros,
   writes?: CaptureWrites,
+  usage?: Omit<UsageEnd, "costMicros"> | null,
 ): Promise<Settlement> {
+  // Without writes the capture is one statement on PostgreSQL (storage/ledger-pg.ts): no transaction
+  // around it, so a synchronous call settles in a single round trip.
+  if (!writes) return captureHold(db, holdId, finalMicros, usage);
   return inTransaction(db, async (trx) => {
-    const settled = await captureHold(trx, holdId, finalMicros);
-    if (writes) await writes(trx);
+    const settled = await captureHold(trx, holdId, finalMicros, usage);
+    await writes(trx);
     return settled;
   });
 }
@@ -103,28 +132,58 @@ export interface StreamSettlement {
 
 /**
  * A placed hold, settled exactly once by {@link PaidHold.capture}, {@link PaidHold.release} or a stream.
- * Amounts in micro-USD.
+ * Amounts in micro-USD. A test-mode hold (D32) has no ledger hold (`id` null): its settlements only
+ * finish the usage record, and the balances it reports are the live balance, unchanged.
  */
 export class PaidHold {
-  readonly id: string;
+  /** The ledger hold, or null in test mode. */
+  readonly id: string | null;
   readonly accountId: string;
-  /** The amount held: the most the call may cost. */
+  /** The amount held (in test mode: that would have been held): the most the call may cost. */
   readonly amountMicros: Micros;
-  /** Balance right after the hold. */
+  /** Balance right after the hold (in test mode: the live balance). */
   readonly balanceAfterMicros: Micros;
+  /** The request id of the call's usage record (D29), or null when the call writes none. */
+  readonly requestId: string | null;
+  /** Whether this is a test-mode call (D32): no money moves. */
+  readonly testMode: boolean;
   readonly #db: Executor;
   readonly #reference: string | null;
   #state: "open" | "captured" | "released" | "refunded" = "open";
   #charged: Micros = 0;
   #streaming = false;
+  #note: { units?: Units; fallbackLayer?: number } = {};
 
-  constructor(db: Executor, hold: Hold, reference: string | null) {
+  constructor(
+    db: Executor,
+    hold: Hold | { id: null; accountId: string; amountMicros: Micros; balanceAfterMicros: Micros },
+    reference: string | null,
+    usage: { requestId: string; testMode: boolean } | null = null,
+  ) {
     this.#db = db;
     this.#reference = reference;
     this.id = hold.id;
     this.accountId = hold.accountId;
     this.amountMicros = hold.amountMicros;
     this.balanceAfterMicros = hold.balanceAfterMicros;
+    this.requestId = usage?.requestId ?? null;
+    this.testMode = usage?.testMode ?? false;
+  }
+
+  /**
+   * Notes what the call measured for its usage record (D29): units known only after the upstream answered
+   * (tokens, a clip's length) and the fallback layer that served it. Written by the settlement.
+   */
+  note(fields: { units?: Units; fallbackLayer?: number }): void {
+    this.#note = {
+      units: { ...this.#note.units, ...fields.units },
+      fallbackLayer: fields.fallbackLayer ?? this.#note.fallbackLayer,
+    };
+  }
+
+  /** The usage fields of a settlement with `status`. */
+  #end(status: UsageEnd["status"]): Omit<UsageEnd, "costMicros"> | null {
+    return this.requestId === null ? null : { status, ...this.#note };
   }
 
   /** `open` until settled; `refunded` after a captured charge was given back. */
@@ -144,37 +203,61 @@ export class PaidHold {
    *   whatever `writes` throws.
    */
   async capture(finalMicros: Micros, writes?: CaptureWrites): Promise<Settlement> {
-    if (this.#state !== "open") throw new Error(`hold ${this.id} is already ${this.#state}`);
+    if (this.#state !== "open") throw new Error(`hold ${this.id ?? this.requestId} is already ${this.#state}`);
+    if (!Number.isSafeInteger(finalMicros) || finalMicros < 0) {
+      throw new RangeError(`final amount must be a non-negative safe integer, got ${finalMicros}`);
+    }
     const charged = Math.min(finalMicros, this.amountMicros);
-    const settled = await settleCapture(this.#db, this.id, charged, writes);
+    const end = this.#end("succeeded");
+    let settled: Settlement;
+    if (this.id === null) {
+      // Test mode (D32): the usage record is priced as usual; the balance stays as it is.
+      const requestId = this.requestId;
+      settled = await inTransaction(this.#db, async (trx) => {
+        if (requestId !== null && end) await finishUsage(trx, requestId, { ...end, costMicros: charged });
+        if (writes) await writes(trx);
+        return { chargedMicros: charged, balanceAfterMicros: (await getBalance(trx, this.accountId)) ?? 0 };
+      });
+    } else {
+      settled = await settleCapture(this.#db, this.id, charged, writes, end);
+    }
     this.#state = "captured";
     this.#charged = charged;
     return settled;
   }
 
-  /** Releases the hold if it is still open; otherwise does nothing. */
+  /** Releases the hold if it is still open (its usage record ends `failed`, cost 0); otherwise does nothing. */
   async release(): Promise<void> {
     if (this.#state !== "open") return;
-    await settleRelease(this.#db, this.id);
+    const end = this.#end("failed");
+    if (this.id !== null) await releaseHold(this.#db, this.id, end);
+    else if (this.requestId !== null && end) await finishUsage(this.#db, this.requestId, { ...end, costMicros: 0 });
     this.#state = "released";
   }
 
   /**
-   * Gives a captured charge back (ledger kind `refund`, carrying the hold id): the call failed after it
-   * was charged (a stream that broke off). Does nothing unless the hold was captured with a charge.
+   * Gives a captured charge back (ledger kind `refund`, carrying the hold and request ids): the call
+   * failed after it was charged (a stream that broke off). Its usage record ends `refunded` with a cost of
+   * 0 in the same transaction. Does nothing unless the hold was captured.
    */
   async refund(): Promise<void> {
     if (this.#state !== "captured") return;
     this.#state = "refunded";
-    if (this.#charged > 0) {
-      await credit(this.#db, {
-        accountId: this.accountId,
-        kind: "refund",
-        amountMicros: this.#charged,
-        holdId: this.id,
-        reference: this.#reference,
-      });
-    }
+    const end = this.#end("refunded");
+    const requestId = this.requestId;
+    await inTransaction(this.#db, async (trx) => {
+      if (this.#charged > 0 && this.id !== null) {
+        await credit(trx, {
+          accountId: this.accountId,
+          kind: "refund",
+          amountMicros: this.#charged,
+          holdId: this.id,
+          requestId,
+          reference: this.#reference,
+        });
+      }
+      if (requestId !== null && end) await finishUsage(trx, requestId, { ...end, costMicros: 0 });
+    });
   }
 
   /**
@@ -226,7 +309,17 @@ export async function withHold<T>(
   policy: { onInsufficient: OnInsufficient },
   run: (hold: PaidHold) => Promise<T>,
 ): Promise<T> {
-  const hold = new PaidHold(db, await holdOrRefuse(db, req, policy.onInsufficient), req.reference ?? null);
+  const usage = req.usage ? { requestId: req.usage.requestId, testMode: req.usage.mode === "test" } : null;
+  let placed: Hold | { id: null; accountId: string; amountMicros: Micros; balanceAfterMicros: Micros };
+  if (req.usage?.mode === "test") {
+    // D32: no hold, the balance does not gate the call; the usage record is written as for a live call.
+    if (!Number.isSafeInteger(req.amountMicros) || req.amountMicros <= 0) throw new RangeError(`amount must be a positive safe integer of micro-USD, got ${req.amountMicros}`);
+    await insertUsage(db, testRow(req, req.usage));
+    placed = { id: null, accountId: req.accountId, amountMicros: req.amountMicros, balanceAfterMicros: (await getBalance(db, req.accountId)) ?? 0 };
+  } else {
+    placed = (await holdOrRefuse(db, req, policy.onInsufficient))!;
+  }
+  const hold = new PaidHold(db, placed, req.reference ?? null, usage);
   let out: T;
   try {
     out = await run(hold);

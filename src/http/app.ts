@@ -7,6 +7,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import FindMyWay from "find-my-way";
 import { errors } from "../errors.ts";
+import { newId } from "../ids.ts";
 import { httpDuration, httpRequests } from "../metrics.ts";
 import type { Services } from "../services.ts";
 import { requireAdmin, requireAuth } from "./auth.ts";
@@ -28,6 +29,7 @@ import { modelRoutes } from "./routes/models.ts";
 import { opsRoutes } from "./routes/ops.ts";
 import { galleryRoutes, outputPublicRoutes } from "./routes/outputs.ts";
 import { speechRoutes } from "./routes/speech.ts";
+import { usageRoutes } from "./routes/usage.ts";
 import { voiceCloneRoutes, voicePublicRoutes, voiceRoutes } from "./routes/voices.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 
@@ -72,6 +74,9 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     // instead of Fastify's own body; Fastify still adds `Connection: close` to them.
     return503OnClosing: false,
     forceCloseConnections: "idle",
+    // Every request's id is made once, here: `req_<random>` (D29). Authenticated answers carry it as
+    // `X-Svc-Request-Id`, usage records use it as their id, and request logs as `reqId`.
+    genReqId: () => newId("req"),
     // Errors raised before routing answer the D1 body too.
     frameworkErrors: frameworkError,
     clientErrorHandler,
@@ -135,6 +140,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     acc.addHook("onRequest", requireAuth(services, { allowSession: true }));
     accountRoutes(acc, services);
     billingRoutes(acc, services);
+    usageRoutes(acc, services);
     modelRoutes(acc);
     galleryRoutes(acc, services);
     webhookRoutes(acc, services);

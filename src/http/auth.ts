@@ -5,6 +5,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { authenticate, type Principal } from "../accounts/accounts.ts";
+import type { CallContext } from "../billing/usage.ts";
 import { AppError, errors } from "../errors.ts";
 import { type CallGuard, guardFor } from "../limits/limiter.ts";
 import type { Services } from "../services.ts";
@@ -28,14 +29,21 @@ export function bearerOf(request: FastifyRequest): string | null {
   return null;
 }
 
-/** `onRequest` hook: an API key (or, with `allowSession`, a session token) is required; 401 `auth_error` otherwise. */
+/**
+ * `onRequest` hook: an API key (or, with `allowSession`, a session token) is required; 401 `auth_error`
+ * otherwise. Every answer behind it, errors included, carries `X-Svc-Request-Id` (the request's id,
+ * `req_<random>`, made once by the app's `genReqId`; D29), and every answer to a test-mode key
+ * `X-Svc-Test-Mode: true` (D32).
+ */
 export function requireAuth(services: Services, opts: { allowSession: boolean }) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    reply.header("x-svc-request-id", request.id);
     const secret = bearerOf(request);
     if (secret === null) throw errors.auth("Missing API key: send Authorization: Bearer <API_KEY>.");
     const principal = await authenticate(services.db.kysely, secret, opts);
     if (principal === null) throw errors.auth("Invalid API key.");
     request.principal = principal;
+    if (principal.mode === "test") reply.header("x-svc-test-mode", "true");
     // D13/D15: every authenticated request counts in the account's per-minute window and carries its headers.
     try {
       reply.headers({ ...(await services.limiter.request(principal.accountId, principal.limits)) });
@@ -50,6 +58,15 @@ export function requireAuth(services: Services, opts: { allowSession: boolean })
 export function principalOf(request: FastifyRequest): Principal {
   if (request.principal === null) throw errors.auth();
   return request.principal;
+}
+
+/**
+ * The paid-call context of a request behind {@link requireAuth} (D29, D32): its request id, the key and
+ * the key's mode, which services write on the usage record and route by.
+ */
+export function callOf(request: FastifyRequest): CallContext {
+  const p = principalOf(request);
+  return { requestId: request.id, keyId: p.keyId, mode: p.mode };
 }
 
 /** The caller's limits for services: per-model windows and audio pool slots (D12). */

@@ -7,6 +7,7 @@
  */
 import type { Transaction } from "kysely";
 import type { Database, JobStatus } from "../storage/schema.ts";
+import { finishEndedJobUsage } from "./job-usage.ts";
 import { enqueueJobEvent } from "../webhooks/outbox.ts";
 
 /** A job that just ended, as its terminal transition wrote it. */
@@ -21,6 +22,8 @@ export interface EndedJob {
  * written. Throwing rolls the whole transition back (the job stays as it was).
  */
 export async function onJobEnded(trx: Transaction<Database>, job: EndedJob): Promise<void> {
+  // D29: the job's usage record takes its terminal status and cost.
+  await finishEndedJobUsage(trx, job);
   // Webhook events (D31): `job.succeeded`, `job.failed` (a canceled job too), `job.refunded`, `job.expired`.
   await enqueueJobEvent(trx, { id: job.id, accountId: job.accountId, type: `job.${job.status}` });
 }

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { type Executor, inTransaction } from "../billing/ledger.ts";
 import { holdOrRefuse } from "../billing/paid-call.ts";
 import { formatUsd, microsToUsd } from "../billing/money.ts";
+import { type CallContext, usageFor } from "../billing/usage.ts";
 import { TIERS } from "../catalog/tiers.ts";
 import { AppError, errors } from "../errors.ts";
 import { newId } from "../ids.ts";
@@ -280,7 +281,10 @@ async function replay(
 
 /**
  * Submits a job: a replay of `(api key, idempotency_key)` answers the existing job (same body) or 409;
- * otherwise the hold and the job row are written in one transaction after the queue cap is checked.
+ * otherwise the hold, the job's `pending` usage record (D29, the submit's request id) and the job row are
+ * written in one transaction after the queue cap is checked. A test-mode call (`call.mode`, D32) places
+ * no hold and is not gated by the balance; its job records the mode so the runner serves it with the
+ * simulator.
  * @returns the job and whether it was a replay (200) or new (202).
  * @throws AppError 402 `insufficient_balance`, 409 `idempotency_conflict`, 429 `rate_limited`.
  */
@@ -290,7 +294,9 @@ export async function submitJob(
   spec: JobSpec,
   body: unknown,
   simulate: SimulateMode | null = null,
+  call?: CallContext,
 ): Promise<{ job: JobView; replayed: boolean }> {
+  const usage = usageFor(call ?? { requestId: newId("req"), keyId: principal.keyId, mode: "live" }, spec.kind, spec.kind === "image" ? { images: spec.n } : { seconds: spec.durationSec });
   const hash = canonicalHash(body);
   const idemKey = spec.idempotencyKey;
   const keyId = principal.keyId;
@@ -316,7 +322,7 @@ export async function submitJob(
       // the insert are serialized per account and two submits cannot both take the last queue place.
       const hold = await holdOrRefuse(
         trx,
-        { accountId: principal.accountId, amountMicros: spec.holdMicros, jobId, reference: spec.model.id },
+        { accountId: principal.accountId, amountMicros: spec.holdMicros, jobId, reference: spec.model.id, usage },
         () => errors.insufficientBalance(`The hold of ${formatUsd(spec.holdMicros)} USD could not be placed: balance too low.`),
       );
       if (idemKey !== null && keyId !== null) {
@@ -354,8 +360,9 @@ export async function submitJob(
           kind: spec.kind,
           model: spec.model.id,
           status: "pending",
-          hold_id: hold.id,
+          hold_id: hold?.id ?? null,
           hold_micros: spec.holdMicros,
+          mode: usage.mode,
           cost_micros: null,
           request_json: JSON.stringify({ ...specToRequest(spec), simulate }),
           request_hash: hash,

@@ -273,7 +273,8 @@ export class JobRunner {
     };
 
     const request = JSON.parse(job.request_json) as Record<string, unknown>;
-    const slots = this.#deps.sourcesFor?.({ kind, model: job.model }) ?? [];
+    // A test-mode job (D32) is always the simulator's, whatever sources its family has.
+    const slots = job.mode === "test" ? [] : (this.#deps.sourcesFor?.({ kind, model: job.model }) ?? []);
     if (slots.length > 0 || job.upstream_handle_json !== null) {
       try {
         await this.#processDurable(job, kind, request, slots, controller);

@@ -15,6 +15,7 @@ import * as m004 from "./migrations/004_ledger_entry_ids.ts";
 import * as m005 from "./migrations/005_upstream_handles.ts";
 import * as m006 from "./migrations/006_upstream_cost_basis.ts";
 import * as m007 from "./migrations/007_voice_upstream_source.ts";
+import * as m008 from "./migrations/008_usage_log.ts";
 import * as m009 from "./migrations/009_webhooks.ts";
 import * as m010 from "./migrations/010_job_progress.ts";
 import type { Database } from "./schema.ts";
@@ -85,6 +86,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, dialect: Dialect): Pr
   "005_upstream_handles": m005,
   "006_upstream_cost_basis": m006,
   "007_voice_upstream_source": m007,
+  "008_usage_log": m008,
   "009_webhooks": m009,
   "010_job_progress": m010,
 };

@@ -12,7 +12,7 @@ import type { Database, JobsTable } from "./schema.ts";
 export type ClaimedJob = Pick<
   JobsTable,
   "id" | "account_id" | "kind" | "model" | "hold_id" | "hold_micros" | "request_json" | "started_at" | "upstream_handle_json"
-> & { fallback_layer: number };
+> & { fallback_layer: number; mode: "live" | "test" };
 
 const CLAIM_COLUMNS = [
   "id",
@@ -25,6 +25,7 @@ const CLAIM_COLUMNS = [
   "started_at",
   "upstream_handle_json",
   "fallback_layer",
+  "mode",
 ] as const;
 
 /** Concurrency caps of an account: per kind, or one combined pool (tier 4). */

@@ -15,26 +15,84 @@ export function isPostgres(db: Executor): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
+/** A usage record (D29) inserted by {@link pgPlaceHold} with the hold; shapes as in schema.ts. */
+export interface PgUsageRow {
+  id: string;
+  account_id: string;
+  key_id: string | null;
+  mode: string;
+  model: string;
+  kind: string;
+  status: string;
+  job_id: string | null;
+  hold_micros: number;
+  characters: number | null;
+  duration_ms: number | null;
+  images: number | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cached_tokens: number | null;
+  minutes: number | null;
+  created_at: number;
+}
+
+/** How {@link pgCaptureHold} finishes the hold's usage record: status, cost and measured units (null keeps). */
+export interface PgUsageEnd {
+  status: string;
+  cost: number;
+  units: {
+    characters: number | null;
+    duration_ms: number | null;
+    images: number | null;
+    input_tokens: number | null;
+    output_tokens: number | null;
+    cached_tokens: number | null;
+    minutes: number | null;
+  };
+  fallbackLayer: number | null;
+}
+
 /**
  * Debits `amount` (micro-USD, > 0) if the balance covers it, inserts the open hold and its `hold` ledger
- * entry. Returns the balance after, or null (nothing written) when the balance is too low.
+ * entry, and with `usage` the call's usage record (D29): still one statement. Returns the balance after,
+ * or null (nothing written) when the balance is too low.
  */
 export async function pgPlaceHold(
   db: Executor,
-  a: { holdId: string; accountId: string; amount: number; jobId: string | null; reference: string | null; now: number },
+  a: {
+    holdId: string;
+    accountId: string;
+    amount: number;
+    jobId: string | null;
+    requestId: string | null;
+    reference: string | null;
+    now: number;
+    usage: PgUsageRow | null;
+  },
 ): Promise<number | null> {
+  const u = a.usage;
+  const usageCte = u
+    ? sql`, u as (
+      insert into usage_records (id, account_id, key_id, mode, model, kind, status, job_id, hold_micros, cost_micros,
+        characters, duration_ms, images, input_tokens, output_tokens, cached_tokens, minutes, fallback_layer, latency_ms, created_at, updated_at)
+      select ${u.id}, ${u.account_id}, ${u.key_id}, ${u.mode}, ${u.model}, ${u.kind}, ${u.status}, ${u.job_id}, ${u.hold_micros}::bigint, null,
+        ${u.characters}::bigint, ${u.duration_ms}::bigint, ${u.images}::bigint, ${u.input_tokens}::bigint, ${u.output_tokens}::bigint,
+        ${u.cached_tokens}::bigint, ${u.minutes}::bigint, 0, null, ${u.created_at}::bigint, ${u.created_at}::bigint
+      from acc
+    )`
+    : sql``;
   const res = await sql<{ balance_after_micros: number }>`
     with acc as (
       update accounts set balance_micros = balance_micros - ${a.amount}::bigint
       where id = ${a.accountId} and balance_micros >= ${a.amount}::bigint
       returning balance_micros
     ), h as (
-      insert into holds (id, account_id, amount_micros, status, captured_micros, job_id, reference, created_at, settled_at)
-      select ${a.holdId}, ${a.accountId}, ${a.amount}::bigint, 'open', null, ${a.jobId}, ${a.reference}, ${a.now}::bigint, null
+      insert into holds (id, account_id, amount_micros, status, captured_micros, job_id, request_id, reference, created_at, settled_at)
+      select ${a.holdId}, ${a.accountId}, ${a.amount}::bigint, 'open', null, ${a.jobId}, ${a.requestId}, ${a.reference}, ${a.now}::bigint, null
       from acc
-    )
-    insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, reference, created_at)
-    select ${newId("le")}, ${a.accountId}, 'hold', -${a.amount}::bigint, balance_micros, ${a.holdId}, ${a.jobId}, ${a.reference}, ${a.now}::bigint
+    )${usageCte}
+    insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, request_id, reference, created_at)
+    select ${newId("le")}, ${a.accountId}, 'hold', -${a.amount}::bigint, balance_micros, ${a.holdId}, ${a.jobId}, ${a.requestId}, ${a.reference}, ${a.now}::bigint
     from acc
     returning balance_after_micros`.execute(db);
   const row = res.rows[0];
@@ -43,28 +101,46 @@ export async function pgPlaceHold(
 
 /**
  * Captures an open hold for `final` micro-USD (0 <= final <= held): marks it captured, returns the
- * difference to the balance and writes `hold_release` (+held) then `charge` (-final, omitted when 0).
- * Returns the balance after and the entries written, or null when the hold is not open or smaller than
- * `final` (nothing written).
+ * difference to the balance and writes `hold_release` (+held) then `charge` (-final, omitted when 0);
+ * with `usage`, finishes the usage record of the hold's request (D29) in the same statement. Returns the
+ * balance after and the entries written, or null when the hold is not open or smaller than `final`
+ * (nothing written).
  */
 export async function pgCaptureHold(
   db: Executor,
-  a: { holdId: string; final: number; now: number },
+  a: { holdId: string; final: number; now: number; usage?: PgUsageEnd | null },
 ): Promise<{ balance: number; entries: { kind: string; amount: number }[] } | null> {
+  const e = a.usage;
+  // Data-modifying CTEs run to completion even when the main statement does not read them.
+  const usageCte = e
+    ? sql`, u as (
+      update usage_records set status = ${e.status}, cost_micros = ${e.cost}::bigint,
+        characters = coalesce(${e.units.characters}::bigint, characters),
+        duration_ms = coalesce(${e.units.duration_ms}::bigint, duration_ms),
+        images = coalesce(${e.units.images}::bigint, images),
+        input_tokens = coalesce(${e.units.input_tokens}::bigint, input_tokens),
+        output_tokens = coalesce(${e.units.output_tokens}::bigint, output_tokens),
+        cached_tokens = coalesce(${e.units.cached_tokens}::bigint, cached_tokens),
+        minutes = coalesce(${e.units.minutes}::bigint, minutes),
+        fallback_layer = coalesce(${e.fallbackLayer}::integer, fallback_layer),
+        latency_ms = ${a.now}::bigint - usage_records.created_at, updated_at = ${a.now}::bigint
+      from h where usage_records.id = h.request_id
+    )`
+    : sql``;
   const res = await sql<{ kind: string; amount_micros: number; balance_after_micros: number }>`
     with h as (
       update holds set status = 'captured', captured_micros = ${a.final}::bigint, settled_at = ${a.now}::bigint
       where id = ${a.holdId} and status = 'open' and amount_micros >= ${a.final}::bigint
-      returning account_id, amount_micros, job_id, reference
+      returning account_id, amount_micros, job_id, request_id, reference
     ), acc as (
       update accounts set balance_micros = accounts.balance_micros + h.amount_micros - ${a.final}::bigint
       from h where accounts.id = h.account_id
-      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.reference
-    )
-    insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, reference, created_at)
-    select ${newId("le")}, account_id, 'hold_release', amount_micros, balance_micros + ${a.final}::bigint, ${a.holdId}, job_id, reference, ${a.now}::bigint from acc
+      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference
+    )${usageCte}
+    insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, request_id, reference, created_at)
+    select ${newId("le")}, account_id, 'hold_release', amount_micros, balance_micros + ${a.final}::bigint, ${a.holdId}, job_id, request_id, reference, ${a.now}::bigint from acc
     union all
-    select ${newId("le")}, account_id, 'charge', -${a.final}::bigint, balance_micros, ${a.holdId}, job_id, reference, ${a.now}::bigint from acc
+    select ${newId("le")}, account_id, 'charge', -${a.final}::bigint, balance_micros, ${a.holdId}, job_id, request_id, reference, ${a.now}::bigint from acc
     where ${a.final}::bigint > 0
     returning kind, amount_micros, balance_after_micros`.execute(db);
   if (res.rows.length === 0) return null;

@@ -30,7 +30,12 @@ export interface ApiKeysTable {
   prefix: string;
   created_at: number;
   last_used_at: number | null;
+  /** `live` (moves money) or `test` (served by the simulator, moves no money; D32). */
+  mode: Generated<KeyMode>;
 }
+
+/** The mode of an API key and of what it does (D32). */
+export type KeyMode = "live" | "test";
 
 export interface SessionsTable {
   id: string;
@@ -64,6 +69,8 @@ export interface LedgerEntriesTable {
   balance_after_micros: number;
   hold_id: string | null;
   job_id: string | null;
+  /** The request (`req_...`) of the paid call the entry belongs to (D29), or null. */
+  request_id: Generated<string | null>;
   /** Free text: model id, deposit reference, ... */
   reference: string | null;
   created_at: number;
@@ -81,6 +88,8 @@ export interface HoldsTable {
   /** Amount charged at capture, micro-USD; null until captured. */
   captured_micros: number | null;
   job_id: string | null;
+  /** The request (`req_...`) that placed the hold (D29); its capture and release entries carry it too. */
+  request_id: Generated<string | null>;
   /** What the hold is for (model id). */
   reference: string | null;
   created_at: number;
@@ -154,6 +163,8 @@ export interface JobsTable {
   progress: number | null;
   /** Where this job's webhook events go besides the account's endpoints (D31), or null. */
   webhook_url: Generated<string | null>;
+  /** The mode of the key that submitted it (D32): a `test` job is served by the simulator and holds nothing. */
+  mode: Generated<KeyMode>;
 }
 
 /** A webhook endpoint of an account (D31). */
@@ -220,6 +231,61 @@ export interface WebhookDeliveriesTable {
   updated_at: number;
 }
 
+/** Usage statuses (D29): a job's statuses, `processing` for a synchronous call in flight. */
+export type UsageStatus = JobStatus;
+
+/** What a paid call was (D29). */
+export type UsageKind =
+  | "speech"
+  | "music"
+  | "sfx"
+  | "voice_design"
+  | "voice_clone"
+  | "transcription"
+  | "audio_understanding"
+  | "chat"
+  | "image"
+  | "video";
+
+/**
+ * One paid call (D29): written with its hold (or, for a test-mode key, where the hold would have been)
+ * and updated in the transaction that captures or releases it, so usage and ledger agree. Unit columns
+ * are null when the unit does not apply to the kind.
+ */
+export interface UsageRecordsTable {
+  /** The request id `req_<random>` (`X-Svc-Request-Id`). */
+  id: string;
+  account_id: string;
+  key_id: string | null;
+  mode: KeyMode;
+  model: string;
+  kind: UsageKind;
+  status: UsageStatus;
+  job_id: string | null;
+  /** What was (or, in test mode, would have been) held, micro-USD. */
+  hold_micros: number;
+  /** What was charged, micro-USD: null while pending or processing, 0 when nothing was charged. */
+  cost_micros: number | null;
+  /** Speech: billed characters. */
+  characters: number | null;
+  /** Music, sound effects, video: the `seconds` unit in milliseconds (exact integer sums). */
+  duration_ms: number | null;
+  /** Images generated (requested `n`). */
+  images: number | null;
+  /** Chat: prompt tokens, cached ones included (as OpenAI's `prompt_tokens`). */
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cached_tokens: number | null;
+  /** Transcription and understanding: billed (started) minutes. */
+  minutes: number | null;
+  /** 0 when the first source served the call, 1 or more for a fallback (D27). */
+  fallback_layer: Generated<number>;
+  /** From the hold to the settlement, ms; null until settled. */
+  latency_ms: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Database {
   voices: VoicesTable;
   jobs: JobsTable;
@@ -232,4 +298,5 @@ export interface Database {
   webhook_secrets: WebhookSecretsTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  usage_records: UsageRecordsTable;
 }

@@ -8,13 +8,14 @@
 import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
+import { type CallContext, usageFor } from "../billing/usage.ts";
 import {
   DEFAULT_AUDIO_UNDERSTANDING_MODEL,
   DEFAULT_TRANSCRIPTION_MODEL,
   getAudioUnderstandingModel,
   getTranscriptionModel,
 } from "../catalog/models.ts";
-import { quotePerMinute } from "../catalog/quote.ts";
+import { billedMinutes, quotePerMinute } from "../catalog/quote.ts";
 import type { AudioTextModel } from "../catalog/types.ts";
 import { AppError, errors } from "../errors.ts";
 import { NO_LIMITS, type CallGuard } from "../limits/limiter.ts";
@@ -95,7 +96,7 @@ export async function runAudioText(
   deps: { db: Executor; adapter: AudioTextRouter; fetchAudio?: typeof safeFetch },
   accountId: string,
   args: { task: "transcribe" | "understand"; model: string | null; prompt: string | null; source: AudioSource },
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard },
+  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<AudioTextOutcome> {
   const modelId = args.model ?? (args.task === "transcribe" ? DEFAULT_TRANSCRIPTION_MODEL : DEFAULT_AUDIO_UNDERSTANDING_MODEL);
   const model: AudioTextModel | undefined =
@@ -109,11 +110,13 @@ export async function runAudioText(
   const release = await guard.slot(model.audioPool);
   try {
     const onInsufficient = () => errors.billing(`This request costs ${formatUsd(price)} USD; the balance is too low.`);
-    return await withHold(deps.db, { accountId, amountMicros: price, reference: model.id }, { onInsufficient }, async (hold) => {
+    const usage = usageFor(opts.call, args.task === "transcribe" ? "transcription" : "audio_understanding", { minutes: billedMinutes(durationSec) });
+    return await withHold(deps.db, { accountId, amountMicros: price, reference: model.id, usage }, { onInsufficient }, async (hold) => {
       const req = { model: model.id, audio, durationSec, prompt: args.prompt, simulate: opts.simulate };
       const served = await callUpstream(model.id, () =>
         args.task === "transcribe" ? deps.adapter.transcribe(req, opts.signal) : deps.adapter.understand(req, opts.signal),
       );
+      hold.note({ fallbackLayer: served.fallbackLayer });
       const settled = await hold.capture(price);
       return {
         text: served.value.text,

@@ -8,6 +8,7 @@
 import type { Executor } from "../billing/ledger.ts";
 import { type HoldRequest, type OnInsufficient, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
+import { type CallContext, usageFor } from "../billing/usage.ts";
 import { getTextModel, quoteTextCall, type TextModel } from "../catalog/text-models.ts";
 import { AppError, errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
@@ -56,7 +57,7 @@ const ALL_FAILED = "The upstream failed (and every fallback); nothing was charge
 async function prepare(
   accountId: string,
   input: ChatInput,
-  opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null; tier?: number },
+  opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null; tier?: number; call?: CallContext },
 ): Promise<Prepared> {
   const model = getTextModel(input.model);
   if (!model) throw unknownModel(input.model);
@@ -76,7 +77,7 @@ async function prepare(
   return {
     model,
     inputTokens,
-    hold: { accountId, amountMicros: holdMicros, reference: model.id },
+    hold: { accountId, amountMicros: holdMicros, reference: model.id, usage: usageFor(opts.call, "chat") },
     onInsufficient: () =>
       errors.billing(
         `This request may cost up to ${formatUsd(holdMicros)} USD (${inputTokens} input tokens + max_tokens ${maxTokens}); the balance is too low.`,
@@ -114,6 +115,11 @@ function usageCost(used: TextModel, usage: ChatUsage): Micros {
   });
 }
 
+/** The usage units of a chat call (D29): the three token counts, input including the cached ones. */
+function tokenUnits(usage: ChatUsage) {
+  return { inputTokens: usage.promptTokens, outputTokens: usage.completionTokens, cachedTokens: Math.min(usage.cachedTokens, usage.promptTokens) };
+}
+
 /** A finished (non-streamed) chat call. Amounts in micro-USD. */
 export interface ChatOutcome {
   result: ChatResult;
@@ -131,6 +137,8 @@ export interface ChatOptions {
   simulate: SimulateMode | null;
   signal?: AbortSignal;
   tier?: number;
+  /** The request the usage record is written for (D29) and its mode (D32). */
+  call?: CallContext;
 }
 
 /**
@@ -153,6 +161,7 @@ export async function runChat(deps: ChatDeps, accountId: string, input: ChatInpu
       throw errors.provider(ALL_FAILED);
     }
     const used = modelOf(p, won.step);
+    hold.note({ units: tokenUnits(won.result.usage), fallbackLayer: won.layer });
     const settled = await hold.capture(usageCost(used, won.result.usage));
     return {
       result: won.result,
@@ -204,7 +213,11 @@ export async function startChatStream(deps: ChatDeps, accountId: string, input: 
     }
     const deltas = hold.stream(noteUsage(started.deltas), {
       // An upstream that reports no usage is charged the estimate: input tokens plus nothing.
-      finalMicros: () => usageCost(used, usage ?? { promptTokens: p.inputTokens, completionTokens: 0, cachedTokens: 0 }),
+      finalMicros: () => {
+        const final = usage ?? { promptTokens: p.inputTokens, completionTokens: 0, cachedTokens: 0 };
+        hold.note({ units: tokenUnits(final), fallbackLayer: started.layer });
+        return usageCost(used, final);
+      },
       onCaptured: (s) => {
         settled = { costMicros: s.chargedMicros, balanceMicros: s.balanceAfterMicros };
       },

@@ -7,6 +7,9 @@
  * music, voice design and cloning, voice library), `transcribe` and `understand` (openai). Designed and
  * cloned voices are pinned to the source that made them: speech with such a voice tries that source only,
  * and a voice whose source is no longer configured is unavailable (410 `voice_unavailable`, D27).
+ *
+ * Test-mode calls (D32) go through {@link AudioRouter.testMode}: the same router with its simulator-only
+ * flag set, which serves every capability with the simulator whatever `UPSTREAMS` configures.
  */
 import type { UpstreamRegistry } from "./registry.ts";
 import { firstChunkThen, runOnSources, type Served, type SyncSlot } from "./sync-failover.ts";
@@ -61,15 +64,34 @@ export class AudioRouter {
   readonly #registry: UpstreamRegistry;
   readonly #sim: SimulatedAudio;
   readonly #sources: ReadonlyMap<string, RealAudioSource>;
+  /** Test mode (D32): every call is the simulator's, real sources are never called. */
+  readonly #simulatorOnly: boolean;
+  #testMode: AudioRouter | null = null;
 
   /**
    * `sources`: the real audio sources by name (each a source of `registry`); the registry gives the
-   * families and their order.
+   * families and their order. `simulatorOnly` makes the router of test-mode calls (D32).
    */
-  constructor(registry: UpstreamRegistry, simulated: SimulatedAudio, sources: ReadonlyMap<string, RealAudioSource>) {
+  constructor(
+    registry: UpstreamRegistry,
+    simulated: SimulatedAudio,
+    sources: ReadonlyMap<string, RealAudioSource>,
+    opts: { simulatorOnly?: boolean } = {},
+  ) {
     this.#registry = registry;
     this.#sim = simulated;
     this.#sources = sources;
+    this.#simulatorOnly = opts.simulatorOnly ?? false;
+  }
+
+  /**
+   * The router of test-mode calls (D32): the same simulator, never a real source (an owned voice made on
+   * a real source is spoken by the simulator too). It shares this router's adapters; close this one only.
+   */
+  get testMode(): AudioRouter {
+    if (this.#simulatorOnly) return this;
+    this.#testMode ??= new AudioRouter(this.#registry, this.#sim, this.#sources, { simulatorOnly: true });
+    return this.#testMode;
   }
 
   /**
@@ -77,6 +99,7 @@ export class AudioRouter {
    * configuration order; the simulator's (`sim`) when there is none.
    */
   #plan<F>(family: AudioFamily, pick: (s: RealAudioSource) => F | undefined, sim: F): SyncSlot<F>[] {
+    if (this.#simulatorOnly) return [{ name: null, state: null, adapter: sim }];
     const slots: SyncSlot<F>[] = [];
     for (const state of this.#registry.sourcesFor(family)) {
       const source = this.#sources.get(state.name);
@@ -107,7 +130,7 @@ export class AudioRouter {
     let slots: SyncSlot<Speak>[];
     if (home === undefined) {
       slots = this.#plan(family, (s) => s.speech?.bind(s), sim);
-    } else if (home === null) {
+    } else if (home === null || this.#simulatorOnly) {
       slots = [{ name: null, state: null, adapter: sim }];
     } else {
       const state = this.#registry.get(home);
@@ -186,8 +209,9 @@ export class AudioRouter {
     return !this.#isReal("alpha", (s) => s.listVoices);
   }
 
-  /** Closes every real source's connections. */
+  /** Closes every real source's connections (the {@link AudioRouter.testMode} view shares them: close this one). */
   async close(): Promise<void> {
+    if (this.#simulatorOnly) return;
     for (const source of this.#sources.values()) await source.close();
   }
 }

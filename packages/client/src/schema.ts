@@ -291,7 +291,10 @@ export interface paths {
          */
         get: operations["listKeys"];
         put?: never;
-        /** Create an API key */
+        /**
+         * Create an API key
+         * @description `mode: "test"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`.
+         */
         post: operations["createKey"];
         delete?: never;
         options?: never;
@@ -722,6 +725,80 @@ export interface paths {
          * @description Every model's price as charged. Public; `Cache-Control: public, max-age=60`.
          */
         get: operations["getPricing"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage records, newest first
+         * @description One record per paid call (every call that placed a hold, or for a test-mode key would have).
+         */
+        get: operations["listRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One usage record and its ledger entries */
+        get: operations["getRequest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Usage summed by day, model or key */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage summed by day, model or key, as CSV
+         * @description The same groups as `GET /v1/usage`: a header row `group,requests,cost_usd,characters,seconds,images,input_tokens,output_tokens,cached_tokens,minutes`, then one row per group.
+         */
+        get: operations["getUsageCsv"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2595,6 +2672,11 @@ export interface operations {
                              * @description Last use.
                              */
                             last_used_at: string | null;
+                            /**
+                             * @description `live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none (D32).
+                             * @enum {string}
+                             */
+                            mode: "live" | "test";
                             /** @description Label. */
                             name: string | null;
                             /** @description First 12 characters of the secret. */
@@ -2656,6 +2738,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /**
+                     * @description `live` (default) or `test`.
+                     * @enum {string|null}
+                     */
+                    mode?: "live" | "test" | null;
                     /** @description Optional label, at most 64 characters. */
                     name?: string | null;
                 } | null;
@@ -2678,6 +2765,11 @@ export interface operations {
                         created_at: string;
                         /** @description Key id. */
                         key_id: string;
+                        /**
+                         * @description `live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none (D32).
+                         * @enum {string}
+                         */
+                        mode: "live" | "test";
                         /** @description Label. */
                         name: string | null;
                     };
@@ -3217,6 +3309,10 @@ export interface operations {
                              * @enum {string}
                              */
                             kind: "signup_credit" | "deposit" | "hold" | "hold_release" | "charge" | "refund" | "adjustment";
+                            /** @description A deposit's payment reference, the model of a call. */
+                            reference: string | null;
+                            /** @description The request (`req_...`) of the paid call the entry belongs to. */
+                            request_id: string | null;
                         }[];
                         /** @description More entries follow. */
                         has_more: boolean;
@@ -5050,6 +5146,549 @@ export interface operations {
                 };
             };
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listRequests: {
+        parameters: {
+            query?: {
+                /** @description Cursor: the `id` of the last record of the previous page. */
+                after?: string;
+                /**
+                 * @description Records from (UTC for a date): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /** @description Only calls made with this key. */
+                key_id?: string;
+                /**
+                 * @description Page size, 1 to 100 (default 20).
+                 * @example 20
+                 */
+                limit?: string;
+                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                mode?: "live" | "test";
+                /** @description Only this model. */
+                model?: string;
+                /** @description Only this status. */
+                status?: "pending" | "processing" | "succeeded" | "failed" | "refunded" | "expired";
+                /**
+                 * @description Records before (a date includes that day, UTC): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /** @description What the call cost (null while pending or processing) (USD, at most 6 decimals). */
+                            cost_usd: number | null;
+                            /**
+                             * Format: date-time
+                             * @description When the call placed its hold.
+                             */
+                            created_at: string;
+                            /** @description 0 when the first source served the call, 1 or more for a fallback source. */
+                            fallback_layer: number;
+                            /** @description What was held (for a test-mode key: would have been held) (USD, at most 6 decimals). */
+                            hold_usd: number;
+                            /** @description The request id (`req_...`), as sent in `X-Svc-Request-Id`. */
+                            id: string;
+                            /** @description The job, for image, video and stored audio calls. */
+                            job_id: string | null;
+                            /** @description The API key that made the call. */
+                            key_id: string | null;
+                            /**
+                             * @description What the call was.
+                             * @enum {string}
+                             */
+                            kind: "speech" | "music" | "sfx" | "voice_design" | "voice_clone" | "transcription" | "audio_understanding" | "chat" | "image" | "video";
+                            /** @description From the hold to the charge or release, ms (a stream of speech: to its first audio); null until then. */
+                            latency_ms: number | null;
+                            /**
+                             * @description `test` for a test-mode key (no money moved).
+                             * @enum {string}
+                             */
+                            mode: "live" | "test";
+                            /** @description Model id. */
+                            model: string;
+                            /**
+                             * @description Always `usage.record`.
+                             * @enum {string}
+                             */
+                            object: "usage.record";
+                            /**
+                             * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
+                             * @enum {string}
+                             */
+                            status: "pending" | "processing" | "succeeded" | "failed" | "refunded" | "expired";
+                            /** @description The units of the call, whichever apply (none for voice design and cloning). */
+                            units: {
+                                /** @description Chat: cached input tokens. */
+                                cached_tokens?: number;
+                                /** @description Speech: characters billed. */
+                                characters?: number;
+                                /** @description Images. */
+                                images?: number;
+                                /** @description Chat: input tokens, cached ones included. */
+                                input_tokens?: number;
+                                /** @description Transcription and audio understanding: billed (started) minutes. */
+                                minutes?: number;
+                                /** @description Chat: output tokens. */
+                                output_tokens?: number;
+                                /** @description Music, sound effects and video: seconds. */
+                                seconds?: number;
+                            };
+                        }[];
+                        /** @description More records follow. */
+                        has_more: boolean;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (limit outside 1-100, a bad status, mode or time). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Request id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record and its ledger entries, oldest first (none for a test-mode key). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What the call cost (null while pending or processing) (USD, at most 6 decimals). */
+                        cost_usd: number | null;
+                        /**
+                         * Format: date-time
+                         * @description When the call placed its hold.
+                         */
+                        created_at: string;
+                        /** @description 0 when the first source served the call, 1 or more for a fallback source. */
+                        fallback_layer: number;
+                        /** @description What was held (for a test-mode key: would have been held) (USD, at most 6 decimals). */
+                        hold_usd: number;
+                        /** @description The request id (`req_...`), as sent in `X-Svc-Request-Id`. */
+                        id: string;
+                        /** @description The job, for image, video and stored audio calls. */
+                        job_id: string | null;
+                        /** @description The API key that made the call. */
+                        key_id: string | null;
+                        /**
+                         * @description What the call was.
+                         * @enum {string}
+                         */
+                        kind: "speech" | "music" | "sfx" | "voice_design" | "voice_clone" | "transcription" | "audio_understanding" | "chat" | "image" | "video";
+                        /** @description From the hold to the charge or release, ms (a stream of speech: to its first audio); null until then. */
+                        latency_ms: number | null;
+                        /** @description The call's ledger entries. */
+                        ledger: {
+                            /** @description Signed amount (USD, at most 6 decimals). */
+                            amount_usd: number;
+                            /** @description Balance right after this entry (USD, at most 6 decimals). */
+                            balance_usd: number;
+                            /**
+                             * Format: date-time
+                             * @description Time of the entry.
+                             */
+                            created_at: string;
+                            /** @description Entry id (the cursor for `after`). */
+                            id: string;
+                            /** @description The job the entry belongs to. */
+                            job_id: string | null;
+                            /**
+                             * @description Entry kind.
+                             * @enum {string}
+                             */
+                            kind: "signup_credit" | "deposit" | "hold" | "hold_release" | "charge" | "refund" | "adjustment";
+                            /** @description A deposit's payment reference, the model of a call. */
+                            reference: string | null;
+                            /** @description The request (`req_...`) of the paid call the entry belongs to. */
+                            request_id: string | null;
+                        }[];
+                        /**
+                         * @description `test` for a test-mode key (no money moved).
+                         * @enum {string}
+                         */
+                        mode: "live" | "test";
+                        /** @description Model id. */
+                        model: string;
+                        /**
+                         * @description Always `usage.record`.
+                         * @enum {string}
+                         */
+                        object: "usage.record";
+                        /**
+                         * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
+                         * @enum {string}
+                         */
+                        status: "pending" | "processing" | "succeeded" | "failed" | "refunded" | "expired";
+                        /** @description The units of the call, whichever apply (none for voice design and cloning). */
+                        units: {
+                            /** @description Chat: cached input tokens. */
+                            cached_tokens?: number;
+                            /** @description Speech: characters billed. */
+                            characters?: number;
+                            /** @description Images. */
+                            images?: number;
+                            /** @description Chat: input tokens, cached ones included. */
+                            input_tokens?: number;
+                            /** @description Transcription and audio understanding: billed (started) minutes. */
+                            minutes?: number;
+                            /** @description Chat: output tokens. */
+                            output_tokens?: number;
+                            /** @description Music, sound effects and video: seconds. */
+                            seconds?: number;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `request_not_found` (unknown, or another account's). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description From (default: 30 days ago; a date starts at midnight in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /** @description Group by day in `tz` (default), model or key. */
+                group_by?: "day" | "model" | "key";
+                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                mode?: "live" | "test";
+                /**
+                 * @description Until, exclusive (default: now; a date includes that day in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                to?: string;
+                /**
+                 * @description IANA time zone of the days and of date bounds (default `UTC`).
+                 * @example Europe/Berlin
+                 */
+                tz?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The summary. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Groups in ascending order. */
+                        data: {
+                            /** @description What they cost (USD, at most 6 decimals). */
+                            cost_usd: number;
+                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key). */
+                            group: string;
+                            /** @description Paid calls. */
+                            requests: number;
+                            /** @description The units of the call, whichever apply (none for voice design and cloning). */
+                            units: {
+                                /** @description Chat: cached input tokens. */
+                                cached_tokens?: number;
+                                /** @description Speech: characters billed. */
+                                characters?: number;
+                                /** @description Images. */
+                                images?: number;
+                                /** @description Chat: input tokens, cached ones included. */
+                                input_tokens?: number;
+                                /** @description Transcription and audio understanding: billed (started) minutes. */
+                                minutes?: number;
+                                /** @description Chat: output tokens. */
+                                output_tokens?: number;
+                                /** @description Music, sound effects and video: seconds. */
+                                seconds?: number;
+                            };
+                        }[];
+                        /**
+                         * @description How the groups were made.
+                         * @enum {string}
+                         */
+                        group_by: "day" | "model" | "key";
+                        /**
+                         * @description Always `usage.summary`.
+                         * @enum {string}
+                         */
+                        object: "usage.summary";
+                        total: {
+                            /** @description What they cost (USD, at most 6 decimals). */
+                            cost_usd: number;
+                            /** @description Paid calls. */
+                            requests: number;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsageCsv: {
+        parameters: {
+            query?: {
+                /**
+                 * @description From (default: 30 days ago; a date starts at midnight in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /** @description Group by day in `tz` (default), model or key. */
+                group_by?: "day" | "model" | "key";
+                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                mode?: "live" | "test";
+                /**
+                 * @description Until, exclusive (default: now; a date includes that day in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                to?: string;
+                /**
+                 * @description IANA time zone of the days and of date bounds (default `UTC`).
+                 * @example Europe/Berlin
+                 */
+                tz?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CSV. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -9,12 +9,12 @@ import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import { type AudioSource, MAX_UPLOAD_BYTES, runAudioText } from "../../text/audio-text.ts";
 import type { App } from "../app.ts";
-import { guardOf, principalOf } from "../auth.ts";
+import { callOf, guardOf, principalOf } from "../auth.ts";
 import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
 import { readMultipart } from "../multipart.ts";
 import { createTranscriptionSchema, understandAudioSchema } from "../schemas/audio.ts";
 import { formReadByRoute } from "../schemas/common.ts";
-import { abortOnClose, simulateHeader } from "./speech.ts";
+import { abortOnClose, audioOf, simulateHeader } from "./speech.ts";
 
 interface Form {
   source: AudioSource | null;
@@ -46,16 +46,15 @@ export async function audioTextRoutes(app: App, services: Services): Promise<voi
     throwFileSizeLimit: true,
     limits: { fileSize: MAX_UPLOAD_BYTES, files: 1, fields: 20, fieldSize: 16 * 1024, parts: 24 },
   });
-  const deps = { db: services.db.kysely, adapter: services.audio };
   const handle = (task: "transcribe" | "understand") => async (req: FastifyRequest, reply: FastifyReply) => {
     const form = await readForm(req, task === "transcribe");
     const prompt = form.fields.prompt ?? null;
     if (task === "understand" && (prompt === null || prompt.trim() === "")) throw errors.invalidRequest("prompt is required.", "prompt");
     const out = await runAudioText(
-      deps,
+      { db: services.db.kysely, adapter: audioOf(services, req) },
       principalOf(req).accountId,
       { task, model: form.fields.model ?? null, prompt, source: form.source! },
-      { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req) },
+      { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req), call: callOf(req) },
     );
     setCostHeaders(reply, out);
     if (task === "understand") return reply.send({ text: out.text, model: out.model, duration_sec: roundedSeconds(out.durationSec) });

@@ -56,7 +56,7 @@ export function accountRoutes(app: App, services: Services): void {
     data: await listKeys(services.db.kysely, principalOf(req).accountId),
   }));
   app.post("/v1/auth/keys", { schema: createKeySchema }, async (req, reply) => {
-    const body = (req.body && typeof req.body === "object" ? req.body : {}) as { name?: unknown };
+    const body = (req.body && typeof req.body === "object" ? req.body : {}) as { name?: unknown; mode?: unknown };
     const out = await createKey(services.db.kysely, principalOf(req).accountId, body);
     return reply.code(201).send(out);
   });

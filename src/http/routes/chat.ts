@@ -6,11 +6,12 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { errors } from "../../errors.ts";
 import { newId } from "../../ids.ts";
+import type { TextModel } from "../../catalog/text-models.ts";
 import type { Services } from "../../services.ts";
 import { type ChatInput, runChat, startChatStream } from "../../text/chat.ts";
 import type { ChatMessage, ChatResult, ToolDefinition } from "../../upstreams/chat-types.ts";
 import type { App } from "../app.ts";
-import { guardOf, principalOf } from "../auth.ts";
+import { callOf, guardOf, principalOf } from "../auth.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { createChatCompletionSchema } from "../schemas/text.ts";
 import { simulateHeader } from "./speech.ts";
@@ -79,7 +80,7 @@ export function openEventStream(reply: FastifyReply, model: string, fallbackLaye
   });
 }
 
-/** The caller's limits and tier as the chat service needs them (shared with `/v1/messages`). */
+/** The caller's limits, tier and paid-call context as the chat service needs them (shared with `/v1/messages`). */
 export function chatOptions(services: Services, req: FastifyRequest) {
   const p = principalOf(req);
   return {
@@ -87,12 +88,19 @@ export function chatOptions(services: Services, req: FastifyRequest) {
     tokens: (n: number) => services.limiter.tokens(p.accountId, p.limits, n),
     simulate: simulateHeader(req.headers["x-svc-simulate"]),
     tier: p.limits.tier,
+    call: callOf(req),
   };
 }
 
+/** The chat service's dependencies for the caller: a test-mode key's plans use the simulator only (D32). */
+export function chatDeps(services: Services, req: FastifyRequest) {
+  const testMode = principalOf(req).mode === "test";
+  return { db: services.db.kysely, planFor: (m: TextModel) => services.chatPlanFor(m, { testMode }) };
+}
+
 export function chatRoutes(app: App, services: Services): void {
-  const deps = { db: services.db.kysely, planFor: services.chatPlanFor };
   app.post("/v1/chat/completions", { schema: createChatCompletionSchema }, async (req, reply) => {
+    const deps = chatDeps(services, req);
     const input = parseOpenAIChat((req.body ?? {}) as Record<string, unknown>);
     const p = principalOf(req);
     const opts = chatOptions(services, req);

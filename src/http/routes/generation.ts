@@ -2,7 +2,7 @@
  * `POST /v1/audio/music` and `POST /v1/audio/sfx` (spec sections of the same names): audio bytes with the
  * `X-Svc-*` headers, or with `?save_to_blob=1` the JSON form `audio.generation`.
  */
-import type { FastifyReply } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { AudioOutcome } from "../../audio/generate.ts";
 import { createMusic } from "../../audio/music.ts";
 import { createSfx } from "../../audio/sfx.ts";
@@ -10,10 +10,10 @@ import { microsToUsd } from "../../billing/money.ts";
 import { blobUrl } from "../../jobs/outputs.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
-import { guardOf, principalOf } from "../auth.ts";
+import { callOf, guardOf, principalOf } from "../auth.ts";
 import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
 import { createMusicSchema, createSoundEffectSchema } from "../schemas/audio.ts";
-import { abortOnClose, simulateHeader } from "./speech.ts";
+import { abortOnClose, audioOf, simulateHeader } from "./speech.ts";
 
 /** `save_to_blob` (its values are checked by the route schema): `1`/`true` stores the output. */
 function saveToBlobOf(query: unknown): boolean {
@@ -22,11 +22,9 @@ function saveToBlobOf(query: unknown): boolean {
 }
 
 export function generationRoutes(app: App, services: Services): void {
-  const deps = {
-    db: services.db.kysely,
-    blobs: services.blobs,
-    music: services.audio.music.bind(services.audio),
-    sfx: services.audio.sfx.bind(services.audio),
+  const depsOf = (req: FastifyRequest) => {
+    const audio = audioOf(services, req);
+    return { db: services.db.kysely, blobs: services.blobs, music: audio.music.bind(audio), sfx: audio.sfx.bind(audio) };
   };
   const send = (out: AudioOutcome, reply: FastifyReply) => {
     setCostHeaders(reply, out);
@@ -46,21 +44,23 @@ export function generationRoutes(app: App, services: Services): void {
   };
 
   app.post("/v1/audio/music", { schema: createMusicSchema }, async (req, reply) => {
-    const out = await createMusic(deps, principalOf(req), (req.body ?? {}) as Record<string, unknown>, {
+    const out = await createMusic(depsOf(req), principalOf(req), (req.body ?? {}) as Record<string, unknown>, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
       saveToBlob: saveToBlobOf(req.query),
       signal: abortOnClose(reply),
       guard: guardOf(services, req),
+      call: callOf(req),
     });
     return send(out, reply);
   });
 
   app.post("/v1/audio/sfx", { schema: createSoundEffectSchema }, async (req, reply) => {
-    const out = await createSfx(deps, principalOf(req), (req.body ?? {}) as Record<string, unknown>, {
+    const out = await createSfx(depsOf(req), principalOf(req), (req.body ?? {}) as Record<string, unknown>, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
       saveToBlob: saveToBlobOf(req.query),
       signal: abortOnClose(reply),
       guard: guardOf(services, req),
+      call: callOf(req),
     });
     return send(out, reply);
   });

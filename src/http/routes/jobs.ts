@@ -13,7 +13,7 @@ import { isTerminal, pollAfterSeconds, waitForJobEnd, watchJob } from "../../job
 import type { Services } from "../../services.ts";
 import { checkWebhookUrl } from "../../webhooks/urls.ts";
 import type { App } from "../app.ts";
-import { guardOf, principalOf } from "../auth.ts";
+import { callOf, guardOf, principalOf } from "../auth.ts";
 import {
   cancelJobSchema,
   createGenmediaJobSchema,
@@ -93,7 +93,7 @@ export function jobRoutes(app: App, services: Services): void {
       await checkReferenceHosts(spec, services.resolveHost);
       if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
       const simulate = simulateHeader(req.headers["x-svc-simulate"]);
-      const out = await submitJob(deps, principalOf(req), spec, body, simulate);
+      const out = await submitJob(deps, principalOf(req), spec, body, simulate, callOf(req));
       if (!out.replayed) services.nudgeRunner();
       const job = await honourWait(req, reply, out.job);
       return reply.code(out.replayed ? 200 : 202).send(job);

@@ -13,7 +13,7 @@ import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { createMessageSchema } from "../schemas/text.ts";
-import { chatOptions, openEventStream } from "./chat.ts";
+import { chatDeps, chatOptions, openEventStream } from "./chat.ts";
 
 type Block = { type?: unknown; text?: unknown; id?: unknown; name?: unknown; input?: unknown; tool_use_id?: unknown; content?: unknown };
 
@@ -113,8 +113,8 @@ function toolInput(args: string): unknown {
 }
 
 export function messagesRoutes(app: App, services: Services): void {
-  const deps = { db: services.db.kysely, planFor: services.chatPlanFor };
   app.post("/v1/messages", { schema: createMessageSchema }, async (req, reply) => {
+    const deps = chatDeps(services, req);
     const input = parseAnthropicMessages((req.body ?? {}) as Record<string, unknown>);
     const p = principalOf(req);
     const opts = chatOptions(services, req);

@@ -4,12 +4,13 @@
  * (model, input length, voice) are the service's.
  */
 import { Readable } from "node:stream";
-import type { FastifyReply } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { createSpeech, type SpeechBody } from "../../audio/speech.ts";
 import type { Services } from "../../services.ts";
+import type { AudioRouter } from "../../upstreams/audio-router.ts";
 import type { SimulateMode } from "../../upstreams/types.ts";
 import type { App } from "../app.ts";
-import { guardOf, principalOf } from "../auth.ts";
+import { callOf, guardOf, principalOf } from "../auth.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { createSpeechSchema } from "../schemas/audio.ts";
 
@@ -28,17 +29,21 @@ export function abortOnClose(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
+/** The audio router of the caller: the simulator-only one for a test-mode key (D32). */
+export function audioOf(services: Services, request: FastifyRequest): AudioRouter {
+  return principalOf(request).mode === "test" ? services.audio.testMode : services.audio;
+}
+
 export function speechRoutes(app: App, services: Services): void {
-  const deps = {
-    db: services.db.kysely,
-    speak: services.audio.speech.bind(services.audio),
-    isAlphaVoice: (voiceId: string) => services.voiceLibrary.isAlphaVoice(voiceId),
-  };
+  const isAlphaVoice = (voiceId: string) => services.voiceLibrary.isAlphaVoice(voiceId);
   app.post("/v1/audio/speech", { schema: createSpeechSchema }, async (req, reply) => {
+    const audio = audioOf(services, req);
+    const deps = { db: services.db.kysely, speak: audio.speech.bind(audio), isAlphaVoice };
     const out = await createSpeech(deps, principalOf(req).accountId, (req.body ?? {}) as SpeechBody, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
       signal: abortOnClose(reply),
       guard: guardOf(services, req),
+      call: callOf(req),
     });
     setCostHeaders(reply.header("content-type", out.contentType), out);
     if (out.audio.kind === "bytes")

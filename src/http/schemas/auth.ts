@@ -5,9 +5,10 @@ import { SIGNUP_CREDIT_MICROS } from "../../accounts/accounts.ts";
 import { formatUsd } from "../../billing/money.ts";
 import { AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, obj, ok, oneOf, ref, route, str, usd } from "./common.ts";
 
+const KEY_MODE = oneOf(["live", "test"], "`live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none (D32).");
 const KEY_ROW = obj(
-  { key_id: str("Key id."), name: nullable(str("Label.")), prefix: str("First 12 characters of the secret."), created_at: isoTime("Creation time."), last_used_at: nullable(isoTime("Last use.")) },
-  ["key_id", "name", "prefix", "created_at", "last_used_at"],
+  { key_id: str("Key id."), name: nullable(str("Label.")), prefix: str("First 12 characters of the secret."), created_at: isoTime("Creation time."), last_used_at: nullable(isoTime("Last use.")), mode: KEY_MODE },
+  ["key_id", "name", "prefix", "created_at", "last_used_at", "mode"],
 );
 
 const LOGIN_MESSAGE = "email and password are required strings.";
@@ -127,9 +128,16 @@ export const createKeySchema = route({
   summary: "Create an API key",
   tags: ["auth"],
   access: "keyOrSession",
-  body: json({ ...obj({ name: nullable(str("Optional label, at most 64 characters.", { maxLength: 64, "x-error-message": "name must be a string of at most 64 characters." })) }), type: ["object", "null"] }),
+  description: "`mode: \"test\"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`.",
+  body: json({
+    ...obj({
+      name: nullable(str("Optional label, at most 64 characters.", { maxLength: 64, "x-error-message": "name must be a string of at most 64 characters." })),
+      mode: { ...KEY_MODE, description: "`live` (default) or `test`.", type: ["string", "null"], enum: ["live", "test", null], "x-error-message": "mode must be 'live' or 'test'." },
+    }),
+    type: ["object", "null"],
+  }),
   responses: {
-    201: ok("The new key; the secret `api_key` is shown only here.", obj({ key_id: str("Key id."), name: nullable(str("Label.")), api_key: str("The secret."), created_at: isoTime("Creation time.") }, ["key_id", "name", "api_key", "created_at"])),
+    201: ok("The new key; the secret `api_key` is shown only here.", obj({ key_id: str("Key id."), name: nullable(str("Label.")), api_key: str("The secret."), created_at: isoTime("Creation time."), mode: KEY_MODE }, ["key_id", "name", "api_key", "created_at", "mode"])),
     ...errors({ 400: "`invalid_request`", ...AUTH_ERR }),
   },
 });

@@ -1,0 +1,141 @@
+/**
+ * Route schemas of the usage log (D29): `GET /v1/requests`, `GET /v1/requests/{id}`, `GET /v1/usage` and
+ * `GET /v1/usage.csv`.
+ */
+import { AUTH_ERR, bool, errors, int, isoTime, JOB_STATUSES, LIST, nullable, num, obj, ok, oneOf, queryInt, route, type Schema, str, usd } from "./common.ts";
+import { LEDGER_ENTRY } from "./billing.ts";
+
+const KINDS = ["speech", "music", "sfx", "voice_design", "voice_clone", "transcription", "audio_understanding", "chat", "image", "video"];
+const MODE = oneOf(["live", "test"], "`live` (default) or `test`: records of test-mode keys (D32) show only with `test`.", { "x-error-message": "mode must be 'live' or 'test'." });
+const TIME_BOUND = (what: string): Schema =>
+  str(`${what}: an ISO date (\`2025-03-01\`, a whole day) or an ISO instant with a zone (\`2025-03-01T12:00:00Z\`).`, { maxLength: 40, examples: ["2025-03-01"] });
+
+const UNITS = obj(
+  {
+    characters: int("Speech: characters billed."),
+    seconds: num("Music, sound effects and video: seconds."),
+    images: int("Images."),
+    input_tokens: int("Chat: input tokens, cached ones included."),
+    output_tokens: int("Chat: output tokens."),
+    cached_tokens: int("Chat: cached input tokens."),
+    minutes: int("Transcription and audio understanding: billed (started) minutes."),
+  },
+  [],
+  { description: "The units of the call, whichever apply (none for voice design and cloning)." },
+);
+
+const RECORD_FIELDS = {
+  id: str("The request id (`req_...`), as sent in `X-Svc-Request-Id`."),
+  object: oneOf(["usage.record"], "Always `usage.record`."),
+  key_id: nullable(str("The API key that made the call.")),
+  model: str("Model id."),
+  kind: oneOf(KINDS, "What the call was."),
+  status: oneOf(JOB_STATUSES, "`processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0."),
+  mode: oneOf(["live", "test"], "`test` for a test-mode key (no money moved)."),
+  units: UNITS,
+  cost_usd: nullable(usd("What the call cost (null while pending or processing)")),
+  hold_usd: usd("What was held (for a test-mode key: would have been held)"),
+  fallback_layer: int("0 when the first source served the call, 1 or more for a fallback source."),
+  latency_ms: nullable(int("From the hold to the charge or release, ms (a stream of speech: to its first audio); null until then.")),
+  job_id: nullable(str("The job, for image, video and stored audio calls.")),
+  created_at: isoTime("When the call placed its hold."),
+};
+const RECORD_REQUIRED = Object.keys(RECORD_FIELDS);
+const RECORD = obj(RECORD_FIELDS, RECORD_REQUIRED);
+
+/** `GET /v1/requests`. */
+export const listRequestsSchema = route({
+  operationId: "listRequests",
+  summary: "Usage records, newest first",
+  description: "One record per paid call (every call that placed a hold, or for a test-mode key would have).",
+  tags: ["billing"],
+  access: "keyOrSession",
+  query: obj({
+    limit: queryInt("Page size, 1 to 100 (default 20).", "^0*(100|[1-9][0-9]?)$", "limit must be an integer from 1 to 100.", { examples: ["20"] }),
+    after: str("Cursor: the `id` of the last record of the previous page.", { maxLength: 200 }),
+    model: str("Only this model.", { maxLength: 200 }),
+    key_id: str("Only calls made with this key.", { maxLength: 200 }),
+    status: oneOf(JOB_STATUSES, "Only this status.", { "x-error-message": `status must be one of ${JOB_STATUSES.join(", ")}.` }),
+    from: TIME_BOUND("Records from (UTC for a date)"),
+    to: TIME_BOUND("Records before (a date includes that day, UTC)"),
+    mode: MODE,
+  }),
+  responses: {
+    200: ok("One page.", LIST(RECORD, { has_more: bool("More records follow.") })),
+    ...errors({ 400: "`invalid_request` (limit outside 1-100, a bad status, mode or time)", ...AUTH_ERR }),
+  },
+});
+
+/** `GET /v1/requests/{id}`. */
+export const getRequestSchema = route({
+  operationId: "getRequest",
+  summary: "One usage record and its ledger entries",
+  tags: ["billing"],
+  access: "keyOrSession",
+  params: obj({ id: str("Request id.", { maxLength: 200 }) }, ["id"]),
+  responses: {
+    200: ok(
+      "The record and its ledger entries, oldest first (none for a test-mode key).",
+      obj({ ...RECORD_FIELDS, ledger: { type: "array", items: LEDGER_ENTRY, description: "The call's ledger entries." } }, [...RECORD_REQUIRED, "ledger"]),
+    ),
+    ...errors({ ...AUTH_ERR, 404: "`request_not_found` (unknown, or another account's)" }),
+  },
+});
+
+const SUMMARY_QUERY = obj({
+  from: TIME_BOUND("From (default: 30 days ago; a date starts at midnight in `tz`)"),
+  to: TIME_BOUND("Until, exclusive (default: now; a date includes that day in `tz`)"),
+  group_by: oneOf(["day", "model", "key"], "Group by day in `tz` (default), model or key.", { "x-error-message": "group_by must be 'day', 'model' or 'key'." }),
+  tz: str("IANA time zone of the days and of date bounds (default `UTC`).", { maxLength: 64, examples: ["Europe/Berlin"] }),
+  mode: MODE,
+});
+
+/** `GET /v1/usage`. */
+export const getUsageSchema = route({
+  operationId: "getUsage",
+  summary: "Usage summed by day, model or key",
+  tags: ["billing"],
+  access: "keyOrSession",
+  query: SUMMARY_QUERY,
+  responses: {
+    200: ok(
+      "The summary.",
+      obj(
+        {
+          object: oneOf(["usage.summary"], "Always `usage.summary`."),
+          group_by: oneOf(["day", "model", "key"], "How the groups were made."),
+          data: {
+            type: "array",
+            description: "Groups in ascending order.",
+            items: obj(
+              {
+                group: str("`YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key)."),
+                requests: int("Paid calls."),
+                cost_usd: usd("What they cost"),
+                units: UNITS,
+              },
+              ["group", "requests", "cost_usd", "units"],
+            ),
+          },
+          total: obj({ requests: int("Paid calls."), cost_usd: usd("What they cost") }, ["requests", "cost_usd"]),
+        },
+        ["object", "group_by", "data", "total"],
+      ),
+    ),
+    ...errors({ 400: "`invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`)", ...AUTH_ERR }),
+  },
+});
+
+/** `GET /v1/usage.csv`. */
+export const getUsageCsvSchema = route({
+  operationId: "getUsageCsv",
+  summary: "Usage summed by day, model or key, as CSV",
+  description: "The same groups as `GET /v1/usage`: a header row `group,requests,cost_usd,characters,seconds,images,input_tokens,output_tokens,cached_tokens,minutes`, then one row per group.",
+  tags: ["billing"],
+  access: "keyOrSession",
+  query: SUMMARY_QUERY,
+  responses: {
+    200: { description: "The CSV.", content: { "text/csv": { schema: { type: "string" } } } },
+    ...errors({ 400: "`invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`)", ...AUTH_ERR }),
+  },
+});
