@@ -89,8 +89,26 @@ export function route(doc: OperationDoc): FastifySchema {
     ...(doc.query ? { querystring: doc.query } : {}),
     ...(doc.params ? { params: doc.params } : {}),
     ...(doc.headers ? { headers: doc.headers } : {}),
-    response: { ...frameworkResponses(doc), ...doc.responses },
+    response: doc.access === "public" ? { ...frameworkResponses(doc), ...doc.responses } : withCallHeaders({ ...frameworkResponses(doc), ...doc.responses }),
   } as FastifySchema;
+}
+
+/**
+ * The headers of every answer to an authenticated operation, errors included (built on use: `str` is
+ * declared further down): the request id (D29) and
+ * the test-mode mark (D32).
+ */
+function callHeaders(): Record<string, Schema> {
+  return {
+    "X-Svc-Request-Id": str("`req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`).", { examples: ["req_3fK9qLm2Xv8TzR1wY6pN0a"] }),
+    "X-Svc-Test-Mode": str("`true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved."),
+  };
+}
+
+/** `responses` with {@link callHeaders} added to each. */
+function withCallHeaders(responses: Record<string, ResponseDoc>): Record<string, ResponseDoc> {
+  const common = callHeaders();
+  return Object.fromEntries(Object.entries(responses).map(([status, r]) => [status, { ...r, headers: { ...common, ...(r.headers ?? {}) } }]));
 }
 
 /**
