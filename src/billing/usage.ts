@@ -11,7 +11,7 @@
 import type { Kysely, Transaction } from "kysely";
 import { newId } from "../ids.ts";
 import { prepare } from "../storage/prepared.ts";
-import type { Database, KeyMode, UsageKind, UsageStatus } from "../storage/schema.ts";
+import type { Database, KeyMode, UsageKind, UsageRecordsTable, UsageStatus } from "../storage/schema.ts";
 import type { Micros } from "./money.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -87,26 +87,10 @@ export function unitColumns(units: Units = {}): {
   };
 }
 
-/** A usage record as inserted (see storage/schema.ts `UsageRecordsTable`). */
-export interface UsageRow {
-  id: string;
-  account_id: string;
-  key_id: string | null;
-  mode: KeyMode;
-  model: string;
-  kind: UsageKind;
+/** A usage record as inserted: storage/schema.ts `UsageRecordsTable` with a new record's status and no settlement yet. */
+export type UsageRow = Omit<UsageRecordsTable, "status" | "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at"> & {
   status: "pending" | "processing";
-  job_id: string | null;
-  hold_micros: Micros;
-  characters: number | null;
-  duration_ms: number | null;
-  images: number | null;
-  input_tokens: number | null;
-  output_tokens: number | null;
-  cached_tokens: number | null;
-  minutes: number | null;
-  created_at: number;
-}
+};
 
 /** The row of a record that starts now. */
 export function usageRow(

@@ -6,7 +6,7 @@
  */
 import { type Kysely, PostgresAdapter, sql, type Transaction } from "kysely";
 import { newId } from "../ids.ts";
-import type { Database } from "./schema.ts";
+import type { Database, UsageRecordsTable } from "./schema.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
@@ -15,26 +15,8 @@ export function isPostgres(db: Executor): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
-/** A usage record (D29) inserted by {@link pgPlaceHold} with the hold; shapes as in schema.ts. */
-export interface PgUsageRow {
-  id: string;
-  account_id: string;
-  key_id: string | null;
-  mode: string;
-  model: string;
-  kind: string;
-  status: string;
-  job_id: string | null;
-  hold_micros: number;
-  characters: number | null;
-  duration_ms: number | null;
-  images: number | null;
-  input_tokens: number | null;
-  output_tokens: number | null;
-  cached_tokens: number | null;
-  minutes: number | null;
-  created_at: number;
-}
+/** A usage record (D29) inserted by {@link pgPlaceHold} with the hold: the columns of schema.ts's table set at insert. */
+export type PgUsageRow = Omit<UsageRecordsTable, "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at">;
 
 /** How {@link pgCaptureHold} finishes the hold's usage record: status, cost and measured units (null keeps). */
 export interface PgUsageEnd {
