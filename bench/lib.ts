@@ -10,6 +10,7 @@ import { join } from "node:path";
 import autocannon from "autocannon";
 import { freePort } from "../test/helpers/process.ts";
 import pg from "pg";
+import { checkInvariants } from "./invariants.ts";
 
 export const PG_ADMIN_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 export const ADMIN_TOKEN = "bench-admin-token";
@@ -90,7 +91,10 @@ export async function pgReachable(): Promise<boolean> {
   }
 }
 
-/** Starts `node src/main.ts serve` on a free port with a fresh database of `backend`. */
+/**
+ * Starts `node src/main.ts serve` on a free port with a fresh database of `backend`. `stop()` stops it,
+ * then checks the money invariants on its database (bench/invariants.ts) and throws when one is broken.
+ */
 export async function startGatewayProcess(
   backend: "sqlite" | "postgres",
   env: Record<string, string> = {},
@@ -137,8 +141,15 @@ export async function startGatewayProcess(
     pid: child.pid,
     async stop() {
       await stopChild(child);
-      if (dropPg) await dropPg();
-      rmSync(dir, { recursive: true, force: true });
+      try {
+        // Every run ends with the money invariants checked on what it left (design.md 1, 2 and 9).
+        const report = await checkInvariants(databaseUrl);
+        if (report.problems.length > 0) throw new Error(`invariants broken on ${backend}:\n${report.problems.slice(0, 20).join("\n")}`);
+        console.log(`invariants on ${backend}: hold for ${report.accounts} accounts (balance == ledger sum, no open hold, usage == ledger charges)`);
+      } finally {
+        if (dropPg) await dropPg();
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
   };
 }
@@ -225,6 +236,8 @@ export async function load(opts: {
   durationS: number;
   /** One API key per connection (many customers, as in production) instead of one shared key. */
   keys?: string[];
+  /** A fixed total rate, requests per second across all connections (autocannon `overallRate`), instead of as fast as possible. */
+  rate?: number;
 }): Promise<LoadResult> {
   let next = 0;
   const keys = opts.keys;
@@ -235,6 +248,7 @@ export async function load(opts: {
     body: opts.body,
     connections: opts.connections,
     duration: opts.durationS,
+    ...(opts.rate === undefined ? {} : { overallRate: opts.rate }),
     setupClient: keys
       ? (client) => {
           client.setHeaders({ ...(opts.headers ?? {}), authorization: `Bearer ${keys[next++ % keys.length]}` });

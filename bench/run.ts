@@ -7,7 +7,8 @@
  * p99 under 10 ms at 32 connections. Numbers measured on the development machine go in bench/README.md.
  *
  * Environment: BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 32), BENCH_JOBS (default 2000),
- * BENCH_ONLY (comma list of memory, voices, speech, upstreams, limits, chat, jobs; default all).
+ * BENCH_ONLY (comma list of memory, voices, speech, rate, upstreams, limits, chat, jobs; default all),
+ * BENCH_RATE (the fixed rate of `rate`, default 300 requests/s).
  */
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import { benchStreamingChat } from "./chat.ts";
@@ -196,6 +197,42 @@ async function benchLimitsBackend(): Promise<void> {
 }
 
 /**
+ * Latency at a fixed rate below saturation (issue "Fast on the scale path"): the one-word speech request
+ * at 300 requests/s over 8 connections, through the gateway and from the bare server answering the same
+ * bytes, in the same run; the latency the gateway adds at p50 and p99 (autocannon reports whole ms).
+ */
+async function benchFixedRate(backend: "sqlite" | "postgres"): Promise<void> {
+  const rate = Number(process.env.BENCH_RATE ?? 300);
+  const conns = 8;
+  const gw = await startGatewayProcess(backend);
+  try {
+    const users = await Promise.all(Array.from({ length: conns }, () => benchUser(gw.url)));
+    const keys = users.map((u) => u.apiKey);
+    const body = CASES[1]!.body;
+    const sample = await call(gw.url, "POST", "/v1/audio/speech", JSON.parse(body), keys[0]);
+    if (sample.status !== 200) throw new Error(`speech sample failed: ${sample.status} ${sample.buf}`);
+    const bare = await startBareServer(sample.buf, sample.headers.get("content-type") ?? "audio/mpeg");
+    try {
+      const headers = { "content-type": "application/json" };
+      const through = (d: number) => load({ url: `${gw.url}/v1/audio/speech`, method: "POST", headers, body, connections: conns, durationS: d, keys, rate });
+      const direct = (d: number) => load({ url: bare.url, method: "POST", headers, body, connections: conns, durationS: d, rate });
+      await through(2);
+      const g = await through(durationS);
+      const b = await direct(durationS);
+      console.log(`\n## fixed rate on ${backend}: one word, ${rate} requests/s over ${conns} connections, ${durationS} s`);
+      console.log(row(["target", "req/s", "p50 ms", "p99 ms", "non-2xx"], widths));
+      print("gateway POST /v1/audio/speech", g);
+      print("bare node:http, same bytes", b);
+      console.log(`added by the gateway: p50 +${(g.p50 - b.p50).toFixed(2)} ms, p99 +${(g.p99 - b.p99).toFixed(2)} ms`);
+    } finally {
+      await bare.stop();
+    }
+  } finally {
+    await gw.stop();
+  }
+}
+
+/**
  * Resident memory of the `serve` process (SQLite): idle after its first request (issue 9 target: under
  * 150 MB), and the peak while the one-word speech case runs at full load.
  */
@@ -231,15 +268,17 @@ async function benchMemory(): Promise<void> {
   }
 }
 
-const only = process.env.BENCH_ONLY ?? "memory,voices,speech,upstreams,limits,chat,jobs";
+const only = process.env.BENCH_ONLY ?? "memory,voices,speech,rate,upstreams,limits,chat,jobs";
 if (only.includes("memory")) await benchMemory();
 if (only.includes("voices")) await benchVoices();
 if (only.includes("speech")) await benchSpeech("sqlite");
+if (only.includes("rate")) await benchFixedRate("sqlite");
 if (only.includes("upstreams")) await benchUpstreamSpeech({ durationS, connections });
 if (only.includes("limits")) await benchLimitsBackend();
 if (only.includes("chat")) await benchStreamingChat();
 if (only.includes("jobs")) await benchJobs("sqlite");
 if (await pgReachable()) {
   if (only.includes("speech")) await benchSpeech("postgres");
+  if (only.includes("rate")) await benchFixedRate("postgres");
   if (only.includes("jobs")) await benchJobs("postgres");
 } else console.log("\n## PostgreSQL unreachable: skipped (set BENCH_DATABASE_URL)");
