@@ -16,7 +16,7 @@ import { mediaCaps } from "../limits/effective.ts";
 import { isUniqueViolation } from "../storage/db.ts";
 import type { JobsTable } from "../storage/schema.ts";
 import type { SimulateMode } from "../upstreams/types.ts";
-import { blobUrl, type JobOutput, jobNotFound } from "./outputs.ts";
+import { blobUrl, type JobOutput, jobNotFound, olderThanJob } from "./outputs.ts";
 import type { JobSpec } from "./validate.ts";
 
 /** The job object of D3. Amounts in USD. */
@@ -190,18 +190,7 @@ export async function listJobs(
   if (query.status !== null) q = q.where("status", "=", query.status);
   if (query.kind !== null) q = q.where("kind", "=", query.kind);
   if (query.model !== null) q = q.where("model", "=", query.model);
-  if (query.after !== null) {
-    const anchor = await db
-      .selectFrom("jobs")
-      .select(["created_at", "id"])
-      .where("id", "=", query.after)
-      .where("account_id", "=", accountId)
-      .executeTakeFirst();
-    if (anchor) {
-      const at = Number(anchor.created_at);
-      q = q.where((eb) => eb.or([eb("created_at", "<", at), eb.and([eb("created_at", "=", at), eb("id", "<", anchor.id)])]));
-    }
-  }
+  q = await olderThanJob(db, q, accountId, query.after);
   const rows = await q.execute();
   const page = rows.slice(0, query.limit);
   const positions = page.some((r) => r.status === "pending") ? await queuePositions(db, accountId) : new Map<string, number>();

@@ -4,7 +4,9 @@
  */
 import type { Executor } from "../billing/ledger.ts";
 import { microsToUsd } from "../billing/money.ts";
+import type { SelectQueryBuilder } from "kysely";
 import { AppError } from "../errors.ts";
+import type { Database } from "../storage/schema.ts";
 
 /** The stored output of a job (`jobs.output_json`). */
 export interface JobOutput {
@@ -75,18 +77,7 @@ export async function listGallery(
     .orderBy("created_at", "desc")
     .orderBy("id", "desc")
     .limit(opts.limit + 1);
-  if (opts.after !== null) {
-    const anchor = await db
-      .selectFrom("jobs")
-      .select(["created_at", "id"])
-      .where("id", "=", opts.after)
-      .where("account_id", "=", accountId)
-      .executeTakeFirst();
-    if (anchor) {
-      const at = Number(anchor.created_at);
-      q = q.where((eb) => eb.or([eb("created_at", "<", at), eb.and([eb("created_at", "=", at), eb("id", "<", anchor.id)])]));
-    }
-  }
+  q = await olderThanJob(db, q, accountId, opts.after);
   const rows = await q.execute();
   return { items: rows.slice(0, opts.limit).map((r) => toItem(publicBaseUrl, r)), hasMore: rows.length > opts.limit };
 }
@@ -102,4 +93,22 @@ export async function sharedOutput(db: Executor, publicBaseUrl: string, jobId: s
     .executeTakeFirst();
   if (!r) throw jobNotFound();
   return toItem(publicBaseUrl, r);
+}
+
+/**
+ * The keyset page after job `after` of `accountId` (newest first: `created_at desc, id desc`): `q`
+ * narrowed to the jobs older than that one, or `q` as it is when `after` is null or not the account's job
+ * (the listing then starts at the newest).
+ */
+export async function olderThanJob<O>(
+  db: Executor,
+  q: SelectQueryBuilder<Database, "jobs", O>,
+  accountId: string,
+  after: string | null,
+): Promise<SelectQueryBuilder<Database, "jobs", O>> {
+  if (after === null) return q;
+  const anchor = await db.selectFrom("jobs").select(["created_at", "id"]).where("id", "=", after).where("account_id", "=", accountId).executeTakeFirst();
+  if (!anchor) return q;
+  const at = Number(anchor.created_at);
+  return q.where((eb) => eb.or([eb("created_at", "<", at), eb.and([eb("created_at", "=", at), eb("id", "<", anchor.id)])]));
 }
