@@ -3,7 +3,8 @@
  * on a submit mapped to a retryable or non-retryable {@link BflError}, the caller's abort, the host check
  * that runs before the key is sent (D25), and no key in any message (design.md invariant 8).
  */
-import { closedPort, startRecorder } from "../../helpers/recorder.ts";
+import { startRecorder } from "../../helpers/recorder.ts";
+import { callerAbortTest, connectionRefusedTest } from "../transport-failures.ts";
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startBflFake } from "../../../src/upstreams/bfl/fake.ts";
@@ -100,25 +101,12 @@ describe("submit failures", () => {
     }
   });
 
-  test("connection refused: network error, retryable", async () => {
-    const port = await closedPort();
-    const dead = createBflSource({ name: "bfl-dead", baseUrl: `http://127.0.0.1:${port}`, apiKey: BFL_KEY, timeoutMs: 1000 });
-    try {
-      const err = await bflFailure(dead.submitImage(bflImage()));
-      assert.equal(err.kind, "network");
-      assert.equal(err.retryable, true);
-    } finally {
-      await dead.close();
-    }
+  connectionRefusedTest({
+    create: (baseUrl) => createBflSource({ name: "bfl-dead", baseUrl, apiKey: BFL_KEY, timeoutMs: 1000 }),
+    failure: (dead) => bflFailure(dead.submitImage(bflImage())),
   });
 
-  test("the caller's abort is rethrown as it is, not as an upstream failure", async () => {
-    const controller = new AbortController();
-    const reason = new Error("caller went away");
-    const pending = source.submitImage(bflImage({ prompt: "x [fake:hang]" }), controller.signal);
-    setTimeout(() => controller.abort(reason), 50);
-    await assert.rejects(pending, (err) => err === reason);
-  });
+  callerAbortTest((signal) => source.submitImage(bflImage({ prompt: "x [fake:hang]" }), signal));
 });
 
 describe("host check before the key is sent (D25)", () => {

@@ -4,7 +4,8 @@
  * `voiceUnavailable`), timeouts, connection errors, the caller's abort, the key staying on the base
  * URL's host (D25: redirects are not followed), bad configurations, and no key in any message.
  */
-import { closedPort, startRecorder } from "../../helpers/recorder.ts";
+import { startRecorder } from "../../helpers/recorder.ts";
+import { callerAbortTest, connectionRefusedTest } from "../transport-failures.ts";
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
@@ -173,25 +174,12 @@ describe("transport failures", () => {
     }
   });
 
-  test("connection refused: network error, retryable", async () => {
-    const port = await closedPort();
-    const dead = createElevenLabsSource({ name: "el-dead", baseUrl: `http://127.0.0.1:${port}`, apiKey: EL_KEY, timeoutMs: 1000 });
-    try {
-      const err = await elFailure(dead.speech(speechRequest()));
-      assert.equal(err.kind, "network");
-      assert.equal(err.retryable, true);
-    } finally {
-      await dead.close();
-    }
+  connectionRefusedTest({
+    create: (baseUrl) => createElevenLabsSource({ name: "el-dead", baseUrl, apiKey: EL_KEY, timeoutMs: 1000 }),
+    failure: (dead) => elFailure(dead.speech(speechRequest())),
   });
 
-  test("the caller's abort is rethrown as it is, not as an upstream failure", async () => {
-    const controller = new AbortController();
-    const reason = new Error("caller went away");
-    const pending = source.speech(speechRequest({ text: "x [fake:hang]" }), controller.signal);
-    setTimeout(() => controller.abort(reason), 50);
-    await assert.rejects(pending, (err) => err === reason);
-  });
+  callerAbortTest((signal) => source.speech(speechRequest({ text: "x [fake:hang]" }), signal));
 
   test("an answer of the right status that is not audio: JSON, empty, an MP3 without a frame", async () => {
     const bodies: { type: string; body: string | Buffer }[] = [

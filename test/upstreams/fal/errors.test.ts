@@ -3,7 +3,8 @@
  * non-retryable {@link FalError}, the caller's abort, the host check that runs before the key is sent
  * (D25), and no key in any message (design.md invariant 8).
  */
-import { closedPort, startRecorder } from "../../helpers/recorder.ts";
+import { startRecorder } from "../../helpers/recorder.ts";
+import { callerAbortTest, connectionRefusedTest } from "../transport-failures.ts";
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createFalApi, FalError } from "../../../src/upstreams/fal/api.ts";
@@ -107,25 +108,12 @@ describe("submit failures", () => {
     }
   });
 
-  test("connection refused: network error, retryable", async () => {
-    const port = await closedPort();
-    const dead = createFalSource({ name: "fal-dead", baseUrl: `http://127.0.0.1:${port}`, apiKey: FAL_KEY, timeoutMs: 1000 });
-    try {
-      const err = await falFailure(dead.submitVideo(videoRequest()));
-      assert.equal(err.kind, "network");
-      assert.equal(err.retryable, true);
-    } finally {
-      await dead.close();
-    }
+  connectionRefusedTest({
+    create: (baseUrl) => createFalSource({ name: "fal-dead", baseUrl, apiKey: FAL_KEY, timeoutMs: 1000 }),
+    failure: (dead) => falFailure(dead.submitVideo(videoRequest())),
   });
 
-  test("the caller's abort is rethrown as it is, not as an upstream failure", async () => {
-    const controller = new AbortController();
-    const reason = new Error("caller went away");
-    const pending = source.submitVideo(videoRequest({ prompt: "x [fake:hang]" }), controller.signal);
-    setTimeout(() => controller.abort(reason), 50);
-    await assert.rejects(pending, (err) => err === reason);
-  });
+  callerAbortTest((signal) => source.submitVideo(videoRequest({ prompt: "x [fake:hang]" }), signal));
 });
 
 describe("host check before the key is sent (D25)", () => {

@@ -4,7 +4,8 @@
  * servers; the caller's abort; the host check before the key is sent (D25); bad configuration; and no
  * key in any message (design.md invariant 8).
  */
-import { closedPort, startRecorder } from "../../helpers/recorder.ts";
+import { startRecorder } from "../../helpers/recorder.ts";
+import { connectionRefusedTest } from "../transport-failures.ts";
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createMiniMaxApi } from "../../../src/upstreams/minimax/api.ts";
@@ -154,16 +155,9 @@ describe("transport", () => {
     }
   });
 
-  test("connection refused: network error, retryable", async () => {
-    const port = await closedPort();
-    const dead = createMiniMaxSource({ name: "mm-dead", baseUrl: `http://127.0.0.1:${port}`, apiKey: MM_KEY, timeoutMs: 1000 });
-    try {
-      const err = await mmFailure(dead.listVoices());
-      assert.equal(err.kind, "network");
-      assert.equal(err.retryable, true);
-    } finally {
-      await dead.close();
-    }
+  connectionRefusedTest({
+    create: (baseUrl) => createMiniMaxSource({ name: "mm-dead", baseUrl, apiKey: MM_KEY, timeoutMs: 1000 }),
+    failure: (dead) => mmFailure(dead.listVoices()),
   });
 
   test("the caller's abort is rethrown as it is (whole and streamed)", async () => {
