@@ -11,7 +11,7 @@
  * releases it ({@link releaseHold}). A hold leaves `open` exactly once (invariant 2).
  */
 import type { Kysely, Transaction } from "kysely";
-import { newId } from "../ids.ts";
+import { newId, newTimeOrderedId } from "../ids.ts";
 import { recordLedger } from "../metrics.ts";
 import { isPostgres, pgCaptureHold, pgPlaceHold } from "../storage/ledger-pg.ts";
 import { type Param, prepare } from "../storage/prepared.ts";
@@ -125,7 +125,7 @@ async function insertEntries(
       e.jobId ?? null,
       e.reference ?? null,
       now,
-      newId("le"),
+      newTimeOrderedId("le"),
       e.requestId ?? null,
     );
   }
@@ -187,7 +187,7 @@ export async function placeHold(
   args: { accountId: string; amountMicros: Micros; jobId?: string | null; reference?: string | null; usage?: UsageStart | null },
 ): Promise<Hold> {
   assertAmount(args.amountMicros);
-  const id = newId("hold");
+  const id = newTimeOrderedId("hold");
   const now = Date.now();
   const usage = args.usage
     ? usageRow(args.usage, { accountId: args.accountId, amountMicros: args.amountMicros, jobId: args.jobId, model: args.reference ?? "" }, now)

@@ -9,7 +9,7 @@
  * statement (storage/ledger-pg.ts).
  */
 import type { Kysely, Transaction } from "kysely";
-import { newId } from "../ids.ts";
+import { newId, newTimeOrderedId } from "../ids.ts";
 import { prepare } from "../storage/prepared.ts";
 import type { Database, KeyMode, UsageKind, UsageRecordsTable, UsageStatus } from "../storage/schema.ts";
 import type { Micros } from "./money.ts";
@@ -46,7 +46,7 @@ export interface CallContext {
 
 /** A context for a call made outside an HTTP request (direct service calls in tests): a fresh live request. */
 export function liveContext(): CallContext {
-  return { requestId: newId("req"), keyId: null, mode: "live" };
+  return { requestId: newTimeOrderedId("req"), keyId: null, mode: "live" };
 }
 
 /** What a usage record starts with; the account, model, hold amount and job come from the hold request. */

@@ -7,7 +7,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import FindMyWay from "find-my-way";
 import { errors } from "../errors.ts";
-import { newId } from "../ids.ts";
+import { newId, newTimeOrderedId } from "../ids.ts";
 import { httpDuration, httpRequests } from "../metrics.ts";
 import type { Services } from "../services.ts";
 import { requireAdmin, requireAuth } from "./auth.ts";
@@ -76,7 +76,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     forceCloseConnections: "idle",
     // Every request's id is made once, here: `req_<random>` (D29). Authenticated answers carry it as
     // `X-Svc-Request-Id`, usage records use it as their id, and request logs as `reqId`.
-    genReqId: () => newId("req"),
+    genReqId: () => newTimeOrderedId("req"),
     // Errors raised before routing answer the D1 body too.
     frameworkErrors: frameworkError,
     clientErrorHandler,

@@ -10,7 +10,7 @@ import { formatUsd, microsToUsd } from "../billing/money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
 import { TIERS } from "../catalog/tiers.ts";
 import { AppError, errors } from "../errors.ts";
-import { newId } from "../ids.ts";
+import { newId, newTimeOrderedId } from "../ids.ts";
 import { effectiveLimits } from "../accounts/accounts.ts";
 import { mediaCaps } from "../limits/effective.ts";
 import { isUniqueViolation } from "../storage/db.ts";
@@ -285,7 +285,7 @@ export async function submitJob(
   simulate: SimulateMode | null = null,
   call?: CallContext,
 ): Promise<{ job: JobView; replayed: boolean }> {
-  const usage = usageFor(call ?? { requestId: newId("req"), keyId: principal.keyId, mode: "live" }, spec.kind, spec.kind === "image" ? { images: spec.n } : { seconds: spec.durationSec });
+  const usage = usageFor(call ?? { requestId: newTimeOrderedId("req"), keyId: principal.keyId, mode: "live" }, spec.kind, spec.kind === "image" ? { images: spec.n } : { seconds: spec.durationSec });
   const hash = canonicalHash(body);
   const idemKey = spec.idempotencyKey;
   const keyId = principal.keyId;
@@ -303,7 +303,7 @@ export async function submitJob(
     );
   }
   const caps = mediaCaps(limits, spec.kind);
-  const jobId = newId("job");
+  const jobId = newTimeOrderedId("job");
   const now = Date.now();
   try {
     await inTransaction(deps.db, async (trx) => {

@@ -5,7 +5,7 @@
  * portable form for SQLite. Both are atomic on their own and also run inside an enclosing transaction.
  */
 import { type Kysely, PostgresAdapter, sql, type Transaction } from "kysely";
-import { newId } from "../ids.ts";
+import { newTimeOrderedId } from "../ids.ts";
 import type { Database, UsageRecordsTable } from "./schema.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -74,7 +74,7 @@ export async function pgPlaceHold(
       from acc
     )${usageCte}
     insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, request_id, reference, created_at)
-    select ${newId("le")}, ${a.accountId}, 'hold', -${a.amount}::bigint, balance_micros, ${a.holdId}, ${a.jobId}, ${a.requestId}, ${a.reference}, ${a.now}::bigint
+    select ${newTimeOrderedId("le")}, ${a.accountId}, 'hold', -${a.amount}::bigint, balance_micros, ${a.holdId}, ${a.jobId}, ${a.requestId}, ${a.reference}, ${a.now}::bigint
     from acc
     returning balance_after_micros`.execute(db);
   const row = res.rows[0];
@@ -120,9 +120,9 @@ export async function pgCaptureHold(
       returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference
     )${usageCte}
     insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, request_id, reference, created_at)
-    select ${newId("le")}, account_id, 'hold_release', amount_micros, balance_micros + ${a.final}::bigint, ${a.holdId}, job_id, request_id, reference, ${a.now}::bigint from acc
+    select ${newTimeOrderedId("le")}, account_id, 'hold_release', amount_micros, balance_micros + ${a.final}::bigint, ${a.holdId}, job_id, request_id, reference, ${a.now}::bigint from acc
     union all
-    select ${newId("le")}, account_id, 'charge', -${a.final}::bigint, balance_micros, ${a.holdId}, job_id, request_id, reference, ${a.now}::bigint from acc
+    select ${newTimeOrderedId("le")}, account_id, 'charge', -${a.final}::bigint, balance_micros, ${a.holdId}, job_id, request_id, reference, ${a.now}::bigint from acc
     where ${a.final}::bigint > 0
     returning kind, amount_micros, balance_after_micros`.execute(db);
   if (res.rows.length === 0) return null;

@@ -145,7 +145,7 @@ for (const backend of BACKENDS) {
       await invariant(u.user_id);
     });
 
-    test("entry ids are opaque (le_ + 22 random characters, D29) on every write path", async () => {
+    test("entry ids are opaque (le_ + 8 time and 22 random characters, D29) on every write path", async () => {
       const u = await gw.register();
       const db = gw.services.db.kysely;
       const captured = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000, reference: "m" });
@@ -158,7 +158,7 @@ for (const backend of BACKENDS) {
         entries.map((e) => e.kind),
         ["adjustment", "hold_release", "hold", "charge", "hold_release", "hold", "signup_credit"],
       );
-      for (const e of entries) assert.match(e.id, /^le_[A-Za-z0-9]{22}$/);
+      for (const e of entries) assert.match(e.id, /^le_[A-Za-z0-9]{30}$/);
       assert.equal(new Set(entries.map((e) => e.id)).size, entries.length, "ids are unique");
     });
 

@@ -42,7 +42,7 @@ for (const backend of BACKENDS) {
           [OLD_ENTRIES + 5, ...Array.from({ length: OLD_ENTRIES }, (_, i) => OLD_ENTRIES - i)],
           "newest first, the new entry on top",
         );
-        for (const e of all) assert.match(e.id, /^le_[A-Za-z0-9]{22}$/);
+        for (const e of all) assert.match(e.id, /^le_[A-Za-z0-9]{22}([A-Za-z0-9]{8})?$/);
         assert.equal(new Set(all.map((e) => e.id)).size, all.length, "ids are unique");
 
         const paged: string[] = [];

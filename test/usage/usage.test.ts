@@ -14,7 +14,7 @@ import { freePort } from "../helpers/process.ts";
 
 const ALPHA_VOICE = "pNx4Lq8TzR2vWk7HdM3s";
 const SPEECH = { input: "Hello from the usage log.", voice_id: ALPHA_VOICE };
-const REQ_ID = /^req_[A-Za-z0-9]{22}$/;
+const REQ_ID = /^req_[A-Za-z0-9]{30}$/;
 
 /** Micro-USD of a USD number from the API (at most 6 decimals). */
 const micros = (usd: number) => Math.round(usd * 1_000_000);

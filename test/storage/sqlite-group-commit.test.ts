@@ -1,0 +1,131 @@
+/**
+ * Group commit on the embedded SQLite driver (storage/sqlite.ts): concurrent transactions share one
+ * SQLite commit, yet each behaves as its own: a failing one rolls back alone, a commit that fails fails
+ * every member, and a write outside a transaction returns only once it is committed. Also the WAL
+ * checkpointer thread (storage/sqlite-checkpointer.ts).
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { DatabaseSync } from "node:sqlite";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import { Kysely, sql } from "kysely";
+import { NodeSqliteDialect, openSqlite } from "../../src/storage/sqlite.ts";
+
+interface Db {
+  t: { id: number; v: string };
+  parent: { id: number };
+  child: { id: number; parent_id: number };
+}
+
+const dir = mkdtempSync(join(tmpdir(), "group-commit-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+let n = 0;
+async function open(): Promise<{ db: Kysely<Db>; path: string }> {
+  const path = join(dir, `db${n++}.sqlite`);
+  const db = new Kysely<Db>({ dialect: new NodeSqliteDialect(openSqlite(path)) });
+  await sql`create table t (id integer primary key, v text not null)`.execute(db);
+  await sql`create table parent (id integer primary key)`.execute(db);
+  await sql`create table child (id integer primary key, parent_id integer not null references parent (id) deferrable initially deferred)`.execute(db);
+  return { db, path };
+}
+
+/** What another connection (another process would see the same) reads from the file. */
+function committedRows(path: string): number[] {
+  const other = new DatabaseSync(path);
+  try {
+    return other.prepare("select id from t order by id").all().map((r) => Number(r.id));
+  } finally {
+    other.close();
+  }
+}
+
+describe("SQLite group commit", () => {
+  test("concurrent transactions all commit; a failing one rolls back alone", async () => {
+    const { db, path } = await open();
+    const results = await Promise.allSettled(
+      Array.from({ length: 50 }, (_, i) =>
+        db.transaction().execute(async (trx) => {
+          await trx.insertInto("t").values({ id: i, v: "a" }).execute();
+          await trx.updateTable("t").set({ v: "b" }).where("id", "=", i).execute();
+          if (i % 7 === 3) throw new Error(`refused ${i}`);
+          return i;
+        }),
+      ),
+    );
+    const failed = results.flatMap((r, i) => (r.status === "rejected" ? [i] : []));
+    assert.deepEqual(failed, [3, 10, 17, 24, 31, 38, 45]);
+    // Every transaction whose commit returned is in the file, seen from another connection.
+    const expected = Array.from({ length: 50 }, (_, i) => i).filter((i) => !failed.includes(i));
+    assert.deepEqual(committedRows(path), expected);
+    const rows = await db.selectFrom("t").select(["id", "v"]).execute();
+    assert.ok(rows.every((r) => r.v === "b"));
+    await db.destroy();
+  });
+
+  test("a commit that fails fails every member of its group, and the next transactions work", async () => {
+    const { db, path } = await open();
+    await db.insertInto("parent").values({ id: 1 }).execute();
+    // The deferred foreign key is checked only by the shared COMMIT: the bad member poisons its group.
+    const results = await Promise.allSettled([
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto("t").values({ id: 1, v: "good" }).execute();
+      }),
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto("child").values({ id: 1, parent_id: 99 }).execute();
+      }),
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto("t").values({ id: 2, v: "good" }).execute();
+      }),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ["rejected", "rejected", "rejected"],
+    );
+    assert.deepEqual(committedRows(path), []);
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto("t").values({ id: 3, v: "after" }).execute();
+    });
+    assert.deepEqual(committedRows(path), [3]);
+    await db.destroy();
+  });
+
+  test("a write outside a transaction, made while a group is open, returns once committed", async () => {
+    const { db, path } = await open();
+    let seenAfterWrite: number[] | null = null;
+    await Promise.all([
+      db.transaction().execute(async (trx) => {
+        await trx.insertInto("t").values({ id: 1, v: "in a transaction" }).execute();
+      }),
+      (async () => {
+        await db.insertInto("t").values({ id: 2, v: "on its own" }).execute();
+        seenAfterWrite = committedRows(path);
+      })(),
+    ]);
+    assert.ok(seenAfterWrite, "the write returned");
+    assert.ok((seenAfterWrite as number[]).includes(2), "committed when it returned");
+    await db.destroy();
+  });
+
+  test("the WAL is checkpointed into the database file by the checkpointer thread", async () => {
+    const { db, path } = await open();
+    const before = statSync(path).size;
+    for (let i = 0; i < 50; i++) {
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto("t")
+          .values(Array.from({ length: 100 }, (_, j) => ({ id: i * 100 + j, v: "x".repeat(200) })))
+          .execute();
+      });
+    }
+    let grown = false;
+    for (let i = 0; i < 100 && !grown; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      grown = statSync(path).size > before + 500_000;
+    }
+    assert.ok(grown, `the database file grew from the WAL (${before} -> ${statSync(path).size} bytes)`);
+    await db.destroy();
+  });
+});
