@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -19,7 +19,21 @@ export interface Server {
   url: string;
   /** The gateway process id (gateway processes only), for its resident set size. */
   pid?: number;
+  /**
+   * Gateway processes only: what bench/probe.ts saw since the last call (event-loop delay, GC pauses,
+   * CPU time so far, RSS), then reset.
+   */
+  probe?: () => Promise<ProbeReport>;
   stop(): Promise<void>;
+}
+
+/** One reading of bench/probe.ts. Delays and pauses in ms, CPU in ms since the process started, RSS in MB. */
+export interface ProbeReport {
+  eventLoopDelay: { p50: number; p90: number; p99: number; max: number; mean: number };
+  gc: { count: number; totalMs: number; p99: number; max: number; byKind: Record<string, number> };
+  cpuUserMs: number;
+  cpuSystemMs: number;
+  rssMb: number;
 }
 
 /** Resident set size of process `pid`, in MB (Linux: /proc/<pid>/status, VmRSS). */
@@ -98,6 +112,7 @@ export async function pgReachable(): Promise<boolean> {
 export async function startGatewayProcess(
   backend: "sqlite" | "postgres",
   env: Record<string, string> = {},
+  nodeArgs: string[] = [],
 ): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), "gw-bench-"));
   let databaseUrl = `sqlite:${join(dir, "gateway.db")}`;
@@ -119,9 +134,11 @@ export async function startGatewayProcess(
     };
   }
   const port = await freePort();
-  const child = spawn(process.execPath, ["src/main.ts", "serve"], {
+  const probeFile = join(dir, "probe.jsonl");
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "./bench/probe.ts", "src/main.ts", "serve"], {
     env: {
       ...process.env,
+      BENCH_PROBE_FILE: probeFile,
       PORT: String(port),
       HOST: "127.0.0.1",
       DATABASE_URL: databaseUrl,
@@ -139,6 +156,16 @@ export async function startGatewayProcess(
   return {
     url: `http://127.0.0.1:${port}`,
     pid: child.pid,
+    async probe() {
+      const before = existsSync(probeFile) ? readFileSync(probeFile, "utf8").length : 0;
+      child.kill("SIGUSR2");
+      for (let i = 0; i < 100; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        const text = existsSync(probeFile) ? readFileSync(probeFile, "utf8") : "";
+        if (text.length > before && text.endsWith("\n")) return JSON.parse(text.slice(before)) as ProbeReport;
+      }
+      throw new Error("the gateway's probe did not answer");
+    },
     async stop() {
       await stopChild(child);
       try {
