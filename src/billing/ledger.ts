@@ -11,7 +11,7 @@
  * releases it ({@link releaseHold}). A hold leaves `open` exactly once (invariant 2).
  */
 import type { Kysely, Transaction } from "kysely";
-import { newId, newTimeOrderedId } from "../ids.ts";
+import { newTimeOrderedId } from "../ids.ts";
 import { recordLedger } from "../metrics.ts";
 import { isPostgres, pgCaptureHold, pgPlaceHold } from "../storage/ledger-pg.ts";
 import { type Param, prepare } from "../storage/prepared.ts";

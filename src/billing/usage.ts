@@ -9,7 +9,7 @@
  * statement (storage/ledger-pg.ts).
  */
 import type { Kysely, Transaction } from "kysely";
-import { newId, newTimeOrderedId } from "../ids.ts";
+import { newTimeOrderedId } from "../ids.ts";
 import { prepare } from "../storage/prepared.ts";
 import type { Database, KeyMode, UsageKind, UsageRecordsTable, UsageStatus } from "../storage/schema.ts";
 import type { Micros } from "./money.ts";

@@ -7,7 +7,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import FindMyWay from "find-my-way";
 import { errors } from "../errors.ts";
-import { newId, newTimeOrderedId } from "../ids.ts";
+import { newTimeOrderedId } from "../ids.ts";
 import { httpDuration, httpRequests } from "../metrics.ts";
 import type { Services } from "../services.ts";
 import { requireAdmin, requireAuth } from "./auth.ts";

@@ -10,7 +10,7 @@ import { formatUsd, microsToUsd } from "../billing/money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
 import { TIERS } from "../catalog/tiers.ts";
 import { AppError, errors } from "../errors.ts";
-import { newId, newTimeOrderedId } from "../ids.ts";
+import { newTimeOrderedId } from "../ids.ts";
 import { effectiveLimits } from "../accounts/accounts.ts";
 import { mediaCaps } from "../limits/effective.ts";
 import { isUniqueViolation } from "../storage/db.ts";
