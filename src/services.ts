@@ -41,6 +41,10 @@ import type {
 } from "./upstreams/types.ts";
 import { AppError } from "./errors.ts";
 import { getJob } from "./jobs/jobs.ts";
+import { drainPaidCalls } from "./billing/paid-call.ts";
+
+/** How long a shutdown waits for running paid calls to settle their holds before closing the database, ms. */
+const SHUTDOWN_DRAIN_MS = 10_000;
 import { WebhookDeliveryLoop } from "./webhooks/delivery.ts";
 import type { WebhookUrlPolicy } from "./webhooks/urls.ts";
 
@@ -403,6 +407,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       runner?.nudge();
     },
     async close() {
+      // Paid calls still running (their callers may have hung up) settle before the database closes.
+      await drainPaidCalls(SHUTDOWN_DRAIN_MS);
       await runner?.stop();
       await webhooks.stop();
       await simulator.close();

@@ -135,6 +135,36 @@ export interface StreamSettlement {
  * Amounts in micro-USD. A test-mode hold (D32) has no ledger hold (`id` null): its settlements only
  * finish the usage record, and the balances it reports are the live balance, unchanged.
  */
+/** Holds placed by this process and not yet settled (for a graceful shutdown: {@link drainPaidCalls}). */
+const unsettled = new Set<PaidHold>();
+let onDrained: (() => void) | null = null;
+
+function settledHold(hold: PaidHold): void {
+  unsettled.delete(hold);
+  if (unsettled.size === 0) onDrained?.();
+}
+
+/**
+ * Waits until every paid call of this process has settled its hold (captured or released), or `timeoutMs`
+ * passed: a shutdown runs it after the HTTP server stopped taking requests and before the database
+ * closes. A call whose caller already hung up still runs to its capture or release, and the server's own
+ * close does not wait for it (its connection is gone). A hold still open at the deadline is left to the
+ * sweep of orphaned holds (design.md invariant 4).
+ * @returns how many holds were still open at the deadline (0 when all settled).
+ */
+export async function drainPaidCalls(timeoutMs: number): Promise<number> {
+  if (unsettled.size === 0) return 0;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    onDrained = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+  onDrained = null;
+  return unsettled.size;
+}
+
 export class PaidHold {
   /** The ledger hold, or null in test mode. */
   readonly id: string | null;
@@ -168,6 +198,7 @@ export class PaidHold {
     this.balanceAfterMicros = hold.balanceAfterMicros;
     this.requestId = usage?.requestId ?? null;
     this.testMode = usage?.testMode ?? false;
+    unsettled.add(this);
   }
 
   /**
@@ -223,6 +254,7 @@ export class PaidHold {
     }
     this.#state = "captured";
     this.#charged = charged;
+    settledHold(this);
     return settled;
   }
 
@@ -233,6 +265,7 @@ export class PaidHold {
     if (this.id !== null) await releaseHold(this.#db, this.id, end);
     else if (this.requestId !== null && end) await finishUsage(this.#db, this.requestId, { ...end, costMicros: 0 });
     this.#state = "released";
+    settledHold(this);
   }
 
   /**

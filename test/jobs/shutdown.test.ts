@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { openDatabase } from "../../src/storage/db.ts";
+import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
 import { ADMIN_TOKEN } from "../helpers/gateway.ts";
 import { type GatewayProcess, spawnGateway } from "../helpers/process.ts";
 
@@ -76,5 +77,50 @@ describe("graceful shutdown", () => {
     assert.deepEqual(statuses, ["succeeded", "succeeded"]);
     const me = await call(proc.url, "GET", "/v1/auth/me", undefined, api_key);
     assert.equal(me.json.balance_usd, 0.5 - 2 * 0.054);
+  });
+
+  test("SIGTERM waits for paid calls whose callers hung up: their holds settle before the database closes", async () => {
+    const env = {
+      DATABASE_URL: `sqlite:${join(dir, "gw2.db")}`,
+      STORAGE_URL: `file:${join(dir, "blobs2")}`,
+      GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
+      SIM_LATENCY_SCALE: "1",
+    };
+    await proc?.stop();
+    proc = await spawnGateway("serve", env);
+    const reg = await call(proc.url, "POST", "/v1/auth/register", { email: "hangup@example.com", password: "hangup password" });
+    const { user_id, api_key } = reg.json;
+    await call(proc.url, "PUT", `/v1/admin/users/${user_id}/limits`, { rpm: 100_000, audio_concurrent_per_provider: { alpha: 100 } }, ADMIN_TOKEN);
+    // Speech on the simulator at its real latency; every caller hangs up while its call runs.
+    const callers = Array.from({ length: 16 }, () => {
+      const abort = new AbortController();
+      const done = fetch(`${proc!.url}/v1/audio/speech`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${api_key}` },
+        body: JSON.stringify({ model: "alpha-flash-v2-5", input: "A sentence that takes a moment to speak.", voice_id: DEMO_ALPHA_VOICE_ID }),
+        signal: abort.signal,
+      }).catch(() => null);
+      return { abort, done };
+    });
+    const db = openDatabase(env.DATABASE_URL);
+    try {
+      for (let i = 0; i < 100; i++) {
+        const open = await db.kysely.selectFrom("holds").select("id").where("account_id", "=", user_id).where("status", "=", "open").execute();
+        if (open.length === callers.length) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      // The callers hang up and the gateway is told to stop at the same moment: their calls are still
+      // releasing their holds when the HTTP server, which has no connection left to wait for, closes.
+      for (const c of callers) c.abort.abort();
+      const stopped = proc.stop();
+      await Promise.all(callers.map((c) => c.done));
+      await stopped;
+      assert.equal(proc.child.exitCode, 0);
+      const holds = await db.kysely.selectFrom("holds").select("status").where("account_id", "=", user_id).execute();
+      assert.equal(holds.length, callers.length);
+      assert.ok(holds.every((h) => h.status !== "open"), `no hold left open: ${holds.map((h) => h.status).join(", ")}`);
+    } finally {
+      await db.close();
+    }
   });
 });
