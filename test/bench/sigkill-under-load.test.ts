@@ -136,15 +136,16 @@ for (const backend of BACKENDS) {
   describe(`SIGKILL under load on ${backend.name}`, { skip: backend.skip }, () => {
     let db: TempDatabase | null = null;
     let proc: GatewayProcess | null = null;
-    const blobDir = mkdtempSync(join(tmpdir(), "gw-sigkill-"));
+    let blobDir: string | null = null;
     after(async () => {
       await proc?.kill();
       await db?.drop();
-      rmSync(blobDir, { recursive: true, force: true });
+      if (blobDir !== null) rmSync(blobDir, { recursive: true, force: true });
     });
 
     test(`${KILLS} kills at random moments: invariants hold, every acknowledged charge is in the ledger`, async () => {
       db = await createTempDatabase(backend.name);
+      blobDir = mkdtempSync(join(tmpdir(), "gw-sigkill-"));
       const env = {
         DATABASE_URL: db.url,
         STORAGE_URL: `file:${blobDir}`,
