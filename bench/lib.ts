@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -24,6 +24,10 @@ export interface Server {
    * CPU time so far, RSS), then reset.
    */
   probe?: () => Promise<ProbeReport>;
+  /** Gateway processes only: its database URL. */
+  databaseUrl?: string;
+  /** Gateway processes only: another process (`serve` or `worker`) on the same database and blobs. */
+  sibling?: (role: "serve" | "worker", env?: Record<string, string>) => Promise<Server>;
   stop(): Promise<void>;
 }
 
@@ -133,26 +137,63 @@ export async function startGatewayProcess(
       await d.end();
     };
   }
+  const spawned = await spawnOn(databaseUrl, dir, "serve", env, nodeArgs);
+  let siblings = 0;
+  return {
+    ...spawned,
+    databaseUrl,
+    async sibling(role, extraEnv = {}) {
+      return spawnOn(databaseUrl, join(dir, `sibling${siblings++}`), role, { ...env, ...extraEnv }, nodeArgs, join(dir, "blobs"));
+    },
+    async stop() {
+      await spawned.stop();
+      try {
+        // Every run ends with the money invariants checked on what it left (design.md 1, 2 and 9).
+        const report = await checkInvariants(databaseUrl);
+        if (report.problems.length > 0) throw new Error(`invariants broken on ${backend}:\n${report.problems.slice(0, 20).join("\n")}`);
+        console.log(`invariants on ${backend}: hold for ${report.accounts} accounts (balance == ledger sum, no open hold, usage == ledger charges)`);
+      } finally {
+        if (dropPg) await dropPg();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/**
+ * Spawns `node src/main.ts <role>` on `databaseUrl` with the probe loaded; `serve` is ready when
+ * `/healthz` answers, `worker` when it logs that it is ready. `stop()` only stops the process.
+ */
+async function spawnOn(
+  databaseUrl: string,
+  dir: string,
+  role: "serve" | "worker",
+  env: Record<string, string>,
+  nodeArgs: string[],
+  blobs = join(dir, "blobs"),
+): Promise<Server> {
+  mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const probeFile = join(dir, "probe.jsonl");
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "./bench/probe.ts", "src/main.ts", "serve"], {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "./bench/probe.ts", "src/main.ts", role], {
     env: {
       ...process.env,
       BENCH_PROBE_FILE: probeFile,
       PORT: String(port),
       HOST: "127.0.0.1",
       DATABASE_URL: databaseUrl,
-      STORAGE_URL: `file:${join(dir, "blobs")}`,
+      STORAGE_URL: `file:${blobs}`,
       GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
       SIM_LATENCY_SCALE: "0",
-      LOG_LEVEL: "warn",
+      LOG_LEVEL: role === "worker" ? "info" : "warn",
       // The bench registers one customer per connection from 127.0.0.1.
       REGISTRATIONS_PER_ADDRESS: "1000000000",
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  await waitForHttp(child, `http://127.0.0.1:${port}/healthz`);
+  if (role === "serve") await waitForHttp(child, `http://127.0.0.1:${port}/healthz`);
+  else await waitForPort(child, /"msg":"worker (ready)"/);
   return {
     url: `http://127.0.0.1:${port}`,
     pid: child.pid,
@@ -166,18 +207,7 @@ export async function startGatewayProcess(
       }
       throw new Error("the gateway's probe did not answer");
     },
-    async stop() {
-      await stopChild(child);
-      try {
-        // Every run ends with the money invariants checked on what it left (design.md 1, 2 and 9).
-        const report = await checkInvariants(databaseUrl);
-        if (report.problems.length > 0) throw new Error(`invariants broken on ${backend}:\n${report.problems.slice(0, 20).join("\n")}`);
-        console.log(`invariants on ${backend}: hold for ${report.accounts} accounts (balance == ledger sum, no open hold, usage == ledger charges)`);
-      } finally {
-        if (dropPg) await dropPg();
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
+    stop: () => stopChild(child),
   };
 }
 

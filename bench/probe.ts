@@ -33,6 +33,7 @@ if (file) {
         cpuUserMs: Math.round(cpu.user / 1000),
         cpuSystemMs: Math.round(cpu.system / 1000),
         rssMb: Math.round(process.memoryUsage.rss() / 1048576),
+        memoryMb: Object.fromEntries(Object.entries(process.memoryUsage()).map(([k, v]) => [k, Math.round(v / 1048576)])),
       })}\n`,
     );
     eld.reset();

@@ -7,12 +7,14 @@
  * p99 under 10 ms at 32 connections. Numbers measured on the development machine go in bench/README.md.
  *
  * Environment: BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 32), BENCH_JOBS (default 2000),
- * BENCH_ONLY (comma list of memory, voices, speech, rate, upstreams, limits, chat, jobs; default all),
- * BENCH_RATE (the fixed rate of `rate`, default 300 requests/s).
+ * BENCH_ONLY (comma list of felt, chat, scaleout, voices, speech, upstreams, limits, stream, jobs; default
+ * all), BENCH_RATE (the fixed rate of `felt` and `chat`, default 300 requests/s). `felt`, `chat` and
+ * `scaleout` are the rows of the issue "Fast on the scale path" (bench/scale.ts).
  */
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import { benchStreamingChat } from "./chat.ts";
 import { benchUpstreamSpeech } from "./upstream-speech.ts";
+import { benchChat, benchScaleOut, benchUserFelt } from "./scale.ts";
 import {
   ADMIN_TOKEN,
   benchUser,
@@ -21,7 +23,6 @@ import {
   load,
   pgReachable,
   row,
-  rssMb,
   startBareServer,
   startGatewayProcess,
 } from "./lib.ts";
@@ -196,89 +197,26 @@ async function benchLimitsBackend(): Promise<void> {
   }
 }
 
-/**
- * Latency at a fixed rate below saturation (issue "Fast on the scale path"): the one-word speech request
- * at 300 requests/s over 8 connections, through the gateway and from the bare server answering the same
- * bytes, in the same run; the latency the gateway adds at p50 and p99 (autocannon reports whole ms).
- */
-async function benchFixedRate(backend: "sqlite" | "postgres"): Promise<void> {
-  const rate = Number(process.env.BENCH_RATE ?? 300);
-  const conns = 8;
-  const gw = await startGatewayProcess(backend);
-  try {
-    const users = await Promise.all(Array.from({ length: conns }, () => benchUser(gw.url)));
-    const keys = users.map((u) => u.apiKey);
-    const body = CASES[1]!.body;
-    const sample = await call(gw.url, "POST", "/v1/audio/speech", JSON.parse(body), keys[0]);
-    if (sample.status !== 200) throw new Error(`speech sample failed: ${sample.status} ${sample.buf}`);
-    const bare = await startBareServer(sample.buf, sample.headers.get("content-type") ?? "audio/mpeg");
-    try {
-      const headers = { "content-type": "application/json" };
-      const through = (d: number) => load({ url: `${gw.url}/v1/audio/speech`, method: "POST", headers, body, connections: conns, durationS: d, keys, rate });
-      const direct = (d: number) => load({ url: bare.url, method: "POST", headers, body, connections: conns, durationS: d, rate });
-      await through(2);
-      const g = await through(durationS);
-      const b = await direct(durationS);
-      console.log(`\n## fixed rate on ${backend}: one word, ${rate} requests/s over ${conns} connections, ${durationS} s`);
-      console.log(row(["target", "req/s", "p50 ms", "p99 ms", "non-2xx"], widths));
-      print("gateway POST /v1/audio/speech", g);
-      print("bare node:http, same bytes", b);
-      console.log(`added by the gateway: p50 +${(g.p50 - b.p50).toFixed(2)} ms, p99 +${(g.p99 - b.p99).toFixed(2)} ms`);
-    } finally {
-      await bare.stop();
-    }
-  } finally {
-    await gw.stop();
-  }
-}
 
-/**
- * Resident memory of the `serve` process (SQLite): idle after its first request (issue 9 target: under
- * 150 MB), and the peak while the one-word speech case runs at full load.
- */
-async function benchMemory(): Promise<void> {
-  const gw = await startGatewayProcess("sqlite");
-  try {
-    if (gw.pid === undefined) throw new Error("no gateway pid");
-    const pid = gw.pid;
-    await call(gw.url, "GET", "/v1/pricing");
-    await new Promise((r) => setTimeout(r, 3000));
-    const idle = rssMb(pid);
-    const users = await Promise.all(Array.from({ length: connections }, () => benchUser(gw.url)));
-    let peak = rssMb(pid);
-    const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 100);
-    try {
-      await load({
-        url: `${gw.url}/v1/audio/speech`,
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: CASES[1].body,
-        connections,
-        durationS,
-        keys: users.map((u) => u.apiKey),
-      });
-    } finally {
-      clearInterval(sampler);
-    }
-    console.log(`\n## memory: npm start process on SQLite (resident set size)`);
-    console.log(`idle after the first request: ${idle.toFixed(0)} MB (target < 150 MB: ${idle < 150 ? "meets" : "misses"})`);
-    console.log(`peak under speech load (${connections} connections, ${durationS} s): ${peak.toFixed(0)} MB`);
-  } finally {
-    await gw.stop();
-  }
-}
 
-const only = process.env.BENCH_ONLY ?? "memory,voices,speech,rate,upstreams,limits,chat,jobs";
-if (only.includes("memory")) await benchMemory();
-if (only.includes("voices")) await benchVoices();
-if (only.includes("speech")) await benchSpeech("sqlite");
-if (only.includes("rate")) await benchFixedRate("sqlite");
-if (only.includes("upstreams")) await benchUpstreamSpeech({ durationS, connections });
-if (only.includes("limits")) await benchLimitsBackend();
-if (only.includes("chat")) await benchStreamingChat();
-if (only.includes("jobs")) await benchJobs("sqlite");
-if (await pgReachable()) {
-  if (only.includes("speech")) await benchSpeech("postgres");
-  if (only.includes("rate")) await benchFixedRate("postgres");
-  if (only.includes("jobs")) await benchJobs("postgres");
-} else console.log("\n## PostgreSQL unreachable: skipped (set BENCH_DATABASE_URL)");
+const only = (process.env.BENCH_ONLY ?? "felt,chat,scaleout,voices,speech,upstreams,limits,stream,jobs").split(",");
+const has = (name: string) => only.includes(name);
+const pg = await pgReachable();
+if (!pg) console.log("\n## PostgreSQL unreachable: its rows are skipped (set BENCH_DATABASE_URL)");
+if (has("felt")) {
+  await benchUserFelt("sqlite");
+  if (pg) await benchUserFelt("postgres");
+}
+if (has("chat")) {
+  await benchChat("sqlite");
+  if (pg) await benchChat("postgres");
+}
+if (has("scaleout") && pg) await benchScaleOut();
+if (has("voices")) await benchVoices();
+if (has("speech")) await benchSpeech("sqlite");
+if (has("upstreams")) await benchUpstreamSpeech({ durationS, connections });
+if (has("limits")) await benchLimitsBackend();
+if (has("stream")) await benchStreamingChat();
+if (has("jobs")) await benchJobs("sqlite");
+if (pg && has("speech")) await benchSpeech("postgres");
+if (pg && has("jobs")) await benchJobs("postgres");
