@@ -38,6 +38,8 @@ export interface ProbeReport {
   cpuUserMs: number;
   cpuSystemMs: number;
   rssMb: number;
+  /** process.memoryUsage() in MB (rss, heapTotal, heapUsed, external, arrayBuffers). */
+  memoryMb: Record<string, number>;
 }
 
 /** Resident set size of process `pid`, in MB (Linux: /proc/<pid>/status, VmRSS). */

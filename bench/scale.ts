@@ -16,6 +16,7 @@
  * `serve` process, same run.
  */
 import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { startFakeOpenAI } from "../test/helpers/fake-openai.ts";
@@ -51,6 +52,28 @@ interface Counters {
   commits: number;
   statements: number | null;
   redisCommands: number | null;
+  /** CPU time (ms) of every `postgres` and every `redis-server` process on this machine so far. */
+  postgresCpuMs: number;
+  redisCpuMs: number;
+}
+
+/** CPU time (user + system, ms) of the processes on this machine whose command name is `name` (Linux /proc). */
+export function processCpuMs(name: string): number {
+  let ticks = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const close = stat.lastIndexOf(")");
+      const comm = stat.slice(stat.indexOf("(") + 1, close);
+      if (comm !== name) continue;
+      const fields = stat.slice(close + 2).split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return ticks * 10; // USER_HZ is 100 on Linux
 }
 
 async function readCounters(databaseUrl: string | null, redis: Redis | null): Promise<Counters> {
@@ -80,12 +103,14 @@ async function readCounters(databaseUrl: string | null, redis: Redis | null): Pr
     const info = await redis.info("stats");
     redisCommands = Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? Number.NaN);
   }
-  return { commits, statements, redisCommands };
+  return { commits, statements, redisCommands, postgresCpuMs: processCpuMs("postgres"), redisCpuMs: processCpuMs("redis-server") };
 }
 
 /** Per-request resources of one run. */
 interface PerRequest {
   cpuUs: number;
+  postgresCpuUs: number | null;
+  redisCpuUs: number | null;
   commits: number | null;
   statements: number | null;
   redisCommands: number | null;
@@ -109,6 +134,8 @@ async function measured<T extends { rps: number }>(
     result,
     per: {
       cpuUs: ((p1.cpuUserMs + p1.cpuSystemMs - p0.cpuUserMs - p0.cpuSystemMs) * 1000) / requests,
+      postgresCpuUs: isPg ? ((c1.postgresCpuMs - c0.postgresCpuMs) * 1000) / requests : null,
+      redisCpuUs: c1.redisCommands !== null ? ((c1.redisCpuMs - c0.redisCpuMs) * 1000) / requests : null,
       // The counter reads themselves are one commit each; negligible against thousands of requests.
       commits: isPg ? (c1.commits - c0.commits) / requests : null,
       statements: c1.statements !== null && c0.statements !== null ? (c1.statements - c0.statements) / requests : null,
@@ -121,10 +148,12 @@ const f1 = (x: number) => x.toFixed(1);
 const f2 = (x: number) => x.toFixed(2);
 
 function perLine(label: string, p: PerRequest): string {
-  const parts = [`CPU ${p.cpuUs.toFixed(0)} us`];
+  const parts = [`gateway CPU ${p.cpuUs.toFixed(0)} us`];
+  if (p.postgresCpuUs !== null) parts.push(`PostgreSQL CPU ${p.postgresCpuUs.toFixed(0)} us`);
+  if (p.redisCpuUs !== null) parts.push(`Redis CPU ${p.redisCpuUs.toFixed(0)} us`);
   if (p.commits !== null) parts.push(`${f2(p.commits)} commits`);
   if (p.statements !== null) parts.push(`${f2(p.statements)} statements`);
-  if (p.redisCommands !== null) parts.push(`${f2(p.redisCommands)} Redis commands`);
+  if (p.redisCommands !== null) parts.push(`${f2(p.redisCommands)} Redis commands (script-internal calls included)`);
   return `${label} per request: ${parts.join(", ")}`;
 }
 
