@@ -346,6 +346,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           maxRetriesPerRequest: 1,
           connectTimeout: 2000,
           lazyConnect: false,
+          // Commands of concurrent requests issued in the same event-loop turn go out in one write.
+          enableAutoPipelining: true,
         }).on("error", () => {}),
         overrides.redisPrefix ?? config.redisPrefix,
       )
