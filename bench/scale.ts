@@ -106,6 +106,28 @@ async function readCounters(databaseUrl: string | null, redis: Redis | null): Pr
   return { commits, statements, redisCommands, postgresCpuMs: processCpuMs("postgres"), redisCpuMs: processCpuMs("redis-server") };
 }
 
+/**
+ * The statements PostgreSQL spent most time on since the last call (`pg_stat_statements`, then reset),
+ * as printable lines: calls, mean and total execution time, and the start of the statement text.
+ */
+async function topStatements(databaseUrl: string, n = 6): Promise<string[]> {
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  try {
+    const r = await c.query(
+      `select calls::bigint as calls, mean_exec_time as mean, total_exec_time as total, regexp_replace(query, '\\s+', ' ', 'g') as q
+       from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+       order by total_exec_time desc limit ${n}`,
+    );
+    await c.query("select pg_stat_statements_reset()");
+    return r.rows.map((row) => `${String(row.calls).padStart(7)} calls, mean ${Number(row.mean).toFixed(3)} ms, total ${Number(row.total).toFixed(0)} ms: ${String(row.q).slice(0, 110)}`);
+  } catch {
+    return ["(pg_stat_statements is not loaded: shared_preload_libraries)"];
+  } finally {
+    await c.end();
+  }
+}
+
 /** Per-request resources of one run. */
 interface PerRequest {
   cpuUs: number;
@@ -187,7 +209,9 @@ export async function benchUserFelt(backend: "sqlite" | "postgres"): Promise<voi
       await saturated(2, keys);
       let peak = rssMb(pid);
       const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 100);
+      if (backend === "postgres") await topStatements(gw.databaseUrl!);
       const sat = await measured(gw, redis, () => saturated(durationS, keys)).finally(() => clearInterval(sampler));
+      const statements = backend === "postgres" ? await topStatements(gw.databaseUrl!) : [];
       const bareSat = await load({ url: bare.url, method: "POST", headers: JSON_HEADERS, body: ONE_WORD, connections, durationS });
 
       const pacedKeys = keys.slice(0, 8);
@@ -215,6 +239,7 @@ export async function benchUserFelt(backend: "sqlite" | "postgres"): Promise<voi
       console.log(`RSS idle ${idle.toFixed(0)} MB, peak under the saturated run ${peak.toFixed(0)} MB`);
       console.log(perLine("saturated", sat.per));
       console.log(perLine("hot account", hot.per));
+      if (statements.length > 0) console.log(`PostgreSQL statements of the saturated run by total time (pg_stat_statements):\n${statements.join("\n")}`);
     } finally {
       await bare.stop();
     }
