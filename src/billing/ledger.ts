@@ -9,11 +9,16 @@
  * A sync call or a job holds its estimate ({@link placeHold}), then either captures the final amount
  * ({@link captureHold}: entries `hold_release` of the whole hold and `charge` of the final amount) or
  * releases it ({@link releaseHold}). A hold leaves `open` exactly once (invariant 2).
+ *
+ * On PostgreSQL, a hold, capture or release made outside a transaction is queued and shares one statement
+ * and one commit with the others of the same moment (storage/ledger-pg-batch.ts); each call's result is
+ * the one it would get alone. Inside a transaction (a job submit) it runs its own statement.
  */
 import type { Kysely, Transaction } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
 import { recordLedger } from "../metrics.ts";
 import { isPostgres, pgCaptureHold, pgPlaceHold } from "../storage/ledger-pg.ts";
+import { pgLedgerBatcher } from "../storage/ledger-pg-batch.ts";
 import { type Param, prepare } from "../storage/prepared.ts";
 import type { Database, LedgerKind } from "../storage/schema.ts";
 import type { Micros } from "./money.ts";
@@ -194,7 +199,7 @@ export async function placeHold(
     : null;
   const requestId = usage?.id ?? null;
   if (isPostgres(db)) {
-    const balance = await pgPlaceHold(db, {
+    const a = {
       holdId: id,
       accountId: args.accountId,
       amount: args.amountMicros,
@@ -203,8 +208,19 @@ export async function placeHold(
       reference: args.reference ?? null,
       now,
       usage,
-    });
-    if (balance === null) throw new InsufficientFundsError(args.amountMicros, await getBalance(db, args.accountId));
+    };
+    let balance: Micros;
+    if (db.isTransaction) {
+      // Inside the caller's transaction (a job submit): its own statement, committed with the transaction.
+      const after = await pgPlaceHold(db, a);
+      if (after === null) throw new InsufficientFundsError(args.amountMicros, await getBalance(db, args.accountId));
+      balance = after;
+    } else {
+      // On its own: batched with the other holds of this moment (storage/ledger-pg-batch.ts).
+      const outcome = await pgLedgerBatcher(db as Kysely<Database>).placeHold(a);
+      if (!outcome.placed) throw new InsufficientFundsError(args.amountMicros, outcome.balance);
+      balance = outcome.balance;
+    }
     recordLedger("hold", -args.amountMicros);
     return { id, accountId: args.accountId, amountMicros: args.amountMicros, balanceAfterMicros: balance };
   }
@@ -271,7 +287,8 @@ export async function captureHold(
   const now = Date.now();
   const end = usage ? endValues({ ...usage, costMicros: finalMicros }) : null;
   if (isPostgres(db)) {
-    const captured = await pgCaptureHold(db, { holdId, final: finalMicros, now, usage: end });
+    const a = { holdId, final: finalMicros, now, usage: end };
+    const captured = db.isTransaction ? await pgCaptureHold(db, a) : await pgLedgerBatcher(db as Kysely<Database>).settle(a);
     if (captured === null) throw new Error(`hold ${holdId} is not open or is smaller than ${finalMicros}`);
     for (const e of captured.entries) recordLedger(e.kind, e.amount);
     return { chargedMicros: finalMicros, balanceAfterMicros: captured.balance };
@@ -305,6 +322,13 @@ export async function releaseHold(
   usage?: Omit<UsageEnd, "costMicros"> | null,
 ): Promise<Settlement | null> {
   const now = Date.now();
+  if (isPostgres(db) && !db.isTransaction) {
+    const end = usage ? endValues({ ...usage, costMicros: 0 }) : null;
+    const released = await pgLedgerBatcher(db as Kysely<Database>).settle({ holdId, final: null, now, usage: end });
+    if (released === null) return null;
+    for (const e of released.entries) recordLedger(e.kind, e.amount);
+    return { chargedMicros: 0, balanceAfterMicros: released.balance };
+  }
   return inTransaction(db, async (trx) => {
     const hold = (await releaseStmt(trx, now, holdId)).rows[0];
     if (!hold) return null;

@@ -137,11 +137,20 @@ export interface StreamSettlement {
  */
 /** Holds placed by this process and not yet settled (for a graceful shutdown: {@link drainPaidCalls}). */
 const unsettled = new Set<PaidHold>();
+/**
+ * Holds {@link withHold} is placing (their statement may be queued or in flight, their PaidHold not made
+ * yet): a drain waits for them too, or a hold committed after the database closed would stay open.
+ */
+let placing = 0;
 let onDrained: (() => void) | null = null;
+
+function drainedCheck(): void {
+  if (unsettled.size === 0 && placing === 0) onDrained?.();
+}
 
 function settledHold(hold: PaidHold): void {
   unsettled.delete(hold);
-  if (unsettled.size === 0) onDrained?.();
+  drainedCheck();
 }
 
 /**
@@ -153,7 +162,7 @@ function settledHold(hold: PaidHold): void {
  * @returns how many holds were still open at the deadline (0 when all settled).
  */
 export async function drainPaidCalls(timeoutMs: number): Promise<number> {
-  if (unsettled.size === 0) return 0;
+  if (unsettled.size === 0 && placing === 0) return 0;
   await new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, timeoutMs);
     onDrained = () => {
@@ -162,7 +171,7 @@ export async function drainPaidCalls(timeoutMs: number): Promise<number> {
     };
   });
   onDrained = null;
-  return unsettled.size;
+  return unsettled.size + placing;
 }
 
 export class PaidHold {
@@ -350,7 +359,16 @@ export async function withHold<T>(
     await insertUsage(db, testRow(req, req.usage));
     placed = { id: null, accountId: req.accountId, amountMicros: req.amountMicros, balanceAfterMicros: (await getBalance(db, req.accountId)) ?? 0 };
   } else {
-    placed = (await holdOrRefuse(db, req, policy.onInsufficient))!;
+    placing++;
+    try {
+      placed = (await holdOrRefuse(db, req, policy.onInsufficient))!;
+    } catch (err) {
+      placing--;
+      drainedCheck();
+      throw err;
+    }
+    // No await between here and the PaidHold joining `unsettled`: a drain never sees the hold in neither.
+    placing--;
   }
   const hold = new PaidHold(db, placed, req.reference ?? null, usage);
   let out: T;

@@ -1,8 +1,10 @@
 /**
- * PostgreSQL forms of the two hottest ledger writes, each one statement (one round trip) instead of a
- * BEGIN/UPDATE/INSERT/INSERT/COMMIT exchange. Data-modifying CTEs are PostgreSQL-only, so they live here
- * (design.md: only storage/ knows SQL dialects); billing/ledger.ts calls them on PostgreSQL and keeps the
- * portable form for SQLite. Both are atomic on their own and also run inside an enclosing transaction.
+ * PostgreSQL forms of the hottest ledger writes (hold, capture, release), each one statement (one round
+ * trip) instead of a BEGIN/UPDATE/INSERT/INSERT/COMMIT exchange. Data-modifying CTEs are PostgreSQL-only,
+ * so they live here (design.md: only storage/ knows SQL dialects); billing/ledger.ts calls them on
+ * PostgreSQL and keeps the portable form for SQLite. Each is atomic on its own and also runs inside an
+ * enclosing transaction. Outside a transaction, calls go through the batcher of ledger-pg-batch.ts, which
+ * runs these for a lone call and its batch statements for several.
  */
 import { type Kysely, PostgresAdapter, sql, type Transaction } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
@@ -82,19 +84,11 @@ export async function pgPlaceHold(
 }
 
 /**
- * Captures an open hold for `final` micro-USD (0 <= final <= held): marks it captured, returns the
- * difference to the balance and writes `hold_release` (+held) then `charge` (-final, omitted when 0);
- * with `usage`, finishes the usage record of the hold's request (D29) in the same statement. Returns the
- * balance after and the entries written, or null when the hold is not open or smaller than `final`
- * (nothing written).
+ * The CTE `u` that finishes the usage record of the settled hold `h` (D29), or nothing without `e`.
+ * Data-modifying CTEs run to completion even when the main statement does not read them.
  */
-export async function pgCaptureHold(
-  db: Executor,
-  a: { holdId: string; final: number; now: number; usage?: PgUsageEnd | null },
-): Promise<{ balance: number; entries: { kind: string; amount: number }[] } | null> {
-  const e = a.usage;
-  // Data-modifying CTEs run to completion even when the main statement does not read them.
-  const usageCte = e
+function finishUsageCte(e: PgUsageEnd | null | undefined, now: number) {
+  return e
     ? sql`, u as (
       update usage_records set status = ${e.status}, cost_micros = ${e.cost}::bigint,
         characters = coalesce(${e.units.characters}::bigint, characters),
@@ -105,10 +99,24 @@ export async function pgCaptureHold(
         cached_tokens = coalesce(${e.units.cached_tokens}::bigint, cached_tokens),
         minutes = coalesce(${e.units.minutes}::bigint, minutes),
         fallback_layer = coalesce(${e.fallbackLayer}::integer, fallback_layer),
-        latency_ms = ${a.now}::bigint - usage_records.created_at, updated_at = ${a.now}::bigint
+        latency_ms = ${now}::bigint - usage_records.created_at, updated_at = ${now}::bigint
       from h where usage_records.id = h.request_id
     )`
     : sql``;
+}
+
+/**
+ * Captures an open hold for `final` micro-USD (0 <= final <= held): marks it captured, returns the
+ * difference to the balance and writes `hold_release` (+held) then `charge` (-final, omitted when 0);
+ * with `usage`, finishes the usage record of the hold's request (D29) in the same statement. Returns the
+ * balance after and the entries written, or null when the hold is not open or smaller than `final`
+ * (nothing written).
+ */
+export async function pgCaptureHold(
+  db: Executor,
+  a: { holdId: string; final: number; now: number; usage?: PgUsageEnd | null },
+): Promise<{ balance: number; entries: { kind: string; amount: number }[] } | null> {
+  const usageCte = finishUsageCte(a.usage, a.now);
   const res = await sql<{ kind: string; amount_micros: number; balance_after_micros: number }>`
     with h as (
       update holds set status = 'captured', captured_micros = ${a.final}::bigint, settled_at = ${a.now}::bigint
@@ -130,4 +138,32 @@ export async function pgCaptureHold(
     balance: Math.min(...res.rows.map((r) => Number(r.balance_after_micros))),
     entries: res.rows.map((r) => ({ kind: r.kind, amount: Number(r.amount_micros) })),
   };
+}
+
+/**
+ * Releases an open hold in full in one statement: marks it released, returns the amount to the balance and
+ * writes its `hold_release` entry; with `usage`, finishes the usage record of the hold's request (D29,
+ * cost 0). Returns the balance after and the amount released, or null when the hold is not open (nothing
+ * written).
+ */
+export async function pgReleaseHold(
+  db: Executor,
+  a: { holdId: string; now: number; usage?: PgUsageEnd | null },
+): Promise<{ balance: number; amount: number } | null> {
+  const usageCte = finishUsageCte(a.usage, a.now);
+  const res = await sql<{ balance_after_micros: number; amount_micros: number }>`
+    with h as (
+      update holds set status = 'released', settled_at = ${a.now}::bigint
+      where id = ${a.holdId} and status = 'open'
+      returning account_id, amount_micros, job_id, request_id, reference
+    ), acc as (
+      update accounts set balance_micros = accounts.balance_micros + h.amount_micros
+      from h where accounts.id = h.account_id
+      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference
+    )${usageCte}
+    insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, request_id, reference, created_at)
+    select ${newTimeOrderedId("le")}, account_id, 'hold_release', amount_micros, balance_micros, ${a.holdId}, job_id, request_id, reference, ${a.now}::bigint from acc
+    returning balance_after_micros, amount_micros`.execute(db);
+  const row = res.rows[0];
+  return row ? { balance: Number(row.balance_after_micros), amount: Number(row.amount_micros) } : null;
 }

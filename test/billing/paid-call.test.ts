@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
-import { callUpstream, holdOrRefuse, settleCapture, settleRelease, withHold } from "../../src/billing/paid-call.ts";
+import { callUpstream, drainPaidCalls, holdOrRefuse, settleCapture, settleRelease, withHold } from "../../src/billing/paid-call.ts";
 import { AppError, errors } from "../../src/errors.ts";
 import { BACKENDS } from "../helpers/backends.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
@@ -238,6 +238,21 @@ for (const backend of BACKENDS) {
       assert.equal(await settleRelease(db(), h2.id), null);
       await assert.rejects(settleCapture(db(), h2.id, 1));
       assert.equal(await balanceOf(u.user_id), SIGNUP - 70_000);
+    });
+
+    test("a shutdown drain waits for calls whose hold is still being placed", async () => {
+      const u = await gw.register();
+      let captured = false;
+      const call = withHold(db(), { accountId: u.user_id, amountMicros: 10_000 }, { onInsufficient: refuse }, async (hold) => {
+        const s = await hold.capture(4_000);
+        captured = true;
+        return s;
+      });
+      // The hold's statement has not even been sent: no PaidHold exists yet.
+      assert.equal(await drainPaidCalls(5_000), 0);
+      assert.ok(captured, "the drain returned only after the call settled");
+      await call;
+      assert.equal(await balanceOf(u.user_id), SIGNUP - 4_000);
     });
 
     test("parallel calls on one account: the balance covers some, the rest get 402, no overdraft", async () => {
