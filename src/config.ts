@@ -101,6 +101,11 @@ export interface Config {
    */
   metricsToken: string | null;
   /**
+   * `AUTH_CACHE_MS` (default 2000, 0 disables): how long a resolved API key is reused without a database
+   * read; the longest a key deleted or a limit changed by another process keeps its old effect here.
+   */
+  authCacheMs: number;
+  /**
    * `TRUST_PROXY`: the proxies whose `X-Forwarded-For` gives the client address (comma list of
    * addresses, CIDRs or the names `loopback`, `linklocal`, `uniquelocal`); null: the TCP peer is the client.
    */
@@ -289,6 +294,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: 25 * 1024 * 1024,
     bodyBudgetBytes: int(env, "BODY_BUDGET_MB", 64, 1, 100_000) * 1024 * 1024,
     metricsToken: metricsToken(env),
+    authCacheMs: int(env, "AUTH_CACHE_MS", 2000, 0, 60_000),
     trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(",").map((x) => x.trim()).filter((x) => x !== "") : null,
     authLimits: {
       loginFailuresPerEmail: int(env, "LOGIN_FAILURES_PER_EMAIL", 10, 1, 1_000_000),

@@ -42,6 +42,7 @@ import type {
 import { AppError } from "./errors.ts";
 import { getJob } from "./jobs/jobs.ts";
 import { drainPaidCalls } from "./billing/paid-call.ts";
+import { configureAuthCache } from "./accounts/accounts.ts";
 
 /** How long a shutdown waits for running paid calls to settle their holds before closing the database, ms. */
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -266,6 +267,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const jobSources = overrides.jobSources ?? visualJobSources(upstreams);
   const realAudioSources = audioSources(upstreams);
   const log = pino({ level: config.logLevel });
+  configureAuthCache(config.authCacheMs);
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
   try {
     await migrate(db);

@@ -211,6 +211,33 @@ export async function effectiveLimits(db: Executor, accountId: string): Promise<
   return row ? limitsOf(row) : null;
 }
 
+/**
+ * API keys resolved in the last {@link authCacheMs} ms, by secret hash (issue "Fast on the scale path":
+ * one uncached key lookup per request was most of the gateway's PostgreSQL round trips once the ledger
+ * was batched). An entry holds the principal as it was read: the account, the key's id and mode, and the
+ * effective limits. What changes them in this process drops the account's entries at once
+ * ({@link forgetAccountAuth}: key deletion, deposits, tier and limit overrides); another process sees the
+ * change after at most the TTL. Money is never read from here: holds check the balance in the database.
+ */
+const authCache = new Map<string, { principal: Principal; expiresAt: number }>();
+const AUTH_CACHE_MAX_ENTRIES = 100_000;
+let authCacheMs = 2000;
+
+/**
+ * Sets how long (ms, 0 disables) a resolved API key is reused without reading the database again
+ * (`AUTH_CACHE_MS`, default 2000): the longest a key deleted, or a limit changed, by another process
+ * keeps its old effect here.
+ */
+export function configureAuthCache(ttlMs: number): void {
+  authCacheMs = Math.max(0, ttlMs);
+  authCache.clear();
+}
+
+/** Drops the cached keys of `accountId` (after its keys, deposits, tier or limits changed). */
+export function forgetAccountAuth(accountId: string): void {
+  for (const [hash, entry] of authCache) if (entry.principal.accountId === accountId) authCache.delete(hash);
+}
+
 /** Last-used timestamps are written at most once a minute per key, off the request's critical path. */
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 const lastUsedWritten = new Map<string, number>();
@@ -232,9 +259,14 @@ export async function authenticate(
     if (!s || !digestsEqual(s.token_hash, hash) || Number(s.expires_at) < Date.now()) return null;
     return { accountId: s.account_id, keyId: null, limits: limitsOf(s), mode: "live" };
   }
-  const k = (await keyByHash(db, hash)).rows[0];
-  if (!k || !digestsEqual(k.key_hash, hash)) return null;
   const now = Date.now();
+  const cached = authCache.get(hash);
+  if (cached && cached.expiresAt > now) return cached.principal;
+  const k = (await keyByHash(db, hash)).rows[0];
+  if (!k || !digestsEqual(k.key_hash, hash)) {
+    authCache.delete(hash);
+    return null;
+  }
   if (now - (lastUsedWritten.get(k.id) ?? 0) > LAST_USED_WRITE_INTERVAL_MS) {
     if (lastUsedWritten.size > 100_000) lastUsedWritten.clear();
     lastUsedWritten.set(k.id, now);
@@ -245,7 +277,12 @@ export async function authenticate(
       .execute()
       .catch(() => {});
   }
-  return { accountId: k.account_id, keyId: k.id, limits: limitsOf(k), mode: k.mode === "test" ? "test" : "live" };
+  const principal: Principal = { accountId: k.account_id, keyId: k.id, limits: limitsOf(k), mode: k.mode === "test" ? "test" : "live" };
+  if (authCacheMs > 0) {
+    if (authCache.size >= AUTH_CACHE_MAX_ENTRIES) authCache.clear();
+    authCache.set(hash, { principal, expiresAt: now + authCacheMs });
+  }
+  return principal;
 }
 
 /** The account fields the API shows. */
@@ -387,5 +424,6 @@ export async function deleteKey(db: Executor, accountId: string, keyId: string):
     .where("id", "=", keyId)
     .where("account_id", "=", accountId)
     .executeTakeFirst();
+  forgetAccountAuth(accountId);
   if (Number(res.numDeletedRows) === 0) throw errors.keyNotFound();
 }

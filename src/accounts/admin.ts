@@ -5,7 +5,7 @@ import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
 import { microsToUsd, usdToMicros } from "../billing/money.ts";
 import { MAX_TIER } from "../catalog/tiers.ts";
 import { errors } from "../errors.ts";
-import { getAccount } from "./accounts.ts";
+import { forgetAccountAuth, getAccount } from "./accounts.ts";
 
 /** Largest single deposit accepted, micro-USD (1,000,000 USD): guards against typos. */
 const MAX_DEPOSIT_MICROS = 1_000_000 * 1_000_000;
@@ -33,7 +33,7 @@ export async function depositFunds(
     throw errors.invalidRequest("reference must be a string of at most 200 characters.", "reference");
   }
   const reference = typeof body.reference === "string" ? body.reference : null;
-  return inTransaction(db, async (trx) => {
+  const out = await inTransaction(db, async (trx) => {
     if (!(await getAccount(trx, userId))) throw errors.userNotFound();
     await credit(trx, { accountId: userId, kind: "deposit", amountMicros: micros, reference });
     const after = await getAccount(trx, userId);
@@ -45,6 +45,9 @@ export async function depositFunds(
       tier: after.tier,
     };
   });
+  // The tier follows deposits: cached keys of this account must see the new limits now.
+  forgetAccountAuth(userId);
+  return out;
 }
 
 /**
@@ -65,6 +68,7 @@ export async function setTierOverride(
     .where("id", "=", userId)
     .executeTakeFirst();
   if (Number(res.numUpdatedRows) === 0) throw errors.userNotFound();
+  forgetAccountAuth(userId);
   const a = await getAccount(db, userId);
   if (!a) throw errors.userNotFound();
   return { user_id: userId, tier: a.tier, tier_override: a.tierOverride };
@@ -113,7 +117,7 @@ export async function setLimitsOverride(
       throw errors.invalidRequest(`${k} must be a non-negative integer or null.`, k);
     }
   }
-  return inTransaction(db, async (trx) => {
+  const out = await inTransaction(db, async (trx) => {
     const row = await trx
       .selectFrom("accounts")
       .select("limits_override")
@@ -129,4 +133,6 @@ export async function setLimitsOverride(
     await trx.updateTable("accounts").set({ limits_override: text }).where("id", "=", userId).execute();
     return { user_id: userId, limits_override: current };
   });
+  forgetAccountAuth(userId);
+  return out;
 }

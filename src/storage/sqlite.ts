@@ -4,6 +4,7 @@
  * use of the single connection with a mutex, so transactions never interleave.
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { resolve as resolvePath } from "node:path";
 import { WalCheckpointer } from "./sqlite-checkpointer.ts";
 import {
   CompiledQuery,
@@ -13,6 +14,7 @@ import {
   SqliteAdapter,
   type SqliteDatabase,
   SqliteDialect,
+  type SqliteDialectConfig,
   SqliteDriver,
   type SqliteStatement,
 } from "kysely";
@@ -25,7 +27,14 @@ const STATEMENT_CACHE_SIZE = 512;
  * checkpoints, safe against corruption) and a busy timeout so a second process (a migration, a worker)
  * waits instead of failing.
  */
-export function openSqlite(path: string): SqliteDatabase {
+export function openSqlite(path: string): SharedSqliteDatabase {
+  const inMemory = path === ":memory:" || path.startsWith("file::memory:");
+  const key = inMemory ? null : resolvePath(path);
+  const open = key === null ? undefined : openFiles.get(key);
+  if (open) {
+    open.refs++;
+    return open.handle();
+  }
   const db = new DatabaseSync(path);
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
@@ -34,7 +43,7 @@ export function openSqlite(path: string): SqliteDatabase {
   // Sorters and savepoint journals in memory: on disk they cost a temporary file (open, unlink) each.
   db.exec("PRAGMA temp_store = MEMORY");
   let checkpointer: WalCheckpointer | null = null;
-  if (path !== ":memory:" && !path.startsWith("file::memory:")) {
+  if (!inMemory) {
     db.exec("PRAGMA wal_autocheckpoint = 0");
     checkpointer = new WalCheckpointer(path, db.prepare("select total_changes() as n"));
   }
@@ -51,8 +60,30 @@ export function openSqlite(path: string): SqliteDatabase {
     };
   };
 
-  return {
-    prepare(sqlText: string): SqliteStatement {
+  const coordinator = new CommitCoordinator();
+  const entry = {
+    refs: 1,
+    handle: (): SharedSqliteDatabase => {
+      let closed = false;
+      return {
+        coordinator,
+        prepare,
+        close(): void {
+          if (closed) return;
+          closed = true;
+          if (--entry.refs > 0) return;
+          if (key !== null) openFiles.delete(key);
+          checkpointer?.close();
+          cache.clear();
+          db.close();
+        },
+      };
+    },
+  };
+  if (key !== null) openFiles.set(key, entry);
+  return entry.handle();
+
+  function prepare(sqlText: string): SqliteStatement {
       let stmt = cache.get(sqlText);
       if (stmt === undefined) {
         stmt = wrap(db.prepare(sqlText));
@@ -63,14 +94,23 @@ export function openSqlite(path: string): SqliteDatabase {
         cache.set(sqlText, stmt);
       }
       return stmt;
-    },
-    close(): void {
-      checkpointer?.close();
-      cache.clear();
-      db.close();
-    },
-  };
+  }
 }
+
+/**
+ * The database of one SQLite file in this process. Every `openSqlite` of the same file shares one
+ * connection (reference-counted: the last `close` closes it) and one {@link CommitCoordinator}: two
+ * connections of one process to one file would deadlock under group commit, the second one's busy
+ * handler sleeping on the very thread that must commit the first one's open group (two gateways in one
+ * process, as tests run them).
+ */
+export interface SharedSqliteDatabase extends SqliteDatabase {
+  readonly coordinator: CommitCoordinator;
+}
+
+const openFiles = new Map<string, { refs: number; handle: () => SharedSqliteDatabase }>();
+
+
 
 type SqlParam = null | number | bigint | string | NodeJS.ArrayBufferView;
 
@@ -135,6 +175,13 @@ class HeldConnection implements DatabaseConnection {
   }
 }
 
+/** The connection lock and the open commit group of one SQLite connection, shared by its drivers. */
+export class CommitCoordinator {
+  readonly lock = new FifoLock();
+  group: CommitGroup | null = null;
+  flushScheduled = false;
+}
+
 /** The open SQLite transaction that several callers' transactions share until it commits. */
 interface CommitGroup {
   /** Callers' transactions (and writes) that finished inside the group and wait for its commit. */
@@ -162,12 +209,15 @@ interface CommitGroup {
  * it can only differ from the committed state if that commit then fails (an I/O error).
  */
 class NodeSqliteDriver extends SqliteDriver {
-  readonly #lock = new FifoLock();
-  #group: CommitGroup | null = null;
-  #flushScheduled = false;
+  readonly #c: CommitCoordinator;
+
+  constructor(config: SqliteDialectConfig, coordinator: CommitCoordinator) {
+    super(config);
+    this.#c = coordinator;
+  }
 
   override async acquireConnection(): Promise<DatabaseConnection> {
-    await this.#lock.acquire();
+    await this.#c.lock.acquire();
     return new HeldConnection(await super.acquireConnection());
   }
 
@@ -175,8 +225,8 @@ class NodeSqliteDriver extends SqliteDriver {
     const held = connection as HeldConnection;
     if (held.released) return;
     held.released = true;
-    if (held.wrote && this.#group) {
-      const done = this.#join(this.#group);
+    if (held.wrote && this.#c.group) {
+      const done = this.#join(this.#c.group);
       await this.#handOn(held.inner);
       return done;
     }
@@ -189,9 +239,9 @@ class NodeSqliteDriver extends SqliteDriver {
    */
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     const held = connection as HeldConnection;
-    if (!this.#group) {
+    if (!this.#c.group) {
       await held.inner.executeQuery(CompiledQuery.raw("begin immediate"));
-      this.#group = { waiting: [], openedAt: performance.now() };
+      this.#c.group = { waiting: [], openedAt: performance.now() };
     }
     await held.inner.executeQuery(CompiledQuery.raw("savepoint grouped"));
     held.inTransaction = true;
@@ -199,7 +249,7 @@ class NodeSqliteDriver extends SqliteDriver {
 
   override async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const held = connection as HeldConnection;
-    const group = this.#group;
+    const group = this.#c.group;
     if (!group) throw new Error("commit without an open transaction");
     await held.inner.executeQuery(CompiledQuery.raw("release grouped"));
     held.inTransaction = false;
@@ -228,34 +278,34 @@ class NodeSqliteDriver extends SqliteDriver {
    * joins it first).
    */
   async #handOn(inner: DatabaseConnection): Promise<void> {
-    const group = this.#group;
+    const group = this.#c.group;
     if (group) {
       if (group.waiting.length >= GROUP_COMMIT_MAX_MEMBERS || performance.now() - group.openedAt >= GROUP_COMMIT_MAX_MS) {
         await this.#commitGroup(inner);
-      } else if (!this.#flushScheduled) {
-        this.#flushScheduled = true;
+      } else if (!this.#c.flushScheduled) {
+        this.#c.flushScheduled = true;
         setImmediate(() => void this.#scheduledCommit());
       }
     }
-    this.#lock.release();
+    this.#c.lock.release();
   }
 
   async #scheduledCommit(): Promise<void> {
-    this.#flushScheduled = false;
-    if (!this.#group) return;
-    await this.#lock.acquire();
+    this.#c.flushScheduled = false;
+    if (!this.#c.group) return;
+    await this.#c.lock.acquire();
     try {
-      if (this.#group) await this.#commitGroup(await super.acquireConnection());
+      if (this.#c.group) await this.#commitGroup(await super.acquireConnection());
     } finally {
-      this.#lock.release();
+      this.#c.lock.release();
     }
   }
 
   /** Commits the open group (the caller holds the lock) and settles its members. */
   async #commitGroup(inner: DatabaseConnection): Promise<void> {
-    const group = this.#group;
+    const group = this.#c.group;
     if (!group) return;
-    this.#group = null;
+    this.#c.group = null;
     try {
       await inner.executeQuery(CompiledQuery.raw("commit"));
       for (const w of group.waiting) w.resolve();
@@ -285,7 +335,8 @@ export class NodeSqliteDialect extends SqliteDialect {
   }
 
   override createDriver(): Driver {
-    return new NodeSqliteDriver({ database: this.#database });
+    const shared = (this.#database as Partial<SharedSqliteDatabase>).coordinator;
+    return new NodeSqliteDriver({ database: this.#database }, shared ?? new CommitCoordinator());
   }
 
   override createAdapter(): SqliteAdapter {

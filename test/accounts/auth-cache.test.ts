@@ -1,0 +1,56 @@
+/**
+ * The API-key cache (accounts.ts, `AUTH_CACHE_MS`): a resolved key is reused for the TTL without a
+ * database read; what this process changes (key deletion, deposits, tier and limit overrides) takes
+ * effect at once; a change made behind its back (another process) takes effect after the TTL.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { BACKENDS } from "../helpers/backends.ts";
+import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
+
+for (const backend of BACKENDS) {
+  describe(`API-key cache on ${backend.name}`, { skip: backend.skip }, () => {
+    let gw: TestGateway;
+    before(async () => {
+      gw = await startGateway(backend.name, { AUTH_CACHE_MS: "1500" });
+    });
+    after(async () => {
+      await gw?.close();
+    });
+
+    test("a key deleted behind the gateway's back works until the TTL, then answers 401", async () => {
+      const u = await gw.register();
+      assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200);
+      // As another process would: straight in the database.
+      await gw.services.db.kysely.deleteFrom("api_keys").where("account_id", "=", u.user_id).execute();
+      assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200, "served from the cache");
+      await new Promise((r) => setTimeout(r, 1600));
+      assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 401);
+    });
+
+    test("a key deleted through the API stops at once", async () => {
+      const u = await gw.register();
+      const created = await gw.request("POST", "/v1/auth/keys", { token: u.session_token, body: { name: "second" } });
+      assert.equal(created.status, 201, JSON.stringify(created.json));
+      const key = created.json.api_key as string;
+      assert.equal((await gw.request("GET", "/v1/auth/me", { token: key })).status, 200);
+      const del = await gw.request("DELETE", `/v1/auth/keys/${created.json.key_id}`, { token: u.session_token });
+      assert.ok(del.status === 200 || del.status === 204, String(del.status));
+      assert.equal((await gw.request("GET", "/v1/auth/me", { token: key })).status, 401);
+    });
+
+    test("a deposit that raises the tier, and a limit override, apply to the next request", async () => {
+      const u = await gw.register();
+      const limits = async () => (await gw.request("GET", "/v1/auth/limits", { token: u.api_key })).json;
+      const before = await limits();
+      const dep = await gw.request("POST", `/v1/admin/users/${u.user_id}/deposits`, { token: ADMIN_TOKEN, body: { amount_usd: 1000 } });
+      assert.equal(dep.status, 200);
+      const afterDeposit = await limits();
+      assert.notDeepEqual(afterDeposit.limits ?? afterDeposit, before.limits ?? before, "the tier's limits, not the cached ones");
+      const set = await gw.request("PUT", `/v1/admin/users/${u.user_id}/limits`, { token: ADMIN_TOKEN, body: { rpm: 7 } });
+      assert.equal(set.status, 200);
+      const afterOverride = await limits();
+      assert.equal((afterOverride.limits ?? afterOverride).rpm, 7);
+    });
+  });
+}
