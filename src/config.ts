@@ -89,6 +89,11 @@ export interface Config {
   upstreams: { setting: string | null; lookup: (name: string) => string | undefined };
   /** Multiplier of the simulator's typical latencies; 0 answers at once. */
   simLatencyScale: number;
+  /**
+   * `SIM_IMAGES`: `draw` (default) draws every simulated image from its prompt; `placeholder` answers a
+   * flat grey image of the requested size, encoded once per size (benchmarks of the gateway's own work).
+   */
+  simImages: "draw" | "placeholder";
   /** pino level. */
   logLevel: string;
   /** Largest request body, bytes (spec: media request body 25 MB). */
@@ -285,6 +290,7 @@ export function loadConfig(env: Env = process.env): Config {
     textUpstreams,
     upstreams: { setting: env.UPSTREAMS || null, lookup: (name) => env[name] },
     simLatencyScale: num(env, "SIM_LATENCY_SCALE", 1, 0, 100),
+    simImages: oneOf(env, "SIM_IMAGES", ["draw", "placeholder"] as const, "draw"),
     logLevel: env.LOG_LEVEL || "info",
     bodyLimitBytes: 25 * 1024 * 1024,
     bodyBudgetBytes: int(env, "BODY_BUDGET_MB", 64, 1, 100_000) * 1024 * 1024,

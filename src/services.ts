@@ -271,7 +271,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   }
   const blobs = openBlobStore(config.storageUrl, config.s3);
   const media = createSimulatedMediaUpstream({ latencyScale: config.simLatencyScale });
-  const simulatedVisual = createSimulatedVisualUpstream({ latencyScale: config.simLatencyScale });
+  const simulatedVisual = createSimulatedVisualUpstream({ latencyScale: config.simLatencyScale, images: config.simImages });
   const visual = overrides.visual ?? simulatedVisual;
   const simulator = createSimulatedAudioUpstream({
     latencyScale: config.simLatencyScale,
