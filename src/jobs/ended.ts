@@ -15,6 +15,14 @@ export interface EndedJob {
   id: string;
   accountId: string;
   status: Exclude<JobStatus, "pending" | "processing">;
+  /**
+   * The transition already finished the usage record in this transaction: the runner's success path
+   * finishes it with the capture (one statement on PostgreSQL), from `jobUsageEnd` (job-usage.ts) like
+   * everyone else. Default false: it is finished here.
+   */
+  usageFinished?: boolean;
+  /** The job's `webhook_url` when the caller has it (the runner does, from the claim); read otherwise. */
+  webhookUrl?: string | null;
 }
 
 /**
@@ -23,7 +31,7 @@ export interface EndedJob {
  */
 export async function onJobEnded(trx: Transaction<Database>, job: EndedJob): Promise<void> {
   // D29: the job's usage record takes its terminal status and cost.
-  await finishEndedJobUsage(trx, job);
+  if (job.usageFinished !== true) await finishEndedJobUsage(trx, job);
   // Webhook events (D31): `job.succeeded`, `job.failed` (a canceled job too), `job.refunded`, `job.expired`.
-  await enqueueJobEvent(trx, { id: job.id, accountId: job.accountId, type: `job.${job.status}` });
+  await enqueueJobEvent(trx, { id: job.id, accountId: job.accountId, type: `job.${job.status}`, webhookUrl: job.webhookUrl });
 }
