@@ -170,9 +170,11 @@ function report(label: string, r: JobsRun): void {
 }
 
 function probeLine(before: ProbeReport, after: ProbeReport, jobs: number): string {
-  const cpuMs = after.cpuUserMs + after.cpuSystemMs - before.cpuUserMs - before.cpuSystemMs;
+  const perJob = (ms: number) => ((ms * 1000) / jobs).toFixed(0);
+  const user = after.cpuUserMs - before.cpuUserMs;
+  const system = after.cpuSystemMs - before.cpuSystemMs;
   return (
-    `gateway process: ${((cpuMs * 1000) / jobs).toFixed(0)} µs of CPU per job (${((after.cpuSystemMs - before.cpuSystemMs) * 100 / Math.max(1, cpuMs)).toFixed(0)}% system); ` +
+    `gateway process: ${perJob(user + system)} µs of CPU per job (${perJob(user)} user, ${perJob(system)} system); ` +
     `event-loop delay p50 ${after.eventLoopDelay.p50} ms, p99 ${after.eventLoopDelay.p99} ms, max ${after.eventLoopDelay.max} ms; ` +
     `GC ${after.gc.count} pauses, ${after.gc.totalMs} ms in all, max ${after.gc.max} ms; RSS ${after.rssMb} MB`
   );
