@@ -40,7 +40,7 @@ import type {
   VisualJobSourceAdapter,
 } from "./upstreams/types.ts";
 import { AppError } from "./errors.ts";
-import { getJob } from "./jobs/jobs.ts";
+import { getJob, type JobStarter } from "./jobs/jobs.ts";
 import { WebhookDeliveryLoop } from "./webhooks/delivery.ts";
 import type { WebhookUrlPolicy } from "./webhooks/urls.ts";
 
@@ -98,8 +98,10 @@ export interface Services {
   startRunner(opts?: RunnerOptions): JobRunner;
   /** Tells this process's webhook delivery loop, if any, that a delivery is due now (a replay). */
   nudgeWebhooks(): void;
-  /** Tells the runner of this process, if any, that a job was submitted. */
+  /** Tells the runner of this process, if any, that a job was submitted and left pending. */
   nudgeRunner(): void;
+  /** The runner of this process as a submit may start a job on it at once, or null when none runs. */
+  jobStarter(): JobStarter | null;
   /** Stops the runner (handing claimed jobs back), then releases connections and workers. */
   close(): Promise<void>;
 }
@@ -401,6 +403,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     },
     nudgeRunner() {
       runner?.nudge();
+    },
+    jobStarter() {
+      return runner;
     },
     async close() {
       await runner?.stop();
