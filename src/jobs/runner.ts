@@ -602,7 +602,8 @@ export class JobRunner implements JobStarter {
           bytes = got.bytes;
           type = out.contentType ?? got.contentType ?? "application/octet-stream";
         }
-        const key = kind === "video" ? `videos/${job.id}.${extensionOf(type)}` : `images/${job.id}/${i}.${extensionOf(type)}`;
+        // One folder per kind (as audio): a folder per job cost an inode and a `mkdir` per job.
+        const key = kind === "video" ? `videos/${job.id}.${extensionOf(type)}` : `images/${job.id}-${i}.${extensionOf(type)}`;
         stage = "store";
         await this.#deps.blobs.put(key, bytes, { contentType: type });
         stage = "download";
