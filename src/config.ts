@@ -32,6 +32,12 @@ export interface Config {
   databaseUrl: string;
   /** Most PostgreSQL connections this process opens. */
   databasePoolSize: number;
+  /**
+   * `DATABASE_PREPARED_STATEMENTS` (`on`, default, or `off`): on PostgreSQL the hot statements run as
+   * named prepared statements, parsed and planned once per connection. `off` for a pooler in transaction
+   * mode that cannot keep them (PgBouncer before 1.21, or without `max_prepared_statements`).
+   */
+  databasePreparedStatements: boolean;
   /** Redis for shared limits and pools, or null for in-process. */
   redisUrl: string | null;
   /** Prefix of every Redis key (several deployments, or test runs, can share one Redis). */
@@ -266,6 +272,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl,
     databaseUrl: env.DATABASE_URL || "sqlite:./data/gateway.db",
     databasePoolSize: int(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
+    databasePreparedStatements: oneOf(env, "DATABASE_PREPARED_STATEMENTS", ["on", "off"] as const, "on") === "on",
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.REDIS_PREFIX || "gw",
     limitsOnStoreError: oneOf(env, "LIMITS_ON_STORE_ERROR", ["open", "closed"] as const, "open"),

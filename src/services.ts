@@ -264,7 +264,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const jobSources = overrides.jobSources ?? visualJobSources(upstreams);
   const realAudioSources = audioSources(upstreams);
   const log = pino({ level: config.logLevel });
-  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
+  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements });
   try {
     await migrate(db);
   } catch (err) {

@@ -7,6 +7,7 @@
  * Kysely) and at run time only substitutes the parameter array.
  */
 import type { Compilable, CompiledQuery, Kysely, QueryResult, Transaction } from "kysely";
+import { isPostgres } from "./ledger-pg.ts";
 import type { Database } from "./schema.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -15,6 +16,17 @@ type Executor = Kysely<Database> | Transaction<Database>;
 export type Param = <T>(i: number) => T;
 
 const MARKER = "\u0000kysely-param:";
+
+/** SQL texts of compiled-once statements on PostgreSQL, by text: their server-side statement names. */
+const pgNames = new Map<string, string>();
+
+/**
+ * The name under which a PostgreSQL connection keeps `sql` prepared (parsed and planned once per
+ * connection instead of at every execution), or undefined for SQL that is not a compiled-once statement.
+ */
+export function pgStatementName(sql: string): string | undefined {
+  return pgNames.get(sql);
+}
 
 /**
  * Returns a function running the query built by `build` with the given argument values. `build` must
@@ -37,6 +49,7 @@ export function prepare<Row>(
       );
       entry = { compiled, slots };
       cache.set(key, entry);
+      if (isPostgres(db) && !pgNames.has(compiled.sql)) pgNames.set(compiled.sql, `gw_${pgNames.size + 1}`);
     }
     const { compiled, slots } = entry;
     const parameters = compiled.parameters.map((v, i) => {
