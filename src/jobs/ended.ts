@@ -16,7 +16,7 @@ export interface EndedJob {
   accountId: string;
   status: Exclude<JobStatus, "pending" | "processing">;
   /**
-   * The transition already finished the usage record in this transaction: the runner's success path
+   * The transition finishes the usage record itself in this transaction: the runner's success path
    * finishes it with the capture (one statement on PostgreSQL), from `jobUsageEnd` (job-usage.ts) like
    * everyone else. Default false: it is finished here.
    */
@@ -26,8 +26,10 @@ export interface EndedJob {
 }
 
 /**
- * Runs inside the terminal transition's transaction `trx`, after the job row and its ledger entries were
- * written. Throwing rolls the whole transition back (the job stays as it was).
+ * Runs inside the terminal transition's transaction `trx`, after the job row was written (its ledger
+ * entries may be written before or after, in the same transaction: the runner's success captures last,
+ * so that its lock on the account row is held for the shortest time). Throwing rolls the whole transition
+ * back (the job stays as it was).
  */
 export async function onJobEnded(trx: Transaction<Database>, job: EndedJob): Promise<void> {
   // D29: the job's usage record takes its terminal status and cost.

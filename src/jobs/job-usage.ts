@@ -1,7 +1,7 @@
 /**
  * The usage record of a job (D29): created `pending` with the job's hold at submit (jobs.ts), finished
- * in the transaction of the job's terminal transition (ended.ts), after the job row and its ledger
- * entries were written: the terminal status, what the ledger charged (0 unless succeeded), the fallback
+ * in the transaction of the job's terminal transition (ended.ts), from the job row as the transition
+ * left it: the terminal status, what the ledger charged (0 unless succeeded), the fallback
  * layer that served it and, for a video, the seconds billed (requested, or fewer when the source
  * delivered less, D26).
  */

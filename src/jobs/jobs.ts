@@ -14,11 +14,10 @@ import { newTimeOrderedId } from "../ids.ts";
 import { effectiveLimits } from "../accounts/accounts.ts";
 import { mediaCaps } from "../limits/effective.ts";
 import { isUniqueViolation } from "../storage/db.ts";
-import type { ClaimedJob } from "../storage/job-queue.ts";
-import { type Param, prepare } from "../storage/prepared.ts";
-import type { Kysely } from "kysely";
+import { type ClaimedJob, insertJobWithinCaps } from "../storage/job-queue.ts";
+import { prepare } from "../storage/prepared.ts";
 import type { EffectiveLimits } from "../limits/effective.ts";
-import type { Database, JobsTable } from "../storage/schema.ts";
+import type { JobsTable } from "../storage/schema.ts";
 import type { SimulateMode } from "../upstreams/types.ts";
 import { blobUrl, type JobOutput, jobNotFound, olderThanJob } from "./outputs.ts";
 import type { JobSpec } from "./validate.ts";
@@ -293,71 +292,6 @@ export interface JobStarter {
 /** Thrown inside a submit's transaction when its idempotency key is already taken: roll back, then replay. */
 class IdempotentReplay extends Error {}
 
-/**
- * The counts a submit takes under its account's lock, for the pool of the new job (`now`, `jobId`): every
- * active job (`n`), the running ones and the pending ones that start before the new job (`ahead`: the
- * order of `claimJobs`, created_at then id). Parameters: account, now, job id, and the kind for `kind`.
- */
-const poolCounts = (() => {
-  const build = (db: Kysely<Database>, p: Param) =>
-    db
-      .selectFrom("jobs")
-      .select((eb) => [
-        eb.fn.countAll<number>().as("n"),
-        eb.fn.sum<number>(eb.case().when("status", "=", "processing").then(1).else(0).end()).as("running"),
-        eb.fn
-          .sum<number>(
-            eb
-              .case()
-              .when(
-                eb.and([
-                  eb("status", "=", "pending"),
-                  eb.or([eb("created_at", "<", p<number>(1)), eb.and([eb("created_at", "=", p<number>(1)), eb("id", "<", p<string>(2))])]),
-                ]),
-              )
-              .then(1)
-              .else(0)
-              .end(),
-          )
-          .as("ahead"),
-      ])
-      .where("account_id", "=", p<string>(0))
-      .where("status", "in", [...ACTIVE]);
-  return {
-    combined: prepare((db, p) => build(db, p).where("kind", "in", ["image", "video"])),
-    kind: prepare((db, p) => build(db, p).where("kind", "=", p<"image" | "video">(3))),
-  };
-})();
-
-/** A new job row; a job started at once has its start, first heartbeat and runner (parameters 14, 15). */
-const insertJob = prepare((db, p) =>
-  db.insertInto("jobs").values({
-    id: p<string>(0),
-    account_id: p<string>(1),
-    api_key_id: p<string | null>(2),
-    kind: p<"image" | "video">(3),
-    model: p<string>(4),
-    status: p<"pending" | "processing">(5),
-    hold_id: p<string | null>(6),
-    hold_micros: p<number>(7),
-    mode: p<"live" | "test">(8),
-    cost_micros: null,
-    request_json: p<string>(9),
-    request_hash: p<string>(10),
-    idempotency_key: p<string | null>(11),
-    output_json: null,
-    duration_sec: p<number | null>(12),
-    error_code: null,
-    error_message: null,
-    created_at: p<number>(13),
-    updated_at: p<number>(13),
-    started_at: p<number | null>(14),
-    heartbeat_at: p<number | null>(14),
-    worker_id: p<string | null>(15),
-    webhook_url: p<string | null>(16),
-  }),
-);
-
 /** Seconds a caller is told to wait when a queue is full (`Retry-After`). */
 const QUEUE_RETRY_AFTER_S = { image: 5, video: 30 } as const;
 
@@ -454,48 +388,39 @@ export async function submitJob(
           .executeTakeFirst();
         if (clash) throw new IdempotentReplay();
       }
-      // The account's jobs of the pool: all active ones (the queue cap), the running ones (the concurrency
-      // cap) and the pending ones the runner starts before this one (its queue_position, in the order of
-      // `claimJobs`: created_at, then id).
-      const counts = (
-        caps.pool === "combined"
-          ? await poolCounts.combined(trx, principal.accountId, now, jobId)
-          : await poolCounts.kind(trx, principal.accountId, now, jobId, spec.kind)
-      ).rows[0];
-      const active = Number(counts.n);
-      const running = Number(counts.running ?? 0);
-      if (active >= caps.concurrent + caps.queue) {
+      // Within the pool's caps (D12): refused when its queue is full; started at once on this process's
+      // runner when it holds a place, the account is below its concurrency cap and none of its jobs of the
+      // pool waits (they start first: queue_position, D30); else pending. The hold above locked the
+      // account row on PostgreSQL, which claims lock too before they count running jobs, so the caps hold
+      // across processes (storage/job-queue.ts).
+      const out = await insertJobWithinCaps(
+        trx,
+        {
+          id: jobId,
+          account_id: principal.accountId,
+          api_key_id: keyId,
+          kind: spec.kind,
+          model: spec.model.id,
+          hold_id: holdId,
+          hold_micros: spec.holdMicros,
+          mode: usage.mode,
+          request_json: requestJson,
+          request_hash: hash,
+          idempotency_key: idemKey,
+          duration_sec: spec.kind === "video" ? spec.durationSec : null,
+          webhook_url: spec.webhookUrl,
+          now,
+        },
+        { pool: caps.pool === "combined" ? "combined" : "kind", concurrent: caps.concurrent, queue: caps.queue, startOn: reserved && starter ? starter.workerId : null },
+      );
+      if (!out.inserted) {
         throw errors.rateLimited(
-          `Too many ${caps.pool === "combined" ? "image and video" : spec.kind} jobs in flight (${active}; ${limits.name} allows ${caps.concurrent} running and ${caps.queue} queued).`,
+          `Too many ${caps.pool === "combined" ? "image and video" : spec.kind} jobs in flight (${out.active}; ${limits.name} allows ${caps.concurrent} running and ${caps.queue} queued).`,
           QUEUE_RETRY_AFTER_S[spec.kind],
         );
       }
-      // Started at once on this process's runner when it has room, the account is below its concurrency
-      // cap and none of its jobs of the pool waits (they start first: queue_position, D30). On PostgreSQL
-      // the hold above locked the account row, which claims lock too before they count running jobs
-      // (storage/job-queue.ts), so the cap holds across processes.
-      started = reserved && running < caps.concurrent && active === running;
-      queuePosition = started ? null : Number(counts.ahead ?? 0) + 1;
-      await insertJob(
-        trx,
-        jobId,
-        principal.accountId,
-        keyId,
-        spec.kind,
-        spec.model.id,
-        started ? "processing" : "pending",
-        holdId,
-        spec.holdMicros,
-        usage.mode,
-        requestJson,
-        hash,
-        idemKey,
-        spec.kind === "video" ? spec.durationSec : null,
-        now,
-        started ? now : null,
-        started && starter ? starter.workerId : null,
-        spec.webhookUrl,
-      );
+      started = out.started;
+      queuePosition = started ? null : out.ahead + 1;
     });
   } catch (err) {
     started = false;

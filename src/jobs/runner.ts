@@ -657,8 +657,10 @@ export class JobRunner implements JobStarter {
         this.workerId,
       );
       if (Number(res.numAffectedRows ?? 0) !== 1) return false;
-      if (job.hold_id) await settleCapture(trx, job.hold_id, final, undefined, usageEnd);
       await onJobEnded(trx, { id: job.id, accountId: job.account_id, status: "succeeded", usageFinished: job.hold_id !== null, webhookUrl: job.webhook_url });
+      // The capture last: on PostgreSQL it locks the account row until the commit, and the account's
+      // submits (their holds) wait for that lock; the webhook reads above need not hold it.
+      if (job.hold_id) await settleCapture(trx, job.hold_id, final, undefined, usageEnd);
       return true;
     });
     if (!committed) {

@@ -6,8 +6,9 @@
  * A submit may also start its job at once on its own process's runner (jobs.ts): it counts the running
  * jobs under the same account row lock.
  */
-import type { Kysely } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import { isPostgres } from "./ledger-pg.ts";
+import { type Param, prepare } from "./prepared.ts";
 import type { AccountsTable, Database, JobsTable } from "./schema.ts";
 
 /** A claimed job, as the runner needs it. */
@@ -211,3 +212,265 @@ export async function deferJob(db: Kysely<Database>, id: string, workerId: strin
     .executeTakeFirst();
   return Number(res.numUpdatedRows) === 1;
 }
+
+/** A job a submit inserts (jobs.ts): the row's values that vary. */
+export interface NewJob {
+  id: string;
+  account_id: string;
+  api_key_id: string | null;
+  kind: "image" | "video";
+  model: string;
+  hold_id: string | null;
+  hold_micros: number;
+  mode: "live" | "test";
+  request_json: string;
+  request_hash: string;
+  idempotency_key: string | null;
+  duration_sec: number | null;
+  webhook_url: string | null;
+  /** created_at and updated_at; also started_at and heartbeat_at when it starts at once. */
+  now: number;
+}
+
+/** The account's concurrency and queue caps for the new job's pool, and whether it may start at once. */
+export interface SubmitCaps {
+  /** image and video share the caps (tier 4), or only jobs of the new job's kind count. */
+  pool: "combined" | "kind";
+  concurrent: number;
+  queue: number;
+  /** The runner `workerId` that would run the job at once (it holds a place for it), or null. */
+  startOn: string | null;
+}
+
+/** What {@link insertJobWithinCaps} found and did. */
+export interface SubmitOutcome {
+  /** False when the pool's queue was full: nothing was inserted. */
+  inserted: boolean;
+  /** Whether the job was inserted `processing` by `startOn`. */
+  started: boolean;
+  /** The account's active jobs of the pool before this one, running ones among them, pending ones started before it. */
+  active: number;
+  running: number;
+  ahead: number;
+}
+
+/**
+ * Inserts a submitted job in the transaction `trx` that holds its account's lock (the hold's update), within
+ * its pool's caps: refused (nothing inserted) when the pool's active jobs fill its concurrency and queue;
+ * inserted `processing` by `caps.startOn` when that runner has a place, the pool is below its concurrency
+ * cap and none of the account's jobs of the pool waits (they start first); else `pending`. `ahead` counts
+ * the pending jobs of the pool the runner starts before it (the order of {@link claimJobs}: created_at,
+ * then id), for its queue_position. On PostgreSQL the counts and the insert are one statement (one round
+ * trip under the account's lock); its snapshot is taken after the hold's statement got the lock, so it
+ * sees every job of the account committed before. On SQLite, a count and an insert.
+ */
+export async function insertJobWithinCaps(trx: Transaction<Database>, job: NewJob, caps: SubmitCaps): Promise<SubmitOutcome> {
+  const total = caps.concurrent + caps.queue;
+  if (isPostgres(trx)) {
+    const stmt = caps.pool === "combined" ? pgSubmit.combined : pgSubmit.kind;
+    const row = (
+      await stmt(
+        trx,
+        job.account_id,
+        job.now,
+        job.id,
+        job.kind,
+        caps.concurrent,
+        total,
+        caps.startOn !== null,
+        caps.startOn,
+        job.api_key_id,
+        job.model,
+        job.hold_id,
+        job.hold_micros,
+        job.mode,
+        job.request_json,
+        job.request_hash,
+        job.idempotency_key,
+        job.duration_sec,
+        job.webhook_url,
+      )
+    ).rows[0];
+    return {
+      inserted: row.status !== null,
+      started: row.status === "processing",
+      active: Number(row.n),
+      running: Number(row.running ?? 0),
+      ahead: Number(row.ahead ?? 0),
+    };
+  }
+  const counts = (
+    caps.pool === "combined" ? await poolCounts.combined(trx, job.account_id, job.now, job.id) : await poolCounts.kind(trx, job.account_id, job.now, job.id, job.kind)
+  ).rows[0];
+  const active = Number(counts.n);
+  const running = Number(counts.running ?? 0);
+  const ahead = Number(counts.ahead ?? 0);
+  if (active >= total) return { inserted: false, started: false, active, running, ahead };
+  const started = caps.startOn !== null && running < caps.concurrent && active === running;
+  await insertJob(
+    trx,
+    job.id,
+    job.account_id,
+    job.api_key_id,
+    job.kind,
+    job.model,
+    started ? "processing" : "pending",
+    job.hold_id,
+    job.hold_micros,
+    job.mode,
+    job.request_json,
+    job.request_hash,
+    job.idempotency_key,
+    job.duration_sec,
+    job.now,
+    started ? job.now : null,
+    started ? caps.startOn : null,
+    job.webhook_url,
+  );
+  return { inserted: true, started, active, running, ahead };
+}
+
+/** Statuses that occupy a concurrency slot or a queue place. */
+const ACTIVE = ["pending", "processing"] as const;
+
+/**
+ * The account's active jobs of a pool: all (`n`), running, and pending ones started before the new job
+ * (`ahead`). Parameters: account, now, job id, and the kind for `kind`.
+ */
+function countsOf(db: Kysely<Database>, p: Param, pool: "combined" | "kind") {
+  const q = db
+    .selectFrom("jobs")
+    .select((eb) => [
+      eb.fn.countAll<number>().as("n"),
+      // sum() over no rows is null, hence the coalesce.
+      eb.fn.coalesce(eb.fn.sum<number>(eb.case().when("status", "=", "processing").then(1).else(0).end()), eb.lit(0)).as("running"),
+      eb.fn
+        .coalesce(
+          eb.fn.sum<number>(
+            eb
+              .case()
+              .when(
+                eb.and([
+                  eb("status", "=", "pending"),
+                  eb.or([eb("created_at", "<", p<number>(1)), eb.and([eb("created_at", "=", p<number>(1)), eb("id", "<", p<string>(2))])]),
+                ]),
+              )
+              .then(1)
+              .else(0)
+              .end(),
+          ),
+          eb.lit(0),
+        )
+        .as("ahead"),
+    ])
+    .where("account_id", "=", p<string>(0))
+    .where("status", "in", [...ACTIVE]);
+  return pool === "combined" ? q.where("kind", "in", ["image", "video"]) : q.where("kind", "=", p<"image" | "video">(3));
+}
+
+const poolCounts = {
+  combined: prepare((db, p) => countsOf(db, p, "combined")),
+  kind: prepare((db, p) => countsOf(db, p, "kind")),
+};
+
+/** A new job row; a job started at once has its start, first heartbeat and runner (parameters 14, 15). */
+const insertJob = prepare((db, p) =>
+  db.insertInto("jobs").values({
+    id: p<string>(0),
+    account_id: p<string>(1),
+    api_key_id: p<string | null>(2),
+    kind: p<"image" | "video">(3),
+    model: p<string>(4),
+    status: p<"pending" | "processing">(5),
+    hold_id: p<string | null>(6),
+    hold_micros: p<number>(7),
+    mode: p<"live" | "test">(8),
+    cost_micros: null,
+    request_json: p<string>(9),
+    request_hash: p<string>(10),
+    idempotency_key: p<string | null>(11),
+    output_json: null,
+    duration_sec: p<number | null>(12),
+    error_code: null,
+    error_message: null,
+    created_at: p<number>(13),
+    updated_at: p<number>(13),
+    started_at: p<number | null>(14),
+    heartbeat_at: p<number | null>(14),
+    worker_id: p<string | null>(15),
+    webhook_url: p<string | null>(16),
+  }),
+);
+
+/**
+ * PostgreSQL: the counts and the insert of {@link insertJobWithinCaps} in one statement (a data-modifying
+ * CTE). Parameters: 0 account, 1 now, 2 job id, 3 kind, 4 concurrency cap, 5 concurrency + queue cap,
+ * 6 may start, 7 runner, 8 key, 9 model, 10 hold, 11 hold amount, 12 mode, 13 request, 14 request hash,
+ * 15 idempotency key, 16 duration, 17 webhook URL. Answers the counts and the inserted job's status (null
+ * when refused).
+ */
+const pgSubmit = (() => {
+  const build = (db: Kysely<Database>, p: Param, pool: "combined" | "kind") => {
+    const start = sql<boolean>`(${p<boolean>(6)}::boolean and c.running < ${p<number>(4)}::bigint and c.n = c.running)`;
+    return db
+      .with("c", () => countsOf(db, p, pool))
+      .with("ins", (qb) =>
+        qb
+          .insertInto("jobs")
+          .columns([
+            "id",
+            "account_id",
+            "api_key_id",
+            "kind",
+            "model",
+            "status",
+            "hold_id",
+            "hold_micros",
+            "mode",
+            "request_json",
+            "request_hash",
+            "idempotency_key",
+            "duration_sec",
+            "created_at",
+            "updated_at",
+            "started_at",
+            "heartbeat_at",
+            "worker_id",
+            "webhook_url",
+          ])
+          .expression(
+            qb
+              .selectFrom("c")
+              .select([
+                sql<string>`${p<string>(2)}::text`.as("id"),
+                sql<string>`${p<string>(0)}::text`.as("account_id"),
+                sql<string | null>`${p<string | null>(8)}::text`.as("api_key_id"),
+                sql<string>`${p<string>(3)}::text`.as("kind"),
+                sql<string>`${p<string>(9)}::text`.as("model"),
+                sql<string>`case when ${start} then 'processing' else 'pending' end`.as("status"),
+                sql<string | null>`${p<string | null>(10)}::text`.as("hold_id"),
+                sql<number>`${p<number>(11)}::bigint`.as("hold_micros"),
+                sql<string>`${p<string>(12)}::text`.as("mode"),
+                sql<string>`${p<string>(13)}::text`.as("request_json"),
+                sql<string>`${p<string>(14)}::text`.as("request_hash"),
+                sql<string | null>`${p<string | null>(15)}::text`.as("idempotency_key"),
+                sql<number | null>`${p<number | null>(16)}::double precision`.as("duration_sec"),
+                sql<number>`${p<number>(1)}::bigint`.as("created_at"),
+                sql<number>`${p<number>(1)}::bigint`.as("updated_at"),
+                sql<number | null>`case when ${start} then ${p<number>(1)}::bigint end`.as("started_at"),
+                sql<number | null>`case when ${start} then ${p<number>(1)}::bigint end`.as("heartbeat_at"),
+                sql<string | null>`case when ${start} then ${p<string | null>(7)}::text end`.as("worker_id"),
+                sql<string | null>`${p<string | null>(17)}::text`.as("webhook_url"),
+              ])
+              .where(sql<boolean>`c.n < ${p<number>(5)}::bigint`),
+          )
+          .returning("status"),
+      )
+      .selectFrom("c")
+      .select(["c.n", "c.running", "c.ahead", (eb) => eb.selectFrom("ins").select("ins.status").$asScalar().as("status")]);
+  };
+  return {
+    combined: prepare((db, p) => build(db, p, "combined")),
+    kind: prepare((db, p) => build(db, p, "kind")),
+  };
+})();
