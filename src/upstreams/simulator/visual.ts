@@ -166,7 +166,8 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
     const started = Date.now();
     const report = () => onProgress?.(totalMs > 0 ? WAIT_SHARE * Math.min(1, (Date.now() - started) / totalMs) : WAIT_SHARE);
     report();
-    const timer = onProgress ? setInterval(report, SIM_VISUAL_TIMING.progressEveryMs) : null;
+    // No wait (SIM_LATENCY_SCALE=0): no progress timer to start and stop for every request.
+    const timer = onProgress && totalMs > 0 ? setInterval(report, SIM_VISUAL_TIMING.progressEveryMs) : null;
     timer?.unref();
     try {
       await simulateLatency(typicalSec, this.scale, simulate, signal);
