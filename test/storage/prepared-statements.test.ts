@@ -1,6 +1,7 @@
 /**
- * Compiled-once statements (storage/prepared.ts) on PostgreSQL run as named prepared statements: a
- * connection parses and plans each once (`pg_prepared_statements` lists it) and answers as before;
+ * Hot statements on PostgreSQL run as named prepared statements (storage/prepared.ts `pgStatementName`):
+ * the compiled-once ones at once, others once they ran ten times (never a `select *`); a connection parses
+ * and plans each once (`pg_prepared_statements` lists it) and answers as before.
  * `DATABASE_PREPARED_STATEMENTS=off` (a pooler in transaction mode) leaves every statement unnamed.
  */
 import assert from "node:assert/strict";
@@ -49,6 +50,26 @@ describe("named prepared statements on postgres", { skip: pgBackend.skip }, () =
       assert.deepEqual(emails, ["ps@example.com", "ps@example.com"]);
       assert.equal(names.length, 1, "one named statement, reused");
       assert.match(names[0], /^gw_\d+$/);
+    } finally {
+      await db.close();
+    }
+  });
+
+  test("any other statement is named once it ran ten times, except a select * (a column added later would change its result type)", async () => {
+    const db = openDatabase(temp.url);
+    try {
+      const named = await db.kysely.connection().execute(async (conn) => {
+        for (let i = 0; i < 12; i++) {
+          // Texts no other test runs: built here, not compiled once.
+          const r = await conn.selectFrom("accounts").select(["id", "created_at"]).where("email", "=", `ps@example.com`).where("balance_micros", ">=", -i).execute();
+          assert.equal(r.length, 1);
+          assert.equal((await conn.selectFrom("accounts").selectAll().where("tier_override", "is", null).where("balance_micros", ">=", -i).execute()).length, 1);
+        }
+        const rows = (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(conn)).rows;
+        return rows.map((r) => r.statement);
+      });
+      assert.equal(named.filter((t) => t.includes('select "id", "created_at" from "accounts"')).length, 1, "the hot one is named");
+      assert.equal(named.filter((t) => t.includes("select * from")).length, 0, "the select * is not");
     } finally {
       await db.close();
     }
