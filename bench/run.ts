@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the speech endpoint through the gateway (simulator at zero latency) against a bare
  * `node:http` server returning the same bytes, in the same run, on SQLite and on PostgreSQL; the cached
- * voice library; and 2,000 image jobs from submit to `succeeded`.
+ * voice library; and 2,000 image jobs from submit to `succeeded` with a zero-cost upstream (bench/jobs.ts).
  *
  * Target (issue "Gateway core"): the gateway reaches at least 50% of the bare server's requests/s with
  * p99 under 10 ms at 32 connections. Numbers measured on the development machine go in bench/README.md.
@@ -13,10 +13,10 @@
  */
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import { benchStreamingChat } from "./chat.ts";
+import { benchJobs } from "./jobs.ts";
 import { benchUpstreamSpeech } from "./upstream-speech.ts";
 import { benchChat, benchScaleOut, benchUserFelt } from "./scale.ts";
 import {
-  ADMIN_TOKEN,
   benchUser,
   call,
   type LoadResult,
@@ -104,57 +104,6 @@ async function benchVoices(): Promise<void> {
     console.log(`one caller, gzip (${gzBytes} bytes): p50 ${gz.p50} ms, p99 ${gz.p99} ms (target < 5 ms)`);
     console.log(`one caller, identity (${first.buf.length} bytes): p50 ${plain.p50} ms, p99 ${plain.p99} ms`);
     console.log(`8 connections, gzip: ${loaded.rps.toFixed(0)} req/s, p50 ${loaded.p50} ms, p99 ${loaded.p99} ms`);
-  } finally {
-    await gw.stop();
-  }
-}
-
-/**
- * 2,000 image jobs from 20 customers at zero simulator latency: jobs/s from the first submit to the last
- * `succeeded`, and the submit latency (p50/p99) seen by the callers.
- */
-async function benchJobs(backend: "sqlite" | "postgres"): Promise<void> {
-  const TOTAL = Number(process.env.BENCH_JOBS ?? 2000);
-  const USERS = 20;
-  const gw = await startGatewayProcess(backend);
-  try {
-    const users = await Promise.all(Array.from({ length: USERS }, () => benchUser(gw.url)));
-    // Enterprise-sized queues (D22), so the queue caps do not refuse the burst.
-    for (const u of users) {
-      const r = await call(gw.url, "PUT", `/v1/admin/users/${u.userId}/tier`, { tier: 4 }, ADMIN_TOKEN);
-      if (r.status !== 200) throw new Error(`tier: ${r.status}`);
-    }
-    const perUser = Math.ceil(TOTAL / USERS);
-    const latencies: number[] = [];
-    const started = performance.now();
-    const ids: { key: string; id: string }[] = [];
-    await Promise.all(
-      users.map(async (u, ui) => {
-        for (let i = 0; i < perUser && ui * perUser + i < TOTAL; i++) {
-          const t = performance.now();
-          const r = await call(gw.url, "POST", "/v1/images/generations", { model: "imgA-v4", prompt: `bench ${ui} ${i}` }, u.apiKey);
-          latencies.push(performance.now() - t);
-          if (r.status !== 202) throw new Error(`submit: ${r.status} ${r.buf}`);
-          ids.push({ key: u.apiKey, id: r.json().id });
-        }
-      }),
-    );
-    const submitted = performance.now();
-    // Wait for every job: poll each customer's gallery (succeeded outputs) until all are there.
-    for (;;) {
-      const counts = await Promise.all(
-        users.map(async (u) => (await call(gw.url, "GET", "/v1/gallery?limit=100", undefined, u.apiKey)).json().data.length as number),
-      );
-      if (counts.reduce((a, b) => a + b, 0) >= TOTAL) break;
-      if (performance.now() - started > 600_000) throw new Error("jobs did not finish in 10 minutes");
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const finished = performance.now();
-    latencies.sort((a, b) => a - b);
-    const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))].toFixed(1);
-    console.log(`\n## image jobs on ${backend}: ${TOTAL} jobs from ${USERS} customers, simulator at zero latency`);
-    console.log(`submit: ${(TOTAL / ((submitted - started) / 1000)).toFixed(0)} submits/s, latency p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms`);
-    console.log(`end to end: ${(TOTAL / ((finished - started) / 1000)).toFixed(0)} jobs/s from first submit to last succeeded (${((finished - started) / 1000).toFixed(1)} s)`);
   } finally {
     await gw.stop();
   }

@@ -32,6 +32,12 @@ export interface Config {
   databaseUrl: string;
   /** Most PostgreSQL connections this process opens. */
   databasePoolSize: number;
+  /**
+   * `DATABASE_PREPARED_STATEMENTS` (`on`, default, or `off`): on PostgreSQL the hot statements run as
+   * named prepared statements, parsed and planned once per connection. `off` for a pooler in transaction
+   * mode that cannot keep them (PgBouncer before 1.21, or without `max_prepared_statements`).
+   */
+  databasePreparedStatements: boolean;
   /** Redis for shared limits and pools, or null for in-process. */
   redisUrl: string | null;
   /** Prefix of every Redis key (several deployments, or test runs, can share one Redis). */
@@ -89,6 +95,11 @@ export interface Config {
   upstreams: { setting: string | null; lookup: (name: string) => string | undefined };
   /** Multiplier of the simulator's typical latencies; 0 answers at once. */
   simLatencyScale: number;
+  /**
+   * `SIM_IMAGES`: `draw` (default) draws every simulated image from its prompt; `placeholder` answers a
+   * flat grey image of the requested size, encoded once per size (benchmarks of the gateway's own work).
+   */
+  simImages: "draw" | "placeholder";
   /** pino level. */
   logLevel: string;
   /** Largest request body, bytes (spec: media request body 25 MB). */
@@ -266,6 +277,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl,
     databaseUrl: env.DATABASE_URL || "sqlite:./data/gateway.db",
     databasePoolSize: int(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
+    databasePreparedStatements: oneOf(env, "DATABASE_PREPARED_STATEMENTS", ["on", "off"] as const, "on") === "on",
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.REDIS_PREFIX || "gw",
     limitsOnStoreError: oneOf(env, "LIMITS_ON_STORE_ERROR", ["open", "closed"] as const, "open"),
@@ -290,6 +302,7 @@ export function loadConfig(env: Env = process.env): Config {
     textUpstreams,
     upstreams: { setting: env.UPSTREAMS || null, lookup: (name) => env[name] },
     simLatencyScale: num(env, "SIM_LATENCY_SCALE", 1, 0, 100),
+    simImages: oneOf(env, "SIM_IMAGES", ["draw", "placeholder"] as const, "draw"),
     logLevel: env.LOG_LEVEL || "info",
     bodyLimitBytes: 25 * 1024 * 1024,
     bodyBudgetBytes: int(env, "BODY_BUDGET_MB", 64, 1, 100_000) * 1024 * 1024,

@@ -40,7 +40,7 @@ import type {
   VisualJobSourceAdapter,
 } from "./upstreams/types.ts";
 import { AppError } from "./errors.ts";
-import { getJob } from "./jobs/jobs.ts";
+import { getJob, type JobStarter } from "./jobs/jobs.ts";
 import { drainPaidCalls } from "./billing/paid-call.ts";
 import { configureAuthCache } from "./accounts/accounts.ts";
 
@@ -103,8 +103,10 @@ export interface Services {
   startRunner(opts?: RunnerOptions): JobRunner;
   /** Tells this process's webhook delivery loop, if any, that a delivery is due now (a replay). */
   nudgeWebhooks(): void;
-  /** Tells the runner of this process, if any, that a job was submitted. */
+  /** Tells the runner of this process, if any, that a job was submitted and left pending. */
   nudgeRunner(): void;
+  /** The runner of this process as a submit may start a job on it at once, or null when none runs. */
+  jobStarter(): JobStarter | null;
   /** Stops the runner (handing claimed jobs back), then releases connections and workers. */
   close(): Promise<void>;
 }
@@ -268,7 +270,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const realAudioSources = audioSources(upstreams);
   const log = pino({ level: config.logLevel });
   configureAuthCache(config.authCacheMs);
-  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize });
+  const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements });
   try {
     await migrate(db);
   } catch (err) {
@@ -277,7 +279,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   }
   const blobs = openBlobStore(config.storageUrl, config.s3);
   const media = createSimulatedMediaUpstream({ latencyScale: config.simLatencyScale });
-  const simulatedVisual = createSimulatedVisualUpstream({ latencyScale: config.simLatencyScale });
+  const simulatedVisual = createSimulatedVisualUpstream({ latencyScale: config.simLatencyScale, images: config.simImages });
   const visual = overrides.visual ?? simulatedVisual;
   const simulator = createSimulatedAudioUpstream({
     latencyScale: config.simLatencyScale,
@@ -409,6 +411,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     },
     nudgeRunner() {
       runner?.nudge();
+    },
+    jobStarter() {
+      return runner;
     },
     async close() {
       // Paid calls still running (their callers may have hung up) settle before the database closes.

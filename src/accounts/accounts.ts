@@ -186,7 +186,12 @@ const sessionByHash = prepare((db, p) =>
 
 /** Effective limits memoized by (tier, overrides): most accounts share a handful of rows. */
 const limitsMemo = new Map<string, EffectiveLimits>();
-function limitsOf(row: { total_deposits_micros: number; tier_override: number | null; limits_override: string | null }): EffectiveLimits {
+
+/**
+ * The effective limits of an account from its row's columns (also for rows read elsewhere: the job claim
+ * reads them with its lock). The returned row is shared with other accounts of the same limits: read only.
+ */
+export function limitsOf(row: { total_deposits_micros: number; tier_override: number | null; limits_override: string | null }): EffectiveLimits {
   const tier = effectiveTier(Number(row.total_deposits_micros), row.tier_override === null ? null : Number(row.tier_override));
   const key = `${tier}|${row.limits_override ?? ""}`;
   let limits = limitsMemo.get(key);

@@ -15,15 +15,25 @@ export interface EndedJob {
   id: string;
   accountId: string;
   status: Exclude<JobStatus, "pending" | "processing">;
+  /**
+   * The transition finishes the usage record itself in this transaction: the runner's success path
+   * finishes it with the capture (one statement on PostgreSQL), from `jobUsageEnd` (job-usage.ts) like
+   * everyone else. Default false: it is finished here.
+   */
+  usageFinished?: boolean;
+  /** The job's `webhook_url` when the caller has it (the runner does, from the claim); read otherwise. */
+  webhookUrl?: string | null;
 }
 
 /**
- * Runs inside the terminal transition's transaction `trx`, after the job row and its ledger entries were
- * written. Throwing rolls the whole transition back (the job stays as it was).
+ * Runs inside the terminal transition's transaction `trx`, after the job row was written (its ledger
+ * entries may be written before or after, in the same transaction: the runner's success captures last,
+ * so that its lock on the account row is held for the shortest time). Throwing rolls the whole transition
+ * back (the job stays as it was).
  */
 export async function onJobEnded(trx: Transaction<Database>, job: EndedJob): Promise<void> {
   // D29: the job's usage record takes its terminal status and cost.
-  await finishEndedJobUsage(trx, job);
+  if (job.usageFinished !== true) await finishEndedJobUsage(trx, job);
   // Webhook events (D31): `job.succeeded`, `job.failed` (a canceled job too), `job.refunded`, `job.expired`.
-  await enqueueJobEvent(trx, { id: job.id, accountId: job.accountId, type: `job.${job.status}` });
+  await enqueueJobEvent(trx, { id: job.id, accountId: job.accountId, type: `job.${job.status}`, webhookUrl: job.webhookUrl });
 }

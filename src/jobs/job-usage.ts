@@ -1,13 +1,38 @@
 /**
  * The usage record of a job (D29): created `pending` with the job's hold at submit (jobs.ts), finished
- * here in the transaction of the job's terminal transition (ended.ts), after the job row and its ledger
- * entries were written: the terminal status, what the ledger charged (0 unless succeeded), the fallback
+ * in the transaction of the job's terminal transition (ended.ts), from the job row as the transition
+ * left it: the terminal status, what the ledger charged (0 unless succeeded), the fallback
  * layer that served it and, for a video, the seconds billed (requested, or fewer when the source
  * delivered less, D26).
  */
 import type { Transaction } from "kysely";
-import { finishJobUsage, type Units } from "../billing/usage.ts";
+import { finishJobUsage, type Units, type UsageEnd } from "../billing/usage.ts";
 import type { Database, JobStatus } from "../storage/schema.ts";
+
+/** The job row's facts a usage record's end is computed from, as the terminal transition left them. */
+export interface EndedJobFacts {
+  status: Exclude<JobStatus, "pending" | "processing">;
+  kind: "image" | "video" | "audio";
+  fallbackLayer: number;
+  /** The row's `duration_sec`: a video's delivered length when the source said, else the requested one. */
+  durationSec: number | null;
+  /** The row's `request_json` (a video's requested `durationSec`). */
+  requestJson: string;
+}
+
+/**
+ * What the terminal transition writes on the job's usage record, but the cost (the ledger's charge, set
+ * by whoever charges): the status, the fallback layer and, for a succeeded video, the seconds billed.
+ */
+export function jobUsageEnd(job: EndedJobFacts): Omit<UsageEnd, "costMicros"> {
+  let units: Units | undefined;
+  if (job.status === "succeeded" && job.kind === "video" && job.durationSec !== null) {
+    const requested = (JSON.parse(job.requestJson) as { durationSec?: number }).durationSec;
+    const delivered = Math.max(1, Math.round(Number(job.durationSec)));
+    units = { seconds: requested === undefined ? delivered : Math.min(requested, delivered) };
+  }
+  return { status: job.status, fallbackLayer: job.fallbackLayer, ...(units ? { units } : {}) };
+}
 
 /**
  * Finishes the usage record of job `job.id` as `job.status`. Jobs without a record (submitted before the
@@ -23,17 +48,12 @@ export async function finishEndedJobUsage(
     .where("id", "=", job.id)
     .executeTakeFirst();
   if (!row) return;
-  const succeeded = job.status === "succeeded";
-  let units: Units | undefined;
-  if (succeeded && row.kind === "video" && row.duration_sec !== null) {
-    const requested = (JSON.parse(row.request_json) as { durationSec?: number }).durationSec;
-    const delivered = Math.max(1, Math.round(Number(row.duration_sec)));
-    units = { seconds: requested === undefined ? delivered : Math.min(requested, delivered) };
-  }
-  await finishJobUsage(trx, job.id, {
+  const end = jobUsageEnd({
     status: job.status,
-    costMicros: succeeded ? Number(row.cost_micros ?? 0) : 0,
+    kind: row.kind,
     fallbackLayer: Number(row.fallback_layer),
-    ...(units ? { units } : {}),
+    durationSec: row.duration_sec === null ? null : Number(row.duration_sec),
+    requestJson: row.request_json,
   });
+  await finishJobUsage(trx, job.id, { ...end, costMicros: job.status === "succeeded" ? Number(row.cost_micros ?? 0) : 0 });
 }

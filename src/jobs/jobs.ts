@@ -14,6 +14,9 @@ import { newTimeOrderedId } from "../ids.ts";
 import { effectiveLimits } from "../accounts/accounts.ts";
 import { mediaCaps } from "../limits/effective.ts";
 import { isUniqueViolation } from "../storage/db.ts";
+import { type ClaimedJob, insertJobWithinCaps } from "../storage/job-queue.ts";
+import { prepare } from "../storage/prepared.ts";
+import type { EffectiveLimits } from "../limits/effective.ts";
 import type { JobsTable } from "../storage/schema.ts";
 import type { SimulateMode } from "../upstreams/types.ts";
 import { blobUrl, type JobOutput, jobNotFound, olderThanJob } from "./outputs.ts";
@@ -144,16 +147,45 @@ export async function queuePositions(db: Executor, accountId: string): Promise<M
   return out;
 }
 
+/**
+ * A job of an account with, while it is `pending`, the number of the account's pending jobs the runner
+ * starts before it (the order of `claimJobs`) of its kind (`ahead_kind`) and of image and video together
+ * (`ahead_pool`, a combined pool). One statement, so the status and the place come from the same state:
+ * read apart, a claim committed between the two reads showed a pending job without a place. Compiled once
+ * (storage/prepared.ts): every poll and every event of a stream runs it.
+ */
+const jobOfAccount = prepare((db, p) =>
+  db
+    .selectFrom("jobs as j")
+    .select([...VIEW_COLUMNS])
+    .select((eb) => {
+      const ahead = (sameKind: boolean) => {
+        let q = eb
+          .selectFrom("jobs as q")
+          .select((e) => e.fn.countAll<number>().as("n"))
+          .whereRef("q.account_id", "=", "j.account_id")
+          .where("q.status", "=", "pending")
+          .where((e) => e.or([e("q.created_at", "<", e.ref("j.created_at")), e.and([e("q.created_at", "=", e.ref("j.created_at")), e("q.id", "<", e.ref("j.id"))])]));
+        q = sameKind ? q.whereRef("q.kind", "=", "j.kind") : q.where("q.kind", "in", ["image", "video"]);
+        return eb.case().when("j.status", "=", "pending").then(q.$asScalar()).else(null).end();
+      };
+      return [ahead(true).as("ahead_kind"), ahead(false).as("ahead_pool")];
+    })
+    .where("j.id", "=", p<string>(0))
+    .where("j.account_id", "=", p<string>(1)),
+);
+
 /** A job of the caller. @throws AppError 404 `job_not_found` (also for another account's job, D2). */
 export async function getJob(db: Executor, publicBaseUrl: string, accountId: string, jobId: string): Promise<JobView> {
-  const r = await db
-    .selectFrom("jobs")
-    .select([...VIEW_COLUMNS])
-    .where("id", "=", jobId)
-    .where("account_id", "=", accountId)
-    .executeTakeFirst();
+  const r = (await jobOfAccount(db, jobId, accountId)).rows[0];
   if (!r) throw jobNotFound();
-  const position = r.status === "pending" ? ((await queuePositions(db, accountId)).get(r.id) ?? null) : null;
+  let position: number | null = null;
+  if (r.status === "pending" && (r.kind === "image" || r.kind === "video")) {
+    // The pool is the kind, or image and video together on a combined pool (tier 4), per current limits.
+    const limits = await effectiveLimits(db, accountId);
+    const combined = limits !== null && mediaCaps(limits, "image").pool === "combined";
+    position = Number((combined ? r.ahead_pool : r.ahead_kind) ?? 0) + 1;
+  }
   return jobView(publicBaseUrl, r, position);
 }
 
@@ -238,6 +270,25 @@ export function specToRequest(spec: JobSpec): Record<string, unknown> {
   };
 }
 
+/**
+ * This process's job runner as a submit sees it (runner.ts): a submit may start its job there at once,
+ * in its own transaction, instead of leaving it `pending` for the runner's next claim (one transaction
+ * and a round of claim queries less per job).
+ */
+export interface JobStarter {
+  /** The runner's `worker_id`, written on a job it runs. */
+  readonly workerId: string;
+  /**
+   * Takes a place for one job, synchronously; false when the runner is full or stopping, or may have
+   * pending jobs to start first (it then claims them itself, oldest first).
+   */
+  reserve(): boolean;
+  /** Gives back a place taken by {@link reserve} (the job was not started, or the submit failed). */
+  unreserve(): void;
+  /** Runs `job`, committed as `processing` by this runner, in the place taken by {@link reserve}. */
+  adopt(job: ClaimedJob): void;
+}
+
 /** Thrown inside a submit's transaction when its idempotency key is already taken: roll back, then replay. */
 class IdempotentReplay extends Error {}
 
@@ -278,22 +329,23 @@ async function replay(
  * @throws AppError 402 `insufficient_balance`, 409 `idempotency_conflict`, 429 `rate_limited`.
  */
 export async function submitJob(
-  deps: { db: Executor; publicBaseUrl: string },
-  principal: { accountId: string; keyId: string | null },
+  deps: { db: Executor; publicBaseUrl: string; starter?: JobStarter | null },
+  principal: { accountId: string; keyId: string | null; limits?: EffectiveLimits },
   spec: JobSpec,
   body: unknown,
   simulate: SimulateMode | null = null,
   call?: CallContext,
-): Promise<{ job: JobView; replayed: boolean }> {
+): Promise<{ job: JobView; replayed: boolean; started: boolean }> {
   const usage = usageFor(call ?? { requestId: newTimeOrderedId("req"), keyId: principal.keyId, mode: "live" }, spec.kind, spec.kind === "image" ? { images: spec.n } : { seconds: spec.durationSec });
   const hash = canonicalHash(body);
   const idemKey = spec.idempotencyKey;
   const keyId = principal.keyId;
   if (idemKey !== null && keyId !== null) {
     const existing = await replay(deps.db, deps.publicBaseUrl, keyId, idemKey, hash);
-    if (existing) return existing;
+    if (existing) return { ...existing, started: false };
   }
-  const limits = await effectiveLimits(deps.db, principal.accountId);
+  // The limits the request was authenticated with (read with the key), else read now.
+  const limits = principal.limits ?? (await effectiveLimits(deps.db, principal.accountId));
   if (!limits) throw errors.auth();
   if (spec.kind === "video" && limits.combinedMediaConcurrent === null && limits.videoConcurrent === 0) {
     const first = TIERS.find((t) => t.videoConcurrent > 0 || t.combinedMediaConcurrent !== null);
@@ -305,6 +357,14 @@ export async function submitJob(
   const caps = mediaCaps(limits, spec.kind);
   const jobId = newTimeOrderedId("job");
   const now = Date.now();
+  const requestJson = JSON.stringify({ ...specToRequest(spec), simulate });
+  // A place on this process's runner, taken before the transaction so that a job found startable in it
+  // cannot then find the runner full; given back unless the job started (and adopted after the commit).
+  const starter = deps.starter ?? null;
+  const reserved = starter?.reserve() ?? false;
+  let started = false;
+  let queuePosition: number | null = null;
+  let holdId: string | null = null;
   try {
     await inTransaction(deps.db, async (trx) => {
       // The hold comes first: on PostgreSQL its UPDATE locks the account row, so the count below and
@@ -314,6 +374,7 @@ export async function submitJob(
         { accountId: principal.accountId, amountMicros: spec.holdMicros, jobId, reference: spec.model.id, usage },
         () => errors.insufficientBalance(`The hold of ${formatUsd(spec.holdMicros)} USD could not be placed: balance too low.`),
       );
+      holdId = hold?.id ?? null;
       if (idemKey !== null && keyId !== null) {
         // A submit with the same key that committed while this one waited for the account row: answer
         // its job (rolling this hold back) instead of inserting. Inserting would make PostgreSQL's unique
@@ -327,58 +388,90 @@ export async function submitJob(
           .executeTakeFirst();
         if (clash) throw new IdempotentReplay();
       }
-      let q = trx
-        .selectFrom("jobs")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("account_id", "=", principal.accountId)
-        .where("status", "in", [...ACTIVE]);
-      q = caps.pool === "combined" ? q.where("kind", "in", ["image", "video"]) : q.where("kind", "=", spec.kind);
-      const active = Number((await q.executeTakeFirstOrThrow()).n);
-      if (active >= caps.concurrent + caps.queue) {
-        throw errors.rateLimited(
-          `Too many ${caps.pool === "combined" ? "image and video" : spec.kind} jobs in flight (${active}; ${limits.name} allows ${caps.concurrent} running and ${caps.queue} queued).`,
-          QUEUE_RETRY_AFTER_S[spec.kind],
-        );
-      }
-      await trx
-        .insertInto("jobs")
-        .values({
+      // Within the pool's caps (D12): refused when its queue is full; started at once on this process's
+      // runner when it holds a place, the account is below its concurrency cap and none of its jobs of the
+      // pool waits (they start first: queue_position, D30); else pending. The hold above locked the
+      // account row on PostgreSQL, which claims lock too before they count running jobs, so the caps hold
+      // across processes (storage/job-queue.ts).
+      const out = await insertJobWithinCaps(
+        trx,
+        {
           id: jobId,
           account_id: principal.accountId,
           api_key_id: keyId,
           kind: spec.kind,
           model: spec.model.id,
-          status: "pending",
-          hold_id: hold?.id ?? null,
+          hold_id: holdId,
           hold_micros: spec.holdMicros,
           mode: usage.mode,
-          cost_micros: null,
-          request_json: JSON.stringify({ ...specToRequest(spec), simulate }),
+          request_json: requestJson,
           request_hash: hash,
           idempotency_key: idemKey,
-          output_json: null,
           duration_sec: spec.kind === "video" ? spec.durationSec : null,
-          error_code: null,
-          error_message: null,
-          created_at: now,
-          updated_at: now,
-          started_at: null,
-          heartbeat_at: null,
-          worker_id: null,
           webhook_url: spec.webhookUrl,
-        })
-        .execute();
+          now,
+        },
+        { pool: caps.pool === "combined" ? "combined" : "kind", concurrent: caps.concurrent, queue: caps.queue, startOn: reserved && starter ? starter.workerId : null },
+      );
+      if (!out.inserted) {
+        throw errors.rateLimited(
+          `Too many ${caps.pool === "combined" ? "image and video" : spec.kind} jobs in flight (${out.active}; ${limits.name} allows ${caps.concurrent} running and ${caps.queue} queued).`,
+          QUEUE_RETRY_AFTER_S[spec.kind],
+        );
+      }
+      started = out.started;
+      queuePosition = started ? null : out.ahead + 1;
     });
   } catch (err) {
+    started = false;
     if ((err instanceof IdempotentReplay || isUniqueViolation(err)) && idemKey !== null && keyId !== null) {
       // A concurrent submit with the same key won the race: answer its job (or the conflict).
       const existing = await replay(deps.db, deps.publicBaseUrl, keyId, idemKey, hash);
-      if (existing) return existing;
+      if (existing) return { ...existing, started: false };
     }
     throw err;
+  } finally {
+    if (reserved && !started) starter?.unreserve();
   }
-  const job = await getJob(deps.db, deps.publicBaseUrl, principal.accountId, jobId);
-  return { job, replayed: false };
+  if (started && starter) {
+    starter.adopt({
+      id: jobId,
+      account_id: principal.accountId,
+      kind: spec.kind,
+      model: spec.model.id,
+      hold_id: holdId,
+      hold_micros: spec.holdMicros,
+      request_json: requestJson,
+      started_at: now,
+      upstream_handle_json: null,
+      fallback_layer: 0,
+      mode: usage.mode,
+      webhook_url: spec.webhookUrl,
+    });
+  }
+  // The job as committed: no second read (its queue place was counted in the transaction).
+  const view = jobView(
+    deps.publicBaseUrl,
+    {
+      id: jobId,
+      kind: spec.kind,
+      model: spec.model.id,
+      status: started ? "processing" : "pending",
+      hold_micros: spec.holdMicros,
+      cost_micros: null,
+      created_at: now,
+      updated_at: now,
+      output_json: null,
+      error_code: null,
+      error_message: null,
+      idempotency_key: idemKey,
+      duration_sec: spec.kind === "video" ? spec.durationSec : null,
+      fallback_layer: 0,
+      progress: null,
+    },
+    queuePosition,
+  );
+  return { job: view, replayed: false, started };
 }
 
 /** Running and queued jobs of an account by kind (for `GET /v1/auth/limits`). */

@@ -23,10 +23,11 @@ import { getImageModel, getVideoModel } from "../catalog/models.ts";
 import { quoteImage, quoteImageAtMegapixels, quoteVideo, upstreamListPrice } from "../catalog/quote.ts";
 import { newId } from "../ids.ts";
 import { observeUpstream } from "../metrics.ts";
-import { effectiveLimits } from "../accounts/accounts.ts";
+import { limitsOf } from "../accounts/accounts.ts";
 import { mediaCaps } from "../limits/effective.ts";
 import type { BlobStore } from "../storage/blobs.ts";
-import { type ClaimedJob, claimJobs, DEFAULT_LEASE_MS, deferJob } from "../storage/job-queue.ts";
+import { type AccountLimitsRow, type ClaimedJob, claimJobs, type ConcurrencyCaps, DEFAULT_LEASE_MS, deferJob } from "../storage/job-queue.ts";
+import { prepare } from "../storage/prepared.ts";
 import type { Database } from "../storage/schema.ts";
 import type { ImageRequest, MediaOutput, UpstreamHandle, VideoRequest, VisualAdapter } from "../upstreams/types.ts";
 import { fetchDirect } from "../upstreams/direct-fetch.ts";
@@ -35,6 +36,8 @@ import { DEFAULT_POLL_TIMING, type DurableHooks, type PollTiming, runDurable, ty
 import { endJobWithoutCharge, GIVE_UP_MS, type SweepConfig, sweepJobs } from "./sweep.ts";
 import { onJobEnded } from "./ended.ts";
 import { jobChanges } from "./changes.ts";
+import type { JobStarter } from "./jobs.ts";
+import { jobUsageEnd } from "./job-usage.ts";
 
 /** Minimal logger (pino-compatible). */
 export interface RunnerLog {
@@ -87,6 +90,30 @@ interface Delivery {
   source: string | null;
 }
 
+/**
+ * A job's success (one compiled statement, storage/prepared.ts): status, charge and outputs, and where
+ * known (not null) the delivered length, the serving layer and the upstream cost; only while the job is
+ * still `processing` by this worker. Parameters: cost, output JSON, duration, layer, upstream cost and
+ * its basis, now, job id, worker id.
+ */
+const markSucceeded = prepare((db, p) =>
+  db
+    .updateTable("jobs")
+    .set((eb) => ({
+      status: "succeeded",
+      cost_micros: p<number>(0),
+      output_json: p<string>(1),
+      duration_sec: eb.fn.coalesce(eb.val(p<number | null>(2)), eb.ref("duration_sec")),
+      fallback_layer: eb.fn.coalesce(eb.val(p<number | null>(3)), eb.ref("fallback_layer")),
+      upstream_cost_micros: eb.fn.coalesce(eb.val(p<number | null>(4)), eb.ref("upstream_cost_micros")),
+      upstream_cost_basis: eb.fn.coalesce(eb.val(p<"reported" | "list_price" | null>(5)), eb.ref("upstream_cost_basis")),
+      updated_at: p<number>(6),
+    }))
+    .where("id", "=", p<string>(7))
+    .where("status", "=", "processing")
+    .where("worker_id", "=", p<string>(8)),
+);
+
 /** How long a job whose family's sources are all full waits in its queue before it is tried again, ms. */
 const WAIT_FOR_SOURCE_MS = 1000;
 
@@ -115,11 +142,29 @@ function extensionOf(contentType: string): string {
   return "bin";
 }
 
-/** Runs jobs until stopped. */
-export class JobRunner {
+/** An account's concurrency caps from its limits columns (the claim reads them with its lock). */
+function capsOf(account: AccountLimitsRow): ConcurrencyCaps {
+  const limits = limitsOf(account);
+  const img = mediaCaps(limits, "image");
+  const vid = mediaCaps(limits, "video");
+  return { image: img.concurrent, video: vid.concurrent, combined: img.pool === "combined" ? img.concurrent : null };
+}
+
+/** How long {@link JobRunner.stop} waits for submits that hold a place on the runner to start or give it back, ms. */
+const RESERVATIONS_DRAIN_MS = 5000;
+
+/**
+ * Runs jobs until stopped. Jobs reach it two ways: its claims (`claimJobs`: pending jobs, oldest first,
+ * on a nudge after a submit left a job pending, when a job of a backlog ends, and on its timer), and the
+ * submits of this process, which start a job on it at once when it has room and no backlog
+ * ({@link JobStarter}: jobs.ts).
+ */
+export class JobRunner implements JobStarter {
   readonly workerId = `${hostname()}-${process.pid}-${newId("w").slice(2, 10)}`;
   readonly #deps: RunnerDeps;
   readonly #maxInFlight: number;
+  /** Free places that make a nudge or a job's end claim while the runner is busy (a quarter of it). */
+  readonly #claimBatch: number;
   readonly #pollMs: number;
   readonly #sweepMs: number;
   readonly #heartbeatMs: number;
@@ -135,10 +180,26 @@ export class JobRunner {
   #claiming = false;
   #again = false;
   #stopped = true;
+  /** Places taken by submits that may start a job here (reserve, then start or unreserve). */
+  #reserved = 0;
+  /**
+   * Pending jobs may wait that this runner could start: set by a nudge (a submit left a job pending, the
+   * timer), cleared when a claim found fewer claimable jobs than it had room for. While set, submits do
+   * not start jobs here (they would overtake the waiting ones) and every job's end claims again.
+   */
+  #backlog = true;
+  /** The timer asked for a look at lapsed leases (D28) with the next claim. */
+  #takeOverDue = true;
+  /**
+   * Accounts whose pending jobs a claim left at their concurrency cap: when one of their jobs ends here,
+   * the runner claims at once (the timer finds those that end in other processes).
+   */
+  readonly #capped = new Set<string>();
 
   constructor(deps: RunnerDeps, opts: RunnerOptions = {}) {
     this.#deps = deps;
     this.#maxInFlight = opts.maxInFlight ?? 64;
+    this.#claimBatch = Math.max(1, Math.floor(this.#maxInFlight / 4));
     this.#pollMs = opts.pollMs ?? 250;
     this.#sweepMs = opts.sweepMs ?? 5000;
     this.#heartbeatMs = opts.heartbeatMs ?? 2000;
@@ -155,15 +216,41 @@ export class JobRunner {
     this.#unsubscribe ??= jobChanges.subscribeAll((c) => {
       if (c.ended && c.by !== this.workerId && this.#local.has(c.jobId)) this.#inFlight.get(c.jobId)?.abort(new LostError("job ended elsewhere"));
     });
-    this.#pollTimer = setInterval(() => this.nudge(), this.#pollMs);
+    // Other processes' pending jobs and lapsed leases are found by this timer's claims.
+    this.#pollTimer = setInterval(() => {
+      if (this.#stopped) return;
+      this.#takeOverDue = true;
+      this.#backlog = true;
+      this.#claimSoon(true);
+    }, this.#pollMs);
     this.#sweepTimer = setInterval(() => void this.#sweep(), this.#sweepMs);
     this.nudge();
     void this.#sweep();
   }
 
-  /** Looks for claimable jobs now (called after a submit in this process). */
+  /**
+   * A job was left pending (a submit in this process): claims now when a batch of places is free or the
+   * runner is idle, else the end of a running job claims once a batch is free.
+   */
   nudge(): void {
     if (this.#stopped) return;
+    this.#backlog = true;
+    this.#claimSoon(false);
+  }
+
+  /** Free places: `maxInFlight` less the jobs running and the places submits hold. */
+  #room(): number {
+    return this.#maxInFlight - this.#inFlight.size - this.#reserved;
+  }
+
+  /**
+   * Claims (or has the running claim loop go round again) when `any` room will do, or when a batch of
+   * places is free, or when nothing runs. A claim is a transaction of four statements whatever it takes:
+   * while the runner is saturated, claiming a batch at a time rather than a job at a time saves most of
+   * them, and the jobs would not start sooner (the runner is busy).
+   */
+  #claimSoon(any: boolean): void {
+    if (!any && this.#room() < this.#claimBatch && this.#inFlight.size > 0) return;
     if (this.#claiming) {
       this.#again = true;
       return;
@@ -176,6 +263,29 @@ export class JobRunner {
     return this.#inFlight.size;
   }
 
+  /** {@link JobStarter.reserve}: a place when the runner runs, has room, is not claiming and knows of no backlog. */
+  reserve(): boolean {
+    if (this.#stopped || this.#claiming || this.#backlog) return false;
+    if (this.#inFlight.size + this.#reserved >= this.#maxInFlight) return false;
+    this.#reserved++;
+    return true;
+  }
+
+  /** {@link JobStarter.unreserve}. */
+  unreserve(): void {
+    this.#reserved--;
+  }
+
+  /**
+   * {@link JobStarter.adopt}: runs a job a submit committed as `processing` by this runner. A runner that
+   * began stopping meanwhile hands it back as `pending` at once, as it does its other jobs.
+   */
+  adopt(job: ClaimedJob): void {
+    this.#reserved--;
+    this.#launch(job);
+    if (this.#stopped) this.#inFlight.get(job.id)?.abort(new StopError("runner stopping"));
+  }
+
   /** Stops claiming, aborts upstream calls and hands claimed jobs back as `pending`. */
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -185,6 +295,13 @@ export class JobRunner {
     if (this.#sweepTimer) clearInterval(this.#sweepTimer);
     for (const c of this.#inFlight.values()) c.abort(new StopError("runner stopping"));
     await Promise.allSettled([...this.#done]);
+    // A submit that took a place before the stop starts its job (handed back at once) or gives the place
+    // back when its transaction ends: wait for those too, so every job of this runner is handed back.
+    const until = Date.now() + RESERVATIONS_DRAIN_MS;
+    while ((this.#reserved > 0 || this.#done.size > 0) && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 5));
+      await Promise.allSettled([...this.#done]);
+    }
   }
 
   async #sweep(): Promise<void> {
@@ -207,20 +324,20 @@ export class JobRunner {
     try {
       do {
         this.#again = false;
-        const room = this.#maxInFlight - this.#inFlight.size;
+        const room = this.#room();
+        // Full: the backlog stays, and the end of running jobs claims again.
         if (room <= 0 || this.#stopped) break;
-        const jobs = await claimJobs(this.#deps.db, this.workerId, room, async (trx, accountId) => {
-          const limits = await effectiveLimits(trx, accountId);
-          if (!limits) return { image: 0, video: 0, combined: null };
-          const img = mediaCaps(limits, "image");
-          const vid = mediaCaps(limits, "video");
-          return { image: img.concurrent, video: vid.concurrent, combined: img.pool === "combined" ? img.concurrent : null };
-        }, this.#leaseMs);
+        const takeOver = this.#takeOverDue;
+        this.#takeOverDue = false;
+        const { jobs, capped } = await claimJobs(this.#deps.db, this.workerId, room, capsOf, { leaseMs: this.#leaseMs, takeOver });
+        for (const a of capped) this.#capped.add(a);
         for (const job of jobs) {
           jobChanges.publish({ accountId: job.account_id, jobId: job.id, ended: false, by: this.workerId });
           this.#launch(job);
         }
         if (jobs.length === room) this.#again = true;
+        // Fewer than there was room for: nothing claimable waits (unless a nudge came meanwhile: again).
+        else if (!this.#again) this.#backlog = false;
       } while (this.#again && !this.#stopped);
     } catch (err) {
       this.#deps.log.error({ err }, "claiming jobs failed");
@@ -238,7 +355,14 @@ export class JobRunner {
         this.#inFlight.delete(job.id);
         this.#local.delete(job.id);
         this.#done.delete(p);
-        this.nudge();
+        if (this.#stopped) return;
+        // A slot of an account whose jobs wait at its cap is free: they may start now.
+        if (this.#capped.delete(job.account_id)) {
+          this.#backlog = true;
+          this.#claimSoon(true);
+        }
+        // A place is free: claim when jobs may be waiting for one (else submits start theirs directly).
+        else if (this.#backlog) this.#claimSoon(false);
       });
     this.#done.add(p);
   }
@@ -478,7 +602,8 @@ export class JobRunner {
           bytes = got.bytes;
           type = out.contentType ?? got.contentType ?? "application/octet-stream";
         }
-        const key = kind === "video" ? `videos/${job.id}.${extensionOf(type)}` : `images/${job.id}/${i}.${extensionOf(type)}`;
+        // One folder per kind (as audio): a folder per job cost an inode and a `mkdir` per job.
+        const key = kind === "video" ? `videos/${job.id}.${extensionOf(type)}` : `images/${job.id}-${i}.${extensionOf(type)}`;
         stage = "store";
         await this.#deps.blobs.put(key, bytes, { contentType: type });
         stage = "download";
@@ -508,26 +633,34 @@ export class JobRunner {
         : reported;
     const final = this.#finalAmount(job, firstBytes, delivery);
     const upstreamCost = delivery ? this.#upstreamCost(job, final, firstBytes, delivery) : null;
+    // The usage record's end from the row as the update below leaves it (D29): finished by the capture,
+    // in its statement on PostgreSQL, rather than read back and updated in two more round trips.
+    const requestedSec = kind === "video" ? ((JSON.parse(job.request_json) as { durationSec?: number }).durationSec ?? null) : null;
+    const usageEnd = jobUsageEnd({
+      status: "succeeded",
+      kind,
+      fallbackLayer: delivery ? delivery.layer : job.fallback_layer,
+      durationSec: kind === "video" ? (delivery?.durationSec ?? requestedSec) : null,
+      requestJson: job.request_json,
+    });
     const committed = await inTransaction(db, async (trx) => {
-      const now = Date.now();
-      const res = await trx
-        .updateTable("jobs")
-        .set({
-          status: "succeeded",
-          cost_micros: final,
-          output_json: JSON.stringify({ key: keys[0], content_type: contentType, keys }),
-          ...(kind === "video" && delivery?.durationSec != null ? { duration_sec: delivery.durationSec } : {}),
-          ...(delivery ? { fallback_layer: delivery.layer } : {}),
-          ...(upstreamCost ? { upstream_cost_micros: upstreamCost.micros, upstream_cost_basis: upstreamCost.basis } : {}),
-          updated_at: now,
-        })
-        .where("id", "=", job.id)
-        .where("status", "=", "processing")
-        .where("worker_id", "=", this.workerId)
-        .executeTakeFirst();
-      if (Number(res.numUpdatedRows) !== 1) return false;
-      if (job.hold_id) await settleCapture(trx, job.hold_id, final);
-      await onJobEnded(trx, { id: job.id, accountId: job.account_id, status: "succeeded" });
+      const res = await markSucceeded(
+        trx,
+        final,
+        JSON.stringify({ key: keys[0], content_type: contentType, keys }),
+        kind === "video" ? (delivery?.durationSec ?? null) : null,
+        delivery ? delivery.layer : null,
+        upstreamCost?.micros ?? null,
+        upstreamCost?.basis ?? null,
+        Date.now(),
+        job.id,
+        this.workerId,
+      );
+      if (Number(res.numAffectedRows ?? 0) !== 1) return false;
+      await onJobEnded(trx, { id: job.id, accountId: job.account_id, status: "succeeded", usageFinished: job.hold_id !== null, webhookUrl: job.webhook_url });
+      // The capture last: on PostgreSQL it locks the account row until the commit, and the account's
+      // submits (their holds) wait for that lock; the webhook reads above need not hold it.
+      if (job.hold_id) await settleCapture(trx, job.hold_id, final, undefined, usageEnd);
       return true;
     });
     if (!committed) {

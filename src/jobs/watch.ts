@@ -4,7 +4,7 @@
  *
  * A watcher re-reads its job (one indexed read, plus the account's pending jobs while it is pending) when
  * this process announces a change of one of the account's jobs (changes.ts: the runner, a cancel, the
- * sweep) and at the latest every {@link WATCH_POLL_MS}, which is how changes made by other processes
+ * sweep; a `Prefer: wait` only for changes of its own job) and at the latest every {@link WATCH_POLL_MS}, which is how changes made by other processes
  * (worker processes, another gateway) are seen.
  */
 import type { Executor } from "../billing/ledger.ts";
@@ -121,7 +121,12 @@ export async function waitForJobEnd(
   if (first !== undefined && isTerminal(first)) return first;
   const deadline = Date.now() + waitMs;
   const waker = new Waker();
-  const unsubscribe = jobChanges.subscribe(accountId, () => waker.wake());
+  // Only this job's end matters here (not the queue places an event stream shows): a change of another
+  // job of the account does not wake it, so many waiting callers of one account cost one read each per
+  // change of their own job, not one per change of any job of theirs.
+  const unsubscribe = jobChanges.subscribe(accountId, (c) => {
+    if (c.jobId === jobId) waker.wake();
+  });
   try {
     let job = first ?? (await getJob(deps.db, deps.publicBaseUrl, accountId, jobId));
     while (!isTerminal(job) && !signal?.aborted) {

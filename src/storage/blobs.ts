@@ -79,6 +79,8 @@ export const MAX_KEY_LENGTH = 512;
 const KEY_CHARS = /^[A-Za-z0-9._/-]+$/;
 const META_SUFFIX = ".meta.json";
 const TMP_DIR = ".tmp";
+/** Folders a {@link DiskBlobStore} remembers as existing (then it forgets them all and asks again). */
+const MAX_KNOWN_FOLDERS = 10_000;
 
 /** A key that breaks the rules of this module's header. */
 export class InvalidBlobKeyError extends Error {
@@ -165,10 +167,39 @@ const READ_ATTEMPTS = 3;
 export class DiskBlobStore implements BlobStore {
   /** Absolute path of the root folder. */
   readonly root: string;
+  /**
+   * Folders this store created or found, so that a put does not ask the file system for them again (a
+   * `mkdir` is a round trip through the libuv pool, two per put). Folders are never removed by the
+   * store; one removed by hand shows as ENOENT, and the put then creates it again.
+   */
+  readonly #folders = new Set<string>();
 
   /** `root` is resolved against the current directory; it is created on first write or ping. */
   constructor(root: string) {
     this.root = resolve(root);
+  }
+
+  /** Creates `folder` (and its parents) unless this store already knows it exists. */
+  async #ensureFolder(folder: string): Promise<void> {
+    if (this.#folders.has(folder)) return;
+    await mkdir(folder, { recursive: true });
+    if (this.#folders.size >= MAX_KNOWN_FOLDERS) this.#folders.clear();
+    this.#folders.add(folder);
+  }
+
+  /** Runs `step`; when a folder it needs turns out to be gone (ENOENT), forgets, recreates and retries once. */
+  async #inFolders<T>(folders: string[], step: () => Promise<T>): Promise<T> {
+    for (const f of folders) await this.#ensureFolder(f);
+    try {
+      return await step();
+    } catch (err) {
+      if ((err as { code?: unknown } | null)?.code !== "ENOENT") throw err;
+      for (const f of folders) {
+        this.#folders.delete(f);
+        await this.#ensureFolder(f);
+      }
+      return step();
+    }
   }
 
   /** Absolute path of the data file of a (validated) key. */
@@ -188,13 +219,12 @@ export class DiskBlobStore implements BlobStore {
     const file = this.pathOf(key);
     assertContentType(meta.contentType);
     const tmpDir = join(this.root, TMP_DIR);
-    await mkdir(tmpDir, { recursive: true });
     const tmpData = join(tmpDir, randomUUID());
     const tmpMeta = `${tmpData}${META_SUFFIX}`;
     try {
       const hash = createHash("sha256");
       let size = 0;
-      const fh = await open(tmpData, "wx");
+      const fh = await this.#inFolders([tmpDir], () => open(tmpData, "wx"));
       try {
         const write = async (chunk: Uint8Array): Promise<void> => {
           if (!(chunk instanceof Uint8Array)) throw new TypeError("Blob body chunks must be Uint8Array.");
@@ -218,8 +248,7 @@ export class DiskBlobStore implements BlobStore {
         sha256: hash.digest("hex"),
       };
       await writeSynced(tmpMeta, JSON.stringify(sidecar));
-      await mkdir(dirname(file), { recursive: true });
-      await rename(tmpMeta, `${file}${META_SUFFIX}`);
+      await this.#inFolders([dirname(file)], () => rename(tmpMeta, `${file}${META_SUFFIX}`));
       await rename(tmpData, file);
       return {
         key,

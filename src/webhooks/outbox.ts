@@ -5,6 +5,7 @@
  */
 import type { Transaction } from "kysely";
 import { newId } from "../ids.ts";
+import { prepare } from "../storage/prepared.ts";
 import type { Database } from "../storage/schema.ts";
 import type { BalanceLowData, JobEventType, WebhookEventType } from "./events.ts";
 
@@ -13,6 +14,16 @@ interface Destination {
   endpointId: string | null;
   url: string;
 }
+
+/** The account's enabled endpoints, oldest first (compiled once: every job's end reads them). */
+const enabledEndpoints = prepare((db, p) =>
+  db
+    .selectFrom("webhook_endpoints")
+    .select(["id", "url", "events_json"])
+    .where("account_id", "=", p<string>(0))
+    .where("disabled", "=", 0)
+    .orderBy("created_at"),
+);
 
 /**
  * Writes event `type` of `accountId` and its deliveries: one per enabled endpoint subscribed to the type,
@@ -23,13 +34,7 @@ async function enqueue(
   trx: Transaction<Database>,
   e: { accountId: string; type: WebhookEventType; jobId: string | null; dataJson: string | null; extraUrl: string | null },
 ): Promise<string | null> {
-  const endpoints = await trx
-    .selectFrom("webhook_endpoints")
-    .select(["id", "url", "events_json"])
-    .where("account_id", "=", e.accountId)
-    .where("disabled", "=", 0)
-    .orderBy("created_at")
-    .execute();
+  const endpoints = (await enabledEndpoints(trx, e.accountId)).rows;
   const destinations: Destination[] = endpoints
     .filter((ep) => (JSON.parse(ep.events_json) as string[]).includes(e.type))
     .map((ep) => ({ endpointId: ep.id, url: ep.url }));
@@ -68,16 +73,21 @@ async function enqueue(
 /**
  * Enqueues the event of a job's terminal transition (`job.succeeded`, `job.failed` (canceled jobs too),
  * `job.refunded`, `job.expired`) inside that transition's transaction `trx` (jobs/ended.ts). The job's
- * `webhook_url`, if any, is one more destination. The event's `data`, the job object of D3, is rendered
- * by the delivery loop at the first attempt (the job is terminal: it no longer changes) and then kept.
+ * `webhook_url`, if any, is one more destination (`job.webhookUrl` when the caller has it, else read).
+ * The event's `data`, the job object of D3, is rendered by the delivery loop at the first attempt (the
+ * job is terminal: it no longer changes) and then kept.
  * Returns the event id, or null when the account has no destination for it.
  */
 export async function enqueueJobEvent(
   trx: Transaction<Database>,
-  job: { id: string; accountId: string; type: JobEventType },
+  job: { id: string; accountId: string; type: JobEventType; webhookUrl?: string | null },
 ): Promise<string | null> {
-  const row = await trx.selectFrom("jobs").select("webhook_url").where("id", "=", job.id).executeTakeFirst();
-  return enqueue(trx, { accountId: job.accountId, type: job.type, jobId: job.id, dataJson: null, extraUrl: row?.webhook_url ?? null });
+  // The job's own `webhook_url` when the caller did not bring it (undefined: unknown, null: none).
+  const extraUrl =
+    job.webhookUrl !== undefined
+      ? job.webhookUrl
+      : ((await trx.selectFrom("jobs").select("webhook_url").where("id", "=", job.id).executeTakeFirst())?.webhook_url ?? null);
+  return enqueue(trx, { accountId: job.accountId, type: job.type, jobId: job.id, dataJson: null, extraUrl });
 }
 
 /**

@@ -201,6 +201,17 @@ describe("DiskBlobStore", () => {
     assert.equal(await store.head("audio/ct.mp3"), null);
   });
 
+  test("folders removed by hand between puts are created again (the store remembers the ones it made)", async () => {
+    await store.put("gone/a/one.bin", bytes("1"), { contentType: "application/octet-stream" });
+    await rm(join(root, "gone"), { recursive: true, force: true });
+    await rm(join(root, ".tmp"), { recursive: true, force: true });
+    await store.put("gone/a/two.bin", bytes("2"), { contentType: "application/octet-stream" });
+    assert.equal((await readAll((await store.get("gone/a/two.bin"))!.body)).toString(), "2");
+    assert.equal((await store.head("gone/a/two.bin"))?.size, 1);
+    assert.equal(await store.head("gone/a/one.bin"), null);
+    assert.deepEqual(await readdir(join(root, ".tmp")), [], "no temp file left");
+  });
+
   test("ping creates the root and succeeds", async () => {
     const nested = new DiskBlobStore(join(root, "fresh", "root"));
     await nested.ping();

@@ -93,8 +93,10 @@ export function jobRoutes(app: App, services: Services): void {
       await checkReferenceHosts(spec, services.resolveHost);
       if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
       const simulate = simulateHeader(req.headers["x-svc-simulate"]);
-      const out = await submitJob(deps, principalOf(req), spec, body, simulate, callOf(req));
-      if (!out.replayed) services.nudgeRunner();
+      // A job this process's runner can take at once starts in the submit's own transaction; one left
+      // pending is claimed by the runner, nudged here.
+      const out = await submitJob({ ...deps, starter: services.jobStarter() }, principalOf(req), spec, body, simulate, callOf(req));
+      if (!out.replayed && !out.started) services.nudgeRunner();
       const job = await honourWait(req, reply, out.job);
       return reply.code(out.replayed ? 200 : 202).send(job);
     };

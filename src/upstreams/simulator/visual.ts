@@ -14,6 +14,9 @@
  *   while waiting and after each rendered output (the job runner turns it into heartbeats), with the
  *   fraction done: the simulated wait is the first {@link WAIT_SHARE} of the work (elapsed over the
  *   delay), the rendered outputs the rest.
+ * - `images: "placeholder"` (`SIM_IMAGES=placeholder`, benchmarks): every image is a flat grey picture of
+ *   the real size, encoded once per size and then answered from a small cache (the same bytes for every
+ *   request), so a job costs the gateway's own work and nearly nothing of the simulator's.
  * - `X-Svc-Simulate` (`req.simulate`, D10/D15): `fail` throws a non-retryable {@link UpstreamError}
  *   after a short delay; `slow` adds at least 1 s even at scale 0; `hang` never answers and never
  *   reports progress (a dead worker: the sweep refunds the job): the promise stays pending until
@@ -22,7 +25,8 @@
 
 import { createRng, seedFrom } from "./rng.ts";
 import { simulatedDelaySec, simulateLatency } from "./delay.ts";
-import { renderPngAsync } from "./images/png.ts";
+import { renderPlaceholderPng, renderPngAsync } from "./images/png.ts";
+import { ByteLruCache } from "./render-cache.ts";
 import { fitRenderSize, sizeForAspect } from "./images/size.ts";
 import { renderSvg } from "./images/svg.ts";
 import { MAX_VIDEO_SEC, renderMp4, videoOrientationOf } from "./video.ts";
@@ -63,6 +67,19 @@ const MAX_IMAGES = 10;
 export interface SimulatedVisualUpstreamOptions {
   /** Multiplier of every simulated delay (0 = no delay except `slow`/`hang`); `SIM_LATENCY_SCALE`. */
   latencyScale: number;
+  /**
+   * `draw` (default): each image is drawn from its prompt. `placeholder` (`SIM_IMAGES`): a flat grey
+   * image of the same size, encoded once per size (see the module comment). Videos are always drawn.
+   */
+  images?: "draw" | "placeholder";
+}
+
+/** Byte budget of the placeholder PNGs kept by size (a few KB each). */
+const PLACEHOLDER_CACHE_BYTES = 4 * 1024 * 1024;
+
+/** A flat grey SVG document of `width` x `height` px (the placeholder of vector models). */
+function placeholderSvg(width: number, height: number): string {
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}"><rect width="${width}" height="${height}" fill="#808080"/></svg>`;
 }
 
 /** The simulated visual upstream: a {@link VisualAdapter} plus `close()` for shutdown. */
@@ -113,9 +130,25 @@ function untilAborted(signal: AbortSignal): Promise<never> {
 class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
   private readonly scale: number;
   private readonly closing = new AbortController();
+  /** Placeholder PNGs by `WxH`, or null when images are drawn. */
+  private readonly placeholders: ByteLruCache<{ bytes: number; body: Uint8Array }> | null;
 
   constructor(opts: SimulatedVisualUpstreamOptions) {
     this.scale = Number.isFinite(opts.latencyScale) && opts.latencyScale > 0 ? opts.latencyScale : 0;
+    this.placeholders = opts.images === "placeholder" ? new ByteLruCache(PLACEHOLDER_CACHE_BYTES) : null;
+  }
+
+  /** The placeholder PNG of a size (encoded on first use); callers share the bytes and must not change them. */
+  private placeholderPng(width: number, height: number): Uint8Array {
+    const cache = this.placeholders as ByteLruCache<{ bytes: number; body: Uint8Array }>;
+    const key = `${width}x${height}`;
+    let entry = cache.get(key);
+    if (entry === undefined) {
+      const body = renderPlaceholderPng(width, height);
+      entry = { bytes: body.length, body };
+      cache.set(key, entry);
+    }
+    return entry.body;
   }
 
   /**
@@ -133,7 +166,8 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
     const started = Date.now();
     const report = () => onProgress?.(totalMs > 0 ? WAIT_SHARE * Math.min(1, (Date.now() - started) / totalMs) : WAIT_SHARE);
     report();
-    const timer = onProgress ? setInterval(report, SIM_VISUAL_TIMING.progressEveryMs) : null;
+    // No wait (SIM_LATENCY_SCALE=0): no progress timer to start and stop for every request.
+    const timer = onProgress && totalMs > 0 ? setInterval(report, SIM_VISUAL_TIMING.progressEveryMs) : null;
     timer?.unref();
     try {
       await simulateLatency(typicalSec, this.scale, simulate, signal);
@@ -173,7 +207,13 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
     for (let index = 0; index < req.n; index++) {
       sig.throwIfAborted();
       const opts = { prompt: req.prompt, width: size.width, height: size.height, seed, index };
-      if (req.output === "svg") {
+      if (this.placeholders !== null) {
+        outputs.push(
+          req.output === "svg"
+            ? { kind: "bytes", contentType: "image/svg+xml", body: new TextEncoder().encode(placeholderSvg(size.width, size.height)), ...size }
+            : { kind: "bytes", contentType: "image/png", body: this.placeholderPng(size.width, size.height), ...size },
+        );
+      } else if (req.output === "svg") {
         const body = new TextEncoder().encode(renderSvg(opts));
         outputs.push({ kind: "bytes", contentType: "image/svg+xml", body, ...size });
       } else {

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { crc32, inflateSync } from "node:zlib";
 import { parseBuffer, TrackType } from "music-metadata";
+import { loadConfig } from "../../../src/config.ts";
 import { renderPng, renderPngAsync } from "../../../src/upstreams/simulator/images/png.ts";
 import { fitRenderSize, sizeForAspect } from "../../../src/upstreams/simulator/images/size.ts";
 import { renderSvg } from "../../../src/upstreams/simulator/images/svg.ts";
@@ -340,6 +341,36 @@ describe("simulated visual upstream", () => {
       assertBalancedXml(text);
     }
     await up.close();
+  });
+
+  test("images: placeholder answers flat grey PNGs of the real size from a per-size cache, and SVG documents", async () => {
+    const up = createSimulatedVisualUpstream({ latencyScale: 0, images: "placeholder" });
+    const outs = await up.generateImages(imageRequest({ n: 2, width: 1792, height: 1024 }));
+    assert.equal(outs.length, 2);
+    const png = parsePng(bytesOf(outs[0]).body);
+    assert.deepEqual([png.width, png.height, png.bitDepth, png.colorType], [1792, 1024, 8, 2]);
+    assert.deepEqual([bytesOf(outs[0]).width, bytesOf(outs[0]).height], [1792, 1024]);
+    // Every pixel is the same grey: unfiltered, the first row is grey throughout and the rest repeat it.
+    assert.deepEqual([png.raw[0], png.raw[1], png.raw[2], png.raw[3], png.raw[4]], [1, 0x80, 0x80, 0x80, 0]);
+    assert.ok(png.raw.subarray(4, 1792 * 3 + 1).every((b) => b === 0));
+    assert.ok(bytesOf(outs[0]).body.length < 10_000, `small: ${bytesOf(outs[0]).body.length} bytes`);
+    // Encoded once per size: other prompts and requests of the same size get the same bytes.
+    const [again] = await up.generateImages(imageRequest({ prompt: "something else", width: 1792, height: 1024 }));
+    assert.equal(bytesOf(again).body, bytesOf(outs[0]).body);
+    const [other] = await up.generateImages(imageRequest({ width: 4096, height: 4096 }));
+    assert.deepEqual([parsePng(bytesOf(other).body).width, bytesOf(other).height], [2048, 2048]);
+    const [svg] = await up.generateImages(imageRequest({ model: "imgA-v4-vector", output: "svg", width: 512, height: 256 }));
+    assert.equal(bytesOf(svg).contentType, "image/svg+xml");
+    const text = new TextDecoder().decode(bytesOf(svg).body);
+    assert.ok(text.startsWith('<svg xmlns="http://www.w3.org/2000/svg" width="512" height="256" viewBox="0 0 512 256"'));
+    assertBalancedXml(text);
+    // X-Svc-Simulate still applies.
+    await assert.rejects(up.generateImages(imageRequest({ simulate: "fail" })), UpstreamError);
+    await up.close();
+    // SIM_IMAGES selects it; drawing stays the default.
+    assert.equal(loadConfig({}).simImages, "draw");
+    assert.equal(loadConfig({ SIM_IMAGES: "placeholder" }).simImages, "placeholder");
+    assert.throws(() => loadConfig({ SIM_IMAGES: "flat" }), /SIM_IMAGES must be one of draw, placeholder/);
   });
 
   test("video: the requested length (vidC 6 s), MP4 bytes with size and duration", async () => {

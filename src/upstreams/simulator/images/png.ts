@@ -112,3 +112,24 @@ export async function renderPngAsync(opts: RenderImageOptions): Promise<Uint8Arr
   const idat = await deflateAsync(raw, { level: PNG_ZLIB_LEVEL });
   return assemblePng(opts.width, opts.height, new Uint8Array(idat.buffer, idat.byteOffset, idat.byteLength));
 }
+
+/** The colour of {@link renderPlaceholderPng}: mid grey. */
+const PLACEHOLDER_GREY = 0x80;
+
+/**
+ * A flat grey PNG of `width` x `height` px (8-bit RGB; IHDR holds that size): what the simulator answers
+ * with `SIM_IMAGES=placeholder`, where only the gateway's own work on a job is measured. The first row
+ * sets one grey pixel and repeats it ("Sub"), every other row repeats the row above ("Up"), so the
+ * scanlines are almost all zeros and deflate (at the highest level: once per size) to a few kilobytes
+ * (about 4.5 KB for 1024x1024).
+ * Throws `RangeError` for sizes that are not integers in 1..4096.
+ */
+export function renderPlaceholderPng(width: number, height: number): Uint8Array {
+  checkSize(width, height);
+  const raw = new Uint8Array((width * 3 + 1) * height);
+  raw[0] = 1; // Sub
+  raw.fill(PLACEHOLDER_GREY, 1, 4);
+  for (let y = 1; y < height; y++) raw[y * (width * 3 + 1)] = 2; // Up
+  const idat = deflateSync(raw, { level: 9 });
+  return assemblePng(width, height, new Uint8Array(idat.buffer, idat.byteOffset, idat.byteLength));
+}
