@@ -34,23 +34,13 @@
  */
 import { type Kysely, sql } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
-import { pgCaptureHold, pgPlaceHold, pgReleaseHold, type PgUsageEnd, type PgUsageRow } from "./ledger-pg.ts";
+import { type PgHoldArgs, pgCaptureHold, pgPlaceHold, pgReleaseHold, type PgUsageEnd, type PgUsageRow } from "./ledger-pg.ts";
+
 import type { Database } from "./schema.ts";
 
 /** At most this many calls share one batch statement. */
 export const LEDGER_BATCH_MAX = 100;
 
-/** A hold as {@link pgPlaceHold} takes it. */
-export interface PgHoldArgs {
-  holdId: string;
-  accountId: string;
-  amount: number;
-  jobId: string | null;
-  requestId: string | null;
-  reference: string | null;
-  now: number;
-  usage: PgUsageRow | null;
-}
 
 /** The outcome of a hold: placed (balance after it), or refused (the balance it did not fit, null without account). */
 export type PgHoldOutcome = { placed: true; balance: number } | { placed: false; balance: number | null };

@@ -36,24 +36,24 @@ export interface PgUsageEnd {
   fallbackLayer: number | null;
 }
 
+/** A hold as {@link pgPlaceHold} (and the batched form, ledger-pg-batch.ts) takes it; amounts in micro-USD, times in ms. */
+export interface PgHoldArgs {
+  holdId: string;
+  accountId: string;
+  amount: number;
+  jobId: string | null;
+  requestId: string | null;
+  reference: string | null;
+  now: number;
+  usage: PgUsageRow | null;
+}
+
 /**
  * Debits `amount` (micro-USD, > 0) if the balance covers it, inserts the open hold and its `hold` ledger
  * entry, and with `usage` the call's usage record (D29): still one statement. Returns the balance after,
  * or null (nothing written) when the balance is too low.
  */
-export async function pgPlaceHold(
-  db: Executor,
-  a: {
-    holdId: string;
-    accountId: string;
-    amount: number;
-    jobId: string | null;
-    requestId: string | null;
-    reference: string | null;
-    now: number;
-    usage: PgUsageRow | null;
-  },
-): Promise<number | null> {
+export async function pgPlaceHold(db: Executor, a: PgHoldArgs): Promise<number | null> {
   const u = a.usage;
   const usageCte = u
     ? sql`, u as (
