@@ -181,6 +181,9 @@ async function spawnOn(
     env: {
       ...process.env,
       BENCH_PROBE_FILE: probeFile,
+      // As `npm start` runs it: type-stripped modules come from the compile cache once it is warm.
+      NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? "node_modules/.cache/node-compile-cache",
+      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? "2",
       PORT: String(port),
       HOST: "127.0.0.1",
       DATABASE_URL: databaseUrl,
