@@ -1,11 +1,94 @@
 /**
- * Operator actions (D9, D21, D22): deposits, tier override and per-account limit overrides.
+ * Operator actions (D9, D21, D22): finding accounts and reading one (issue 15 point 3), deposits, tier
+ * override and per-account limit overrides.
  */
+import type { Kysely } from "kysely";
 import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
 import { microsToUsd, usdToMicros } from "../billing/money.ts";
-import { MAX_TIER } from "../catalog/tiers.ts";
+import { type TierRowJson, tierRowJson } from "../catalog/pricing.ts";
+import { effectiveTier, MAX_TIER, tierRow } from "../catalog/tiers.ts";
 import { errors } from "../errors.ts";
-import { forgetAccountAuth, getAccount } from "./accounts.ts";
+import { type AdminAccountRow, adminAccountRow, searchAccounts } from "../storage/admin-accounts.ts";
+import type { Dialect } from "../storage/db.ts";
+import type { Database } from "../storage/schema.ts";
+import { type AccountView, forgetAccountAuth, getAccount, limitsOf } from "./accounts.ts";
+
+/**
+ * An account as the operator API lists it: the fields of `GET /v1/auth/me` (D8) and what an operator needs
+ * at a glance: the tier override, whether custom limits (D22) are set, the number of API keys and when one
+ * was last used (written at most once a minute per key).
+ */
+export interface AdminAccountView extends AccountView {
+  tier_override: number | null;
+  has_custom_limits: boolean;
+  keys: number;
+  last_key_used_at: string | null;
+}
+
+function accountView(r: AdminAccountRow): AdminAccountView {
+  const tier = effectiveTier(r.totalDepositsMicros, r.tierOverride);
+  return {
+    user_id: r.id,
+    email: r.email,
+    balance_usd: microsToUsd(r.balanceMicros),
+    tier,
+    tier_name: tierRow(tier).name,
+    total_deposits_usd: microsToUsd(r.totalDepositsMicros),
+    created_at: new Date(r.createdAt).toISOString(),
+    tier_override: r.tierOverride,
+    has_custom_limits: r.limitsOverride !== null,
+    keys: r.keys,
+    last_key_used_at: r.lastKeyUsedAt === null ? null : new Date(r.lastKeyUsedAt).toISOString(),
+  };
+}
+
+/**
+ * `GET /v1/admin/users?q=&limit=&after=`: accounts newest first, those whose id is `q` or whose email starts
+ * with `q` (case-insensitive; storage/admin-accounts.ts says why a prefix), all of them without `q`.
+ * `query` as validated by the route schema (`limit` 1-100 as text, default 20; `after` a user id).
+ */
+export async function listAccounts(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  query: { q?: string; limit?: string; after?: string },
+): Promise<{ object: "list"; data: AdminAccountView[]; has_more: boolean }> {
+  const q = query.q?.trim() ?? "";
+  const page = await searchAccounts(db, dialect, {
+    q: q === "" ? null : q,
+    limit: query.limit === undefined ? 20 : Number(query.limit),
+    after: query.after ?? null,
+  });
+  return { object: "list", data: page.rows.map(accountView), has_more: page.hasMore };
+}
+
+/**
+ * `GET /v1/admin/users/{user_id}`: the account as listed, its limit overrides (D22, `{}` when none) and the
+ * effective limits (its tier row with the overrides applied, as `GET /v1/auth/limits` shows them).
+ * @throws AppError 404 `user_not_found` (D21).
+ */
+export async function getAccountForOperator(
+  db: Executor,
+  userId: string,
+): Promise<AdminAccountView & { object: "admin.account"; limits_override: Record<string, unknown>; limits: TierRowJson }> {
+  const row = await adminAccountRow(db, userId);
+  if (!row) throw errors.userNotFound();
+  return {
+    object: "admin.account",
+    ...accountView(row),
+    limits_override: row.limitsOverride === null ? {} : (JSON.parse(row.limitsOverride) as Record<string, unknown>),
+    limits: tierRowJson(
+      limitsOf({ total_deposits_micros: row.totalDepositsMicros, tier_override: row.tierOverride, limits_override: row.limitsOverride }),
+    ),
+  };
+}
+
+/**
+ * Throws 404 `user_not_found` (D21) unless the account exists: the operator's views of one account's
+ * ledger, requests and usage answer 404 for an unknown id instead of an empty page.
+ */
+export async function requireAccount(db: Executor, userId: string): Promise<void> {
+  if (!(await getAccount(db, userId))) throw errors.userNotFound();
+}
 
 /** Largest single deposit accepted, micro-USD (1,000,000 USD): guards against typos. */
 const MAX_DEPOSIT_MICROS = 1_000_000 * 1_000_000;

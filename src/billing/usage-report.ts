@@ -206,7 +206,7 @@ export interface UsageGroup {
 }
 
 /** Width of the UTC buckets days are built from, ms: a quarter hour (see the module comment). */
-const BUCKET_MS = 900_000;
+export const BUCKET_MS = 900_000;
 
 /**
  * The account's usage in `[from, to)` (ms since the epoch) and `mode`, grouped. Groups are sorted by

@@ -6,7 +6,8 @@
  * @fastify/swagger (dynamic mode) reads each route's own schema (`schemas/*.ts`): the schema that
  * validates a request is the one documented, so a route that does not exist is never documented and a
  * documented rule is an enforced one. What is set here: the document's header, tags, security schemes
- * and the shared components. The operator API is hidden by its route schemas.
+ * and the shared components. The operator API is listed too (D23 allows leaving it out), under the
+ * `operator` tag with its own security scheme, so the console calls it through the typed client.
  *
  * Must be called before any route is registered: @fastify/swagger collects routes from `onRoute`.
  */
@@ -45,6 +46,7 @@ export async function registerOpenApi(app: App, opts: { publicBaseUrl: string })
           apiKey: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <API_KEY>`." },
           sessionToken: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <SESSION_TOKEN>` (account endpoints only)." },
           xApiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "The API key in `x-api-key` (`POST /v1/messages`)." },
+          adminToken: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <GATEWAY_ADMIN_TOKEN>` (the operator API only)." },
         },
         schemas: COMPONENTS,
       },

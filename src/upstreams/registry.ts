@@ -44,6 +44,8 @@ export interface SourceSnapshot {
   failures: number;
   /** Median duration of the successful calls of the last 5 minutes, whole milliseconds; null when none. */
   p50_ms: number | null;
+  /** 95th percentile (nearest rank) of the same durations, whole milliseconds; null when none. */
+  p95_ms: number | null;
 }
 
 /** Tuning of a registry; the defaults are D27's numbers. Tests shorten the delays. */
@@ -109,7 +111,7 @@ const LATENCY_SAMPLES = 512;
 /**
  * Successes and failures over a sliding window (`windowMs`, in 30 buckets: an event leaves the window
  * between `windowMs - windowMs/30` and `windowMs` after it happened), and the latencies of the last 512
- * successes (a ring) for the median. Times are `Date.now()` milliseconds.
+ * successes (a ring) for the median and the 95th percentile. Times are `Date.now()` milliseconds.
  */
 export class CallWindow {
   readonly windowMs: number;
@@ -146,7 +148,7 @@ export class CallWindow {
     this.#failed[this.#bucket(now)]!++;
   }
   /** Counts and median latency (whole ms, null without a success) of the window ending at `now`. */
-  read(now: number = Date.now()): { successes: number; failures: number; p50Ms: number | null } {
+  read(now: number = Date.now()): { successes: number; failures: number; p50Ms: number | null; p95Ms: number | null } {
     const cutoff = now - this.windowMs;
     let successes = 0;
     let failures = 0;
@@ -162,7 +164,8 @@ export class CallWindow {
     }
     recent.sort((a, b) => a - b);
     const p50Ms = recent.length === 0 ? null : Math.round(recent[Math.floor((recent.length - 1) / 2)]!);
-    return { successes, failures, p50Ms };
+    const p95Ms = recent.length === 0 ? null : Math.round(recent[Math.ceil(recent.length * 0.95) - 1]!);
+    return { successes, failures, p50Ms, p95Ms };
   }
 }
 
@@ -222,7 +225,7 @@ export class SourceState {
   }
   /** The source's row of `GET /v1/admin/upstreams` (no key, no URL). */
   snapshot(): SourceSnapshot {
-    const { successes, failures, p50Ms } = this.stats.read();
+    const { successes, failures, p50Ms, p95Ms } = this.stats.read();
     return {
       name: this.source.name,
       protocol: this.source.protocol,
@@ -232,6 +235,7 @@ export class SourceState {
       successes,
       failures,
       p50_ms: p50Ms,
+      p95_ms: p95Ms,
     };
   }
   /** Used by {@link UpstreamRegistry.run}: throws {@link SourceUnavailableError} unless a call may start. */

@@ -2,8 +2,8 @@
  * Checks every answer a test receives against the gateway's own OpenAPI document (issue 9, point 2): the
  * status must be documented for the operation, and a JSON body must match the documented schema. A
  * drift between what the server answers and what the document (and so the generated client) promises
- * then fails whichever test made the call. Operations hidden from the document (the operator API, D23)
- * and non-JSON bodies are not checked.
+ * then fails whichever test made the call. Operations hidden from the document and non-JSON bodies are
+ * not checked.
  */
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";

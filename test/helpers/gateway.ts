@@ -129,7 +129,6 @@ export async function startGateway(
       if (!data) throw new Error(`register failed: ${response.status} ${JSON.stringify(error)}`);
       return { ...data, email };
     },
-    // The operator API is hidden from the document (D23), so it is not in the typed client.
     async deposit(userId, amountUsd) {
       const res = await request("POST", `/v1/admin/users/${userId}/deposits`, {
         token: ADMIN_TOKEN,

@@ -51,6 +51,20 @@ const EXPECTED: [method: string, path: string][] = [
   ["get", "/openapi.json"],
 ];
 
+/** The operator API (D23 allows leaving it out; it is listed so the console uses the typed client). */
+const OPERATOR: [method: string, path: string][] = [
+  ["get", "/v1/admin/users"],
+  ["get", "/v1/admin/users/{user_id}"],
+  ["get", "/v1/admin/users/{user_id}/ledger"],
+  ["get", "/v1/admin/users/{user_id}/requests"],
+  ["get", "/v1/admin/users/{user_id}/usage"],
+  ["post", "/v1/admin/users/{user_id}/deposits"],
+  ["put", "/v1/admin/users/{user_id}/tier"],
+  ["put", "/v1/admin/users/{user_id}/limits"],
+  ["get", "/v1/admin/upstreams"],
+  ["get", "/v1/admin/revenue"],
+];
+
 const PUBLIC = new Set([
   "post /v1/auth/register",
   "post /v1/auth/login",
@@ -106,11 +120,24 @@ describe("OpenAPI document and reference docs", () => {
     assert.deepEqual(result.warnings, []);
   });
 
-  test("every endpoint of the spec and D8 is listed with its methods, the operator API and /docs are not", () => {
+  test("every endpoint of the spec and D8 is listed with its methods, the operator API too, /docs is not", () => {
     for (const [method, path] of EXPECTED) assert.ok(operation(method, path), `${method.toUpperCase()} ${path} documented`);
+    for (const [method, path] of OPERATOR) assert.ok(operation(method, path), `${method.toUpperCase()} ${path} documented`);
     const paths = Object.keys(doc.paths);
-    assert.ok(!paths.some((p) => p.startsWith("/v1/admin")), "operator API hidden");
     assert.ok(!paths.some((p) => p.startsWith("/docs")), "docs routes hidden");
+  });
+
+  test("the operator API: tag `operator`, the operator token's own bearer scheme, no customer key", () => {
+    assert.deepEqual(doc.components.securitySchemes.adminToken, { ...doc.components.securitySchemes.adminToken, type: "http", scheme: "bearer" });
+    assert.ok(doc.tags.some((t: Json) => t.name === "operator"));
+    const operatorPaths = Object.entries<Json>(doc.paths).filter(([p]) => p.startsWith("/v1/admin"));
+    assert.equal(operatorPaths.flatMap(([, item]) => HTTP_METHODS.filter((m) => item[m])).length, OPERATOR.length);
+    for (const [method, path] of OPERATOR) {
+      const op = operation(method, path);
+      assert.deepEqual(op.tags, ["operator"], `${method} ${path}`);
+      assert.deepEqual(op.security, [{ adminToken: [] }], `${method} ${path}`);
+      assert.ok(op.responses["401"] && op.responses["404"], `${method} ${path}: 401 and 404`);
+    }
   });
 
   test("every operation has a summary, a tag, an operationId, a success answer and the right security", () => {
@@ -127,6 +154,7 @@ describe("OpenAPI document and reference docs", () => {
         ids.add(op.operationId);
         assert.ok(Object.keys(op.responses).some((s) => s.startsWith("2")), `${name}: a 2xx answer`);
         if (PUBLIC.has(name)) assert.deepEqual(op.security, [], `${name}: public`);
+        else if (path.startsWith("/v1/admin/")) assert.deepEqual(op.security, [{ adminToken: [] }], `${name}: operator token`);
         else assert.ok(op.security.some((s: Json) => "apiKey" in s), `${name}: API key`);
       }
     }

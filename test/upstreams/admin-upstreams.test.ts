@@ -1,6 +1,7 @@
 /**
  * `GET /v1/admin/upstreams` (D25): one row per configured source (`UPSTREAMS`, then `TEXT_UPSTREAMS`)
- * with its circuit, calls in flight and statistics; never a key or a URL; operator token required.
+ * with its circuit, calls in flight and statistics (error rate, p50 and p95 over the window); never a key
+ * or a URL; operator token required.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -31,9 +32,9 @@ test("rows for every source, in configuration order, without keys or URLs", asyn
   assert.equal(res.status, 200);
   assert.equal(res.json.object, "list");
   assert.deepEqual(res.json.data, [
-    { name: "fal-main", protocol: "fal", families: ["imgA", "imgB"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, p50_ms: null },
-    { name: "bfl-eu", protocol: "bfl", families: ["imgB"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, p50_ms: null },
-    { name: "text-1", protocol: "openai", families: ["txtA"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, p50_ms: null },
+    { name: "fal-main", protocol: "fal", families: ["imgA", "imgB"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, error_rate: null, p50_ms: null, p95_ms: null, window_s: 300 },
+    { name: "bfl-eu", protocol: "bfl", families: ["imgB"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, error_rate: null, p50_ms: null, p95_ms: null, window_s: 300 },
+    { name: "text-1", protocol: "openai", families: ["txtA"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, error_rate: null, p50_ms: null, p95_ms: null, window_s: 300 },
   ]);
   const text = Buffer.from(res.bytes).toString("utf8");
   for (const secret of [FAL_KEY, LITERAL_KEY, TEXT_KEY, "SECRET", "example", "127.0.0.1"]) assert.ok(!text.includes(secret), `answer shows ${secret}`);
@@ -57,8 +58,13 @@ test("the rows follow the registry: calls, failures and an open circuit", async 
   const [fal, bfl] = res.json.data;
   assert.equal(fal.successes, 1);
   assert.equal(fal.in_flight, 1);
+  assert.equal(fal.error_rate, 0);
   assert.equal(typeof fal.p50_ms, "number");
+  assert.equal(typeof fal.p95_ms, "number");
+  assert.ok(fal.p95_ms >= fal.p50_ms);
   assert.equal(bfl.failures, 5);
+  assert.equal(bfl.error_rate, 1);
+  assert.equal(bfl.p95_ms, null);
   assert.equal(bfl.circuit, "open");
 });
 
@@ -71,9 +77,11 @@ test("operator token required: 401 without or with a wrong token", async () => {
   }
 });
 
-test("the route is not in the OpenAPI document", async () => {
-  const doc = (await (await fetch(`${gw.url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
-  assert.equal(Object.keys(doc.paths).includes("/v1/admin/upstreams"), false);
+test("the route is in the OpenAPI document under the operator tag and the operator token's scheme", async () => {
+  const doc = (await (await fetch(`${gw.url}/openapi.json`)).json()) as { paths: Record<string, { get: { tags: string[]; security: unknown } }> };
+  const op = doc.paths["/v1/admin/upstreams"]!.get;
+  assert.deepEqual(op.tags, ["operator"]);
+  assert.deepEqual(op.security, [{ adminToken: [] }]);
 });
 
 test("no UPSTREAMS: an empty list (every family is served by the simulator)", async (t) => {

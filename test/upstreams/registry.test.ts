@@ -199,31 +199,33 @@ describe("statistics (D25)", () => {
     await attempt(reg, "a", rejected);
     let row = reg.snapshot()[0];
     assert.deepEqual(
-      { successes: row?.successes, failures: row?.failures, p50_ms: row?.p50_ms },
-      { successes: 3, failures: 2, p50_ms: 200 },
+      { successes: row?.successes, failures: row?.failures, p50_ms: row?.p50_ms, p95_ms: row?.p95_ms },
+      { successes: 3, failures: 2, p50_ms: 200, p95_ms: 300 },
     );
     mock.timers.tick(4 * 60_000);
     for (const ms of [1000, 1000]) await reg.run("a", took(ms));
     row = reg.snapshot()[0];
-    assert.deepEqual({ successes: row?.successes, failures: row?.failures, p50_ms: row?.p50_ms }, { successes: 5, failures: 2, p50_ms: 300 });
+    assert.deepEqual({ successes: row?.successes, failures: row?.failures, p50_ms: row?.p50_ms, p95_ms: row?.p95_ms }, { successes: 5, failures: 2, p50_ms: 300, p95_ms: 1000 });
     // 5 minutes after the first calls they have left the window; the last two remain.
     mock.timers.tick(60_000 + 20_000);
     row = reg.snapshot()[0];
     assert.deepEqual({ successes: row?.successes, failures: row?.failures, p50_ms: row?.p50_ms }, { successes: 2, failures: 0, p50_ms: 1000 });
+    assert.equal(row?.p95_ms, 1000);
     mock.timers.tick(5 * 60_000);
     row = reg.snapshot()[0];
     assert.deepEqual({ successes: row?.successes, failures: row?.failures, p50_ms: row?.p50_ms }, { successes: 0, failures: 0, p50_ms: null });
+    assert.equal(row?.p95_ms, null);
   });
 
   test("the window's edge: an event stays at most 5 minutes", () => {
     const w = new CallWindow(300_000);
     w.success(10, 0);
     w.failure(0);
-    assert.deepEqual(w.read(299_999), { successes: 1, failures: 1, p50Ms: 10 });
-    assert.deepEqual(w.read(300_000), { successes: 0, failures: 0, p50Ms: null });
+    assert.deepEqual(w.read(299_999), { successes: 1, failures: 1, p50Ms: 10, p95Ms: 10 });
+    assert.deepEqual(w.read(300_000), { successes: 0, failures: 0, p50Ms: null, p95Ms: null });
     // Buckets are reused as time goes round.
     w.success(20, 600_000);
-    assert.deepEqual(w.read(600_001), { successes: 1, failures: 0, p50Ms: 20 });
+    assert.deepEqual(w.read(600_001), { successes: 1, failures: 0, p50Ms: 20, p95Ms: 20 });
   });
 
   test("a caller's abort is not counted as a failure", async () => {
@@ -261,6 +263,7 @@ describe("registry", () => {
       successes: 0,
       failures: 0,
       p50_ms: null,
+      p95_ms: null,
     });
     assert.ok(!JSON.stringify(rows).includes(KEY));
     assert.ok(!JSON.stringify(rows).includes("queue.example"));

@@ -98,6 +98,203 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/revenue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Revenue against upstream cost per model and day
+         * @description Live revenue from the usage log, by the day (in `tz`) each call placed its hold, next to the upstream cost: what a job's source reported, else the list price recorded on the job; for synchronous calls, which record none, an estimate from the catalog's provider cost where the catalog states a markup (speech, transcription, understanding), else no figure. Calls without a figure are counted in `uncosted_revenue_usd` and left out of the margin.
+         */
+        get: operations["adminGetRevenue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/upstreams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Upstream sources: circuit, error rate and latency
+         * @description One row per configured source (`UPSTREAMS`, then `TEXT_UPSTREAMS`; D25), this process's view. Counts and latencies cover the last `window_s` seconds. Keys and URLs are never shown. An empty list: every family is served by the simulator.
+         */
+        get: operations["adminListUpstreams"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find accounts by email prefix or id
+         * @description Accounts newest first. `q` matches an exact user id or the start of the email, case-insensitive (`ali` finds `alice@example.com`); without `q`, every account. A prefix, not a substring: it is an index range on both databases.
+         */
+        get: operations["adminListAccounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One account: balance, tier, overrides and effective limits */
+        get: operations["adminGetAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users/{user_id}/deposits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Credit an account (a deposit)
+         * @description Adds a `deposit` ledger entry; cumulative deposits raise the tier (10, 50, 250 and 1000 USD for tiers 1 to 4).
+         */
+        post: operations["adminDeposit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users/{user_id}/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One account's ledger, newest first
+         * @description What `GET /v1/billing/ledger` shows the account.
+         */
+        get: operations["adminListAccountLedger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users/{user_id}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Override single limits of an account (D22)
+         * @description Any subset of the tier-row fields; each is merged into the account's overrides, `null` drops one. `audio_concurrent_per_provider` maps pools (`host_1`, `host_2`, `alpha`, `beta`, `host_3`) to counts. An unknown field is refused.
+         */
+        put: operations["adminSetLimits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users/{user_id}/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One account's usage records, newest first
+         * @description What `GET /v1/requests` shows the account, with the same filters.
+         */
+        get: operations["adminListAccountRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users/{user_id}/tier": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set or clear an account's tier override
+         * @description The override wins over deposits until cleared with `{"tier": null}`.
+         */
+        put: operations["adminSetTier"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users/{user_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One account's usage summed by day, model or key
+         * @description What `GET /v1/usage` shows the account, with the same filters.
+         */
+        get: operations["adminGetAccountUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audio/music": {
         parameters: {
             query?: never;
@@ -1410,6 +1607,1235 @@ export interface operations {
                 };
             };
             /** @description Not found: `job_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminGetRevenue: {
+        parameters: {
+            query?: {
+                /**
+                 * @description From (default: 30 days ago; a date starts at midnight in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /** @description Group by day in `tz` (default), model, or both. */
+                group_by?: "day" | "model" | "day_model";
+                /**
+                 * @description Until, exclusive (default: now; a date includes that day in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                to?: string;
+                /**
+                 * @description IANA time zone of the days and of date bounds (default `UTC`).
+                 * @example Europe/Berlin
+                 */
+                tz?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Groups by day, then model. */
+                        data: {
+                            /** @description `YYYY-MM-DD` in `tz`; null when not grouped by day. */
+                            day: string | null;
+                            /** @description Revenue of the calls with a cost figure minus that cost; null when none has one (USD, at most 6 decimals). */
+                            margin_usd: number | null;
+                            /** @description Model id; null when not grouped by model. */
+                            model: string | null;
+                            /** @description Live paid calls. */
+                            requests: number;
+                            /** @description What customers were charged (live mode; equals the ledger's charges less refunds) (USD, at most 6 decimals). */
+                            revenue_usd: number;
+                            /** @description Revenue of calls without a cost figure (simulator-served jobs, music, sound effects, voices, chat): not in the margin (USD, at most 6 decimals). */
+                            uncosted_revenue_usd: number;
+                            upstream_cost_by_basis: {
+                                /** @description Synchronous calls: an estimate, the charge divided by the catalog markup (nothing is recorded per call) (USD, at most 6 decimals). */
+                                catalog_usd: number;
+                                /** @description Jobs served by a real source that reports nothing: the provider's list price of what was delivered (USD, at most 6 decimals). */
+                                list_price_usd: number;
+                                /** @description Jobs whose source reported what it charged (USD, at most 6 decimals). */
+                                reported_usd: number;
+                            };
+                            /** @description Upstream cost of the calls with a cost figure; null when none has one (USD, at most 6 decimals). */
+                            upstream_cost_usd: number | null;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @description Start of the period.
+                         */
+                        from: string;
+                        /**
+                         * @description How the groups were made.
+                         * @enum {string}
+                         */
+                        group_by: "day" | "model" | "day_model";
+                        /**
+                         * @description Always `admin.revenue`.
+                         * @enum {string}
+                         */
+                        object: "admin.revenue";
+                        /**
+                         * Format: date-time
+                         * @description End of the period (exclusive).
+                         */
+                        to: string;
+                        total: {
+                            /** @description `YYYY-MM-DD` in `tz`; null when not grouped by day. */
+                            day: string | null;
+                            /** @description Revenue of the calls with a cost figure minus that cost; null when none has one (USD, at most 6 decimals). */
+                            margin_usd: number | null;
+                            /** @description Model id; null when not grouped by model. */
+                            model: string | null;
+                            /** @description Live paid calls. */
+                            requests: number;
+                            /** @description What customers were charged (live mode; equals the ledger's charges less refunds) (USD, at most 6 decimals). */
+                            revenue_usd: number;
+                            /** @description Revenue of calls without a cost figure (simulator-served jobs, music, sound effects, voices, chat): not in the margin (USD, at most 6 decimals). */
+                            uncosted_revenue_usd: number;
+                            upstream_cost_by_basis: {
+                                /** @description Synchronous calls: an estimate, the charge divided by the catalog markup (nothing is recorded per call) (USD, at most 6 decimals). */
+                                catalog_usd: number;
+                                /** @description Jobs served by a real source that reports nothing: the provider's list price of what was delivered (USD, at most 6 decimals). */
+                                list_price_usd: number;
+                                /** @description Jobs whose source reported what it charged (USD, at most 6 decimals). */
+                                reported_usd: number;
+                            };
+                            /** @description Upstream cost of the calls with a cost figure; null when none has one (USD, at most 6 decimals). */
+                            upstream_cost_usd: number | null;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` (the operator API is off: `GATEWAY_ADMIN_TOKEN` is not set). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListUpstreams: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sources. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /**
+                             * @description `open` after 5 consecutive retryable failures; `half_open` once the 30 s are over and the next call is the trial.
+                             * @enum {string}
+                             */
+                            circuit: "closed" | "open" | "half_open";
+                            /** @description failures / (successes + failures) in the window, 0 to 1; null without a call. */
+                            error_rate: number | null;
+                            /** @description Calls that failed in the window (refusals by the gateway itself excluded). */
+                            failures: number;
+                            /** @description Families it serves, in order of preference for them. */
+                            families: string[];
+                            /** @description Calls running now. */
+                            in_flight: number;
+                            /** @description The source's name. */
+                            name: string;
+                            /** @description Median duration of the window's successful calls, ms; null without one. */
+                            p50_ms: number | null;
+                            /** @description 95th percentile (nearest rank) of the same durations, ms; null without one. */
+                            p95_ms: number | null;
+                            /** @description `elevenlabs`, `minimax`, `fal`, `bfl` or `openai`. */
+                            protocol: string;
+                            /** @description Calls that succeeded in the window. */
+                            successes: number;
+                            /** @description The window, seconds. */
+                            window_s: number;
+                        }[];
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` (the operator API is off: `GATEWAY_ADMIN_TOKEN` is not set). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListAccounts: {
+        parameters: {
+            query?: {
+                /** @description Cursor: the `user_id` of the last account of the previous page. */
+                after?: string;
+                /**
+                 * @description Page size, 1 to 100 (default 20).
+                 * @example 20
+                 */
+                limit?: string;
+                /**
+                 * @description A user id, or the start of an email.
+                 * @example alice@
+                 */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /** @description Balance (USD, at most 6 decimals). */
+                            balance_usd: number;
+                            /**
+                             * Format: date-time
+                             * @description When the account was registered.
+                             */
+                            created_at: string;
+                            /** @description Email (stored lowercased). */
+                            email: string;
+                            /** @description Whether the operator overrides some limits of the account (D22). */
+                            has_custom_limits: boolean;
+                            /** @description API keys of the account (live and test). */
+                            keys: number;
+                            /**
+                             * Format: date-time
+                             * @description When one of its keys was last used (written at most once a minute per key), or null.
+                             */
+                            last_key_used_at: string | null;
+                            /** @description Effective tier, 0 to 4 (the override when set, else by deposits). */
+                            tier: number;
+                            /** @description Name of the effective tier. */
+                            tier_name: string;
+                            /** @description The operator's tier override, or null. */
+                            tier_override: number | null;
+                            /** @description Cumulative deposits (USD, at most 6 decimals). */
+                            total_deposits_usd: number;
+                            /** @description Account id. */
+                            user_id: string;
+                        }[];
+                        /** @description More accounts follow. */
+                        has_more: boolean;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (limit outside 1-100, q over 254 characters). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` (the operator API is off: `GATEWAY_ADMIN_TOKEN` is not set). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminGetAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account's id (`usr_...`). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Balance (USD, at most 6 decimals). */
+                        balance_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When the account was registered.
+                         */
+                        created_at: string;
+                        /** @description Email (stored lowercased). */
+                        email: string;
+                        /** @description Whether the operator overrides some limits of the account (D22). */
+                        has_custom_limits: boolean;
+                        /** @description API keys of the account (live and test). */
+                        keys: number;
+                        /**
+                         * Format: date-time
+                         * @description When one of its keys was last used (written at most once a minute per key), or null.
+                         */
+                        last_key_used_at: string | null;
+                        limits: components["schemas"]["TierRow"];
+                        /** @description The account's limit overrides (D22): the tier-row fields set by the operator; `{}` when none. */
+                        limits_override: {
+                            [key: string]: unknown;
+                        };
+                        /**
+                         * @description Always `admin.account`.
+                         * @enum {string}
+                         */
+                        object: "admin.account";
+                        /** @description Effective tier, 0 to 4 (the override when set, else by deposits). */
+                        tier: number;
+                        /** @description Name of the effective tier. */
+                        tier_name: string;
+                        /** @description The operator's tier override, or null. */
+                        tier_override: number | null;
+                        /** @description Cumulative deposits (USD, at most 6 decimals). */
+                        total_deposits_usd: number;
+                        /** @description Account id. */
+                        user_id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `user_not_found` (no such account), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminDeposit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account's id (`usr_...`). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Positive amount, at most 1,000,000 (USD, at most 6 decimals), a number or a decimal string. */
+                    amount_usd: number | string;
+                    /** @description A payment reference, shown on the ledger entry. */
+                    reference?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The account after the deposit. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Balance (USD, at most 6 decimals). */
+                        balance_usd: number;
+                        /** @description Effective tier. */
+                        tier: number;
+                        /** @description Cumulative deposits (USD, at most 6 decimals). */
+                        total_deposits_usd: number;
+                        /** @description Account id. */
+                        user_id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a non-positive, non-numeric or too large amount, a bad reference). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `user_not_found` (no such account), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListAccountLedger: {
+        parameters: {
+            query?: {
+                /** @description Cursor: the `id` (ledger) or `job_id` (gallery) of the last item of the previous page. */
+                after?: string;
+                /**
+                 * @description Page size, 1 to 100 (default 20).
+                 * @example 20
+                 */
+                limit?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The account's id (`usr_...`). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /** @description Signed amount (USD, at most 6 decimals). */
+                            amount_usd: number;
+                            /** @description Balance right after this entry (USD, at most 6 decimals). */
+                            balance_usd: number;
+                            /**
+                             * Format: date-time
+                             * @description Time of the entry.
+                             */
+                            created_at: string;
+                            /** @description Entry id (the cursor for `after`). */
+                            id: string;
+                            /** @description The job the entry belongs to. */
+                            job_id: string | null;
+                            /**
+                             * @description Entry kind.
+                             * @enum {string}
+                             */
+                            kind: "signup_credit" | "deposit" | "hold" | "hold_release" | "charge" | "refund" | "adjustment";
+                            /** @description A deposit's payment reference, the model of a call. */
+                            reference: string | null;
+                            /** @description The request (`req_...`) of the paid call the entry belongs to. */
+                            request_id: string | null;
+                        }[];
+                        /** @description More entries follow. */
+                        has_more: boolean;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (limit outside 1-100). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `user_not_found` (no such account), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminSetLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account's id (`usr_...`). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Limit fields to override (D22). */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Concurrent audio calls by pool, or null to drop the override. */
+                    audio_concurrent_per_provider?: {
+                        [key: string]: number;
+                    } | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    image_concurrent?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    image_queue_depth_cap?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    max_single_request?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    per_model_rpm?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    rpm?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    tpm?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    video_concurrent?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    video_queue_depth_cap?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The overrides now in force. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The account's limit overrides (D22): the tier-row fields set by the operator; `{}` when none. */
+                        limits_override: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Account id. */
+                        user_id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (an unknown field or a bad value). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `user_not_found` (no such account), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListAccountRequests: {
+        parameters: {
+            query?: {
+                /** @description Cursor: the `id` of the last record of the previous page. */
+                after?: string;
+                /**
+                 * @description Records from (UTC for a date): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /** @description Only calls made with this key. */
+                key_id?: string;
+                /**
+                 * @description Page size, 1 to 100 (default 20).
+                 * @example 20
+                 */
+                limit?: string;
+                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                mode?: "live" | "test";
+                /** @description Only this model. */
+                model?: string;
+                /** @description Only this status. */
+                status?: "pending" | "processing" | "succeeded" | "failed" | "refunded" | "expired";
+                /**
+                 * @description Records before (a date includes that day, UTC): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The account's id (`usr_...`). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /** @description What the call cost (null while pending or processing) (USD, at most 6 decimals). */
+                            cost_usd: number | null;
+                            /**
+                             * Format: date-time
+                             * @description When the call placed its hold.
+                             */
+                            created_at: string;
+                            /** @description 0 when the first source served the call, 1 or more for a fallback source. */
+                            fallback_layer: number;
+                            /** @description What was held (for a test-mode key: would have been held) (USD, at most 6 decimals). */
+                            hold_usd: number;
+                            /** @description The request id (`req_...`), as sent in `X-Svc-Request-Id`. */
+                            id: string;
+                            /** @description The job, for image, video and stored audio calls. */
+                            job_id: string | null;
+                            /** @description The API key that made the call. */
+                            key_id: string | null;
+                            /**
+                             * @description What the call was.
+                             * @enum {string}
+                             */
+                            kind: "speech" | "music" | "sfx" | "voice_design" | "voice_clone" | "transcription" | "audio_understanding" | "chat" | "image" | "video";
+                            /** @description From the hold to the charge or release, ms (a stream of speech: to its first audio); null until then. */
+                            latency_ms: number | null;
+                            /**
+                             * @description `test` for a test-mode key (no money moved).
+                             * @enum {string}
+                             */
+                            mode: "live" | "test";
+                            /** @description Model id. */
+                            model: string;
+                            /**
+                             * @description Always `usage.record`.
+                             * @enum {string}
+                             */
+                            object: "usage.record";
+                            /**
+                             * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
+                             * @enum {string}
+                             */
+                            status: "pending" | "processing" | "succeeded" | "failed" | "refunded" | "expired";
+                            /** @description The units of the call, whichever apply (none for voice design and cloning). */
+                            units: {
+                                /** @description Chat: cached input tokens. */
+                                cached_tokens?: number;
+                                /** @description Speech: characters billed. */
+                                characters?: number;
+                                /** @description Images. */
+                                images?: number;
+                                /** @description Chat: input tokens, cached ones included. */
+                                input_tokens?: number;
+                                /** @description Transcription and audio understanding: billed (started) minutes. */
+                                minutes?: number;
+                                /** @description Chat: output tokens. */
+                                output_tokens?: number;
+                                /** @description Music, sound effects and video: seconds. */
+                                seconds?: number;
+                            };
+                        }[];
+                        /** @description More records follow. */
+                        has_more: boolean;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (limit outside 1-100, a bad status, mode or time). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `user_not_found` (no such account), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminSetTier: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account's id (`usr_...`). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The tier, 0 to 4, or null to clear the override. */
+                    tier: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The tier now in force. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Effective tier. */
+                        tier: number;
+                        /** @description The override, or null. */
+                        tier_override: number | null;
+                        /** @description Account id. */
+                        user_id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a tier outside 0-4). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `user_not_found` (no such account), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminGetAccountUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description From (default: 30 days ago; a date starts at midnight in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /** @description Group by day in `tz` (default), model or key. */
+                group_by?: "day" | "model" | "key";
+                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                mode?: "live" | "test";
+                /**
+                 * @description Until, exclusive (default: now; a date includes that day in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                to?: string;
+                /**
+                 * @description IANA time zone of the days and of date bounds (default `UTC`).
+                 * @example Europe/Berlin
+                 */
+                tz?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The account's id (`usr_...`). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The summary. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Groups in ascending order. */
+                        data: {
+                            /** @description What they cost (USD, at most 6 decimals). */
+                            cost_usd: number;
+                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key). */
+                            group: string;
+                            /** @description Paid calls. */
+                            requests: number;
+                            /** @description The units of the call, whichever apply (none for voice design and cloning). */
+                            units: {
+                                /** @description Chat: cached input tokens. */
+                                cached_tokens?: number;
+                                /** @description Speech: characters billed. */
+                                characters?: number;
+                                /** @description Images. */
+                                images?: number;
+                                /** @description Chat: input tokens, cached ones included. */
+                                input_tokens?: number;
+                                /** @description Transcription and audio understanding: billed (started) minutes. */
+                                minutes?: number;
+                                /** @description Chat: output tokens. */
+                                output_tokens?: number;
+                                /** @description Music, sound effects and video: seconds. */
+                                seconds?: number;
+                            };
+                        }[];
+                        /**
+                         * @description How the groups were made.
+                         * @enum {string}
+                         */
+                        group_by: "day" | "model" | "key";
+                        /**
+                         * @description Always `usage.summary`.
+                         * @enum {string}
+                         */
+                        object: "usage.summary";
+                        total: {
+                            /** @description What they cost (USD, at most 6 decimals). */
+                            cost_usd: number;
+                            /** @description Paid calls. */
+                            requests: number;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `user_not_found` (no such account), or `not_found` (the operator API is off). */
             404: {
                 headers: {
                     [name: string]: unknown;

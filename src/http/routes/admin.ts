@@ -1,64 +1,113 @@
 /**
- * Operator API (D9, D21, D22, D25): deposits, tier override, custom limits and the state of the real
- * upstream sources. Behind `GATEWAY_ADMIN_TOKEN`; hidden from the OpenAPI document (D23).
+ * Operator API (D9, D21, D22, D25; issue 15 point 3): find accounts and read one (its ledger, requests and
+ * usage as the customer sees them), deposits, tier override, custom limits, the state of the upstream
+ * sources, and revenue against upstream cost. Behind `GATEWAY_ADMIN_TOKEN` (http/auth.ts `requireAdmin`);
+ * listed in the OpenAPI document under the `operator` tag (schemas/admin.ts).
  */
-import { Type } from "typebox";
-import { depositFunds, setLimitsOverride, setTierOverride } from "../../accounts/admin.ts";
+import {
+  depositFunds,
+  getAccountForOperator,
+  listAccounts,
+  requireAccount,
+  setLimitsOverride,
+  setTierOverride,
+} from "../../accounts/admin.ts";
+import { microsToUsd } from "../../billing/money.ts";
+import { revenueReport, type RevenueGroupBy, type RevenueRow } from "../../billing/revenue.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
+import {
+  accountLedgerSchema,
+  accountRequestsSchema,
+  accountUsageSchema,
+  depositSchema,
+  getAccountSchema,
+  listAccountsSchema,
+  listUpstreamsSchema,
+  revenueSchema,
+  setLimitsSchema,
+  setTierSchema,
+} from "../schemas/admin.ts";
+import { ledgerPage } from "./billing.ts";
+import { type RequestsQuery, requestsPage, type SummaryQuery, summaryOptions, usageSummary } from "./usage.ts";
 
-const UserParams = Type.Object({ user_id: Type.String({ maxLength: 200 }) });
+type UserParams = { user_id: string };
 
-/**
- * `GET /v1/admin/upstreams` (D25): one row per configured source. The serializer writes only these
- * fields, so a key or URL could not slip into the answer.
- */
-const UpstreamsList = Type.Object(
-  {
-    object: Type.Literal("list"),
-    data: Type.Array(
-      Type.Object(
-        {
-          name: Type.String(),
-          protocol: Type.String(),
-          families: Type.Array(Type.String()),
-          circuit: Type.Union([Type.Literal("closed"), Type.Literal("open"), Type.Literal("half_open")]),
-          in_flight: Type.Integer(),
-          successes: Type.Integer(),
-          failures: Type.Integer(),
-          p50_ms: Type.Union([Type.Integer(), Type.Null()]),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-  },
-  { additionalProperties: false },
-);
+/** A revenue group as the API shows it (amounts in USD). */
+function revenueRowJson(r: RevenueRow) {
+  return {
+    day: r.day,
+    model: r.model,
+    requests: r.requests,
+    revenue_usd: microsToUsd(r.revenueMicros),
+    upstream_cost_usd: r.upstreamCostMicros === null ? null : microsToUsd(r.upstreamCostMicros),
+    margin_usd: r.marginMicros === null ? null : microsToUsd(r.marginMicros),
+    uncosted_revenue_usd: microsToUsd(r.uncostedRevenueMicros),
+    upstream_cost_by_basis: {
+      reported_usd: microsToUsd(r.byBasis.reported),
+      list_price_usd: microsToUsd(r.byBasis.listPrice),
+      catalog_usd: microsToUsd(r.byBasis.catalog),
+    },
+  };
+}
 
 export function adminRoutes(app: App, services: Services): void {
-  app.post(
-    "/v1/admin/users/:user_id/deposits",
-    {
-      schema: {
-        hide: true,
-        params: UserParams,
-        body: Type.Object({ amount_usd: Type.Unknown(), reference: Type.Optional(Type.Unknown()) }),
-      },
-    },
-    async (req) => depositFunds(services.db.kysely, req.params.user_id, req.body),
+  const db = services.db.kysely;
+
+  app.get("/v1/admin/users", { schema: listAccountsSchema }, async (req) =>
+    listAccounts(db, services.db.dialect, req.query as { q?: string; limit?: string; after?: string }),
   );
-  app.put(
-    "/v1/admin/users/:user_id/tier",
-    { schema: { hide: true, params: UserParams, body: Type.Object({ tier: Type.Unknown() }) } },
-    async (req) => setTierOverride(services.db.kysely, req.params.user_id, req.body.tier),
+  app.get("/v1/admin/users/:user_id", { schema: getAccountSchema }, async (req) => getAccountForOperator(db, (req.params as UserParams).user_id));
+
+  // One account as its owner sees it: the customer endpoints' own code, after a 404 for an unknown id.
+  app.get("/v1/admin/users/:user_id/ledger", { schema: accountLedgerSchema }, async (req) => {
+    const { user_id } = req.params as UserParams;
+    await requireAccount(db, user_id);
+    return ledgerPage(db, user_id, req.query as { limit?: string; after?: string });
+  });
+  app.get("/v1/admin/users/:user_id/requests", { schema: accountRequestsSchema }, async (req) => {
+    const { user_id } = req.params as UserParams;
+    await requireAccount(db, user_id);
+    return requestsPage(db, user_id, req.query as RequestsQuery);
+  });
+  app.get("/v1/admin/users/:user_id/usage", { schema: accountUsageSchema }, async (req) => {
+    const { user_id } = req.params as UserParams;
+    await requireAccount(db, user_id);
+    return usageSummary(db, user_id, req.query as SummaryQuery);
+  });
+
+  app.post("/v1/admin/users/:user_id/deposits", { schema: depositSchema }, async (req) =>
+    depositFunds(db, (req.params as UserParams).user_id, req.body as { amount_usd?: unknown; reference?: unknown }),
   );
-  app.put(
-    "/v1/admin/users/:user_id/limits",
-    { schema: { hide: true, params: UserParams, body: Type.Record(Type.String(), Type.Unknown()) } },
-    async (req) => setLimitsOverride(services.db.kysely, req.params.user_id, req.body),
+  app.put("/v1/admin/users/:user_id/tier", { schema: setTierSchema }, async (req) =>
+    setTierOverride(db, (req.params as UserParams).user_id, (req.body as { tier: unknown }).tier),
   );
-  app.get("/v1/admin/upstreams", { schema: { hide: true, response: { 200: UpstreamsList } } }, async () => ({
+  app.put("/v1/admin/users/:user_id/limits", { schema: setLimitsSchema }, async (req) =>
+    setLimitsOverride(db, (req.params as UserParams).user_id, req.body as Record<string, unknown>),
+  );
+
+  // D25's rows plus what a health page reads: the error rate and the window they cover.
+  app.get("/v1/admin/upstreams", { schema: listUpstreamsSchema }, async () => ({
     object: "list" as const,
-    data: services.upstreams.snapshot(),
+    data: services.upstreams.states.map((s) => {
+      const row = s.snapshot();
+      const calls = row.successes + row.failures;
+      return { ...row, error_rate: calls === 0 ? null : row.failures / calls, window_s: Math.round(s.stats.windowMs / 1000) };
+    }),
   }));
+
+  app.get("/v1/admin/revenue", { schema: revenueSchema }, async (req) => {
+    const q = req.query as { from?: string; to?: string; tz?: string; group_by?: RevenueGroupBy };
+    const { from, to, tz } = summaryOptions({ from: q.from, to: q.to, tz: q.tz });
+    const groupBy = q.group_by ?? "day";
+    const out = await revenueReport(db, { from, to, tz, groupBy });
+    return {
+      object: "admin.revenue" as const,
+      group_by: groupBy,
+      from: new Date(from).toISOString(),
+      to: new Date(to).toISOString(),
+      data: out.rows.map(revenueRowJson),
+      total: revenueRowJson(out.total),
+    };
+  });
 }

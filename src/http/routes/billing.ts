@@ -1,5 +1,5 @@
 /** `GET /v1/billing/ledger?limit=&after=` (D8, D17, D29): the caller's ledger, newest first. */
-import { type LedgerEntry, listLedger } from "../../billing/ledger.ts";
+import { type Executor, type LedgerEntry, listLedger } from "../../billing/ledger.ts";
 import { microsToUsd } from "../../billing/money.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
@@ -20,17 +20,24 @@ export function ledgerEntryJson(e: LedgerEntry) {
   };
 }
 
-export function billingRoutes(app: App, services: Services): void {
-  app.get("/v1/billing/ledger", { schema: listLedgerSchema }, async (req) => {
-    const query = req.query as { limit?: string; after?: string };
-    const page = await listLedger(services.db.kysely, principalOf(req).accountId, {
-      limit: query.limit === undefined ? 20 : Number(query.limit),
-      after: query.after ?? null,
-    });
-    return {
-      object: "list",
-      data: page.entries.map(ledgerEntryJson),
-      has_more: page.hasMore,
-    };
+/**
+ * One page of `accountId`'s ledger as `GET /v1/billing/ledger` answers it (also the operator's view of an
+ * account, `GET /v1/admin/users/{user_id}/ledger`); `query` as validated by the route schema.
+ */
+export async function ledgerPage(db: Executor, accountId: string, query: { limit?: string; after?: string }) {
+  const page = await listLedger(db, accountId, {
+    limit: query.limit === undefined ? 20 : Number(query.limit),
+    after: query.after ?? null,
   });
+  return {
+    object: "list" as const,
+    data: page.entries.map(ledgerEntryJson),
+    has_more: page.hasMore,
+  };
+}
+
+export function billingRoutes(app: App, services: Services): void {
+  app.get("/v1/billing/ledger", { schema: listLedgerSchema }, async (req) =>
+    ledgerPage(services.db.kysely, principalOf(req).accountId, req.query as { limit?: string; after?: string }),
+  );
 }

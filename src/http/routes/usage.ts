@@ -4,6 +4,7 @@
  * model or by key). API key or session token; an account sees only its own records, test-mode records
  * (D32) only with `mode=test`.
  */
+import type { Executor } from "../../billing/ledger.ts";
 import { microsToUsd } from "../../billing/money.ts";
 import {
   DEFAULT_USAGE_WINDOW_MS,
@@ -44,7 +45,53 @@ function recordJson(r: UsageRecord) {
   };
 }
 
-interface SummaryQuery {
+/** The query of `GET /v1/requests`, as validated by its route schema. */
+export interface RequestsQuery {
+  limit?: string;
+  after?: string;
+  model?: string;
+  key_id?: string;
+  status?: UsageStatus;
+  from?: string;
+  to?: string;
+  mode?: KeyMode;
+}
+
+/**
+ * One page of `accountId`'s usage records as `GET /v1/requests` answers it (also the operator's view of
+ * an account, `GET /v1/admin/users/{user_id}/requests`). @throws AppError 400 `invalid_request` (a bad time).
+ */
+export async function requestsPage(db: Executor, accountId: string, q: RequestsQuery) {
+  const page = await listRequests(db, accountId, {
+    limit: q.limit === undefined ? 20 : Number(q.limit),
+    after: q.after ?? null,
+    model: q.model ?? null,
+    keyId: q.key_id ?? null,
+    status: q.status ?? null,
+    from: q.from === undefined ? null : parseTimeBound(q.from, "UTC", "from"),
+    to: q.to === undefined ? null : parseTimeBound(q.to, "UTC", "to"),
+    mode: q.mode ?? "live",
+  });
+  return { object: "list" as const, data: page.records.map(recordJson), has_more: page.hasMore };
+}
+
+/**
+ * `accountId`'s usage summed as `GET /v1/usage` answers it (also `GET /v1/admin/users/{user_id}/usage`).
+ * @throws AppError 400 `invalid_request` (an unknown zone, a bad time, `from` after `to`).
+ */
+export async function usageSummary(db: Executor, accountId: string, q: SummaryQuery) {
+  const opts = summaryOptions(q);
+  const out = await summarizeUsage(db, accountId, opts);
+  return {
+    object: "usage.summary" as const,
+    group_by: opts.groupBy,
+    data: out.groups.map((g) => ({ group: g.group, requests: g.requests, cost_usd: microsToUsd(g.costMicros), units: g.units })),
+    total: { requests: out.total.requests, cost_usd: microsToUsd(out.total.costMicros) },
+  };
+}
+
+/** The query of `GET /v1/usage` and `GET /v1/usage.csv`, as validated by their route schema. */
+export interface SummaryQuery {
   from?: string;
   to?: string;
   group_by?: GroupBy;
@@ -53,7 +100,7 @@ interface SummaryQuery {
 }
 
 /** The window, grouping and zone of a summary query. @throws AppError 400 `invalid_request`. */
-function summaryOptions(q: SummaryQuery) {
+export function summaryOptions(q: SummaryQuery) {
   const tz = q.tz ?? "UTC";
   if (!isTimeZone(tz)) throw errors.invalidRequest(`tz must be an IANA time zone such as Europe/Berlin; '${tz}' is not one.`, "tz");
   const now = Date.now();
@@ -72,36 +119,14 @@ function csvField(v: string | number): string {
 export function usageRoutes(app: App, services: Services): void {
   const db = services.db.kysely;
 
-  app.get("/v1/requests", { schema: listRequestsSchema }, async (req) => {
-    const q = req.query as { limit?: string; after?: string; model?: string; key_id?: string; status?: UsageStatus; from?: string; to?: string; mode?: KeyMode };
-    const page = await listRequests(db, principalOf(req).accountId, {
-      limit: q.limit === undefined ? 20 : Number(q.limit),
-      after: q.after ?? null,
-      model: q.model ?? null,
-      keyId: q.key_id ?? null,
-      status: q.status ?? null,
-      from: q.from === undefined ? null : parseTimeBound(q.from, "UTC", "from"),
-      to: q.to === undefined ? null : parseTimeBound(q.to, "UTC", "to"),
-      mode: q.mode ?? "live",
-    });
-    return { object: "list", data: page.records.map(recordJson), has_more: page.hasMore };
-  });
+  app.get("/v1/requests", { schema: listRequestsSchema }, async (req) => requestsPage(db, principalOf(req).accountId, req.query as RequestsQuery));
 
   app.get("/v1/requests/:id", { schema: getRequestSchema }, async (req) => {
     const { record, ledger } = await getRequest(db, principalOf(req).accountId, (req.params as { id: string }).id);
     return { ...recordJson(record), ledger: ledger.map(ledgerEntryJson) };
   });
 
-  app.get("/v1/usage", { schema: getUsageSchema }, async (req) => {
-    const opts = summaryOptions(req.query as SummaryQuery);
-    const out = await summarizeUsage(db, principalOf(req).accountId, opts);
-    return {
-      object: "usage.summary",
-      group_by: opts.groupBy,
-      data: out.groups.map((g) => ({ group: g.group, requests: g.requests, cost_usd: microsToUsd(g.costMicros), units: g.units })),
-      total: { requests: out.total.requests, cost_usd: microsToUsd(out.total.costMicros) },
-    };
-  });
+  app.get("/v1/usage", { schema: getUsageSchema }, async (req) => usageSummary(db, principalOf(req).accountId, req.query as SummaryQuery));
 
   app.get("/v1/usage.csv", { schema: getUsageCsvSchema }, async (req, reply) => {
     const opts = summaryOptions(req.query as SummaryQuery);

@@ -27,7 +27,7 @@ export interface ResponseDoc {
 }
 
 /** Who may call an operation; mapped to OpenAPI `security` requirements. */
-export type Access = "public" | "key" | "keyOrSession" | "keyOrXApiKey";
+export type Access = "public" | "key" | "keyOrSession" | "keyOrXApiKey" | "admin";
 
 /** Tags in display order, with their descriptions. */
 export const TAGS = {
@@ -42,6 +42,7 @@ export const TAGS = {
   text: "Chat in the OpenAI and Anthropic formats.",
   models: "The live model list.",
   operations: "Health, readiness, metrics and this document.",
+  operator: "The operator API (`Authorization: Bearer $GATEWAY_ADMIN_TOKEN`): accounts, deposits, tiers, limits, upstream health and revenue. Without `GATEWAY_ADMIN_TOKEN` these routes answer 404.",
 } as const;
 /** An operation's tag. */
 export type Tag = keyof typeof TAGS;
@@ -52,6 +53,7 @@ export const SECURITY: Record<Access, { [scheme: string]: string[] }[]> = {
   key: [{ apiKey: [] }],
   keyOrSession: [{ apiKey: [] }, { sessionToken: [] }],
   keyOrXApiKey: [{ apiKey: [] }, { xApiKey: [] }],
+  admin: [{ adminToken: [] }],
 };
 
 /** The documentation and validation of one operation. */
@@ -67,7 +69,7 @@ export interface OperationDoc {
   params?: Schema;
   headers?: Schema;
   responses: Record<string, ResponseDoc>;
-  /** Hidden from the document (the operator API). */
+  /** Hidden from the document. */
   hide?: boolean;
 }
 
@@ -89,7 +91,11 @@ export function route(doc: OperationDoc): FastifySchema {
     ...(doc.query ? { querystring: doc.query } : {}),
     ...(doc.params ? { params: doc.params } : {}),
     ...(doc.headers ? { headers: doc.headers } : {}),
-    response: doc.access === "public" ? { ...frameworkResponses(doc), ...doc.responses } : withCallHeaders({ ...frameworkResponses(doc), ...doc.responses }),
+    // Operator answers carry no request id or test-mode mark: the operator token is not a paid caller.
+    response:
+      doc.access === "public" || doc.access === "admin"
+        ? { ...frameworkResponses(doc), ...doc.responses }
+        : withCallHeaders({ ...frameworkResponses(doc), ...doc.responses }),
   } as FastifySchema;
 }
 
@@ -120,7 +126,7 @@ function frameworkResponses(doc: OperationDoc): Record<string, ResponseDoc> {
   const table: Record<number, string> = {
     500: "`api_error` (an internal failure; nothing is charged)",
     503:
-      doc.access === "public"
+      doc.access === "public" || doc.access === "admin"
         ? "`service_unavailable` (the gateway is shutting down)"
         : "`limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down)",
   };

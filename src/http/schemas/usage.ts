@@ -43,6 +43,20 @@ const RECORD_FIELDS = {
 const RECORD_REQUIRED = Object.keys(RECORD_FIELDS);
 const RECORD = obj(RECORD_FIELDS, RECORD_REQUIRED);
 
+/** The query of `GET /v1/requests` (also the operator's `GET /v1/admin/users/{user_id}/requests`). */
+export const REQUESTS_QUERY = obj({
+  limit: queryInt("Page size, 1 to 100 (default 20).", "^0*(100|[1-9][0-9]?)$", "limit must be an integer from 1 to 100.", { examples: ["20"] }),
+  after: str("Cursor: the `id` of the last record of the previous page.", { maxLength: 200 }),
+  model: str("Only this model.", { maxLength: 200 }),
+  key_id: str("Only calls made with this key.", { maxLength: 200 }),
+  status: oneOf(JOB_STATUSES, "Only this status.", { "x-error-message": `status must be one of ${JOB_STATUSES.join(", ")}.` }),
+  from: TIME_BOUND("Records from (UTC for a date)"),
+  to: TIME_BOUND("Records before (a date includes that day, UTC)"),
+  mode: MODE,
+});
+/** One page of usage records. */
+export const REQUESTS_PAGE = LIST(RECORD, { has_more: bool("More records follow.") });
+
 /** `GET /v1/requests`. */
 export const listRequestsSchema = route({
   operationId: "listRequests",
@@ -50,18 +64,9 @@ export const listRequestsSchema = route({
   description: "One record per paid call (every call that placed a hold, or for a test-mode key would have).",
   tags: ["billing"],
   access: "keyOrSession",
-  query: obj({
-    limit: queryInt("Page size, 1 to 100 (default 20).", "^0*(100|[1-9][0-9]?)$", "limit must be an integer from 1 to 100.", { examples: ["20"] }),
-    after: str("Cursor: the `id` of the last record of the previous page.", { maxLength: 200 }),
-    model: str("Only this model.", { maxLength: 200 }),
-    key_id: str("Only calls made with this key.", { maxLength: 200 }),
-    status: oneOf(JOB_STATUSES, "Only this status.", { "x-error-message": `status must be one of ${JOB_STATUSES.join(", ")}.` }),
-    from: TIME_BOUND("Records from (UTC for a date)"),
-    to: TIME_BOUND("Records before (a date includes that day, UTC)"),
-    mode: MODE,
-  }),
+  query: REQUESTS_QUERY,
   responses: {
-    200: ok("One page.", LIST(RECORD, { has_more: bool("More records follow.") })),
+    200: ok("One page.", REQUESTS_PAGE),
     ...errors({ 400: "`invalid_request` (limit outside 1-100, a bad status, mode or time)", ...AUTH_ERR }),
   },
 });
@@ -82,13 +87,37 @@ export const getRequestSchema = route({
   },
 });
 
-const SUMMARY_QUERY = obj({
+/** The query of `GET /v1/usage` and its CSV (also the operator's `GET /v1/admin/users/{user_id}/usage`). */
+export const SUMMARY_QUERY = obj({
   from: TIME_BOUND("From (default: 30 days ago; a date starts at midnight in `tz`)"),
   to: TIME_BOUND("Until, exclusive (default: now; a date includes that day in `tz`)"),
   group_by: oneOf(["day", "model", "key"], "Group by day in `tz` (default), model or key.", { "x-error-message": "group_by must be 'day', 'model' or 'key'." }),
   tz: str("IANA time zone of the days and of date bounds (default `UTC`).", { maxLength: 64, examples: ["Europe/Berlin"] }),
   mode: MODE,
 });
+
+/** The body of `GET /v1/usage`. */
+export const USAGE_SUMMARY = obj(
+  {
+    object: oneOf(["usage.summary"], "Always `usage.summary`."),
+    group_by: oneOf(["day", "model", "key"], "How the groups were made."),
+    data: {
+      type: "array",
+      description: "Groups in ascending order.",
+      items: obj(
+        {
+          group: str("`YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key)."),
+          requests: int("Paid calls."),
+          cost_usd: usd("What they cost"),
+          units: UNITS,
+        },
+        ["group", "requests", "cost_usd", "units"],
+      ),
+    },
+    total: obj({ requests: int("Paid calls."), cost_usd: usd("What they cost") }, ["requests", "cost_usd"]),
+  },
+  ["object", "group_by", "data", "total"],
+);
 
 /** `GET /v1/usage`. */
 export const getUsageSchema = route({
@@ -98,30 +127,7 @@ export const getUsageSchema = route({
   access: "keyOrSession",
   query: SUMMARY_QUERY,
   responses: {
-    200: ok(
-      "The summary.",
-      obj(
-        {
-          object: oneOf(["usage.summary"], "Always `usage.summary`."),
-          group_by: oneOf(["day", "model", "key"], "How the groups were made."),
-          data: {
-            type: "array",
-            description: "Groups in ascending order.",
-            items: obj(
-              {
-                group: str("`YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key)."),
-                requests: int("Paid calls."),
-                cost_usd: usd("What they cost"),
-                units: UNITS,
-              },
-              ["group", "requests", "cost_usd", "units"],
-            ),
-          },
-          total: obj({ requests: int("Paid calls."), cost_usd: usd("What they cost") }, ["requests", "cost_usd"]),
-        },
-        ["object", "group_by", "data", "total"],
-      ),
-    ),
+    200: ok("The summary.", USAGE_SUMMARY),
     ...errors({ 400: "`invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`)", ...AUTH_ERR }),
   },
 });
