@@ -23,7 +23,7 @@ import { catalogRoutes } from "./routes/catalog.ts";
 import { generationRoutes } from "./routes/generation.ts";
 import { audioTextRoutes } from "./routes/audio-text.ts";
 import { chatRoutes } from "./routes/chat.ts";
-import { jobRoutes } from "./routes/jobs.ts";
+import { jobReadRoutes, jobRoutes } from "./routes/jobs.ts";
 import { messagesRoutes } from "./routes/messages.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { opsRoutes } from "./routes/ops.ts";
@@ -144,6 +144,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     modelRoutes(acc);
     galleryRoutes(acc, services);
     webhookRoutes(acc, services);
+    jobReadRoutes(acc, services);
   });
   await app.register(async (keyed) => {
     keyed.addHook("onRequest", requireAuth(services, { allowSession: false }));
