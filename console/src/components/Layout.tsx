@@ -65,12 +65,8 @@ export function Layout() {
             </button>
           ) : (
             <>
-              <Link to="/sign-in" role="button" className="secondary outline">
-                Sign in
-              </Link>
-              <Link to="/register" role="button">
-                Register
-              </Link>
+              <Link to="/sign-in">Sign in</Link>
+              <Link to="/register">Register</Link>
             </>
           )}
         </div>
