@@ -1,6 +1,8 @@
 /**
- * A table of rows with declared columns, scrolling sideways inside its own box on a narrow screen (the
- * page itself never scrolls sideways at 375 px), and `Pager`, the newer/older buttons of a cursor-paged
+ * A table of rows with declared columns. On a narrow screen (under 600 px) each row becomes a card of
+ * "header: value" lines (styles.css `.stack`), so a phone needs no sideways scrolling; with `stack={false}`
+ * the table keeps its columns and scrolls inside its own box instead (the page never scrolls sideways).
+ * And `Pager`, the newer/older buttons of a cursor-paged
  * list (url-state.ts `useCursor`).
  */
 import type { ReactNode } from "react";
@@ -12,9 +14,21 @@ export interface Column<T> {
   numeric?: boolean;
 }
 
-export function DataTable<T>({ columns, rows, rowKey, caption }: { columns: Column<T>[]; rows: T[]; rowKey: (row: T) => string; caption?: string }) {
+export function DataTable<T>({
+  columns,
+  rows,
+  rowKey,
+  caption,
+  stack = true,
+}: {
+  columns: Column<T>[];
+  rows: T[];
+  rowKey: (row: T) => string;
+  caption?: string;
+  stack?: boolean;
+}) {
   return (
-    <div className="overflow-auto table-box">
+    <div className={`overflow-auto table-box${stack ? " stack" : ""}`}>
       <table className="striped">
         {caption && <caption>{caption}</caption>}
         <thead>
@@ -30,7 +44,7 @@ export function DataTable<T>({ columns, rows, rowKey, caption }: { columns: Colu
           {rows.map((row) => (
             <tr key={rowKey(row)}>
               {columns.map((c) => (
-                <td key={c.header} className={c.numeric ? "numeric" : undefined}>
+                <td key={c.header} className={c.numeric ? "numeric" : undefined} data-label={c.header}>
                   {c.cell(row)}
                 </td>
               ))}

@@ -11,6 +11,7 @@ import { ErrorNotice, Loading, QueryView } from "../components/states.tsx";
 import { DateTime, Usd } from "../components/values.tsx";
 import { browserTimeZone, formatCount, formatUsd, isoDateDaysAgo } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
+import { tierJobs } from "../tiers.ts";
 
 export const page: PageMeta = { path: "/", title: "Overview", group: "customer", order: 0 };
 
@@ -64,11 +65,9 @@ function Tier() {
               <dt>Tokens per minute</dt>
               <dd>{formatCount(l.tpm)}</dd>
               <dt>Image jobs at once (queued)</dt>
-              <dd>
-                {formatCount(l.image_concurrent)} ({formatCount(l.image_queue_depth_cap)})
-              </dd>
+              <dd>{tierJobs(l, "image")}</dd>
               <dt>Video jobs at once (queued)</dt>
-              <dd>{l.video_concurrent === 0 ? "video needs a higher tier" : `${formatCount(l.video_concurrent)} (${formatCount(l.video_queue_depth_cap)})`}</dd>
+              <dd>{tierJobs(l, "video")}</dd>
               <dt>Audio calls at once</dt>
               <dd>{formatCount(l.audio_concurrent)}</dd>
             </dl>

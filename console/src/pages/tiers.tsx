@@ -9,6 +9,7 @@ import { QueryView } from "../components/states.tsx";
 import { Usd } from "../components/values.tsx";
 import { formatCount } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
+import { tierJobs } from "../tiers.ts";
 
 export const page: PageMeta = { path: "/tiers", title: "Tiers and limits", navLabel: "Tiers", group: "public", order: 20 };
 
@@ -23,8 +24,8 @@ const COLUMNS: Column<Tier>[] = [
   { header: "Per model / min", numeric: true, cell: (t) => count(t.per_model_rpm) },
   { header: "Tokens / min", numeric: true, cell: (t) => count(t.tpm) },
   { header: "Largest request (tokens)", numeric: true, cell: (t) => count(t.max_single_request) },
-  { header: "Image jobs (queue)", numeric: true, cell: (t) => `${count(t.image_concurrent)} (${count(t.image_queue_depth_cap)})` },
-  { header: "Video jobs (queue)", numeric: true, cell: (t) => (t.video_concurrent === 0 ? "none" : `${count(t.video_concurrent)} (${count(t.video_queue_depth_cap)})`) },
+  { header: "Image jobs (queue)", numeric: true, cell: (t) => tierJobs(t, "image") },
+  { header: "Video jobs (queue)", numeric: true, cell: (t) => tierJobs(t, "video") },
   { header: "Audio at once", numeric: true, cell: (t) => count(t.audio_concurrent) },
 ];
 
