@@ -2,6 +2,7 @@
 // module graph of design.md ("Layout": the layering of src/) enforced by eslint-plugin-boundaries.
 import js from "@eslint/js";
 import boundaries from "eslint-plugin-boundaries";
+import reactHooks from "eslint-plugin-react-hooks";
 import tseslint from "typescript-eslint";
 
 // The layers of src/, lowest first: design.md's "Layout" and the rules under it, read as an order. A module
@@ -110,7 +111,7 @@ const moduleGraph = {
 
 export default tseslint.config(
   // The typed client's types are generated (npm run generate:client); tsc still checks them.
-  { ignores: ["node_modules/", "data/", "coverage/", "packages/client/src/schema.ts"] },
+  { ignores: ["node_modules/", "data/", "coverage/", "packages/client/src/schema.ts", "console/dist/", "console-screenshots/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -135,4 +136,26 @@ export default tseslint.config(
   },
   { files: ["**/*.js"], ...tseslint.configs.disableTypeChecked },
   moduleGraph,
+  // The web console (console/, a browser bundle): the rules of hooks, and no Node built-ins.
+  {
+    files: ["console/**/*.{ts,tsx}"],
+    ...reactHooks.configs.flat["recommended-latest"],
+  },
+  {
+    files: ["console/src/**/*.{ts,tsx}"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            { group: ["node:*"], message: "The console runs in the browser." },
+            {
+              group: ["**/packages/client/src/index.ts", "**/packages/client/src/download.ts", "**/packages/client/src/jobs.ts"],
+              message: "These client modules use Node built-ins: import openapi-fetch, schema.ts and errors.ts (see console/src/api.ts).",
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

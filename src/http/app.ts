@@ -23,7 +23,8 @@ import { catalogRoutes } from "./routes/catalog.ts";
 import { generationRoutes } from "./routes/generation.ts";
 import { audioTextRoutes } from "./routes/audio-text.ts";
 import { chatRoutes } from "./routes/chat.ts";
-import { jobRoutes } from "./routes/jobs.ts";
+import { consoleRoutes } from "./routes/console.ts";
+import { jobReadRoutes, jobRoutes } from "./routes/jobs.ts";
 import { messagesRoutes } from "./routes/messages.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { opsRoutes } from "./routes/ops.ts";
@@ -136,6 +137,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     outputPublicRoutes(pub, services);
     opsRoutes(pub, services);
   });
+  // The web console's static files (issue 15), in their own scope: @fastify/static decorates its reply.
+  await app.register(async (web) => consoleRoutes(web));
   await app.register(async (acc) => {
     acc.addHook("onRequest", requireAuth(services, { allowSession: true }));
     accountRoutes(acc, services);
@@ -144,6 +147,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     modelRoutes(acc);
     galleryRoutes(acc, services);
     webhookRoutes(acc, services);
+    jobReadRoutes(acc, services);
   });
   await app.register(async (keyed) => {
     keyed.addHook("onRequest", requireAuth(services, { allowSession: false }));

@@ -48,7 +48,11 @@ export function preferredWaitS(header: string | string[] | undefined): number | 
   return null;
 }
 
-export function jobRoutes(app: App, services: Services): void {
+/**
+ * The per-scope machinery of waits and event streams: `watcher` gives a signal that aborts when the client
+ * goes away or the gateway closes; `honourWait` applies `Prefer: wait` (D30) to a job read or submit.
+ */
+function jobWaits(app: App, services: Services) {
   const deps = { db: services.db.kysely, publicBaseUrl: services.config.publicBaseUrl };
 
   // Waits and event streams end when the gateway closes, so a shutdown never waits for them.
@@ -84,6 +88,15 @@ export function jobRoutes(app: App, services: Services): void {
       w.done();
     }
   };
+  return { deps, watcher, honourWait };
+}
+
+/**
+ * The job submits (images, videos, genmedia): API key only, since a submit spends money under a key's
+ * identity (usage records carry the key, D29/D32).
+ */
+export function jobRoutes(app: App, services: Services): void {
+  const { deps, honourWait } = jobWaits(app, services);
 
   const submit =
     (validate: (body: Record<string, unknown>) => JobSpec) => async (req: FastifyRequest, reply: FastifyReply) => {
@@ -104,6 +117,15 @@ export function jobRoutes(app: App, services: Services): void {
   app.post("/v1/images/generations", { schema: createImageJobSchema }, submit(validateImageJob));
   app.post("/v1/videos/generations", { schema: createVideoJobSchema }, submit((b) => validateVideoJob(b, { genmediaOnly: false })));
   app.post("/v1/genmedia/jobs", { schema: createGenmediaJobSchema }, submit((b) => validateVideoJob(b, { genmediaOnly: true })));
+
+}
+
+/**
+ * The job reads of D30 (list, get, cancel, event stream): an API key or a session token, so the web
+ * console (signed in with a session, D8) can show and cancel the account's jobs.
+ */
+export function jobReadRoutes(app: App, services: Services): void {
+  const { deps, watcher, honourWait } = jobWaits(app, services);
 
   app.get("/v1/jobs", { schema: listJobsSchema }, async (req) => {
     const q = req.query as { limit?: string; after?: string; status?: JobListQuery["status"]; kind?: JobListQuery["kind"]; model?: string };

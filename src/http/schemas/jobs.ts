@@ -180,7 +180,7 @@ export const getJobSchema = route({
   description:
     "Video usually finishes in 1-3 minutes (runner gives up after 10), images within 30 seconds (gives up after 5). A job that has not ended carries `Retry-After`: the seconds until a sensible next poll. With `Prefer: wait=N` the answer comes once the job ended, or after N seconds.",
   tags: ["media jobs"],
-  access: "key",
+  access: "keyOrSession",
   params: JOB_ID,
   headers: obj({ prefer: PREFER }),
   responses: {
@@ -198,7 +198,7 @@ export const listJobsSchema = route({
   summary: "Your jobs, newest first",
   description: "Image, video and stored audio jobs of your account, newest first, with optional filters. Page with `after` (the `id` of the last job of the previous page) while `has_more` is true.",
   tags: ["media jobs"],
-  access: "key",
+  access: "keyOrSession",
   query: obj({
     ...(PAGE_QUERY.properties as Record<string, Schema>),
     after: str("Cursor: the `id` of the last job of the previous page.", { maxLength: 64, examples: ["job_4kQ9xv2LmP7sT1wZ"] }),
@@ -219,7 +219,7 @@ export const cancelJobSchema = route({
   description:
     "A `pending` or `processing` job ends `failed` with `error.code` `canceled`; its whole hold is released and nothing is charged. The request is withdrawn at the upstream that accepted it. When the job succeeds at the same moment, exactly one of the two happens: a charge (then this answers 409) or the release.",
   tags: ["media jobs"],
-  access: "key",
+  access: "keyOrSession",
   params: JOB_ID,
   responses: {
     200: ok("The canceled job.", ref("MediaJob")),
@@ -248,7 +248,7 @@ export const jobEventsSchema = route({
   summary: "Follow a job (server-sent events)",
   description: "Instead of polling: one `job` event with the job at once and at every change of its status, queue position or progress, until it ends.",
   tags: ["media jobs"],
-  access: "key",
+  access: "keyOrSession",
   params: JOB_ID,
   responses: { 200: EVENT_STREAM, ...errors({ ...AUTH_ERR, ...NOT_FOUND }) },
 });

@@ -1,0 +1,43 @@
+/**
+ * The console application: the router under `/console`, built from the page registry (pages.ts): one route
+ * per page file, each inside the layout and its access rule (components/PageFrame.tsx).
+ */
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { BrowserRouter, Route, Routes } from "react-router";
+import { GatewayError } from "./api.ts";
+import { Layout } from "./components/Layout.tsx";
+import { NotFound, PageFrame } from "./components/PageFrame.tsx";
+import { PAGES } from "./pages.ts";
+
+/** Where the gateway serves the console (src/http/routes/console.ts; vite.config.ts `base`). */
+export const BASENAME = "/console";
+
+/** Query defaults: a refused call (4xx) is not retried; a network failure or 5xx once. */
+export function makeQueryClient(): QueryClient {
+  return new QueryClient({
+    defaultOptions: {
+      queries: {
+        staleTime: 15_000,
+        retry: (count, err) => count < 1 && !(err instanceof GatewayError && err.status >= 400 && err.status < 500),
+        refetchOnWindowFocus: false,
+      },
+    },
+  });
+}
+
+export function App({ queryClient }: { queryClient: QueryClient }) {
+  return (
+    <QueryClientProvider client={queryClient}>
+      <BrowserRouter basename={BASENAME}>
+        <Routes>
+          <Route element={<Layout />}>
+            {PAGES.map((p) => (
+              <Route key={p.path} path={p.path} element={<PageFrame page={p} />} />
+            ))}
+            <Route path="*" element={<NotFound />} />
+          </Route>
+        </Routes>
+      </BrowserRouter>
+    </QueryClientProvider>
+  );
+}

@@ -1,0 +1,63 @@
+/** Sign in with email and password (`POST /v1/auth/login`, D8): starts a session and returns to `next`. */
+import { useMutation } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
+import { Link, useNavigate, useSearchParams } from "react-router";
+import { api, unwrap } from "../api.ts";
+import { ErrorNotice } from "../components/states.tsx";
+import type { PageMeta } from "../pages.ts";
+import { startSession, useSession } from "../session.ts";
+
+export const page: PageMeta = { path: "/sign-in", title: "Sign in", group: "public", order: 90, nav: false };
+
+/** `next` when it is a path of this console (never another site), else the overview. */
+export function safeNext(next: string | null): string {
+  return next && next.startsWith("/") && !next.startsWith("//") ? next : "/";
+}
+
+export default function SignIn() {
+  const session = useSession();
+  const navigate = useNavigate();
+  const [params] = useSearchParams();
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const login = useMutation({
+    mutationFn: () => unwrap(api.POST("/v1/auth/login", { body: { email, password } })),
+    onSuccess: (data) => {
+      startSession(data.session_token, data.user_id);
+      void navigate(safeNext(params.get("next")), { replace: true });
+    },
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    login.mutate();
+  };
+  return (
+    <div className="narrow">
+      {session.ended === "expired" && (
+        <p role="status" className="notice">
+          Your session has ended. Sign in again to continue.
+        </p>
+      )}
+      <form onSubmit={submit}>
+        <label htmlFor="signin-email">Email</label>
+        <input id="signin-email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
+        <label htmlFor="signin-password">Password</label>
+        <input
+          id="signin-password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+        />
+        {login.isError && <ErrorNotice error={login.error} />}
+        <button type="submit" aria-busy={login.isPending} disabled={login.isPending}>
+          Sign in
+        </button>
+      </form>
+      <p>
+        No account yet? <Link to="/register">Register</Link>: it comes with a signup credit.
+      </p>
+    </div>
+  );
+}

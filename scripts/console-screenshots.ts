@@ -1,0 +1,87 @@
+/**
+ * `npm run screenshots [folder]`: screenshots of every console page at 1280 and 375 px wide, written as PNGs
+ * to `folder` (default `console-screenshots/`, gitignored).
+ *
+ * It starts a gateway on loopback (temporary SQLite database, built-in simulator) through the browser-test
+ * harness (test/console/harness.ts: the console is rebuilt when stale, Debian's Chromium drives it), seeds
+ * an account with a deposit, speech and chat calls, an image job and a second key, signs in, and visits the
+ * sign-in and register pages and then every link of the navigation, so pages added later are covered
+ * without changing this script. The operator token is set too, so the operator group's pages appear.
+ */
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Page } from "playwright-core";
+import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
+import { ADMIN_TOKEN } from "../test/helpers/gateway.ts";
+import { startConsole } from "../test/console/harness.ts";
+
+const WIDTHS = [1280, 375] as const;
+const outDir = resolve(process.argv[2] ?? "console-screenshots");
+mkdirSync(outDir, { recursive: true });
+
+/** `/` -> `overview`, `/jobs/:id` -> `jobs-id`: a file name for a console path. */
+function slug(path: string, title: string): string {
+  const s = path.replace(/^\/+|\/+$/g, "").replace(/[^a-z0-9]+/gi, "-").toLowerCase();
+  return s || title.toLowerCase().replace(/[^a-z0-9]+/g, "-");
+}
+
+/** Waits until the page has its heading and no request or busy indicator is left. */
+async function settle(page: Page): Promise<void> {
+  await page.getByRole("heading", { level: 1 }).first().waitFor();
+  await page.waitForLoadState("networkidle");
+  await page.locator('[aria-busy="true"]').first().waitFor({ state: "detached", timeout: 10_000 }).catch(() => {});
+  // Chart.js draws on the next frame.
+  await page.waitForTimeout(150);
+}
+
+async function shoot(page: Page, name: string, width: number): Promise<string> {
+  const file = join(outDir, `${name}-${width}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  return file;
+}
+
+const h = await startConsole({ viewport: { width: WIDTHS[0], height: 900 } });
+const written: string[] = [];
+try {
+  // The account and its history, through the API as a customer's programs would make it.
+  const user = await h.gw.register();
+  await h.deposit(user.user_id, 25);
+  const api = h.gw.client(user.api_key);
+  for (const input of ["Hello from the console screenshots.", "A second, somewhat longer sentence to speak aloud for the chart."]) {
+    await api.POST("/v1/audio/speech", { body: { input, voice_id: DEMO_ALPHA_VOICE_ID }, parseAs: "arrayBuffer" });
+  }
+  await api.POST("/v1/chat/completions", { body: { model: "txtA-large", messages: [{ role: "user", content: "Say hello." }], max_tokens: 20 } });
+  const job = await api.POST("/v1/images/generations", { body: { model: "imgA-v4", prompt: "a lighthouse at dusk, watercolour" } });
+  if (job.data) await h.gw.waitForJob(user.api_key, job.data.id);
+  await api.POST("/v1/auth/keys", { body: { name: "staging", mode: "test" } });
+
+  for (const width of WIDTHS) {
+    const page = await h.context.newPage();
+    await page.setViewportSize({ width, height: width === 375 ? 812 : 900 });
+    // Signed out: the pages of the account menu.
+    await page.goto(h.url("/"));
+    await page.evaluate("localStorage.clear()");
+    for (const path of ["/sign-in", "/register"]) {
+      await page.goto(h.url(path));
+      await settle(page);
+      written.push(await shoot(page, slug(path, ""), width));
+    }
+    await h.signIn(page, user.email);
+    await page.evaluate(`localStorage.setItem("gateway.console.operator", ${JSON.stringify(ADMIN_TOKEN)})`);
+    await page.reload();
+    await settle(page);
+    const links: [string, string][] = [];
+    for (const a of await page.getByRole("navigation", { name: "Main" }).getByRole("link").all()) {
+      links.push([(await a.getAttribute("href")) ?? "/console/", (await a.textContent()) ?? ""]);
+    }
+    for (const [href, label] of links) {
+      await page.goto(new URL(href, h.gw.url).href);
+      await settle(page);
+      written.push(await shoot(page, slug(href.replace(/^\/console/, ""), label), width));
+    }
+    await page.close();
+  }
+} finally {
+  await h.close();
+}
+console.log(`${written.length} screenshots in ${outDir}:\n${written.map((f) => `  ${f}`).join("\n")}`);

@@ -1,0 +1,43 @@
+/**
+ * The console's display formats (console/src/format.ts): USD at micro-dollar precision (D7: never rounded
+ * to cents where that hides a cost), instants in a given (the browser's) time zone, and `from` dates of the
+ * usage endpoints counted in calendar days of that zone.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { formatCount, formatDateTime, formatUsd, isoDateDaysAgo } from "../../console/src/format.ts";
+
+describe("console formats", () => {
+  test("USD: at least cents, up to micro-dollars, never rounded to cents", () => {
+    assert.equal(formatUsd(12.5, "en-US"), "$12.50");
+    assert.equal(formatUsd(0.054, "en-US"), "$0.054");
+    assert.equal(formatUsd(0.0002, "en-US"), "$0.0002");
+    assert.equal(formatUsd(0.000001, "en-US"), "$0.000001");
+    assert.equal(formatUsd(1234.567891, "en-US"), "$1,234.567891");
+    assert.equal(formatUsd(-0.5, "en-US"), "-$0.50");
+    assert.equal(formatUsd(-0, "en-US"), "$0.00");
+    assert.equal(formatUsd(Number.NaN, "en-US"), "—");
+    assert.equal(formatUsd(3.5, "de-DE"), "3,50\u00a0$");
+  });
+
+  test("dates and times in the given zone", () => {
+    assert.equal(formatDateTime("2025-03-01T23:30:00Z", { timeZone: "UTC", locale: "en-US" }), "Mar 1, 2025, 11:30 PM");
+    assert.equal(formatDateTime("2025-03-01T23:30:00Z", { timeZone: "Europe/Berlin", locale: "en-US" }), "Mar 2, 2025, 12:30 AM");
+    assert.equal(formatDateTime(null), "—");
+    assert.equal(formatDateTime("not a date"), "not a date");
+  });
+
+  test("the first day of the last N days is a calendar date of the zone", () => {
+    const now = new Date("2025-03-31T23:30:00Z");
+    assert.equal(isoDateDaysAgo(0, { now, timeZone: "UTC" }), "2025-03-31");
+    assert.equal(isoDateDaysAgo(0, { now, timeZone: "Europe/Berlin" }), "2025-04-01");
+    assert.equal(isoDateDaysAgo(6, { now, timeZone: "UTC" }), "2025-03-25");
+    assert.equal(isoDateDaysAgo(29, { now, timeZone: "Pacific/Auckland" }), "2025-03-03");
+    assert.equal(isoDateDaysAgo(1, { now: new Date("2025-03-01T12:00:00Z"), timeZone: "UTC" }), "2025-02-28");
+  });
+
+  test("counts group thousands", () => {
+    assert.equal(formatCount(1234567, "en-US"), "1,234,567");
+    assert.equal(formatCount(undefined), "—");
+  });
+});
