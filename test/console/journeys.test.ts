@@ -126,6 +126,7 @@ describe("console journeys", { skip: browserSkip }, () => {
 
   test("the navigation is reachable by keyboard: the skip link first, then the links", async () => {
     await page.goto(h.url("/tiers"));
+    await page.getByRole("heading", { level: 1, name: "Tiers and limits" }).waitFor();
     const focused = async () => (await page.evaluate("document.activeElement?.textContent ?? ''")) as string;
     await page.keyboard.press("Tab");
     assert.equal(await focused(), "Skip to content");
