@@ -3,11 +3,13 @@
  * per page file, each inside the layout and its access rule (components/PageFrame.tsx).
  */
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { useEffect, useRef } from "react";
 import { BrowserRouter, Route, Routes } from "react-router";
 import { GatewayError } from "./api.ts";
 import { Layout } from "./components/Layout.tsx";
 import { NotFound, PageFrame } from "./components/PageFrame.tsx";
 import { PAGES } from "./pages.ts";
+import { useSession } from "./session.ts";
 
 /** Where the gateway serves the console (src/http/routes/console.ts; vite.config.ts `base`). */
 export const BASENAME = "/console";
@@ -25,9 +27,25 @@ export function makeQueryClient(): QueryClient {
   });
 }
 
+/**
+ * Forgets every cached answer when the signed-in account changes (sign-in, sign-out, an expired session, a
+ * sign-out in another tab): one account's data never shows to the next.
+ */
+function ForgetOnSessionChange({ queryClient }: { queryClient: QueryClient }) {
+  const { token, operatorToken } = useSession();
+  const last = useRef({ token, operatorToken });
+  useEffect(() => {
+    // Reset, not clear: the queries of the pages on screen refetch with the new credentials at once.
+    if (last.current.token !== token || last.current.operatorToken !== operatorToken) void queryClient.resetQueries();
+    last.current = { token, operatorToken };
+  }, [queryClient, token, operatorToken]);
+  return null;
+}
+
 export function App({ queryClient }: { queryClient: QueryClient }) {
   return (
     <QueryClientProvider client={queryClient}>
+      <ForgetOnSessionChange queryClient={queryClient} />
       <BrowserRouter basename={BASENAME}>
         <Routes>
           <Route element={<Layout />}>

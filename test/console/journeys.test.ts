@@ -62,6 +62,21 @@ describe("console journeys", { skip: browserSkip }, () => {
     await page.getByText("No paid calls in the last 30 days.").waitFor();
   });
 
+  test("another account signing in at the same browser never sees the previous one's data", async () => {
+    const first = await h.signUp(page);
+    await page.getByRole("button", { name: "Continue to the overview" }).click();
+    await balance().getByText(first.email).waitFor();
+    await page.getByRole("button", { name: "Sign out" }).click();
+    // In the same page (no reload): what the console cached for the first account must not show.
+    const second = await h.gw.register();
+    await page.getByLabel("Email").fill(second.email);
+    await page.getByLabel("Password").fill("correct horse battery");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
+    await balance().getByText(second.email).waitFor();
+    assert.equal(await page.getByText(first.email).count(), 0);
+  });
+
   test("keys: create a test key (secret shown once), see it listed, revoke it after a confirmation", async () => {
     await h.signUp(page);
     await page.goto(h.url("/keys"));

@@ -4,7 +4,6 @@
  * (sign in and register, or sign out), and the page itself in `<main>`.
  */
 import { Link, NavLink, Outlet, useNavigate } from "react-router";
-import { useQueryClient } from "@tanstack/react-query";
 import { navPages, type NavGroup } from "../pages.ts";
 import { endSession, setOperatorToken, useSession } from "../session.ts";
 
@@ -33,12 +32,9 @@ function NavGroupList({ group }: { group: NavGroup }) {
 export function Layout() {
   const session = useSession();
   const navigate = useNavigate();
-  const queryClient = useQueryClient();
   const signOut = () => {
     endSession("signed-out");
     setOperatorToken(null);
-    // Nothing of this account may show to the next person at this browser.
-    queryClient.clear();
     void navigate("/sign-in");
   };
   const signedIn = session.token !== null || session.operatorToken !== null;
