@@ -44,7 +44,7 @@ export async function registerOpenApi(app: App, opts: { publicBaseUrl: string })
       components: {
         securitySchemes: {
           apiKey: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <API_KEY>`." },
-          sessionToken: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <SESSION_TOKEN>` (account endpoints only)." },
+          sessionToken: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <SESSION_TOKEN>` (account endpoints and job reads: list, get, cancel, events)." },
           xApiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "The API key in `x-api-key` (`POST /v1/messages`)." },
           adminToken: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <GATEWAY_ADMIN_TOKEN>` (the operator API only)." },
         },
