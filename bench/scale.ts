@@ -7,7 +7,9 @@
  *   (bench/paced.ts): the latency the gateway adds at p50 and p99, with the gateway's event-loop delay
  *   and GC pauses during that run (bench/probe.ts);
  * - one hot account: 32 connections sharing one key;
- * - RSS idle (3 s after the first request) and peak (sampled every 100 ms under the saturated run);
+ * - RSS idle (3 s after start, before any request, and 3 s after the first request), peak (sampled every
+ *   100 ms under the saturated run) and after the load once the process has been idle long enough for
+ *   its idle heap compaction (src/memory.ts, `IDLE_COMPACT_MS` + 1 s);
  * - per request of the saturated run: CPU time of the gateway process, and on PostgreSQL the commits and
  *   statements (`pg_stat_database`, `pg_stat_statements` when loaded) and Redis commands
  *   (`INFO stats`), for docs/capacity.md.
@@ -20,6 +22,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { startFakeOpenAI } from "../test/helpers/fake-openai.ts";
+import { IDLE_COMPACT_MS } from "../src/memory.ts";
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import {
   ADMIN_TOKEN,
@@ -195,6 +198,8 @@ export async function benchUserFelt(backend: "sqlite" | "postgres"): Promise<voi
   try {
     if (redis) await redis.connect();
     const pid = gw.pid!;
+    await new Promise((r) => setTimeout(r, 3000));
+    const idleAtStart = rssMb(pid);
     await call(gw.url, "GET", "/v1/pricing");
     await new Promise((r) => setTimeout(r, 3000));
     const idle = rssMb(pid);
@@ -223,6 +228,8 @@ export async function benchUserFelt(backend: "sqlite" | "postgres"): Promise<voi
       const fixedBare = await paced({ url: bare.url, method: "POST", headers: JSON_HEADERS, body: ONE_WORD, rate, durationS, connections: 8 });
 
       const hot = await measured(gw, redis, () => saturated(durationS, [keys[0]]));
+      await new Promise((r) => setTimeout(r, IDLE_COMPACT_MS + 1000));
+      const idleAfter = rssMb(pid);
 
       const label = backend === "postgres" ? "PostgreSQL (limits in Redis)" : "SQLite";
       console.log(`\n## what users feel, speech one word (${sample.buf.length}-byte answer), ${label}, ${durationS} s per run`);
@@ -236,7 +243,9 @@ export async function benchUserFelt(backend: "sqlite" | "postgres"): Promise<voi
         `gateway during the ${rate} req/s run: event-loop delay p50 ${fixedProbe.eventLoopDelay.p50} / p99 ${fixedProbe.eventLoopDelay.p99} / max ${fixedProbe.eventLoopDelay.max} ms (1 ms resolution); GC ${fixedProbe.gc.count} pauses, ${fixedProbe.gc.totalMs} ms in all, longest ${fixedProbe.gc.max} ms`,
       );
       console.log(loadLine("one hot account, 32 conns", hot.result));
-      console.log(`RSS idle ${idle.toFixed(0)} MB, peak under the saturated run ${peak.toFixed(0)} MB`);
+      console.log(
+        `RSS idle ${idleAtStart.toFixed(0)} MB at start, ${idle.toFixed(0)} MB after the first request; peak under the saturated run ${peak.toFixed(0)} MB; idle after the load ${idleAfter.toFixed(0)} MB`,
+      );
       console.log(perLine("saturated", sat.per));
       console.log(perLine("hot account", hot.per));
       if (statements.length > 0) console.log(`PostgreSQL statements of the saturated run by total time (pg_stat_statements):\n${statements.join("\n")}`);
