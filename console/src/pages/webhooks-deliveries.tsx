@@ -1,6 +1,6 @@
 /**
  * Webhook deliveries (D31, `GET /v1/webhooks/deliveries`): one row per event and destination, newest
- * first, with every attempt (when, status code, duration, error) and the next retry; filtered by event
+ * first, with every attempt (when, status code, duration, error) and the next retry in its status; filtered by event
  * type and status (kept in the URL with the page cursor). A delivery can be sent again now
  * (`POST /v1/webhooks/deliveries/{id}/replay`, same `webhook-id`).
  */
@@ -28,13 +28,18 @@ function AttemptList({ attempts }: { attempts: Attempt[] }) {
     <ol className="attempts">
       {attempts.map((a, i) => (
         <li key={i}>
-          <DateTime iso={a.at} />: {a.status_code === null ? "no answer" : `HTTP ${a.status_code}`} in {formatCount(a.duration_ms)} ms
-          {a.error !== null && (
+          {a.status_code === null ? "no answer" : `HTTP ${a.status_code}`} in {formatCount(a.duration_ms)} ms
+          {/* `http_500` says nothing the status code did not. */}
+          {a.error !== null && a.error !== `http_${a.status_code}` && (
             <>
               {" "}
               (<code>{a.error}</code>)
             </>
           )}
+          <br />
+          <small>
+            <DateTime iso={a.at} />
+          </small>
         </li>
       ))}
     </ol>
@@ -60,9 +65,21 @@ export default function WebhookDeliveries() {
     { header: "Created", cell: (d) => <DateTime iso={d.created_at} /> },
     { header: "Event", cell: (d) => <code>{d.event_type}</code> },
     { header: "Destination", cell: (d) => <code>{d.url}</code> },
-    { header: "Status", cell: (d) => <span className={`status status-${d.status}`}>{d.status}</span> },
+    {
+      header: "Status",
+      cell: (d) => (
+        <>
+          <span className={`status status-${d.status}`}>{d.status}</span>
+          {d.next_attempt_at && (
+            <small>
+              {" "}
+              next attempt <DateTime iso={d.next_attempt_at} />
+            </small>
+          )}
+        </>
+      ),
+    },
     { header: "Attempts", cell: (d) => <AttemptList attempts={d.attempts} /> },
-    { header: "Next attempt", cell: (d) => (d.next_attempt_at ? <DateTime iso={d.next_attempt_at} /> : "—") },
     {
       header: "Actions",
       cell: (d) => (

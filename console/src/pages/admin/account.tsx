@@ -76,9 +76,9 @@ function Summary({ a }: { a: AccountDetail }) {
         <h2 id="acct-about">Account</h2>
         <dl className="limits">
           <dt>Email</dt>
-          <dd>{a.email}</dd>
+          <dd className="wrap">{a.email}</dd>
           <dt>Id</dt>
-          <dd>
+          <dd className="wrap">
             <code>{a.user_id}</code>
           </dd>
           <dt>Registered</dt>
