@@ -67,7 +67,7 @@ try {
       written.push(await shoot(page, slug(path, ""), width));
     }
     await h.signIn(page, user.email);
-    await page.evaluate(`localStorage.setItem("gateway.console.operator", ${JSON.stringify(ADMIN_TOKEN)})`);
+    await page.evaluate(`sessionStorage.setItem("gateway.console.operator", ${JSON.stringify(ADMIN_TOKEN)})`);
     await page.reload();
     await settle(page);
     const links: [string, string][] = [];

@@ -1,7 +1,9 @@
 /**
  * The console's session (D8): the session token from `POST /v1/auth/login` or `/v1/auth/register`, kept in
  * localStorage so a reload or a new tab stays signed in, and the operator token (`GATEWAY_ADMIN_TOKEN`, D9)
- * for the operator pages, kept apart. Only the browser holds them; the gateway stores their hashes.
+ * for the operator pages, kept apart in sessionStorage: it opens every account, so it lives only as long as
+ * the tab and is never shared with other tabs. Only the browser holds them; the gateway stores session
+ * tokens' hashes.
  *
  * A tiny external store: React reads it with `useSession()` (useSyncExternalStore), the API client with
  * `getSession()`. Another tab signing out (a `storage` event) signs this one out too.
@@ -33,7 +35,7 @@ function read(): Session {
   } catch {
     // A corrupt entry is the same as none.
   }
-  return { token, userId, operatorToken: localStorage.getItem(OPERATOR_KEY), ended: null };
+  return { token, userId, operatorToken: sessionStorage.getItem(OPERATOR_KEY), ended: null };
 }
 
 let current: Session = read();
@@ -45,7 +47,8 @@ function set(next: Session): void {
 }
 
 window.addEventListener("storage", (e) => {
-  if (e.key === KEY || e.key === OPERATOR_KEY || e.key === null) set({ ...read(), ended: current.ended });
+  // Only localStorage changes reach other tabs; the operator token (sessionStorage) is this tab's alone.
+  if (e.storageArea === localStorage && (e.key === KEY || e.key === null)) set({ ...read(), ended: current.ended });
 });
 
 /** The current session (for code outside React: the API client). */
@@ -67,8 +70,8 @@ export function endSession(reason: "expired" | "signed-out"): void {
 
 /** Sets (a string) or forgets (null) the operator token used by the operator pages. */
 export function setOperatorToken(token: string | null): void {
-  if (token === null) localStorage.removeItem(OPERATOR_KEY);
-  else localStorage.setItem(OPERATOR_KEY, token);
+  if (token === null) sessionStorage.removeItem(OPERATOR_KEY);
+  else sessionStorage.setItem(OPERATOR_KEY, token);
   set({ ...current, operatorToken: token });
 }
 
