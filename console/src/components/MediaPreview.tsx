@@ -54,7 +54,9 @@ export function ShareLink({ jobId, url }: { jobId: string; url: string }) {
   const field = useRef<HTMLInputElement>(null);
   return (
     <div className="share-link">
-      <label htmlFor={id}>Share link of {jobId}</label>
+      <label htmlFor={id}>
+        Share link<span className="visually-hidden"> of {jobId}</span>
+      </label>
       <div role="group" className="secret-row">
         <input id={id} ref={field} type="url" readOnly value={url} onFocus={(e) => e.currentTarget.select()} />
         <CopyButton text={url} label="Copy" ariaLabel={`Copy the share link of ${jobId}`} fallback={() => field.current} />
