@@ -133,7 +133,7 @@ export default function Jobs() {
       >
         {(d) => (
           <>
-            <DataTable columns={COLUMNS} rows={d.data} rowKey={(j) => j.id} caption={filtered ? "Jobs matching the filters" : "All jobs"} />
+            <DataTable columns={COLUMNS} rows={d.data} rowKey={(j) => j.id} />
             <Pager
               hasPrevious={cursor.hasPrevious}
               hasMore={d.has_more}
