@@ -9,6 +9,7 @@ export function ConfirmDialog({
   title,
   children,
   confirmLabel,
+  cancelLabel = "Cancel",
   busy = false,
   onConfirm,
   onCancel,
@@ -17,6 +18,8 @@ export function ConfirmDialog({
   title: string;
   children: ReactNode;
   confirmLabel: string;
+  /** The dismissing button's label; change it when the action itself is a "cancel" (of a job...). */
+  cancelLabel?: string;
   busy?: boolean;
   onConfirm: () => void;
   onCancel: () => void;
@@ -36,7 +39,7 @@ export function ConfirmDialog({
         {children}
         <footer>
           <button type="button" className="secondary" onClick={onCancel} disabled={busy}>
-            Cancel
+            {cancelLabel}
           </button>
           <button type="button" className="danger" onClick={onConfirm} aria-busy={busy} disabled={busy}>
             {confirmLabel}

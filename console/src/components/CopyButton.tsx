@@ -8,7 +8,18 @@ import { useId, useRef, useState } from "react";
  * A button copying `text`. The Clipboard API needs a secure context (HTTPS or localhost); elsewhere, or when
  * the browser refuses, `fallback` (the field holding the text) is selected so the user can press Ctrl+C.
  */
-export function CopyButton({ text, label = "Copy", fallback }: { text: string; label?: string; fallback?: () => HTMLInputElement | null }) {
+export function CopyButton({
+  text,
+  label = "Copy",
+  ariaLabel,
+  fallback,
+}: {
+  text: string;
+  label?: string;
+  /** The button's accessible name when `label` repeats on the page ("Copy the share link of job_…"). */
+  ariaLabel?: string;
+  fallback?: () => HTMLInputElement | null;
+}) {
   const [state, setState] = useState<"idle" | "copied" | "manual">("idle");
   const copy = async () => {
     try {
@@ -21,7 +32,7 @@ export function CopyButton({ text, label = "Copy", fallback }: { text: string; l
   };
   return (
     <>
-      <button type="button" className="secondary" onClick={() => void copy()}>
+      <button type="button" className="secondary" aria-label={ariaLabel} onClick={() => void copy()}>
         {state === "copied" ? "Copied" : label}
       </button>
       <span role="status" className="visually-hidden-when-empty">

@@ -15,7 +15,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { GatewayError, gatewayError, retryAfterSeconds } from "./errors.ts";
 import type { GatewayClient } from "./index.ts";
 import { looseCall } from "./loose.ts";
+import { sseEvents } from "./sse.ts";
 import type { components, paths } from "./schema.ts";
+
+// The events parser lives in sse.ts, free of Node modules, so the web console can use it too.
+export { sseEvents, type ServerSentEvent } from "./sse.ts";
 
 /**
  * The job object of D3, plus the D30 fields a non-terminal job carries: `queue_position` (pending: 1 =
@@ -237,57 +241,4 @@ async function followEvents(
     await stream.cancel().catch(() => {});
   }
   return { outcome: "ended", job };
-}
-
-/** One server-sent event: its `event` name (`message` when none was given), `data` and `id`. */
-export interface ServerSentEvent {
-  event: string;
-  data: string;
-  id: string | null;
-}
-
-/**
- * The events of a `text/event-stream` body, parsed as the HTML standard's "event stream interpretation"
- * has it: lines end in CRLF, LF or CR; a blank line dispatches the event; `data` lines are joined with
- * LF; comment lines (`:`) and unknown fields are ignored; an event without data is not dispatched.
- */
-export async function* sseEvents(stream: ReadableStream<Uint8Array>): AsyncGenerator<ServerSentEvent> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  let data: string[] = [];
-  let event = "";
-  let id: string | null = null;
-  const reader = stream.getReader();
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
-      // A trailing CR may be the first half of a CRLF split across chunks: keep it for the next read.
-      for (;;) {
-        const m = /\r\n|\n|\r(?!$)/.exec(buffer);
-        if (!m && !(done && buffer.endsWith("\r"))) break;
-        const end = m ? m.index : buffer.length - 1;
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + (m ? m[0].length : 1));
-        if (line === "") {
-          if (data.length > 0) yield { event: event || "message", data: data.join("\n"), id };
-          data = [];
-          event = "";
-          continue;
-        }
-        if (line.startsWith(":")) continue;
-        const colon = line.indexOf(":");
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let value = colon < 0 ? "" : line.slice(colon + 1);
-        if (value.startsWith(" ")) value = value.slice(1);
-        if (field === "data") data.push(value);
-        else if (field === "event") event = value;
-        else if (field === "id" && !value.includes("\0")) id = value;
-      }
-      // The standard drops an event that the stream ends in the middle of.
-      if (done) return;
-    }
-  } finally {
-    reader.releaseLock();
-  }
 }
