@@ -48,11 +48,16 @@ export function SignedUsd({ amount }: { amount: number }) {
   );
 }
 
+/** `req_0Vbu3ssT…`: the start of an id, enough to tell rows apart. */
+function shortId(id: string): string {
+  return id.length > 14 ? `${id.slice(0, 12)}…` : id;
+}
+
 /** A request id shortened for a table cell (`req_AbCdEf…`); the full id is the link's accessible name. */
 export function RequestLink({ id }: { id: string }) {
   return (
     <Link to={`/usage/${encodeURIComponent(id)}`} aria-label={`Request ${id}`} title={id}>
-      <code>{id.length > 14 ? `${id.slice(0, 12)}…` : id}</code>
+      <span className="short-id">{shortId(id)}</span>
     </Link>
   );
 }
@@ -61,7 +66,7 @@ export function RequestLink({ id }: { id: string }) {
 export function JobLink({ id }: { id: string }) {
   return (
     <Link to={`/jobs/${encodeURIComponent(id)}`} aria-label={`Job ${id}`} title={id}>
-      <code>{id.length > 14 ? `${id.slice(0, 12)}…` : id}</code>
+      <span className="short-id">{shortId(id)}</span>
     </Link>
   );
 }
@@ -95,7 +100,9 @@ export default function Ledger() {
       <QueryView query={ledger} isEmpty={(d) => d.data.length === 0 && !cursor.hasPrevious} empty="No ledger entries yet." loadingLabel="Loading the ledger…">
         {(d) => (
           <>
-            <DataTable columns={COLUMNS} rows={d.data} rowKey={(e) => e.id} caption="Ledger entries, newest first" />
+            <div className="usage-table">
+              <DataTable columns={COLUMNS} rows={d.data} rowKey={(e) => e.id} />
+            </div>
             <Pager
               hasPrevious={cursor.hasPrevious}
               hasMore={d.has_more}

@@ -33,7 +33,7 @@ export default function UsageRequest() {
         {(r) => (
           <>
             <section aria-labelledby="request-record-title">
-              <h2 id="request-record-title">
+              <h2 id="request-record-title" className="request-title">
                 Request <code>{r.id}</code>
               </h2>
               <dl className="request-fields">
@@ -74,7 +74,9 @@ export default function UsageRequest() {
               {r.ledger.length === 0 ? (
                 <Empty>{r.mode === "test" ? "None: a test-mode call moves no money." : "None yet."}</Empty>
               ) : (
-                <DataTable columns={LEDGER_COLUMNS} rows={r.ledger} rowKey={(e) => e.id} caption="Ledger entries of this request, oldest first" />
+                <div className="usage-table">
+                  <DataTable columns={LEDGER_COLUMNS} rows={r.ledger} rowKey={(e) => e.id} />
+                </div>
               )}
             </section>
           </>

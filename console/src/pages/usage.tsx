@@ -68,6 +68,12 @@ export function keyName(keys: ApiKey[] | undefined, keyId: string | null): strin
   return k.name ? `${k.name} (${k.prefix}…)` : `${k.prefix}…`;
 }
 
+/** A key in a table cell: its name, else its prefix, else its id. */
+function keyShortName(keys: ApiKey[] | undefined, keyId: string | null): string {
+  const k = keys?.find((x) => x.key_id === keyId);
+  return k ? (k.name ?? `${k.prefix}…`) : (keyId ?? "—");
+}
+
 /**
  * The instant (ISO, UTC) of local midnight starting the day `date` (`YYYY-MM-DD`) plus `addDays`, in the
  * browser's zone; undefined for an empty or malformed date.
@@ -93,6 +99,11 @@ interface Period {
   from?: string;
   to?: string;
   mode: Mode;
+}
+
+/** `1 request`, `12 requests`. */
+function requestCount(n: number): string {
+  return `${formatCount(n)} ${n === 1 ? "request" : "requests"}`;
 }
 
 /** The page's URL query with the model filter set to `model`, on the first page. */
@@ -143,7 +154,7 @@ function Totals({ period, model, keyId, status, keys }: { period: Period; model:
           <div>
             <dt>{model}</dt>
             <dd>
-              {formatCount(modelRow.requests)} requests, <Usd amount={modelRow.cost_usd} />
+              {requestCount(modelRow.requests)}, <Usd amount={modelRow.cost_usd} />
             </dd>
           </div>
         )}
@@ -153,7 +164,7 @@ function Totals({ period, model, keyId, status, keys }: { period: Period; model:
             <dd>
               {keyRow ? (
                 <>
-                  {formatCount(keyRow.requests)} requests, <Usd amount={keyRow.cost_usd} />
+                  {requestCount(keyRow.requests)}, <Usd amount={keyRow.cost_usd} />
                 </>
               ) : byKey.isError ? (
                 "unavailable"
@@ -175,7 +186,7 @@ function Totals({ period, model, keyId, status, keys }: { period: Period; model:
       {groups.length > 0 && (
         <details>
           <summary>Totals by model</summary>
-          <DataTable columns={columns} rows={groups} rowKey={(g) => g.group} caption="Requests and cost by model in the period" />
+          <DataTable columns={columns} rows={groups} rowKey={(g) => g.group} />
         </details>
       )}
     </>
@@ -267,15 +278,35 @@ export default function Usage() {
 
   const columns: Column<UsageRecord>[] = [
     { header: "Time", cell: (r) => <DateTime iso={r.created_at} /> },
-    { header: "Model", cell: (r) => r.model },
-    { header: "Kind", cell: (r) => r.kind },
+    {
+      header: "Model and kind",
+      cell: (r) => (
+        <>
+          {r.model}
+          <br />
+          <small>{r.kind}</small>
+        </>
+      ),
+    },
     { header: "Status", cell: (r) => <StatusBadge status={r.status} /> },
     { header: "Units", cell: (r) => formatUnits(r.units) },
     { header: "Cost", numeric: true, cell: (r) => (r.cost_usd === null ? <small>held <Usd amount={r.hold_usd} /></small> : <Usd amount={r.cost_usd} />) },
     { header: "Latency", numeric: true, cell: (r) => formatLatency(r.latency_ms) },
-    { header: "Key", cell: (r) => keyName(keys.data?.data, r.key_id) },
-    { header: "Job", cell: (r) => (r.job_id ? <JobLink id={r.job_id} /> : "—") },
-    { header: "Request", cell: (r) => <RequestLink id={r.id} /> },
+    { header: "Key", cell: (r) => <span title={keyName(keys.data?.data, r.key_id)}>{keyShortName(keys.data?.data, r.key_id)}</span> },
+    {
+      header: "Request and job",
+      cell: (r) => (
+        <>
+          <RequestLink id={r.id} />
+          {r.job_id && (
+            <>
+              <br />
+              <JobLink id={r.job_id} />
+            </>
+          )}
+        </>
+      ),
+    },
   ];
 
   const onKey = (keyId: string) => {
@@ -360,7 +391,9 @@ export default function Usage() {
             >
               {(d) => (
                 <>
-                  <DataTable columns={columns} rows={d.data} rowKey={(r) => r.id} caption="Requests, newest first" />
+                  <div className="usage-table">
+                    <DataTable columns={columns} rows={d.data} rowKey={(r) => r.id} />
+                  </div>
                   <Pager
                     hasPrevious={cursor.hasPrevious}
                     hasMore={d.has_more}
