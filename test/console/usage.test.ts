@@ -26,7 +26,8 @@ describe("console usage and ledger", { skip: browserSkip }, () => {
     page = await h.context.newPage();
     const user = await h.signUp(page);
     apiKey = user.apiKey;
-    await h.deposit(user.userId, 10);
+    // Tier 3 (200 requests a minute): the paging test makes 24 more calls, and the console's own calls count too.
+    await h.deposit(user.userId, 250);
     const s = await h.gw.request("POST", "/v1/audio/speech", { token: apiKey, body: { input: "Hello from the usage page.", voice_id: DEMO_ALPHA_VOICE_ID } });
     assert.equal(s.status, 200);
     const speechId = s.headers.get("x-svc-request-id")!;
@@ -122,10 +123,43 @@ describe("console usage and ledger", { skip: browserSkip }, () => {
     await hold.getByRole("link", { name: `Request ${image.id}` }).waitFor();
     // The deposit is a credit.
     const deposit = page.getByRole("row").filter({ has: page.getByRole("cell", { name: "Deposit", exact: true }) });
-    await deposit.getByText("+$10.00 credit").waitFor();
+    await deposit.getByText("+$250.00 credit").waitFor();
     // The request link opens the request detail.
     await hold.getByRole("link", { name: `Request ${image.id}` }).click();
     await page.getByRole("heading", { level: 2, name: `Request ${image.id}` }).waitFor();
+  });
+
+  test("usage and ledger page by 25: next, previous and first page", async () => {
+    // 26 records (and over 25 ledger entries): the first speech call moves to the second page.
+    for (let n = 0; n < 24; n++) {
+      const s = await h.gw.request("POST", "/v1/audio/speech", { token: apiKey, body: { input: `Call number ${n}.`, voice_id: DEMO_ALPHA_VOICE_ID } });
+      assert.equal(s.status, 200);
+    }
+    await page.goto(h.url("/usage"));
+    await requestLink(image.id).waitFor();
+    assert.equal(await requestLink(speech.id).count(), 0);
+    await page.getByRole("button", { name: "Next page" }).click();
+    await page.waitForURL(/after=/);
+    await requestLink(speech.id).waitFor();
+    assert.equal(await page.getByRole("button", { name: "Next page" }).isDisabled(), true);
+    await page.getByRole("button", { name: "Previous page" }).click();
+    await requestLink(image.id).waitFor();
+
+    await page.goto(h.url("/ledger"));
+    // The oldest entry, the signup credit, is on the last page (each call wrote 3 entries).
+    const signup = page.getByRole("cell", { name: "Signup credit", exact: true });
+    const next = page.getByRole("button", { name: "Next page" });
+    await next.waitFor();
+    assert.equal(await signup.count(), 0);
+    while (!(await next.isDisabled())) {
+      const before = page.url();
+      await next.click();
+      await page.waitForURL((u) => u.href !== before);
+      await page.getByRole("table").waitFor();
+    }
+    await signup.waitFor();
+    await page.getByRole("button", { name: "First page" }).click();
+    await signup.waitFor({ state: "detached" });
   });
 
   test("at 375 px no usage page scrolls sideways", async () => {
