@@ -9,6 +9,20 @@ import { after, before, describe, test } from "node:test";
 import type { Page } from "playwright-core";
 import { browserSkip, type ConsoleHarness, startConsole } from "./harness.ts";
 
+/** What the journey reads of an `<audio>` element (the test's tsconfig has no DOM types). */
+interface AudioElementLike {
+  readyState: number;
+  duration: number;
+  error: { code: number } | null;
+  addEventListener(type: string, listener: () => void, options?: { once: boolean }): void;
+}
+
+/** What the journey reads of an `<img>` element. */
+interface ImageElementLike {
+  complete: boolean;
+  naturalWidth: number;
+}
+
 describe("console playground", { skip: browserSkip }, () => {
   let h: ConsoleHarness;
   let page: Page;
@@ -41,8 +55,9 @@ describe("console playground", { skip: browserSkip }, () => {
     const player = page.getByRole("article", { name: "Generated speech" });
     await player.waitFor();
     const duration = (await player.locator("audio").evaluate(
-      (el: HTMLAudioElement) =>
+      (node) =>
         new Promise<number>((resolve, reject) => {
+          const el = node as unknown as AudioElementLike;
           if (el.readyState >= 1) return resolve(el.duration);
           el.addEventListener("loadedmetadata", () => resolve(el.duration), { once: true });
           el.addEventListener("error", () => reject(new Error(`audio error ${el.error?.code}`)), { once: true });
@@ -62,8 +77,8 @@ describe("console playground", { skip: browserSkip }, () => {
     await page.getByRole("status").filter({ hasText: "Done" }).waitFor();
     const image = page.getByRole("img", { name: /a lighthouse at dusk/ });
     await image.waitFor();
-    await page.waitForFunction((el) => (el as HTMLImageElement).complete, await image.elementHandle());
-    const width = (await image.evaluate((el: HTMLImageElement) => el.naturalWidth)) as number;
+    await page.waitForFunction((el) => (el as unknown as ImageElementLike).complete, await image.elementHandle());
+    const width = (await image.evaluate((el) => (el as unknown as ImageElementLike).naturalWidth)) as number;
     assert.ok(width > 0, `image naturalWidth ${width}`);
     await page.getByRole("link", { name: "See the job" }).waitFor();
 

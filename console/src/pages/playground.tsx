@@ -252,6 +252,9 @@ export function CallError({ error }: { error: unknown }) {
   return <ErrorNotice error={error} />;
 }
 
+/** Ids (`req_...`, `job_...`) are long unbroken words: they may wrap anywhere rather than widen a phone's page. */
+export const BREAK_ANYWHERE = { overflowWrap: "anywhere" } as const;
+
 /** What an audio call answered: a player, its cost and request id, a download link. */
 export function ClipPlayer({ clip, title }: { clip: AudioClip; title: string }) {
   const playable = clip.contentType.includes("mpeg");
@@ -284,7 +287,9 @@ export function ClipPlayer({ clip, title }: { clip: AudioClip; title: string }) 
         )}
         <dt>Request id</dt>
         <dd>
-          <code>{clip.requestId ?? "—"}</code>
+          <code style={BREAK_ANYWHERE}>
+            {clip.requestId ?? "—"}
+          </code>
         </dd>
       </dl>
       <a href={clip.url} download={clip.fileName}>

@@ -9,7 +9,7 @@ import { type FormEvent, useEffect, useRef, useState } from "react";
 import { Usd } from "../../components/values.tsx";
 import { formatCount } from "../../format.ts";
 import type { PageMeta } from "../../pages.ts";
-import { CallError, ModelSelect, PlaygroundShell } from "../playground.tsx";
+import { BREAK_ANYWHERE, CallError, ModelSelect, PlaygroundShell } from "../playground.tsx";
 import { type ChatMessage, type ChatOutcome, costOf, streamChat } from "./calls.ts";
 import type { PlaygroundKey } from "./key.ts";
 
@@ -72,7 +72,7 @@ function ChatTool({ pgKey }: { pgKey: PlaygroundKey }) {
         ))}
       </div>
       {outcome && (
-        <dl className="limits" aria-label="Last answer">
+        <dl className="limits" aria-label="Last answer" style={{ marginBlock: "1rem" }}>
           <dt>Model</dt>
           <dd>{outcome.model ?? "—"}</dd>
           {outcome.usage && (
@@ -90,7 +90,7 @@ function ChatTool({ pgKey }: { pgKey: PlaygroundKey }) {
           </dd>
           <dt>Request id</dt>
           <dd>
-            <code>{outcome.requestId ?? "—"}</code>
+            <code style={BREAK_ANYWHERE}>{outcome.requestId ?? "—"}</code>
           </dd>
         </dl>
       )}

@@ -9,7 +9,7 @@ import { type FormEvent, useEffect, useRef, useState } from "react";
 import { Link } from "react-router";
 import { Usd } from "../../components/values.tsx";
 import type { PageMeta } from "../../pages.ts";
-import { CallError, type MediaPriceRow, ModelSelect, PlaygroundShell, PriceLine, usePricing, visibleLength } from "../playground.tsx";
+import { BREAK_ANYWHERE, CallError, type MediaPriceRow, ModelSelect, PlaygroundShell, PriceLine, usePricing, visibleLength } from "../playground.tsx";
 import { followJob, type ImageBody, type MediaJob, submitImage, submitVideo, TERMINAL, type VideoBody } from "./calls.ts";
 import type { PlaygroundKey } from "./key.ts";
 
@@ -43,9 +43,12 @@ function JobView({ job, prompt }: { job: MediaJob; prompt: string }) {
   const done = TERMINAL.includes(job.status);
   return (
     <article aria-labelledby="pg-job-title">
-      <h2 id="pg-job-title">
-        {job.kind === "video" ? "Video" : "Image"} job <code>{job.id}</code>
-      </h2>
+      <h2 id="pg-job-title">{job.kind === "video" ? "Video" : "Image"} job</h2>
+      <p>
+        <small>
+          Job id <code style={BREAK_ANYWHERE}>{job.id}</code>
+        </small>
+      </p>
       <p role="status">
         <span className={`status status-${job.status}`}>{STATUS_TEXT[job.status]}</span>
         {job.status === "pending" && job.queue_position !== null && ` · number ${job.queue_position} in your queue`}
