@@ -1,0 +1,460 @@
+/**
+ * The playground (issue 15): try the gateway from the browser. This file is the speech tool and the parts
+ * every tool shares: the playground key panel (the generation endpoints take an API key, not the session,
+ * so the playground makes and keeps one: playground/key.ts), the tool tabs, the model list, the audio
+ * player with the call's cost and request id, and the readable error of a refused call (D1; a 402 says
+ * "top up"). The other tools are pages of their own under `pages/playground/`, one route each, so the URL
+ * says which tool is open.
+ */
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, type ReactNode, useEffect, useId, useMemo, useState } from "react";
+import { Link, NavLink } from "react-router";
+import { api, GatewayError, type Schemas, unwrap } from "../api.ts";
+import { ErrorNotice, Loading, QueryView } from "../components/states.tsx";
+import { Usd } from "../components/values.tsx";
+import { formatUsd } from "../format.ts";
+import type { PageMeta } from "../pages.ts";
+import { useSession } from "../session.ts";
+import { type AudioClip, speak, type SpeechBody } from "./playground/calls.ts";
+import { createPlaygroundKey, PLAYGROUND_KEY_NAME, type PlaygroundKey, savePlaygroundKey, usePlaygroundKey } from "./playground/key.ts";
+
+export const page: PageMeta = { path: "/playground", title: "Playground: speech", navLabel: "Playground", group: "customer", order: 40 };
+
+const TOOLS = [
+  { path: "/playground", label: "Speech" },
+  { path: "/playground/audio", label: "Music and sound effects" },
+  { path: "/playground/media", label: "Image and video" },
+  { path: "/playground/chat", label: "Chat" },
+];
+
+/** The tabs between the playground's tools (links: each tool has its own URL). */
+function ToolTabs() {
+  return (
+    <nav aria-label="Playground tools" className="playground-tabs">
+      <ul>
+        {TOOLS.map((t) => (
+          <li key={t.path}>
+            <NavLink to={t.path} end>
+              {t.label}
+            </NavLink>
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}
+
+type KeyRow = Awaited<ReturnType<typeof listKeys>>["data"][number];
+function listKeys() {
+  return unwrap(api.GET("/v1/auth/keys"));
+}
+
+/** Offers to create the playground key: its mode, and what keeping it in this browser means. */
+function CreateKeyForm({ userId, reason }: { userId: string; reason: "none" | "revoked" }) {
+  const queryClient = useQueryClient();
+  const [mode, setMode] = useState<PlaygroundKey["mode"]>("test");
+  const create = useMutation({
+    mutationFn: () => createPlaygroundKey(userId, mode),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["keys"] }),
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    create.mutate();
+  };
+  return (
+    <article aria-labelledby="pg-key-title">
+      <h2 id="pg-key-title">{reason === "revoked" ? "The playground key no longer works" : "A key for the playground"}</h2>
+      {reason === "revoked" ? (
+        <p role="alert" className="notice error">
+          The key this browser kept for the playground was revoked or refused by the gateway. Make a new one to go on.
+        </p>
+      ) : (
+        <p>
+          Generation calls need an API key, not your sign-in session. The playground makes a key of its own, named “{PLAYGROUND_KEY_NAME}”.
+        </p>
+      )}
+      <form onSubmit={submit}>
+        <fieldset>
+          <legend>Key mode</legend>
+          <label>
+            <input type="radio" name="pg-key-mode" value="test" checked={mode === "test"} onChange={() => setMode("test")} />
+            Test: simulated answers, priced but no money moves
+          </label>
+          <label>
+            <input type="radio" name="pg-key-mode" value="live" checked={mode === "live"} onChange={() => setMode("live")} />
+            Live: real calls, charged to your balance
+          </label>
+        </fieldset>
+        <KeyStorageNote />
+        {create.isError && <ErrorNotice error={create.error} />}
+        <button type="submit" aria-busy={create.isPending} disabled={create.isPending}>
+          Create the playground key
+        </button>
+      </form>
+    </article>
+  );
+}
+
+function KeyStorageNote() {
+  return (
+    <p>
+      <small>
+        The key's secret is kept in this browser's local storage (for this account only), so the playground keeps working after a reload. It is listed on
+        the <Link to="/keys">Keys page</Link> like any other key; revoke it there to stop it.
+      </small>
+    </p>
+  );
+}
+
+/**
+ * The playground key panel and tool tabs, then `children(key)` once this browser holds a working key. A
+ * key no longer among the account's active keys (revoked on the Keys page) counts as gone.
+ */
+export function PlaygroundShell({ children }: { children: (key: PlaygroundKey) => ReactNode }) {
+  const session = useSession();
+  const userId = session.userId ?? "";
+  const key = usePlaygroundKey(session.userId);
+  const keys = useQuery({ queryKey: ["keys"], queryFn: listKeys, enabled: key !== null });
+  const row: KeyRow | undefined = key ? keys.data?.data.find((k) => k.key_id === key.keyId) : undefined;
+  const revoked = key !== null && keys.isSuccess && row === undefined;
+
+  let body: ReactNode;
+  if (key === null) body = <CreateKeyForm userId={userId} reason="none" />;
+  else if (revoked) body = <CreateKeyForm userId={userId} reason="revoked" />;
+  else
+    body = (
+      <>
+        <p className="playground-key">
+          Calls use the key <strong>{PLAYGROUND_KEY_NAME}</strong>
+          {row && <code>{` ${row.prefix}…`}</code>} in <span className={`mode mode-${key.mode}`}>{key.mode}</span> mode
+          {key.mode === "test" ? ": simulated answers, no money moves." : ": charged to your balance."}{" "}
+          <button type="button" className="secondary outline small" onClick={() => savePlaygroundKey(userId, null)}>
+            Forget this key
+          </button>
+        </p>
+        <KeyStorageNote />
+        {children(key)}
+      </>
+    );
+  return (
+    <>
+      <ToolTabs />
+      {body}
+    </>
+  );
+}
+
+/** The catalog's models with `capability` (`GET /v1/models?capability=`), sorted by id. */
+export function useModels(capability: string) {
+  return useQuery({
+    queryKey: ["models", { capability }],
+    queryFn: () => unwrap(api.GET("/v1/models", { params: { query: { capability } } })),
+    select: (d) => d.data.filter((m) => !m.legacy).sort((a, b) => a.id.localeCompare(b.id)),
+    staleTime: 5 * 60_000,
+  });
+}
+
+/** The public price list (`GET /v1/pricing`), for the price line under a model select. */
+export function usePricing() {
+  return useQuery({ queryKey: ["pricing"], queryFn: () => unwrap(api.GET("/v1/pricing")), staleTime: 5 * 60_000 });
+}
+
+export type MediaPriceRow = NonNullable<ReturnType<typeof usePricing>["data"]>["media"][number];
+
+/** The price of a media model in words, from its catalog row (spec "GET /v1/pricing"). */
+export function priceText(row: MediaPriceRow | undefined): string {
+  if (!row) return "";
+  const d = row.detail as Record<string, number | null | Record<string, number>>;
+  const markup = typeof d.markup === "number" ? d.markup : 1;
+  switch (row.pricing_mode) {
+    case "per-char":
+      return `${formatUsd((d.provider_cost_per_kchar as number) * markup)} per 1,000 characters`;
+    case "per-second":
+      return `${formatUsd(d.provider_cost_per_sec as number)} per second`;
+    case "per-image":
+      return `${formatUsd((d.provider_cost as number) * markup)} per image`;
+    case "per-song":
+      return `${formatUsd(d.usd_per_song as number)} per song`;
+    case "per-call":
+      return `${formatUsd(row.usd_per_call)} per call`;
+    default:
+      return `about ${formatUsd(row.usd_per_call)} per typical call`;
+  }
+}
+
+/** The price line of model `id`. */
+export function PriceLine({ id }: { id: string }) {
+  const pricing = usePricing();
+  const text = priceText(pricing.data?.media.find((m) => m.id === id));
+  return text ? <small>Price: {text}</small> : null;
+}
+
+/** A labelled model select fed by {@link useModels}; calls `onChange` with the first model once loaded. */
+export function ModelSelect({ capability, value, onChange, label = "Model" }: { capability: string; value: string; onChange: (id: string) => void; label?: string }) {
+  const id = useId();
+  const models = useModels(capability);
+  const first = models.data?.[0]?.id;
+  useEffect(() => {
+    if (!value && first) onChange(first);
+  }, [value, first, onChange]);
+  return (
+    <QueryView query={models} isEmpty={(d) => d.length === 0} empty="No model of this kind is available." loadingLabel="Loading the models…">
+      {(list) => (
+        <div>
+          <label htmlFor={id}>{label}</label>
+          <select id={id} value={value} onChange={(e) => onChange(e.target.value)}>
+            {list.map((m) => (
+              <option key={m.id} value={m.id}>
+                {m.id}
+                {m.tier_min ? ` (tier ${m.tier_min}+)` : ""}
+              </option>
+            ))}
+          </select>
+        </div>
+      )}
+    </QueryView>
+  );
+}
+
+/** The number of characters the gateway counts (Unicode code points after NFC). */
+export function visibleLength(text: string): number {
+  return [...text.normalize("NFC")].length;
+}
+
+/** A refused call in words: the D1 message, "top up" with a link on a 402, a new key on a 401. */
+export function CallError({ error }: { error: unknown }) {
+  const session = useSession();
+  const queryClient = useQueryClient();
+  if (error instanceof GatewayError && error.status === 402)
+    return (
+      <div role="alert" className="notice error">
+        <p>
+          {error.message} Your balance is too low for this call: <Link to="/">top up your balance</Link> and try again.
+        </p>
+        {error.requestId && <small>Request id: {error.requestId}</small>}
+      </div>
+    );
+  if (error instanceof GatewayError && error.status === 401)
+    return (
+      <div role="alert" className="notice error">
+        <p>The gateway refused the playground key: it was revoked, or it expired.</p>
+        <button
+          type="button"
+          onClick={() => {
+            if (session.userId) savePlaygroundKey(session.userId, null);
+            void queryClient.invalidateQueries({ queryKey: ["keys"] });
+          }}
+        >
+          Make a new playground key
+        </button>
+      </div>
+    );
+  return <ErrorNotice error={error} />;
+}
+
+/** Ids (`req_...`, `job_...`) are long unbroken words: they may wrap anywhere rather than widen a phone's page. */
+export const BREAK_ANYWHERE = { overflowWrap: "anywhere" } as const;
+
+/** What an audio call answered: a player, its cost and request id, a download link. */
+export function ClipPlayer({ clip, title }: { clip: AudioClip; title: string }) {
+  const playable = clip.contentType.includes("mpeg");
+  return (
+    <article aria-label={title}>
+      {playable ? (
+        <audio controls src={clip.url} aria-label={title} style={{ width: "100%" }} />
+      ) : (
+        <p>The browser cannot play {clip.contentType}; download the file instead.</p>
+      )}
+      <dl className="limits">
+        <dt>Cost</dt>
+        <dd>
+          <Usd amount={clip.costUsd} />
+          {clip.testMode && " (test key: no money moved)"}
+        </dd>
+        {clip.balanceUsd !== null && (
+          <>
+            <dt>Balance after</dt>
+            <dd>
+              <Usd amount={clip.balanceUsd} />
+            </dd>
+          </>
+        )}
+        {clip.model && (
+          <>
+            <dt>Model</dt>
+            <dd>{clip.model}</dd>
+          </>
+        )}
+        <dt>Request id</dt>
+        <dd>
+          <code style={BREAK_ANYWHERE}>
+            {clip.requestId ?? "—"}
+          </code>
+        </dd>
+      </dl>
+      <a href={clip.url} download={clip.fileName}>
+        Download {clip.fileName}
+      </a>
+    </article>
+  );
+}
+
+/**
+ * The latest clip of a tool, with its blob URL revoked when replaced or when the tool goes away (a blob
+ * URL keeps its audio in memory until then).
+ */
+export function useClip(): [AudioClip | null, (clip: AudioClip | null) => void] {
+  const [clip, setClip] = useState<AudioClip | null>(null);
+  useEffect(() => () => {
+    if (clip) URL.revokeObjectURL(clip.url);
+  }, [clip]);
+  return [clip, setClip];
+}
+
+/** Audio formats of the speech, music and sound effect endpoints; only MP3 plays in every browser. */
+export const AUDIO_FORMATS: { value: NonNullable<SpeechBody["response_format"]>; label: string }[] = [
+  { value: "mp3_44100_128", label: "MP3, 44.1 kHz, 128 kbit/s" },
+  { value: "mp3_44100_192", label: "MP3, 44.1 kHz, 192 kbit/s" },
+  { value: "mp3_22050_32", label: "MP3, 22.05 kHz, 32 kbit/s" },
+  { value: "pcm_16000", label: "PCM 16 kHz (download only)" },
+  { value: "pcm_22050", label: "PCM 22.05 kHz (download only)" },
+  { value: "pcm_24000", label: "PCM 24 kHz (download only)" },
+  { value: "pcm_44100", label: "PCM 44.1 kHz (download only)" },
+  { value: "ulaw_8000", label: "µ-law 8 kHz (download only)" },
+];
+
+/** A labelled select of {@link AUDIO_FORMATS}. */
+export function FormatSelect({ value, onChange, label = "Format" }: { value: string; onChange: (v: NonNullable<SpeechBody["response_format"]>) => void; label?: string }) {
+  const id = useId();
+  return (
+    <div>
+      <label htmlFor={id}>{label}</label>
+      <select id={id} value={value} onChange={(e) => onChange(e.target.value as NonNullable<SpeechBody["response_format"]>)}>
+        {AUDIO_FORMATS.map((f) => (
+          <option key={f.value} value={f.value}>
+            {f.label}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+/** Most characters of a speech input (spec "POST /v1/audio/speech"). */
+const SPEECH_MAX_CHARS = 5000;
+/** Most voices listed at once in the picker; the search narrows the rest. */
+const VOICES_SHOWN = 200;
+
+type Voice = Schemas["Voice"];
+
+function voiceText(v: Voice): string {
+  const facets = v.labels ? Object.values(v.labels).join(", ") : Array.isArray(v.description) ? v.description.join(", ") : "";
+  return facets ? `${v.name} (${facets})` : v.name;
+}
+
+/** A voice picker for `provider`'s library: a search box, the matching voices, a preview when there is one. */
+function VoicePicker({ pgKey, provider, value, onChange }: { pgKey: PlaygroundKey; provider: "alpha" | "beta"; value: string; onChange: (id: string) => void }) {
+  const [search, setSearch] = useState("");
+  const voices = useQuery({
+    queryKey: ["voices", provider, pgKey.keyId],
+    queryFn: () => unwrap(api.GET("/v1/audio/voices", { params: { query: { provider } }, headers: { authorization: `Bearer ${pgKey.secret}` } })),
+    staleTime: 5 * 60_000,
+  });
+  const all = voices.data?.data;
+  const matching = useMemo(() => {
+    const q = search.trim().toLowerCase();
+    return (all ?? []).filter((v) => !q || voiceText(v).toLowerCase().includes(q) || v.voice_id.toLowerCase() === q);
+  }, [all, search]);
+  const shown = matching.slice(0, VOICES_SHOWN);
+  const selected = all?.find((v) => v.voice_id === value);
+  // The choice follows the list: a voice of the other library, or none yet, becomes the first match.
+  useEffect(() => {
+    if (all && all.length > 0 && !all.some((v) => v.voice_id === value)) onChange(all[0].voice_id);
+  }, [all, value, onChange]);
+  return (
+    <QueryView query={voices} isEmpty={(d) => d.data.length === 0} empty="This voice library is empty." loadingLabel="Loading the voices…">
+      {() => (
+        <fieldset>
+          <legend>Voice ({provider} library)</legend>
+          <label htmlFor="pg-voice-search">Search voices</label>
+          <input id="pg-voice-search" type="search" value={search} placeholder="name, accent, gender…" onChange={(e) => setSearch(e.target.value)} />
+          <label htmlFor="pg-voice">Voice</label>
+          <select id="pg-voice" value={value} onChange={(e) => onChange(e.target.value)}>
+            {selected && !shown.includes(selected) && <option value={selected.voice_id}>{voiceText(selected)}</option>}
+            {shown.map((v) => (
+              <option key={v.voice_id} value={v.voice_id}>
+                {voiceText(v)}
+              </option>
+            ))}
+          </select>
+          <small>
+            {matching.length === 0
+              ? "No voice matches the search."
+              : matching.length > shown.length
+                ? `The first ${shown.length} of ${matching.length} matching voices; search to narrow them.`
+                : `${matching.length} voices.`}
+          </small>
+          {selected?.preview_url && (
+            <p>
+              <span id="pg-voice-preview">Preview of {selected.name}</span>
+              <audio controls preload="none" src={selected.preview_url} aria-labelledby="pg-voice-preview" style={{ width: "100%" }} />
+            </p>
+          )}
+        </fieldset>
+      )}
+    </QueryView>
+  );
+}
+
+function SpeechTool({ pgKey }: { pgKey: PlaygroundKey }) {
+  const [model, setModel] = useState("");
+  const [voice, setVoice] = useState("");
+  const [text, setText] = useState("");
+  const [format, setFormat] = useState<NonNullable<SpeechBody["response_format"]>>("mp3_44100_128");
+  const [clip, setClip] = useClip();
+  const provider = model.startsWith("beta-") ? "beta" : "alpha";
+  const length = visibleLength(text);
+  const tooLong = length > SPEECH_MAX_CHARS;
+  const run = useMutation({
+    mutationFn: () => speak(pgKey, { model: model as SpeechBody["model"], input: text, voice_id: voice, response_format: format }),
+    onSuccess: (c) => setClip(c),
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    run.mutate();
+  };
+  return (
+    <section aria-labelledby="pg-speech-title">
+      <h2 id="pg-speech-title">Text to speech</h2>
+      <form onSubmit={submit}>
+        <ModelSelect capability="speech" value={model} onChange={setModel} />
+        {model && <PriceLine id={model} />}
+        {model && <VoicePicker pgKey={pgKey} provider={provider} value={voice} onChange={setVoice} />}
+        <label htmlFor="pg-speech-text">Text to speak</label>
+        <textarea
+          id="pg-speech-text"
+          rows={4}
+          value={text}
+          required
+          aria-invalid={tooLong || undefined}
+          aria-describedby="pg-speech-count"
+          onChange={(e) => setText(e.target.value)}
+        />
+        <small id="pg-speech-count" aria-live="polite">
+          {length.toLocaleString()} / {SPEECH_MAX_CHARS.toLocaleString()} characters{tooLong ? ": too long, shorten the text" : ""}
+        </small>
+        <FormatSelect value={format} onChange={setFormat} />
+        {run.isError && <CallError error={run.error} />}
+        <button type="submit" aria-busy={run.isPending} disabled={run.isPending || !model || !voice || text.trim() === "" || tooLong}>
+          Generate speech
+        </button>
+      </form>
+      {run.isPending && <Loading label="Speaking…" />}
+      {clip && <ClipPlayer clip={clip} title="Generated speech" />}
+    </section>
+  );
+}
+
+export default function SpeechPlayground() {
+  return <PlaygroundShell>{(key) => <SpeechTool pgKey={key} />}</PlaygroundShell>;
+}
