@@ -54,6 +54,16 @@ try {
   const job = await api.POST("/v1/images/generations", { body: { model: "imgA-v4", prompt: "a lighthouse at dusk, watercolour" } });
   if (job.data) await h.gw.waitForJob(user.api_key, job.data.id);
   await api.POST("/v1/auth/keys", { body: { name: "staging", mode: "test" } });
+  // Pages reached from a list rather than from the navigation: one of each.
+  const lastRequest = await api.GET("/v1/requests", { params: { query: { limit: "1" } } });
+  const details: [string, string][] = [
+    ["/playground/audio", "playground music and sound effects"],
+    ["/playground/media", "playground image and video"],
+    ["/playground/chat", "playground chat"],
+    ...(job.data ? [[`/jobs/${job.data.id}`, "job detail"] as [string, string]] : []),
+    ...(lastRequest.data?.data[0] ? [[`/usage/${lastRequest.data.data[0].id}`, "request detail"] as [string, string]] : []),
+    [`/operator/accounts/${user.user_id}`, "operator account"],
+  ];
 
   for (const width of WIDTHS) {
     const page = await h.context.newPage();
@@ -61,7 +71,7 @@ try {
     // Signed out: the pages of the account menu.
     await page.goto(h.url("/"));
     await page.evaluate("localStorage.clear()");
-    for (const path of ["/sign-in", "/register"]) {
+    for (const path of ["/sign-in", "/register", "/operator/sign-in"]) {
       await page.goto(h.url(path));
       await settle(page);
       written.push(await shoot(page, slug(path, ""), width));
@@ -78,6 +88,11 @@ try {
       await page.goto(new URL(href, h.gw.url).href);
       await settle(page);
       written.push(await shoot(page, slug(href.replace(/^\/console/, ""), label), width));
+    }
+    for (const [path, label] of details) {
+      await page.goto(h.url(path));
+      await settle(page);
+      written.push(await shoot(page, slug("", label), width));
     }
     await page.close();
   }

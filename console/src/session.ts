@@ -62,9 +62,19 @@ export function startSession(token: string, userId: string): void {
   set({ ...current, token, userId, ended: null });
 }
 
-/** Ends the customer session: `signed-out` by the user, `expired` when the gateway refused the token (401). */
+/** Prefix of the localStorage entries holding the playground's API key, one per account (pages/playground/key.ts). */
+export const PLAYGROUND_KEY_PREFIX = "gateway.console.playground-key.";
+
+/**
+ * Ends the customer session: `signed-out` by the user, `expired` when the gateway refused the token (401).
+ * Signing out also forgets the playground keys kept in this browser (the keys themselves stay active on the
+ * account until revoked on the Keys page): on a shared computer nothing usable should stay behind.
+ */
 export function endSession(reason: "expired" | "signed-out"): void {
   localStorage.removeItem(KEY);
+  if (reason === "signed-out") {
+    for (const name of Object.keys(localStorage)) if (name.startsWith(PLAYGROUND_KEY_PREFIX)) localStorage.removeItem(name);
+  }
   set({ ...current, token: null, userId: null, ended: reason });
 }
 

@@ -120,6 +120,12 @@ describe("console playground", { skip: browserSkip }, () => {
     await page.getByRole("button", { name: "Generate sound effect" }).click();
     const player = page.getByRole("article", { name: "Generated sound effect" });
     await player.getByText("(test key: no money moved)").waitFor();
+
+    // Signing out forgets the playground key kept in this browser (the key stays on the account).
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+    const kept = await page.evaluate("Object.keys(localStorage).filter((k) => k.includes('playground-key')).length");
+    assert.equal(kept, 0);
   });
 
   test("a call the balance cannot pay says top up, with a link to the balance", async () => {

@@ -7,6 +7,7 @@
  */
 import { useSyncExternalStore } from "react";
 import { api, unwrap } from "../../api.ts";
+import { PLAYGROUND_KEY_PREFIX } from "../../session.ts";
 
 /** The name the playground gives its key (shown on the Keys page). */
 export const PLAYGROUND_KEY_NAME = "Console playground";
@@ -21,7 +22,7 @@ export interface PlaygroundKey {
   mode: "live" | "test";
 }
 
-const PREFIX = "gateway.console.playground-key.";
+const PREFIX = PLAYGROUND_KEY_PREFIX;
 const listeners = new Set<() => void>();
 /** The last value read per account, so useSyncExternalStore gets a stable snapshot. */
 const cache = new Map<string, { raw: string | null; key: PlaygroundKey | null }>();
