@@ -40,6 +40,9 @@ async function shoot(page: Page, name: string, width: number): Promise<string> {
   return file;
 }
 
+/** console/src/session.ts `PLAYGROUND_KEY_PREFIX` (that module needs a browser to load). */
+const PLAYGROUND_KEY_PREFIX = "gateway.console.playground-key.";
+
 const h = await startConsole({ viewport: { width: WIDTHS[0], height: 900 } });
 const written: string[] = [];
 try {
@@ -54,6 +57,8 @@ try {
   const job = await api.POST("/v1/images/generations", { body: { model: "imgA-v4", prompt: "a lighthouse at dusk, watercolour" } });
   if (job.data) await h.gw.waitForJob(user.api_key, job.data.id);
   await api.POST("/v1/auth/keys", { body: { name: "staging", mode: "test" } });
+  // The playground's own key, as the playground would have made it, so its pages show their forms.
+  const playgroundKey = await api.POST("/v1/auth/keys", { body: { name: "Console playground", mode: "test" } });
   // Pages reached from a list rather than from the navigation: one of each.
   const lastRequest = await api.GET("/v1/requests", { params: { query: { limit: "1" } } });
   const details: [string, string][] = [
@@ -78,6 +83,10 @@ try {
     }
     await h.signIn(page, user.email);
     await page.evaluate(`sessionStorage.setItem("gateway.console.operator", ${JSON.stringify(ADMIN_TOKEN)})`);
+    if (playgroundKey.data) {
+      const kept = { keyId: playgroundKey.data.key_id, secret: playgroundKey.data.api_key, mode: "test" };
+      await page.evaluate(`localStorage.setItem(${JSON.stringify(PLAYGROUND_KEY_PREFIX + user.user_id)}, ${JSON.stringify(JSON.stringify(kept))})`);
+    }
     await page.reload();
     await settle(page);
     const links: [string, string][] = [];
