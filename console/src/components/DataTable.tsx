@@ -73,3 +73,29 @@ export function Pager({ hasPrevious, hasMore, onPrevious, onNext, onFirst }: { h
     </nav>
   );
 }
+
+/** The cursor of a list page, as {@link useCursor} (components/url-state.ts) returns it. */
+export interface ListCursor {
+  hasPrevious: boolean;
+  first: () => void;
+  previous: () => void;
+  next: (lastId: string) => void;
+}
+
+/**
+ * {@link Pager} for a cursor-paged list (`limit`/`after`, `has_more`): `lastId` is the cursor of the page's
+ * last row (its `id`, or `user_id`, `job_id`... whatever the list pages by); Next opens the page after it.
+ */
+export function CursorPager({ cursor, hasMore, lastId }: { cursor: ListCursor; hasMore: boolean; lastId: string | undefined }) {
+  return (
+    <Pager
+      hasPrevious={cursor.hasPrevious}
+      hasMore={hasMore && lastId !== undefined}
+      onFirst={cursor.first}
+      onPrevious={cursor.previous}
+      onNext={() => {
+        if (lastId !== undefined) cursor.next(lastId);
+      }}
+    />
+  );
+}

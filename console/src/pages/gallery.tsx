@@ -7,7 +7,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { api, type paths, unwrap } from "../api.ts";
-import { Pager } from "../components/DataTable.tsx";
+import { CursorPager } from "../components/DataTable.tsx";
 import { OutputList, ShareLink } from "../components/MediaPreview.tsx";
 import { QueryView } from "../components/states.tsx";
 import { useCursor } from "../components/url-state.ts";
@@ -73,13 +73,7 @@ export default function Gallery() {
                 <GalleryItem key={item.job_id} item={item} />
               ))}
             </div>
-            <Pager
-              hasPrevious={cursor.hasPrevious}
-              hasMore={d.has_more}
-              onFirst={cursor.first}
-              onPrevious={cursor.previous}
-              onNext={() => cursor.next(d.data[d.data.length - 1].job_id)}
-            />
+            <CursorPager cursor={cursor} hasMore={d.has_more} lastId={d.data.at(-1)?.job_id} />
           </>
         )}
       </QueryView>

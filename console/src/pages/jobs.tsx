@@ -9,7 +9,7 @@ import { useQuery } from "@tanstack/react-query";
 import type { ReactNode } from "react";
 import { Link } from "react-router";
 import { api, unwrap } from "../api.ts";
-import { type Column, DataTable, Pager } from "../components/DataTable.tsx";
+import { type Column, DataTable, CursorPager } from "../components/DataTable.tsx";
 import { CancelJobButton, JobStatus } from "../components/JobStatus.tsx";
 import { QueryView } from "../components/states.tsx";
 import { useCursor, useUrlFilters } from "../components/url-state.ts";
@@ -134,13 +134,7 @@ export default function Jobs() {
         {(d) => (
           <>
             <DataTable columns={COLUMNS} rows={d.data} rowKey={(j) => j.id} />
-            <Pager
-              hasPrevious={cursor.hasPrevious}
-              hasMore={d.has_more}
-              onFirst={cursor.first}
-              onPrevious={cursor.previous}
-              onNext={() => cursor.next(d.data[d.data.length - 1].id)}
-            />
+            <CursorPager cursor={cursor} hasMore={d.has_more} lastId={d.data.at(-1)?.id} />
           </>
         )}
       </QueryView>

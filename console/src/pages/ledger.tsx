@@ -9,7 +9,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "react-router";
 import { api, type paths, unwrap } from "../api.ts";
-import { type Column, DataTable, Pager } from "../components/DataTable.tsx";
+import { type Column, DataTable, CursorPager } from "../components/DataTable.tsx";
 import { QueryView } from "../components/states.tsx";
 import { useCursor } from "../components/url-state.ts";
 import { DateTime, Usd } from "../components/values.tsx";
@@ -103,13 +103,7 @@ export default function Ledger() {
             <div className="usage-table">
               <DataTable columns={COLUMNS} rows={d.data} rowKey={(e) => e.id} />
             </div>
-            <Pager
-              hasPrevious={cursor.hasPrevious}
-              hasMore={d.has_more}
-              onFirst={cursor.first}
-              onPrevious={cursor.previous}
-              onNext={() => cursor.next(d.data[d.data.length - 1].id)}
-            />
+            <CursorPager cursor={cursor} hasMore={d.has_more} lastId={d.data.at(-1)?.id} />
           </>
         )}
       </QueryView>

@@ -13,7 +13,7 @@
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { Link, useSearchParams } from "react-router";
 import { api, type paths, unwrap } from "../api.ts";
-import { type Column, DataTable, Pager } from "../components/DataTable.tsx";
+import { type Column, DataTable, CursorPager } from "../components/DataTable.tsx";
 import { ErrorNotice, Loading, QueryView } from "../components/states.tsx";
 import { useCursor, useUrlFilters } from "../components/url-state.ts";
 import { DateTime, Usd } from "../components/values.tsx";
@@ -394,13 +394,7 @@ export default function Usage() {
                   <div className="usage-table">
                     <DataTable columns={columns} rows={d.data} rowKey={(r) => r.id} />
                   </div>
-                  <Pager
-                    hasPrevious={cursor.hasPrevious}
-                    hasMore={d.has_more}
-                    onFirst={cursor.first}
-                    onPrevious={cursor.previous}
-                    onNext={() => cursor.next(d.data[d.data.length - 1].id)}
-                  />
+                  <CursorPager cursor={cursor} hasMore={d.has_more} lastId={d.data.at(-1)?.id} />
                 </>
               )}
             </QueryView>

@@ -6,7 +6,7 @@
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, type paths, unwrap } from "../api.ts";
-import { type Column, DataTable, Pager } from "../components/DataTable.tsx";
+import { type Column, DataTable, CursorPager } from "../components/DataTable.tsx";
 import { ErrorNotice, QueryView } from "../components/states.tsx";
 import { useCursor, useUrlFilters } from "../components/url-state.ts";
 import { DateTime } from "../components/values.tsx";
@@ -135,13 +135,7 @@ export default function WebhookDeliveries() {
         {(d) => (
           <>
             <DataTable columns={columns} rows={d.data} rowKey={(x) => x.id} />
-            <Pager
-              hasPrevious={cursor.hasPrevious}
-              hasMore={d.has_more}
-              onFirst={cursor.first}
-              onPrevious={cursor.previous}
-              onNext={() => cursor.next(d.data[d.data.length - 1].id)}
-            />
+            <CursorPager cursor={cursor} hasMore={d.has_more} lastId={d.data.at(-1)?.id} />
           </>
         )}
       </QueryView>

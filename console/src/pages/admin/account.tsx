@@ -8,7 +8,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
 import { useParams } from "react-router";
 import { api, type paths } from "../../api.ts";
-import { type Column, DataTable, Pager } from "../../components/DataTable.tsx";
+import { type Column, DataTable, CursorPager } from "../../components/DataTable.tsx";
 import { ErrorNotice, QueryView } from "../../components/states.tsx";
 import { useCursor, useUrlFilters } from "../../components/url-state.ts";
 import { DateTime, Usd } from "../../components/values.tsx";
@@ -321,7 +321,7 @@ function Ledger({ userId }: { userId: string }) {
       {(d) => (
         <>
           <DataTable columns={LEDGER_COLUMNS} rows={d.data} rowKey={(e) => e.id} caption="Ledger, newest first" />
-          <Pager hasPrevious={cursor.hasPrevious} hasMore={d.has_more} onFirst={cursor.first} onPrevious={cursor.previous} onNext={() => cursor.next(d.data[d.data.length - 1].id)} />
+          <CursorPager cursor={cursor} hasMore={d.has_more} lastId={d.data.at(-1)?.id} />
         </>
       )}
     </QueryView>
@@ -340,7 +340,7 @@ function Requests({ userId }: { userId: string }) {
       {(d) => (
         <>
           <DataTable columns={REQUEST_COLUMNS} rows={d.data} rowKey={(r) => r.id} caption="Paid calls, newest first" />
-          <Pager hasPrevious={cursor.hasPrevious} hasMore={d.has_more} onFirst={cursor.first} onPrevious={cursor.previous} onNext={() => cursor.next(d.data[d.data.length - 1].id)} />
+          <CursorPager cursor={cursor} hasMore={d.has_more} lastId={d.data.at(-1)?.id} />
         </>
       )}
     </QueryView>

@@ -7,7 +7,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { Link } from "react-router";
 import { api, type paths } from "../../api.ts";
-import { type Column, DataTable, Pager } from "../../components/DataTable.tsx";
+import { type Column, DataTable, CursorPager } from "../../components/DataTable.tsx";
 import { QueryView } from "../../components/states.tsx";
 import { useCursor, useUrlFilters } from "../../components/url-state.ts";
 import { DateTime, Usd } from "../../components/values.tsx";
@@ -57,13 +57,7 @@ export default function Accounts() {
         {(d) => (
           <>
             <DataTable columns={COLUMNS} rows={d.data} rowKey={(a) => a.user_id} />
-            <Pager
-              hasPrevious={cursor.hasPrevious}
-              hasMore={d.has_more}
-              onFirst={cursor.first}
-              onPrevious={cursor.previous}
-              onNext={() => cursor.next(d.data[d.data.length - 1].user_id)}
-            />
+            <CursorPager cursor={cursor} hasMore={d.has_more} lastId={d.data.at(-1)?.user_id} />
           </>
         )}
       </QueryView>
