@@ -10,6 +10,7 @@ import type { ReactNode } from "react";
 import { Link } from "react-router";
 import { api, unwrap } from "../api.ts";
 import { type Column, DataTable, CursorPager } from "../components/DataTable.tsx";
+import { FilterSelect } from "../components/FilterSelect.tsx";
 import { CancelJobButton, JobStatus } from "../components/JobStatus.tsx";
 import { QueryView } from "../components/states.tsx";
 import { useCursor, useUrlFilters } from "../components/url-state.ts";
@@ -89,41 +90,16 @@ export default function Jobs() {
     <>
       <p>Your image, video and stored audio jobs, newest first. Jobs still running update live; a running job can be canceled, and nothing is charged for it.</p>
       <form className="filters" role="search" aria-label="Filter the jobs" onSubmit={(e) => e.preventDefault()}>
-        <div>
-          <label htmlFor="jobs-status">Status</label>
-          <select id="jobs-status" value={status ?? ""} onChange={(e) => setFilters({ status: e.target.value })}>
-            <option value="">Any</option>
-            {JOB_STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label htmlFor="jobs-kind">Kind</label>
-          <select id="jobs-kind" value={kind ?? ""} onChange={(e) => setFilters({ kind: e.target.value })}>
-            <option value="">Any</option>
-            {KINDS.map((k) => (
-              <option key={k} value={k}>
-                {k}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label htmlFor="jobs-model">Model</label>
-          <select id="jobs-model" value={filters.model} onChange={(e) => setFilters({ model: e.target.value })}>
-            <option value="">Any</option>
-            {/* A model from the URL that the catalog no longer lists stays selectable. */}
-            {filters.model && !models.some((m) => m.id === filters.model) && <option value={filters.model}>{filters.model}</option>}
-            {models.map((m) => (
-              <option key={m.id} value={m.id}>
-                {m.id}
-              </option>
-            ))}
-          </select>
-        </div>
+        <FilterSelect id="jobs-status" label="Status" anyLabel="Any" value={status ?? ""} options={JOB_STATUSES} onChange={(v) => setFilters({ status: v })} />
+        <FilterSelect id="jobs-kind" label="Kind" anyLabel="Any" value={kind ?? ""} options={KINDS} onChange={(v) => setFilters({ kind: v })} />
+        <FilterSelect
+          id="jobs-model"
+          label="Model"
+          anyLabel="Any"
+          value={filters.model}
+          options={models.map((m) => m.id)}
+          onChange={(v) => setFilters({ model: v })}
+        />
       </form>
       <QueryView
         query={jobs}

@@ -14,6 +14,7 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { Link, useSearchParams } from "react-router";
 import { api, type paths, unwrap } from "../api.ts";
 import { type Column, DataTable, CursorPager } from "../components/DataTable.tsx";
+import { FilterSelect } from "../components/FilterSelect.tsx";
 import { ErrorNotice, Loading, QueryView } from "../components/states.tsx";
 import { useCursor, useUrlFilters } from "../components/url-state.ts";
 import { DateTime, Usd } from "../components/values.tsx";
@@ -326,17 +327,7 @@ export default function Usage() {
           <label htmlFor="usage-to">To (included)</label>
           <input id="usage-to" type="date" value={filters.to} min={filters.from || undefined} onChange={(e) => setFilters({ to: e.target.value })} />
         </div>
-        <div>
-          <label htmlFor="usage-model">Model</label>
-          <select id="usage-model" value={filters.model} onChange={(e) => setFilters({ model: e.target.value })}>
-            <option value="">All models</option>
-            {modelChoices.map((m) => (
-              <option key={m} value={m}>
-                {m}
-              </option>
-            ))}
-          </select>
-        </div>
+        <FilterSelect id="usage-model" label="Model" anyLabel="All models" value={filters.model} options={modelChoices} onChange={(v) => setFilters({ model: v })} />
         <div>
           <label htmlFor="usage-key">Key</label>
           <select id="usage-key" value={filters.key_id} onChange={(e) => onKey(e.target.value)}>
@@ -350,17 +341,7 @@ export default function Usage() {
             ))}
           </select>
         </div>
-        <div>
-          <label htmlFor="usage-status">Status</label>
-          <select id="usage-status" value={filters.status} onChange={(e) => setFilters({ status: e.target.value })}>
-            <option value="">Any status</option>
-            {STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </div>
+        <FilterSelect id="usage-status" label="Status" anyLabel="Any status" value={filters.status} options={STATUSES} onChange={(v) => setFilters({ status: v })} />
         <div>
           <label htmlFor="usage-mode">Key mode</label>
           <select id="usage-mode" value={mode} onChange={(e) => setFilters({ mode: e.target.value, key_id: "" })}>

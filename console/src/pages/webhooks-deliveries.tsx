@@ -7,6 +7,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, type paths, unwrap } from "../api.ts";
 import { type Column, DataTable, CursorPager } from "../components/DataTable.tsx";
+import { FilterSelect } from "../components/FilterSelect.tsx";
 import { ErrorNotice, QueryView } from "../components/states.tsx";
 import { useCursor, useUrlFilters } from "../components/url-state.ts";
 import { DateTime } from "../components/values.tsx";
@@ -98,28 +99,15 @@ export default function WebhookDeliveries() {
   return (
     <>
       <form className="filters" onSubmit={(e) => e.preventDefault()}>
-        <div>
-          <label htmlFor="delivery-event">Event type</label>
-          <select id="delivery-event" value={filters.event_type} onChange={(e) => setFilters({ event_type: e.target.value })}>
-            <option value="">All events</option>
-            {EVENT_TYPES.map(([t]) => (
-              <option key={t} value={t}>
-                {t}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label htmlFor="delivery-status">Status</label>
-          <select id="delivery-status" value={filters.status} onChange={(e) => setFilters({ status: e.target.value })}>
-            <option value="">Any status</option>
-            {STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </div>
+        <FilterSelect
+          id="delivery-event"
+          label="Event type"
+          anyLabel="All events"
+          value={filters.event_type}
+          options={EVENT_TYPES.map(([t]) => t)}
+          onChange={(v) => setFilters({ event_type: v })}
+        />
+        <FilterSelect id="delivery-status" label="Status" anyLabel="Any status" value={filters.status} options={STATUSES} onChange={(v) => setFilters({ status: v })} />
       </form>
       {replay.isError && <ErrorNotice error={replay.error} />}
       {replay.isSuccess && (
