@@ -109,7 +109,12 @@ export const errors = {
     new AppError(402, "insufficient_credits", `This call costs ${needUsd} USD; the balance is too low.`),
   insufficientBalance: (message = "The hold could not be placed: balance too low.") =>
     new AppError(402, "insufficient_balance", message),
+  /** D34: the call's hold would take its API key past the key's spend limit. */
+  keySpendLimit: (message: string) => new AppError(402, "key_spend_limit", message),
   // 403
+  /** D34: the API key's `models` allow-list does not include the model. */
+  modelNotAllowed: (model: string) =>
+    new AppError(403, "model_not_allowed", `This API key may not call ${model}: it is not in the key's models.`, "model"),
   voiceNotOwned: () =>
     new AppError(403, "voice_not_owned", "This voice belongs to another account.", "voice_id"),
   // 410

@@ -42,10 +42,12 @@ import type {
 import { AppError } from "./errors.ts";
 import { getJob, type JobStarter } from "./jobs/jobs.ts";
 import { drainPaidCalls } from "./billing/paid-call.ts";
+import { onBalanceChange } from "./billing/ledger.ts";
 import { configureAuthCache } from "./accounts/accounts.ts";
 
 /** How long a shutdown waits for running paid calls to settle their holds before closing the database, ms. */
 const SHUTDOWN_DRAIN_MS = 10_000;
+import { BalanceAlerts } from "./webhooks/balance-alerts.ts";
 import { WebhookDeliveryLoop } from "./webhooks/delivery.ts";
 import type { WebhookUrlPolicy } from "./webhooks/urls.ts";
 
@@ -94,6 +96,8 @@ export interface Services {
   sweep: SweepConfig;
   /** The webhook URL rule (D31): `WEBHOOK_ALLOW_PRIVATE` and the host resolver. */
   webhookUrlPolicy: WebhookUrlPolicy;
+  /** Low-balance alerts (D34): checked after ledger writes, swept with the runner. */
+  alerts: BalanceAlerts;
   /**
    * The configured image or video source named `name` (D25), or undefined: what a job's upstream handle
    * names, to withdraw the request there when the job is canceled (D28, D30).
@@ -371,7 +375,12 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     allowPrivate: config.webhookAllowPrivate,
     retryScheduleS: config.webhookRetryScheduleS,
   });
+  // D34: a balance falling below an alert threshold writes `balance.low` into the outbox; send it now.
+  const alerts = new BalanceAlerts(db.kysely, log);
+  alerts.onFired = () => webhooks.nudge();
+  onBalanceChange(db.kysely, (accountId) => alerts.touch(accountId));
   return {
+    alerts,
     resolveHost,
     webhookUrlPolicy: { allowPrivate: config.webhookAllowPrivate, resolve: resolveHost },
     config,
@@ -404,6 +413,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       );
       runner.start();
       webhooks.start();
+      alerts.start();
       return runner;
     },
     nudgeWebhooks() {
@@ -419,6 +429,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       // Paid calls still running (their callers may have hung up) settle before the database closes.
       await drainPaidCalls(SHUTDOWN_DRAIN_MS);
       await runner?.stop();
+      await alerts.stop();
       await webhooks.stop();
       await simulator.close();
       await media.close();

@@ -4,6 +4,7 @@
  * Repository-style free functions taking the database first. Secrets are returned once, at creation,
  * and stored only as SHA-256 hashes.
  */
+import { periodStart } from "../billing/key-spend.ts";
 import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
 import { type Micros, microsToUsd } from "../billing/money.ts";
 import { effectiveTier, tierRow } from "../catalog/tiers.ts";
@@ -13,6 +14,18 @@ import { isUniqueViolation } from "../storage/db.ts";
 import { applyOverrides, type EffectiveLimits } from "../limits/effective.ts";
 import { prepare } from "../storage/prepared.ts";
 import type { KeyMode } from "../storage/schema.ts";
+import {
+  controlsOf,
+  controlsView,
+  type KeyControls,
+  type KeyControlsBody,
+  type KeyControlsView,
+  type KeyControlUpdate,
+  parseKeyControls,
+  restartKeyCounter,
+  type SpentKeyRow,
+  spentOfKeys,
+} from "./key-controls.ts";
 import {
   digestsEqual,
   hashPassword,
@@ -37,6 +50,8 @@ export interface Principal {
   limits: EffectiveLimits;
   /** The key's mode (D32): `test` keys are served by the simulator and move no money. Sessions are `live`. */
   mode: KeyMode;
+  /** The key's own controls (D34), or null for a session token. */
+  key: KeyControls | null;
 }
 
 function validateCredentials(email: unknown, password: unknown): { email: string; password: string } {
@@ -163,6 +178,11 @@ const keyByHash = prepare((db, p) =>
       "api_keys.account_id",
       "api_keys.key_hash",
       "api_keys.mode",
+      "api_keys.expires_at",
+      "api_keys.models_json",
+      "api_keys.rpm",
+      "api_keys.spend_limit_micros",
+      "api_keys.spend_limit_period",
       "accounts.total_deposits_micros",
       "accounts.tier_override",
       "accounts.limits_override",
@@ -262,7 +282,7 @@ export async function authenticate(
     if (!opts.allowSession) return null;
     const s = (await sessionByHash(db, hash)).rows[0];
     if (!s || !digestsEqual(s.token_hash, hash) || Number(s.expires_at) < Date.now()) return null;
-    return { accountId: s.account_id, keyId: null, limits: limitsOf(s), mode: "live" };
+    return { accountId: s.account_id, keyId: null, limits: limitsOf(s), mode: "live", key: null };
   }
   const now = Date.now();
   const cached = authCache.get(hash);
@@ -282,7 +302,13 @@ export async function authenticate(
       .execute()
       .catch(() => {});
   }
-  const principal: Principal = { accountId: k.account_id, keyId: k.id, limits: limitsOf(k), mode: k.mode === "test" ? "test" : "live" };
+  const principal: Principal = {
+    accountId: k.account_id,
+    keyId: k.id,
+    limits: limitsOf(k),
+    mode: k.mode === "test" ? "test" : "live",
+    key: controlsOf(k),
+  };
   if (authCacheMs > 0) {
     if (authCache.size >= AUTH_CACHE_MAX_ENTRIES) authCache.clear();
     authCache.set(hash, { principal, expiresAt: now + authCacheMs });
@@ -348,8 +374,8 @@ export async function me(db: Executor, accountId: string): Promise<AccountView> 
   };
 }
 
-/** An API key as listed (D21); the secret is never shown again. */
-export interface KeyView {
+/** An API key as listed (D21, D34); the secret is never shown again. */
+export interface KeyView extends KeyControlsView {
   key_id: string;
   name: string | null;
   prefix: string;
@@ -359,23 +385,93 @@ export interface KeyView {
   mode: KeyMode;
 }
 
-/** `GET /v1/auth/keys`: the account's keys, oldest first. */
-export async function listKeys(db: Executor, accountId: string): Promise<KeyView[]> {
-  const rows = await db
-    .selectFrom("api_keys")
-    .select(["id", "name", "prefix", "created_at", "last_used_at", "mode"])
-    .where("account_id", "=", accountId)
-    .orderBy("created_at", "asc")
-    .orderBy("id", "asc")
-    .execute();
-  return rows.map((r) => ({
+const KEY_COLUMNS = [
+  "id",
+  "name",
+  "prefix",
+  "created_at",
+  "last_used_at",
+  "mode",
+  "expires_at",
+  "models_json",
+  "rpm",
+  "spend_limit_micros",
+  "spend_limit_period",
+  "spent_micros",
+  "spent_period_start",
+] as const;
+
+type KeyRow = SpentKeyRow & { name: string | null; prefix: string; created_at: number; last_used_at: number | null; mode: KeyMode };
+
+function keyView(r: KeyRow, spentMicros: Micros): KeyView {
+  return {
     key_id: r.id,
     name: r.name,
     prefix: r.prefix,
     created_at: new Date(Number(r.created_at)).toISOString(),
     last_used_at: r.last_used_at === null ? null : new Date(Number(r.last_used_at)).toISOString(),
     mode: r.mode,
-  }));
+    ...controlsView(controlsOf(r), spentMicros),
+  };
+}
+
+/**
+ * `GET /v1/auth/keys`: the account's keys, oldest first, each with its controls and what it spent in its
+ * current period (D34 `spent_usd`).
+ */
+export async function listKeys(db: Executor, accountId: string): Promise<KeyView[]> {
+  const rows = await db
+    .selectFrom("api_keys")
+    .select([...KEY_COLUMNS])
+    .where("account_id", "=", accountId)
+    .orderBy("created_at", "asc")
+    .orderBy("id", "asc")
+    .execute();
+  const spent = await spentOfKeys(db, accountId, rows);
+  return rows.map((r) => keyView(r, spent.get(r.id) ?? 0));
+}
+
+/** The account's requests per minute, the most a key's own `rpm` may be (D34). @throws AppError 401 when the account vanished. */
+async function accountRpm(db: Executor, accountId: string): Promise<number> {
+  const limits = await effectiveLimits(db, accountId);
+  if (limits === null) throw errors.auth();
+  return limits.rpm;
+}
+
+/**
+ * `PATCH /v1/auth/keys/{key_id}` (D34): changes the fields present in `body` (`name` and the controls;
+ * `null` clears one). A new limit or period restarts the key's spend counter from the usage log of the
+ * period. The change applies at once in this process and within `AUTH_CACHE_MS` in others.
+ * @throws AppError 404 key_not_found (not the caller's key), 400 invalid_request (a bad field).
+ */
+export async function patchKey(
+  db: Executor,
+  accountId: string,
+  keyId: string,
+  body: KeyControlsBody & { name?: unknown },
+): Promise<KeyView> {
+  const update: KeyControlUpdate & { name?: string | null } = parseKeyControls(body, await accountRpm(db, accountId));
+  if (body.name !== undefined) {
+    if (body.name !== null && (typeof body.name !== "string" || body.name.length > 64)) {
+      throw errors.invalidRequest("name must be a string of at most 64 characters.", "name");
+    }
+    update.name = body.name;
+  }
+  const view = await inTransaction(db, async (trx) => {
+    const before = await trx.selectFrom("api_keys").select([...KEY_COLUMNS]).where("id", "=", keyId).where("account_id", "=", accountId).executeTakeFirst();
+    if (!before) throw errors.keyNotFound();
+    const limit = update.spend_limit_micros !== undefined ? update.spend_limit_micros : before.spend_limit_micros;
+    const period = update.spend_limit_period ?? before.spend_limit_period ?? "month";
+    const periodChanged = period !== (before.spend_limit_period ?? "month");
+    const limitAdded = before.spend_limit_micros === null && limit !== null;
+    if (limit !== null && before.mode === "live" && (limitAdded || periodChanged)) await restartKeyCounter(trx, accountId, keyId, period);
+    if (Object.keys(update).length > 0) await trx.updateTable("api_keys").set(update).where("id", "=", keyId).execute();
+    const after = await trx.selectFrom("api_keys").select([...KEY_COLUMNS]).where("id", "=", keyId).executeTakeFirstOrThrow();
+    const spent = await spentOfKeys(trx, accountId, [after]);
+    return keyView(after, spent.get(keyId) ?? 0);
+  });
+  forgetAccountAuth(accountId);
+  return view;
 }
 
 /**
@@ -386,8 +482,8 @@ export async function listKeys(db: Executor, accountId: string): Promise<KeyView
 export async function createKey(
   db: Executor,
   accountId: string,
-  body: { name?: unknown; mode?: unknown },
-): Promise<{ key_id: string; name: string | null; api_key: string; created_at: string; mode: KeyMode }> {
+  body: { name?: unknown; mode?: unknown } & KeyControlsBody,
+): Promise<{ key_id: string; name: string | null; api_key: string; created_at: string; mode: KeyMode } & KeyControlsView> {
   if (body.mode !== undefined && body.mode !== null && body.mode !== "live" && body.mode !== "test") {
     throw errors.invalidRequest("mode must be 'live' or 'test'.", "mode");
   }
@@ -400,6 +496,7 @@ export async function createKey(
     throw errors.invalidRequest("name must be a string of at most 64 characters.", "name");
   }
   const name = typeof body.name === "string" ? body.name : null;
+  const controls = parseKeyControls(body, await accountRpm(db, accountId));
   const secret = newApiKeySecret(mode);
   const id = newId("key");
   const now = Date.now();
@@ -414,9 +511,23 @@ export async function createKey(
       created_at: now,
       last_used_at: null,
       mode,
+      ...controls,
+      // A new key's counter starts in the current period with nothing spent.
+      spent_micros: 0,
+      spent_period_start: controls.spend_limit_micros != null ? periodStart(controls.spend_limit_period ?? "month", now) : 0,
     })
     .execute();
-  return { key_id: id, name, api_key: secret, created_at: new Date(now).toISOString(), mode };
+  const view = controlsView(
+    controlsOf({
+      expires_at: controls.expires_at ?? null,
+      models_json: controls.models_json ?? null,
+      rpm: controls.rpm ?? null,
+      spend_limit_micros: controls.spend_limit_micros ?? null,
+      spend_limit_period: controls.spend_limit_period ?? null,
+    }),
+    0,
+  );
+  return { key_id: id, name, api_key: secret, created_at: new Date(now).toISOString(), mode, ...view };
 }
 
 /**

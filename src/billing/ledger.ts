@@ -17,10 +17,11 @@
 import type { Kysely, Transaction } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
 import { recordLedger } from "../metrics.ts";
-import { isPostgres, pgCaptureHold, pgPlaceHold } from "../storage/ledger-pg.ts";
+import { isPostgres, pgCaptureHold, pgLockAccount, pgPlaceHold } from "../storage/ledger-pg.ts";
 import { pgLedgerBatcher } from "../storage/ledger-pg-batch.ts";
 import { type Param, prepare } from "../storage/prepared.ts";
 import type { Database, LedgerKind } from "../storage/schema.ts";
+import { countKeySpend, type KeySpend, KeySpendLimitError, keySpendState, periodStart, uncountKeySpend } from "./key-spend.ts";
 import type { Micros } from "./money.ts";
 import { endValues, finishUsage, insertUsage, type UsageEnd, type UsageStart, usageRow } from "./usage.ts";
 
@@ -46,6 +47,23 @@ export async function inTransaction<T>(
 ): Promise<T> {
   if (db.isTransaction) return fn(db as Transaction<Database>);
   return (db as Kysely<Database>).transaction().execute(fn);
+}
+
+/** Told the account whose balance a ledger write changed, after it committed (D34 alerts). */
+export type BalanceListener = (accountId: string) => void;
+const balanceListeners = new WeakMap<Kysely<Database>, BalanceListener>();
+
+/**
+ * Registers the listener of `db` (one per database handle): it hears of every hold, capture, release and
+ * credit made on `db` itself once committed. Writes made inside a caller's transaction are not heard
+ * (their commit is the caller's); whoever listens must also look for changes by other means (a sweep).
+ */
+export function onBalanceChange(db: Kysely<Database>, listener: BalanceListener): void {
+  balanceListeners.set(db, listener);
+}
+
+function balanceChanged(db: Executor, accountId: string): void {
+  if (!db.isTransaction) balanceListeners.get(db as Kysely<Database>)?.(accountId);
 }
 
 function assertAmount(micros: Micros): void {
@@ -151,6 +169,8 @@ const insertHold = prepare((db, p) =>
     created_at: p<number>(5),
     settled_at: null,
     request_id: p<string | null>(6),
+    key_id: p<string | null>(7),
+    key_period_start: p<number | null>(8),
   }),
 );
 const captureStmt = prepare((db, p) =>
@@ -160,7 +180,7 @@ const captureStmt = prepare((db, p) =>
     .where("id", "=", p<string>(2))
     .where("status", "=", "open")
     .where("amount_micros", ">=", p<number>(0))
-    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id"]),
+    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id", "key_id", "key_period_start"]),
 );
 const releaseStmt = prepare((db, p) =>
   db
@@ -168,8 +188,13 @@ const releaseStmt = prepare((db, p) =>
     .set({ status: "released", settled_at: p<number>(0) })
     .where("id", "=", p<string>(1))
     .where("status", "=", "open")
-    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id"]),
+    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id", "key_id", "key_period_start"]),
 );
+
+/** Gives a settled hold's unused amount back to the key counter it was counted in (D34), if any. */
+async function uncountHold(trx: Transaction<Database>, hold: { key_id: string | null; key_period_start: number | null }, amount: Micros): Promise<void> {
+  if (hold.key_id !== null && hold.key_period_start !== null) await uncountKeySpend(trx, hold.key_id, Number(hold.key_period_start), amount);
+}
 
 /** A placed hold. */
 export interface Hold {
@@ -185,12 +210,22 @@ export interface Hold {
  * entry is written. Runs inside `db` if it is a transaction (so a job row and its hold commit together).
  * With `usage`, the call's usage record (D29, id = its request id) is inserted with the hold, in the same
  * statement on PostgreSQL; the hold and its entries then carry the request id. `reference` is the model.
+ * A live call whose key has a spend limit (`usage.keySpend`, D34) is counted against the key's counter in
+ * the same transaction, before the balance is checked (key-spend.ts); such holds are not batched.
+ * @throws KeySpendLimitError when the hold would take the key past its limit (nothing is written).
  * @throws InsufficientFundsError when the balance is below the amount (nothing is written).
  */
 export async function placeHold(
   db: Executor,
   args: { accountId: string; amountMicros: Micros; jobId?: string | null; reference?: string | null; usage?: UsageStart | null },
 ): Promise<Hold> {
+  const hold = await placeHoldNow(db, args);
+  // Only a hold lowers a balance (a capture gives back what the call did not use): the one write an alert hears of.
+  balanceChanged(db, args.accountId);
+  return hold;
+}
+
+async function placeHoldNow(db: Executor, args: HoldArgs): Promise<Hold> {
   assertAmount(args.amountMicros);
   const id = newTimeOrderedId("hold");
   const now = Date.now();
@@ -198,6 +233,8 @@ export async function placeHold(
     ? usageRow(args.usage, { accountId: args.accountId, amountMicros: args.amountMicros, jobId: args.jobId, model: args.reference ?? "" }, now)
     : null;
   const requestId = usage?.id ?? null;
+  const keySpend = args.usage && args.usage.mode !== "test" ? (args.usage.keySpend ?? null) : null;
+  if (keySpend !== null) return placeCountedHold(db, args, keySpend, { id, now, usage, requestId });
   if (isPostgres(db)) {
     const a = {
       holdId: id,
@@ -208,6 +245,8 @@ export async function placeHold(
       reference: args.reference ?? null,
       now,
       usage,
+      keyId: null,
+      keyPeriod: null,
     };
     let balance: Micros;
     if (db.isTransaction) {
@@ -224,39 +263,84 @@ export async function placeHold(
     recordLedger("hold", -args.amountMicros);
     return { id, accountId: args.accountId, amountMicros: args.amountMicros, balanceAfterMicros: balance };
   }
+  return inTransaction(db, (trx) => sqlitePlaceHold(trx, args, { id, now, usage, requestId, keyId: null, keyPeriod: null }));
+}
+
+type HoldArgs = { accountId: string; amountMicros: Micros; jobId?: string | null; reference?: string | null; usage?: UsageStart | null };
+interface HoldRow {
+  id: string;
+  now: number;
+  usage: ReturnType<typeof usageRow> | null;
+  requestId: string | null;
+}
+
+/** The portable hold (SQLite): debit, hold row, `hold` entry, usage record; in `trx`. */
+async function sqlitePlaceHold(
+  trx: Transaction<Database>,
+  args: HoldArgs,
+  h: HoldRow & { keyId: string | null; keyPeriod: number | null },
+): Promise<Hold> {
+  const balance = await moveBalance(trx, args.accountId, -args.amountMicros);
+  if (balance === null) {
+    const acc = await trx
+      .selectFrom("accounts")
+      .select("balance_micros")
+      .where("id", "=", args.accountId)
+      .executeTakeFirst();
+    throw new InsufficientFundsError(args.amountMicros, acc ? Number(acc.balance_micros) : null);
+  }
+  await insertHold(trx, h.id, args.accountId, args.amountMicros, args.jobId ?? null, args.reference ?? null, h.now, h.requestId, h.keyId, h.keyPeriod);
+  await insertEntries(trx, args.accountId, h.now, [
+    {
+      kind: "hold",
+      amount: -args.amountMicros,
+      balanceAfter: balance,
+      holdId: h.id,
+      jobId: args.jobId,
+      requestId: h.requestId,
+      reference: args.reference,
+    },
+  ]);
+  if (h.usage !== null) await insertUsage(trx, h.usage);
+  return { id: h.id, accountId: args.accountId, amountMicros: args.amountMicros, balanceAfterMicros: balance };
+}
+
+/**
+ * A hold counted against its key's spend limit (D34), in one transaction: the account row is locked first
+ * (settlements lock holds, then accounts, then keys: the same order, so no deadlock), then the key's
+ * counter takes the amount if the limit allows, then the balance is debited; either refusal rolls back.
+ */
+async function placeCountedHold(db: Executor, args: HoldArgs, spend: KeySpend, h: HoldRow): Promise<Hold> {
   return inTransaction(db, async (trx) => {
-    const balance = await moveBalance(trx, args.accountId, -args.amountMicros);
-    if (balance === null) {
-      const acc = await trx
-        .selectFrom("accounts")
-        .select("balance_micros")
-        .where("id", "=", args.accountId)
-        .executeTakeFirst();
-      throw new InsufficientFundsError(args.amountMicros, acc ? Number(acc.balance_micros) : null);
+    const pg = isPostgres(trx);
+    if (pg) await pgLockAccount(trx, args.accountId);
+    const period = periodStart(spend.period, h.now);
+    const counted = await countKeySpend(trx, spend.keyId, args.amountMicros, period);
+    if (counted === null) {
+      const state = await keySpendState(trx, spend.keyId, period);
+      throw new KeySpendLimitError({
+        limitMicros: state?.limitMicros ?? spend.limitMicros,
+        spentMicros: state?.spentMicros ?? 0,
+        neededMicros: args.amountMicros,
+        period: spend.period,
+      });
     }
-    await insertHold(
-      trx,
-      id,
-      args.accountId,
-      args.amountMicros,
-      args.jobId ?? null,
-      args.reference ?? null,
-      now,
-      requestId,
-    );
-    await insertEntries(trx, args.accountId, now, [
-      {
-        kind: "hold",
-        amount: -args.amountMicros,
-        balanceAfter: balance,
-        holdId: id,
-        jobId: args.jobId,
-        requestId,
-        reference: args.reference,
-      },
-    ]);
-    if (usage !== null) await insertUsage(trx, usage);
-    return { id, accountId: args.accountId, amountMicros: args.amountMicros, balanceAfterMicros: balance };
+    if (!pg) return sqlitePlaceHold(trx, args, { ...h, keyId: spend.keyId, keyPeriod: counted });
+    const after = await pgPlaceHold(trx, {
+      holdId: h.id,
+      accountId: args.accountId,
+      amount: args.amountMicros,
+      jobId: args.jobId ?? null,
+      requestId: h.requestId,
+      reference: args.reference ?? null,
+      now: h.now,
+      usage: h.usage,
+      keyId: spend.keyId,
+      keyPeriod: counted,
+    });
+    if (after === null) throw new InsufficientFundsError(args.amountMicros, await getBalance(trx, args.accountId));
+    recordLedger("hold", -args.amountMicros);
+    return { id: h.id, accountId: args.accountId, amountMicros: args.amountMicros, balanceAfterMicros: after };
   });
 }
 
@@ -306,6 +390,7 @@ export async function captureHold(
     if (finalMicros > 0)
       entries.push({ kind: "charge", amount: -finalMicros, balanceAfter: balance, ...common });
     await insertEntries(trx, hold.account_id, now, entries);
+    await uncountHold(trx, hold, held - finalMicros);
     if (usage && hold.request_id !== null) await finishUsage(trx, hold.request_id, { ...usage, costMicros: finalMicros }, now);
     return { chargedMicros: finalMicros, balanceAfterMicros: balance };
   });
@@ -346,6 +431,7 @@ export async function releaseHold(
         reference: hold.reference,
       },
     ]);
+    await uncountHold(trx, hold, held);
     if (usage && hold.request_id !== null) await finishUsage(trx, hold.request_id, { ...usage, costMicros: 0 }, now);
     return { chargedMicros: 0, balanceAfterMicros: balance };
   });
@@ -371,7 +457,7 @@ export async function credit(
 ): Promise<Micros> {
   assertAmount(args.amountMicros);
   const now = Date.now();
-  return inTransaction(db, async (trx) => {
+  const balance = await inTransaction(db, async (trx) => {
     const row = await trx
       .updateTable("accounts")
       .set((eb) =>
@@ -398,8 +484,15 @@ export async function credit(
         requestId: args.requestId,
       },
     ]);
+    if (args.kind === "refund" && args.holdId) {
+      // A refunded charge no longer counts against the key's spend limit (D34).
+      const hold = await trx.selectFrom("holds").select(["key_id", "key_period_start"]).where("id", "=", args.holdId).executeTakeFirst();
+      if (hold) await uncountHold(trx, hold, args.amountMicros);
+    }
     return balance;
   });
+  balanceChanged(db, args.accountId);
+  return balance;
 }
 
 /**

@@ -34,7 +34,8 @@ import {
   releaseHold,
   type Settlement,
 } from "./ledger.ts";
-import type { Micros } from "./money.ts";
+import { KeySpendLimitError } from "./key-spend.ts";
+import { formatUsd, type Micros } from "./money.ts";
 import { finishUsage, insertUsage, type Units, type UsageEnd, type UsageStart, usageRow } from "./usage.ts";
 
 /** What to hold: `amountMicros` (> 0, micro-USD) of the account's balance. */
@@ -62,7 +63,8 @@ export type OnInsufficient = (err: InsufficientFundsError) => AppError;
  * Places a hold, translating a balance that is too low into the endpoint's 402. Runs inside `db` when it
  * is a transaction, so a job row and its hold commit (or roll back) together. A test-mode request (D32)
  * places no hold: it writes only its usage record and returns null.
- * @throws the AppError of `onInsufficient` (nothing written); database errors as they are.
+ * @throws the AppError of `onInsufficient` (nothing written); AppError 402 `key_spend_limit` when the hold
+ *   would take the key past its spend limit (D34; nothing written); database errors as they are.
  */
 export async function holdOrRefuse(db: Executor, req: HoldRequest & { usage?: null }, onInsufficient: OnInsufficient): Promise<Hold>;
 export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient): Promise<Hold | null>;
@@ -75,8 +77,18 @@ export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficien
     return await placeHold(db, req);
   } catch (err) {
     if (err instanceof InsufficientFundsError) throw onInsufficient(err);
+    if (err instanceof KeySpendLimitError) throw keySpendLimitError(err);
     throw err;
   }
+}
+
+/** The 402 `key_spend_limit` of D34, naming the limit, its period and what is left of it. */
+function keySpendLimitError(err: KeySpendLimitError): AppError {
+  const left = Math.max(0, err.limitMicros - err.spentMicros);
+  const per = err.period === "total" ? "in total" : `per ${err.period}`;
+  return errors.keySpendLimit(
+    `This call holds ${formatUsd(err.neededMicros)} USD, more than the ${formatUsd(left)} USD left of this API key's spend limit of ${formatUsd(err.limitMicros)} USD ${per}.`,
+  );
 }
 
 /** The usage record of a test-mode call: what would have been held, no hold. */

@@ -8,6 +8,7 @@
  * and its portable writes; the PostgreSQL single-statement hold and capture write it inside their own
  * statement (storage/ledger-pg.ts).
  */
+import type { KeySpend } from "./key-spend.ts";
 import type { Kysely, Transaction } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
 import { prepare } from "../storage/prepared.ts";
@@ -42,6 +43,8 @@ export interface CallContext {
   keyId: string | null;
   /** `test` for a test-mode key: simulator only, no money moves (D32). */
   mode: KeyMode;
+  /** The key's spend limit (D34), counted with the call's hold; null or absent when the key has none. */
+  keySpend?: KeySpend | null;
 }
 
 /** A context for a call made outside an HTTP request (direct service calls in tests): a fresh live request. */

@@ -17,6 +17,7 @@ import { boundedJsonParser, type StringBodyParser } from "./json-body.ts";
 import { clientErrorHandler, expectationFailed, frameworkError, refuseWhileClosing } from "./router-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
+import { alertRoutes } from "./routes/alerts.ts";
 import { billingRoutes } from "./routes/billing.ts";
 import { BodyBudget } from "./body-budget.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
@@ -143,6 +144,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     acc.addHook("onRequest", requireAuth(services, { allowSession: true }));
     accountRoutes(acc, services);
     billingRoutes(acc, services);
+    alertRoutes(acc, services);
     usageRoutes(acc, services);
     modelRoutes(acc);
     galleryRoutes(acc, services);

@@ -31,7 +31,8 @@ export function bearerOf(request: FastifyRequest): string | null {
 
 /**
  * `onRequest` hook: an API key (or, with `allowSession`, a session token) is required; 401 `auth_error`
- * otherwise. Every answer behind it, errors included, carries `X-Svc-Request-Id` (the request's id,
+ * otherwise, and for a key past its `expires_at` (D34). A key with its own `rpm` (D34) counts in its own
+ * window before the account's (429 `rate_limited` over either). Every answer behind it, errors included, carries `X-Svc-Request-Id` (the request's id,
  * `req_<random>`, made once by the app's `genReqId`; D29), and every answer to a test-mode key
  * `X-Svc-Test-Mode: true` (D32).
  */
@@ -42,10 +43,18 @@ export function requireAuth(services: Services, opts: { allowSession: boolean })
     if (secret === null) throw errors.auth("Missing API key: send Authorization: Bearer <API_KEY>.");
     const principal = await authenticate(services.db.kysely, secret, opts);
     if (principal === null) throw errors.auth("Invalid API key.");
+    // D34: an expired key answers 401 like a deleted one, saying why.
+    const expiresAt = principal.key?.expiresAt ?? null;
+    if (expiresAt !== null && expiresAt <= Date.now()) {
+      throw errors.auth(`This API key expired at ${new Date(expiresAt).toISOString()}.`);
+    }
     request.principal = principal;
     if (principal.mode === "test") reply.header("x-svc-test-mode", "true");
-    // D13/D15: every authenticated request counts in the account's per-minute window and carries its headers.
+    // D13/D15: every authenticated request counts in the account's per-minute window and carries its
+    // headers; D34: a key with its own rpm counts in the key's window first.
     try {
+      const keyRpm = principal.key?.rpm ?? null;
+      if (keyRpm !== null && principal.keyId !== null) await services.limiter.keyRequest(principal.keyId, keyRpm);
       reply.headers({ ...(await services.limiter.request(principal.accountId, principal.limits)) });
     } catch (err) {
       if (err instanceof AppError) reply.headers(err.headers);
@@ -66,13 +75,15 @@ export function principalOf(request: FastifyRequest): Principal {
  */
 export function callOf(request: FastifyRequest): CallContext {
   const p = principalOf(request);
-  return { requestId: request.id, keyId: p.keyId, mode: p.mode };
+  const limit = p.key?.spendLimitMicros ?? null;
+  const keySpend = limit !== null && p.keyId !== null && p.key ? { keyId: p.keyId, limitMicros: limit, period: p.key.spendLimitPeriod } : null;
+  return { requestId: request.id, keyId: p.keyId, mode: p.mode, keySpend };
 }
 
-/** The caller's limits for services: per-model windows and audio pool slots (D12). */
+/** The caller's limits for services: the key's model allow-list (D34), per-model windows and audio pool slots (D12). */
 export function guardOf(services: Services, request: FastifyRequest): CallGuard {
   const p = principalOf(request);
-  return guardFor(services.limiter, p.accountId, p.limits);
+  return guardFor(services.limiter, p.accountId, p.limits, p.key?.models ?? null);
 }
 
 /**

@@ -8,6 +8,7 @@
  * either way it logs, at most once every 10 s.
  */
 import { createHash } from "node:crypto";
+import { resolveTextModelId } from "../catalog/text-models.ts";
 import type { AudioPool } from "../catalog/types.ts";
 import type { AuthLimits } from "../config.ts";
 import { AppError, errors } from "../errors.ts";
@@ -153,6 +154,18 @@ export class Limiter {
     return headers;
   }
 
+  /**
+   * Counts one request made with API key `keyId` in the key's own per-minute window of `rpm` (D34: every
+   * authenticated request made with it).
+   * @throws AppError 429 `rate_limited` with `Retry-After` when the key used its `rpm`.
+   */
+  async keyRequest(keyId: string, rpm: number): Promise<void> {
+    const hit = await this.#guarded<WindowHit>(() => this.store.hit(`krpm:${keyId}`, rpm), { allowed: true, count: 0, resetMs: 60_000 });
+    if (!hit.allowed) {
+      throw errors.rateLimited(`Rate limit of ${rpm} requests per minute for this API key reached.`, hit.resetMs / 1000);
+    }
+  }
+
   /** Counts one call of `model` against the per-model window. @throws AppError 429 `rate_limited`. */
   async model(accountId: string, limits: EffectiveLimits, model: string): Promise<void> {
     const hit = await this.#guarded<WindowHit>(() => this.store.hit(`mrpm:${accountId}:${model}`, limits.perModelRpm), {
@@ -253,7 +266,10 @@ export class Limiter {
  * Routes bind it to the authenticated principal; services call it after validation, before the hold.
  */
 export interface CallGuard {
-  /** Counts a call of `modelId`. @throws AppError 429 `rate_limited`. */
+  /**
+   * Checks that the key may call `modelId` (D34 allow-list), then counts the call in the per-model window.
+   * @throws AppError 403 `model_not_allowed`, 429 `rate_limited`.
+   */
   model(modelId: string): Promise<void>;
   /** Takes a slot of `pool`; the returned function gives it back (call it exactly once). @throws 429. */
   slot(pool: AudioPool): Promise<() => Promise<void>>;
@@ -265,10 +281,22 @@ export const NO_LIMITS: CallGuard = {
   slot: async () => async () => {},
 };
 
-/** The guard of `accountId` with `limits`. */
-export function guardFor(limiter: Limiter, accountId: string, limits: EffectiveLimits): CallGuard {
+/**
+ * Whether `modelId` (a concrete catalog id) matches the allow-list `models` of a key (D34): an entry equal
+ * to it (a text alias counts for the model it resolves to) or a `prefix*` it starts with. Null allows all.
+ */
+export function modelAllowed(models: readonly string[] | null, modelId: string): boolean {
+  if (models === null) return true;
+  return models.some((m) => (m.endsWith("*") ? modelId.startsWith(m.slice(0, -1)) : m === modelId || resolveTextModelId(m) === modelId));
+}
+
+/** The guard of `accountId` with `limits` and the key's model allow-list (`models`, null for all). */
+export function guardFor(limiter: Limiter, accountId: string, limits: EffectiveLimits, models: readonly string[] | null = null): CallGuard {
   return {
-    model: (modelId) => limiter.model(accountId, limits, modelId),
+    model: async (modelId) => {
+      if (!modelAllowed(models, modelId)) throw errors.modelNotAllowed(modelId);
+      await limiter.model(accountId, limits, modelId);
+    },
     slot: (pool) => limiter.acquireSlot(accountId, limits, pool),
   };
 }

@@ -376,7 +376,8 @@ async function batchSettlements(db: Kysely<Database>, calls: PgSettleArgs[]): Pr
         captured_micros = inp.final, settled_at = inp.now
       from inp
       where holds.id = inp.hold_id and holds.status = 'open' and (inp.final is null or holds.amount_micros >= inp.final)
-      returning inp.ord, holds.id as hold_id, holds.account_id, holds.amount_micros, holds.job_id, holds.request_id, holds.reference
+      returning inp.ord, holds.id as hold_id, holds.account_id, holds.amount_micros, holds.job_id, holds.request_id, holds.reference,
+        holds.key_id, holds.key_period_start
     ), lk as materialized (
       select id, balance_micros from accounts where id in (select account_id from h) order by id for update
     ), d as materialized (
@@ -391,6 +392,11 @@ async function batchSettlements(db: Kysely<Database>, calls: PgSettleArgs[]): Pr
       update accounts set balance_micros = accounts.balance_micros + t.total
       from (select account_id, sum(delta) as total from d group by account_id) t
       where accounts.id = t.account_id
+    ), k as (
+      -- D34: what each settled hold gives back returns to the key counter it was counted in (keys after accounts)
+      update api_keys set spent_micros = api_keys.spent_micros - t.total
+      from (select key_id, key_period_start, sum(delta) as total from d where key_id is not null group by key_id, key_period_start) t
+      where api_keys.id = t.key_id and api_keys.spent_period_start = t.key_period_start
     ), u as (
       update usage_records set status = d.u_status, cost_micros = d.u_cost,
         characters = coalesce(d.u_characters, usage_records.characters),

@@ -46,6 +46,14 @@ export interface PgHoldArgs {
   reference: string | null;
   now: number;
   usage: PgUsageRow | null;
+  /** The key whose spend counter counted this hold, and the counter's period start (D34); null for none. */
+  keyId: string | null;
+  keyPeriod: number | null;
+}
+
+/** Locks the account's row until the end of the transaction `trx` (a hold counted against a key's limit takes it first). */
+export async function pgLockAccount(trx: Transaction<Database>, accountId: string): Promise<void> {
+  await sql`select 1 from accounts where id = ${accountId} for update`.execute(trx);
 }
 
 /**
@@ -71,8 +79,10 @@ export async function pgPlaceHold(db: Executor, a: PgHoldArgs): Promise<number |
       where id = ${a.accountId} and balance_micros >= ${a.amount}::bigint
       returning balance_micros
     ), h as (
-      insert into holds (id, account_id, amount_micros, status, captured_micros, job_id, request_id, reference, created_at, settled_at)
-      select ${a.holdId}, ${a.accountId}, ${a.amount}::bigint, 'open', null, ${a.jobId}, ${a.requestId}, ${a.reference}, ${a.now}::bigint, null
+      insert into holds (id, account_id, amount_micros, status, captured_micros, job_id, request_id, reference, created_at, settled_at,
+        key_id, key_period_start)
+      select ${a.holdId}, ${a.accountId}, ${a.amount}::bigint, 'open', null, ${a.jobId}, ${a.requestId}, ${a.reference}, ${a.now}::bigint, null,
+        ${a.keyId}, ${a.keyPeriod}::bigint
       from acc
     )${usageCte}
     insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, request_id, reference, created_at)
@@ -106,6 +116,18 @@ function finishUsageCte(e: PgUsageEnd | null | undefined, now: number) {
 }
 
 /**
+ * The CTE `k` that gives a settled hold's unused amount (`amount_micros - final`) back to the key counter
+ * it was counted in (D34). It reads `acc`, so the key row is locked after the account row, as a counted
+ * hold locks them.
+ */
+function uncountKeyCte(final: number) {
+  return sql`, k as (
+      update api_keys set spent_micros = api_keys.spent_micros - (acc.amount_micros - ${final}::bigint)
+      from acc where api_keys.id = acc.key_id and api_keys.spent_period_start = acc.key_period_start
+    )`;
+}
+
+/**
  * Captures an open hold for `final` micro-USD (0 <= final <= held): marks it captured, returns the
  * difference to the balance and writes `hold_release` (+held) then `charge` (-final, omitted when 0);
  * with `usage`, finishes the usage record of the hold's request (D29) in the same statement. Returns the
@@ -121,12 +143,12 @@ export async function pgCaptureHold(
     with h as (
       update holds set status = 'captured', captured_micros = ${a.final}::bigint, settled_at = ${a.now}::bigint
       where id = ${a.holdId} and status = 'open' and amount_micros >= ${a.final}::bigint
-      returning account_id, amount_micros, job_id, request_id, reference
+      returning account_id, amount_micros, job_id, request_id, reference, key_id, key_period_start
     ), acc as (
       update accounts set balance_micros = accounts.balance_micros + h.amount_micros - ${a.final}::bigint
       from h where accounts.id = h.account_id
-      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference
-    )${usageCte}
+      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference, h.key_id, h.key_period_start
+    )${usageCte}${uncountKeyCte(a.final)}
     insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, request_id, reference, created_at)
     select ${newTimeOrderedId("le")}, account_id, 'hold_release', amount_micros, balance_micros + ${a.final}::bigint, ${a.holdId}, job_id, request_id, reference, ${a.now}::bigint from acc
     union all
@@ -155,12 +177,12 @@ export async function pgReleaseHold(
     with h as (
       update holds set status = 'released', settled_at = ${a.now}::bigint
       where id = ${a.holdId} and status = 'open'
-      returning account_id, amount_micros, job_id, request_id, reference
+      returning account_id, amount_micros, job_id, request_id, reference, key_id, key_period_start
     ), acc as (
       update accounts set balance_micros = accounts.balance_micros + h.amount_micros
       from h where accounts.id = h.account_id
-      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference
-    )${usageCte}
+      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference, h.key_id, h.key_period_start
+    )${usageCte}${uncountKeyCte(0)}
     insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, request_id, reference, created_at)
     select ${newTimeOrderedId("le")}, account_id, 'hold_release', amount_micros, balance_micros, ${a.holdId}, job_id, request_id, reference, ${a.now}::bigint from acc
     returning balance_after_micros, amount_micros`.execute(db);

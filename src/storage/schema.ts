@@ -18,6 +18,10 @@ export interface AccountsTable {
   /** Per-account limit overrides (D22) as JSON text, or null. */
   limits_override: string | null;
   created_at: number;
+  /** The low-balance alert threshold (D34), micro-USD, or null for none. */
+  low_balance_micros: Generated<number | null>;
+  /** 1 while the next fall below the threshold sends `balance.low`; 0 after it did, until the balance is back above. */
+  low_balance_armed: Generated<number>;
 }
 
 export interface ApiKeysTable {
@@ -32,7 +36,24 @@ export interface ApiKeysTable {
   last_used_at: number | null;
   /** `live` (moves money) or `test` (served by the simulator, moves no money; D32). */
   mode: Generated<KeyMode>;
+  /** The key's spend limit (D34), micro-USD, or null for none. */
+  spend_limit_micros: Generated<number | null>;
+  /** The period of the limit and of `spent_usd` (D34); null reads as `month`. */
+  spend_limit_period: Generated<SpendPeriod | null>;
+  /** When the key stops working (D34), epoch ms, or null. */
+  expires_at: Generated<number | null>;
+  /** The model allow-list (D34): a JSON array of ids and `prefix*` patterns, or null for every model. */
+  models_json: Generated<string | null>;
+  /** The key's own requests per minute (D34), or null (only the account's). */
+  rpm: Generated<number | null>;
+  /** Open holds and captured charges of the key in the period starting at `spent_period_start`, micro-USD (kept for keys with a limit). */
+  spent_micros: Generated<number>;
+  /** Start of the period `spent_micros` counts, epoch ms (UTC; 0 for `total`). */
+  spent_period_start: Generated<number>;
 }
+
+/** The period of a key's spend limit (D34), in UTC. */
+export type SpendPeriod = "day" | "week" | "month" | "total";
 
 /** The mode of an API key and of what it does (D32). */
 export type KeyMode = "live" | "test";
@@ -94,6 +115,10 @@ export interface HoldsTable {
   reference: string | null;
   created_at: number;
   settled_at: number | null;
+  /** The key whose spend counter counts this hold (D34), or null when its key had no limit. */
+  key_id: Generated<string | null>;
+  /** The period of that counter the hold counts in (`api_keys.spent_period_start`), or null. */
+  key_period_start: Generated<number | null>;
 }
 
 /** Designed (`design`) or cloned (`clone`) voices, owned by one account. */

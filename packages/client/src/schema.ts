@@ -490,7 +490,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description `mode: "test"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`.
+         * @description `mode: "test"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), model allow-list (403 `model_not_allowed`), the key's rpm and the account's limits (429), the key's spend limit (402 `key_spend_limit`), the balance.
          */
         post: operations["createKey"];
         delete?: never;
@@ -516,7 +516,11 @@ export interface paths {
         delete: operations["deleteKey"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change an API key's name and controls
+         * @description Changes the fields present (D34); `null` clears one. A new spend limit or period counts what the key's live calls already hold or were charged in the period. The change applies at once on this process and within `AUTH_CACHE_MS` on the others.
+         */
+        patch: operations["updateKey"];
         trace?: never;
     };
     "/v1/auth/limits": {
@@ -590,6 +594,27 @@ export interface paths {
          * @description Creates an account with a signup credit of 0.5 USD and returns its first API key and a session token. No key needed.
          */
         post: operations["register"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/billing/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The low-balance alert */
+        get: operations["getBillingAlerts"];
+        /**
+         * Set the low-balance alert
+         * @description When the balance falls below `low_balance_usd`, one `balance.low` webhook event goes to the endpoints that take it, with `data: {balance_usd, threshold_usd}`; the alert is armed again once the balance is back above. A new threshold above the current balance sends the event at once. `null` removes the alert.
+         */
+        put: operations["setBillingAlerts"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2973,8 +2998,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`. */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
             402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -3154,8 +3192,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`. */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
             402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -3345,7 +3396,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`. */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -3358,7 +3409,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`. */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -3559,8 +3610,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`. */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
             402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -3726,8 +3790,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`. */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
             402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -3894,8 +3971,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_credits` (balance below 2.1 USD). */
+            /** @description Balance too low: `insufficient_credits` (balance below 2.1 USD), `key_spend_limit` (the key's spend limit, D34). */
             402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -4092,8 +4182,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_credits` (balance below 4.2 USD). */
+            /** @description Balance too low: `insufficient_credits` (balance below 4.2 USD), `key_spend_limit` (the key's spend limit, D34). */
             402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -4387,6 +4490,11 @@ export interface operations {
                              * @description Creation time.
                              */
                             created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description When the key stops working (401 after it); null: never.
+                             */
+                            expires_at: string | null;
                             /** @description Key id. */
                             key_id: string;
                             /**
@@ -4399,10 +4507,23 @@ export interface operations {
                              * @enum {string}
                              */
                             mode: "live" | "test";
+                            /** @description The models the key may call (403 `model_not_allowed` for others); null: all. */
+                            models: string[] | null;
                             /** @description Label. */
                             name: string | null;
                             /** @description First 12 characters of the secret. */
                             prefix: string;
+                            /** @description The key's own requests per minute (429 over it), within the account's; null: only the account's. */
+                            rpm: number | null;
+                            /**
+                             * @description The period of the spend limit and of `spent_usd`, in UTC (weeks start on Monday; `total`: since the key was made).
+                             * @enum {string}
+                             */
+                            spend_limit_period: "day" | "week" | "month" | "total";
+                            /** @description The key's spend limit per period; null: none (USD, at most 6 decimals). */
+                            spend_limit_usd: number | null;
+                            /** @description What the key's live calls hold (open holds) or were charged in the current period (USD, at most 6 decimals). */
+                            spent_usd: number;
                         }[];
                         /**
                          * @description Always `list`.
@@ -4477,12 +4598,28 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
+                     * @description When the key stops working, ISO 8601 (must be in the future); null: never.
+                     * @example 2027-01-01T00:00:00Z
+                     */
+                    expires_at?: string | null;
+                    /**
                      * @description `live` (default) or `test`.
                      * @enum {string|null}
                      */
                     mode?: "live" | "test" | null;
+                    /** @description Model ids or prefixes such as `alpha-*` the key may call; null: all. */
+                    models?: string[] | null;
                     /** @description Optional label, at most 64 characters. */
                     name?: string | null;
+                    /** @description The key's own requests per minute, 1 to the account's; null: only the account's limit. */
+                    rpm?: number | null;
+                    /**
+                     * @description Period of the spend limit (default `month`).
+                     * @enum {string|null}
+                     */
+                    spend_limit_period?: "day" | "week" | "month" | "total" | null;
+                    /** @description Spend limit per period, USD (at most 6 decimals); null removes it. Holds count against it at once, so parallel calls cannot overrun it (402 `key_spend_limit`). */
+                    spend_limit_usd?: number | null;
                 } | null;
             };
         };
@@ -4505,6 +4642,11 @@ export interface operations {
                          * @description Creation time.
                          */
                         created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description When the key stops working (401 after it); null: never.
+                         */
+                        expires_at: string | null;
                         /** @description Key id. */
                         key_id: string;
                         /**
@@ -4512,8 +4654,21 @@ export interface operations {
                          * @enum {string}
                          */
                         mode: "live" | "test";
+                        /** @description The models the key may call (403 `model_not_allowed` for others); null: all. */
+                        models: string[] | null;
                         /** @description Label. */
                         name: string | null;
+                        /** @description The key's own requests per minute (429 over it), within the account's; null: only the account's. */
+                        rpm: number | null;
+                        /**
+                         * @description The period of the spend limit and of `spent_usd`, in UTC (weeks start on Monday; `total`: since the key was made).
+                         * @enum {string}
+                         */
+                        spend_limit_period: "day" | "week" | "month" | "total";
+                        /** @description The key's spend limit per period; null: none (USD, at most 6 decimals). */
+                        spend_limit_usd: number | null;
+                        /** @description What the key's live calls hold (open holds) or were charged in the current period (USD, at most 6 decimals). */
+                        spent_usd: number;
                     };
                 };
             };
@@ -4658,6 +4813,200 @@ export interface operations {
             };
             /** @description Not found: `key_not_found` (not the caller's key). */
             404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Key id. */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description When the key stops working, ISO 8601 (must be in the future); null: never.
+                     * @example 2027-01-01T00:00:00Z
+                     */
+                    expires_at?: string | null;
+                    /** @description Model ids or prefixes such as `alpha-*` the key may call; null: all. */
+                    models?: string[] | null;
+                    /** @description Optional label, at most 64 characters. */
+                    name?: string | null;
+                    /** @description The key's own requests per minute, 1 to the account's; null: only the account's limit. */
+                    rpm?: number | null;
+                    /**
+                     * @description Period of the spend limit (default `month`).
+                     * @enum {string|null}
+                     */
+                    spend_limit_period?: "day" | "week" | "month" | "total" | null;
+                    /** @description Spend limit per period, USD (at most 6 decimals); null removes it. Holds count against it at once, so parallel calls cannot overrun it (402 `key_spend_limit`). */
+                    spend_limit_usd?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The key as listed. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description Creation time.
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description When the key stops working (401 after it); null: never.
+                         */
+                        expires_at: string | null;
+                        /** @description Key id. */
+                        key_id: string;
+                        /**
+                         * Format: date-time
+                         * @description Last use.
+                         */
+                        last_used_at: string | null;
+                        /**
+                         * @description `live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none (D32).
+                         * @enum {string}
+                         */
+                        mode: "live" | "test";
+                        /** @description The models the key may call (403 `model_not_allowed` for others); null: all. */
+                        models: string[] | null;
+                        /** @description Label. */
+                        name: string | null;
+                        /** @description First 12 characters of the secret. */
+                        prefix: string;
+                        /** @description The key's own requests per minute (429 over it), within the account's; null: only the account's. */
+                        rpm: number | null;
+                        /**
+                         * @description The period of the spend limit and of `spent_usd`, in UTC (weeks start on Monday; `total`: since the key was made).
+                         * @enum {string}
+                         */
+                        spend_limit_period: "day" | "week" | "month" | "total";
+                        /** @description The key's spend limit per period; null: none (USD, at most 6 decimals). */
+                        spend_limit_usd: number | null;
+                        /** @description What the key's live calls hold (open holds) or were charged in the current period (USD, at most 6 decimals). */
+                        spent_usd: number;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `key_not_found` (not the caller's key). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -5103,6 +5452,215 @@ export interface operations {
             };
         };
     };
+    getBillingAlerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The alert setting. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Whether the next fall below the threshold sends `balance.low` (false once it was sent, until the balance is back above). */
+                        armed: boolean;
+                        /** @description The current balance (USD, at most 6 decimals). */
+                        balance_usd: number;
+                        /** @description The threshold; null: no alert (USD, at most 6 decimals). */
+                        low_balance_usd: number | null;
+                        /**
+                         * @description Always `billing.alerts`.
+                         * @enum {string}
+                         */
+                        object: "billing.alerts";
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setBillingAlerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Threshold, USD (at most 6 decimals), or null. */
+                    low_balance_usd: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The alert setting. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Whether the next fall below the threshold sends `balance.low` (false once it was sent, until the balance is back above). */
+                        armed: boolean;
+                        /** @description The current balance (USD, at most 6 decimals). */
+                        balance_usd: number;
+                        /** @description The threshold; null: no alert (USD, at most 6 decimals). */
+                        low_balance_usd: number | null;
+                        /**
+                         * @description Always `billing.alerts`.
+                         * @enum {string}
+                         */
+                        object: "billing.alerts";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listLedger: {
         parameters: {
             query?: {
@@ -5526,7 +6084,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`. */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -5539,7 +6097,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_available` (above the caller's tier). */
+            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -5984,8 +6542,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_balance`. */
+            /** @description Balance too low: `insufficient_balance`, `key_spend_limit` (the key's spend limit, D34). */
             402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -6188,8 +6759,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_balance`. */
+            /** @description Balance too low: `insufficient_balance`, `key_spend_limit` (the key's spend limit, D34). */
             402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -6995,7 +7579,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`. */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7008,7 +7592,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_available` (above the caller's tier). */
+            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8151,8 +8735,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_balance`. */
+            /** @description Balance too low: `insufficient_balance`, `key_spend_limit` (the key's spend limit, D34). */
             402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;

@@ -2,14 +2,14 @@
  * Account routes (spec "Authentication", D2, D8, D21): registration and login (public), the caller's
  * account and key management (API key or session token).
  */
-import { createKey, deleteKey, listKeys, login, me, register } from "../../accounts/accounts.ts";
+import { createKey, deleteKey, listKeys, login, me, patchKey, register } from "../../accounts/accounts.ts";
 import { tierRowJson } from "../../catalog/pricing.ts";
 import { jobUsage } from "../../jobs/jobs.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { principalOf } from "../auth.ts";
 import { AppError } from "../../errors.ts";
-import { createKeySchema, deleteKeySchema, getAccountLimitsSchema, getAccountSchema, listKeysSchema, loginSchema, registerSchema } from "../schemas/auth.ts";
+import { createKeySchema, deleteKeySchema, updateKeySchema, getAccountLimitsSchema, getAccountSchema, listKeysSchema, loginSchema, registerSchema } from "../schemas/auth.ts";
 
 /** `POST /v1/auth/register`, `POST /v1/auth/login`. */
 export function authPublicRoutes(app: App, services: Services): void {
@@ -33,7 +33,7 @@ export function authPublicRoutes(app: App, services: Services): void {
   });
 }
 
-/** `GET /v1/auth/me`, `GET|POST /v1/auth/keys`, `DELETE /v1/auth/keys/{key_id}`. */
+/** `GET /v1/auth/me`, `GET|POST /v1/auth/keys`, `PATCH|DELETE /v1/auth/keys/{key_id}` (D8, D21, D34). */
 export function accountRoutes(app: App, services: Services): void {
   app.get("/v1/auth/me", { schema: getAccountSchema }, async (req) => me(services.db.kysely, principalOf(req).accountId));
   app.get("/v1/auth/limits", { schema: getAccountLimitsSchema }, async (req) => {
@@ -56,9 +56,13 @@ export function accountRoutes(app: App, services: Services): void {
     data: await listKeys(services.db.kysely, principalOf(req).accountId),
   }));
   app.post("/v1/auth/keys", { schema: createKeySchema }, async (req, reply) => {
-    const body = (req.body && typeof req.body === "object" ? req.body : {}) as { name?: unknown; mode?: unknown };
+    const body = (req.body && typeof req.body === "object" ? req.body : {}) as Record<string, unknown>;
     const out = await createKey(services.db.kysely, principalOf(req).accountId, body);
     return reply.code(201).send(out);
+  });
+  app.patch("/v1/auth/keys/:key_id", { schema: updateKeySchema }, async (req) => {
+    const { key_id } = req.params as { key_id: string };
+    return patchKey(services.db.kysely, principalOf(req).accountId, key_id, (req.body ?? {}) as Record<string, unknown>);
   });
   app.delete(
     "/v1/auth/keys/:key_id",

@@ -3,13 +3,41 @@
  */
 import { SIGNUP_CREDIT_MICROS } from "../../accounts/accounts.ts";
 import { formatUsd } from "../../billing/money.ts";
-import { AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, obj, ok, oneOf, ref, route, str, usd } from "./common.ts";
+import { arr, AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, num, obj, ok, oneOf, ref, route, str, usd } from "./common.ts";
 
 const KEY_MODE = oneOf(["live", "test"], "`live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none (D32).");
+const PERIOD = oneOf(["day", "week", "month", "total"], "The period of the spend limit and of `spent_usd`, in UTC (weeks start on Monday; `total`: since the key was made).");
+/** The D34 fields of a key as shown. */
+const KEY_CONTROLS_OUT = {
+  spend_limit_usd: nullable(usd("The key's spend limit per period; null: none")),
+  spend_limit_period: PERIOD,
+  spent_usd: usd("What the key's live calls hold (open holds) or were charged in the current period"),
+  expires_at: nullable(isoTime("When the key stops working (401 after it); null: never.")),
+  models: nullable(arr(str("A model id or a prefix ending in `*`."), "The models the key may call (403 `model_not_allowed` for others); null: all.")),
+  rpm: nullable(int("The key's own requests per minute (429 over it), within the account's; null: only the account's.")),
+};
+const KEY_CONTROLS_REQUIRED = Object.keys(KEY_CONTROLS_OUT);
+/** The D34 fields of a key as set at creation and by PATCH; null clears one, an absent field keeps it. */
+const KEY_CONTROLS_IN = {
+  spend_limit_usd: nullable(num("Spend limit per period, USD (at most 6 decimals); null removes it. Holds count against it at once, so parallel calls cannot overrun it (402 `key_spend_limit`).", { minimum: 0, "x-error-message": "spend_limit_usd must be a non-negative number of USD with at most 6 decimals, or null." })),
+  spend_limit_period: { ...PERIOD, description: "Period of the spend limit (default `month`).", type: ["string", "null"], enum: ["day", "week", "month", "total", null], "x-error-message": "spend_limit_period must be one of day, week, month, total." },
+  expires_at: nullable(str("When the key stops working, ISO 8601 (must be in the future); null: never.", { maxLength: 64, examples: ["2027-01-01T00:00:00Z"], "x-error-message": "expires_at must be an ISO 8601 date or time, or null." })),
+  models: nullable(arr(str("A model id or a prefix ending in `*`.", { maxLength: 101 }), "Model ids or prefixes such as `alpha-*` the key may call; null: all.", { maxItems: 100, "x-error-message": "models must be a list of model ids or prefixes such as \"alpha-*\", or null." })),
+  rpm: nullable(int("The key's own requests per minute, 1 to the account's; null: only the account's limit.", { minimum: 1, "x-error-message": "rpm must be a whole number of at least 1, or null." })),
+};
 const KEY_ROW = obj(
-  { key_id: str("Key id."), name: nullable(str("Label.")), prefix: str("First 12 characters of the secret."), created_at: isoTime("Creation time."), last_used_at: nullable(isoTime("Last use.")), mode: KEY_MODE },
-  ["key_id", "name", "prefix", "created_at", "last_used_at", "mode"],
+  {
+    key_id: str("Key id."),
+    name: nullable(str("Label.")),
+    prefix: str("First 12 characters of the secret."),
+    created_at: isoTime("Creation time."),
+    last_used_at: nullable(isoTime("Last use.")),
+    mode: KEY_MODE,
+    ...KEY_CONTROLS_OUT,
+  },
+  ["key_id", "name", "prefix", "created_at", "last_used_at", "mode", ...KEY_CONTROLS_REQUIRED],
 );
+const NAME_IN = nullable(str("Optional label, at most 64 characters.", { maxLength: 64, "x-error-message": "name must be a string of at most 64 characters." }));
 
 const LOGIN_MESSAGE = "email and password are required strings.";
 
@@ -128,17 +156,42 @@ export const createKeySchema = route({
   summary: "Create an API key",
   tags: ["auth"],
   access: "keyOrSession",
-  description: "`mode: \"test\"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`.",
+  description:
+    "`mode: \"test\"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. " +
+    "The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), model allow-list (403 `model_not_allowed`), the key's rpm and the account's limits (429), the key's spend limit (402 `key_spend_limit`), the balance.",
   body: json({
     ...obj({
-      name: nullable(str("Optional label, at most 64 characters.", { maxLength: 64, "x-error-message": "name must be a string of at most 64 characters." })),
+      name: NAME_IN,
       mode: { ...KEY_MODE, description: "`live` (default) or `test`.", type: ["string", "null"], enum: ["live", "test", null], "x-error-message": "mode must be 'live' or 'test'." },
+      ...KEY_CONTROLS_IN,
     }),
     type: ["object", "null"],
   }),
   responses: {
-    201: ok("The new key; the secret `api_key` is shown only here.", obj({ key_id: str("Key id."), name: nullable(str("Label.")), api_key: str("The secret."), created_at: isoTime("Creation time."), mode: KEY_MODE }, ["key_id", "name", "api_key", "created_at", "mode"])),
+    201: ok(
+      "The new key; the secret `api_key` is shown only here.",
+      obj(
+        { key_id: str("Key id."), name: nullable(str("Label.")), api_key: str("The secret."), created_at: isoTime("Creation time."), mode: KEY_MODE, ...KEY_CONTROLS_OUT },
+        ["key_id", "name", "api_key", "created_at", "mode", ...KEY_CONTROLS_REQUIRED],
+      ),
+    ),
     ...errors({ 400: "`invalid_request`", ...AUTH_ERR }),
+  },
+});
+
+/** `PATCH /v1/auth/keys/:key_id`. */
+export const updateKeySchema = route({
+  operationId: "updateKey",
+  summary: "Change an API key's name and controls",
+  description:
+    "Changes the fields present (D34); `null` clears one. A new spend limit or period counts what the key's live calls already hold or were charged in the period. The change applies at once on this process and within `AUTH_CACHE_MS` on the others.",
+  tags: ["auth"],
+  access: "keyOrSession",
+  params: obj({ key_id: str("Key id.", { maxLength: 200 }) }, ["key_id"]),
+  body: json(obj({ name: NAME_IN, ...KEY_CONTROLS_IN })),
+  responses: {
+    200: ok("The key as listed.", KEY_ROW),
+    ...errors({ 400: "`invalid_request`", ...AUTH_ERR, 404: "`key_not_found` (not the caller's key)" }),
   },
 });
 

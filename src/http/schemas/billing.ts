@@ -1,7 +1,7 @@
 /**
  * Route schema of the ledger (D8, D17).
  */
-import { AUTH_ERR, bool, errors, isoTime, LIST, nullable, obj, ok, oneOf, PAGE_QUERY, route, str, usd } from "./common.ts";
+import { AUTH_ERR, bool, errors, isoTime, json, LIST, nullable, num, obj, ok, oneOf, PAGE_QUERY, route, str, usd } from "./common.ts";
 
 /** One ledger entry (D8, D17, D29), as listed and as shown with its request. */
 export const LEDGER_ENTRY = obj(
@@ -30,4 +30,48 @@ export const listLedgerSchema = route({
     200: ok("One page.", LIST(LEDGER_ENTRY, { has_more: bool("More entries follow.") })),
     ...errors({ 400: "`invalid_request` (limit outside 1-100)", ...AUTH_ERR }),
   },
+});
+
+/** The low-balance alert setting (D34). */
+const ALERTS = obj(
+  {
+    object: oneOf(["billing.alerts"], "Always `billing.alerts`."),
+    low_balance_usd: nullable(usd("The threshold; null: no alert")),
+    armed: bool("Whether the next fall below the threshold sends `balance.low` (false once it was sent, until the balance is back above)."),
+    balance_usd: usd("The current balance"),
+  },
+  ["object", "low_balance_usd", "armed", "balance_usd"],
+);
+
+/** `GET /v1/billing/alerts`. */
+export const getAlertsSchema = route({
+  operationId: "getBillingAlerts",
+  summary: "The low-balance alert",
+  tags: ["billing"],
+  access: "keyOrSession",
+  responses: { 200: ok("The alert setting.", ALERTS), ...errors(AUTH_ERR) },
+});
+
+/** `PUT /v1/billing/alerts`. */
+export const putAlertsSchema = route({
+  operationId: "setBillingAlerts",
+  summary: "Set the low-balance alert",
+  description:
+    "When the balance falls below `low_balance_usd`, one `balance.low` webhook event goes to the endpoints that take it, with `data: {balance_usd, threshold_usd}`; the alert is armed again once the balance is back above. A new threshold above the current balance sends the event at once. `null` removes the alert.",
+  tags: ["billing"],
+  access: "keyOrSession",
+  body: json(
+    obj(
+      {
+        low_balance_usd: nullable(
+          num("Threshold, USD (at most 6 decimals), or null.", {
+            minimum: 0,
+            "x-error-message": "low_balance_usd must be a non-negative number of USD with at most 6 decimals, or null to remove the alert.",
+          }),
+        ),
+      },
+      ["low_balance_usd"],
+    ),
+  ),
+  responses: { 200: ok("The alert setting.", ALERTS), ...errors({ 400: "`invalid_request`", ...AUTH_ERR }) },
 });

@@ -104,7 +104,8 @@ const SUBMIT_HEADERS = obj({ ...(SIMULATE.properties as Record<string, Schema>),
 /** Error answers every job submission shares besides its 400 codes. */
 const SUBMIT_ERRORS = {
   401: "`auth_error`",
-  402: "`insufficient_balance`",
+  402: "`insufficient_balance`, `key_spend_limit` (the key's spend limit, D34)",
+  403: "`model_not_allowed` (not in the key's `models`, D34)",
   409: "`idempotency_conflict`",
   413: "`invalid_request` (body over 25 MB)",
   429: "`rate_limited`",

@@ -1,0 +1,245 @@
+/**
+ * Low-balance alerts (D34): an account's threshold (`PUT /v1/billing/alerts`) and the one `balance.low`
+ * event (D31) sent when its balance falls below it, armed again once the balance is back above.
+ *
+ * The state is two columns of the account: the threshold and `low_balance_armed`. One conditional UPDATE
+ * ({@link checkLowBalance}) moves it: armed and below disarms it and writes the event in the same
+ * transaction; disarmed and above arms it again. Whoever runs it first wins, so the event is written once
+ * per fall whatever the number of processes, and only if the fall committed.
+ *
+ * When it runs: after every ledger change made outside a caller's transaction (the ledger tells
+ * {@link BalanceAlerts.touch}), for accounts this process knows to have a threshold; and a sweep every few
+ * seconds finds every account whose state is due (changes made inside transactions, such as job holds, or
+ * by another process, or lost with a crash), so no fall is missed for longer than the sweep interval.
+ */
+import type { Kysely } from "kysely";
+import type { Executor } from "../billing/ledger.ts";
+import { inTransaction } from "../billing/ledger.ts";
+import { type Micros, microsToUsd, usdToMicros } from "../billing/money.ts";
+import { errors } from "../errors.ts";
+import type { Database } from "../storage/schema.ts";
+import { enqueueBalanceLow } from "./outbox.ts";
+
+/** The alert setting as the API shows it; USD amounts. */
+export interface AlertView {
+  object: "billing.alerts";
+  /** The threshold, or null when no alert is set. */
+  low_balance_usd: number | null;
+  /** Whether the next fall below the threshold sends `balance.low` (false after one was sent, until the balance is back above). */
+  armed: boolean;
+  balance_usd: number;
+}
+
+/** The largest threshold accepted, micro-USD (one million USD). */
+const MAX_THRESHOLD_MICROS = 1_000_000 * 1_000_000;
+
+/** `GET /v1/billing/alerts`. @throws AppError 401 when the account vanished. */
+export async function getLowBalanceAlert(db: Executor, accountId: string): Promise<AlertView> {
+  const row = await db
+    .selectFrom("accounts")
+    .select(["balance_micros", "low_balance_micros", "low_balance_armed"])
+    .where("id", "=", accountId)
+    .executeTakeFirst();
+  if (!row) throw errors.auth();
+  return {
+    object: "billing.alerts",
+    low_balance_usd: row.low_balance_micros === null ? null : microsToUsd(Number(row.low_balance_micros)),
+    armed: Number(row.low_balance_armed) === 1,
+    balance_usd: microsToUsd(Number(row.balance_micros)),
+  };
+}
+
+/**
+ * Parses the body of `PUT /v1/billing/alerts` `{"low_balance_usd": <number or null>}` (D34) into micro-USD
+ * or null (no alert).
+ * @throws AppError 400 `invalid_request` (param `low_balance_usd`) unless a non-negative USD amount with at
+ *   most 6 decimals or null.
+ */
+export function parseThreshold(body: { low_balance_usd?: unknown }): Micros | null {
+  const raw = body.low_balance_usd;
+  if (raw === null) return null;
+  const micros = typeof raw === "number" ? usdToMicros(raw) : null;
+  if (micros === null || micros < 0 || micros > MAX_THRESHOLD_MICROS) {
+    throw errors.invalidRequest("low_balance_usd must be a non-negative number of USD with at most 6 decimals, or null to remove the alert.", "low_balance_usd");
+  }
+  return micros;
+}
+
+/** A low-balance state change found by {@link checkLowBalance}. */
+export type AlertChange = "fired" | "rearmed" | null;
+
+/**
+ * Moves the account's alert state if it is due (see the module comment): armed with the balance below the
+ * threshold sends one `balance.low` event `{balance_usd, threshold_usd}` to the account's endpoints that
+ * take it and disarms; disarmed with the balance above the threshold arms again. Returns what changed.
+ */
+export async function checkLowBalance(db: Kysely<Database>, accountId: string): Promise<AlertChange> {
+  return inTransaction(db, async (trx) => {
+    const row = await trx
+      .updateTable("accounts")
+      .set((eb) => ({
+        low_balance_armed: eb.case().when("balance_micros", "<", eb.ref("low_balance_micros")).then(0).else(1).end(),
+      }))
+      .where("id", "=", accountId)
+      .where("low_balance_micros", "is not", null)
+      .where((eb) =>
+        eb.or([
+          eb.and([eb("low_balance_armed", "=", 1), eb("balance_micros", "<", eb.ref("low_balance_micros"))]),
+          eb.and([eb("low_balance_armed", "=", 0), eb("balance_micros", ">", eb.ref("low_balance_micros"))]),
+        ]),
+      )
+      .returning(["balance_micros", "low_balance_micros", "low_balance_armed"])
+      .executeTakeFirst();
+    if (!row) return null;
+    if (Number(row.low_balance_armed) === 1) return "rearmed";
+    await enqueueBalanceLow(trx, accountId, {
+      balance_usd: microsToUsd(Number(row.balance_micros)),
+      threshold_usd: microsToUsd(Number(row.low_balance_micros)),
+    });
+    return "fired";
+  });
+}
+
+/** How long this process trusts what it read of an account's threshold, ms. */
+const THRESHOLD_CACHE_MS = 5000;
+const THRESHOLD_CACHE_MAX = 100_000;
+
+/** Minimal logger. */
+interface AlertLog {
+  warn(obj: object, msg?: string): void;
+}
+
+/** This process's alert checks: after ledger changes ({@link touch}) and by a periodic sweep. */
+export class BalanceAlerts {
+  readonly #db: Kysely<Database>;
+  readonly #log: AlertLog;
+  readonly #sweepMs: number;
+  /** Threshold of recently touched accounts (null: none), as read at `at`. */
+  readonly #thresholds = new Map<string, { micros: Micros | null; at: number }>();
+  readonly #due = new Set<string>();
+  #flushing = false;
+  #timer: NodeJS.Timeout | null = null;
+  #sweeping: Promise<unknown> | null = null;
+  /** Called after each `balance.low` written (the delivery loop looks at the outbox at once). */
+  onFired: (() => void) | null = null;
+
+  constructor(db: Kysely<Database>, log: AlertLog, opts: { sweepMs?: number } = {}) {
+    this.#db = db;
+    this.#log = log;
+    this.#sweepMs = opts.sweepMs ?? 5000;
+  }
+
+  /**
+   * The balance of `accountId` changed (a ledger write committed): checks its alert soon, off the
+   * caller's path, when the account has a threshold.
+   */
+  touch(accountId: string): void {
+    const known = this.#thresholds.get(accountId);
+    if (known && known.micros === null && Date.now() - known.at < THRESHOLD_CACHE_MS) return;
+    this.#due.add(accountId);
+    if (!this.#flushing) {
+      this.#flushing = true;
+      setImmediate(() => void this.#flush());
+    }
+  }
+
+  /** The threshold was set in this process: later touches see it at once. */
+  thresholdSet(accountId: string, micros: Micros | null): void {
+    this.#remember(accountId, micros);
+  }
+
+  #remember(accountId: string, micros: Micros | null): void {
+    if (this.#thresholds.size >= THRESHOLD_CACHE_MAX) this.#thresholds.clear();
+    this.#thresholds.set(accountId, { micros, at: Date.now() });
+  }
+
+  async #flush(): Promise<void> {
+    try {
+      while (this.#due.size > 0) {
+        const ids = [...this.#due];
+        this.#due.clear();
+        for (const id of ids) await this.#check(id);
+      }
+    } finally {
+      this.#flushing = false;
+    }
+  }
+
+  async #check(accountId: string): Promise<void> {
+    try {
+      const known = this.#thresholds.get(accountId);
+      if (!known || Date.now() - known.at >= THRESHOLD_CACHE_MS) {
+        const row = await this.#db.selectFrom("accounts").select("low_balance_micros").where("id", "=", accountId).executeTakeFirst();
+        this.#remember(accountId, row?.low_balance_micros == null ? null : Number(row.low_balance_micros));
+      }
+      if (this.#thresholds.get(accountId)?.micros == null) return;
+      if ((await checkLowBalance(this.#db, accountId)) === "fired") this.onFired?.();
+    } catch (err) {
+      // The sweep tries again; a failed check never fails the call that moved the balance.
+      this.#log.warn({ err: err instanceof Error ? err.message : String(err), accountId }, "low-balance check failed");
+    }
+  }
+
+  /**
+   * One sweep: checks every account whose alert state is due (armed and below, or disarmed and above).
+   * Returns how many events it wrote.
+   */
+  async sweep(limit = 500): Promise<number> {
+    const due = await this.#db
+      .selectFrom("accounts")
+      .select("id")
+      .where("low_balance_micros", "is not", null)
+      .where((eb) =>
+        eb.or([
+          eb.and([eb("low_balance_armed", "=", 1), eb("balance_micros", "<", eb.ref("low_balance_micros"))]),
+          eb.and([eb("low_balance_armed", "=", 0), eb("balance_micros", ">", eb.ref("low_balance_micros"))]),
+        ]),
+      )
+      .limit(limit)
+      .execute();
+    let fired = 0;
+    for (const { id } of due) if ((await checkLowBalance(this.#db, id)) === "fired") fired++;
+    if (fired > 0) this.onFired?.();
+    return fired;
+  }
+
+  /** Starts the periodic sweep. */
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      if (this.#sweeping) return;
+      this.#sweeping = this.sweep()
+        .catch((err: unknown) => this.#log.warn({ err: err instanceof Error ? err.message : String(err) }, "low-balance sweep failed"))
+        .finally(() => {
+          this.#sweeping = null;
+        });
+    }, this.#sweepMs);
+    this.#timer.unref();
+  }
+
+  /** Stops the sweep and waits for checks in flight. */
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    await this.#sweeping;
+    while (this.#flushing) await new Promise((r) => setImmediate(r));
+  }
+}
+
+/**
+ * `PUT /v1/billing/alerts` (D34): sets (micro-USD) or removes (null) the account's low-balance threshold.
+ * A new threshold is armed and checked at once, so setting one above the current balance sends
+ * `balance.low` right away; setting the same threshold again keeps its state.
+ * @throws AppError 401 when the account vanished.
+ */
+export async function setLowBalanceAlert(db: Kysely<Database>, alerts: BalanceAlerts | null, accountId: string, micros: Micros | null): Promise<AlertView> {
+  const before = await db.selectFrom("accounts").select("low_balance_micros").where("id", "=", accountId).executeTakeFirst();
+  if (!before) throw errors.auth();
+  const same = (before.low_balance_micros === null ? null : Number(before.low_balance_micros)) === micros;
+  if (!same) {
+    await db.updateTable("accounts").set({ low_balance_micros: micros, low_balance_armed: 1 }).where("id", "=", accountId).execute();
+  }
+  alerts?.thresholdSet(accountId, micros);
+  if (micros !== null && !same && (await checkLowBalance(db, accountId)) === "fired") alerts?.onFired?.();
+  return getLowBalanceAlert(db, accountId);
+}
