@@ -87,13 +87,39 @@ describe("parseCommand", () => {
   test("keys list (the default), create with --name and --mode test, delete ID", () => {
     assert.deepEqual(parseCommand(["keys"]), { name: "keys-list", json: false });
     assert.deepEqual(parseCommand(["keys", "list", "--json"]), { name: "keys-list", json: true });
-    assert.deepEqual(parseCommand(["keys", "create", "--name", "ci", "--mode", "test"]), { name: "keys-create", json: false, keyName: "ci", mode: "test" });
-    assert.deepEqual(parseCommand(["keys", "create"]), { name: "keys-create", json: false, keyName: null, mode: null });
+    assert.deepEqual(parseCommand(["keys", "create", "--name", "ci", "--mode", "test"]), { name: "keys-create", json: false, keyName: "ci", mode: "test", controls: {} });
+    assert.deepEqual(parseCommand(["keys", "create"]), { name: "keys-create", json: false, keyName: null, mode: null, controls: {} });
     assert.deepEqual(parseCommand(["keys", "delete", "key_1"]), { name: "keys-delete", json: false, id: "key_1" });
     assert.throws(() => parseCommand(["keys", "create", "--mode", "live"]), /--mode must be one of test/);
     assert.throws(() => parseCommand(["keys", "delete"]), /'keys delete' needs one key id/);
-    assert.throws(() => parseCommand(["keys", "list", "--name", "x"]), /--name applies to 'keys create' only/);
+    assert.throws(() => parseCommand(["keys", "list", "--name", "x"]), /--name applies to 'keys create' and 'keys update' only/);
     assert.throws(() => parseCommand(["keys", "rotate"]), /unknown 'keys' action 'rotate'/);
+  });
+
+  test("keys create and update take the D34 controls; none, never and all clear them; alert --set or --off", () => {
+    assert.deepEqual(parseCommand(["keys", "create", "--spend-limit", "5", "--period", "day", "--expires", "2030-01-01", "--models", "alpha-*, imgA-v4", "--rpm", "10"]), {
+      name: "keys-create",
+      json: false,
+      keyName: null,
+      mode: null,
+      controls: { spend_limit_usd: 5, spend_limit_period: "day", expires_at: "2030-01-01", models: ["alpha-*", "imgA-v4"], rpm: 10 },
+    });
+    assert.deepEqual(parseCommand(["keys", "update", "key_1", "--spend-limit", "none", "--expires", "never", "--models", "all", "--rpm", "none"]), {
+      name: "keys-update",
+      json: false,
+      id: "key_1",
+      keyName: null,
+      controls: { spend_limit_usd: null, expires_at: null, models: null, rpm: null },
+    });
+    assert.throws(() => parseCommand(["keys", "update", "key_1"]), /needs something to change/);
+    assert.throws(() => parseCommand(["keys", "update", "key_1", "--mode", "test"]), /--mode cannot be changed/);
+    assert.throws(() => parseCommand(["keys", "create", "--spend-limit", "1e3"]), /--spend-limit must be an amount of USD/);
+    assert.throws(() => parseCommand(["keys", "create", "--period", "year"]), /--period must be one of day, week, month, total/);
+    assert.throws(() => parseCommand(["keys", "delete", "key_1", "--rpm", "5"]), /apply to 'keys create' and 'keys update' only/);
+    assert.deepEqual(parseCommand(["alert"]), { name: "alert", json: false, set: null, off: false });
+    assert.deepEqual(parseCommand(["alert", "--set", "5"]), { name: "alert", json: false, set: 5, off: false });
+    assert.deepEqual(parseCommand(["alert", "--off"]), { name: "alert", json: false, set: null, off: true });
+    assert.throws(() => parseCommand(["alert", "--set", "5", "--off"]), /not both/);
   });
 
   test("balance and voices", () => {

@@ -231,6 +231,36 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test("keys create and update set the controls (D34); list shows what each key spent; alert sets the low-balance alert", async () => {
+      const user = await gw.register();
+      const opts = { url: gw.url, key: user.api_key, cwd: dir };
+      const created = await cli(["keys", "create", "--name", "capped", "--spend-limit", "2.50", "--period", "week", "--models", "alpha-*,imgA-v4", "--rpm", "20", "--expires", "2099-01-01T00:00:00Z"], opts);
+      assert.equal(created.code, 0, created.stderr);
+      const keyId = /^key_id\s+(key_\S+)$/m.exec(created.stdout)?.[1] ?? "";
+      assert.match(created.stdout, /^spend\s+0 USD of 2\.5 USD per week$/m);
+      assert.match(created.stdout, /^models\s+alpha-\*,imgA-v4$/m);
+      assert.match(created.stdout, /^rpm\s+20$/m);
+      assert.match(created.stdout, /^expires_at\s+2099-01-01T00:00:00\.000Z$/m);
+      const updated = await cli(["keys", "update", keyId, "--spend-limit", "none", "--models", "all", "--rpm", "none", "--expires", "never"], opts);
+      assert.equal(updated.code, 0, updated.stderr);
+      assert.match(updated.stdout, /^spend\s+0 USD this week$/m);
+      assert.match(updated.stdout, /^models\s+all$/m);
+      assert.match(updated.stdout, /^expires_at\s+never$/m);
+      const listed = await cli(["keys", "list"], opts);
+      assert.match(listed.stdout.split("\n").find((l) => l.startsWith(keyId)) ?? "", /capped .*0 USD this week .*never .*all/);
+      const bad = await cli(["keys", "update", keyId, "--expires", "2001-01-01"], opts);
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr, /^error: invalid_request: expires_at must be in the future/m);
+
+      const off = await cli(["alert"], opts);
+      assert.match(off.stdout, /^low_balance\s+off$/m);
+      const set = await cli(["alert", "--set", "0.25"], opts);
+      assert.equal(set.code, 0, set.stderr);
+      assert.match(set.stdout, /^low_balance\s+0\.25 USD$/m);
+      assert.match(set.stdout, /^armed\s+yes$/m);
+      assert.match((await cli(["alert", "--off"], opts)).stdout, /^low_balance\s+off$/m);
+    });
+
     test("balance, voices and job print what the gateway answers", async () => {
       const user = await gw.register();
       const balance = await cli(["balance"], { url: gw.url, key: user.api_key, cwd: dir });

@@ -36,14 +36,28 @@ export type Command = CommonOptions &
     | { name: "usage"; by: "day" | "model" | "key" | null; from: string | null; to: string | null; tz: string | null; csv: boolean }
     | { name: "requests"; limit: number | null; after: string | null; model: string | null; status: string | null }
     | { name: "keys-list" }
-    | { name: "keys-create"; keyName: string | null; mode: "test" | null }
+    | { name: "keys-create"; keyName: string | null; mode: "test" | null; controls: KeyControlFlags }
+    | { name: "keys-update"; id: string; keyName: string | null; controls: KeyControlFlags }
     | { name: "keys-delete"; id: string }
     | { name: "balance" }
+    | { name: "alert"; set: number | null; off: boolean }
     | { name: "voices"; provider: "alpha" | "beta" | "all" | null }
   );
 
 /** The names of the commands, in the order the usage text lists them. */
-export const COMMANDS = ["speak", "image", "video", "jobs", "job", "cancel", "usage", "requests", "keys", "balance", "voices", "help"] as const;
+export const COMMANDS = ["speak", "image", "video", "jobs", "job", "cancel", "usage", "requests", "keys", "balance", "alert", "voices", "help"] as const;
+
+/**
+ * The D34 controls given on `keys create` / `keys update`, as the API body takes them: absent = not given
+ * (unchanged), null = cleared (`none`, `never`, `all`).
+ */
+export interface KeyControlFlags {
+  spend_limit_usd?: number | null;
+  spend_limit_period?: "day" | "week" | "month" | "total";
+  expires_at?: string | null;
+  models?: string[] | null;
+  rpm?: number | null;
+}
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
@@ -64,8 +78,17 @@ const OPTIONS: Record<string, Options> = {
   cancel: {},
   usage: { by: { type: "string" }, from: { type: "string" }, to: { type: "string" }, tz: { type: "string" }, csv: { type: "boolean", default: false } },
   requests: { limit: { type: "string", short: "l" }, after: { type: "string" }, model: { type: "string", short: "m" }, status: { type: "string" } },
-  keys: { name: { type: "string" }, mode: { type: "string" } },
+  keys: {
+    name: { type: "string" },
+    mode: { type: "string" },
+    "spend-limit": { type: "string" },
+    period: { type: "string" },
+    expires: { type: "string" },
+    models: { type: "string" },
+    rpm: { type: "string" },
+  },
   balance: {},
+  alert: { set: { type: "string" }, off: { type: "boolean", default: false } },
   voices: { provider: { type: "string", short: "p" } },
   help: {},
 };
@@ -149,10 +172,16 @@ export function parseCommand(argv: readonly string[]): Command {
       expectPositionals(name, pos, 0, 0);
       return { name, json, limit: wholeNumber(str("limit"), "--limit"), after: str("after"), model: str("model"), status: str("status") };
     case "keys":
-      return parseKeys(pos, str("name"), str("mode"), json);
+      return parseKeys(pos, str("name"), str("mode"), keyControlFlags(str), json);
     case "balance":
       expectPositionals(name, pos, 0, 0);
       return { name, json };
+    case "alert": {
+      expectPositionals(name, pos, 0, 0);
+      const set = str("set");
+      if (set !== null && v.off === true) throw new UsageError("give --set USD or --off, not both");
+      return { name, json, set: set === null ? null : usdAmount(set, "--set"), off: v.off === true };
+    }
     case "voices":
       expectPositionals(name, pos, 0, 0);
       return { name, json, provider: oneOf(str("provider"), ["alpha", "beta", "all"] as const, "--provider") };
@@ -161,12 +190,40 @@ export function parseCommand(argv: readonly string[]): Command {
   }
 }
 
-/** `keys list`, `keys create [--name N] [--mode test]`, `keys delete ID`. */
-function parseKeys(pos: string[], name: string | null, mode: string | null, json: boolean): Command {
+/** The D34 flags of `keys create` and `keys update`: `--spend-limit USD|none`, `--period P`, `--expires ISO|never`, `--models a,b|all`, `--rpm N|none`. */
+function keyControlFlags(str: (key: string) => string | null): KeyControlFlags {
+  const out: KeyControlFlags = {};
+  const limit = str("spend-limit");
+  if (limit !== null) out.spend_limit_usd = limit === "none" ? null : usdAmount(limit, "--spend-limit");
+  const period = oneOf(str("period"), ["day", "week", "month", "total"] as const, "--period");
+  if (period !== null) out.spend_limit_period = period;
+  const expires = str("expires");
+  if (expires !== null) out.expires_at = expires === "never" ? null : expires;
+  const models = str("models");
+  if (models !== null) {
+    const list = models.split(",").map((m) => m.trim()).filter((m) => m !== "");
+    out.models = models === "all" ? null : list;
+    if (out.models !== null && list.length === 0) throw new UsageError("--models needs model ids or prefixes such as alpha-* (comma separated), or all");
+  }
+  const rpm = str("rpm");
+  if (rpm !== null) out.rpm = rpm === "none" ? null : wholeNumber(rpm, "--rpm");
+  return out;
+}
+
+/** A USD amount given on the command line (a non-negative decimal number). */
+function usdAmount(value: string, option: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value)) throw new UsageError(`${option} must be an amount of USD such as 20 or 2.50 (got '${value}')`);
+  return Number(value);
+}
+
+/** `keys list`, `keys create [--name N] [--mode test] [controls]`, `keys update ID [--name N] [controls]`, `keys delete ID`. */
+function parseKeys(pos: string[], name: string | null, mode: string | null, controls: KeyControlFlags, json: boolean): Command {
   const [sub, ...args] = pos;
+  const hasControls = Object.keys(controls).length > 0;
   const only = (allowed: string) => {
-    if (name !== null && allowed !== "create") throw new UsageError(`--name applies to 'keys create' only`);
+    if (name !== null && allowed !== "create") throw new UsageError(`--name applies to 'keys create' and 'keys update' only`);
     if (mode !== null && allowed !== "create") throw new UsageError(`--mode applies to 'keys create' only`);
+    if (hasControls && allowed !== "create") throw new UsageError(`--spend-limit, --period, --expires, --models and --rpm apply to 'keys create' and 'keys update' only`);
   };
   switch (sub) {
     case "list":
@@ -176,13 +233,18 @@ function parseKeys(pos: string[], name: string | null, mode: string | null, json
       return { name: "keys-list", json };
     case "create":
       if (args.length > 0) throw new UsageError(`'keys create' takes no arguments (the label is --name)`);
-      return { name: "keys-create", json, keyName: name, mode: oneOf(mode, ["test"] as const, "--mode") };
+      return { name: "keys-create", json, keyName: name, mode: oneOf(mode, ["test"] as const, "--mode"), controls };
+    case "update":
+      if (mode !== null) throw new UsageError(`--mode cannot be changed: make a new key`);
+      if (args.length !== 1) throw new UsageError(`'keys update' needs one key id`);
+      if (!hasControls && name === null) throw new UsageError(`'keys update' needs something to change: --name, --spend-limit, --period, --expires, --models or --rpm`);
+      return { name: "keys-update", json, id: args[0], keyName: name, controls };
     case "delete":
       only("delete");
       if (args.length !== 1) throw new UsageError(`'keys delete' needs one key id`);
       return { name: "keys-delete", json, id: args[0] };
     default:
-      throw new UsageError(`unknown 'keys' action '${sub}' (list, create or delete)`);
+      throw new UsageError(`unknown 'keys' action '${sub}' (list, create, update or delete)`);
   }
 }
 

@@ -69,10 +69,13 @@ export async function runCommand(cmd: Exclude<Command, { name: "help" }>, ctx: C
       return requests(cmd, ctx);
     case "keys-list":
     case "keys-create":
+    case "keys-update":
     case "keys-delete":
       return keys(cmd, ctx);
     case "balance":
       return balance(cmd, ctx);
+    case "alert":
+      return alert(cmd, ctx);
     case "voices":
       return voices(cmd, ctx);
   }
@@ -283,7 +286,23 @@ async function requests(cmd: Extract<Command, { name: "requests" }>, { api, io, 
   return 0;
 }
 
-async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | "keys-delete" }>, { api, io, signal }: CommandContext): Promise<number> {
+/** "$0.12 of $5 per month", "$0.12 this month" without a limit (D34). */
+function spendText(k: { spend_limit_usd: number | null; spend_limit_period: string; spent_usd: number }): string {
+  const per = k.spend_limit_period === "total" ? "in total" : `per ${k.spend_limit_period}`;
+  return k.spend_limit_usd === null ? `${usd(k.spent_usd)} this ${k.spend_limit_period === "total" ? "key" : k.spend_limit_period}` : `${usd(k.spent_usd)} of ${usd(k.spend_limit_usd)} ${per}`;
+}
+
+/** The controls of a key as key-value rows (D34). */
+function controlRows(k: { spend_limit_usd: number | null; spend_limit_period: string; spent_usd: number; expires_at: string | null; models: string[] | null; rpm: number | null }): [string, string | null][] {
+  return [
+    ["spend", spendText(k)],
+    ["expires_at", k.expires_at ?? "never"],
+    ["models", k.models === null ? "all" : k.models.join(",")],
+    ["rpm", k.rpm === null ? "account's" : String(k.rpm)],
+  ];
+}
+
+async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | "keys-update" | "keys-delete" }>, { api, io, signal }: CommandContext): Promise<number> {
   if (cmd.name === "keys-list") {
     const { data, error, response } = await api.GET("/v1/auth/keys", { signal });
     if (!data) throw gatewayError(response, error);
@@ -291,18 +310,17 @@ async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | 
       io.stdout.write(json(data));
       return 0;
     }
-    // `mode` (live or test) arrives with test-mode keys (D32); older gateways do not send it.
     io.stdout.write(
       table(
-        ["KEY_ID", "NAME", "PREFIX", "MODE", "CREATED", "LAST_USED"],
-        data.data.map((k) => [k.key_id, k.name, k.prefix, (k as { mode?: string }).mode, k.created_at, k.last_used_at]),
+        ["KEY_ID", "NAME", "PREFIX", "MODE", "SPEND", "EXPIRES", "MODELS", "RPM", "LAST_USED"],
+        data.data.map((k) => [k.key_id, k.name, k.prefix, k.mode, spendText(k), k.expires_at ?? "never", k.models === null ? "all" : k.models.join(","), k.rpm === null ? "-" : String(k.rpm), k.last_used_at]),
       ),
     );
     return 0;
   }
   if (cmd.name === "keys-create") {
     // `mode` is D32's; sent only when asked for, so a plain create works on every gateway.
-    const body = { name: cmd.keyName, ...(cmd.mode ? { mode: cmd.mode } : {}) } as Body<"/v1/auth/keys">;
+    const body = { name: cmd.keyName, ...(cmd.mode ? { mode: cmd.mode } : {}), ...cmd.controls } as Body<"/v1/auth/keys">;
     const { data, error, response } = await api.POST("/v1/auth/keys", { body, signal });
     if (!data) throw gatewayError(response, error);
     const confirmedTest = (data as { mode?: string }).mode === "test" || data.api_key.startsWith("gw_test_");
@@ -312,17 +330,49 @@ async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | 
       await api.DELETE("/v1/auth/keys/{key_id}", { params: { path: { key_id: data.key_id } } });
       throw new GatewayError({ status: 0, code: "test_mode_unsupported", message: `this gateway does not make test-mode keys; the live key it made instead (${data.key_id}) was deleted` });
     }
+    if (Object.keys(cmd.controls).length > 0 && (data as { spend_limit_period?: string }).spend_limit_period === undefined) {
+      // Likewise a gateway without key controls (D34) ignores them: a key without its limits is not what was asked for.
+      await api.DELETE("/v1/auth/keys/{key_id}", { params: { path: { key_id: data.key_id } } });
+      throw new GatewayError({ status: 0, code: "key_controls_unsupported", message: `this gateway does not take key controls; the key it made without them (${data.key_id}) was deleted` });
+    }
     if (cmd.json) {
       io.stdout.write(json(data));
     } else {
-      io.stdout.write(keyValues([["key_id", data.key_id], ["name", data.name], ["mode", (data as { mode?: string }).mode ?? null], ["api_key", data.api_key], ["created_at", data.created_at]]));
+      io.stdout.write(keyValues([["key_id", data.key_id], ["name", data.name], ["mode", data.mode], ["api_key", data.api_key], ["created_at", data.created_at], ...controlRows(data)]));
     }
     io.stderr.write("The api_key is shown only this once: store it now (export GATEWAY_API_KEY=...).\n");
+    return 0;
+  }
+  if (cmd.name === "keys-update") {
+    const body = { ...(cmd.keyName !== null ? { name: cmd.keyName } : {}), ...cmd.controls };
+    const { data, error, response } = await api.PATCH("/v1/auth/keys/{key_id}", { params: { path: { key_id: cmd.id } }, body, signal });
+    if (!data) throw gatewayError(response, error);
+    io.stdout.write(cmd.json ? json(data) : keyValues([["key_id", data.key_id], ["name", data.name], ["mode", data.mode], ...controlRows(data)]));
     return 0;
   }
   const { data, error, response } = await api.DELETE("/v1/auth/keys/{key_id}", { params: { path: { key_id: cmd.id } }, signal });
   if (!data) throw gatewayError(response, error);
   io.stdout.write(cmd.json ? json(data) : `deleted ${data.key_id}\n`);
+  return 0;
+}
+
+/** `gateway alert [--set USD | --off]`: reads or sets the low-balance alert (D34). */
+async function alert(cmd: Extract<Command, { name: "alert" }>, { api, io, signal }: CommandContext): Promise<number> {
+  const answer =
+    cmd.set === null && !cmd.off
+      ? await api.GET("/v1/billing/alerts", { signal })
+      : await api.PUT("/v1/billing/alerts", { body: { low_balance_usd: cmd.off ? null : cmd.set }, signal });
+  const { data, error, response } = answer;
+  if (!data) throw gatewayError(response, error);
+  io.stdout.write(
+    cmd.json
+      ? json(data)
+      : keyValues([
+          ["low_balance", data.low_balance_usd === null ? "off" : usd(data.low_balance_usd)],
+          ["armed", data.low_balance_usd === null ? null : data.armed ? "yes" : "no (sent; armed again once the balance is back above)"],
+          ["balance", usd(data.balance_usd)],
+        ]),
+  );
   return 0;
 }
 

@@ -20,7 +20,8 @@ Account
   balance                                                         balance and tier
   usage [--by day|model|key] [--from D] [--to D] [--tz Z] [--csv] spend per day, model or key
   requests [--limit N]                                            the usage log, newest first
-  keys list | keys create [--name N] [--mode test] | keys delete ID
+  keys list | keys create [--name N] [--mode test] [controls] | keys update ID [controls] | keys delete ID
+  alert [--set USD | --off]                                       the low-balance alert
   voices [--provider alpha|beta|all]                              the voice library
 
 Every command takes --json (the answer as JSON) and --help.
@@ -88,11 +89,26 @@ instants; the default range is the last 30 days; --tz is an IANA zone for day gr
 The usage log (GET /v1/requests): one record per paid call, newest first.
 `,
   keys: `Usage: gateway keys list
-       gateway keys create [--name LABEL] [--mode test]
+       gateway keys create [--name LABEL] [--mode test] [controls]
+       gateway keys update KEY_ID [--name LABEL] [controls]
        gateway keys delete KEY_ID
 
+Controls (each optional; on update, only those given change):
+  --spend-limit USD|none    spend limit of the key per period (402 key_spend_limit past it)
+  --period day|week|month|total   the limit's period, UTC (default month)
+  --expires ISO|never       when the key stops working, e.g. 2027-01-01T00:00:00Z
+  --models a,b|all          model ids or prefixes such as alpha-* the key may call
+  --rpm N|none              the key's own requests per minute
+
 create prints the new secret once: it cannot be shown again. A test-mode key is served by the
-simulator and moves no money. A deleted key stops working at once.
+simulator and moves no money. A deleted key stops working at once. list shows what each key spent
+in its period.
+`,
+  alert: `Usage: gateway alert [--set USD | --off]
+
+The low-balance alert (GET/PUT /v1/billing/alerts): below the threshold the gateway sends one
+balance.low webhook event to your endpoints that take it, and arms it again once the balance is
+back above. Without options it shows the setting.
 `,
   balance: `Usage: gateway balance
 
