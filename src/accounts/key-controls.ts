@@ -6,7 +6,7 @@
  * (billing/key-spend.ts).
  */
 import { sql } from "kysely";
-import { countedSpend, periodStart } from "../billing/key-spend.ts";
+import { countedSpend, countedSpendOfKeys, periodStart } from "../billing/key-spend.ts";
 import type { Executor } from "../billing/ledger.ts";
 import { type Micros, microsToUsd, usdToMicros } from "../billing/money.ts";
 import { getModel } from "../catalog/models.ts";
@@ -172,14 +172,15 @@ export interface SpentKeyRow extends KeyControlColumns {
  */
 export async function spentOfKeys(db: Executor, accountId: string, rows: readonly SpentKeyRow[], nowMs = Date.now()): Promise<Map<string, Micros>> {
   const out = new Map<string, Micros>();
-  const summed: { id: string; from: number }[] = [];
+  // Keys without a counter, by the start of their period: one query per period (at most four).
+  const summed = new Map<number, string[]>();
   for (const r of rows) {
     const from = periodStart(r.spend_limit_period ?? "month", nowMs);
     if (r.mode === "test") out.set(r.id, 0);
     else if (r.spend_limit_micros !== null) out.set(r.id, Number(r.spent_period_start) >= from ? Number(r.spent_micros) : 0);
-    else summed.push({ id: r.id, from });
+    else summed.set(from, [...(summed.get(from) ?? []), r.id]);
   }
-  for (const k of summed) out.set(k.id, await countedSpend(db, accountId, k.id, k.from));
+  for (const [from, ids] of summed) for (const [id, spent] of await countedSpendOfKeys(db, accountId, ids, from)) out.set(id, spent);
   return out;
 }
 

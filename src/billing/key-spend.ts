@@ -116,15 +116,25 @@ export async function uncountKeySpend(trx: Executor, keyId: string, period: numb
  * Equal to the counter a limit keeps (for keys without one, and to start a counter when a limit is set).
  */
 export async function countedSpend(db: Executor, accountId: string, keyId: string, fromMs: number): Promise<Micros> {
-  const row = await db
+  return (await countedSpendOfKeys(db, accountId, [keyId], fromMs)).get(keyId) ?? 0;
+}
+
+/** {@link countedSpend} of several keys of the account since the same `fromMs`, in one query; keys with nothing spent map to 0. */
+export async function countedSpendOfKeys(db: Executor, accountId: string, keyIds: readonly string[], fromMs: number): Promise<Map<string, Micros>> {
+  const out = new Map<string, Micros>(keyIds.map((k) => [k, 0]));
+  if (keyIds.length === 0) return out;
+  const rows = await db
     .selectFrom("usage_records")
-    .select(
+    .select([
+      "key_id",
       sql<number>`coalesce(sum(case when status in ('pending', 'processing') then hold_micros when status = 'succeeded' then coalesce(cost_micros, 0) else 0 end), 0)`.as("spent"),
-    )
+    ])
     .where("account_id", "=", accountId)
     .where("mode", "=", "live")
-    .where("key_id", "=", keyId)
     .where("created_at", ">=", fromMs)
-    .executeTakeFirstOrThrow();
-  return Number(row.spent);
+    .where("key_id", "in", [...keyIds])
+    .groupBy("key_id")
+    .execute();
+  for (const r of rows) if (r.key_id !== null) out.set(r.key_id, Number(r.spent));
+  return out;
 }
