@@ -1,3 +1,5 @@
+import { usdToMicros } from "./billing/money.ts";
+
 /**
  * Brute-force limits of the public account routes (issue "Hardening" 5), from the environment:
  * failed logins per email and per client address in a window, registrations per client address.
@@ -137,6 +139,29 @@ export interface Config {
    * (a comma list). Default 5, 30, 120, 600, 1800, 3600, 10800, 21600, 43200, 86400.
    */
   webhookRetryScheduleS: number[];
+  /** Stripe Checkout top-ups (D33). */
+  payments: PaymentsConfig;
+}
+
+/**
+ * Stripe Checkout top-ups (D33): `STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`, `STRIPE_API_BASE`,
+ * `TOPUP_MIN_USD`, `TOPUP_MAX_USD`. Without a secret key both payment routes answer 404; with a key but no
+ * webhook secret, the webhook route does.
+ */
+export interface PaymentsConfig {
+  /** `STRIPE_SECRET_KEY` (`sk_live_...`, `sk_test_...` or a restricted `rk_...` key), or null: payments off. */
+  stripeSecretKey: string | null;
+  /** `STRIPE_WEBHOOK_SECRET` (`whsec_...`, the signing secret of the webhook endpoint), or null. */
+  stripeWebhookSecret: string | null;
+  /**
+   * `STRIPE_API_BASE` (default `https://api.stripe.com`): where the Stripe SDK sends its calls, as
+   * protocol, host and port (tests and `npm run fake-stripe` point it at the loopback fake).
+   */
+  stripeApiBase: { protocol: "http" | "https"; host: string; port: number };
+  /** `TOPUP_MIN_USD` (default 5): the smallest top-up, micro-USD (a whole number of cents; allowed itself). */
+  topupMinMicros: number;
+  /** `TOPUP_MAX_USD` (default 10000): the largest top-up, micro-USD (a whole number of cents; allowed itself). */
+  topupMaxMicros: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -249,6 +274,53 @@ function webhookRetrySchedule(env: Env): number[] {
   return values;
 }
 
+/** Micro-USD in a cent. */
+const MICROS_PER_CENT = 10_000;
+/** Stripe's smallest and largest USD charge (0.50 and 999,999.99 USD), micro-USD. */
+const STRIPE_MIN_MICROS = 500_000;
+const STRIPE_MAX_MICROS = 999_999_990_000;
+
+/** A top-up bound in USD: a whole number of cents within what Stripe can charge; micro-USD. */
+function topupBound(env: Env, name: string, def: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return def;
+  const micros = /^\s*\d+(\.\d+)?\s*$/.test(raw) ? usdToMicros(raw) : null;
+  if (micros === null || micros % MICROS_PER_CENT !== 0 || micros < STRIPE_MIN_MICROS || micros > STRIPE_MAX_MICROS) {
+    throw new Error(`${name} must be a USD amount in whole cents from 0.50 to 999999.99, got '${raw}'`);
+  }
+  return micros;
+}
+
+/** `STRIPE_API_BASE`: an `http(s)://host[:port]` URL without a path, split as the Stripe SDK takes it. */
+function stripeApiBase(env: Env): PaymentsConfig["stripeApiBase"] {
+  const raw = env.STRIPE_API_BASE || "https://api.stripe.com";
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = null;
+  }
+  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:") || url.pathname.replace(/\/+$/, "") !== "" || url.search !== "" || url.username !== "" || url.password !== "") {
+    throw new Error(`STRIPE_API_BASE must be an http(s)://host[:port] URL without a path, got '${raw}'`);
+  }
+  const protocol = url.protocol === "http:" ? "http" : "https";
+  return { protocol, host: url.hostname, port: url.port === "" ? (protocol === "http" ? 80 : 443) : Number(url.port) };
+}
+
+/** The payment settings (D33); a bound or URL that is invalid, or a minimum above the maximum, stops the start. */
+function paymentsConfig(env: Env): PaymentsConfig {
+  const topupMinMicros = topupBound(env, "TOPUP_MIN_USD", 5 * 1_000_000);
+  const topupMaxMicros = topupBound(env, "TOPUP_MAX_USD", 10_000 * 1_000_000);
+  if (topupMinMicros > topupMaxMicros) throw new Error("TOPUP_MIN_USD must not be above TOPUP_MAX_USD");
+  return {
+    stripeSecretKey: env.STRIPE_SECRET_KEY || null,
+    stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || null,
+    stripeApiBase: stripeApiBase(env),
+    topupMinMicros,
+    topupMaxMicros,
+  };
+}
+
 function oneOf<T extends string>(env: Env, name: string, values: readonly T[], def: T): T {
   const raw = env[name];
   if (raw === undefined || raw === "") return def;
@@ -320,5 +392,6 @@ export function loadConfig(env: Env = process.env): Config {
     metricsHost: env.METRICS_HOST || "127.0.0.1",
     webhookAllowPrivate: oneOf(env, "WEBHOOK_ALLOW_PRIVATE", ["0", "1"] as const, "0") === "1",
     webhookRetryScheduleS: webhookRetrySchedule(env),
+    payments: paymentsConfig(env),
   };
 }

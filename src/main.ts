@@ -38,6 +38,7 @@ async function serve(): Promise<void> {
       database: services.db.dialect,
       storage: config.storageUrl,
       admin_api: config.adminToken !== null,
+      payments: services.payments === null ? "off" : services.payments.webhookEnabled ? "stripe" : "stripe (webhook off)",
       metrics: metrics
         ? `http://${config.metricsHost}:${metrics.port}/metrics`
         : config.metricsToken

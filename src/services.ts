@@ -44,6 +44,7 @@ import { getJob, type JobStarter } from "./jobs/jobs.ts";
 import { drainPaidCalls } from "./billing/paid-call.ts";
 import { onBalanceChange } from "./billing/ledger.ts";
 import { configureAuthCache } from "./accounts/accounts.ts";
+import { createTopups, type Topups } from "./accounts/topups.ts";
 
 /** How long a shutdown waits for running paid calls to settle their holds before closing the database, ms. */
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -77,6 +78,8 @@ export interface Services {
   blobs: BlobStore;
   /** Tier limits: request windows and audio pools (memory, or Redis with `REDIS_URL`). */
   limiter: Limiter;
+  /** Stripe Checkout top-ups (D33), or null without `STRIPE_SECRET_KEY` (the payment routes answer 404). */
+  payments: Topups | null;
   /**
    * The fallback plan of a text model (`buildFallbackPlan`: layer 0 its first source, 1 its other
    * sources, 2 and 3 its first two equivalent models). Sources are the OpenAI-compatible upstreams
@@ -393,6 +396,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     visual,
     blobs,
     limiter,
+    payments: createTopups(db.kysely, config.payments, config.publicBaseUrl),
     chatPlanFor,
     upstreams,
     sweep,

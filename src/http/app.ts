@@ -21,6 +21,7 @@ import { alertRoutes } from "./routes/alerts.ts";
 import { billingRoutes } from "./routes/billing.ts";
 import { BodyBudget } from "./body-budget.ts";
 import { catalogRoutes } from "./routes/catalog.ts";
+import { checkoutRoutes } from "./routes/checkout.ts";
 import { generationRoutes } from "./routes/generation.ts";
 import { audioTextRoutes } from "./routes/audio-text.ts";
 import { chatRoutes } from "./routes/chat.ts";
@@ -166,5 +167,11 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     admin.addHook("onRequest", requireAdmin(services));
     adminRoutes(admin, services);
   });
+  // Stripe Checkout top-ups (D33): the checkout (key or session) and Stripe's webhook (public, signed),
+  // in their own scope: both answer 404 while payments are off, and the webhook reads raw bytes.
+  await app.register(async (pay) => checkoutRoutes(pay, services));
+  if (services.payments !== null && !services.payments.webhookEnabled) {
+    app.log.warn("STRIPE_SECRET_KEY is set but STRIPE_WEBHOOK_SECRET is not: POST /v1/billing/stripe/webhook answers 404, so paid top-ups are not credited");
+  }
   return app;
 }

@@ -311,6 +311,18 @@ export interface UsageRecordsTable {
   updated_at: number;
 }
 
+/** A Stripe Checkout Session credited as a deposit (D33); the primary key makes the credit happen once. */
+export interface TopupsTable {
+  /** The Checkout Session id (`cs_...`), also the deposit's ledger `reference`. */
+  session_id: string;
+  account_id: string;
+  /** The deposit, micro-USD (the session's `amount_total` in cents x 10,000). */
+  amount_micros: number;
+  /** The Stripe event (`evt_...`) that recorded it. */
+  event_id: string;
+  created_at: number;
+}
+
 export interface Database {
   voices: VoicesTable;
   jobs: JobsTable;
@@ -324,4 +336,5 @@ export interface Database {
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   usage_records: UsageRecordsTable;
+  topups: TopupsTable;
 }

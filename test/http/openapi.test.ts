@@ -78,6 +78,8 @@ const PUBLIC = new Set([
   "get /readyz",
   "get /metrics",
   "get /openapi.json",
+  // Called by Stripe, verified by its signature (D33).
+  "post /v1/billing/stripe/webhook",
 ]);
 
 const HTTP_METHODS = ["get", "post", "put", "delete", "patch"];

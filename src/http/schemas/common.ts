@@ -32,7 +32,7 @@ export type Access = "public" | "key" | "keyOrSession" | "keyOrXApiKey" | "admin
 /** Tags in display order, with their descriptions. */
 export const TAGS = {
   auth: "Accounts, sessions and API keys.",
-  billing: "The balance ledger.",
+  billing: "The balance ledger, and balance top-ups through Stripe Checkout.",
   catalog: "Public pricing and rate-limit tiers.",
   audio: "Synchronous speech, music, sound effects, transcription and audio understanding.",
   voices: "Voice library, voice design and voice cloning.",

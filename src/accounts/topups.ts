@@ -1,0 +1,279 @@
+/**
+ * Balance top-ups through Stripe Checkout (D33), with the official `stripe` package for every call to
+ * Stripe: `createCheckout` opens a Checkout Session for the caller (nothing is charged or recorded then),
+ * and `receiveWebhook` verifies Stripe's signed event and turns a paid session into a ledger `deposit`
+ * (D7, D9), exactly once per session.
+ *
+ * Exactly once: the deposit and a `topups` row keyed by the session id are written in one transaction
+ * (storage/migrations/013_topups.ts). Stripe delivers an event at least once, retries it, may deliver it
+ * concurrently, and sends both `checkout.session.completed` and, for a delayed payment method,
+ * `checkout.session.async_payment_succeeded` for the same session; whichever arrives second finds the row
+ * (a unique violation, its transaction rolled back) and records nothing. On PostgreSQL a concurrent
+ * insert of the same key waits for the first transaction and then fails, so two deliveries never both
+ * credit.
+ */
+import type { Kysely } from "kysely";
+import Stripe from "stripe";
+import { credit, inTransaction } from "../billing/ledger.ts";
+import { formatUsd, type Micros, usdToMicros } from "../billing/money.ts";
+import type { PaymentsConfig } from "../config.ts";
+import { type AppError, errors } from "../errors.ts";
+import { isUniqueViolation } from "../storage/db.ts";
+import type { Database } from "../storage/schema.ts";
+import { forgetAccountAuth, getAccount } from "./accounts.ts";
+
+/** Micro-USD in a cent: Stripe amounts are integer cents, the ledger's integer micro-USD (D7). */
+export const MICROS_PER_CENT = 10_000;
+
+/** The name of the line item a customer sees on Stripe's payment page. */
+export const TOPUP_PRODUCT_NAME = "Balance top-up";
+
+/** The Stripe events that turn a paid Checkout Session into a deposit. */
+export const DEPOSIT_EVENTS = ["checkout.session.completed", "checkout.session.async_payment_succeeded"] as const;
+
+/** Longest `success_url` / `cancel_url` accepted, characters (Stripe's own limit is larger). */
+export const MAX_RETURN_URL_CHARS = 2048;
+
+/** What a verified webhook event led to (logged by the route; the answer to Stripe is the same 200). */
+export type WebhookOutcome =
+  /** A deposit was recorded. */
+  | "recorded"
+  /** The session was already credited (a retry, a concurrent delivery, or its other success event). */
+  | "duplicate"
+  /** The session is not paid yet (a delayed payment method: `async_payment_succeeded` follows). */
+  | "unpaid"
+  /** Neither `client_reference_id` nor `metadata.user_id` names an account here. */
+  | "unknown_user"
+  /** The session's currency is not USD, or it carries no positive integer `amount_total`. */
+  | "unsupported_amount"
+  /** Another event type, or a session that is not a one-time payment. */
+  | "ignored";
+
+/** The answer of `POST /v1/billing/checkout`: the session id and the Stripe-hosted page to send the customer to. */
+export interface CheckoutView {
+  id: string;
+  url: string;
+}
+
+/** The top-up service: a Stripe client configured from `STRIPE_*`, and the database the deposits go to. */
+export class Topups {
+  readonly #db: Kysely<Database>;
+  readonly #stripe: Stripe;
+  readonly #secretKey: string;
+  readonly #webhookSecret: string | null;
+  readonly #minMicros: Micros;
+  readonly #maxMicros: Micros;
+  readonly #publicBaseUrl: string;
+
+  /**
+   * `config` with its `stripeSecretKey` set (see {@link createTopups}); `publicBaseUrl` builds the default
+   * return URLs (`<PUBLIC_BASE_URL>/console/?topup=success|cancel`).
+   */
+  constructor(db: Kysely<Database>, config: PaymentsConfig & { stripeSecretKey: string }, publicBaseUrl: string) {
+    this.#db = db;
+    this.#secretKey = config.stripeSecretKey;
+    this.#webhookSecret = config.stripeWebhookSecret;
+    this.#minMicros = config.topupMinMicros;
+    this.#maxMicros = config.topupMaxMicros;
+    this.#publicBaseUrl = publicBaseUrl;
+    this.#stripe = new Stripe(config.stripeSecretKey, {
+      protocol: config.stripeApiBase.protocol,
+      host: config.stripeApiBase.host,
+      port: config.stripeApiBase.port,
+      // The SDK retries connection failures, 409s and 5xx with an idempotency key it adds itself, so a
+      // retried create never opens two sessions; the caller waits at most about a minute in all.
+      maxNetworkRetries: 2,
+      timeout: 20_000,
+      telemetry: false,
+      appInfo: { name: "media-gateway" },
+    });
+  }
+
+  /** Whether `STRIPE_WEBHOOK_SECRET` is set: without it the webhook route answers 404. */
+  get webhookEnabled(): boolean {
+    return this.#webhookSecret !== null;
+  }
+
+  /**
+   * `POST /v1/billing/checkout` (D33): creates a Checkout Session (mode `payment`, one USD line item of
+   * `amount_usd` in cents, quantity 1, `client_reference_id` and `metadata.user_id` = `accountId`).
+   * `amount_usd` must be a number of whole cents within `TOPUP_MIN_USD`..`TOPUP_MAX_USD` (both allowed);
+   * `success_url` / `cancel_url` optional http(s) URLs, by default the console with `?topup=success|cancel`.
+   * Nothing is charged or recorded here: the deposit comes with Stripe's event ({@link receiveWebhook}).
+   * @throws AppError 400 `invalid_request` (amount or URL), 502 `provider_error` (Stripe unreachable or
+   *   refusing; the message and the logged cause carry no secret).
+   */
+  async createCheckout(
+    accountId: string,
+    body: { amount_usd?: unknown; success_url?: unknown; cancel_url?: unknown },
+  ): Promise<CheckoutView> {
+    const cents = this.#amountCents(body.amount_usd);
+    const successUrl = returnUrl(body.success_url, "success_url") ?? `${this.#publicBaseUrl}/console/?topup=success`;
+    const cancelUrl = returnUrl(body.cancel_url, "cancel_url") ?? `${this.#publicBaseUrl}/console/?topup=cancel`;
+    let session: Stripe.Checkout.Session;
+    try {
+      session = await this.#stripe.checkout.sessions.create({
+        mode: "payment",
+        line_items: [
+          {
+            quantity: 1,
+            price_data: { currency: "usd", unit_amount: cents, product_data: { name: TOPUP_PRODUCT_NAME } },
+          },
+        ],
+        client_reference_id: accountId,
+        metadata: { user_id: accountId },
+        success_url: successUrl,
+        cancel_url: cancelUrl,
+      });
+    } catch (err) {
+      throw this.#providerError(err);
+    }
+    if (typeof session.url !== "string" || session.url === "") {
+      throw this.#providerError(new Error(`Stripe answered session ${session.id} without a url`));
+    }
+    return { id: session.id, url: session.url };
+  }
+
+  /**
+   * `POST /v1/billing/stripe/webhook` (D33): verifies `raw` (the body bytes exactly as received) against
+   * the `Stripe-Signature` header with `STRIPE_WEBHOOK_SECRET`, then records a `deposit` of `amount_total`
+   * cents for a paid `checkout.session.completed` or `checkout.session.async_payment_succeeded`, with the
+   * session id as its ledger `reference`, once per session; the tier follows the cumulative deposits. The
+   * account is `client_reference_id`, else `metadata.user_id`. Every other verified event records nothing.
+   * @returns what the event led to, with its ids (for the log).
+   * @throws AppError 404 `not_found` (no webhook secret configured), 400 `invalid_request` (missing or bad
+   *   signature: nothing is read or recorded).
+   */
+  async receiveWebhook(
+    raw: Buffer,
+    signature: string | undefined,
+  ): Promise<{ outcome: WebhookOutcome; eventId: string; eventType: string; sessionId: string | null }> {
+    if (this.#webhookSecret === null) throw errors.notFound();
+    if (signature === undefined || signature === "") {
+      throw errors.invalidRequest("Missing Stripe-Signature header.", "stripe-signature");
+    }
+    let event: Stripe.Event;
+    try {
+      event = this.#stripe.webhooks.constructEvent(raw, signature, this.#webhookSecret);
+    } catch {
+      throw errors.invalidRequest(
+        "The Stripe-Signature header does not verify this body with the webhook's signing secret (or is too old).",
+        "stripe-signature",
+      );
+    }
+    const done = (outcome: WebhookOutcome, sessionId: string | null = null) => ({ outcome, eventId: event.id, eventType: event.type, sessionId });
+    if (event.type !== "checkout.session.completed" && event.type !== "checkout.session.async_payment_succeeded") {
+      return done("ignored");
+    }
+    const session = event.data.object;
+    if (session.mode !== "payment") return done("ignored", session.id);
+    if (session.payment_status !== "paid") return done("unpaid", session.id);
+    const cents = session.amount_total;
+    if (session.currency !== "usd" || typeof cents !== "number" || !Number.isSafeInteger(cents) || cents <= 0) {
+      return done("unsupported_amount", session.id);
+    }
+    const accountId = session.client_reference_id ?? session.metadata?.user_id ?? null;
+    if (typeof accountId !== "string" || accountId === "") return done("unknown_user", session.id);
+    const outcome = await recordTopup(this.#db, {
+      sessionId: session.id,
+      accountId,
+      amountMicros: cents * MICROS_PER_CENT,
+      eventId: event.id,
+    });
+    return done(outcome, session.id);
+  }
+
+  /** `amount_usd` in cents: a number of whole cents within the configured bounds, else 400. */
+  #amountCents(value: unknown): number {
+    const micros = typeof value === "number" ? usdToMicros(value) : null;
+    if (micros === null || micros % MICROS_PER_CENT !== 0 || micros < this.#minMicros || micros > this.#maxMicros) {
+      throw errors.invalidRequest(
+        `amount_usd must be a number of USD in whole cents from ${formatUsd(this.#minMicros)} to ${formatUsd(this.#maxMicros)}.`,
+        "amount_usd",
+      );
+    }
+    return micros / MICROS_PER_CENT;
+  }
+
+  /**
+   * The 502 for a failed Stripe call. The logged cause names Stripe's error type, status and code and its
+   * message with any key cut out (Stripe's "Invalid API Key provided: sk_test_****1234" shows the key's
+   * end); the caller's message says nothing about it.
+   */
+  #providerError(err: unknown): AppError {
+    const e = errors.provider("The payment provider could not create the checkout session; nothing was charged.");
+    const detail =
+      err instanceof Stripe.errors.StripeError
+        ? `Stripe ${err.type}${err.statusCode === undefined ? "" : ` (HTTP ${err.statusCode}${err.code ? `, ${err.code}` : ""})`}: ${err.message}`
+        : err instanceof Error
+          ? err.message
+          : String(err);
+    (e as Error).cause = new Error(redactStripeSecrets(detail, this.#secretKey));
+    return e;
+  }
+}
+
+/**
+ * Writes the `topups` row and the `deposit` (reference: the session id) in one transaction, then drops the
+ * account's cached keys so the tier the deposits earn applies at once (as the operator deposit does).
+ * @returns `recorded`, `duplicate` (the session was credited before: nothing written) or `unknown_user`.
+ */
+export async function recordTopup(
+  db: Kysely<Database>,
+  args: { sessionId: string; accountId: string; amountMicros: Micros; eventId: string },
+): Promise<"recorded" | "duplicate" | "unknown_user"> {
+  let recorded: boolean;
+  try {
+    recorded = await inTransaction(db, async (trx) => {
+      if (!(await getAccount(trx, args.accountId))) return false;
+      // First the row: a second delivery stops here (unique violation) before any money moves.
+      await trx
+        .insertInto("topups")
+        .values({
+          session_id: args.sessionId,
+          account_id: args.accountId,
+          amount_micros: args.amountMicros,
+          event_id: args.eventId,
+          created_at: Date.now(),
+        })
+        .execute();
+      await credit(trx, { accountId: args.accountId, kind: "deposit", amountMicros: args.amountMicros, reference: args.sessionId });
+      return true;
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) return "duplicate";
+    throw err;
+  }
+  if (!recorded) return "unknown_user";
+  forgetAccountAuth(args.accountId);
+  return "recorded";
+}
+
+/** An optional return URL: undefined -> null; an absolute http(s) URL of at most {@link MAX_RETURN_URL_CHARS}; else 400. */
+function returnUrl(value: unknown, param: string): string | null {
+  if (value === undefined || value === null) return null;
+  let url: URL | null = null;
+  if (typeof value === "string" && value.length <= MAX_RETURN_URL_CHARS) {
+    try {
+      url = new URL(value);
+    } catch {
+      url = null;
+    }
+  }
+  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    throw errors.invalidRequest(`${param} must be an absolute http:// or https:// URL of at most ${MAX_RETURN_URL_CHARS} characters.`, param);
+  }
+  return value as string;
+}
+
+/** `text` with `secretKey` and anything shaped like a Stripe key or webhook secret replaced by `[redacted]`. */
+export function redactStripeSecrets(text: string, secretKey: string): string {
+  return text.split(secretKey).join("[redacted]").replace(/\b(?:sk|rk|pk|whsec)_[A-Za-z0-9_*]+/g, "[redacted]");
+}
+
+/** The top-up service when `STRIPE_SECRET_KEY` is set, else null (the payment routes answer 404). */
+export function createTopups(db: Kysely<Database>, config: PaymentsConfig, publicBaseUrl: string): Topups | null {
+  const key = config.stripeSecretKey;
+  if (key === null) return null;
+  return new Topups(db, { ...config, stripeSecretKey: key }, publicBaseUrl);
+}

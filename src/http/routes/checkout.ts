@@ -1,0 +1,52 @@
+/**
+ * Stripe Checkout top-ups (D33): `POST /v1/billing/checkout` (API key or session token) opens a Checkout
+ * Session; `POST /v1/billing/stripe/webhook` (public, signed by Stripe) records the paid ones as deposits.
+ * Without `STRIPE_SECRET_KEY` both answer 404 before anything else (auth included); without
+ * `STRIPE_WEBHOOK_SECRET` the webhook does.
+ */
+import type { Topups } from "../../accounts/topups.ts";
+import { errors } from "../../errors.ts";
+import type { Services } from "../../services.ts";
+import type { App } from "../app.ts";
+import { principalOf, requireAuth } from "../auth.ts";
+import { createCheckoutSchema, stripeWebhookSchema } from "../schemas/checkout.ts";
+import { formReadByRoute } from "../schemas/common.ts";
+
+/** Largest webhook body read, bytes: Stripe's Checkout Session events are a few kilobytes. */
+const WEBHOOK_BODY_LIMIT = 1024 * 1024;
+
+export async function checkoutRoutes(app: App, services: Services): Promise<void> {
+  const payments = (): Topups => {
+    if (services.payments === null) throw errors.notFound();
+    return services.payments;
+  };
+  app.addHook("onRequest", async () => {
+    payments();
+  });
+  await app.register(async (acc) => {
+    acc.addHook("onRequest", requireAuth(services, { allowSession: true }));
+    acc.post("/v1/billing/checkout", { schema: createCheckoutSchema }, async (req, reply) => {
+      const body = (req.body ?? {}) as { amount_usd?: unknown; success_url?: unknown; cancel_url?: unknown };
+      return reply.code(201).send(await payments().createCheckout(principalOf(req).accountId, body));
+    });
+  });
+  // The signature covers the body's exact bytes: in this scope no JSON parser runs, every body arrives
+  // as a Buffer (and no schema validates it: the signature does).
+  await app.register(async (hook) => {
+    hook.removeAllContentTypeParsers();
+    hook.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => done(null, body));
+    hook.addHook("onRequest", async () => {
+      if (!payments().webhookEnabled) throw errors.notFound();
+    });
+    hook.post("/v1/billing/stripe/webhook", { schema: stripeWebhookSchema, validatorCompiler: formReadByRoute }, async (req) => {
+      const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+      const signature = req.headers["stripe-signature"];
+      const result = await payments().receiveWebhook(raw, typeof signature === "string" ? signature : undefined);
+      req.log.info(
+        { stripe_event: result.eventId, stripe_event_type: result.eventType, stripe_session: result.sessionId, outcome: result.outcome },
+        "stripe webhook",
+      );
+      return { received: true };
+    });
+  });
+}

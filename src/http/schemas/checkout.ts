@@ -1,0 +1,78 @@
+/**
+ * Route schemas of Stripe Checkout top-ups (D33): opening a Checkout Session, and the webhook Stripe
+ * calls when it is paid. Both answer 404 `not_found` without `STRIPE_SECRET_KEY`, the webhook also without
+ * `STRIPE_WEBHOOK_SECRET`. The amount bounds are settings (`TOPUP_MIN_USD`, `TOPUP_MAX_USD`), so
+ * accounts/topups.ts checks them; the schema checks the shape.
+ */
+import { DEPOSIT_EVENTS, MAX_RETURN_URL_CHARS } from "../../accounts/topups.ts";
+import { AUTH_ERR, bool, errors, json, num, obj, ok, route, str } from "./common.ts";
+
+const RETURN_URL = (description: string, example: string): Record<string, unknown> =>
+  str(description, {
+    format: "uri",
+    pattern: "^https?://",
+    maxLength: MAX_RETURN_URL_CHARS,
+    examples: [example],
+    "x-error-message": `{param} must be an absolute http:// or https:// URL of at most ${MAX_RETURN_URL_CHARS} characters.`,
+  });
+
+const OFF = "`not_found` (payments are off: no `STRIPE_SECRET_KEY`)";
+
+/** `POST /v1/billing/checkout`. */
+export const createCheckoutSchema = route({
+  operationId: "createCheckout",
+  summary: "Top up the balance with Stripe Checkout",
+  description:
+    "Opens a Stripe Checkout Session for `amount_usd` (whole cents, from `TOPUP_MIN_USD` to `TOPUP_MAX_USD`, both allowed; 5 and 10000 by default) and answers its id and the Stripe-hosted `url` to send the customer to. Nothing is charged or recorded now: when Stripe reports the payment (`POST /v1/billing/stripe/webhook`), the amount becomes a ledger `deposit` whose `reference` is the session id, and the tier follows the cumulative deposits.",
+  tags: ["billing"],
+  access: "keyOrSession",
+  body: json(
+    obj(
+      {
+        amount_usd: num("The top-up in USD, a whole number of cents.", {
+          examples: [25],
+          "x-error-message": "amount_usd must be a number of USD in whole cents.",
+        }),
+        success_url: RETURN_URL("Where Stripe sends the customer after paying (default: the console with `?topup=success`).", "https://example.com/billing?topup=success"),
+        cancel_url: RETURN_URL("Where Stripe sends the customer who cancels (default: the console with `?topup=cancel`).", "https://example.com/billing?topup=cancel"),
+      },
+      ["amount_usd"],
+    ),
+  ),
+  responses: {
+    201: ok(
+      "The Checkout Session.",
+      obj(
+        {
+          id: str("The Checkout Session id; the deposit's ledger `reference` once paid.", { examples: ["cs_test_a1B2c3D4e5F6g7H8i9J0"] }),
+          url: str("The Stripe-hosted payment page.", { examples: ["https://checkout.stripe.com/c/pay/cs_test_a1B2c3D4e5F6g7H8i9J0"] }),
+        },
+        ["id", "url"],
+      ),
+    ),
+    ...errors({
+      400: "`invalid_request` (`amount_usd` not whole cents or outside the limits; a return URL that is not http(s))",
+      ...AUTH_ERR,
+      404: OFF,
+      502: "`provider_error` (Stripe unreachable or refusing; nothing charged)",
+    }),
+  },
+});
+
+/** `POST /v1/billing/stripe/webhook`. */
+export const stripeWebhookSchema = route({
+  operationId: "stripeWebhook",
+  summary: "Stripe's webhook (payments)",
+  description: `Called by Stripe, not by clients: register \`<PUBLIC_BASE_URL>/v1/billing/stripe/webhook\` in Stripe's dashboard for the events ${DEPOSIT_EVENTS.map((e) => `\`${e}\``).join(" and ")}. The body is verified, byte for byte, against the \`Stripe-Signature\` header with \`STRIPE_WEBHOOK_SECRET\`. A paid session records one \`deposit\` however often Stripe delivers its events; an unpaid session, an unknown user, another currency or another event type record nothing and answer 200 too.`,
+  tags: ["billing"],
+  access: "public",
+  headers: obj({ "stripe-signature": str("Stripe's signature of the body (`t=<unix time>,v1=<hex HMAC-SHA256>`).", { examples: ["t=1767225600,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd"] }) }),
+  body: json(obj({}, [], { description: "A Stripe event (`{id: \"evt_...\", object: \"event\", type, data: {object}}`), read as raw bytes.", additionalProperties: true })),
+  responses: {
+    200: ok("The event was received (whether or not it recorded a deposit).", obj({ received: bool("Always true.") }, ["received"])),
+    ...errors({
+      400: "`invalid_request` (missing or bad `Stripe-Signature`: nothing recorded)",
+      404: "`not_found` (payments are off: no `STRIPE_SECRET_KEY` or no `STRIPE_WEBHOOK_SECRET`)",
+    }),
+  },
+});
