@@ -371,15 +371,32 @@ function KeyList() {
   // "Expired" is judged at the time of the list's answer.
   const now = keys.dataUpdatedAt;
   const columns: Column<Key>[] = [
-    { header: "Name", cell: (k) => k.name ?? <em>unnamed</em> },
-    { header: "Key", cell: (k) => <code>{k.prefix}…</code> },
-    { header: "Mode", cell: (k) => <span className={`mode mode-${k.mode}`}>{k.mode}</span> },
+    {
+      header: "Key",
+      cell: (k) => (
+        <span className="key-name">
+          {k.name ?? <em>unnamed</em>}
+          <span>
+            <code>{k.prefix}…</code> <span className={`mode mode-${k.mode}`}>{k.mode}</span>
+          </span>
+        </span>
+      ),
+    },
     { header: "Spent", cell: (k) => <KeySpend k={k} /> },
     { header: "Expires", cell: (k) => <KeyExpiry k={k} now={now} /> },
     { header: "Models", cell: (k) => (k.models === null ? "all" : <span className="key-models">{k.models.map((m) => <code key={m}>{m}</code>)}</span>) },
     { header: "Rpm", numeric: true, cell: (k) => (k.rpm === null ? <small>account's</small> : formatCount(k.rpm)) },
-    { header: "Created", cell: (k) => <DateTime iso={k.created_at} /> },
-    { header: "Last used", cell: (k) => (k.last_used_at ? <DateTime iso={k.last_used_at} /> : "never") },
+    {
+      header: "Last used",
+      cell: (k) => (
+        <span className="key-dates">
+          {k.last_used_at ? <DateTime iso={k.last_used_at} /> : "never"}
+          <small>
+            created <DateTime iso={k.created_at} />
+          </small>
+        </span>
+      ),
+    },
     {
       header: "Actions",
       cell: (k) => (
