@@ -12,7 +12,7 @@
  * `balance.low` event goes to the webhook endpoints that take it (D31), and the page says how many do.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState, type FormEvent } from "react";
+import { useEffect, useState, type FormEvent } from "react";
 import { Link, useHref } from "react-router";
 import { api, GatewayError, unwrap } from "../api.ts";
 import { FieldError, fieldErrors, OtherError } from "../components/FieldError.tsx";
@@ -66,6 +66,15 @@ function TopUp() {
       if (err instanceof GatewayError && err.status === 404) setOff();
     },
   });
+  // Back from Stripe's page, the browser may show this page from its cache, the button still busy: free it.
+  const { reset } = checkout;
+  useEffect(() => {
+    const shown = (e: PageTransitionEvent) => {
+      if (e.persisted) reset();
+    };
+    window.addEventListener("pageshow", shown);
+    return () => window.removeEventListener("pageshow", shown);
+  }, [reset]);
   const errors = fieldErrors(checkout.error, ["amount_usd"], "topup");
   const submit = (e: FormEvent) => {
     e.preventDefault();
