@@ -4,13 +4,17 @@
  *
  * It starts a gateway on loopback (temporary SQLite database, built-in simulator) through the browser-test
  * harness (test/console/harness.ts: the console is rebuilt when stale, Debian's Chromium drives it), seeds
- * an account with a deposit, speech and chat calls, an image job and a second key, signs in, and visits the
+ * an account with a deposit, speech and chat calls, an image job, a second key and one with controls (D34)
+ * spending, a low-balance alert, signs in, and visits the
  * sign-in and register pages and then every link of the navigation, so pages added later are covered
- * without changing this script. The operator token is set too, so the operator group's pages appear.
+ * without changing this script. The operator token is set too, so the operator group's pages appear, and
+ * payments are on against the loopback Stripe fake (src/accounts/stripe-fake.ts), so the billing page
+ * shows its top-up form.
  */
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Page } from "playwright-core";
+import { startStripeFake } from "../src/accounts/stripe-fake.ts";
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import { ADMIN_TOKEN } from "../test/helpers/gateway.ts";
 import { startConsole } from "../test/console/harness.ts";
@@ -43,7 +47,10 @@ async function shoot(page: Page, name: string, width: number): Promise<string> {
 /** console/src/session.ts `PLAYGROUND_KEY_PREFIX` (that module needs a browser to load). */
 const PLAYGROUND_KEY_PREFIX = "gateway.console.playground-key.";
 
-const h = await startConsole({ viewport: { width: WIDTHS[0], height: 900 } });
+// Payments on (D33), against the loopback Stripe fake, so the billing page shows its top-up form.
+const STRIPE_KEY = "sk_test_consoleScreenshots0123456789";
+const stripe = await startStripeFake({ apiKey: STRIPE_KEY });
+const h = await startConsole({ viewport: { width: WIDTHS[0], height: 900 }, env: { STRIPE_SECRET_KEY: STRIPE_KEY, STRIPE_API_BASE: stripe.url } });
 const written: string[] = [];
 try {
   // The account and its history, through the API as a customer's programs would make it.
@@ -65,6 +72,14 @@ try {
   const job = await api.POST("/v1/images/generations", { body: { model: "imgA-v4", prompt: "a lighthouse at dusk, watercolour" } });
   if (job.data) await h.gw.waitForJob(user.api_key, job.data.id);
   await api.POST("/v1/auth/keys", { body: { name: "staging", mode: "test" } });
+  // A key with every control (D34), and what a call with it spent against its limit.
+  const limited = await api.POST("/v1/auth/keys", {
+    body: { name: "ci runner", spend_limit_usd: 0.05, spend_limit_period: "day", expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString(), models: ["txtA-*"], rpm: 30 },
+  });
+  if (limited.data) {
+    await h.gw.client(limited.data.api_key).POST("/v1/chat/completions", { body: { model: "txtA-large", messages: [{ role: "user", content: "Hi." }], max_tokens: 20 } });
+  }
+  await api.PUT("/v1/billing/alerts", { body: { low_balance_usd: 5 } });
   // The playground's own key, as the playground would have made it, so its pages show their forms.
   const playgroundKey = await api.POST("/v1/auth/keys", { body: { name: "Console playground", mode: "test" } });
   // Pages reached from a list rather than from the navigation: one of each.
@@ -115,5 +130,6 @@ try {
   }
 } finally {
   await h.close();
+  await stripe.close();
 }
 console.log(`${written.length} screenshots in ${outDir}:\n${written.map((f) => `  ${f}`).join("\n")}`);

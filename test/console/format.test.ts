@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { formatCount, formatDateTime, formatUsd, isoDateDaysAgo } from "../../console/src/format.ts";
+import { fromLocalInput, modelsText, parseModels, parseNumberInput, periodPhrase, toLocalInput } from "../../console/src/key-controls.ts";
 
 describe("console formats", () => {
   test("USD: at least cents, up to micro-dollars, never rounded to cents", () => {
@@ -39,5 +40,30 @@ describe("console formats", () => {
   test("counts group thousands", () => {
     assert.equal(formatCount(1234567, "en-US"), "1,234,567");
     assert.equal(formatCount(undefined), "—");
+  });
+});
+
+describe("key controls as form fields (console/src/key-controls.ts, D34)", () => {
+  test("the model list: comma- or space-separated, duplicates dropped, empty is every model (null)", () => {
+    assert.deepEqual(parseModels(" txtA-large, imgA-*,,txtA-large  vidA-v1 "), ["txtA-large", "imgA-*", "vidA-v1"]);
+    assert.equal(parseModels("  , "), null);
+    assert.equal(modelsText(["txtA-large", "imgA-*"]), "txtA-large, imgA-*");
+    assert.equal(modelsText(null), "");
+  });
+  test("the expiry: an instant as a datetime-local value in a zone, to the minute; empty is null", () => {
+    assert.equal(toLocalInput("2027-01-01T00:00:59Z", "UTC"), "2027-01-01T00:00");
+    assert.equal(toLocalInput("2027-01-01T00:00:00Z", "Asia/Tokyo"), "2027-01-01T09:00");
+    assert.equal(toLocalInput("2027-07-01T23:30:00Z", "America/New_York"), "2027-07-01T19:30");
+    assert.equal(toLocalInput(null), "");
+    assert.equal(fromLocalInput(""), null);
+    // A datetime-local value is read in the zone the field shows (the process's here), and round-trips.
+    assert.equal(toLocalInput(fromLocalInput("2027-03-04T05:06")), "2027-03-04T05:06");
+  });
+  test("numbers: empty is null (no limit), else the number; periods read in a sentence", () => {
+    assert.equal(parseNumberInput(" "), null);
+    assert.equal(parseNumberInput("0.25"), 0.25);
+    assert.equal(parseNumberInput("0"), 0);
+    assert.equal(periodPhrase("month"), "this month");
+    assert.equal(periodPhrase("total"), "in total");
   });
 });

@@ -172,7 +172,7 @@ describe("console at 375 px", { skip: browserSkip }, () => {
   test("no page scrolls sideways on a phone; wide tables scroll inside their box", async () => {
     const page = await h.context.newPage();
     await h.signUp(page);
-    for (const path of ["/", "/keys", "/pricing", "/tiers", "/sign-in", "/register"]) {
+    for (const path of ["/", "/keys", "/billing", "/pricing", "/tiers", "/sign-in", "/register"]) {
       await page.goto(h.url(path));
       await page.getByRole("heading", { level: 1 }).waitFor();
       await page.waitForLoadState("networkidle");

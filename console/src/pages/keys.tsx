@@ -1,42 +1,195 @@
 /**
- * API keys (D8, D32): the list with mode, prefix and dates; create one with a name and a mode (the secret
- * shown once, with a copy button); revoke one after a confirmation.
- *
- * TODO(issue 16, D34): per-key spend limit (`spend_limit_usd`, `spend_limit_period`), expiry (`expires_at`),
- * model allow-list (`models`) and `rpm`, and `spent_usd` in the list. The server does not accept or return
- * them yet; add the fields to the create form and the columns here once `POST /v1/auth/keys` and
- * `GET /v1/auth/keys` document them (the typed client will then have them).
+ * API keys (D8, D32, D34): the list with mode, prefix, the controls (spend limit and what the key spent in
+ * its period, expiry, model allow-list, rpm) and dates; create one with a name, a mode and optional
+ * controls (the secret shown once, with a copy button); edit a key's name and controls in a dialog
+ * (`PATCH /v1/auth/keys/{id}` with the changed fields only; an emptied field clears it); revoke one after a
+ * confirmation. A refused field (the D1 `error.param`) shows its message under that field.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
+import { Link } from "react-router";
 import { api, type paths, unwrap } from "../api.ts";
 import { ConfirmDialog } from "../components/ConfirmDialog.tsx";
 import { SecretReveal } from "../components/CopyButton.tsx";
 import { type Column, DataTable } from "../components/DataTable.tsx";
+import { FieldError, fieldErrors, type FormErrors, OtherError } from "../components/FieldError.tsx";
 import { ErrorNotice, QueryView } from "../components/states.tsx";
-import { DateTime } from "../components/values.tsx";
+import { DateTime, Usd } from "../components/values.tsx";
+import { formatCount } from "../format.ts";
+import {
+  fromLocalInput,
+  modelsText,
+  parseModels,
+  parseNumberInput,
+  periodPhrase,
+  SPEND_PERIODS,
+  type SpendPeriod,
+  toLocalInput,
+} from "../key-controls.ts";
 import type { PageMeta } from "../pages.ts";
 
 export const page: PageMeta = { path: "/keys", title: "API keys", navLabel: "Keys", group: "customer", order: 20 };
 
 type Key = paths["/v1/auth/keys"]["get"]["responses"][200]["content"]["application/json"]["data"][number];
 type Mode = Key["mode"];
+type PatchBody = NonNullable<paths["/v1/auth/keys/{key_id}"]["patch"]["requestBody"]>["content"]["application/json"];
+
+/** The fields of the create and edit forms, by their request names (the D1 `param` of a refusal). */
+const FIELDS = ["name", "mode", "spend_limit_usd", "spend_limit_period", "expires_at", "models", "rpm"] as const;
 
 function keyLabel(k: Pick<Key, "name" | "prefix">): string {
   return k.name ? `${k.name} (${k.prefix}…)` : `${k.prefix}…`;
 }
 
+/** What the control fields hold, as typed. */
+interface Draft {
+  name: string;
+  spendLimit: string;
+  period: SpendPeriod;
+  expires: string;
+  models: string;
+  rpm: string;
+}
+
+const EMPTY_DRAFT: Draft = { name: "", spendLimit: "", period: "month", expires: "", models: "", rpm: "" };
+
+/** The fields of a key as its edit form starts. */
+function draftOf(k: Key): Draft {
+  return {
+    name: k.name ?? "",
+    spendLimit: k.spend_limit_usd === null ? "" : String(k.spend_limit_usd),
+    period: k.spend_limit_period,
+    expires: toLocalInput(k.expires_at),
+    models: modelsText(k.models),
+    rpm: k.rpm === null ? "" : String(k.rpm),
+  };
+}
+
+/** The account's requests per minute (`GET /v1/auth/limits`, cached with the overview's), the ceiling of a key's. */
+function useAccountRpm(): number | undefined {
+  const limits = useQuery({ queryKey: ["limits"], queryFn: () => unwrap(api.GET("/v1/auth/limits")) });
+  return limits.data?.rpm;
+}
+
+/** The control fields (spend limit and period, expiry, models, rpm), shared by the create and edit forms. */
+function ControlFields({ idPrefix, draft, set, errors }: { idPrefix: string; draft: Draft; set: (d: Partial<Draft>) => void; errors: FormErrors }) {
+  const accountRpm = useAccountRpm();
+  const id = (f: string) => `${idPrefix}-${f}`;
+  return (
+    <fieldset>
+      <legend>Controls (optional)</legend>
+      <div className="grid">
+        <div>
+          <label htmlFor={id("spend-limit")}>Spend limit (USD)</label>
+          <input
+            id={id("spend-limit")}
+            type="number"
+            min={0}
+            step="any"
+            inputMode="decimal"
+            placeholder="no limit"
+            value={draft.spendLimit}
+            onChange={(e) => set({ spendLimit: e.target.value })}
+            {...errors.input("spend_limit_usd", id("spend-limit-help"))}
+          />
+          <small id={id("spend-limit-help")}>Calls that would go past it are refused (402). Empty: no limit.</small>
+          <FieldError errors={errors} field="spend_limit_usd" />
+        </div>
+        <div>
+          <label htmlFor={id("period")}>Limit period</label>
+          <select
+            id={id("period")}
+            value={draft.period}
+            onChange={(e) => set({ period: e.target.value as SpendPeriod })}
+            {...errors.input("spend_limit_period", id("period-help"))}
+          >
+            {SPEND_PERIODS.map(([p, label]) => (
+              <option key={p} value={p}>
+                {label}
+              </option>
+            ))}
+          </select>
+          <small id={id("period-help")}>Days, weeks (from Monday) and months in UTC.</small>
+          <FieldError errors={errors} field="spend_limit_period" />
+        </div>
+      </div>
+      <div className="grid">
+        <div>
+          <label htmlFor={id("expires")}>Expires at</label>
+          <input
+            id={id("expires")}
+            type="datetime-local"
+            value={draft.expires}
+            onChange={(e) => set({ expires: e.target.value })}
+            {...errors.input("expires_at", id("expires-help"))}
+          />
+          <small id={id("expires-help")}>In your time zone. Empty: never.</small>
+          <FieldError errors={errors} field="expires_at" />
+        </div>
+        <div>
+          <label htmlFor={id("rpm")}>Requests per minute</label>
+          <input
+            id={id("rpm")}
+            type="number"
+            min={1}
+            step={1}
+            inputMode="numeric"
+            placeholder="the account's"
+            value={draft.rpm}
+            onChange={(e) => set({ rpm: e.target.value })}
+            {...errors.input("rpm", id("rpm-help"))}
+          />
+          <small id={id("rpm-help")}>
+            At most the account's{accountRpm !== undefined ? ` (${formatCount(accountRpm)})` : ""}. Empty: only the account's limit.
+          </small>
+          <FieldError errors={errors} field="rpm" />
+        </div>
+      </div>
+      <label htmlFor={id("models")}>Allowed models</label>
+      <input
+        id={id("models")}
+        type="text"
+        spellCheck={false}
+        autoComplete="off"
+        placeholder="all models"
+        value={draft.models}
+        onChange={(e) => set({ models: e.target.value })}
+        {...errors.input("models", id("models-help"))}
+      />
+      <small id={id("models-help")}>
+        Model ids or prefixes, separated by commas: <code>txtA-large, imgA-*</code>. Empty: every model. The ids are on the{" "}
+        <Link to="/pricing">price list</Link>.
+      </small>
+      <FieldError errors={errors} field="models" />
+    </fieldset>
+  );
+}
+
 function CreateKey() {
   const queryClient = useQueryClient();
-  const [name, setName] = useState("");
   const [mode, setMode] = useState<Mode>("live");
+  const [draft, setDraft] = useState<Draft>(EMPTY_DRAFT);
   const create = useMutation({
-    mutationFn: () => unwrap(api.POST("/v1/auth/keys", { body: { name: name.trim() || null, mode } })),
+    mutationFn: () =>
+      unwrap(
+        api.POST("/v1/auth/keys", {
+          body: {
+            name: draft.name.trim() || null,
+            mode,
+            spend_limit_usd: parseNumberInput(draft.spendLimit),
+            spend_limit_period: draft.period,
+            expires_at: fromLocalInput(draft.expires),
+            models: parseModels(draft.models),
+            rpm: parseNumberInput(draft.rpm),
+          },
+        }),
+      ),
     onSuccess: () => {
-      setName("");
+      setDraft(EMPTY_DRAFT);
       void queryClient.invalidateQueries({ queryKey: ["keys"] });
     },
   });
+  const errors = fieldErrors(create.error, FIELDS, "create-key");
   const submit = (e: FormEvent) => {
     e.preventDefault();
     create.mutate();
@@ -51,11 +204,20 @@ function CreateKey() {
           </button>
         </SecretReveal>
       )}
-      <form onSubmit={submit}>
+      <form onSubmit={submit} aria-labelledby="create-key-title">
         <div className="grid">
           <div>
             <label htmlFor="key-name">Name</label>
-            <input id="key-name" type="text" maxLength={64} placeholder="e.g. production server" value={name} onChange={(e) => setName(e.target.value)} />
+            <input
+              id="key-name"
+              type="text"
+              maxLength={64}
+              placeholder="e.g. production server"
+              value={draft.name}
+              onChange={(e) => setDraft({ ...draft, name: e.target.value })}
+              {...errors.input("name")}
+            />
+            <FieldError errors={errors} field="name" />
           </div>
           <fieldset>
             <legend>Mode</legend>
@@ -69,7 +231,8 @@ function CreateKey() {
             </label>
           </fieldset>
         </div>
-        {create.isError && <ErrorNotice error={create.error} />}
+        <ControlFields idPrefix="create-key" draft={draft} set={(d) => setDraft({ ...draft, ...d })} errors={errors} />
+        <OtherError errors={errors} />
         <button type="submit" aria-busy={create.isPending} disabled={create.isPending}>
           Create key
         </button>
@@ -78,10 +241,126 @@ function CreateKey() {
   );
 }
 
+/** The fields of `draft` that differ from `key`, as a PATCH body (an emptied field is null: cleared). */
+function changes(key: Key, draft: Draft): PatchBody {
+  const body: PatchBody = {};
+  const name = draft.name.trim() || null;
+  if (name !== key.name) body.name = name;
+  const limit = parseNumberInput(draft.spendLimit);
+  if (limit !== key.spend_limit_usd) body.spend_limit_usd = limit;
+  if (draft.period !== key.spend_limit_period) body.spend_limit_period = draft.period;
+  // The field shows the expiry to the minute: an untouched field keeps the exact instant.
+  if (draft.expires !== toLocalInput(key.expires_at)) body.expires_at = fromLocalInput(draft.expires);
+  const models = parseModels(draft.models);
+  if (modelsText(models) !== modelsText(key.models)) body.models = models;
+  const rpm = parseNumberInput(draft.rpm);
+  if (rpm !== key.rpm) body.rpm = rpm;
+  return body;
+}
+
+/** The edit form of `editing` in a modal dialog; closes on save (or when nothing changed) and on cancel. */
+function EditKeyDialog({ editing, onClose }: { editing: Key | null; onClose: () => void }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (editing && !d.open) d.showModal();
+    if (!editing && d.open) d.close();
+  }, [editing]);
+  return (
+    <dialog ref={ref} aria-labelledby="edit-key-title" onCancel={(e) => (e.preventDefault(), onClose())}>
+      {/* Keyed by the key: a fresh form (and mutation state) for each key edited. */}
+      {editing && <EditKeyForm key={editing.key_id} k={editing} onClose={onClose} />}
+    </dialog>
+  );
+}
+
+function EditKeyForm({ k, onClose }: { k: Key; onClose: () => void }) {
+  const queryClient = useQueryClient();
+  const [draft, setDraft] = useState<Draft>(() => draftOf(k));
+  const save = useMutation({
+    mutationFn: (body: PatchBody) => unwrap(api.PATCH("/v1/auth/keys/{key_id}", { params: { path: { key_id: k.key_id } }, body })),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: ["keys"] });
+      onClose();
+    },
+  });
+  const errors = fieldErrors(save.error, FIELDS, "edit-key");
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    const body = changes(k, draft);
+    if (Object.keys(body).length === 0) onClose();
+    else save.mutate(body);
+  };
+  return (
+    <article>
+      <h2 id="edit-key-title">Edit {keyLabel(k)}</h2>
+      <form onSubmit={submit}>
+        <label htmlFor="edit-key-name">Name</label>
+        <input id="edit-key-name" type="text" maxLength={64} value={draft.name} onChange={(e) => setDraft({ ...draft, name: e.target.value })} {...errors.input("name")} />
+        <FieldError errors={errors} field="name" />
+        <ControlFields idPrefix="edit-key" draft={draft} set={(d) => setDraft({ ...draft, ...d })} errors={errors} />
+        <OtherError errors={errors} />
+        <footer>
+          <button type="button" className="secondary" onClick={onClose} disabled={save.isPending}>
+            Cancel
+          </button>
+          <button type="submit" aria-busy={save.isPending} disabled={save.isPending}>
+            Save changes
+          </button>
+        </footer>
+      </form>
+    </article>
+  );
+}
+
+/** What a key spent in its period, against its limit when it has one (a progress bar). */
+function KeySpend({ k }: { k: Key }) {
+  const phrase = periodPhrase(k.spend_limit_period);
+  if (k.spend_limit_usd === null) {
+    return (
+      <span>
+        <Usd amount={k.spent_usd} /> {phrase}
+        <br />
+        <small>no limit</small>
+      </span>
+    );
+  }
+  const limit = k.spend_limit_usd;
+  const over = k.spent_usd >= limit;
+  return (
+    <span className="key-spend">
+      <span>
+        <Usd amount={k.spent_usd} /> of <Usd amount={limit} /> {phrase}
+      </span>
+      <progress
+        value={limit === 0 ? 1 : Math.min(k.spent_usd, limit)}
+        max={limit === 0 ? 1 : limit}
+        aria-label={`Spent of the limit of ${keyLabel(k)}`}
+        className={over ? "over" : undefined}
+      />
+      {over && <small className="status status-failed">limit reached</small>}
+    </span>
+  );
+}
+
+function KeyExpiry({ k, now }: { k: Key; now: number }) {
+  if (k.expires_at === null) return <>never</>;
+  if (Date.parse(k.expires_at) <= now) {
+    return (
+      <span>
+        <span className="status status-expired">expired</span> <DateTime iso={k.expires_at} />
+      </span>
+    );
+  }
+  return <DateTime iso={k.expires_at} />;
+}
+
 function KeyList() {
   const queryClient = useQueryClient();
   const keys = useQuery({ queryKey: ["keys"], queryFn: () => unwrap(api.GET("/v1/auth/keys")) });
   const [revoking, setRevoking] = useState<Key | null>(null);
+  const [editing, setEditing] = useState<Key | null>(null);
   const revoke = useMutation({
     mutationFn: (k: Key) => unwrap(api.DELETE("/v1/auth/keys/{key_id}", { params: { path: { key_id: k.key_id } } })),
     onSuccess: () => {
@@ -89,18 +368,46 @@ function KeyList() {
       void queryClient.invalidateQueries({ queryKey: ["keys"] });
     },
   });
+  // "Expired" is judged at the time of the list's answer.
+  const now = keys.dataUpdatedAt;
   const columns: Column<Key>[] = [
-    { header: "Name", cell: (k) => k.name ?? <em>unnamed</em> },
-    { header: "Key", cell: (k) => <code>{k.prefix}…</code> },
-    { header: "Mode", cell: (k) => <span className={`mode mode-${k.mode}`}>{k.mode}</span> },
-    { header: "Created", cell: (k) => <DateTime iso={k.created_at} /> },
-    { header: "Last used", cell: (k) => (k.last_used_at ? <DateTime iso={k.last_used_at} /> : "never") },
+    {
+      header: "Key",
+      cell: (k) => (
+        <span className="key-name">
+          {k.name ?? <em>unnamed</em>}
+          <span>
+            <code>{k.prefix}…</code> <span className={`mode mode-${k.mode}`}>{k.mode}</span>
+          </span>
+        </span>
+      ),
+    },
+    { header: "Spent", cell: (k) => <KeySpend k={k} /> },
+    { header: "Expires", cell: (k) => <KeyExpiry k={k} now={now} /> },
+    { header: "Models", cell: (k) => (k.models === null ? "all" : <span className="key-models">{k.models.map((m) => <code key={m}>{m}</code>)}</span>) },
+    { header: "Rpm", numeric: true, cell: (k) => (k.rpm === null ? <small>account's</small> : formatCount(k.rpm)) },
+    {
+      header: "Last used",
+      cell: (k) => (
+        <span className="key-dates">
+          {k.last_used_at ? <DateTime iso={k.last_used_at} /> : "never"}
+          <small>
+            created <DateTime iso={k.created_at} />
+          </small>
+        </span>
+      ),
+    },
     {
       header: "Actions",
       cell: (k) => (
-        <button type="button" className="danger outline small" aria-label={`Revoke ${keyLabel(k)}`} onClick={() => (revoke.reset(), setRevoking(k))}>
-          Revoke
-        </button>
+        <span className="actions">
+          <button type="button" className="secondary outline small" aria-label={`Edit ${keyLabel(k)}`} onClick={() => setEditing(k)}>
+            Edit
+          </button>{" "}
+          <button type="button" className="danger outline small" aria-label={`Revoke ${keyLabel(k)}`} onClick={() => (revoke.reset(), setRevoking(k))}>
+            Revoke
+          </button>
+        </span>
       ),
     },
   ];
@@ -110,6 +417,10 @@ function KeyList() {
       <QueryView query={keys} isEmpty={(d) => d.data.length === 0} empty="No keys. Create one above.">
         {(d) => <DataTable columns={columns} rows={d.data} rowKey={(k) => k.key_id} />}
       </QueryView>
+      <p>
+        <small>Spent: what the key's live calls hold or were charged in the current period (test keys move no money).</small>
+      </p>
+      <EditKeyDialog editing={editing} onClose={() => setEditing(null)} />
       <ConfirmDialog
         open={revoking !== null}
         title="Revoke this key?"

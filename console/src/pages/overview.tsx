@@ -1,13 +1,17 @@
 /**
  * The account overview: balance, tier and its limits (`GET /v1/auth/me`, `GET /v1/auth/limits`), spend of the
  * last 7 and 30 days by model (`GET /v1/usage?group_by=model`, days in the browser's time zone, D29) and
- * the five most recent jobs (`GET /v1/jobs?limit=5`, D30).
+ * the five most recent jobs (`GET /v1/jobs?limit=5`, D30). The balance card leads to the billing page (top-up,
+ * low-balance alert); a return from Stripe Checkout to the gateway's default address (`/console/?topup=...`,
+ * D33) shows its notice here.
  */
 import { useQuery } from "@tanstack/react-query";
+import { Link } from "react-router";
 import { api, type Schemas, unwrap } from "../api.ts";
 import { BarChart } from "../components/BarChart.tsx";
 import { type Column, DataTable } from "../components/DataTable.tsx";
 import { ErrorNotice, Loading, QueryView } from "../components/states.tsx";
+import { TopupNotice } from "../components/TopupNotice.tsx";
 import { DateTime, Usd } from "../components/values.tsx";
 import { browserTimeZone, formatCount, formatUsd, isoDateDaysAgo } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
@@ -40,6 +44,12 @@ function Balance() {
               <small>
                 Deposited in total: <Usd amount={m.total_deposits_usd} /> · {m.email}
               </small>
+            </p>
+            <p className="card-actions">
+              <Link to="/billing" role="button" className="secondary">
+                Top up
+              </Link>
+              <Link to="/billing#alert-title">Low-balance alert</Link>
             </p>
           </>
         )}
@@ -131,6 +141,7 @@ function RecentJobs() {
 export default function Overview() {
   return (
     <>
+      <TopupNotice />
       <div className="grid cards">
         <Balance />
         <Tier />
