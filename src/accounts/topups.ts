@@ -15,7 +15,7 @@
 import type { Kysely } from "kysely";
 import Stripe from "stripe";
 import { credit, inTransaction } from "../billing/ledger.ts";
-import { formatUsd, type Micros, usdToMicros } from "../billing/money.ts";
+import { formatUsd, type Micros, microsToUsd, usdToMicros } from "../billing/money.ts";
 import type { PaymentsConfig } from "../config.ts";
 import { type AppError, errors } from "../errors.ts";
 import { isUniqueViolation } from "../storage/db.ts";
@@ -87,6 +87,14 @@ export class Topups {
       telemetry: false,
       appInfo: { name: "media-gateway" },
     });
+  }
+
+  /**
+   * `GET /v1/billing/checkout`: what a top-up may be (D33 settings `TOPUP_MIN_USD`, `TOPUP_MAX_USD`, both
+   * allowed), so a client can say so before asking; the route answers 404 when payments are off.
+   */
+  settings(): { object: "billing.checkout_settings"; currency: "usd"; min_usd: number; max_usd: number } {
+    return { object: "billing.checkout_settings", currency: "usd", min_usd: microsToUsd(this.#minMicros), max_usd: microsToUsd(this.#maxMicros) };
   }
 
   /** Whether `STRIPE_WEBHOOK_SECRET` is set: without it the webhook route answers 404. */

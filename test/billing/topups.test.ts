@@ -133,6 +133,9 @@ for (const backend of BACKENDS) {
 
     test("TOPUP_MIN_USD and TOPUP_MAX_USD are allowed; just outside, or not whole cents, is refused before Stripe", async () => {
       const u = await gw.register();
+      const settings = await gw.request("GET", "/v1/billing/checkout", { token: u.session_token });
+      assert.equal(settings.status, 200);
+      assert.deepEqual(settings.json, { object: "billing.checkout_settings", currency: "usd", min_usd: 5, max_usd: 10000 });
       fake.reset();
       for (const amount of [5, 10000]) {
         const ok = await gw.request("POST", "/v1/billing/checkout", { token: u.api_key, body: { amount_usd: amount } });
@@ -325,6 +328,8 @@ describe("payment settings", () => {
         assert.equal(res.status, 404, path);
         assert.equal(res.json.error.code, "not_found");
       }
+      const settings = await gw.request("GET", "/v1/billing/checkout", { token: u.api_key });
+      assert.equal(settings.status, 404, "the settings say payments are off");
     } finally {
       await gw.close();
     }

@@ -4,9 +4,8 @@
  * Top-up: an amount (presets or typed) and "Continue to payment", which opens a Checkout Session
  * (`POST /v1/billing/checkout` with this page's own return addresses) and sends the browser to Stripe's
  * page; Stripe sends it back here with `?topup=success|cancel` (TopupNotice.tsx). A gateway without
- * `STRIPE_SECRET_KEY` answers 404 to a checkout; the API has no read of whether payments are on, so the page
- * asks with a checkout of 0 USD, which every gateway refuses without opening anything (404 when payments
- * are off, 400 `invalid_request` when on), and then shows the form or a sentence instead of it.
+ * `STRIPE_SECRET_KEY` answers 404 to a checkout; the page asks `GET /v1/billing/checkout` first (404 when payments
+ * are off, the amount limits when on), and then shows the form with the limits or a sentence instead of it.
  *
  * Alert: `GET`/`PUT /v1/billing/alerts`: the threshold, whether it is armed, saving and removing it; the
  * `balance.low` event goes to the webhook endpoints that take it (D31), and the page says how many do.
@@ -29,30 +28,32 @@ export const page: PageMeta = { path: "/billing", title: "Billing", group: "cust
 const PRESETS = [10, 25, 100];
 
 /**
- * Whether card top-ups are on: `on`, `off` (the probe or a checkout answered 404), `asking`, or `unknown`
- * (the probe answered something else, a 429 say: the form shows, and a 404 to a checkout turns it off).
+ * Whether card top-ups are on (`GET /v1/billing/checkout`: its limits, or 404 when payments are off):
+ * `on` with the limits, `off`, `asking`, or `unknown` (another answer, a 429 say: the form shows, and a
+ * 404 to a checkout turns it off).
  */
-function useCheckout(): { state: "asking" | "on" | "off" | "unknown"; setOff: () => void } {
+function useCheckout(): { state: "asking" | "on" | "off" | "unknown"; limits: { min: number; max: number } | null; setOff: () => void } {
   const queryClient = useQueryClient();
-  const probe = useQuery({
-    queryKey: ["checkout-enabled"],
+  const settings = useQuery({
+    queryKey: ["checkout-settings"],
     queryFn: async () => {
-      const { response } = await api.POST("/v1/billing/checkout", { body: { amount_usd: 0 } });
-      if (response.status === 404) return "off" as const;
-      if (response.status === 400) return "on" as const;
-      return "unknown" as const;
+      const { data, response } = await api.GET("/v1/billing/checkout");
+      if (response.status === 404) return { state: "off" as const, limits: null };
+      if (data) return { state: "on" as const, limits: { min: data.min_usd, max: data.max_usd } };
+      return { state: "unknown" as const, limits: null };
     },
     staleTime: 10 * 60_000,
     retry: false,
   });
   return {
-    state: probe.isPending ? "asking" : probe.isError ? "unknown" : probe.data,
-    setOff: () => queryClient.setQueryData(["checkout-enabled"], "off"),
+    state: settings.isPending ? "asking" : settings.isError ? "unknown" : settings.data.state,
+    limits: settings.data?.limits ?? null,
+    setOff: () => queryClient.setQueryData(["checkout-settings"], { state: "off", limits: null }),
   };
 }
 
 function TopUp() {
-  const { state, setOff } = useCheckout();
+  const { state, limits, setOff } = useCheckout();
   const billingHref = useHref("/billing");
   const [amount, setAmount] = useState("25");
   const checkout = useMutation({
@@ -86,7 +87,8 @@ function TopUp() {
       {state === "off" ? (
         <p className="notice">Card top-ups are not enabled on this gateway; ask the operator for a deposit.</p>
       ) : (
-        <form onSubmit={submit} aria-labelledby="topup-title" className="narrow">
+        // noValidate: the min and max are hints; an amount outside them gets the gateway's message at its field.
+        <form onSubmit={submit} aria-labelledby="topup-title" className="narrow" noValidate>
           <p>Pay by card with Stripe; the amount is added to your balance once Stripe confirms the payment, and counts towards your tier.</p>
           <div role="group" aria-label="Preset amounts" className="presets">
             {PRESETS.map((p) => (
@@ -99,7 +101,8 @@ function TopUp() {
           <input
             id="topup-amount"
             type="number"
-            min={0}
+            min={limits?.min ?? 0}
+            {...(limits ? { max: limits.max } : {})}
             step={0.01}
             inputMode="decimal"
             required
@@ -107,7 +110,10 @@ function TopUp() {
             onChange={(e) => setAmount(e.target.value)}
             {...errors.input("amount_usd", "topup-amount-help")}
           />
-          <small id="topup-amount-help">In whole cents. Stripe's page shows the total before you pay.</small>
+          <small id="topup-amount-help">
+            {limits ? `From ${formatUsd(limits.min)} to ${formatUsd(limits.max)}, in whole cents. ` : "In whole cents. "}
+            Stripe's page shows the total before you pay.
+          </small>
           <FieldError errors={errors} field="amount_usd" />
           <OtherError errors={errors} />
           <button type="submit" aria-busy={checkout.isPending || state === "asking"} disabled={checkout.isPending || state === "asking"}>

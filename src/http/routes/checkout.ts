@@ -1,6 +1,6 @@
 /**
  * Stripe Checkout top-ups (D33): `POST /v1/billing/checkout` (API key or session token) opens a Checkout
- * Session; `POST /v1/billing/stripe/webhook` (public, signed by Stripe) records the paid ones as deposits.
+ * Session, `GET /v1/billing/checkout` says what a top-up may be (so clients learn whether payments are on); `POST /v1/billing/stripe/webhook` (public, signed by Stripe) records the paid ones as deposits.
  * Without `STRIPE_SECRET_KEY` both answer 404 before anything else (auth included); without
  * `STRIPE_WEBHOOK_SECRET` the webhook does.
  */
@@ -9,7 +9,7 @@ import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../app.ts";
 import { principalOf, requireAuth } from "../auth.ts";
-import { createCheckoutSchema, stripeWebhookSchema } from "../schemas/checkout.ts";
+import { checkoutSettingsSchema, createCheckoutSchema, stripeWebhookSchema } from "../schemas/checkout.ts";
 import { formReadByRoute } from "../schemas/common.ts";
 
 /** Largest webhook body read, bytes: Stripe's Checkout Session events are a few kilobytes. */
@@ -25,6 +25,7 @@ export async function checkoutRoutes(app: App, services: Services): Promise<void
   });
   await app.register(async (acc) => {
     acc.addHook("onRequest", requireAuth(services, { allowSession: true }));
+    acc.get("/v1/billing/checkout", { schema: checkoutSettingsSchema }, async () => payments().settings());
     acc.post("/v1/billing/checkout", { schema: createCheckoutSchema }, async (req, reply) => {
       const body = (req.body ?? {}) as { amount_usd?: unknown; success_url?: unknown; cancel_url?: unknown };
       return reply.code(201).send(await payments().createCheckout(principalOf(req).accountId, body));

@@ -18,6 +18,30 @@ const RETURN_URL = (description: string, example: string): Record<string, unknow
 
 const OFF = "`not_found` (payments are off: no `STRIPE_SECRET_KEY`)";
 
+/** `GET /v1/billing/checkout`. */
+export const checkoutSettingsSchema = route({
+  operationId: "getCheckoutSettings",
+  summary: "Whether card top-ups are on, and their limits",
+  description: "Answers the smallest and largest top-up `POST /v1/billing/checkout` takes (`TOPUP_MIN_USD`, `TOPUP_MAX_USD`, both allowed), or 404 when payments are off.",
+  tags: ["billing"],
+  access: "keyOrSession",
+  responses: {
+    200: ok(
+      "Card top-ups are on.",
+      obj(
+        {
+          object: { type: "string", enum: ["billing.checkout_settings"], description: "Always `billing.checkout_settings`." },
+          currency: { type: "string", enum: ["usd"], description: "Always `usd`." },
+          min_usd: num("Smallest top-up, USD."),
+          max_usd: num("Largest top-up, USD."),
+        },
+        ["object", "currency", "min_usd", "max_usd"],
+      ),
+    ),
+    ...errors({ ...AUTH_ERR, 404: OFF }),
+  },
+});
+
 /** `POST /v1/billing/checkout`. */
 export const createCheckoutSchema = route({
   operationId: "createCheckout",
