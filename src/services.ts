@@ -396,7 +396,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     visual,
     blobs,
     limiter,
-    payments: createTopups(db.kysely, config.payments, config.publicBaseUrl),
+    payments: await createTopups(db.kysely, config.payments, config.publicBaseUrl),
     chatPlanFor,
     upstreams,
     sweep,

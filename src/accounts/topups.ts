@@ -13,7 +13,7 @@
  * credit.
  */
 import type { Kysely } from "kysely";
-import Stripe from "stripe";
+import type Stripe from "stripe";
 import { credit, inTransaction } from "../billing/ledger.ts";
 import { formatUsd, type Micros, microsToUsd, usdToMicros } from "../billing/money.ts";
 import type { PaymentsConfig } from "../config.ts";
@@ -59,6 +59,8 @@ export interface CheckoutView {
 export class Topups {
   readonly #db: Kysely<Database>;
   readonly #stripe: Stripe;
+  /** The SDK's error base class (the SDK is loaded by {@link createTopups}). */
+  readonly #StripeError: typeof Stripe.errors.StripeError;
   readonly #secretKey: string;
   readonly #webhookSecret: string | null;
   readonly #minMicros: Micros;
@@ -67,16 +69,22 @@ export class Topups {
 
   /**
    * `config` with its `stripeSecretKey` set (see {@link createTopups}); `publicBaseUrl` builds the default
-   * return URLs (`<PUBLIC_BASE_URL>/console/?topup=success|cancel`).
+   * return URLs (`<PUBLIC_BASE_URL>/console/?topup=success|cancel`); `StripeClient` is the SDK's class.
    */
-  constructor(db: Kysely<Database>, config: PaymentsConfig & { stripeSecretKey: string }, publicBaseUrl: string) {
+  constructor(
+    db: Kysely<Database>,
+    config: PaymentsConfig & { stripeSecretKey: string },
+    publicBaseUrl: string,
+    StripeClient: typeof Stripe,
+  ) {
     this.#db = db;
     this.#secretKey = config.stripeSecretKey;
     this.#webhookSecret = config.stripeWebhookSecret;
     this.#minMicros = config.topupMinMicros;
     this.#maxMicros = config.topupMaxMicros;
     this.#publicBaseUrl = publicBaseUrl;
-    this.#stripe = new Stripe(config.stripeSecretKey, {
+    this.#StripeError = StripeClient.errors.StripeError;
+    this.#stripe = new StripeClient(config.stripeSecretKey, {
       protocol: config.stripeApiBase.protocol,
       host: config.stripeApiBase.host,
       port: config.stripeApiBase.port,
@@ -211,7 +219,7 @@ export class Topups {
   #providerError(err: unknown): AppError {
     const e = errors.provider("The payment provider could not create the checkout session; nothing was charged.");
     const detail =
-      err instanceof Stripe.errors.StripeError
+      err instanceof this.#StripeError
         ? `Stripe ${err.type}${err.statusCode === undefined ? "" : ` (HTTP ${err.statusCode}${err.code ? `, ${err.code}` : ""})`}: ${err.message}`
         : err instanceof Error
           ? err.message
@@ -280,8 +288,10 @@ export function redactStripeSecrets(text: string, secretKey: string): string {
 }
 
 /** The top-up service when `STRIPE_SECRET_KEY` is set, else null (the payment routes answer 404). */
-export function createTopups(db: Kysely<Database>, config: PaymentsConfig, publicBaseUrl: string): Topups | null {
+export async function createTopups(db: Kysely<Database>, config: PaymentsConfig, publicBaseUrl: string): Promise<Topups | null> {
   const key = config.stripeSecretKey;
   if (key === null) return null;
-  return new Topups(db, { ...config, stripeSecretKey: key }, publicBaseUrl);
+  // Loaded only when payments are on: the SDK adds tens of MB to a process that never calls Stripe.
+  const { default: StripeClient } = await import("stripe");
+  return new Topups(db, { ...config, stripeSecretKey: key }, publicBaseUrl, StripeClient);
 }
