@@ -4,7 +4,7 @@
  * Repository-style free functions taking the database first. Secrets are returned once, at creation,
  * and stored only as SHA-256 hashes.
  */
-import { periodStart } from "../billing/key-spend.ts";
+import { periodStart, restartKeyCounter } from "../billing/key-spend.ts";
 import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
 import { type Micros, microsToUsd } from "../billing/money.ts";
 import { effectiveTier, tierRow } from "../catalog/tiers.ts";
@@ -22,7 +22,6 @@ import {
   type KeyControlsView,
   type KeyControlUpdate,
   parseKeyControls,
-  restartKeyCounter,
   type SpentKeyRow,
   spentOfKeys,
 } from "./key-controls.ts";

@@ -5,8 +5,7 @@
  * by the auth hook, the allow-list by the call guard (limits/), the spend limit with the hold
  * (billing/key-spend.ts).
  */
-import { sql } from "kysely";
-import { countedSpend, countedSpendOfKeys, periodStart } from "../billing/key-spend.ts";
+import { countedSpendOfKeys, periodStart, SPEND_PERIODS } from "../billing/key-spend.ts";
 import type { Executor } from "../billing/ledger.ts";
 import { type Micros, microsToUsd, usdToMicros } from "../billing/money.ts";
 import { getModel } from "../catalog/models.ts";
@@ -37,7 +36,6 @@ export interface KeyControlColumns {
   spend_limit_period: SpendPeriod | null;
 }
 
-const PERIODS: readonly SpendPeriod[] = ["day", "week", "month", "total"];
 const MAX_MODELS = 100;
 const MODEL_PATTERN = /^[A-Za-z0-9._:/-]{1,100}\*?$/;
 /** The largest spend limit accepted, micro-USD (one million USD, as a deposit). */
@@ -89,7 +87,7 @@ export function parseKeyControls(body: KeyControlsBody, accountRpm: number, nowM
   }
   if (body.spend_limit_period !== undefined) {
     const p = body.spend_limit_period;
-    if (p !== null && !(typeof p === "string" && (PERIODS as readonly string[]).includes(p))) {
+    if (p !== null && !(typeof p === "string" && (SPEND_PERIODS as readonly string[]).includes(p))) {
       throw errors.invalidRequest("spend_limit_period must be one of day, week, month, total.", "spend_limit_period");
     }
     out.spend_limit_period = (p ?? "month") as SpendPeriod;
@@ -183,30 +181,3 @@ export async function spentOfKeys(db: Executor, accountId: string, rows: readonl
   for (const [from, ids] of summed) for (const [id, spent] of await countedSpendOfKeys(db, accountId, ids, from)) out.set(id, spent);
   return out;
 }
-
-/**
- * Starts (or restarts) the counter of a key whose limit or period changed: the counter takes what the
- * key's live calls since the start of the period hold or were charged (the usage log), and the open holds
- * of those calls are marked as counted in it, so their settlements give back to it. In `trx`; the holds are
- * updated before the key row (settlements lock holds before keys: no deadlock).
- */
-export async function restartKeyCounter(trx: Executor, accountId: string, keyId: string, period: SpendPeriod, nowMs = Date.now()): Promise<void> {
-  const from = periodStart(period, nowMs);
-  await trx
-    .updateTable("holds")
-    .set({ key_id: keyId, key_period_start: from })
-    .where("status", "=", "open")
-    .where("account_id", "=", accountId)
-    .where("created_at", ">=", from)
-    .where("request_id", "in", (eb) =>
-      eb.selectFrom("usage_records").select("id").where("key_id", "=", keyId).where("account_id", "=", accountId).where("mode", "=", "live").where("created_at", ">=", from),
-    )
-    .execute();
-  const spent = await countedSpend(trx, accountId, keyId, from);
-  await trx
-    .updateTable("api_keys")
-    .set({ spent_micros: spent, spent_period_start: sql<number>`cast(${from} as bigint)` })
-    .where("id", "=", keyId)
-    .execute();
-}
-

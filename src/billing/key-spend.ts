@@ -138,3 +138,30 @@ export async function countedSpendOfKeys(db: Executor, accountId: string, keyIds
   for (const r of rows) if (r.key_id !== null) out.set(r.key_id, Number(r.spent));
   return out;
 }
+
+/**
+ * Starts (or restarts) the counter of a key whose limit or period changed: the counter takes what the
+ * key's live calls since the start of the period hold or were charged (the usage log), and the open holds
+ * of those calls are marked as counted in it, so their settlements give back to it. In `trx`; the holds are
+ * updated before the key row (settlements lock holds before keys: no deadlock).
+ */
+export async function restartKeyCounter(trx: Executor, accountId: string, keyId: string, period: SpendPeriod, nowMs = Date.now()): Promise<void> {
+  const from = periodStart(period, nowMs);
+  await trx
+    .updateTable("holds")
+    .set({ key_id: keyId, key_period_start: from })
+    .where("status", "=", "open")
+    .where("account_id", "=", accountId)
+    .where("created_at", ">=", from)
+    .where("request_id", "in", (eb) =>
+      eb.selectFrom("usage_records").select("id").where("key_id", "=", keyId).where("account_id", "=", accountId).where("mode", "=", "live").where("created_at", ">=", from),
+    )
+    .execute();
+  const spent = await countedSpend(trx, accountId, keyId, from);
+  await trx
+    .updateTable("api_keys")
+    .set({ spent_micros: spent, spent_period_start: sql<number>`cast(${from} as bigint)` })
+    .where("id", "=", keyId)
+    .execute();
+}
+
