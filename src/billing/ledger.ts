@@ -215,10 +215,7 @@ export interface Hold {
  * @throws KeySpendLimitError when the hold would take the key past its limit (nothing is written).
  * @throws InsufficientFundsError when the balance is below the amount (nothing is written).
  */
-export async function placeHold(
-  db: Executor,
-  args: { accountId: string; amountMicros: Micros; jobId?: string | null; reference?: string | null; usage?: UsageStart | null },
-): Promise<Hold> {
+export async function placeHold(db: Executor, args: HoldArgs): Promise<Hold> {
   const hold = await placeHoldNow(db, args);
   // Only a hold lowers a balance (a capture gives back what the call did not use): the one write an alert hears of.
   balanceChanged(db, args.accountId);
@@ -266,7 +263,14 @@ async function placeHoldNow(db: Executor, args: HoldArgs): Promise<Hold> {
   return inTransaction(db, (trx) => sqlitePlaceHold(trx, args, { id, now, usage, requestId, keyId: null, keyPeriod: null }));
 }
 
-type HoldArgs = { accountId: string; amountMicros: Micros; jobId?: string | null; reference?: string | null; usage?: UsageStart | null };
+/** What {@link placeHold} holds: `amountMicros` (> 0) of the account, for a job, with the call's usage record. */
+export interface HoldArgs {
+  accountId: string;
+  amountMicros: Micros;
+  jobId?: string | null;
+  reference?: string | null;
+  usage?: UsageStart | null;
+}
 interface HoldRow {
   id: string;
   now: number;

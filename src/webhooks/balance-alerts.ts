@@ -12,7 +12,7 @@
  * seconds finds every account whose state is due (changes made inside transactions, such as job holds, or
  * by another process, or lost with a crash), so no fall is missed for longer than the sweep interval.
  */
-import type { Kysely } from "kysely";
+import type { ExpressionBuilder, Kysely } from "kysely";
 import type { Executor } from "../billing/ledger.ts";
 import { inTransaction } from "../billing/ledger.ts";
 import { type Micros, microsToUsd, usdToMicros } from "../billing/money.ts";
@@ -65,6 +65,17 @@ export function parseThreshold(body: { low_balance_usd?: unknown }): Micros | nu
   return micros;
 }
 
+/**
+ * The accounts whose alert state must move (with a threshold set): armed with the balance below the
+ * threshold (it fires), or disarmed with the balance strictly above it (it re-arms).
+ */
+function alertDue(eb: ExpressionBuilder<Database, "accounts">) {
+  return eb.or([
+    eb.and([eb("low_balance_armed", "=", 1), eb("balance_micros", "<", eb.ref("low_balance_micros"))]),
+    eb.and([eb("low_balance_armed", "=", 0), eb("balance_micros", ">", eb.ref("low_balance_micros"))]),
+  ]);
+}
+
 /** A low-balance state change found by {@link checkLowBalance}. */
 export type AlertChange = "fired" | "rearmed" | null;
 
@@ -82,12 +93,7 @@ export async function checkLowBalance(db: Kysely<Database>, accountId: string): 
       }))
       .where("id", "=", accountId)
       .where("low_balance_micros", "is not", null)
-      .where((eb) =>
-        eb.or([
-          eb.and([eb("low_balance_armed", "=", 1), eb("balance_micros", "<", eb.ref("low_balance_micros"))]),
-          eb.and([eb("low_balance_armed", "=", 0), eb("balance_micros", ">", eb.ref("low_balance_micros"))]),
-        ]),
-      )
+      .where(alertDue)
       .returning(["balance_micros", "low_balance_micros", "low_balance_armed"])
       .executeTakeFirst();
     if (!row) return null;
@@ -189,12 +195,7 @@ export class BalanceAlerts {
       .selectFrom("accounts")
       .select("id")
       .where("low_balance_micros", "is not", null)
-      .where((eb) =>
-        eb.or([
-          eb.and([eb("low_balance_armed", "=", 1), eb("balance_micros", "<", eb.ref("low_balance_micros"))]),
-          eb.and([eb("low_balance_armed", "=", 0), eb("balance_micros", ">", eb.ref("low_balance_micros"))]),
-        ]),
-      )
+      .where(alertDue)
       .limit(limit)
       .execute();
     let fired = 0;
