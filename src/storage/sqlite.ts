@@ -5,7 +5,7 @@
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { resolve as resolvePath } from "node:path";
-import { WalCheckpointer } from "./sqlite-checkpointer.ts";
+import { type CheckpointSettings, WalCheckpointer } from "./sqlite-checkpointer.ts";
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -25,9 +25,11 @@ const STATEMENT_CACHE_SIZE = 512;
 /**
  * Opens (creating if needed) the SQLite file at `path` in WAL mode with `synchronous=NORMAL` (durable at
  * checkpoints, safe against corruption) and a busy timeout so a second process (a migration, a worker)
- * waits instead of failing.
+ * waits instead of failing. WAL checkpoints run on a worker thread (sqlite-checkpointer.ts); `checkpoints`
+ * overrides its thresholds (tests). A second `openSqlite` of the same file in this process shares the first
+ * one's connection and ignores its options.
  */
-export function openSqlite(path: string): SharedSqliteDatabase {
+export function openSqlite(path: string, opts: { checkpoints?: CheckpointSettings } = {}): SharedSqliteDatabase {
   const inMemory = path === ":memory:" || path.startsWith("file::memory:");
   const key = inMemory ? null : resolvePath(path);
   const open = key === null ? undefined : openFiles.get(key);
@@ -45,7 +47,6 @@ export function openSqlite(path: string): SharedSqliteDatabase {
   let checkpointer: WalCheckpointer | null = null;
   if (!inMemory) {
     db.exec("PRAGMA wal_autocheckpoint = 0");
-    checkpointer = new WalCheckpointer(path, db.prepare("select total_changes() as n"));
   }
 
   const cache = new Map<string, SqliteStatement>();
@@ -60,7 +61,10 @@ export function openSqlite(path: string): SharedSqliteDatabase {
     };
   };
 
-  const coordinator = new CommitCoordinator();
+  const coordinator = new CommitCoordinator((sqlText) => db.exec(sqlText));
+  if (!inMemory) {
+    checkpointer = new WalCheckpointer(path, db.prepare("select total_changes() as n"), (fn) => coordinator.exclusive(fn), opts.checkpoints);
+  }
   const entry = {
     refs: 1,
     handle: (): SharedSqliteDatabase => {
@@ -180,6 +184,50 @@ export class CommitCoordinator {
   readonly lock = new FifoLock();
   group: CommitGroup | null = null;
   flushScheduled = false;
+  /** Runs one SQL statement on the connection, synchronously (throws SQLite's error). */
+  readonly #exec: (sqlText: string) => void;
+
+  constructor(exec: (sqlText: string) => void) {
+    this.#exec = exec;
+  }
+
+  /**
+   * Commits the open group, if any, and settles its members: each one's `commit` returns, or throws the
+   * commit's error after the whole SQLite transaction is rolled back. The caller holds {@link lock}.
+   */
+  commitGroup(): void {
+    const group = this.group;
+    if (!group) return;
+    this.group = null;
+    try {
+      this.#exec("commit");
+    } catch (e) {
+      try {
+        this.#exec("rollback");
+      } catch {
+        // Already rolled back by SQLite.
+      }
+      for (const w of group.waiting) w.reject(e);
+      return;
+    }
+    for (const w of group.waiting) w.resolve();
+  }
+
+  /**
+   * Runs `fn` while this process has no transaction open on the connection: takes the lock (waiting
+   * for the transaction in progress), commits the open group, and hands the lock on when `fn` settles.
+   * The event loop keeps running; callers' transactions queue behind it. Used by the checkpointer to let
+   * a checkpoint catch up with the WAL's end so that the next write starts the WAL over.
+   */
+  async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    await this.lock.acquire();
+    try {
+      this.commitGroup();
+      return await fn();
+    } finally {
+      this.lock.release();
+    }
+  }
 }
 
 /** The open SQLite transaction that several callers' transactions share until it commits. */
@@ -227,10 +275,10 @@ class NodeSqliteDriver extends SqliteDriver {
     held.released = true;
     if (held.wrote && this.#c.group) {
       const done = this.#join(this.#c.group);
-      await this.#handOn(held.inner);
+      this.#handOn();
       return done;
     }
-    await this.#handOn(held.inner);
+    this.#handOn();
   }
 
   /**
@@ -255,7 +303,7 @@ class NodeSqliteDriver extends SqliteDriver {
     held.inTransaction = false;
     held.released = true;
     const done = this.#join(group);
-    await this.#handOn(held.inner);
+    this.#handOn();
     return done;
   }
 
@@ -277,11 +325,11 @@ class NodeSqliteDriver extends SqliteDriver {
    * else once the event loop has run the callbacks already due (the other requests' work of this turn
    * joins it first).
    */
-  async #handOn(inner: DatabaseConnection): Promise<void> {
+  #handOn(): void {
     const group = this.#c.group;
     if (group) {
       if (group.waiting.length >= GROUP_COMMIT_MAX_MEMBERS || performance.now() - group.openedAt >= GROUP_COMMIT_MAX_MS) {
-        await this.#commitGroup(inner);
+        this.#c.commitGroup();
       } else if (!this.#c.flushScheduled) {
         this.#c.flushScheduled = true;
         setImmediate(() => void this.#scheduledCommit());
@@ -295,23 +343,9 @@ class NodeSqliteDriver extends SqliteDriver {
     if (!this.#c.group) return;
     await this.#c.lock.acquire();
     try {
-      if (this.#c.group) await this.#commitGroup(await super.acquireConnection());
+      this.#c.commitGroup();
     } finally {
       this.#c.lock.release();
-    }
-  }
-
-  /** Commits the open group (the caller holds the lock) and settles its members. */
-  async #commitGroup(inner: DatabaseConnection): Promise<void> {
-    const group = this.#c.group;
-    if (!group) return;
-    this.#c.group = null;
-    try {
-      await inner.executeQuery(CompiledQuery.raw("commit"));
-      for (const w of group.waiting) w.resolve();
-    } catch (e) {
-      await inner.executeQuery(CompiledQuery.raw("rollback")).catch(() => {});
-      for (const w of group.waiting) w.reject(e);
     }
   }
 }
@@ -336,7 +370,8 @@ export class NodeSqliteDialect extends SqliteDialect {
 
   override createDriver(): Driver {
     const shared = (this.#database as Partial<SharedSqliteDatabase>).coordinator;
-    return new NodeSqliteDriver({ database: this.#database }, shared ?? new CommitCoordinator());
+    const database = this.#database;
+    return new NodeSqliteDriver({ database }, shared ?? new CommitCoordinator((sqlText) => void database.prepare(sqlText).run([])));
   }
 
   override createAdapter(): SqliteAdapter {

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { Kysely, sql } from "kysely";
 import { NodeSqliteDialect, openSqlite } from "../../src/storage/sqlite.ts";
+import type { CheckpointSettings } from "../../src/storage/sqlite-checkpointer.ts";
 
 interface Db {
   t: { id: number; v: string };
@@ -23,9 +24,9 @@ const dir = mkdtempSync(join(tmpdir(), "group-commit-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 let n = 0;
-async function open(): Promise<{ db: Kysely<Db>; path: string }> {
+async function open(checkpoints?: CheckpointSettings): Promise<{ db: Kysely<Db>; path: string }> {
   const path = join(dir, `db${n++}.sqlite`);
-  const db = new Kysely<Db>({ dialect: new NodeSqliteDialect(openSqlite(path)) });
+  const db = new Kysely<Db>({ dialect: new NodeSqliteDialect(openSqlite(path, { checkpoints })) });
   await sql`create table t (id integer primary key, v text not null)`.execute(db);
   await sql`create table parent (id integer primary key)`.execute(db);
   await sql`create table child (id integer primary key, parent_id integer not null references parent (id) deferrable initially deferred)`.execute(db);
@@ -126,6 +127,32 @@ describe("SQLite group commit", () => {
       grown = statSync(path).size > before + 500_000;
     }
     assert.ok(grown, `the database file grew from the WAL (${before} -> ${statSync(path).size} bytes)`);
+    await db.destroy();
+  });
+
+  test("under writes that never stop, the WAL is started over instead of growing with everything written", async () => {
+    // Small thresholds: a catch-up checkpoint once the WAL holds 100 frames (400 KB).
+    const { db, path } = await open({ checkEveryMs: 5, rowsPerCheckpoint: 20, restartAfterFrames: 100 });
+    const row = "x".repeat(3000);
+    let next = 0;
+    let largestWal = 0;
+    // 8 writers, 4000 transactions of about one page each, without a pause: 16 MB of frames in all.
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < 4000) {
+          const id = next++;
+          await db.transaction().execute(async (trx) => {
+            await trx.insertInto("t").values({ id, v: row }).execute();
+          });
+          if (id % 50 === 0) largestWal = Math.max(largestWal, statSync(`${path}-wal`).size);
+        }
+      }),
+    );
+    const written = Number((await sql<{ n: number }>`select count(*) as n from t`.execute(db)).rows[0]!.n);
+    assert.equal(written, 4000);
+    largestWal = Math.max(largestWal, statSync(`${path}-wal`).size);
+    assert.ok(largestWal < 4_000_000, `the WAL stayed small (${largestWal} bytes for 4000 pages written)`);
+    assert.deepEqual(committedRows(path).length, 4000);
     await db.destroy();
   });
 });
