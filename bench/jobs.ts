@@ -221,8 +221,13 @@ export async function benchJobs(backend: "sqlite" | "postgres"): Promise<void> {
     const target = backend === "sqlite" ? 1000 : 500;
     const rate = total / (g.elapsedMs / 1000);
     console.log(`target (issue 14): >= ${target} jobs/s on ${backend}: ${rate >= target ? "meets" : "misses"}`);
-  } finally {
+  } catch (e) {
+    // Jobs still queued when a run fails hold their funds: the stop check would report those holds and
+    // hide why the run failed.
     await bare?.stop();
-    await gw.stop();
+    await gw.stop().catch((stopError: unknown) => console.error(`(after the failure below) ${String(stopError)}`));
+    throw e;
   }
+  await bare?.stop();
+  await gw.stop();
 }
