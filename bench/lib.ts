@@ -177,7 +177,8 @@ async function spawnOn(
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const probeFile = join(dir, "probe.jsonl");
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "./bench/probe.ts", "src/main.ts", role], {
+  // As `npm start` runs it (package.json): the young generation's size.
+  const child = spawn(process.execPath, ["--max-semi-space-size=16", ...nodeArgs, "--import", "./bench/probe.ts", "src/main.ts", role], {
     env: {
       ...process.env,
       BENCH_PROBE_FILE: probeFile,

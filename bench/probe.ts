@@ -6,6 +6,8 @@
  */
 import { appendFileSync } from "node:fs";
 import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 
 const file = process.env.BENCH_PROBE_FILE;
 if (file) {
@@ -22,6 +24,14 @@ if (file) {
   }).observe({ entryTypes: ["gc"] });
   const ms = (ns: number) => Math.round((ns / 1e6) * 100) / 100;
   process.on("SIGUSR2", () => {
+    // BENCH_PROBE_LIVE=1: also the live heap, after a full collection (blocks the process: diagnosis only).
+    let liveHeapMb: number | undefined;
+    if (process.env.BENCH_PROBE_LIVE === "1") {
+      setFlagsFromString("--expose-gc");
+      (runInNewContext("gc") as () => void)();
+      setFlagsFromString("--no-expose-gc");
+      liveHeapMb = Math.round(process.memoryUsage().heapUsed / 1048576);
+    }
     gcs.sort((a, b) => a - b);
     const q = (p: number) => (gcs.length ? Math.round(gcs[Math.min(gcs.length - 1, Math.floor(p * gcs.length))] * 100) / 100 : 0);
     const cpu = process.cpuUsage();
@@ -33,6 +43,7 @@ if (file) {
         cpuUserMs: Math.round(cpu.user / 1000),
         cpuSystemMs: Math.round(cpu.system / 1000),
         rssMb: Math.round(process.memoryUsage.rss() / 1048576),
+        liveHeapMb,
         memoryMb: Object.fromEntries(Object.entries(process.memoryUsage()).map(([k, v]) => [k, Math.round(v / 1048576)])),
       })}\n`,
     );
