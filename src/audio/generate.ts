@@ -76,8 +76,7 @@ export async function generatePaidAudio(
   },
 ): Promise<AudioOutcome> {
   const guard = args.guard ?? NO_LIMITS;
-  await guard.model(args.model);
-  const release = await guard.slot(args.pool);
+  const release = await guard.admit(args.model, args.pool);
   try {
     return await generateInSlot(deps, args);
   } finally {

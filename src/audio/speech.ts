@@ -142,8 +142,7 @@ export async function createSpeech(
   }
   if (voiceProvider !== model.voiceProvider) throw errors.voiceModelMismatch(voiceProvider, model.id);
 
-  await guard.model(model.id);
-  const releaseSlot = await guard.slot(model.audioPool);
+  const releaseSlot = await guard.admit(model.id, model.audioPool);
   let streaming = false;
   try {
     const out = await speakWithSlot(deps, accountId, req, { upstreamVoiceId, home }, opts, releaseSlot);

@@ -174,8 +174,7 @@ export async function createOwnedVoice(
   },
 ): Promise<DesignedVoice> {
   const guard = args.guard ?? NO_LIMITS;
-  await guard.model(model.id);
-  const release = await guard.slot(model.audioPool);
+  const release = await guard.admit(model.id, model.audioPool);
   try {
     const price = quoteFlat(model);
     const onInsufficient = () => errors.insufficientCredits(formatUsd(price));

@@ -169,9 +169,15 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 return redis.call('ZCARD', KEYS[1])
 `;
 
+/** The scripts defined on the connection (`defineCommand`): KEYS[1] then ARGV, as in the Lua above. */
+interface SlotScripts {
+  gwAcquireSlot(key: string, now: number, cap: number, expiresAt: number, token: string): Promise<number>;
+}
+
 /** Shared store in Redis (`REDIS_URL`): every process of a cluster sees the same counts and pools. */
 export class RedisLimitStore implements LimitStore {
   readonly #redis: Redis;
+  readonly #scripts: SlotScripts;
   readonly #prefix: string;
   readonly #windows: RateLimiterRedis;
 
@@ -206,6 +212,10 @@ export class RedisLimitStore implements LimitStore {
   /** `prefix` namespaces every key (tests use a random one; CI shares the Redis server). */
   constructor(redis: Redis, prefix = "gw") {
     this.#redis = redis;
+    // Sent as EVALSHA (ioredis loads the script on the first NOSCRIPT): the script's text is not sent,
+    // nor hashed by Redis, at every call of the hot path.
+    if (!("gwAcquireSlot" in redis)) redis.defineCommand("gwAcquireSlot", { numberOfKeys: 1, lua: ACQUIRE_LUA });
+    this.#scripts = redis as unknown as SlotScripts;
     this.#prefix = prefix;
     this.#windows = new RateLimiterRedis({
       storeClient: redis,
@@ -237,7 +247,7 @@ export class RedisLimitStore implements LimitStore {
   async acquire(pool: string, cap: number, ttlMs: number): Promise<string | null> {
     const token = randomUUID();
     const now = Date.now();
-    const ok = await this.#redis.eval(ACQUIRE_LUA, 1, this.#key(pool), now, cap, now + ttlMs, token);
+    const ok = await this.#scripts.gwAcquireSlot(this.#key(pool), now, cap, now + ttlMs, token);
     return ok === 1 ? token : null;
   }
 
