@@ -33,8 +33,8 @@ export interface CheckpointSettings {
   /** A checkpoint is also asked for this long after the last one whenever anything was written, ms (5000). */
   atLeastEveryMs?: number;
   /**
-   * A passive checkpoint that ends with at least this many frames in the WAL and some not copied is
-   * followed by a catch-up checkpoint with this process's transactions held back (16384 frames: 64 MB of
+   * A passive checkpoint that ends with at least this many frames in the WAL (more have been appended
+   * while it ran) is followed by a catch-up checkpoint with this process's transactions held back (16384 frames: 64 MB of
    * 4 KB pages). It pauses this process's transactions for 8-14 ms (the frames written during the first,
    * and two syncs); at the speech benchmark's 4,700 requests/s that happens a few times a second, at 300
    * requests/s once every few seconds.

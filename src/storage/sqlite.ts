@@ -44,10 +44,7 @@ export function openSqlite(path: string, opts: { checkpoints?: CheckpointSetting
   db.exec("PRAGMA foreign_keys = ON");
   // Sorters and savepoint journals in memory: on disk they cost a temporary file (open, unlink) each.
   db.exec("PRAGMA temp_store = MEMORY");
-  let checkpointer: WalCheckpointer | null = null;
-  if (!inMemory) {
-    db.exec("PRAGMA wal_autocheckpoint = 0");
-  }
+  if (!inMemory) db.exec("PRAGMA wal_autocheckpoint = 0");
 
   const cache = new Map<string, SqliteStatement>();
 
@@ -62,9 +59,9 @@ export function openSqlite(path: string, opts: { checkpoints?: CheckpointSetting
   };
 
   const coordinator = new CommitCoordinator((sqlText) => db.exec(sqlText));
-  if (!inMemory) {
-    checkpointer = new WalCheckpointer(path, db.prepare("select total_changes() as n"), (fn) => coordinator.exclusive(fn), opts.checkpoints);
-  }
+  const checkpointer = inMemory
+    ? null
+    : new WalCheckpointer(path, db.prepare("select total_changes() as n"), (fn) => coordinator.exclusive(fn), opts.checkpoints);
   const entry = {
     refs: 1,
     handle: (): SharedSqliteDatabase => {
