@@ -90,6 +90,8 @@ describe("console journeys", { skip: browserSkip }, () => {
     await row.waitFor();
     await row.getByText("test", { exact: true }).waitFor();
     await page.getByRole("button", { name: "Done, hide it" }).click();
+    // The click returns before React has re-rendered: wait for the box to go, then check nothing shows the secret.
+    await page.getByRole("textbox", { name: /New test key/ }).waitFor({ state: "detached" });
     assert.equal(await page.getByText(secret).count(), 0);
     assert.equal(await page.getByRole("textbox", { name: /New test key/ }).count(), 0);
 
