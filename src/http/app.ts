@@ -2,9 +2,8 @@
  * The Fastify application (design.md "http/"): built separately from `listen()` so tests drive it on
  * loopback. Routes are grouped by who may call them: public, API key (or session) and operator.
  */
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify from "fastify";
 import FindMyWay from "find-my-way";
 import { errors } from "../errors.ts";
 import { newTimeOrderedId } from "../ids.ts";
@@ -35,15 +34,9 @@ import { speechRoutes } from "./routes/speech.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { voiceCloneRoutes, voicePublicRoutes, voiceRoutes } from "./routes/voices.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
+import type { App } from "./types.ts";
 
-/** The app type every route file receives. */
-export type App = FastifyInstance<
-  Server,
-  IncomingMessage,
-  ServerResponse,
-  FastifyBaseLogger,
-  TypeBoxTypeProvider
->;
+export type { App } from "./types.ts";
 
 const METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"] as const;
 

@@ -14,7 +14,7 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import pkg from "../../package.json" with { type: "json" };
-import type { App } from "./app.ts";
+import type { App } from "./types.ts";
 import { SECURITY, TAGS } from "./schemas/common.ts";
 import { openapiSchema } from "./schemas/ops.ts";
 import { COMPONENTS } from "./schemas/components.ts";

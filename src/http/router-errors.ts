@@ -26,7 +26,7 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:ht
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, errors } from "../errors.ts";
-import type { App } from "./app.ts";
+import type { App } from "./types.ts";
 import { errorHandler } from "./error-handler.ts";
 
 /** The D1 error for a router failure (Fastify error code `code`), or null when it is not one of them. */

@@ -15,7 +15,7 @@ import {
 import { microsToUsd } from "../../billing/money.ts";
 import { revenueReport, type RevenueGroupBy, type RevenueRow } from "../../billing/revenue.ts";
 import type { Services } from "../../services.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import {
   accountLedgerSchema,
   accountRequestsSchema,

@@ -1,7 +1,7 @@
 /** `GET|PUT /v1/billing/alerts` (D34): the caller's low-balance alert. */
 import type { Services } from "../../services.ts";
 import { getLowBalanceAlert, parseThreshold, setLowBalanceAlert } from "../../webhooks/balance-alerts.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
 import { getAlertsSchema, putAlertsSchema } from "../schemas/billing.ts";
 

@@ -8,13 +8,13 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import { type AudioSource, MAX_UPLOAD_BYTES, runAudioText } from "../../text/audio-text.ts";
-import type { App } from "../app.ts";
-import { callOf, guardOf, principalOf } from "../auth.ts";
+import { principalOf } from "../auth.ts";
+import { audioOf, callContext } from "../call-context.ts";
 import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
 import { readMultipart } from "../multipart.ts";
 import { createTranscriptionSchema, understandAudioSchema } from "../schemas/audio.ts";
 import { formReadByRoute } from "../schemas/common.ts";
-import { abortOnClose, audioOf, simulateHeader } from "./speech.ts";
+import type { App } from "../types.ts";
 
 interface Form {
   source: AudioSource | null;
@@ -54,7 +54,7 @@ export async function audioTextRoutes(app: App, services: Services): Promise<voi
       { db: services.db.kysely, adapter: audioOf(services, req) },
       principalOf(req).accountId,
       { task, model: form.fields.model ?? null, prompt, source: form.source! },
-      { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req), call: callOf(req) },
+      callContext(services, req, reply),
     );
     setCostHeaders(reply, out);
     if (task === "understand") return reply.send({ text: out.text, model: out.model, duration_sec: roundedSeconds(out.durationSec) });

@@ -6,7 +6,7 @@ import { createKey, deleteKey, listKeys, login, me, patchKey, register } from ".
 import { tierRowJson } from "../../catalog/pricing.ts";
 import { jobUsage } from "../../jobs/jobs.ts";
 import type { Services } from "../../services.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
 import { AppError } from "../../errors.ts";
 import { createKeySchema, deleteKeySchema, updateKeySchema, getAccountLimitsSchema, getAccountSchema, listKeysSchema, loginSchema, registerSchema } from "../schemas/auth.ts";

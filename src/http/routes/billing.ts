@@ -2,7 +2,7 @@
 import { type Executor, type LedgerEntry, listLedger } from "../../billing/ledger.ts";
 import { microsToUsd } from "../../billing/money.ts";
 import type { Services } from "../../services.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
 import { listLedgerSchema } from "../schemas/billing.ts";
 

@@ -4,7 +4,7 @@
  */
 import { buildLegacyCreditsPricing, buildPricingCatalog, buildTierMatrix } from "../../catalog/pricing.ts";
 import { TEXT_MODELS } from "../../catalog/text-models.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import { getLegacyPricingSchema, getPricingSchema, getTiersSchema } from "../schemas/catalog.ts";
 
 export function catalogRoutes(app: App): void {

@@ -10,11 +10,11 @@ import type { TextModel } from "../../catalog/text-models.ts";
 import type { Services } from "../../services.ts";
 import { type ChatInput, runChat, startChatStream } from "../../text/chat.ts";
 import type { ChatMessage, ChatResult, ToolDefinition } from "../../upstreams/chat-types.ts";
-import type { App } from "../app.ts";
-import { callOf, guardOf, principalOf } from "../auth.ts";
+import { principalOf } from "../auth.ts";
+import { paidCallOf } from "../call-context.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { createChatCompletionSchema } from "../schemas/text.ts";
-import { simulateHeader } from "./speech.ts";
+import type { App } from "../types.ts";
 
 function isContent(v: unknown): boolean {
   if (typeof v === "string") return true;
@@ -84,11 +84,9 @@ export function openEventStream(reply: FastifyReply, model: string, fallbackLaye
 export function chatOptions(services: Services, req: FastifyRequest) {
   const p = principalOf(req);
   return {
-    guard: guardOf(services, req),
+    ...paidCallOf(services, req),
     tokens: (n: number) => services.limiter.tokens(p.accountId, p.limits, n),
-    simulate: simulateHeader(req.headers["x-svc-simulate"]),
     tier: p.limits.tier,
-    call: callOf(req),
   };
 }
 

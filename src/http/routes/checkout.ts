@@ -7,7 +7,7 @@
 import type { Topups } from "../../accounts/topups.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import { principalOf, requireAuth } from "../auth.ts";
 import { checkoutSettingsSchema, createCheckoutSchema, stripeWebhookSchema } from "../schemas/checkout.ts";
 import { formReadByRoute } from "../schemas/common.ts";

@@ -15,7 +15,7 @@ import { join, resolve, sep } from "node:path";
 import fastifyStatic from "@fastify/static";
 import type { FastifyReply } from "fastify";
 import { errors } from "../../errors.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 
 /** Where the build writes the bundle: `<repository>/console/dist`. */
 export const CONSOLE_DIST = resolve(import.meta.dirname, "../../../console/dist");

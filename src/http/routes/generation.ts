@@ -9,11 +9,11 @@ import { createSfx } from "../../audio/sfx.ts";
 import { microsToUsd } from "../../billing/money.ts";
 import { blobUrl } from "../../jobs/outputs.ts";
 import type { Services } from "../../services.ts";
-import type { App } from "../app.ts";
-import { callOf, guardOf, principalOf } from "../auth.ts";
+import { principalOf } from "../auth.ts";
+import { audioOf, callContext } from "../call-context.ts";
 import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
 import { createMusicSchema, createSoundEffectSchema } from "../schemas/audio.ts";
-import { abortOnClose, audioOf, simulateHeader } from "./speech.ts";
+import type { App } from "../types.ts";
 
 /** `save_to_blob` (its values are checked by the route schema): `1`/`true` stores the output. */
 function saveToBlobOf(query: unknown): boolean {
@@ -45,22 +45,16 @@ export function generationRoutes(app: App, services: Services): void {
 
   app.post("/v1/audio/music", { schema: createMusicSchema }, async (req, reply) => {
     const out = await createMusic(depsOf(req), principalOf(req), (req.body ?? {}) as Record<string, unknown>, {
-      simulate: simulateHeader(req.headers["x-svc-simulate"]),
+      ...callContext(services, req, reply),
       saveToBlob: saveToBlobOf(req.query),
-      signal: abortOnClose(reply),
-      guard: guardOf(services, req),
-      call: callOf(req),
     });
     return send(out, reply);
   });
 
   app.post("/v1/audio/sfx", { schema: createSoundEffectSchema }, async (req, reply) => {
     const out = await createSfx(depsOf(req), principalOf(req), (req.body ?? {}) as Record<string, unknown>, {
-      simulate: simulateHeader(req.headers["x-svc-simulate"]),
+      ...callContext(services, req, reply),
       saveToBlob: saveToBlobOf(req.query),
-      signal: abortOnClose(reply),
-      guard: guardOf(services, req),
-      call: callOf(req),
     });
     return send(out, reply);
   });

@@ -12,8 +12,8 @@ import { checkReferenceHosts, type JobSpec, validateImageJob, validateVideoJob }
 import { isTerminal, pollAfterSeconds, waitForJobEnd, watchJob } from "../../jobs/watch.ts";
 import type { Services } from "../../services.ts";
 import { checkWebhookUrl } from "../../webhooks/urls.ts";
-import type { App } from "../app.ts";
-import { callOf, guardOf, principalOf } from "../auth.ts";
+import { principalOf } from "../auth.ts";
+import { paidCallOf } from "../call-context.ts";
 import {
   cancelJobSchema,
   createGenmediaJobSchema,
@@ -23,7 +23,7 @@ import {
   jobEventsSchema,
   listJobsSchema,
 } from "../schemas/jobs.ts";
-import { simulateHeader } from "./speech.ts";
+import type { App } from "../types.ts";
 
 /** The longest `Prefer: wait` honoured, seconds (D30). */
 const MAX_WAIT_S = 60;
@@ -102,13 +102,13 @@ export function jobRoutes(app: App, services: Services): void {
     (validate: (body: Record<string, unknown>) => JobSpec) => async (req: FastifyRequest, reply: FastifyReply) => {
       const body = (req.body ?? {}) as Record<string, unknown>;
       const spec = validate(body);
-      await guardOf(services, req).model(spec.model.id);
+      const { simulate, guard, call } = paidCallOf(services, req);
+      await guard.model(spec.model.id);
       await checkReferenceHosts(spec, services.resolveHost);
       if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
-      const simulate = simulateHeader(req.headers["x-svc-simulate"]);
       // A job this process's runner can take at once starts in the submit's own transaction; one left
       // pending is claimed by the runner, nudged here.
-      const out = await submitJob({ ...deps, starter: services.jobStarter() }, principalOf(req), spec, body, simulate, callOf(req));
+      const out = await submitJob({ ...deps, starter: services.jobStarter() }, principalOf(req), spec, body, simulate, call);
       if (!out.replayed && !out.started) services.nudgeRunner();
       const job = await honourWait(req, reply, out.job);
       return reply.code(out.replayed ? 200 : 202).send(job);

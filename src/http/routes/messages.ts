@@ -9,7 +9,7 @@ import { newId } from "../../ids.ts";
 import type { Services } from "../../services.ts";
 import { type ChatInput, runChat, startChatStream } from "../../text/chat.ts";
 import type { ChatMessage, ChatResult, TextPart, ToolCall, ToolDefinition } from "../../upstreams/chat-types.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { createMessageSchema } from "../schemas/text.ts";

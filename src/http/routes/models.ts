@@ -5,7 +5,7 @@
  */
 import { enabledModels } from "../../catalog/models.ts";
 import { TEXT_ALIASES, TEXT_MODELS } from "../../catalog/text-models.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import { getCapabilitiesSchema, listModelsSchema, recommendModelSchema } from "../schemas/models.ts";
 
 /** One entry of `GET /v1/models`. */

@@ -11,7 +11,7 @@ import { openHoldTotals } from "../../billing/stats.ts";
 import { jobCountsByStatus } from "../../jobs/stats.ts";
 import { holdsOpen, holdsOpenUsd, jobsByStatus, registry } from "../../metrics.ts";
 import type { Services } from "../../services.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import { requireMetricsToken } from "../auth.ts";
 import { healthSchema, metricsSchema, readySchema } from "../schemas/ops.ts";
 

@@ -5,7 +5,7 @@
 import { listGallery, sharedOutput } from "../../jobs/outputs.ts";
 import { sharePage } from "../share-page.ts";
 import type { Services } from "../../services.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
 import { sendBlob } from "../range.ts";
 import { fileRouteDoc, getFileSchema, getSharePageSchema, listGallerySchema } from "../schemas/outputs.ts";

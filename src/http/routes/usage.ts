@@ -20,7 +20,7 @@ import {
 import type { KeyMode, UsageStatus } from "../../billing/usage.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
 import { getRequestSchema, getUsageCsvSchema, getUsageSchema, listRequestsSchema } from "../schemas/usage.ts";
 import { ledgerEntryJson } from "./billing.ts";

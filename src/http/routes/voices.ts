@@ -8,13 +8,13 @@ import { designVoice } from "../../audio/voice-design.ts";
 import { microsToUsd } from "../../billing/money.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
-import type { App } from "../app.ts";
-import { callOf, guardOf, principalOf } from "../auth.ts";
+import { principalOf } from "../auth.ts";
+import { abortOnClose, audioOf, callContext, simulateHeader } from "../call-context.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { readMultipart } from "../multipart.ts";
 import { formReadByRoute } from "../schemas/common.ts";
 import { cloneVoiceSchema, designVoiceSchema, getVoicePreviewSchema, listVoicesSchema } from "../schemas/voices.ts";
-import { abortOnClose, audioOf, simulateHeader } from "./speech.ts";
+import type { App } from "../types.ts";
 
 /** Routes that need an API key. */
 export function voiceRoutes(app: App, services: Services): void {
@@ -33,7 +33,7 @@ export function voiceRoutes(app: App, services: Services): void {
       { db: services.db.kysely, adapter: audioOf(services, req) },
       principalOf(req).accountId,
       (req.body ?? {}) as Record<string, unknown>,
-      { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req), call: callOf(req) },
+      callContext(services, req, reply),
     );
     return setCostHeaders(reply, out).send({
       voice_id: out.voiceId,
@@ -66,12 +66,7 @@ export async function voiceCloneRoutes(app: App, services: Services): Promise<vo
       if (read.nonText.has(name)) throw errors.invalidRequest(`${name} must be text.`, name);
     }
     const form: VoiceCloneForm = { file: read.file, name: read.fields.name ?? null, model: read.fields.model ?? null };
-    const out = await cloneVoice({ db: services.db.kysely, adapter: audioOf(services, req) }, principalOf(req).accountId, form, {
-      simulate: simulateHeader(req.headers["x-svc-simulate"]),
-      signal: abortOnClose(reply),
-      guard: guardOf(services, req),
-      call: callOf(req),
-    });
+    const out = await cloneVoice({ db: services.db.kysely, adapter: audioOf(services, req) }, principalOf(req).accountId, form, callContext(services, req, reply));
     return setCostHeaders(reply, out).send({ voice_id: out.voiceId, name: out.name, cost_usd: microsToUsd(out.costMicros), balance_usd: microsToUsd(out.balanceMicros) });
   });
 }

@@ -6,7 +6,7 @@ import type { Services } from "../../services.ts";
 import type { WebhookDeliveryStatus } from "../../storage/schema.ts";
 import { listDeliveries, replayDelivery } from "../../webhooks/deliveries.ts";
 import { createEndpoint, defaultSecret, deleteEndpoint, listEndpoints, rotateEndpointSecret } from "../../webhooks/endpoints.ts";
-import type { App } from "../app.ts";
+import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
 import {
   createWebhookSchema,
