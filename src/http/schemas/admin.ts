@@ -7,6 +7,7 @@
  * The bodies of the write operations are typed for the client but keep the service's own messages
  * (`x-error-message`): accounts/admin.ts validates them again and is the reference.
  */
+import type { TUnsafe } from "typebox";
 import { LIMIT_FIELDS } from "../../accounts/admin.ts";
 import { MAX_TIER } from "../../catalog/tiers.ts";
 import { LEDGER_ENTRY } from "./billing.ts";
@@ -28,6 +29,7 @@ import {
   ref,
   route,
   type Schema,
+  typed,
   str,
   usd,
 } from "./common.ts";
@@ -155,7 +157,8 @@ export const accountUsageSchema = route({
 });
 
 // `anyOf`, not a type list: Ajv's strict mode allows a type list only with null.
-const AMOUNT = (what: string): Schema => ({ anyOf: [{ type: "number" }, { type: "string", maxLength: 40 }], description: `${what} (USD, at most 6 decimals), a number or a decimal string.` });
+const AMOUNT = (what: string): TUnsafe<number | string> =>
+  typed<number | string>({ anyOf: [{ type: "number" }, { type: "string", maxLength: 40 }], description: `${what} (USD, at most 6 decimals), a number or a decimal string.` });
 
 /** `POST /v1/admin/users/{user_id}/deposits`. */
 export const depositSchema = route({
@@ -220,7 +223,7 @@ export const setTierSchema = route({
   },
 });
 
-const COUNT = (field: string): Schema => ({
+const COUNT = (field: string): TUnsafe<number | null> => typed<number | null>({
   type: ["integer", "null"],
   minimum: 0,
   description: "A non-negative integer, or null to drop the override.",
@@ -324,9 +327,9 @@ export const revenueSchema = route({
   tags: ["operator"],
   access: "admin",
   query: obj({
-    from: (SUMMARY_QUERY.properties as Record<string, Schema>).from,
-    to: (SUMMARY_QUERY.properties as Record<string, Schema>).to,
-    tz: (SUMMARY_QUERY.properties as Record<string, Schema>).tz,
+    from: SUMMARY_QUERY.properties.from,
+    to: SUMMARY_QUERY.properties.to,
+    tz: SUMMARY_QUERY.properties.tz,
     group_by: oneOf(["day", "model", "day_model"], "Group by day in `tz` (default), model, or both.", {
       "x-error-message": "group_by must be 'day', 'model' or 'day_model'.",
     }),

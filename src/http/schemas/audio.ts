@@ -1,6 +1,7 @@
 /**
  * Route schemas of speech, music, sound effects, transcription and audio understanding.
  */
+import type { TNumber } from "typebox";
 import {
   DEFAULT_AUDIO_UNDERSTANDING_MODEL,
   DEFAULT_MUSIC_MODEL,
@@ -8,7 +9,7 @@ import {
   DEFAULT_SPEECH_MODEL,
   DEFAULT_TRANSCRIPTION_MODEL,
 } from "../../catalog/models.ts";
-import { AUDIO_CONTENT, AUDIO_FORMATS, binary, bool, coded, COST_HEADERS, errors, FALLBACK_HEADERS, H, HTTPS_URL, json, modelsWith, num, obj, ok, oneOf, priceText, ref, type ResponseDoc, route, type Schema, SIMULATE, str } from "./common.ts";
+import { AUDIO_CONTENT, AUDIO_FORMATS, binary, bool, coded, COST_HEADERS, errors, FALLBACK_HEADERS, H, HTTPS_URL, json, modelsWith, num, obj, ok, oneOf, priceText, ref, type ResponseDoc, route, type Schema, type SchemaOptions, SIMULATE, str } from "./common.ts";
 
 const SPEECH_MODELS = modelsWith("speech");
 const MUSIC_MODELS = modelsWith("music");
@@ -16,7 +17,7 @@ const SFX_MODELS = modelsWith("sfx");
 
 const FORMAT_MESSAGE = `response_format must be one of ${AUDIO_FORMATS.join(", ")}.`;
 /** A 0-1 voice setting. */
-const unit = (what: string): Schema => num(`${what}, 0 to 1.`, { minimum: 0, maximum: 1, "x-error-message": "{param} must be a number from 0 to 1." });
+const unit = (what: string): TNumber => num(`${what}, 0 to 1.`, { minimum: 0, maximum: 1, "x-error-message": "{param} must be a number from 0 to 1." });
 
 const SPEECH_BODY = obj(
   {
@@ -47,7 +48,7 @@ const SPEECH_BODY = obj(
 );
 
 /** A music length in ms: a whole number, `multipleOf: 1` so that 1500.5 is `invalid_duration` (the model's own range is checked by the service, `invalid_duration`). */
-const lengthMs = (description: string, extra: Schema = {}): Schema =>
+const lengthMs = (description: string, extra: SchemaOptions = {}): TNumber =>
   coded(
     num(description, { multipleOf: 1, minimum: 1000, maximum: 300000, ...extra }),
     { type: "invalid_request", "*": "invalid_duration" },

@@ -4,10 +4,11 @@
  * `STRIPE_WEBHOOK_SECRET`. The amount bounds are settings (`TOPUP_MIN_USD`, `TOPUP_MAX_USD`), so
  * accounts/topups.ts checks them; the schema checks the shape.
  */
+import type { TString } from "typebox";
 import { DEPOSIT_EVENTS, MAX_RETURN_URL_CHARS } from "../../accounts/topups.ts";
 import { AUTH_ERR, bool, errors, json, num, obj, ok, route, str } from "./common.ts";
 
-const RETURN_URL = (description: string, example: string): Record<string, unknown> =>
+const RETURN_URL = (description: string, example: string): TString =>
   str(description, {
     format: "uri",
     pattern: "^https?://",

@@ -9,15 +9,21 @@
  * the field.
  */
 import type { FastifySchema } from "fastify";
-import { type TSchema, Type } from "typebox";
+import { type Static, type TArray, type TBoolean, type TInteger, type TNumber, type TObject, type TOptional, type TSchema, type TString, type TUnsafe, Type } from "typebox";
 import { formatUsd } from "../../billing/money.ts";
 import { enabledModels, getModel } from "../../catalog/models.ts";
 import { AUDIO_FORMATS } from "../../upstreams/types.ts";
 
 export { AUDIO_FORMATS };
 
-/** A JSON Schema (2020-12, as OpenAPI 3.1 uses it). */
-export type Schema = Record<string, unknown>;
+/**
+ * A JSON Schema (2020-12, as OpenAPI 3.1 uses it), typed as a TypeBox schema: the helpers below return
+ * TypeBox's own types (`TString`, `TObject<...>`, ...), so `Static<>` of a request schema is the type the
+ * route's handler receives (the TypeBox type provider, `types.ts`).
+ */
+export type Schema = TSchema;
+/** The keywords a helper adds to the schema it builds (`description`, `default`, `x-error-code`, ...). */
+export type SchemaOptions = Record<string, unknown>;
 
 /** One documented response: a description, optional headers and the body by media type. */
 export interface ResponseDoc {
@@ -56,28 +62,72 @@ export const SECURITY: Record<Access, { [scheme: string]: string[] }[]> = {
   admin: [{ adminToken: [] }],
 };
 
-/** The documentation and validation of one operation. */
-export interface OperationDoc {
+/** A request body by media type. */
+export type BodyDoc = Record<string, { schema: Schema }>;
+
+/**
+ * The documentation and validation of one operation; the type parameters are the TypeBox types of its
+ * request body (by media type), query string, path parameters and headers (`undefined`: none).
+ */
+export interface OperationDoc<
+  B extends BodyDoc | undefined = BodyDoc | undefined,
+  Q extends Schema | undefined = Schema | undefined,
+  P extends Schema | undefined = Schema | undefined,
+  H extends Schema | undefined = Schema | undefined,
+> {
   operationId: string;
   summary: string;
   description?: string;
   tags: [Tag];
   access: Access;
   /** Request body by media type; an `application/json` body is validated, a multipart form is read by the route. */
-  body?: Record<string, { schema: Schema }>;
-  query?: Schema;
-  params?: Schema;
-  headers?: Schema;
+  body?: B;
+  query?: Q;
+  params?: P;
+  headers?: H;
   responses: Record<string, ResponseDoc>;
   /** Hidden from the document. */
   hide?: boolean;
 }
 
+/** `{ [key]: T }`, or no property when `T` is undefined (the operation declares no such part). */
+type Part<K extends string, T> = [T] extends [undefined] ? Record<never, never> : { [k in K]: Exclude<T, undefined> };
+/**
+ * The validated body of a body map: the schema of a lone `application/json` body; several media types
+ * stay a `content` map, which the TypeBox type provider types as `unknown` (the route reads the form).
+ */
+type BodySchema<B> = [B] extends [undefined]
+  ? undefined
+  : B extends { "application/json": { schema: infer S } }
+    ? [Exclude<keyof B, "application/json">] extends [never]
+      ? S
+      : { content: B }
+    : { content: B };
+
+/**
+ * The Fastify route schema of an operation: `body`, `querystring`, `params` and `headers` keep their
+ * TypeBox types, so a handler registered with it receives their `Static<>` types; the responses stay
+ * untyped (they document the answers and never serialize them, `app.ts`).
+ */
+export type RouteSchema<B extends BodyDoc | undefined, Q extends Schema | undefined, P extends Schema | undefined, H extends Schema | undefined> = Omit<
+  FastifySchema,
+  "body" | "querystring" | "params" | "headers"
+> &
+  Part<"body", BodySchema<B>> &
+  Part<"querystring", Q> &
+  Part<"params", P> &
+  Part<"headers", H>;
+
 /**
  * The Fastify route schema of an operation. A body with only `application/json` becomes the validated
  * `body`; several media types stay a `content` map (Fastify validates each media type it names).
  */
-export function route(doc: OperationDoc): FastifySchema {
+export function route<
+  B extends BodyDoc | undefined = undefined,
+  Q extends Schema | undefined = undefined,
+  P extends Schema | undefined = undefined,
+  H extends Schema | undefined = undefined,
+>(doc: OperationDoc<B, Q, P, H>): RouteSchema<B, Q, P, H> {
   const media = doc.body ? Object.keys(doc.body) : [];
   const body = doc.body === undefined ? undefined : media.length === 1 && media[0] === "application/json" ? doc.body["application/json"].schema : { content: doc.body };
   return {
@@ -96,7 +146,7 @@ export function route(doc: OperationDoc): FastifySchema {
       doc.access === "public" || doc.access === "admin"
         ? { ...frameworkResponses(doc), ...doc.responses }
         : withCallHeaders({ ...frameworkResponses(doc), ...doc.responses }),
-  } as FastifySchema;
+  } as unknown as RouteSchema<B, Q, P, H>;
 }
 
 /**
@@ -141,45 +191,56 @@ function frameworkResponses(doc: OperationDoc): Record<string, ResponseDoc> {
 // ------------------------------------------------------------------------------------- schema helpers
 
 // Built with TypeBox (the JSON Schema builder of the Fastify type provider); the result is plain
-// JSON Schema 2020-12, which Ajv validates with and @fastify/swagger documents as it is.
-const plain = (schema: TSchema): Schema => schema as unknown as Schema;
-export const str = (description: string, extra: Schema = {}): Schema => plain(Type.String({ description, ...extra }));
-export const int = (description: string, extra: Schema = {}): Schema => plain(Type.Integer({ description, ...extra }));
-export const num = (description: string, extra: Schema = {}): Schema => plain(Type.Number({ description, ...extra }));
-export const bool = (description: string, extra: Schema = {}): Schema => plain(Type.Boolean({ description, ...extra }));
-export const oneOf = (values: readonly string[], description: string, extra: Schema = {}): Schema =>
-  str(description, { enum: [...values], ...extra });
-export const nullable = (s: Schema): Schema => ({ ...s, type: [s.type as string, "null"] });
-export const arr = (items: Schema, description: string, extra: Schema = {}): Schema =>
-  plain(Type.Array(items as TSchema, { description, ...extra }));
+// JSON Schema 2020-12, which Ajv validates with and @fastify/swagger documents as it is. Each helper
+// returns the TypeBox type of what it builds, so `Static<>` of a request schema is the request's type; a
+// helper that adds a keyword TypeBox does not model (`enum` on a string, `type: [t, "null"]`, `$ref`)
+// builds the same JSON and states its static type with `TUnsafe<T>`.
+/** A schema typed as `T` (for JSON TypeBox builds without a type of its own). */
+export const typed = <T>(schema: object): TUnsafe<T> => schema as unknown as TUnsafe<T>;
+export const str = (description: string, extra: SchemaOptions = {}): TString => Type.String({ description, ...extra });
+export const int = (description: string, extra: SchemaOptions = {}): TInteger => Type.Integer({ description, ...extra });
+export const num = (description: string, extra: SchemaOptions = {}): TNumber => Type.Number({ description, ...extra });
+export const bool = (description: string, extra: SchemaOptions = {}): TBoolean => Type.Boolean({ description, ...extra });
+/** A string out of `values` (`enum`); its static type is the union of the values. */
+export const oneOf = <const V extends readonly string[]>(values: V, description: string, extra: SchemaOptions = {}): TUnsafe<V[number]> =>
+  typed<V[number]>(str(description, { enum: [...values], ...extra }));
+/** `s` or null (`type: [t, "null"]`). */
+export const nullable = <S extends Schema>(s: S): TUnsafe<Static<S> | null> =>
+  typed<Static<S> | null>({ ...s, type: [(s as SchemaOptions).type as string, "null"] });
+export const arr = <S extends Schema>(items: S, description: string, extra: SchemaOptions = {}): TArray<S> => Type.Array(items, { description, ...extra });
+/** The properties of {@link obj}: those named in `required` as they are, the others optional. */
+export type ObjProperties<P extends Record<string, Schema>, R extends string> = { [K in keyof P]: K extends R ? P[K] : TOptional<P[K]> };
 /** An object schema; the properties not listed in `required` are optional. */
-export const obj = (properties: Record<string, Schema>, required: string[] = [], extra: Schema = {}): Schema =>
-  plain(
-    Type.Object(
-      Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, required.includes(k) ? (v as TSchema) : Type.Optional(v as TSchema)])),
-      extra,
-    ),
-  );
+export const obj = <P extends Record<string, Schema>, const R extends string = never>(
+  properties: P,
+  required: readonly R[] = [],
+  extra: SchemaOptions = {},
+): TObject<ObjProperties<P, R>> =>
+  Type.Object(
+    Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, (required as readonly string[]).includes(k) ? v : Type.Optional(v)])),
+    extra,
+  ) as TObject<ObjProperties<P, R>>;
 /** A reference to a shared component (`components.ts`). */
-export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
-export const usd = (description: string): Schema => num(`${description} (USD, at most 6 decimals).`);
-export const isoTime = (description: string): Schema => str(description, { format: "date-time" });
-export const binary = (description: string): Schema => ({ type: "string", format: "binary", contentMediaType: "application/octet-stream", description });
+export const ref = <T = unknown>(name: string): TUnsafe<T> => typed<T>({ $ref: `#/components/schemas/${name}` });
+export const usd = (description: string): TNumber => num(`${description} (USD, at most 6 decimals).`);
+export const isoTime = (description: string): TString => str(description, { format: "date-time" });
+export const binary = (description: string): TUnsafe<unknown> => typed({ type: "string", format: "binary", contentMediaType: "application/octet-stream", description });
 /**
  * Marks a field with the spec's error code for a schema failure on it (see the module comment): a string
  * for every keyword, or a map from Ajv keyword to code (`*`: the others); `message` likewise, and may
- * contain `{value}` and `{param}`.
+ * contain `{value}` and `{param}`. The schema keeps its type.
  */
-export const coded = (schema: Schema, code: string | Record<string, string>, message?: string | Record<string, string>): Schema => ({
-  ...schema,
-  "x-error-code": code,
-  ...(message ? { "x-error-message": message } : {}),
-});
+export const coded = <S extends Schema>(schema: S, code: string | Record<string, string>, message?: string | Record<string, string>): S =>
+  ({
+    ...schema,
+    "x-error-code": code,
+    ...(message ? { "x-error-message": message } : {}),
+  }) as S;
 /** A query-string integer: query values arrive as text (no coercion, D-app), so the digits are checked. */
-export const queryInt = (description: string, pattern: string, message: string, extra: Schema = {}): Schema =>
+export const queryInt = (description: string, pattern: string, message: string, extra: SchemaOptions = {}): TString =>
   str(description, { pattern, maxLength: 10, "x-error-message": message, ...extra });
 
-export const json = (schema: Schema): Record<string, { schema: Schema }> => ({ "application/json": { schema } });
+export const json = <S extends Schema>(schema: S): { "application/json": { schema: S } } => ({ "application/json": { schema } });
 export const ok = (description: string, schema: Schema, headers?: Record<string, Schema>): ResponseDoc => ({
   description,
   ...(headers ? { headers } : {}),
@@ -250,7 +311,7 @@ export const modelsWith = (...caps: string[]): string[] => enabledModels().filte
 export const JOB_STATUSES = ["pending", "processing", "succeeded", "failed", "refunded", "expired"];
 export const IDEMPOTENCY = str("Replaying the same key returns the same job without a new charge (200 instead of 202).", { maxLength: 128 });
 export const PARAMETERS = obj({}, [], { description: "Model-specific pass-through parameters (for example a seed or aspect ratio), forwarded unchanged.", additionalProperties: true });
-export const HTTPS_URL = (description: string): Schema => str(description, { format: "uri", pattern: "^https://" });
+export const HTTPS_URL = (description: string): TString => str(description, { format: "uri", pattern: "^https://" });
 export const LIST = (item: Schema, extra: Record<string, Schema> = {}): Schema =>
   obj({ object: oneOf(["list"], "Always `list`."), data: arr(item, "The items."), ...extra }, ["object", "data", ...Object.keys(extra)]);
 export const PAGE_QUERY = obj({

@@ -2,6 +2,7 @@
  * Route schemas of image and video jobs (D3) and of the job API (D30: list, cancel, events, `Prefer: wait`,
  * `Retry-After`).
  */
+import type { TString } from "typebox";
 import {
   arr,
   AUTH_ERR,
@@ -33,10 +34,10 @@ const VIDEO_MODELS = modelsWith("video");
 const GENMEDIA_MODELS = VIDEO_MODELS.filter((id) => id.startsWith("vidD-"));
 
 /** A media prompt: required, not blank, at most 4000 characters (code points), else `invalid_prompt`. */
-const PROMPT = (description: string): Schema =>
+const PROMPT = (description: string): TString =>
   coded(str(description, { minLength: 1, maxLength: 4000, pattern: "\\S", examples: ["a lighthouse at dusk, oil painting"] }), "invalid_prompt", "prompt must be text of 1 to 4000 characters.");
 /** A reference image URL (`invalid_image_url`). */
-const IMAGE_URL = (description: string): Schema => coded(HTTPS_URL(description), "invalid_image_url", "{param} must be an https:// URL.");
+const IMAGE_URL = (description: string): TString => coded(HTTPS_URL(description), "invalid_image_url", "{param} must be an https:// URL.");
 const IDEMPOTENCY_KEY = { ...IDEMPOTENCY, minLength: 1, "x-error-message": "idempotency_key must be a string of 1 to 128 characters." };
 const PARAMETERS_OBJECT = { ...PARAMETERS, "x-error-message": "parameters must be an object." };
 /** Where this job's webhook events also go (D31), signed with the account's default secret. */
@@ -73,7 +74,7 @@ const IMAGE_BODY = obj(
   ["model", "prompt"],
 );
 
-const videoBody = (models: string[], modelMessage: string): Schema =>
+const videoBody = (models: string[], modelMessage: string) =>
   obj(
     {
       model: coded(oneOf(models, "Video model.", { examples: [models[0]] }), "invalid_model", modelMessage),
@@ -99,7 +100,7 @@ const PREFER = str(
 /** The answer header that confirms a `Prefer: wait`. */
 const PREFERENCE_APPLIED = { "Preference-Applied": str("`wait=N` when a `Prefer: wait=N` was honoured (N as applied, at most 60).", { examples: ["wait=30"] }) };
 /** Headers of a job submission: the simulator control and `Prefer`. */
-const SUBMIT_HEADERS = obj({ ...(SIMULATE.properties as Record<string, Schema>), prefer: PREFER });
+const SUBMIT_HEADERS = obj({ ...SIMULATE.properties, prefer: PREFER });
 
 /** Error answers every job submission shares besides its 400 codes. */
 const SUBMIT_ERRORS = {
@@ -201,7 +202,7 @@ export const listJobsSchema = route({
   tags: ["media jobs"],
   access: "keyOrSession",
   query: obj({
-    ...(PAGE_QUERY.properties as Record<string, Schema>),
+    ...PAGE_QUERY.properties,
     after: str("Cursor: the `id` of the last job of the previous page.", { maxLength: 64, examples: ["job_4kQ9xv2LmP7sT1wZ"] }),
     status: oneOf(JOB_STATUSES, "Only jobs in this status.", { examples: ["processing"], "x-error-message": "status must be one of pending, processing, succeeded, failed, refunded, expired." }),
     kind: oneOf(["image", "video", "audio"], "Only jobs of this kind.", { examples: ["video"], "x-error-message": "kind must be image, video or audio." }),

@@ -2,12 +2,13 @@
  * Route schemas of the usage log (D29): `GET /v1/requests`, `GET /v1/requests/{id}`, `GET /v1/usage` and
  * `GET /v1/usage.csv`.
  */
+import type { TString } from "typebox";
 import { AUTH_ERR, bool, errors, int, isoTime, JOB_STATUSES, LIST, nullable, num, obj, ok, oneOf, queryInt, route, type Schema, str, usd } from "./common.ts";
 import { LEDGER_ENTRY } from "./billing.ts";
 
 const KINDS = ["speech", "music", "sfx", "voice_design", "voice_clone", "transcription", "audio_understanding", "chat", "image", "video"];
 const MODE = oneOf(["live", "test"], "`live` (default) or `test`: records of test-mode keys (D32) show only with `test`.", { "x-error-message": "mode must be 'live' or 'test'." });
-const TIME_BOUND = (what: string): Schema =>
+const TIME_BOUND = (what: string): TString =>
   str(`${what}: an ISO date (\`2025-03-01\`, a whole day) or an ISO instant with a zone (\`2025-03-01T12:00:00Z\`).`, { maxLength: 40, examples: ["2025-03-01"] });
 
 const UNITS = obj(

@@ -136,7 +136,7 @@ export const listWebhookDeliveriesSchema = route({
   tags: ["webhooks"],
   access: "keyOrSession",
   query: obj({
-    ...(PAGE_QUERY.properties as Record<string, Record<string, unknown>>),
+    ...PAGE_QUERY.properties,
     after: str("Cursor: the `id` of the last delivery of the previous page."),
     event_type: { ...EVENT_TYPE, "x-error-message": `event_type must be one of ${WEBHOOK_EVENT_TYPES.join(", ")}.` },
     status: oneOf(["pending", "succeeded", "failed"], "Only deliveries in this state.", { "x-error-message": "status must be pending, succeeded or failed." }),
