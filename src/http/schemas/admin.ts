@@ -28,7 +28,6 @@ import {
   queryInt,
   ref,
   route,
-  type Schema,
   typed,
   str,
   usd,

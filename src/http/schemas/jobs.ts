@@ -24,7 +24,6 @@ import {
   ref,
   type ResponseDoc,
   route,
-  type Schema,
   SIMULATE,
   str,
 } from "./common.ts";

@@ -3,7 +3,7 @@
  * `GET /v1/usage.csv`.
  */
 import type { TString } from "typebox";
-import { AUTH_ERR, bool, errors, int, isoTime, JOB_STATUSES, LIST, nullable, num, obj, ok, oneOf, queryInt, route, type Schema, str, usd } from "./common.ts";
+import { AUTH_ERR, bool, errors, int, isoTime, JOB_STATUSES, LIST, nullable, num, obj, ok, oneOf, queryInt, route, str, usd } from "./common.ts";
 import { LEDGER_ENTRY } from "./billing.ts";
 
 const KINDS = ["speech", "music", "sfx", "voice_design", "voice_clone", "transcription", "audio_understanding", "chat", "image", "video"];
