@@ -15,6 +15,9 @@ import tseslint from "typescript-eslint";
 // - upstreams: adapter interfaces (chat included), the simulator and protocol adapters; below every
 //   service, so an adapter cannot reach billing, limits, accounts, jobs or the audio and text services,
 //   and it may not use money.ts either (a policy below);
+// - contracts: the request contracts (TypeBox schemas of request bodies and their `Static` types), above
+//   catalog and upstreams (model lists, audio formats) and below every service, whose input types they
+//   are; http/schemas/ builds the route schemas from them;
 // - the services, each above what it uses: limits, billing (ledger, holds, the paid-call flow), accounts,
 //   webhooks (endpoints, the outbox and its delivery, D31), audio, text, jobs;
 // - services.ts builds them, http/ serves them, main.ts starts the process.
@@ -23,6 +26,7 @@ const LAYERS = [
   { layer: "storage", folder: "src/storage" },
   { layer: "catalog", folder: "src/catalog" },
   { layer: "upstreams", folder: "src/upstreams" },
+  { layer: "contracts", folder: "src/contracts" },
   { layer: "limits", folder: "src/limits" },
   { layer: "billing", folder: "src/billing" },
   { layer: "accounts", folder: "src/accounts" },

@@ -9,6 +9,7 @@ import type { CallContext } from "../billing/usage.ts";
 import { DEFAULT_MUSIC_MODEL, getMusicModel } from "../catalog/models.ts";
 import { quoteMusic } from "../catalog/quote.ts";
 import type { MusicModel } from "../catalog/types.ts";
+import type { MusicRequestBody } from "../contracts/audio.ts";
 import { errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
 import type { AudioBytes, AudioFormat, MusicRequest, SimulateMode } from "../upstreams/types.ts";
@@ -16,15 +17,8 @@ import type { Served } from "../upstreams/sync-failover.ts";
 import { type AudioOutcome, type GenerateDeps, generatePaidAudio } from "./generate.ts";
 import { graphemeCount, optionalText } from "./text-limits.ts";
 
-export interface MusicBody {
-  model?: unknown;
-  prompt?: unknown;
-  lyrics?: unknown;
-  music_length_ms?: unknown;
-  /** Alias of `music_length_ms`. */
-  duration_ms?: unknown;
-  response_format?: unknown;
-}
+/** The music request body as received (types already checked by the route schema): the contract's type. */
+export type MusicBody = MusicRequestBody;
 
 /**
  * `response_format` (default `mp3_44100_128`; the route schema admits only AUDIO_FORMATS); `save_to_blob`

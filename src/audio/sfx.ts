@@ -6,6 +6,7 @@ import type { CallContext } from "../billing/usage.ts";
 import { DEFAULT_SFX_MODEL, getSfxModel } from "../catalog/models.ts";
 import { quoteSfx } from "../catalog/quote.ts";
 import type { SfxModel } from "../catalog/types.ts";
+import type { SfxRequestBody } from "../contracts/audio.ts";
 import { errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
 import type { AudioBytes, SfxRequest, SimulateMode } from "../upstreams/types.ts";
@@ -14,15 +15,8 @@ import { type AudioOutcome, type GenerateDeps, generatePaidAudio } from "./gener
 import { parseAudioFormat } from "./music.ts";
 import { codePoints, optionalText } from "./text-limits.ts";
 
-export interface SfxBody {
-  model?: unknown;
-  prompt?: unknown;
-  /** Alias of `prompt`. */
-  text?: unknown;
-  duration_seconds?: unknown;
-  prompt_influence?: unknown;
-  response_format?: unknown;
-}
+/** The sound-effect request body as received (types already checked by the route schema): the contract's type. */
+export type SfxBody = SfxRequestBody;
 
 /** Checks the body in the order of the spec's error table. Throws AppError 400. */
 export function validateSfx(body: SfxBody, saveToBlob: boolean): { model: SfxModel; req: Omit<SfxRequest, "simulate"> } {

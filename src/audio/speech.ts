@@ -12,6 +12,7 @@ import { type CallContext, usageFor } from "../billing/usage.ts";
 import { DEFAULT_SPEECH_MODEL, getSpeechModel } from "../catalog/models.ts";
 import { quoteSpeech } from "../catalog/quote.ts";
 import type { SpeechModel } from "../catalog/types.ts";
+import type { SpeechRequestBody } from "../contracts/audio.ts";
 import { errors } from "../errors.ts";
 import type { AudioFormat, AudioResult, SimulateMode, SpeechRequest, VoiceSettings } from "../upstreams/types.ts";
 import type { Served } from "../upstreams/sync-failover.ts";
@@ -19,19 +20,8 @@ import { codePoints } from "./text-limits.ts";
 import { findOwnedVoice } from "./voices.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 
-/** The speech request body as received (types already checked by the route schema). */
-export interface SpeechBody {
-  model?: string;
-  input?: string;
-  /** Alias of `input`. */
-  text?: string;
-  voice_id?: string;
-  /** Alias of `voice_id`. */
-  voice?: string;
-  response_format?: string;
-  voice_settings?: VoiceSettings;
-  stream?: boolean;
-}
+/** The speech request body as received (types already checked by the route schema): the contract's type. */
+export type SpeechBody = SpeechRequestBody;
 
 /** What the speech service needs. */
 export interface SpeechDeps {

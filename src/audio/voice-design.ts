@@ -10,6 +10,7 @@ import { type CallContext, usageFor } from "../billing/usage.ts";
 import { DEFAULT_VOICE_DESIGN_MODEL, getVoiceDesignModel } from "../catalog/models.ts";
 import { quoteFlat } from "../catalog/quote.ts";
 import type { VoiceCreationModel } from "../catalog/types.ts";
+import { AGE_GROUPS, GENDERS, type VoiceDesignRequestBody } from "../contracts/voices.ts";
 import { errors } from "../errors.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import { newId } from "../ids.ts";
@@ -18,21 +19,11 @@ import type { Served } from "../upstreams/sync-failover.ts";
 import { codePoints, optionalText } from "./text-limits.ts";
 import { OWNED_VOICE_PREFIX } from "./voices.ts";
 
-export interface VoiceDesignBody {
-  description?: unknown;
-  /** Alias of `description`. */
-  text?: unknown;
-  model?: unknown;
-  name?: unknown;
-  preview_text?: unknown;
-  gender?: unknown;
-  age_group?: unknown;
-}
+/** The voice design request body as received (types already checked by the route schema): the contract's type. */
+export type VoiceDesignBody = VoiceDesignRequestBody;
 
-/** Voice genders of the design request. */
-export const GENDERS = ["male", "female"] as const;
-/** Age groups of the design request. */
-export const AGE_GROUPS = ["child", "young", "middle-aged", "elderly"] as const;
+/** Voice genders and age groups of the design request (their home is the request contract). */
+export { AGE_GROUPS, GENDERS };
 
 /** A designed voice. Amounts in micro-USD. */
 export interface DesignedVoice {

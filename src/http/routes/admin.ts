@@ -13,7 +13,7 @@ import {
   setTierOverride,
 } from "../../accounts/admin.ts";
 import { microsToUsd } from "../../billing/money.ts";
-import { revenueReport, type RevenueGroupBy, type RevenueRow } from "../../billing/revenue.ts";
+import { revenueReport, type RevenueRow } from "../../billing/revenue.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../types.ts";
 import {
@@ -29,9 +29,7 @@ import {
   setTierSchema,
 } from "../schemas/admin.ts";
 import { ledgerPage } from "./billing.ts";
-import { type RequestsQuery, requestsPage, type SummaryQuery, summaryOptions, usageSummary } from "./usage.ts";
-
-type UserParams = { user_id: string };
+import { requestsPage, summaryOptions, usageSummary } from "./usage.ts";
 
 /** A revenue group as the API shows it (amounts in USD). */
 function revenueRowJson(r: RevenueRow) {
@@ -55,35 +53,35 @@ export function adminRoutes(app: App, services: Services): void {
   const db = services.db.kysely;
 
   app.get("/v1/admin/users", { schema: listAccountsSchema }, async (req) =>
-    listAccounts(db, services.db.dialect, req.query as { q?: string; limit?: string; after?: string }),
+    listAccounts(db, services.db.dialect, req.query),
   );
-  app.get("/v1/admin/users/:user_id", { schema: getAccountSchema }, async (req) => getAccountForOperator(db, (req.params as UserParams).user_id));
+  app.get("/v1/admin/users/:user_id", { schema: getAccountSchema }, async (req) => getAccountForOperator(db, req.params.user_id));
 
   // One account as its owner sees it: the customer endpoints' own code, after a 404 for an unknown id.
   app.get("/v1/admin/users/:user_id/ledger", { schema: accountLedgerSchema }, async (req) => {
-    const { user_id } = req.params as UserParams;
+    const { user_id } = req.params;
     await requireAccount(db, user_id);
-    return ledgerPage(db, user_id, req.query as { limit?: string; after?: string });
+    return ledgerPage(db, user_id, req.query);
   });
   app.get("/v1/admin/users/:user_id/requests", { schema: accountRequestsSchema }, async (req) => {
-    const { user_id } = req.params as UserParams;
+    const { user_id } = req.params;
     await requireAccount(db, user_id);
-    return requestsPage(db, user_id, req.query as RequestsQuery);
+    return requestsPage(db, user_id, req.query);
   });
   app.get("/v1/admin/users/:user_id/usage", { schema: accountUsageSchema }, async (req) => {
-    const { user_id } = req.params as UserParams;
+    const { user_id } = req.params;
     await requireAccount(db, user_id);
-    return usageSummary(db, user_id, req.query as SummaryQuery);
+    return usageSummary(db, user_id, req.query);
   });
 
   app.post("/v1/admin/users/:user_id/deposits", { schema: depositSchema }, async (req) =>
-    depositFunds(db, (req.params as UserParams).user_id, req.body as { amount_usd?: unknown; reference?: unknown }),
+    depositFunds(db, req.params.user_id, req.body),
   );
   app.put("/v1/admin/users/:user_id/tier", { schema: setTierSchema }, async (req) =>
-    setTierOverride(db, (req.params as UserParams).user_id, (req.body as { tier: unknown }).tier),
+    setTierOverride(db, req.params.user_id, req.body.tier),
   );
   app.put("/v1/admin/users/:user_id/limits", { schema: setLimitsSchema }, async (req) =>
-    setLimitsOverride(db, (req.params as UserParams).user_id, req.body as Record<string, unknown>),
+    setLimitsOverride(db, req.params.user_id, req.body),
   );
 
   // D25's rows plus what a health page reads: the error rate and the window they cover.
@@ -97,7 +95,7 @@ export function adminRoutes(app: App, services: Services): void {
   }));
 
   app.get("/v1/admin/revenue", { schema: revenueSchema }, async (req) => {
-    const q = req.query as { from?: string; to?: string; tz?: string; group_by?: RevenueGroupBy };
+    const q = req.query;
     const { from, to, tz } = summaryOptions({ from: q.from, to: q.to, tz: q.tz });
     const groupBy = q.group_by ?? "day";
     const out = await revenueReport(db, { from, to, tz, groupBy });

@@ -21,6 +21,11 @@ interface Form {
   fields: Record<string, string>;
 }
 
+/** The fields of a JSON body: an object's own fields, none for anything else. */
+function jsonFields(body: unknown): Record<string, unknown> {
+  return typeof body === "object" && body !== null ? { ...body } : {};
+}
+
 async function readForm(req: FastifyRequest, allowUrl: boolean): Promise<Form> {
   const form: Form = { source: null, fields: {} };
   if (req.isMultipart()) {
@@ -31,7 +36,7 @@ async function readForm(req: FastifyRequest, allowUrl: boolean): Promise<Form> {
     form.fields = read.fields;
     if (read.file !== null) form.source = { kind: "bytes", bytes: read.file };
   } else {
-    const body = (req.body ?? {}) as Record<string, unknown>;
+    const body = jsonFields(req.body);
     for (const [k, v] of Object.entries(body)) if (typeof v === "string") form.fields[k] = v;
     if (allowUrl && typeof body.audio_url === "string") form.source = { kind: "url", url: body.audio_url };
   }

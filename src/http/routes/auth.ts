@@ -16,10 +16,10 @@ export function authPublicRoutes(app: App, services: Services): void {
   const limits = services.config.authLimits;
   app.post("/v1/auth/register", { schema: registerSchema }, async (req) => {
     await services.limiter.registration(req.ip, limits);
-    return register(services.db.kysely, (req.body ?? {}) as Record<string, unknown>);
+    return register(services.db.kysely, req.body ?? {});
   });
   app.post("/v1/auth/login", { schema: loginSchema }, async (req) => {
-    const body = (req.body ?? {}) as Record<string, unknown>;
+    const body = req.body ?? {};
     const email = typeof body.email === "string" ? body.email : "";
     await services.limiter.loginAllowed(email, req.ip, limits);
     try {
@@ -56,19 +56,19 @@ export function accountRoutes(app: App, services: Services): void {
     data: await listKeys(services.db.kysely, principalOf(req).accountId),
   }));
   app.post("/v1/auth/keys", { schema: createKeySchema }, async (req, reply) => {
-    const body = (req.body && typeof req.body === "object" ? req.body : {}) as Record<string, unknown>;
+    const body = req.body && typeof req.body === "object" ? req.body : {};
     const out = await createKey(services.db.kysely, principalOf(req).accountId, body);
     return reply.code(201).send(out);
   });
   app.patch("/v1/auth/keys/:key_id", { schema: updateKeySchema }, async (req) => {
-    const { key_id } = req.params as { key_id: string };
-    return patchKey(services.db.kysely, principalOf(req).accountId, key_id, (req.body ?? {}) as Record<string, unknown>);
+    const { key_id } = req.params;
+    return patchKey(services.db.kysely, principalOf(req).accountId, key_id, req.body ?? {});
   });
   app.delete(
     "/v1/auth/keys/:key_id",
     { schema: deleteKeySchema },
     async (req) => {
-      const { key_id } = req.params as { key_id: string };
+      const { key_id } = req.params;
       await deleteKey(services.db.kysely, principalOf(req).accountId, key_id);
       return { key_id, deleted: true };
     },

@@ -38,6 +38,6 @@ export async function ledgerPage(db: Executor, accountId: string, query: { limit
 
 export function billingRoutes(app: App, services: Services): void {
   app.get("/v1/billing/ledger", { schema: listLedgerSchema }, async (req) =>
-    ledgerPage(services.db.kysely, principalOf(req).accountId, req.query as { limit?: string; after?: string }),
+    ledgerPage(services.db.kysely, principalOf(req).accountId, req.query),
   );
 }

@@ -99,7 +99,7 @@ export function chatDeps(services: Services, req: FastifyRequest) {
 export function chatRoutes(app: App, services: Services): void {
   app.post("/v1/chat/completions", { schema: createChatCompletionSchema }, async (req, reply) => {
     const deps = chatDeps(services, req);
-    const input = parseOpenAIChat((req.body ?? {}) as Record<string, unknown>);
+    const input = parseOpenAIChat(req.body ?? {});
     const p = principalOf(req);
     const opts = chatOptions(services, req);
     const id = `chatcmpl-${newId("c").slice(2)}`;

@@ -66,9 +66,9 @@ export async function consoleRoutes(app: App, opts: { distDir?: string } = {}): 
     return reply.redirect(`/console/${q >= 0 ? req.url.slice(q) : ""}`, 301);
   });
 
-  app.get("/console/*", { schema: { hide: true } }, async (req, reply) => {
+  app.get<{ Params: { "*"?: string } }>("/console/*", { schema: { hide: true } }, async (req, reply) => {
     // The router has already percent-decoded the wildcard.
-    const rel = (req.params as { "*"?: string })["*"] ?? "";
+    const rel = req.params["*"] ?? "";
     if (rel.startsWith("assets/")) {
       // A missing hashed asset is a 404: answering index.html would hand a script tag HTML.
       if (!isFile(dist, rel)) throw errors.notFound(`No console asset ${rel}.`);

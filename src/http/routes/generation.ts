@@ -44,7 +44,7 @@ export function generationRoutes(app: App, services: Services): void {
   };
 
   app.post("/v1/audio/music", { schema: createMusicSchema }, async (req, reply) => {
-    const out = await createMusic(depsOf(req), principalOf(req), (req.body ?? {}) as Record<string, unknown>, {
+    const out = await createMusic(depsOf(req), principalOf(req), req.body ?? {}, {
       ...callContext(services, req, reply),
       saveToBlob: saveToBlobOf(req.query),
     });
@@ -52,7 +52,7 @@ export function generationRoutes(app: App, services: Services): void {
   });
 
   app.post("/v1/audio/sfx", { schema: createSoundEffectSchema }, async (req, reply) => {
-    const out = await createSfx(depsOf(req), principalOf(req), (req.body ?? {}) as Record<string, unknown>, {
+    const out = await createSfx(depsOf(req), principalOf(req), req.body ?? {}, {
       ...callContext(services, req, reply),
       saveToBlob: saveToBlobOf(req.query),
     });

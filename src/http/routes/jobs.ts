@@ -6,8 +6,9 @@
  */
 import { PassThrough } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { MediaJobRequest } from "../../contracts/jobs.ts";
 import { cancelJob } from "../../jobs/cancel.ts";
-import { getJob, type JobListQuery, type JobView, listJobs, submitJob } from "../../jobs/jobs.ts";
+import { getJob, type JobView, listJobs, submitJob } from "../../jobs/jobs.ts";
 import { checkReferenceHosts, type JobSpec, validateImageJob, validateVideoJob } from "../../jobs/validate.ts";
 import { isTerminal, pollAfterSeconds, waitForJobEnd, watchJob } from "../../jobs/watch.ts";
 import type { Services } from "../../services.ts";
@@ -98,26 +99,28 @@ function jobWaits(app: App, services: Services) {
 export function jobRoutes(app: App, services: Services): void {
   const { deps, honourWait } = jobWaits(app, services);
 
-  const submit =
-    (validate: (body: Record<string, unknown>) => JobSpec) => async (req: FastifyRequest, reply: FastifyReply) => {
-      const body = (req.body ?? {}) as Record<string, unknown>;
-      const spec = validate(body);
-      const { simulate, guard, call } = paidCallOf(services, req);
-      await guard.model(spec.model.id);
-      await checkReferenceHosts(spec, services.resolveHost);
-      if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
-      // A job this process's runner can take at once starts in the submit's own transaction; one left
-      // pending is claimed by the runner, nudged here.
-      const out = await submitJob({ ...deps, starter: services.jobStarter() }, principalOf(req), spec, body, simulate, call);
-      if (!out.replayed && !out.started) services.nudgeRunner();
-      const job = await honourWait(req, reply, out.job);
-      return reply.code(out.replayed ? 200 : 202).send(job);
-    };
+  /** Submits the job of `body` (the request's validated body) as `validate` reads it. */
+  const submit = async (req: FastifyRequest, reply: FastifyReply, body: MediaJobRequest, validate: (body: MediaJobRequest) => JobSpec) => {
+    const spec = validate(body);
+    const { simulate, guard, call } = paidCallOf(services, req);
+    await guard.model(spec.model.id);
+    await checkReferenceHosts(spec, services.resolveHost);
+    if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
+    // A job this process's runner can take at once starts in the submit's own transaction; one left
+    // pending is claimed by the runner, nudged here.
+    const out = await submitJob({ ...deps, starter: services.jobStarter() }, principalOf(req), spec, body, simulate, call);
+    if (!out.replayed && !out.started) services.nudgeRunner();
+    const job = await honourWait(req, reply, out.job);
+    return reply.code(out.replayed ? 200 : 202).send(job);
+  };
 
-  app.post("/v1/images/generations", { schema: createImageJobSchema }, submit(validateImageJob));
-  app.post("/v1/videos/generations", { schema: createVideoJobSchema }, submit((b) => validateVideoJob(b, { genmediaOnly: false })));
-  app.post("/v1/genmedia/jobs", { schema: createGenmediaJobSchema }, submit((b) => validateVideoJob(b, { genmediaOnly: true })));
-
+  app.post("/v1/images/generations", { schema: createImageJobSchema }, async (req, reply) => submit(req, reply, req.body, validateImageJob));
+  app.post("/v1/videos/generations", { schema: createVideoJobSchema }, async (req, reply) =>
+    submit(req, reply, req.body, (b) => validateVideoJob(b, { genmediaOnly: false })),
+  );
+  app.post("/v1/genmedia/jobs", { schema: createGenmediaJobSchema }, async (req, reply) =>
+    submit(req, reply, req.body, (b) => validateVideoJob(b, { genmediaOnly: true })),
+  );
 }
 
 /**
@@ -128,7 +131,7 @@ export function jobReadRoutes(app: App, services: Services): void {
   const { deps, watcher, honourWait } = jobWaits(app, services);
 
   app.get("/v1/jobs", { schema: listJobsSchema }, async (req) => {
-    const q = req.query as { limit?: string; after?: string; status?: JobListQuery["status"]; kind?: JobListQuery["kind"]; model?: string };
+    const q = req.query;
     const page = await listJobs(deps.db, deps.publicBaseUrl, principalOf(req).accountId, {
       limit: q.limit === undefined ? 20 : Number(q.limit),
       after: q.after ?? null,
@@ -140,7 +143,7 @@ export function jobReadRoutes(app: App, services: Services): void {
   });
 
   app.get("/v1/jobs/:id", { schema: getJobSchema }, async (req, reply) => {
-    const first = await getJob(deps.db, deps.publicBaseUrl, principalOf(req).accountId, (req.params as { id: string }).id);
+    const first = await getJob(deps.db, deps.publicBaseUrl, principalOf(req).accountId, req.params.id);
     const job = await honourWait(req, reply, first);
     const retryAfter = pollAfterSeconds(job);
     if (retryAfter !== null) reply.header("Retry-After", String(retryAfter));
@@ -151,13 +154,13 @@ export function jobReadRoutes(app: App, services: Services): void {
     cancelJob(
       { db: deps.db, publicBaseUrl: deps.publicBaseUrl, sourceNamed: services.jobSourceNamed, log: services.log },
       principalOf(req).accountId,
-      (req.params as { id: string }).id,
+      req.params.id,
     ),
   );
 
   app.get("/v1/jobs/:id/events", { schema: jobEventsSchema }, async (req, reply) => {
     const w = watcher(reply);
-    const events = watchJob(deps, principalOf(req).accountId, (req.params as { id: string }).id, w.signal);
+    const events = watchJob(deps, principalOf(req).accountId, req.params.id, w.signal);
     let first: IteratorResult<JobView>;
     try {
       // Read before answering: an unknown job is a 404 in the D1 body, not an empty stream.

@@ -115,7 +115,7 @@ function toolInput(args: string): unknown {
 export function messagesRoutes(app: App, services: Services): void {
   app.post("/v1/messages", { schema: createMessageSchema }, async (req, reply) => {
     const deps = chatDeps(services, req);
-    const input = parseAnthropicMessages((req.body ?? {}) as Record<string, unknown>);
+    const input = parseAnthropicMessages(req.body ?? {});
     const p = principalOf(req);
     const opts = chatOptions(services, req);
     const id = `msg_${newId("m").slice(2)}`;

@@ -66,7 +66,7 @@ const RECOMMEND: Record<string, { alias: string; why: string }> = {
 
 export function modelRoutes(app: App): void {
   app.get("/v1/models", { schema: listModelsSchema }, async (req) => {
-    const query = req.query as { tier?: string; capability?: string };
+    const query = req.query;
     let data = allModels();
     if (query.tier !== undefined) data = data.filter((m) => m.tier_min <= Number(query.tier));
     if (query.capability !== undefined) data = data.filter((m) => m.capabilities.includes(query.capability ?? ""));
@@ -77,7 +77,7 @@ export function modelRoutes(app: App): void {
     "/v1/models/recommend",
     { schema: recommendModelSchema },
     async (req) => {
-      const agent = (req.query as { agent?: string }).agent ?? "chat";
+      const agent = req.query.agent ?? "chat";
       const rec = RECOMMEND[agent];
       const model = TEXT_ALIASES[rec.alias] ?? rec.alias;
       return { object: "model.recommendation", agent, model, alias: rec.alias, reason: rec.why };

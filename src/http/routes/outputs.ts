@@ -15,8 +15,8 @@ export const SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src d
 
 /** Public: `GET /v1/files/*` and `GET /share/{job_id}`. */
 export function outputPublicRoutes(app: App, services: Services): void {
-  app.get("/v1/files/*", { schema: getFileSchema, config: { swaggerTransform: fileRouteDoc } }, async (req, reply) => {
-    const key = (req.params as { "*": string })["*"];
+  app.get<{ Params: { "*": string } }>("/v1/files/*", { schema: getFileSchema, config: { swaggerTransform: fileRouteDoc } }, async (req, reply) => {
+    const key = req.params["*"];
     const range = typeof req.headers.range === "string" ? req.headers.range : undefined;
     // SVG is a document that can carry scripts: served under a policy that runs none of them.
     const extra: Record<string, string> = key.endsWith(".svg") ? { "content-security-policy": SVG_CSP } : {};
@@ -26,7 +26,7 @@ export function outputPublicRoutes(app: App, services: Services): void {
     "/share/:job_id",
     { schema: getSharePageSchema },
     async (req, reply) => {
-      const item = await sharedOutput(services.db.kysely, services.config.publicBaseUrl, (req.params as { job_id: string }).job_id);
+      const item = await sharedOutput(services.db.kysely, services.config.publicBaseUrl, req.params.job_id);
       return reply
         .type("text/html; charset=utf-8")
         .header("content-security-policy", "default-src 'none'; media-src 'self' http: https:; img-src 'self' http: https:; style-src 'unsafe-inline'")
@@ -38,7 +38,7 @@ export function outputPublicRoutes(app: App, services: Services): void {
 /** With a key or session: `GET /v1/gallery`. */
 export function galleryRoutes(app: App, services: Services): void {
   app.get("/v1/gallery", { schema: listGallerySchema }, async (req) => {
-    const query = req.query as { limit?: string; after?: string };
+    const query = req.query;
     const page = await listGallery(services.db.kysely, services.config.publicBaseUrl, principalOf(req).accountId, {
       limit: query.limit === undefined ? 20 : Number(query.limit),
       after: query.after ?? null,

@@ -4,7 +4,7 @@
  * (model, input length, voice) are the service's.
  */
 import { Readable } from "node:stream";
-import { createSpeech, type SpeechBody } from "../../audio/speech.ts";
+import { createSpeech } from "../../audio/speech.ts";
 import type { Services } from "../../services.ts";
 import { principalOf } from "../auth.ts";
 import { audioOf, callContext } from "../call-context.ts";
@@ -17,7 +17,7 @@ export function speechRoutes(app: App, services: Services): void {
   app.post("/v1/audio/speech", { schema: createSpeechSchema }, async (req, reply) => {
     const audio = audioOf(services, req);
     const deps = { db: services.db.kysely, speak: audio.speech.bind(audio), isAlphaVoice };
-    const out = await createSpeech(deps, principalOf(req).accountId, (req.body ?? {}) as SpeechBody, callContext(services, req, reply));
+    const out = await createSpeech(deps, principalOf(req).accountId, req.body ?? {}, callContext(services, req, reply));
     setCostHeaders(reply.header("content-type", out.contentType), out);
     if (out.audio.kind === "bytes")
       return reply.send(

@@ -4,11 +4,11 @@
  * model or by key). API key or session token; an account sees only its own records, test-mode records
  * (D32) only with `mode=test`.
  */
+import type { Static } from "typebox";
 import type { Executor } from "../../billing/ledger.ts";
 import { microsToUsd } from "../../billing/money.ts";
 import {
   DEFAULT_USAGE_WINDOW_MS,
-  type GroupBy,
   getRequest,
   isTimeZone,
   listRequests,
@@ -17,12 +17,11 @@ import {
   UNIT_NAMES,
   type UsageRecord,
 } from "../../billing/usage-report.ts";
-import type { KeyMode, UsageStatus } from "../../billing/usage.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
-import { getRequestSchema, getUsageCsvSchema, getUsageSchema, listRequestsSchema } from "../schemas/usage.ts";
+import { getRequestSchema, getUsageCsvSchema, getUsageSchema, listRequestsSchema, type REQUESTS_QUERY, type SUMMARY_QUERY } from "../schemas/usage.ts";
 import { ledgerEntryJson } from "./billing.ts";
 
 /** A usage record as the API shows it. */
@@ -46,16 +45,7 @@ function recordJson(r: UsageRecord) {
 }
 
 /** The query of `GET /v1/requests`, as validated by its route schema. */
-export interface RequestsQuery {
-  limit?: string;
-  after?: string;
-  model?: string;
-  key_id?: string;
-  status?: UsageStatus;
-  from?: string;
-  to?: string;
-  mode?: KeyMode;
-}
+export type RequestsQuery = Static<typeof REQUESTS_QUERY>;
 
 /**
  * One page of `accountId`'s usage records as `GET /v1/requests` answers it (also the operator's view of
@@ -91,13 +81,7 @@ export async function usageSummary(db: Executor, accountId: string, q: SummaryQu
 }
 
 /** The query of `GET /v1/usage` and `GET /v1/usage.csv`, as validated by their route schema. */
-export interface SummaryQuery {
-  from?: string;
-  to?: string;
-  group_by?: GroupBy;
-  tz?: string;
-  mode?: KeyMode;
-}
+export type SummaryQuery = Static<typeof SUMMARY_QUERY>;
 
 /** The window, grouping and zone of a summary query. @throws AppError 400 `invalid_request`. */
 export function summaryOptions(q: SummaryQuery) {
@@ -119,17 +103,17 @@ function csvField(v: string | number): string {
 export function usageRoutes(app: App, services: Services): void {
   const db = services.db.kysely;
 
-  app.get("/v1/requests", { schema: listRequestsSchema }, async (req) => requestsPage(db, principalOf(req).accountId, req.query as RequestsQuery));
+  app.get("/v1/requests", { schema: listRequestsSchema }, async (req) => requestsPage(db, principalOf(req).accountId, req.query));
 
   app.get("/v1/requests/:id", { schema: getRequestSchema }, async (req) => {
-    const { record, ledger } = await getRequest(db, principalOf(req).accountId, (req.params as { id: string }).id);
+    const { record, ledger } = await getRequest(db, principalOf(req).accountId, req.params.id);
     return { ...recordJson(record), ledger: ledger.map(ledgerEntryJson) };
   });
 
-  app.get("/v1/usage", { schema: getUsageSchema }, async (req) => usageSummary(db, principalOf(req).accountId, req.query as SummaryQuery));
+  app.get("/v1/usage", { schema: getUsageSchema }, async (req) => usageSummary(db, principalOf(req).accountId, req.query));
 
   app.get("/v1/usage.csv", { schema: getUsageCsvSchema }, async (req, reply) => {
-    const opts = summaryOptions(req.query as SummaryQuery);
+    const opts = summaryOptions(req.query);
     const out = await summarizeUsage(db, principalOf(req).accountId, opts);
     const lines = [["group", "requests", "cost_usd", ...UNIT_NAMES].join(",")];
     for (const g of out.groups) {

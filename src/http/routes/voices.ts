@@ -19,7 +19,7 @@ import type { App } from "../types.ts";
 /** Routes that need an API key. */
 export function voiceRoutes(app: App, services: Services): void {
   app.get("/v1/audio/voices", { schema: listVoicesSchema }, async (req, reply) => {
-    const provider = (req.query as { provider?: "alpha" | "beta" | "all" }).provider ?? "alpha";
+    const provider = req.query.provider ?? "alpha";
     const out = await services.voiceLibrary.list(provider, simulateHeader(req.headers["x-svc-simulate"]));
     reply.header("x-svc-cache", out.cache).header("vary", "accept-encoding").type("application/json; charset=utf-8");
     if (/\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""))) {
@@ -32,7 +32,7 @@ export function voiceRoutes(app: App, services: Services): void {
     const out = await designVoice(
       { db: services.db.kysely, adapter: audioOf(services, req) },
       principalOf(req).accountId,
-      (req.body ?? {}) as Record<string, unknown>,
+      req.body ?? {},
       callContext(services, req, reply),
     );
     return setCostHeaders(reply, out).send({
@@ -77,7 +77,7 @@ export function voicePublicRoutes(app: App, services: Services): void {
     "/v1/audio/voices/alpha/:voice_id/preview.mp3",
     { schema: getVoicePreviewSchema },
     async (req, reply) => {
-      const bytes = await services.voicePreview((req.params as { voice_id: string }).voice_id, abortOnClose(reply));
+      const bytes = await services.voicePreview(req.params.voice_id, abortOnClose(reply));
       if (bytes === null) throw errors.notFound("No such voice.");
       return reply
         .type("audio/mpeg")

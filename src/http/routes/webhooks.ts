@@ -3,7 +3,6 @@
  * the delivery log with replay. API key or session token.
  */
 import type { Services } from "../../services.ts";
-import type { WebhookDeliveryStatus } from "../../storage/schema.ts";
 import { listDeliveries, replayDelivery } from "../../webhooks/deliveries.ts";
 import { createEndpoint, defaultSecret, deleteEndpoint, listEndpoints, rotateEndpointSecret } from "../../webhooks/endpoints.ts";
 import type { App } from "../types.ts";
@@ -21,21 +20,21 @@ import {
 export function webhookRoutes(app: App, services: Services): void {
   const db = services.db.kysely;
   app.post("/v1/webhooks", { schema: createWebhookSchema }, async (req, reply) => {
-    const body = (req.body ?? {}) as { url?: unknown; events?: unknown };
+    const body = req.body ?? {};
     return reply.code(201).send(await createEndpoint(db, services.webhookUrlPolicy, principalOf(req).accountId, body));
   });
   app.get("/v1/webhooks", { schema: listWebhooksSchema }, async (req) => ({ object: "list", data: await listEndpoints(db, principalOf(req).accountId) }));
   app.get("/v1/webhooks/secret", { schema: getWebhookSecretSchema }, async (req) => ({ secret: await defaultSecret(db, principalOf(req).accountId) }));
   app.delete("/v1/webhooks/:id", { schema: deleteWebhookSchema }, async (req) => {
-    const { id } = req.params as { id: string };
+    const { id } = req.params;
     await deleteEndpoint(db, principalOf(req).accountId, id);
     return { id, deleted: true };
   });
   app.post("/v1/webhooks/:id/rotate-secret", { schema: rotateWebhookSecretSchema }, async (req) =>
-    rotateEndpointSecret(db, principalOf(req).accountId, (req.params as { id: string }).id),
+    rotateEndpointSecret(db, principalOf(req).accountId, req.params.id),
   );
   app.get("/v1/webhooks/deliveries", { schema: listWebhookDeliveriesSchema }, async (req) => {
-    const q = req.query as { limit?: string; after?: string; event_type?: string; status?: WebhookDeliveryStatus };
+    const q = req.query;
     const page = await listDeliveries(db, principalOf(req).accountId, {
       limit: q.limit === undefined ? 20 : Number(q.limit),
       after: q.after ?? null,
@@ -45,7 +44,7 @@ export function webhookRoutes(app: App, services: Services): void {
     return { object: "list", data: page.data, has_more: page.hasMore };
   });
   app.post("/v1/webhooks/deliveries/:id/replay", { schema: replayWebhookDeliverySchema }, async (req, reply) => {
-    const view = await replayDelivery(db, principalOf(req).accountId, (req.params as { id: string }).id);
+    const view = await replayDelivery(db, principalOf(req).accountId, req.params.id);
     services.nudgeWebhooks();
     return reply.code(202).send(view);
   });

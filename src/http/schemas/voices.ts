@@ -1,23 +1,9 @@
 /**
  * Route schemas of the voice library, voice design and voice cloning (D4, D5, D20).
  */
-import { AGE_GROUPS, GENDERS } from "../../audio/voice-design.ts";
 import { DEFAULT_VOICE_CLONE_MODEL, DEFAULT_VOICE_DESIGN_MODEL } from "../../catalog/models.ts";
-import { arr, AUTH_ERR, binary, coded, COST_HEADERS, errors, FALLBACK_HEADERS, json, nullable, obj, ok, oneOf, priceText, ref, route, SIMULATE, str, usd } from "./common.ts";
-
-const VOICE_DESIGN_BODY = obj(
-  {
-    description: str("What the voice sounds like (alias `text`); required, at most 1000 characters (`description_too_long`).", { examples: ["a warm, slightly husky narrator"] }),
-    text: str("Alias of `description`."),
-    model: coded(oneOf(["beta-voice-design"], "Design model.", { default: "beta-voice-design" }), "not_a_voice_design_model", "'{value}' is not a voice design model."),
-    name: str("Label for the voice, at most 64 characters."),
-    preview_text: str("Text for an internal preview (audio is not returned), at most 500 characters."),
-    gender: oneOf(GENDERS, "Gender of the voice.", { "x-error-message": "gender must be 'male' or 'female'." }),
-    age_group: oneOf(AGE_GROUPS, "Age group of the voice.", { "x-error-message": `age_group must be one of ${AGE_GROUPS.join(", ")}.` }),
-  },
-  [],
-  { description: "`description` (or `text`) is required." },
-);
+import { VOICE_DESIGN_BODY } from "../../contracts/voices.ts";
+import { arr, AUTH_ERR, binary, COST_HEADERS, errors, FALLBACK_HEADERS, json, nullable, obj, ok, oneOf, priceText, ref, route, SIMULATE, str, usd } from "./common.ts";
 
 const VOICE_CLONE_FORM = obj(
   {
