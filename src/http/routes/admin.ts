@@ -15,6 +15,7 @@ import {
 import { microsToUsd } from "../../billing/money.ts";
 import { revenueReport, type RevenueRow } from "../../billing/revenue.ts";
 import type { Services } from "../../services.ts";
+import { ledgerPage, requestsPage, summaryOptions, usageSummary } from "../account-views.ts";
 import type { App } from "../types.ts";
 import {
   accountLedgerSchema,
@@ -28,8 +29,6 @@ import {
   setLimitsSchema,
   setTierSchema,
 } from "../schemas/admin.ts";
-import { ledgerPage } from "./billing.ts";
-import { requestsPage, summaryOptions, usageSummary } from "./usage.ts";
 
 /** A revenue group as the API shows it (amounts in USD). */
 function revenueRowJson(r: RevenueRow) {
