@@ -2,6 +2,10 @@
  * Building blocks of the route schemas (issue 9: the route schemas are the single source of request
  * validation and of the OpenAPI document). Each route declares one {@link OperationDoc}; {@link route}
  * turns it into the Fastify route schema that Ajv validates requests with and @fastify/swagger documents.
+ * The schema is the type: `route()` keeps the TypeBox types of the body, query string, path parameters
+ * and headers, so a handler's `req.body`, `req.query`, `req.params` and `req.headers` are their `Static`
+ * types (the TypeBox type provider of `../types.ts`) and no route casts its request. The request bodies a
+ * service reads are declared in `src/contracts/` (with their `Static` types, the services' input types).
  *
  * Schema failures become D1 errors in one place (`error-handler.ts`): a field's schema may carry
  * `x-error-code` (the spec's per-endpoint code, for example `not_a_tts_model`) and `x-error-message`
