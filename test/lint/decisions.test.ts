@@ -1,9 +1,10 @@
 /**
  * The decisions the code cites are in the repository: every `D<n>` named in the shipped code (`src/`,
- * `packages/`, `console/src/`; tests are left out, they cite what the code cites) has its `## D<n> <title>`
- * section in docs/decisions.md, every section is cited somewhere (a decision nothing names is either no
- * longer implemented, then its section goes, or its code should say so, then a docstring names it), and
- * every path the document names exists, so a moved module shows up here rather than as a dead pointer.
+ * `packages/`, `console/src/`, `fakes/`; tests are left out, they cite what the code cites) has its
+ * `## D<n> <title>` section in docs/decisions.md; every section is cited somewhere (a decision nothing
+ * names is either no longer implemented, then its section goes, or its code should say so, then a
+ * docstring names it); and every path the document names exists, so a moved module shows up here rather
+ * than as a dead pointer.
  */
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -14,8 +15,8 @@ import { describe, test } from "node:test";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const DOC = join(ROOT, "docs/decisions.md");
 
-/** The folders whose text files are read for citations. */
-const CITING_ROOTS = ["src", "packages", "console/src"];
+/** The folders whose text files are read for citations; `fakes/` (the loopback fakes) when it exists. */
+const CITING_ROOTS = ["src", "packages", "console/src", "fakes"].filter((dir) => existsSync(join(ROOT, dir)));
 /** Text files that can carry a citation (the simulator's media clips are binary and skipped). */
 const TEXT_FILE = /\.(ts|tsx|js|mjs|cjs|md)$/;
 /** Folders never read: installed packages and build output. */
