@@ -52,6 +52,10 @@ describe("module graph lint: forbidden imports are reported", () => {
     ["src/unplaced/x.ts", `export const x = 1;`, /no-unknown-files/],
     // webhooks/ sits below jobs/: jobs enqueue their events, the outbox never reaches up to render a job.
     ["src/webhooks/x.ts", `import { getJob } from "../jobs/jobs.ts";\nexport const x = getJob;`, /no policy allowing/],
+    // The loopback fakes (fakes/) are development tools: no layer of src/ may import them, not even a type.
+    ["src/upstreams/fal/x.ts", `import { startFalFake } from "../../../fakes/fal.ts";\nexport const x = startFalFake;`, /never imports fakes\//],
+    ["src/accounts/x.ts", `import type { StripeFake } from "../../fakes/stripe.ts";\nexport type X = StripeFake;`, /never imports fakes\//],
+    ["src/services.ts", `import { startLoopbackServer } from "../fakes/loopback.ts";\nexport const x = startLoopbackServer;`, /never imports fakes\//],
   ];
   for (const [file, code, expected] of forbidden) {
     test(`${file}: ${code.split("\n")[0]}`, async () => {
