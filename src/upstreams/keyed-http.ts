@@ -32,7 +32,7 @@ import type { Agent, Dispatcher, FormData as UndiciFormData } from "undici";
 import { loadUndici } from "./undici.ts";
 import { isOwnOrTrustedHost, trustedHostMatcher } from "./hosts.ts";
 import { UpstreamError, type VisualJobSourceConfig } from "./types.ts";
-import { errorCode, isRecord, parseBaseUrl, readBody, readText, redactSecret } from "./openai-compatible/api.ts";
+import { errorCode, isRecord, parseBaseUrl, readBody, readText, redactSecret } from "./util.ts";
 
 /** Longest connect phase by default, in milliseconds (capped by the total timeout). */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;

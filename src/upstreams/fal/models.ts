@@ -42,7 +42,7 @@
  * - Videos take no gateway size: `aspect_ratio` comes from `parameters` when the caller sets one.
  */
 import type { AspectRatio, ImageRequest, MediaOutput, VideoRequest } from "../types.ts";
-import { isRecord } from "../openai-compatible/api.ts";
+import { isRecord } from "../util.ts";
 import { httpUrlOrNull } from "../keyed-http.ts";
 
 /** A text-to-x and an image-to-x endpoint id; null where fal has none. */
