@@ -43,7 +43,7 @@ import { AppError } from "./errors.ts";
 import { getJob, type JobStarter } from "./jobs/jobs.ts";
 import { drainPaidCalls } from "./billing/paid-call.ts";
 import { onBalanceChange } from "./billing/ledger.ts";
-import { configureAuthCache } from "./accounts/accounts.ts";
+import { AuthCache } from "./accounts/auth-cache.ts";
 import { createTopups, type Topups } from "./accounts/topups.ts";
 
 /** How long a shutdown waits for running paid calls to settle their holds before closing the database, ms. */
@@ -76,6 +76,11 @@ export interface Services {
   visual: VisualAdapter;
   /** Blob storage of generated outputs (`STORAGE_URL`). */
   blobs: BlobStore;
+  /**
+   * This gateway's authentication (D8, D34): resolves bearer secrets with its cache of resolved API keys
+   * (`AUTH_CACHE_MS`); what changes an account's keys, tier or limits drops its entries here.
+   */
+  auth: AuthCache;
   /** Tier limits: request windows and audio pools (memory, or Redis with `REDIS_URL`). */
   limiter: Limiter;
   /** Stripe Checkout top-ups (D33), or null without `STRIPE_SECRET_KEY` (the payment routes answer 404). */
@@ -276,7 +281,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const jobSources = overrides.jobSources ?? visualJobSources(upstreams);
   const realAudioSources = audioSources(upstreams);
   const log = pino({ level: config.logLevel });
-  configureAuthCache(config.authCacheMs);
+  const auth = new AuthCache({ ttlMs: config.authCacheMs });
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements });
   try {
     await migrate(db);
@@ -396,7 +401,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     visual,
     blobs,
     limiter,
-    payments: await createTopups(db.kysely, config.payments, config.publicBaseUrl),
+    auth,
+    payments: await createTopups(db.kysely, auth, config.payments, config.publicBaseUrl),
     chatPlanFor,
     upstreams,
     sweep,
