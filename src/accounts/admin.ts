@@ -8,7 +8,7 @@ import { microsToUsd, usdToMicros } from "../billing/money.ts";
 import { type TierRowJson, tierRowJson } from "../catalog/pricing.ts";
 import { effectiveTier, MAX_TIER, tierRow } from "../catalog/tiers.ts";
 import { errors } from "../errors.ts";
-import { type AdminAccountRow, adminAccountRow, searchAccounts } from "../storage/admin-accounts.ts";
+import { type AdminAccountRow, adminAccountRow, searchAccounts } from "./admin.repository.ts";
 import type { Dialect } from "../storage/db.ts";
 import type { Database } from "../storage/schema.ts";
 import { type AccountView, getAccount } from "./accounts.ts";
@@ -47,7 +47,7 @@ function accountView(r: AdminAccountRow): AdminAccountView {
 
 /**
  * `GET /v1/admin/users?q=&limit=&after=`: accounts newest first, those whose id is `q` or whose email starts
- * with `q` (case-insensitive; storage/admin-accounts.ts says why a prefix), all of them without `q`.
+ * with `q` (case-insensitive; admin.repository.ts says why a prefix), all of them without `q`.
  * `query` as validated by the route schema (`limit` 1-100 as text, default 20; `after` a user id).
  */
 export async function listAccounts(
