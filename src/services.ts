@@ -1,6 +1,11 @@
 /**
  * Everything a running gateway holds: configuration, database, blob store, upstream adapters and the
  * job runner. Built once by `main.ts` (or by a test) and handed to the HTTP app; nothing reads globals.
+ *
+ * Construction and wiring only: the upstream sources are built by upstreams/sources.ts, the chat fallback
+ * plans by text/chat-plans.ts, the limit store by limits/store.ts; migrations are the caller's (main.ts).
+ * State that must not be shared by two gateways of one process (the auth cache, accounts/auth-cache.ts)
+ * is created here, once per {@link createServices}.
  */
 import pino from "pino";
 import { VoiceLibrary } from "./audio/voice-library.ts";
@@ -11,7 +16,7 @@ import type { SweepConfig } from "./jobs/sweep.ts";
 import type { SourceSlot } from "./jobs/durable.ts";
 import { type HostResolver, systemResolver } from "./jobs/validate.ts";
 import { Limiter } from "./limits/limiter.ts";
-import { type LimitStore, MemoryLimitStore, RedisLimitStore } from "./limits/store.ts";
+import { openLimitStore } from "./limits/store.ts";
 import { type BlobStore, openBlobStore } from "./storage/blobs.ts";
 import { type Db, openDatabase } from "./storage/db.ts";
 import { chatPlanner } from "./text/chat-plans.ts";
@@ -171,21 +176,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       : Math.max(config.sweepSyncHoldsAfterS, Math.max(longestSyncCallS(textUpstreams), longestAudioChainS(upstreams, realAudioSources)) + SYNC_HOLD_MARGIN_S),
   };
   const chatPlanFor = chatPlanner(textUpstreams, chatSimulator);
-  // ioredis is loaded only with REDIS_URL: a single-process gateway never pays its memory.
-  const limitStore: LimitStore = config.redisUrl
-    ? new RedisLimitStore(
-        new (await import("ioredis")).Redis(config.redisUrl, {
-          // Fail fast when Redis is down: the limiter applies LIMITS_ON_STORE_ERROR instead of queueing.
-          enableOfflineQueue: false,
-          maxRetriesPerRequest: 1,
-          connectTimeout: 2000,
-          lazyConnect: false,
-          // Commands of concurrent requests issued in the same event-loop turn go out in one write.
-          enableAutoPipelining: true,
-        }).on("error", () => {}),
-        overrides.redisPrefix ?? config.redisPrefix,
-      )
-    : new MemoryLimitStore();
+  const limitStore = await openLimitStore(config.redisUrl, overrides.redisPrefix ?? config.redisPrefix);
   const limiter = new Limiter(limitStore, config.limitsOnStoreError, log);
   const resolveHost = overrides.resolveHost ?? systemResolver;
   // Webhook deliveries (D31) go out from every process that runs jobs: the outbox is shared.
