@@ -11,7 +11,7 @@ import { type CallContext, usageFor } from "../billing/usage.ts";
 import { TIERS } from "../catalog/tiers.ts";
 import { AppError, errors } from "../errors.ts";
 import { newTimeOrderedId } from "../ids.ts";
-import { effectiveLimits } from "../accounts/accounts.ts";
+import { effectiveLimits } from "../accounts/limits.ts";
 import { mediaCaps } from "../limits/effective.ts";
 import { isUniqueViolation } from "../storage/db.ts";
 import { type ClaimedJob, insertJobWithinCaps } from "../storage/job-queue.ts";

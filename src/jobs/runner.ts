@@ -23,7 +23,7 @@ import { getImageModel, getVideoModel } from "../catalog/models.ts";
 import { quoteImage, quoteImageAtMegapixels, quoteVideo, upstreamListPrice } from "../catalog/quote.ts";
 import { newId } from "../ids.ts";
 import { observeUpstream } from "../metrics.ts";
-import { limitsOf } from "../accounts/accounts.ts";
+import { limitsOf } from "../accounts/limits.ts";
 import { mediaCaps } from "../limits/effective.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 import { type AccountLimitsRow, type ClaimedJob, claimJobs, type ConcurrencyCaps, DEFAULT_LEASE_MS, deferJob } from "../storage/job-queue.ts";

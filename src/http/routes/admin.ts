@@ -77,13 +77,13 @@ export function adminRoutes(app: App, services: Services): void {
   });
 
   app.post("/v1/admin/users/:user_id/deposits", { schema: depositSchema }, async (req) =>
-    depositFunds(db, (req.params as UserParams).user_id, req.body as { amount_usd?: unknown; reference?: unknown }),
+    depositFunds(db, services.auth, (req.params as UserParams).user_id, req.body as { amount_usd?: unknown; reference?: unknown }),
   );
   app.put("/v1/admin/users/:user_id/tier", { schema: setTierSchema }, async (req) =>
-    setTierOverride(db, (req.params as UserParams).user_id, (req.body as { tier: unknown }).tier),
+    setTierOverride(db, services.auth, (req.params as UserParams).user_id, (req.body as { tier: unknown }).tier),
   );
   app.put("/v1/admin/users/:user_id/limits", { schema: setLimitsSchema }, async (req) =>
-    setLimitsOverride(db, (req.params as UserParams).user_id, req.body as Record<string, unknown>),
+    setLimitsOverride(db, services.auth, (req.params as UserParams).user_id, req.body as Record<string, unknown>),
   );
 
   // D25's rows plus what a health page reads: the error rate and the window they cover.
