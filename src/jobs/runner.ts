@@ -26,7 +26,7 @@ import { type AccountLimitsRow, type ClaimedJob, claimJobs, type ConcurrencyCaps
 import { type JobChangeFeed, sharedJobChanges } from "./changes.ts";
 import { DEFAULT_POLL_TIMING, type PollTiming } from "./durable.ts";
 import { type ExecutionContext, executeJob, LostError, type RunnerDeps, StopError } from "./executor.ts";
-import type { JobStarter } from "./jobs.ts";
+import type { JobStarter } from "./submit.ts";
 import { sweepJobs } from "./sweep.ts";
 
 export type { RunnerDeps, RunnerLog } from "./executor.ts";
