@@ -110,6 +110,7 @@ export interface ImageJobSpec {
   imageUrls: string[];
   parameters: Record<string, unknown>;
   idempotencyKey: string | null;
+  /** The quote the submit holds: `jobPrice` of the catalog (catalog/job-price.ts), which settlement uses too. */
   holdMicros: Micros;
   /** Where the job's webhook events also go (D31), or null; checked by `checkWebhookUrl` before submit. */
   webhookUrl: string | null;
@@ -124,6 +125,7 @@ export interface VideoJobSpec {
   imageUrl: string | null;
   parameters: Record<string, unknown>;
   idempotencyKey: string | null;
+  /** See {@link ImageJobSpec.holdMicros}. */
   holdMicros: Micros;
   /** See {@link ImageJobSpec.webhookUrl}. */
   webhookUrl: string | null;
