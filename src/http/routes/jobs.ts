@@ -83,7 +83,7 @@ function jobWaits(app: App, services: Services) {
     if (isTerminal(job)) return job;
     const w = watcher(reply);
     try {
-      return await waitForJobEnd(deps, principalOf(req).accountId, job.id, waitS * 1000, w.signal, job);
+      return await waitForJobEnd(deps, principalOf(req), job.id, waitS * 1000, w.signal, job);
     } finally {
       w.done();
     }
@@ -129,7 +129,7 @@ export function jobReadRoutes(app: App, services: Services): void {
 
   app.get("/v1/jobs", { schema: listJobsSchema }, async (req) => {
     const q = req.query as { limit?: string; after?: string; status?: JobListQuery["status"]; kind?: JobListQuery["kind"]; model?: string };
-    const page = await listJobs(deps.db, deps.publicBaseUrl, principalOf(req).accountId, {
+    const page = await listJobs(deps.db, deps.publicBaseUrl, principalOf(req), {
       limit: q.limit === undefined ? 20 : Number(q.limit),
       after: q.after ?? null,
       status: q.status ?? null,
@@ -140,7 +140,7 @@ export function jobReadRoutes(app: App, services: Services): void {
   });
 
   app.get("/v1/jobs/:id", { schema: getJobSchema }, async (req, reply) => {
-    const first = await getJob(deps.db, deps.publicBaseUrl, principalOf(req).accountId, (req.params as { id: string }).id);
+    const first = await getJob(deps.db, deps.publicBaseUrl, principalOf(req), (req.params as { id: string }).id);
     const job = await honourWait(req, reply, first);
     const retryAfter = pollAfterSeconds(job);
     if (retryAfter !== null) reply.header("Retry-After", String(retryAfter));
@@ -150,14 +150,14 @@ export function jobReadRoutes(app: App, services: Services): void {
   app.post("/v1/jobs/:id/cancel", { schema: cancelJobSchema }, async (req) =>
     cancelJob(
       { db: deps.db, publicBaseUrl: deps.publicBaseUrl, sourceNamed: services.jobSourceNamed, log: services.log },
-      principalOf(req).accountId,
+      principalOf(req),
       (req.params as { id: string }).id,
     ),
   );
 
   app.get("/v1/jobs/:id/events", { schema: jobEventsSchema }, async (req, reply) => {
     const w = watcher(reply);
-    const events = watchJob(deps, principalOf(req).accountId, (req.params as { id: string }).id, w.signal);
+    const events = watchJob(deps, principalOf(req), (req.params as { id: string }).id, w.signal);
     let first: IteratorResult<JobView>;
     try {
       // Read before answering: an unknown job is a 404 in the D1 body, not an empty stream.
