@@ -28,7 +28,7 @@ import { createOpenAIAudioSource } from "./upstreams/openai-compatible/audio.ts"
 import { createElevenLabsSource } from "./upstreams/elevenlabs/source.ts";
 import { createMiniMaxSource } from "./upstreams/minimax/source.ts";
 import { createMiniMaxVideoSource } from "./upstreams/minimax/video-source.ts";
-import { getImageModel, getVideoModel, MODELS } from "./catalog/models.ts";
+import { getModelOf, MODELS } from "./catalog/models.ts";
 import { safeFetch } from "./upstreams/safe-fetch.ts";
 import { createSimulatedMediaUpstream } from "./upstreams/simulator/media.ts";
 import { createSimulatedAudioUpstream } from "./upstreams/simulator/speech.ts";
@@ -197,7 +197,7 @@ function visualJobSources(upstreams: UpstreamRegistry): NonNullable<ServiceOverr
     });
     closers.push(() => source.close());
   }
-  const familyOf = (kind: "image" | "video", model: string) => (kind === "image" ? getImageModel(model) : getVideoModel(model))?.family ?? null;
+  const familyOf = (kind: "image" | "video", model: string) => getModelOf(model, kind)?.family ?? null;
   return {
     sourcesFor: (job) => {
       const family = familyOf(job.kind, job.model);

@@ -9,7 +9,7 @@ import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
-import { DEFAULT_SPEECH_MODEL, getSpeechModel } from "../catalog/models.ts";
+import { DEFAULT_SPEECH_MODEL, getModelOf } from "../catalog/models.ts";
 import { quoteSpeech } from "../catalog/quote.ts";
 import type { SpeechModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
@@ -79,7 +79,7 @@ interface ValidSpeech {
  */
 export function validateSpeech(body: SpeechBody): ValidSpeech {
   const modelId = body.model ?? DEFAULT_SPEECH_MODEL;
-  const model = getSpeechModel(modelId);
+  const model = getModelOf(modelId, "speech");
   if (!model?.enabled) throw errors.notATtsModel(modelId);
 
   const rawInput = body.input ?? body.text;

@@ -6,7 +6,7 @@
 import type { Executor } from "../billing/ledger.ts";
 import type { Micros } from "../billing/money.ts";
 import type { CallContext } from "../billing/usage.ts";
-import { DEFAULT_VOICE_CLONE_MODEL, getVoiceCloneModel } from "../catalog/models.ts";
+import { DEFAULT_VOICE_CLONE_MODEL, getModelOf } from "../catalog/models.ts";
 import { errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
 import type { SimulateMode } from "../upstreams/types.ts";
@@ -48,7 +48,7 @@ export async function cloneVoice(
   opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<ClonedVoice> {
   const modelId = form.model ?? DEFAULT_VOICE_CLONE_MODEL;
-  const model = getVoiceCloneModel(modelId);
+  const model = getModelOf(modelId, "voice_clone");
   if (!model) throw errors.notAVoiceCloneModel(modelId);
   const name = form.name === null ? null : form.name.normalize("NFC");
   if (name !== null && codePoints(name) > 64) {

@@ -7,7 +7,7 @@ import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, type PaidHold, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
-import { DEFAULT_VOICE_DESIGN_MODEL, getVoiceDesignModel } from "../catalog/models.ts";
+import { DEFAULT_VOICE_DESIGN_MODEL, getModelOf } from "../catalog/models.ts";
 import { quoteFlat } from "../catalog/quote.ts";
 import type { VoiceCreationModel } from "../catalog/types.ts";
 import { errors } from "../errors.ts";
@@ -58,7 +58,7 @@ export interface VoiceCreator {
 export function validateVoiceDesign(body: VoiceDesignBody): { model: string; req: Omit<VoiceDesignRequest, "simulate"> } {
   const modelId = body.model ?? DEFAULT_VOICE_DESIGN_MODEL;
   if (typeof modelId !== "string") throw errors.invalidRequest("model must be a string.", "model");
-  const model = getVoiceDesignModel(modelId);
+  const model = getModelOf(modelId, "voice_design");
   if (!model) throw errors.notAVoiceDesignModel(modelId);
   const description = optionalText(body.description ?? body.text, () =>
     errors.invalidRequest("description must be a string.", "description"),
@@ -142,7 +142,7 @@ export async function designVoice(
   opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<DesignedVoice> {
   const { model: modelId, req } = validateVoiceDesign(body);
-  const model = getVoiceDesignModel(modelId)!;
+  const model = getModelOf(modelId, "voice_design")!;
   return createOwnedVoice(deps.db, accountId, model, {
     name: req.name,
     source: "design",

@@ -19,7 +19,7 @@ import type { Kysely } from "kysely";
 import { inTransaction } from "../billing/ledger.ts";
 import { settleCapture } from "../billing/paid-call.ts";
 import { type Micros, usdToMicros } from "../billing/money.ts";
-import { getImageModel, getVideoModel } from "../catalog/models.ts";
+import { getModelOf } from "../catalog/models.ts";
 import { quoteImage, quoteImageAtMegapixels, quoteVideo, upstreamListPrice } from "../catalog/quote.ts";
 import { newId } from "../ids.ts";
 import { observeUpstream } from "../metrics.ts";
@@ -681,7 +681,7 @@ export class JobRunner implements JobStarter {
       const micros = usdToMicros(delivery.upstreamCostUsd.toFixed(6));
       if (micros !== null) return { micros, basis: "reported" };
     }
-    const model = job.kind === "video" ? getVideoModel(job.model) : getImageModel(job.model);
+    const model = job.kind === "video" ? getModelOf(job.model, "video") : getModelOf(job.model, "image");
     if (!model) return null;
     const size = delivery.megapixels === null && firstBytes ? pngDimensions(firstBytes) : null;
     const megapixels = delivery.megapixels ?? (size ? (size.width * size.height) / 1_000_000 : null);
@@ -696,13 +696,13 @@ export class JobRunner implements JobStarter {
   #finalAmount(job: ClaimedJob, firstBytes: Uint8Array | null, delivery: Delivery | null): Micros {
     const held = Number(job.hold_micros);
     if (job.kind === "video") {
-      const video = getVideoModel(job.model);
+      const video = getModelOf(job.model, "video");
       const requested = (JSON.parse(job.request_json) as { durationSec?: number }).durationSec;
       if (!video || video.pricing.mode !== "per-second" || delivery?.durationSec == null || requested === undefined) return held;
       const seconds = Math.max(1, Math.min(requested, Math.round(delivery.durationSec)));
       return Math.min(held, quoteVideo(video, seconds));
     }
-    const model = getImageModel(job.model);
+    const model = getModelOf(job.model, "image");
     if (!model || model.pricing.mode !== "per-mp") return held;
     if (delivery?.megapixels != null && delivery.megapixels > 0) return Math.min(held, quoteImageAtMegapixels(model, delivery.megapixels));
     const size = firstBytes ? pngDimensions(firstBytes) : null;
