@@ -34,8 +34,8 @@ export const GENDERS = ["male", "female"] as const;
 /** Age groups of the design request. */
 export const AGE_GROUPS = ["child", "young", "middle-aged", "elderly"] as const;
 
-/** A designed voice. Amounts in micro-USD. */
-export interface DesignedVoice {
+/** A voice made for an account, designed or cloned ({@link createOwnedVoice}). Amounts in micro-USD. */
+export interface CreatedVoice {
   voiceId: string;
   name: string | null;
   model: string;
@@ -44,6 +44,9 @@ export interface DesignedVoice {
   /** 1 when a later beta source made the voice (`X-Svc-Fallback-Layer`, D27), else 0. */
   fallbackLayer: 0 | 1;
 }
+
+/** A designed voice. */
+export type DesignedVoice = CreatedVoice;
 
 /**
  * Creates voices on the beta sources with failover (upstreams/audio-router.ts); the answer's `source` is
@@ -172,7 +175,7 @@ export async function createOwnedVoice(
     call?: CallContext;
     create: () => Promise<Served<{ upstreamVoiceId: string }>>;
   },
-): Promise<DesignedVoice> {
+): Promise<CreatedVoice> {
   const guard = args.guard ?? NO_LIMITS;
   const release = await guard.admit(model.id, model.audioPool);
   try {
