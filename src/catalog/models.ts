@@ -8,6 +8,7 @@
  * rows carry x1.35 (13_500 bp, spec "POST /v1/images/generations"; D18).
  */
 import { type Micros, usdToMicros } from "../billing/money.ts";
+import { deepFreeze } from "./freeze.ts";
 import type {
   AudioPool,
   AudioTextModel,
@@ -373,15 +374,6 @@ const IMAGE: ImageModel[] = [
 ];
 
 // ------------------------------------------------------------------------------------------- the index
-
-/** Freezes a catalog value and everything under it, so no caller can change a price at run time. */
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
-  }
-  return value;
-}
 
 /**
  * Every model of the spec (and D14, D18), enabled or not, in catalog order (audio, video, image). Frozen.
