@@ -4,7 +4,7 @@
  * request the runner hands to the adapter, and the hold in micro-USD.
  */
 import type { Micros } from "../billing/money.ts";
-import { getImageModel, getVideoModel } from "../catalog/models.ts";
+import { getModelOf } from "../catalog/models.ts";
 import { jobPrice } from "../catalog/job-price.ts";
 import type { ImageQuality } from "../catalog/quote.ts";
 import type { ImageModel, VideoModel } from "../catalog/types.ts";
@@ -141,7 +141,7 @@ export type JobSpec = ImageJobSpec | VideoJobSpec;
 export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
   const modelId = body.model;
   if (typeof modelId !== "string" || modelId === "") throw bad("invalid_model", "model is required.", "model");
-  const model = getImageModel(modelId);
+  const model = getModelOf(modelId, "image");
   if (!model) throw bad("invalid_model", `'${modelId}' is not a supported image model.`, "model");
   const prompt = (body.prompt as string).normalize("NFC");
 
@@ -193,7 +193,7 @@ export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
 export function validateVideoJob(body: Record<string, unknown>, opts: { genmediaOnly: boolean }): VideoJobSpec {
   const modelId = body.model;
   if (typeof modelId !== "string" || modelId === "") throw bad("invalid_model", "model is required.", "model");
-  const model = getVideoModel(modelId);
+  const model = getModelOf(modelId, "video");
   if (!model || (opts.genmediaOnly && !model.genmediaAlias)) {
     throw bad("invalid_model", `'${modelId}' is not a supported video model${opts.genmediaOnly ? " on this endpoint (vidD-* only)" : ""}.`, "model");
   }

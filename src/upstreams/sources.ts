@@ -7,7 +7,7 @@
  * A value only the protocol can judge (a `models` endpoint id, a trusted host) is rejected by the factory
  * with a RangeError; it is reported as an {@link UpstreamsConfigError} naming the entry.
  */
-import { getImageModel, getVideoModel, MODELS } from "../catalog/models.ts";
+import { getModelOf, MODELS } from "../catalog/models.ts";
 import { DEFAULT_TEXT_UPSTREAM_TIMEOUT_MS } from "../config.ts";
 import type { RealAudioSource } from "./audio-router.ts";
 import { createBflSource } from "./bfl/source.ts";
@@ -127,7 +127,7 @@ export function visualJobSources(upstreams: UpstreamRegistry): JobSources {
     });
     closers.push(() => source.close());
   }
-  const familyOf = (kind: "image" | "video", model: string) => (kind === "image" ? getImageModel(model) : getVideoModel(model))?.family ?? null;
+  const familyOf = (kind: "image" | "video", model: string) => getModelOf(model, kind)?.family ?? null;
   return {
     sourcesFor: (job) => {
       const family = familyOf(job.kind, job.model);

@@ -24,8 +24,8 @@
  * an error passes through {@link redactSecret}, so an upstream that echoes the key back (some do, in
  * "invalid key" messages) cannot leak it into logs; no raw undici error is attached as `cause`.
  */
-import type { Agent, Dispatcher, FormData as UndiciFormData } from "undici";
-import { loadUndici } from "../undici.ts";
+import type { Dispatcher, FormData as UndiciFormData } from "undici";
+import { adapterDispatcher, DEFAULT_CONNECT_TIMEOUT_MS, loadUndici } from "../undici.ts";
 import { UpstreamError } from "../types.ts";
 import { BodyTooLargeError, errorCode, isRecord, parseBaseUrl, readText, redactSecret } from "../util.ts";
 
@@ -36,11 +36,7 @@ export const ENDPOINTS = {
   audioTranscriptions: "/audio/transcriptions",
 } as const;
 
-/** Longest connect phase by default, in milliseconds (capped by the total timeout). */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
-
-/** How long an idle keep-alive connection to an upstream is kept open, in milliseconds. */
-export const KEEP_ALIVE_TIMEOUT_MS = 30_000;
+export { DEFAULT_CONNECT_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS } from "../undici.ts";
 
 /** Largest non-streaming answer read, in bytes; a larger one is a malformed answer. */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
@@ -163,11 +159,7 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
   }
   const base = parseBaseUrl(config.baseUrl);
   const connectTimeout = Math.min(config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, config.timeoutMs);
-  const ownAgent =
-    config.dispatcher === undefined
-      ? new (loadUndici().Agent)({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectTimeout })
-      : null;
-  const dispatcher: Dispatcher = config.dispatcher ?? (ownAgent as Agent);
+  const { dispatcher, ownAgent } = adapterDispatcher(config.dispatcher, connectTimeout);
   const { name, apiKey } = config;
   const clean = (text: string): string => redactSecret(text, apiKey);
 
