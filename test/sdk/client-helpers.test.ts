@@ -23,6 +23,8 @@ import {
   submitAndWait,
   waitForJob,
 } from "../../packages/client/src/index.ts";
+import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
+import { makeWav } from "../helpers/audio-fixtures.ts";
 import { BACKENDS } from "../helpers/backends.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 
@@ -123,6 +125,47 @@ for (const backend of BACKENDS) {
         return true;
       });
       await assert.rejects(api.jobs.wait("job_unknown"), (err: GatewayError) => err instanceof NotFoundError && err.status === 404 && err.code === "job_not_found");
+    });
+
+    test("the namespaces answer as the gateway does: account, speech, transcription (multipart), keys, alert, ledger and usage log pages", async () => {
+      const user = await gw.register();
+      const client = new Gateway({ baseUrl: gw.url, apiKey: user.api_key });
+      assert.equal((await client.auth.me()).balance_usd, 0.5);
+      assert.ok((await client.voices.list({ provider: "alpha" })).data.some((v) => v.voice_id === DEMO_ALPHA_VOICE_ID));
+
+      const speech = await client.audio.speech({ input: "Hello.", voice_id: DEMO_ALPHA_VOICE_ID });
+      assert.equal(speech.headers.get("content-type"), "audio/mpeg");
+      assert.ok((await speech.arrayBuffer()).byteLength > 0);
+      assert.equal(speech.headers.get("x-svc-cost-usd"), "0.00243");
+
+      const form = new FormData();
+      form.set("file", new Blob([Buffer.from(makeWav(2))]), "a.wav");
+      const transcript = await client.audio.transcribe(form);
+      assert.equal(typeof transcript === "string" ? transcript : typeof transcript.text, "string");
+
+      const key = await client.keys.create({ name: "sdk", spend_limit_usd: 1 });
+      assert.match(key.api_key, /^gw_/);
+      assert.equal((await client.keys.update(key.key_id, { rpm: 5 })).rpm, 5);
+      assert.ok((await client.keys.list()).data.some((k) => k.key_id === key.key_id));
+      assert.equal((await client.keys.delete(key.key_id)).deleted, true);
+      await assert.rejects(client.keys.delete(key.key_id), (err: unknown) => err instanceof NotFoundError && err.code === "key_not_found");
+
+      assert.equal((await client.billing.setAlert({ low_balance_usd: 0.25 })).low_balance_usd, 0.25);
+      assert.equal((await client.billing.getAlert()).low_balance_usd, 0.25);
+
+      // One entry per page: iterating follows the cursor through every page.
+      const entries = [];
+      for await (const entry of client.billing.ledger({ limit: 1 })) entries.push(entry);
+      const all = await client.billing.ledger({ limit: 100 });
+      assert.ok(entries.length >= 2, `${entries.length} entries`);
+      assert.deepEqual(entries.map((e) => e.id), all.data.map((e) => e.id));
+      const records = [];
+      for await (const record of client.requests.list({ limit: 1 })) records.push(record);
+      assert.deepEqual(records.map((r) => r.kind).sort(), ["speech", "transcription"].sort());
+      assert.equal((await client.requests.get(records[0].id)).id, records[0].id);
+      const summary = await client.usage.summary({ group_by: "model" });
+      assert.equal(summary.total.requests, 2);
+      assert.match(await client.usage.csv({ group_by: "model" }), /^group,requests,cost_usd/);
     });
 
     test("an aborted wait rejects with the signal's reason and leaves the job running", async () => {

@@ -83,7 +83,7 @@ const IDEMPOTENT_METHODS = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
 
 /**
  * The client every resource of the SDK calls through: the typed low-level client ({@link raw}) and the
- * retry and timeout policy ({@link init}). `Gateway` extends it with the resource namespaces.
+ * retry and timeout policy ({@link requestInit}). `Gateway` extends it with the resource namespaces.
  */
 export class APIClient {
   /** The gateway's address, without trailing slash. */
@@ -109,7 +109,7 @@ export class APIClient {
    * retries, and the call's extra headers. `idempotent` marks a `POST`/`PATCH` whose repetition is safe
    * (a submit with `idempotency_key`); other methods are retried by their HTTP semantics.
    */
-  init(options: RequestOptions = {}, idempotent = false): { fetch: (request: Request) => Promise<Response>; headers?: Record<string, string> } {
+  requestInit(options: RequestOptions = {}, idempotent = false): { fetch: (request: Request) => Promise<Response>; headers?: Record<string, string> } {
     const policy: RetryPolicy = {
       maxRetries: options.maxRetries ?? this.maxRetries,
       timeoutMs: options.timeout ?? this.timeout,

@@ -74,9 +74,9 @@ export interface SubmitOptions extends WaitOptions, Omit<RequestOptions, "signal
  */
 export async function submitJob<P extends JobSubmitPath>(client: APIClient, path: P, body: JobSubmitBody<P>, options: RequestOptions = {}): Promise<MediaJob> {
   // The three routes share one answer shape; openapi-fetch's overloads cannot narrow a generic path.
-  const post = client.raw.POST as unknown as (p: string, init: { body: unknown } & ReturnType<APIClient["init"]>) => Promise<{ data?: MediaJob; error?: unknown; response: Response }>;
+  const post = client.raw.POST as unknown as (p: string, init: { body: unknown } & ReturnType<APIClient["requestInit"]>) => Promise<{ data?: MediaJob; error?: unknown; response: Response }>;
   const idempotent = typeof (body as { idempotency_key?: unknown }).idempotency_key === "string";
-  return unwrap(post(path, { body, ...client.init(options, idempotent) }));
+  return unwrap(post(path, { body, ...client.requestInit(options, idempotent) }));
 }
 
 /**
@@ -156,7 +156,7 @@ export async function waitForJob(client: APIClient, jobOrId: MediaJob | string, 
  * non-terminal job to pace polls). Throws `NotFoundError` (404 `job_not_found`) for an unknown job.
  */
 export async function getJob(client: APIClient, id: string, options: RequestOptions = {}): Promise<{ job: MediaJob; retryAfterS: number | null }> {
-  const { data, error, response } = await client.raw.GET("/v1/jobs/{id}", { params: { path: { id } }, ...client.init(options) });
+  const { data, error, response } = await client.raw.GET("/v1/jobs/{id}", { params: { path: { id } }, ...client.requestInit(options) });
   if (!response.ok || !data) throw gatewayError(response, error);
   return { job: data, retryAfterS: retryAfterSeconds(response.headers) };
 }
@@ -170,7 +170,7 @@ export async function* jobEvents(client: APIClient, id: string, options: Request
   const { data, error, response } = await client.raw.GET("/v1/jobs/{id}/events", {
     params: { path: { id } },
     parseAs: "stream",
-    ...client.init({ ...options, headers: { accept: "text/event-stream", ...options.headers } }),
+    ...client.requestInit({ ...options, headers: { accept: "text/event-stream", ...options.headers } }),
   });
   if (!response.ok) throw gatewayError(response, error);
   const stream = data as ReadableStream<Uint8Array> | null | undefined;

@@ -24,7 +24,7 @@ export class Billing {
   ledger(query: ListQuery<"listLedger"> = {}, options: RequestOptions = {}): PagePromise<Answer<"listLedger">> {
     const { after, ...rest } = query;
     return new PagePromise(
-      (cursor) => unwrap(this.client.raw.GET("/v1/billing/ledger", { params: { query: listQuery<Query<"listLedger">>({ ...rest, after: cursor }) }, ...this.client.init(options) })),
+      (cursor) => unwrap(this.client.raw.GET("/v1/billing/ledger", { params: { query: listQuery<Query<"listLedger">>({ ...rest, after: cursor }) }, ...this.client.requestInit(options) })),
       (entry) => entry.id,
       after,
     );
@@ -32,22 +32,22 @@ export class Billing {
 
   /** `GET /v1/billing/alerts`: the low-balance alert (D34): `low_balance_usd` (null: off), `armed`, `balance_usd`. */
   getAlert(options: RequestOptions = {}): Promise<Answer<"getBillingAlerts">> {
-    return unwrap(this.client.raw.GET("/v1/billing/alerts", this.client.init(options)));
+    return unwrap(this.client.raw.GET("/v1/billing/alerts", this.client.requestInit(options)));
   }
 
   /** `PUT /v1/billing/alerts`: sets the threshold (`low_balance_usd`, USD; null turns it off). */
   setAlert(body: JsonBody<"setBillingAlerts">, options: RequestOptions = {}): Promise<Answer<"setBillingAlerts">> {
-    return unwrap(this.client.raw.PUT("/v1/billing/alerts", { body, ...this.client.init(options) }));
+    return unwrap(this.client.raw.PUT("/v1/billing/alerts", { body, ...this.client.requestInit(options) }));
   }
 
   /** `GET /v1/billing/checkout`: whether card deposits are on and their bounds. Throws `NotFoundError` when payments are off. */
   checkoutSettings(options: RequestOptions = {}): Promise<Answer<"getCheckoutSettings">> {
-    return unwrap(this.client.raw.GET("/v1/billing/checkout", this.client.init(options)));
+    return unwrap(this.client.raw.GET("/v1/billing/checkout", this.client.requestInit(options)));
   }
 
   /** `POST /v1/billing/checkout`: a payment page for a deposit of `amount_usd`; resolves with its URL. Not retried. */
   checkout(body: JsonBody<"createCheckout">, options: RequestOptions = {}): Promise<Answer<"createCheckout">> {
-    return unwrap(this.client.raw.POST("/v1/billing/checkout", { body, ...this.client.init(options) }));
+    return unwrap(this.client.raw.POST("/v1/billing/checkout", { body, ...this.client.requestInit(options) }));
   }
 }
 
@@ -64,12 +64,12 @@ export class Usage {
    * `key`) over `from`..`to` (ISO dates or instants; default the last 30 days), with the total.
    */
   summary(query: Query<"getUsage"> = {}, options: RequestOptions = {}): Promise<Answer<"getUsage">> {
-    return unwrap(this.client.raw.GET("/v1/usage", { params: { query }, ...this.client.init(options) }));
+    return unwrap(this.client.raw.GET("/v1/usage", { params: { query }, ...this.client.requestInit(options) }));
   }
 
   /** `GET /v1/usage.csv`: the same groups as CSV text (`group,requests,cost_usd,<units>...`). */
   async csv(query: Query<"getUsageCsv"> = {}, options: RequestOptions = {}): Promise<string> {
-    const init = this.client.init({ ...options, headers: { accept: "text/csv", ...options.headers } });
+    const init = this.client.requestInit({ ...options, headers: { accept: "text/csv", ...options.headers } });
     return (await unwrap(this.client.raw.GET("/v1/usage.csv", { params: { query }, parseAs: "text", ...init }))) as string;
   }
 }
@@ -86,7 +86,7 @@ export class Requests {
   list(query: ListQuery<"listRequests"> = {}, options: RequestOptions = {}): PagePromise<Answer<"listRequests">> {
     const { after, ...rest } = query;
     return new PagePromise(
-      (cursor) => unwrap(this.client.raw.GET("/v1/requests", { params: { query: listQuery<Query<"listRequests">>({ ...rest, after: cursor }) }, ...this.client.init(options) })),
+      (cursor) => unwrap(this.client.raw.GET("/v1/requests", { params: { query: listQuery<Query<"listRequests">>({ ...rest, after: cursor }) }, ...this.client.requestInit(options) })),
       (record) => record.id,
       after,
     );
@@ -94,6 +94,6 @@ export class Requests {
 
   /** `GET /v1/requests/{id}`: one record. Throws `NotFoundError` for an unknown or another user's id. */
   get(id: string, options: RequestOptions = {}): Promise<Answer<"getRequest">> {
-    return unwrap(this.client.raw.GET("/v1/requests/{id}", { params: { path: { id } }, ...this.client.init(options) }));
+    return unwrap(this.client.raw.GET("/v1/requests/{id}", { params: { path: { id } }, ...this.client.requestInit(options) }));
   }
 }

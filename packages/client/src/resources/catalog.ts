@@ -23,12 +23,12 @@ export class Models {
 
   /** `GET /v1/models`: the catalog, optionally by `capability` and `tier`. */
   list(query: Query<"listModels"> = {}, options: RequestOptions = {}): Promise<Answer<"listModels">> {
-    return unwrap(this.client.raw.GET("/v1/models", { params: { query }, ...this.client.init(options) }));
+    return unwrap(this.client.raw.GET("/v1/models", { params: { query }, ...this.client.requestInit(options) }));
   }
 
   /** `GET /v1/models/recommend`: the model advised for an `agent` profile (`coding`, `chat`, `cheap`...). */
   recommend(query: Query<"recommendModel"> = {}, options: RequestOptions = {}): Promise<Answer<"recommendModel">> {
-    return unwrap(this.client.raw.GET("/v1/models/recommend", { params: { query }, ...this.client.init(options) }));
+    return unwrap(this.client.raw.GET("/v1/models/recommend", { params: { query }, ...this.client.requestInit(options) }));
   }
 }
 
@@ -42,22 +42,22 @@ export class Pricing {
 
   /** `GET /v1/pricing`: the price of each model per unit (USD). */
   get(options: RequestOptions = {}): Promise<Answer<"getPricing">> {
-    return unwrap(this.client.raw.GET("/v1/pricing", this.client.init(options)));
+    return unwrap(this.client.raw.GET("/v1/pricing", this.client.requestInit(options)));
   }
 
   /** `GET /v1/credits/pricing`: the older shape of the price list, kept for existing callers. */
   legacy(options: RequestOptions = {}): Promise<Answer<"getLegacyPricing">> {
-    return unwrap(this.client.raw.GET("/v1/credits/pricing", this.client.init(options)));
+    return unwrap(this.client.raw.GET("/v1/credits/pricing", this.client.requestInit(options)));
   }
 
   /** `GET /v1/limits/tiers`: the tiers (D13): deposits needed and the limits of each. */
   tiers(options: RequestOptions = {}): Promise<Answer<"getTiers">> {
-    return unwrap(this.client.raw.GET("/v1/limits/tiers", this.client.init(options)));
+    return unwrap(this.client.raw.GET("/v1/limits/tiers", this.client.requestInit(options)));
   }
 
   /** `GET /v1/capabilities`: what each kind of call accepts (models, formats, bounds). */
   capabilities(options: RequestOptions = {}): Promise<Answer<"getCapabilities">> {
-    return unwrap(this.client.raw.GET("/v1/capabilities", this.client.init(options)));
+    return unwrap(this.client.raw.GET("/v1/capabilities", this.client.requestInit(options)));
   }
 }
 
@@ -73,7 +73,7 @@ export class Gallery {
   list(query: ListQuery<"listGallery"> = {}, options: RequestOptions = {}): PagePromise<Answer<"listGallery">> {
     const { after, ...rest } = query;
     return new PagePromise(
-      (cursor) => unwrap(this.client.raw.GET("/v1/gallery", { params: { query: listQuery<Query<"listGallery">>({ ...rest, after: cursor }) }, ...this.client.init(options) })),
+      (cursor) => unwrap(this.client.raw.GET("/v1/gallery", { params: { query: listQuery<Query<"listGallery">>({ ...rest, after: cursor }) }, ...this.client.requestInit(options) })),
       (item) => item.job_id,
       after,
     );
@@ -91,7 +91,7 @@ export class Files {
   /** `GET /v1/files/{key}`: the file, body unread (`range` for part of it: 206). Throws `NotFoundError` for an unknown key. */
   async get(key: string, options: RequestOptions & { range?: string } = {}): Promise<Response> {
     const { range, ...rest } = options;
-    const init = this.client.init(range ? { ...rest, headers: { range, ...rest.headers } } : rest);
+    const init = this.client.requestInit(range ? { ...rest, headers: { range, ...rest.headers } } : rest);
     const { error, response } = await this.client.raw.GET("/v1/files/{key}", { params: { path: { key } }, parseAs: "stream", ...init });
     if (!response.ok) throw gatewayError(response, error);
     return response;
@@ -108,21 +108,21 @@ export class System {
 
   /** `GET /healthz`: liveness. */
   health(options: RequestOptions = {}): Promise<Answer<"health">> {
-    return unwrap(this.client.raw.GET("/healthz", this.client.init(options)));
+    return unwrap(this.client.raw.GET("/healthz", this.client.requestInit(options)));
   }
 
   /** `GET /readyz`: readiness (database and queue reachable). Throws `InternalServerError` (503) when not ready. */
   ready(options: RequestOptions = {}): Promise<Answer<"ready">> {
-    return unwrap(this.client.raw.GET("/readyz", this.client.init(options)));
+    return unwrap(this.client.raw.GET("/readyz", this.client.requestInit(options)));
   }
 
   /** `GET /metrics`: Prometheus text (needs the operator's `METRICS_TOKEN` as the client's key). */
   async metrics(options: RequestOptions = {}): Promise<string> {
-    return (await unwrap(this.client.raw.GET("/metrics", { parseAs: "text", ...this.client.init(options) }))) as string;
+    return (await unwrap(this.client.raw.GET("/metrics", { parseAs: "text", ...this.client.requestInit(options) }))) as string;
   }
 
   /** `GET /openapi.json`: the OpenAPI document these types are generated from. */
   openapi(options: RequestOptions = {}): Promise<Answer<"openapi">> {
-    return unwrap(this.client.raw.GET("/openapi.json", this.client.init(options)));
+    return unwrap(this.client.raw.GET("/openapi.json", this.client.requestInit(options)));
   }
 }

@@ -28,7 +28,7 @@ export class Jobs {
   list(query: ListQuery<"listJobs"> = {}, options: RequestOptions = {}): PagePromise<Answer<"listJobs">> {
     const { after, ...rest } = query;
     return new PagePromise(
-      (cursor) => unwrap(this.client.raw.GET("/v1/jobs", { params: { query: listQuery<Query<"listJobs">>({ ...rest, after: cursor }) }, ...this.client.init(options) })),
+      (cursor) => unwrap(this.client.raw.GET("/v1/jobs", { params: { query: listQuery<Query<"listJobs">>({ ...rest, after: cursor }) }, ...this.client.requestInit(options) })),
       (job) => job.id,
       after,
     );
@@ -46,7 +46,7 @@ export class Jobs {
    * (a POST without idempotency key).
    */
   async cancel(id: string, options: RequestOptions = {}): Promise<MediaJob> {
-    return unwrap(this.client.raw.POST("/v1/jobs/{id}/cancel", { params: { path: { id } }, ...this.client.init(options) }));
+    return unwrap(this.client.raw.POST("/v1/jobs/{id}/cancel", { params: { path: { id } }, ...this.client.requestInit(options) }));
   }
 
   /** `GET /v1/jobs/{id}/events` (D30): the job's states as they change, ending after a terminal one. */

@@ -37,12 +37,12 @@ export class ChatCompletions {
 
   /** `POST /v1/chat/completions` (without `stream`): the completion, with `usage` in tokens. */
   create(body: JsonBody<"createChatCompletion">, options: RequestOptions = {}): Promise<Answer<"createChatCompletion">> {
-    return unwrap(this.client.raw.POST("/v1/chat/completions", { body: { ...body, stream: false }, ...this.client.init(options) })) as Promise<Answer<"createChatCompletion">>;
+    return unwrap(this.client.raw.POST("/v1/chat/completions", { body: { ...body, stream: false }, ...this.client.requestInit(options) })) as Promise<Answer<"createChatCompletion">>;
   }
 
   /** `POST /v1/chat/completions` with `stream: true`: its events (`data` is a chunk's JSON, then `[DONE]`). */
   stream(body: JsonBody<"createChatCompletion">, options: RequestOptions = {}): AsyncGenerator<ServerSentEvent> {
-    return events(this.client.raw.POST("/v1/chat/completions", { body: { ...body, stream: true }, parseAs: "stream", ...this.client.init(options) }));
+    return events(this.client.raw.POST("/v1/chat/completions", { body: { ...body, stream: true }, parseAs: "stream", ...this.client.requestInit(options) }));
   }
 }
 
@@ -65,11 +65,11 @@ export class Messages {
 
   /** `POST /v1/messages` (without `stream`): the message, with `usage` in tokens. */
   create(body: JsonBody<"createMessage">, options: RequestOptions = {}): Promise<Answer<"createMessage">> {
-    return unwrap(this.client.raw.POST("/v1/messages", { body: { ...body, stream: false }, ...this.client.init(options) })) as Promise<Answer<"createMessage">>;
+    return unwrap(this.client.raw.POST("/v1/messages", { body: { ...body, stream: false }, ...this.client.requestInit(options) })) as Promise<Answer<"createMessage">>;
   }
 
   /** `POST /v1/messages` with `stream: true`: its events (`event` names the Anthropic event, `data` its JSON). */
   stream(body: JsonBody<"createMessage">, options: RequestOptions = {}): AsyncGenerator<ServerSentEvent> {
-    return events(this.client.raw.POST("/v1/messages", { body: { ...body, stream: true }, parseAs: "stream", ...this.client.init(options) }));
+    return events(this.client.raw.POST("/v1/messages", { body: { ...body, stream: true }, parseAs: "stream", ...this.client.requestInit(options) }));
   }
 }

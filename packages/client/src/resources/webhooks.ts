@@ -21,27 +21,27 @@ export class Webhooks {
 
   /** `GET /v1/webhooks`: the account's endpoints. */
   list(options: RequestOptions = {}): Promise<Answer<"listWebhooks">> {
-    return unwrap(this.client.raw.GET("/v1/webhooks", this.client.init(options)));
+    return unwrap(this.client.raw.GET("/v1/webhooks", this.client.requestInit(options)));
   }
 
   /** `POST /v1/webhooks`: registers an `https://` URL (all event types when `events` is omitted); the signing `secret` is shown only here. Not retried. */
   create(body: JsonBody<"createWebhook">, options: RequestOptions = {}): Promise<Answer<"createWebhook">> {
-    return unwrap(this.client.raw.POST("/v1/webhooks", { body, ...this.client.init(options) }));
+    return unwrap(this.client.raw.POST("/v1/webhooks", { body, ...this.client.requestInit(options) }));
   }
 
   /** `DELETE /v1/webhooks/{id}`: removes an endpoint. */
   delete(id: string, options: RequestOptions = {}): Promise<Answer<"deleteWebhook">> {
-    return unwrap(this.client.raw.DELETE("/v1/webhooks/{id}", { params: { path: { id } }, ...this.client.init(options) }));
+    return unwrap(this.client.raw.DELETE("/v1/webhooks/{id}", { params: { path: { id } }, ...this.client.requestInit(options) }));
   }
 
   /** `POST /v1/webhooks/{id}/rotate-secret`: a new signing secret for the endpoint (shown only here). Not retried. */
   rotateSecret(id: string, options: RequestOptions = {}): Promise<Answer<"rotateWebhookSecret">> {
-    return unwrap(this.client.raw.POST("/v1/webhooks/{id}/rotate-secret", { params: { path: { id } }, ...this.client.init(options) }));
+    return unwrap(this.client.raw.POST("/v1/webhooks/{id}/rotate-secret", { params: { path: { id } }, ...this.client.requestInit(options) }));
   }
 
   /** `GET /v1/webhooks/secret`: the account's signing secret. */
   secret(options: RequestOptions = {}): Promise<Answer<"getWebhookSecret">> {
-    return unwrap(this.client.raw.GET("/v1/webhooks/secret", this.client.init(options)));
+    return unwrap(this.client.raw.GET("/v1/webhooks/secret", this.client.requestInit(options)));
   }
 
   /** `GET /v1/webhooks/deliveries`: deliveries newest first, by `status` and `event_type` (cursor: the delivery `id`). */
@@ -49,7 +49,7 @@ export class Webhooks {
     const { after, ...rest } = query;
     return new PagePromise(
       (cursor) =>
-        unwrap(this.client.raw.GET("/v1/webhooks/deliveries", { params: { query: listQuery<Query<"listWebhookDeliveries">>({ ...rest, after: cursor }) }, ...this.client.init(options) })),
+        unwrap(this.client.raw.GET("/v1/webhooks/deliveries", { params: { query: listQuery<Query<"listWebhookDeliveries">>({ ...rest, after: cursor }) }, ...this.client.requestInit(options) })),
       (delivery) => delivery.id,
       after,
     );
@@ -57,6 +57,6 @@ export class Webhooks {
 
   /** `POST /v1/webhooks/deliveries/{id}/replay`: sends the same event to the same destination now. Not retried. */
   replay(id: string, options: RequestOptions = {}): Promise<Answer<"replayWebhookDelivery">> {
-    return unwrap(this.client.raw.POST("/v1/webhooks/deliveries/{id}/replay", { params: { path: { id } }, ...this.client.init(options) }));
+    return unwrap(this.client.raw.POST("/v1/webhooks/deliveries/{id}/replay", { params: { path: { id } }, ...this.client.requestInit(options) }));
   }
 }
