@@ -311,9 +311,9 @@ describe("timeout and abort", () => {
     handlers.set("POST /v1/audio/speech", (_req, res) => {
       res.writeHead(200, { "content-type": "audio/mpeg" });
       res.write(Buffer.alloc(100));
-      setTimeout(() => res.end(Buffer.alloc(100)), 400).unref();
+      setTimeout(() => res.end(Buffer.alloc(100)), 1500).unref();
     });
-    const response = await new Gateway({ baseUrl: base, apiKey: "gw_test", timeout: 200 }).audio.speech({ input: "Hi.", voice_id: "v" });
+    const response = await new Gateway({ baseUrl: base, apiKey: "gw_test", timeout: 1000 }).audio.speech({ input: "Hi.", voice_id: "v" });
     assert.equal((await response.arrayBuffer()).byteLength, 200);
   });
 
