@@ -39,6 +39,7 @@ import { getJob, type JobStarter } from "./jobs/jobs.ts";
 import { drainPaidCalls } from "./billing/paid-call.ts";
 import { onBalanceChange } from "./billing/ledger.ts";
 import { AuthCache } from "./accounts/auth-cache.ts";
+import { createJobChangeFeed, type JobChangeFeed } from "./jobs/changes.ts";
 import { createTopups, type Topups } from "./accounts/topups.ts";
 import { BalanceAlerts } from "./webhooks/balance-alerts.ts";
 import { WebhookDeliveryLoop } from "./webhooks/delivery.ts";
@@ -73,6 +74,11 @@ export interface Services {
    * (`AUTH_CACHE_MS`); what changes an account's keys, tier or limits drops its entries here.
    */
   auth: AuthCache;
+  /**
+   * This gateway's feed of committed job changes (D30): its runner, sweep and cancels announce there, and
+   * its event streams and `Prefer: wait` answers listen, so two gateways in one process never hear each other.
+   */
+  jobChanges: JobChangeFeed;
   /** Tier limits: request windows and audio pools (memory, or Redis with `REDIS_URL`). */
   limiter: Limiter;
   /** Stripe Checkout top-ups (D33), or null without `STRIPE_SECRET_KEY` (the payment routes answer 404). */
@@ -142,6 +148,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const realAudioSources = audioSources(upstreams);
   const log = pino({ level: config.logLevel });
   const auth = new AuthCache({ ttlMs: config.authCacheMs });
+  const jobChanges = createJobChangeFeed();
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements });
   const blobs = openBlobStore(config.storageUrl, config.s3);
   const media = createSimulatedMediaUpstream({ latencyScale: config.simLatencyScale });
@@ -211,6 +218,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     blobs,
     limiter,
     auth,
+    jobChanges,
     payments: await createTopups(db.kysely, auth, config.payments, config.publicBaseUrl),
     chatPlanFor,
     upstreams,
@@ -227,6 +235,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           sourceNamed: jobSources.sourceNamed,
           sweep,
           log,
+          changes: jobChanges,
         },
         { leaseMs: config.jobLeaseS * 1000, ...opts },
       );
