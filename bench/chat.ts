@@ -4,7 +4,7 @@
  * apart, with a usage chunk at the end.
  */
 import { randomBytes } from "node:crypto";
-import { startFakeOpenAI, textStream } from "../test/helpers/fake-openai.ts";
+import { startFakeOpenAI, textStream } from "../fakes/openai-chat.ts";
 import { ADMIN_TOKEN, benchUser, call, startGatewayProcess } from "./lib.ts";
 
 const PIECES = 200;

@@ -21,7 +21,7 @@ import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { startFakeOpenAI } from "../test/helpers/fake-openai.ts";
+import { startFakeOpenAI } from "../fakes/openai-chat.ts";
 import { IDLE_COMPACT_MS } from "../src/memory.ts";
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import {

@@ -8,13 +8,13 @@
  * spending, a low-balance alert, signs in, and visits the
  * sign-in and register pages and then every link of the navigation, so pages added later are covered
  * without changing this script. The operator token is set too, so the operator group's pages appear, and
- * payments are on against the loopback Stripe fake (src/accounts/stripe-fake.ts), so the billing page
+ * payments are on against the loopback Stripe fake (fakes/stripe.ts), so the billing page
  * shows its top-up form.
  */
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Page } from "playwright-core";
-import { startStripeFake } from "../src/accounts/stripe-fake.ts";
+import { startStripeFake } from "../fakes/stripe.ts";
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import { ADMIN_TOKEN } from "../test/helpers/gateway.ts";
 import { startConsole } from "../test/console/harness.ts";

@@ -1,5 +1,5 @@
 /**
- * `npm run fake-stripe`: a loopback fake of Stripe's Checkout API (src/accounts/stripe-fake.ts), so the
+ * `npm run fake-stripe`: a loopback fake of Stripe's Checkout API (fakes/stripe.ts), so the
  * top-ups (D33) can be tried end to end without a Stripe account: the gateway's `POST
  * /v1/billing/checkout` opens a session at the fake, and `POST /__fake/checkout/sessions/{id}/pay` (or the
  * Pay button of the session's `url` in a browser) plays the customer who pays: the fake signs the
@@ -11,7 +11,7 @@
  * FAKE_STRIPE_WEBHOOK_SECRET (default `whsec_fake_local_only`). It prints the environment to start the
  * gateway with.
  */
-import { startStripeFake } from "../src/accounts/stripe-fake.ts";
+import { startStripeFake } from "../fakes/stripe.ts";
 
 const env = process.env;
 const apiKey = env.FAKE_STRIPE_KEY || "sk_test_fake";

@@ -1,10 +1,10 @@
 /**
  * `npm run fake-upstreams`: loopback fakes of the real providers' protocols, so a developer can run the
  * gateway's real adapter code on a laptop without keys or network (issues "Real upstreams", parts 1 and
- * 2): fal's queue (src/upstreams/fal/fake.ts), Black Forest Labs (src/upstreams/bfl/fake.ts), OpenAI
- * images (src/upstreams/openai-compatible/images-fake.ts), two ElevenLabs accounts
- * (src/upstreams/elevenlabs/fake.ts), MiniMax (src/upstreams/minimax/fake.ts) and OpenAI audio
- * (src/upstreams/openai-compatible/audio-fake.ts). Each answers in its provider's real shapes with real
+ * 2): fal's queue (fakes/fal.ts), Black Forest Labs (fakes/bfl.ts), OpenAI
+ * images (fakes/openai-images.ts), two ElevenLabs accounts
+ * (fakes/elevenlabs.ts), MiniMax (fakes/minimax.ts) and OpenAI audio
+ * (fakes/openai-audio.ts). Each answers in its provider's real shapes with real
  * media and misbehaves on request: `[fake:429]`, `[fake:500]`, ... in a prompt or text (each fake lists
  * its markers at the top of its file), or for every request with `FAKE_FAL_MARKERS`, `FAKE_BFL_MARKERS`,
  * `FAKE_OPENAI_MARKERS`, `FAKE_ELEVENLABS_MARKERS` (the first ElevenLabs account only),
@@ -24,12 +24,12 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { startBflFake } from "../src/upstreams/bfl/fake.ts";
-import { startFalFake } from "../src/upstreams/fal/fake.ts";
-import { startOpenAIImagesFake } from "../src/upstreams/openai-compatible/images-fake.ts";
-import { startElevenLabsFake } from "../src/upstreams/elevenlabs/fake.ts";
-import { startMiniMaxFake } from "../src/upstreams/minimax/fake.ts";
-import { startOpenAIAudioFake } from "../src/upstreams/openai-compatible/audio-fake.ts";
+import { startBflFake } from "../fakes/bfl.ts";
+import { startFalFake } from "../fakes/fal.ts";
+import { startOpenAIImagesFake } from "../fakes/openai-images.ts";
+import { startElevenLabsFake } from "../fakes/elevenlabs.ts";
+import { startMiniMaxFake } from "../fakes/minimax.ts";
+import { startOpenAIAudioFake } from "../fakes/openai-audio.ts";
 
 const env = process.env;
 const host = env.FAKE_HOST ?? "127.0.0.1";

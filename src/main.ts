@@ -3,16 +3,32 @@
  * (the job runner only) or `node src/main.ts migrate` (apply migrations and exit). Configuration comes from the environment (config.ts, D11).
  */
 import { flushCompileCache } from "node:module";
-import { loadConfig } from "./config.ts";
+import { type Config, loadConfig } from "./config.ts";
 import { buildApp } from "./http/app.ts";
 import { startMetricsListener } from "./http/routes/ops.ts";
 import { compactWhenIdle } from "./memory.ts";
-import { createServices } from "./services.ts";
+import { createServices, type Services } from "./services.ts";
 import { migrate, openDatabase } from "./storage/db.ts";
+
+/**
+ * The services of a `serve` or `worker` process over a migrated database: `createServices` (which checks
+ * `UPSTREAMS` before opening anything), then the pending migrations, before any request or job is taken.
+ * @throws the migration's error, after closing what was opened.
+ */
+async function startServices(config: Config): Promise<Services> {
+  const services = await createServices(config);
+  try {
+    await migrate(services.db);
+  } catch (err) {
+    await services.close();
+    throw err;
+  }
+  return services;
+}
 
 async function serve(): Promise<void> {
   const config = loadConfig();
-  const services = await createServices(config);
+  const services = await startServices(config);
   const app = await buildApp(services);
   services.startRunner();
   let metrics: Awaited<ReturnType<typeof startMetricsListener>> | null = null;
@@ -57,7 +73,7 @@ async function serve(): Promise<void> {
 /** `npm run worker`: the job runner and sweep only, no HTTP (design.md "job dispatch"). */
 async function worker(): Promise<void> {
   const config = loadConfig();
-  const services = await createServices(config);
+  const services = await startServices(config);
   const runner = services.startRunner();
   services.log.info({ worker: runner.workerId, database: services.db.dialect }, "worker ready");
   flushCompileCache();
@@ -77,6 +93,7 @@ async function worker(): Promise<void> {
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
+/** `node src/main.ts migrate`: applies the pending migrations and exits. */
 async function migrateOnly(): Promise<void> {
   const config = loadConfig();
   const db = openDatabase(config.databaseUrl);

@@ -8,10 +8,13 @@ import { microsToUsd, usdToMicros } from "../billing/money.ts";
 import { type TierRowJson, tierRowJson } from "../catalog/pricing.ts";
 import { effectiveTier, MAX_TIER, tierRow } from "../catalog/tiers.ts";
 import { errors } from "../errors.ts";
-import { type AdminAccountRow, adminAccountRow, searchAccounts } from "../storage/admin-accounts.ts";
+import { type AdminAccountRow, adminAccountRow, searchAccounts } from "./admin.repository.ts";
 import type { Dialect } from "../storage/db.ts";
 import type { Database } from "../storage/schema.ts";
-import { type AccountView, forgetAccountAuth, getAccount, limitsOf } from "./accounts.ts";
+import { type AccountView, getAccount } from "./accounts.ts";
+import { limitsOverrideOf, updateLimitsOverride, updateTierOverride } from "./accounts.repository.ts";
+import type { AccountAuthChanges } from "./auth-cache.ts";
+import { limitsOf } from "./limits.ts";
 
 /**
  * An account as the operator API lists it: the fields of `GET /v1/auth/me` (D8) and what an operator needs
@@ -44,7 +47,7 @@ function accountView(r: AdminAccountRow): AdminAccountView {
 
 /**
  * `GET /v1/admin/users?q=&limit=&after=`: accounts newest first, those whose id is `q` or whose email starts
- * with `q` (case-insensitive; storage/admin-accounts.ts says why a prefix), all of them without `q`.
+ * with `q` (case-insensitive; admin.repository.ts says why a prefix), all of them without `q`.
  * `query` as validated by the route schema (`limit` 1-100 as text, default 20; `after` a user id).
  */
 export async function listAccounts(
@@ -95,12 +98,14 @@ const MAX_DEPOSIT_MICROS = 1_000_000 * 1_000_000;
 
 /**
  * Records a deposit (ledger kind `deposit`), raising cumulative deposits and so the tier.
- * `amount_usd` is a positive decimal number (or numeric string) with at most 6 decimals.
+ * `amount_usd` is a positive decimal number (or numeric string) with at most 6 decimals. `auth` then drops
+ * the account's cached keys (they carry the old tier).
  * @returns `{balance_usd, tier}` after the deposit.
  * @throws AppError 400 invalid_request (non-positive or non-numeric amount), 404 user_not_found.
  */
 export async function depositFunds(
   db: Executor,
+  auth: AccountAuthChanges,
   userId: string,
   body: { amount_usd?: unknown; reference?: unknown },
 ): Promise<{ user_id: string; balance_usd: number; total_deposits_usd: number; tier: number }> {
@@ -129,29 +134,26 @@ export async function depositFunds(
     };
   });
   // The tier follows deposits: cached keys of this account must see the new limits now.
-  forgetAccountAuth(userId);
+  auth.forgetAccount(userId);
   return out;
 }
 
 /**
- * Sets (0..4) or clears (null) the operator's tier override; the override wins over deposits.
+ * Sets (0..4) or clears (null) the operator's tier override; the override wins over deposits. `auth`
+ * drops the account's cached keys.
  * @throws AppError 400 invalid_request (tier outside 0..4), 404 user_not_found.
  */
 export async function setTierOverride(
   db: Executor,
+  auth: AccountAuthChanges,
   userId: string,
   tier: unknown,
 ): Promise<{ user_id: string; tier: number; tier_override: number | null }> {
   if (tier !== null && (typeof tier !== "number" || !Number.isInteger(tier) || tier < 0 || tier > MAX_TIER)) {
     throw errors.invalidRequest(`tier must be an integer from 0 to ${MAX_TIER}, or null.`, "tier");
   }
-  const res = await db
-    .updateTable("accounts")
-    .set({ tier_override: tier })
-    .where("id", "=", userId)
-    .executeTakeFirst();
-  if (Number(res.numUpdatedRows) === 0) throw errors.userNotFound();
-  forgetAccountAuth(userId);
+  if (!(await updateTierOverride(db, userId, tier))) throw errors.userNotFound();
+  auth.forgetAccount(userId);
   const a = await getAccount(db, userId);
   if (!a) throw errors.userNotFound();
   return { user_id: userId, tier: a.tier, tier_override: a.tierOverride };
@@ -173,12 +175,14 @@ const POOL_KEYS = ["host_1", "host_2", "alpha", "beta", "host_3"];
 
 /**
  * Merges `patch` into the account's limit overrides (D22): each field a non-negative integer (or, for
- * `audio_concurrent_per_provider`, an object of them), `null` drops the field's override.
+ * `audio_concurrent_per_provider`, an object of them), `null` drops the field's override. `auth` drops the
+ * account's cached keys.
  * @returns the overrides now in force.
  * @throws AppError 400 invalid_request (unknown field or bad value), 404 user_not_found.
  */
 export async function setLimitsOverride(
   db: Executor,
+  auth: AccountAuthChanges,
   userId: string,
   patch: Record<string, unknown>,
 ): Promise<{ user_id: string; limits_override: Record<string, unknown> }> {
@@ -201,21 +205,17 @@ export async function setLimitsOverride(
     }
   }
   const out = await inTransaction(db, async (trx) => {
-    const row = await trx
-      .selectFrom("accounts")
-      .select("limits_override")
-      .where("id", "=", userId)
-      .executeTakeFirst();
+    const row = await limitsOverrideOf(trx, userId);
     if (!row) throw errors.userNotFound();
-    const current = row.limits_override ? (JSON.parse(row.limits_override) as Record<string, unknown>) : {};
+    const current = row.json ? (JSON.parse(row.json) as Record<string, unknown>) : {};
     for (const [k, v] of Object.entries(patch)) {
       if (v === null) delete current[k];
       else current[k] = v;
     }
     const text = Object.keys(current).length > 0 ? JSON.stringify(current) : null;
-    await trx.updateTable("accounts").set({ limits_override: text }).where("id", "=", userId).execute();
+    await updateLimitsOverride(trx, userId, text);
     return { user_id: userId, limits_override: current };
   });
-  forgetAccountAuth(userId);
+  auth.forgetAccount(userId);
   return out;
 }

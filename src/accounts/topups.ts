@@ -20,7 +20,9 @@ import type { PaymentsConfig } from "../config.ts";
 import { type AppError, errors } from "../errors.ts";
 import { isUniqueViolation } from "../storage/db.ts";
 import type { Database } from "../storage/schema.ts";
-import { forgetAccountAuth, getAccount } from "./accounts.ts";
+import { getAccount } from "./accounts.ts";
+import type { AccountAuthChanges } from "./auth-cache.ts";
+import { insertTopup } from "./topups.repository.ts";
 
 /** Micro-USD in a cent: Stripe amounts are integer cents, the ledger's integer micro-USD (D7). */
 export const MICROS_PER_CENT = 10_000;
@@ -58,6 +60,8 @@ export interface CheckoutView {
 /** The top-up service: a Stripe client configured from `STRIPE_*`, and the database the deposits go to. */
 export class Topups {
   readonly #db: Kysely<Database>;
+  /** Drops an account's cached keys once a deposit raised its tier. */
+  readonly #auth: AccountAuthChanges;
   readonly #stripe: Stripe;
   /** The SDK's error base class (the SDK is loaded by {@link createTopups}). */
   readonly #StripeError: typeof Stripe.errors.StripeError;
@@ -68,16 +72,19 @@ export class Topups {
   readonly #publicBaseUrl: string;
 
   /**
+   * `auth` is told of each recorded deposit (the account's cached keys carry its old tier);
    * `config` with its `stripeSecretKey` set (see {@link createTopups}); `publicBaseUrl` builds the default
    * return URLs (`<PUBLIC_BASE_URL>/console/?topup=success|cancel`); `StripeClient` is the SDK's class.
    */
   constructor(
     db: Kysely<Database>,
+    auth: AccountAuthChanges,
     config: PaymentsConfig & { stripeSecretKey: string },
     publicBaseUrl: string,
     StripeClient: typeof Stripe,
   ) {
     this.#db = db;
+    this.#auth = auth;
     this.#secretKey = config.stripeSecretKey;
     this.#webhookSecret = config.stripeWebhookSecret;
     this.#minMicros = config.topupMinMicros;
@@ -190,7 +197,7 @@ export class Topups {
     }
     const accountId = session.client_reference_id ?? session.metadata?.user_id ?? null;
     if (typeof accountId !== "string" || accountId === "") return done("unknown_user", session.id);
-    const outcome = await recordTopup(this.#db, {
+    const outcome = await recordTopup(this.#db, this.#auth, {
       sessionId: session.id,
       accountId,
       amountMicros: cents * MICROS_PER_CENT,
@@ -231,11 +238,12 @@ export class Topups {
 
 /**
  * Writes the `topups` row and the `deposit` (reference: the session id) in one transaction, then drops the
- * account's cached keys so the tier the deposits earn applies at once (as the operator deposit does).
+ * account's cached keys (`auth`) so the tier the deposits earn applies at once (as the operator deposit does).
  * @returns `recorded`, `duplicate` (the session was credited before: nothing written) or `unknown_user`.
  */
 export async function recordTopup(
   db: Kysely<Database>,
+  auth: AccountAuthChanges,
   args: { sessionId: string; accountId: string; amountMicros: Micros; eventId: string },
 ): Promise<"recorded" | "duplicate" | "unknown_user"> {
   let recorded: boolean;
@@ -243,16 +251,7 @@ export async function recordTopup(
     recorded = await inTransaction(db, async (trx) => {
       if (!(await getAccount(trx, args.accountId))) return false;
       // First the row: a second delivery stops here (unique violation) before any money moves.
-      await trx
-        .insertInto("topups")
-        .values({
-          session_id: args.sessionId,
-          account_id: args.accountId,
-          amount_micros: args.amountMicros,
-          event_id: args.eventId,
-          created_at: Date.now(),
-        })
-        .execute();
+      await insertTopup(trx, { sessionId: args.sessionId, accountId: args.accountId, amountMicros: args.amountMicros, eventId: args.eventId, createdAt: Date.now() });
       await credit(trx, { accountId: args.accountId, kind: "deposit", amountMicros: args.amountMicros, reference: args.sessionId });
       return true;
     });
@@ -261,7 +260,7 @@ export async function recordTopup(
     throw err;
   }
   if (!recorded) return "unknown_user";
-  forgetAccountAuth(args.accountId);
+  auth.forgetAccount(args.accountId);
   return "recorded";
 }
 
@@ -287,11 +286,14 @@ export function redactStripeSecrets(text: string, secretKey: string): string {
   return text.split(secretKey).join("[redacted]").replace(/\b(?:sk|rk|pk|whsec)_[A-Za-z0-9_*]+/g, "[redacted]");
 }
 
-/** The top-up service when `STRIPE_SECRET_KEY` is set, else null (the payment routes answer 404). */
-export async function createTopups(db: Kysely<Database>, config: PaymentsConfig, publicBaseUrl: string): Promise<Topups | null> {
+/**
+ * The top-up service when `STRIPE_SECRET_KEY` is set, else null (the payment routes answer 404). `auth`
+ * drops an account's cached keys after its deposit.
+ */
+export async function createTopups(db: Kysely<Database>, auth: AccountAuthChanges, config: PaymentsConfig, publicBaseUrl: string): Promise<Topups | null> {
   const key = config.stripeSecretKey;
   if (key === null) return null;
   // Loaded only when payments are on: the SDK adds tens of MB to a process that never calls Stripe.
   const { default: StripeClient } = await import("stripe");
-  return new Topups(db, { ...config, stripeSecretKey: key }, publicBaseUrl, StripeClient);
+  return new Topups(db, auth, { ...config, stripeSecretKey: key }, publicBaseUrl, StripeClient);
 }

@@ -6,7 +6,7 @@
  */
 import type { Micros } from "../billing/money.ts";
 import type { CallContext } from "../billing/usage.ts";
-import { DEFAULT_MUSIC_MODEL, getMusicModel } from "../catalog/models.ts";
+import { DEFAULT_MUSIC_MODEL, getModelOf } from "../catalog/models.ts";
 import { quoteMusic } from "../catalog/quote.ts";
 import type { MusicModel } from "../catalog/types.ts";
 import type { MusicRequestBody } from "../contracts/audio.ts";
@@ -34,7 +34,7 @@ export function parseAudioFormat(value: unknown, saveToBlob: boolean): AudioForm
 export function validateMusic(body: MusicBody, saveToBlob: boolean): { model: MusicModel; req: Omit<MusicRequest, "simulate"> } {
   const modelId = body.model ?? DEFAULT_MUSIC_MODEL;
   if (typeof modelId !== "string") throw errors.invalidRequest("model must be a string.", "model");
-  const model = getMusicModel(modelId);
+  const model = getModelOf(modelId, "music");
   if (!model) throw errors.notAMusicModel(modelId);
 
   const prompt = optionalText(body.prompt, () => errors.invalidRequest("prompt must be a string.", "prompt")) ?? "";

@@ -22,6 +22,7 @@
  * ~6 ms of frame counting; the pathological inputs above under 5 ms).
  */
 import { AppError } from "../errors.ts";
+import { findMp3Frame, id3v2LengthAt, type Mp3Frame, mp3FrameAt, mp3FramesFrom } from "../upstreams/mp3-frames.ts";
 
 /** The accepted reference formats. */
 export type ReferenceAudioFormat = "mp3" | "wav" | "m4a";
@@ -95,75 +96,6 @@ function u32le(b: Uint8Array, at: number): number {
   return ((b[at + 3] << 24) >>> 0) + (b[at + 2] << 16) + (b[at + 1] << 8) + b[at];
 }
 
-/** A parsed MPEG audio Layer III frame header. */
-interface Layer3Frame {
-  /** 1 (MPEG-1), 2 (MPEG-2) or 2.5 (MPEG-2.5). */
-  version: 1 | 2 | 2.5;
-  sampleRate: number;
-  samplesPerFrame: 1152 | 576;
-  /** Whole frame length in bytes, header included. */
-  length: number;
-  /** Length of the side information after the header, bytes. */
-  sideInfoLength: number;
-}
-
-const L3_KBPS_V1 = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320];
-const L3_KBPS_V2 = [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160];
-const BASE_RATES = [44100, 48000, 32000];
-
-/**
- * The Layer III frame header at `at`, or null. Requires the 11-bit sync, a defined version, layer III,
- * a bit-rate index 1..14 (free format is not accepted) and a defined sample-rate index.
- */
-function layer3FrameAt(b: Uint8Array, at: number): Layer3Frame | null {
-  if (at < 0 || at + 4 > b.length) return null;
-  const b1 = b[at + 1];
-  if (b[at] !== 0xff || (b1 & 0xe0) !== 0xe0) return null;
-  const versionBits = (b1 >> 3) & 3; // 0 = 2.5, 1 = reserved, 2 = 2, 3 = 1
-  if (versionBits === 1 || ((b1 >> 1) & 3) !== 1) return null; // layer bits 01 = layer III
-  const b2 = b[at + 2];
-  const bitrateIndex = b2 >> 4;
-  const rateIndex = (b2 >> 2) & 3;
-  if (bitrateIndex === 0 || bitrateIndex === 15 || rateIndex === 3) return null;
-  const version = versionBits === 3 ? 1 : versionBits === 2 ? 2 : 2.5;
-  const sampleRate = BASE_RATES[rateIndex] / (version === 1 ? 1 : version === 2 ? 2 : 4);
-  const kbps = (version === 1 ? L3_KBPS_V1 : L3_KBPS_V2)[bitrateIndex];
-  const samplesPerFrame = version === 1 ? 1152 : 576;
-  const padding = (b2 >> 1) & 1;
-  const length = Math.floor(((samplesPerFrame / 8) * kbps * 1000) / sampleRate) + padding;
-  const mono = b[at + 3] >> 6 === 3;
-  const sideInfoLength = version === 1 ? (mono ? 17 : 32) : mono ? 9 : 17;
-  return { version, sampleRate, samplesPerFrame, length, sideInfoLength };
-}
-
-/**
- * True when `count` consecutive Layer III frames of one version and sample rate start at `at`; a chain
- * that runs into the end of `b` first also counts (a short head, or a short file).
- */
-function layer3ChainAt(b: Uint8Array, at: number, count: number): boolean {
-  const first = layer3FrameAt(b, at);
-  if (!first) return false;
-  let p = at;
-  for (let n = 0; n < count; n++) {
-    if (p + 4 > b.length) return true;
-    const f = layer3FrameAt(b, p);
-    if (!f || f.version !== first.version || f.sampleRate !== first.sampleRate) return false;
-    p += f.length;
-  }
-  return true;
-}
-
-/** Byte length of the ID3v2 tag at `at` (header, body and optional footer), or 0 when there is none. */
-function id3v2LengthAt(b: Uint8Array, at: number): number {
-  if (at + 10 > b.length || b[at] !== 0x49 || b[at + 1] !== 0x44 || b[at + 2] !== 0x33) return 0;
-  const major = b[at + 3];
-  if (major < 2 || major > 4 || b[at + 4] === 0xff) return 0;
-  for (let i = 6; i < 10; i++) if (b[at + i] & 0x80) return 0;
-  const size = (b[at + 6] << 21) | (b[at + 7] << 14) | (b[at + 8] << 7) | b[at + 9];
-  const footer = major === 4 && b[at + 5] & 0x10 ? 10 : 0;
-  return 10 + size + footer;
-}
-
 /**
  * The audio format of a file from its first bytes (pass the whole file or at least its first ~4 KB),
  * never from a name or a declared type:
@@ -179,8 +111,8 @@ function id3v2LengthAt(b: Uint8Array, at: number): number {
 export function sniffAudioFormat(head: Uint8Array): ReferenceAudioFormat | null {
   if (head.length < 4) return null;
   if (ascii(head, 0, 4) === "RIFF" && ascii(head, 8, 4) === "WAVE") return "wav";
-  if (id3v2LengthAt(head, 0) > 0) return "mp3";
-  if (layer3FrameAt(head, 0)) return "mp3";
+  if (id3v2LengthAt(head, 0, "strict") > 0) return "mp3";
+  if (mp3FrameAt(head, 0)) return "mp3";
   if (ascii(head, 4, 4) === "ftyp") {
     const size = u32be(head, 0);
     if (size < 16) return null;
@@ -234,7 +166,7 @@ const MAX_ID3_TAGS = 4;
 interface Mp3Layout {
   /** The MPEG frames: from the first verified frame to the end, trailing ID3v1/APE tags removed. */
   frames: Uint8Array;
-  first: Layer3Frame;
+  first: Mp3Frame;
   /** Duration claimed by a VBRI tag in the first frame, s (music-metadata does not read VBRI). */
   vbriSec: number | null;
   /** Duration from a Xing/Info tag's frame count, s, when it has one. */
@@ -244,20 +176,13 @@ interface Mp3Layout {
 function mp3Layout(b: Uint8Array): Mp3Layout {
   let start = 0;
   for (let i = 0; i < MAX_ID3_TAGS; i++) {
-    const len = id3v2LengthAt(b, start);
+    const len = id3v2LengthAt(b, start, "strict");
     if (len === 0) break;
     start += len;
   }
   if (start >= b.length) throw unreadable("no MPEG audio after the ID3 tag");
-  let at = -1;
-  let first: Layer3Frame | null = null;
-  const limit = Math.min(b.length - 4, start + MP3_SYNC_WINDOW);
-  for (let p = start; p <= limit && first === null; p++) {
-    if (b[p] === 0xff && layer3ChainAt(b, p, 4)) {
-      at = p;
-      first = layer3FrameAt(b, p);
-    }
-  }
+  const at = findMp3Frame(b, start, 4, MP3_SYNC_WINDOW);
+  const first = mp3FrameAt(b, at);
   if (first === null) throw unreadable("no MPEG Layer III frames found");
   let end = b.length;
   if (end - at >= 128 && ascii(b, end - 128, 3) === "TAG") end -= 128; // ID3v1
@@ -288,14 +213,11 @@ function mp3Layout(b: Uint8Array): Mp3Layout {
  * s: the fallback for a VBR stream without a Xing or VBRI tag. Linear and synchronous (~100k frames
  * per 10 MB). A leading Xing/Info frame without a frame count is not audio and is not counted.
  */
-function scanLayer3Duration(frames: Uint8Array, first: Layer3Frame): number {
-  let p = 0;
+function scanLayer3Duration(frames: Uint8Array, first: Mp3Frame): number {
   let n = 0;
-  while (p + 4 <= frames.length) {
-    const f = layer3FrameAt(frames, p);
-    if (!f || f.version !== first.version || f.sampleRate !== first.sampleRate) break;
+  for (const f of mp3FramesFrom(frames, 0)) {
+    if (f.version !== first.version || f.sampleRate !== first.sampleRate) break;
     n++;
-    p += f.length;
   }
   const tag = ascii(frames, 4 + first.sideInfoLength, 4);
   if (n > 0 && (tag === "Xing" || tag === "Info")) n--;

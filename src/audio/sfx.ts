@@ -3,7 +3,7 @@
  * `duration_seconds` 0.5-22 or chosen by the model, `prompt_influence` 0-1 (default 0.3), flat price.
  */
 import type { CallContext } from "../billing/usage.ts";
-import { DEFAULT_SFX_MODEL, getSfxModel } from "../catalog/models.ts";
+import { DEFAULT_SFX_MODEL, getModelOf } from "../catalog/models.ts";
 import { quoteSfx } from "../catalog/quote.ts";
 import type { SfxModel } from "../catalog/types.ts";
 import type { SfxRequestBody } from "../contracts/audio.ts";
@@ -22,7 +22,7 @@ export type SfxBody = SfxRequestBody;
 export function validateSfx(body: SfxBody, saveToBlob: boolean): { model: SfxModel; req: Omit<SfxRequest, "simulate"> } {
   const modelId = body.model ?? DEFAULT_SFX_MODEL;
   if (typeof modelId !== "string") throw errors.invalidRequest("model must be a string.", "model");
-  const model = getSfxModel(modelId);
+  const model = getModelOf(modelId, "sfx");
   if (!model) throw errors.notAnSfxModel(modelId);
   const prompt = optionalText(body.prompt ?? body.text, () => errors.invalidRequest("prompt must be a string.", "prompt"));
   if (prompt === null || prompt.trim() === "") throw errors.invalidRequest("prompt (or text) is required.", "prompt");

@@ -9,12 +9,13 @@ import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
-import { DEFAULT_SPEECH_MODEL, getSpeechModel } from "../catalog/models.ts";
+import { DEFAULT_SPEECH_MODEL, getModelOf } from "../catalog/models.ts";
 import { quoteSpeech } from "../catalog/quote.ts";
 import type { SpeechModel } from "../catalog/types.ts";
 import type { SpeechRequestBody } from "../contracts/audio.ts";
 import { errors } from "../errors.ts";
 import type { AudioFormat, AudioResult, SimulateMode, SpeechRequest, VoiceSettings } from "../upstreams/types.ts";
+import { firstChunkThen } from "../upstreams/first-chunk.ts";
 import type { Served } from "../upstreams/sync-failover.ts";
 import { codePoints } from "./text-limits.ts";
 import { findOwnedVoice } from "./voices.ts";
@@ -69,7 +70,7 @@ interface ValidSpeech {
  */
 export function validateSpeech(body: SpeechBody): ValidSpeech {
   const modelId = body.model ?? DEFAULT_SPEECH_MODEL;
-  const model = getSpeechModel(modelId);
+  const model = getModelOf(modelId, "speech");
   if (!model?.enabled) throw errors.notATtsModel(modelId);
 
   const rawInput = body.input ?? body.text;
@@ -197,28 +198,15 @@ async function speakWithSlot(
 }
 
 /**
- * Reads the first chunk of a stream and returns every chunk, that one first.
- * @throws AppError 502 `provider_error` when the stream fails before its first chunk.
+ * Waits for the first chunk of a stream ({@link firstChunkThen}) and returns every chunk, that one first;
+ * closing the result closes the stream.
+ * @throws AppError 502 `provider_error` when the stream fails (or ends) before its first chunk.
  */
 async function afterFirstChunk(chunks: AsyncIterable<Uint8Array>): Promise<AsyncIterable<Uint8Array>> {
-  const it = chunks[Symbol.asyncIterator]();
-  let first: IteratorResult<Uint8Array>;
   try {
-    first = await it.next();
+    return await firstChunkThen(chunks, () => {}, "speech");
   } catch {
     throw errors.provider();
-  }
-  return restOf(it, first);
-}
-
-/** The chunks of a stream whose first chunk was already read. */
-async function* restOf(it: AsyncIterator<Uint8Array>, first: IteratorResult<Uint8Array>): AsyncGenerator<Uint8Array> {
-  if (first.done) return;
-  yield first.value;
-  while (true) {
-    const next = await it.next();
-    if (next.done) return;
-    yield next.value;
   }
 }
 

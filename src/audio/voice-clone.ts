@@ -4,15 +4,14 @@
  * the same transaction that records the caller as the voice's owner.
  */
 import type { Executor } from "../billing/ledger.ts";
-import type { Micros } from "../billing/money.ts";
 import type { CallContext } from "../billing/usage.ts";
-import { DEFAULT_VOICE_CLONE_MODEL, getVoiceCloneModel } from "../catalog/models.ts";
+import { DEFAULT_VOICE_CLONE_MODEL, getModelOf } from "../catalog/models.ts";
 import { errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
 import type { SimulateMode } from "../upstreams/types.ts";
 import { inspectReferenceAudio } from "./reference-audio.ts";
 import { codePoints } from "./text-limits.ts";
-import { createOwnedVoice, type VoiceCreator } from "./voice-design.ts";
+import { createOwnedVoice, type CreatedVoice, type VoiceCreator } from "./voice-design.ts";
 
 /** Largest accepted reference file, bytes (spec: 10 MB). */
 export const MAX_REFERENCE_BYTES = 10 * 1024 * 1024;
@@ -24,16 +23,8 @@ export interface VoiceCloneForm {
   model: string | null;
 }
 
-/** A cloned voice. Amounts in micro-USD. */
-export interface ClonedVoice {
-  voiceId: string;
-  name: string | null;
-  model: string;
-  costMicros: Micros;
-  balanceMicros: Micros;
-  /** 1 when a later beta source made the voice (`X-Svc-Fallback-Layer`, D27), else 0. */
-  fallbackLayer: 0 | 1;
-}
+/** A cloned voice: the same record as a designed one. Amounts in micro-USD. */
+export type ClonedVoice = CreatedVoice;
 
 /**
  * Clones a voice for `accountId`.
@@ -48,7 +39,7 @@ export async function cloneVoice(
   opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<ClonedVoice> {
   const modelId = form.model ?? DEFAULT_VOICE_CLONE_MODEL;
-  const model = getVoiceCloneModel(modelId);
+  const model = getModelOf(modelId, "voice_clone");
   if (!model) throw errors.notAVoiceCloneModel(modelId);
   const name = form.name === null ? null : form.name.normalize("NFC");
   if (name !== null && codePoints(name) > 64) {

@@ -7,7 +7,7 @@ import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, type PaidHold, withHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
-import { DEFAULT_VOICE_DESIGN_MODEL, getVoiceDesignModel } from "../catalog/models.ts";
+import { DEFAULT_VOICE_DESIGN_MODEL, getModelOf } from "../catalog/models.ts";
 import { quoteFlat } from "../catalog/quote.ts";
 import type { VoiceCreationModel } from "../catalog/types.ts";
 import { AGE_GROUPS, GENDERS, type VoiceDesignRequestBody } from "../contracts/voices.ts";
@@ -25,8 +25,8 @@ export type VoiceDesignBody = VoiceDesignRequestBody;
 /** Voice genders and age groups of the design request (their home is the request contract). */
 export { AGE_GROUPS, GENDERS };
 
-/** A designed voice. Amounts in micro-USD. */
-export interface DesignedVoice {
+/** A voice made for an account, designed or cloned ({@link createOwnedVoice}). Amounts in micro-USD. */
+export interface CreatedVoice {
   voiceId: string;
   name: string | null;
   model: string;
@@ -35,6 +35,9 @@ export interface DesignedVoice {
   /** 1 when a later beta source made the voice (`X-Svc-Fallback-Layer`, D27), else 0. */
   fallbackLayer: 0 | 1;
 }
+
+/** A designed voice. */
+export type DesignedVoice = CreatedVoice;
 
 /**
  * Creates voices on the beta sources with failover (upstreams/audio-router.ts); the answer's `source` is
@@ -49,7 +52,7 @@ export interface VoiceCreator {
 export function validateVoiceDesign(body: VoiceDesignBody): { model: string; req: Omit<VoiceDesignRequest, "simulate"> } {
   const modelId = body.model ?? DEFAULT_VOICE_DESIGN_MODEL;
   if (typeof modelId !== "string") throw errors.invalidRequest("model must be a string.", "model");
-  const model = getVoiceDesignModel(modelId);
+  const model = getModelOf(modelId, "voice_design");
   if (!model) throw errors.notAVoiceDesignModel(modelId);
   const description = optionalText(body.description ?? body.text, () =>
     errors.invalidRequest("description must be a string.", "description"),
@@ -133,7 +136,7 @@ export async function designVoice(
   opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<DesignedVoice> {
   const { model: modelId, req } = validateVoiceDesign(body);
-  const model = getVoiceDesignModel(modelId)!;
+  const model = getModelOf(modelId, "voice_design")!;
   return createOwnedVoice(deps.db, accountId, model, {
     name: req.name,
     source: "design",
@@ -163,7 +166,7 @@ export async function createOwnedVoice(
     call?: CallContext;
     create: () => Promise<Served<{ upstreamVoiceId: string }>>;
   },
-): Promise<DesignedVoice> {
+): Promise<CreatedVoice> {
   const guard = args.guard ?? NO_LIMITS;
   const release = await guard.admit(model.id, model.audioPool);
   try {

@@ -8,10 +8,13 @@
  * rows carry x1.35 (13_500 bp, spec "POST /v1/images/generations"; D18).
  */
 import { type Micros, usdToMicros } from "../billing/money.ts";
+import { deepFreeze } from "./freeze.ts";
 import type {
   AudioPool,
   AudioTextModel,
+  Capability,
   ImageModel,
+  ModelOf,
   ModelRecord,
   MusicModel,
   SfxModel,
@@ -372,15 +375,6 @@ const IMAGE: ImageModel[] = [
 
 // ------------------------------------------------------------------------------------------- the index
 
-/** Freezes a catalog value and everything under it, so no caller can change a price at run time. */
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
-  }
-  return value;
-}
-
 /**
  * Every model of the spec (and D14, D18), enabled or not, in catalog order (audio, video, image). Frozen.
  * Lists shown to callers use {@link enabledModels}; `/v1/pricing` sorts its own rows.
@@ -419,8 +413,8 @@ export const MODEL_ALIASES: ReadonlyMap<string, string> = new Map(
 
 /**
  * The record of a model id or alias, enabled or not (O(1)); undefined when unknown. Request handlers use
- * the typed getters below, which also refuse disabled models; this one is for records of past work (a
- * job whose model was disabled since) and for catalog-wide code.
+ * {@link getModelOf}, typed by capability, which also refuses disabled models; this one is for records of
+ * past work (a job whose model was disabled since) and for catalog-wide code.
  */
 export function getModel(id: string): ModelRecord | undefined {
   return BY_ID.get(id);
@@ -438,56 +432,15 @@ export function enabledModels(): readonly ModelRecord[] {
 }
 const ENABLED: readonly ModelRecord[] = Object.freeze(MODELS.filter((m) => m.enabled));
 
-/** An enabled speech model by id, else undefined (-> 400 `not_a_tts_model`). */
-export function getSpeechModel(id: string): SpeechModel | undefined {
+/**
+ * The enabled record of `id` (or alias) when it has `capability`, else undefined (unknown, disabled or of
+ * another capability; spec Versioning 6). Typed by the capability: `getModelOf(id, "video")` is a
+ * {@link VideoModel}, `getModelOf(id, "voice_clone")` a {@link VoiceCreationModel}. The caller turns
+ * undefined into its 400: `not_a_tts_model` (speech), `not_a_music_model`, `not_an_sfx_model`,
+ * `not_a_voice_design_model`, `not_a_voice_clone_model`, `invalid_model` (image, video); transcription and
+ * audio understanding also take their alias (`transcribe`, `audio-understand`).
+ */
+export function getModelOf<C extends Capability>(id: string, capability: C): ModelOf<C> | undefined {
   const m = enabled(id);
-  return m?.capability === "speech" ? m : undefined;
-}
-
-/** An enabled music model by id, else undefined (-> 400 `not_a_music_model`). */
-export function getMusicModel(id: string): MusicModel | undefined {
-  const m = enabled(id);
-  return m?.capability === "music" ? m : undefined;
-}
-
-/** An enabled sound-effect model by id, else undefined (-> 400 `not_an_sfx_model`). */
-export function getSfxModel(id: string): SfxModel | undefined {
-  const m = enabled(id);
-  return m?.capability === "sfx" ? m : undefined;
-}
-
-/** An enabled voice-design model by id, else undefined (-> 400 `not_a_voice_design_model`). */
-export function getVoiceDesignModel(id: string): VoiceCreationModel | undefined {
-  const m = enabled(id);
-  return m?.capability === "voice_design" ? m : undefined;
-}
-
-/** An enabled voice-clone model by id, else undefined (-> 400 `not_a_voice_clone_model`). */
-export function getVoiceCloneModel(id: string): VoiceCreationModel | undefined {
-  const m = enabled(id);
-  return m?.capability === "voice_clone" ? m : undefined;
-}
-
-/** An enabled transcription model by id or alias (`transcribe`), else undefined. */
-export function getTranscriptionModel(id: string): AudioTextModel | undefined {
-  const m = enabled(id);
-  return m?.capability === "transcription" ? m : undefined;
-}
-
-/** An enabled audio-understanding model by id or alias (`audio-understand`), else undefined. */
-export function getAudioUnderstandingModel(id: string): AudioTextModel | undefined {
-  const m = enabled(id);
-  return m?.capability === "audio_understanding" ? m : undefined;
-}
-
-/** An enabled image model by id, else undefined (-> 400 `invalid_model`). */
-export function getImageModel(id: string): ImageModel | undefined {
-  const m = enabled(id);
-  return m?.capability === "image" ? m : undefined;
-}
-
-/** An enabled video model by id, else undefined (-> 400 `invalid_model`). */
-export function getVideoModel(id: string): VideoModel | undefined {
-  const m = enabled(id);
-  return m?.capability === "video" ? m : undefined;
+  return m?.capability === capability ? (m as ModelOf<C>) : undefined;
 }

@@ -188,6 +188,18 @@ export type ModelRecord =
   | ImageModel
   | VideoModel;
 
+/**
+ * The record type of the models of `C` (a {@link Capability}, or a union of them): `ModelOf<"speech">` is
+ * {@link SpeechModel}, `ModelOf<"voice_design">` is {@link VoiceCreationModel}.
+ */
+export type ModelOf<C extends Capability> = ModelRecord extends infer M
+  ? M extends ModelRecord
+    ? C extends M["capability"]
+      ? M
+      : never
+    : never
+  : never;
+
 /** One row of the tier matrix (spec "Tier matrix fields", D12). Amounts in USD for display. */
 export interface TierRow {
   tier: number;

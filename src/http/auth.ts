@@ -4,7 +4,7 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { authenticate, type Principal } from "../accounts/accounts.ts";
+import type { Principal } from "../accounts/auth-cache.ts";
 import type { CallContext } from "../billing/usage.ts";
 import { AppError, errors } from "../errors.ts";
 import { type CallGuard, guardFor } from "../limits/limiter.ts";
@@ -41,7 +41,7 @@ export function requireAuth(services: Services, opts: { allowSession: boolean })
     reply.header("x-svc-request-id", request.id);
     const secret = bearerOf(request);
     if (secret === null) throw errors.auth("Missing API key: send Authorization: Bearer <API_KEY>.");
-    const principal = await authenticate(services.db.kysely, secret, opts);
+    const principal = await services.auth.authenticate(services.db.kysely, secret, opts);
     if (principal === null) throw errors.auth("Invalid API key.");
     // D34: an expired key answers 401 like a deleted one, saying why.
     const expiresAt = principal.key?.expiresAt ?? null;

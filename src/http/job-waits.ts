@@ -35,7 +35,7 @@ export function preferredWaitS(header: string | string[] | undefined): number | 
  * goes away or the gateway closes; `honourWait` applies `Prefer: wait` (D30) to a job read or submit.
  */
 export function jobWaits(app: App, services: Services) {
-  const deps = { db: services.db.kysely, publicBaseUrl: services.config.publicBaseUrl };
+  const deps = { db: services.db.kysely, publicBaseUrl: services.config.publicBaseUrl, changes: services.jobChanges };
 
   // Waits and event streams end when the gateway closes, so a shutdown never waits for them.
   const open = new Set<AbortController>();
@@ -65,7 +65,7 @@ export function jobWaits(app: App, services: Services) {
     if (isTerminal(job)) return job;
     const w = watcher(reply);
     try {
-      return await waitForJobEnd(deps, principalOf(req).accountId, job.id, waitS * 1000, w.signal, job);
+      return await waitForJobEnd(deps, principalOf(req), job.id, waitS * 1000, w.signal, job);
     } finally {
       w.done();
     }

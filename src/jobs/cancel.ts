@@ -16,8 +16,10 @@ import type { Kysely } from "kysely";
 import { errors } from "../errors.ts";
 import type { Database } from "../storage/schema.ts";
 import type { UpstreamHandle } from "../upstreams/types.ts";
+import { type JobChangeFeed, sharedJobChanges } from "./changes.ts";
 import type { SourceSlot } from "./durable.ts";
-import { getJob, type JobView, TERMINAL_STATUSES } from "./jobs.ts";
+import { getJob, type JobOwner, type JobView, TERMINAL_STATUSES } from "./jobs.ts";
+import { jobStatusOf, upstreamHandleOf } from "./jobs.repository.ts";
 import { jobNotFound } from "./outputs.ts";
 import { endJobWithoutCharge } from "./sweep.ts";
 
@@ -28,6 +30,8 @@ export interface CancelDeps {
   /** The configured job source named `name` (D25), to withdraw the upstream request; absent: none configured. */
   sourceNamed?: (name: string) => SourceSlot | undefined;
   log: { warn(obj: object, msg?: string): void };
+  /** The gateway's job feed (changes.ts), told of the cancel; absent: the process-wide `sharedJobChanges`. */
+  changes?: JobChangeFeed;
 }
 
 /** How long the answer waits for the source to acknowledge the upstream cancel, ms (best effort). */
@@ -40,32 +44,32 @@ const UPSTREAM_CANCEL_TIMEOUT_MS = 10_000;
 const MAX_ATTEMPTS = 20;
 
 /**
- * Cancels job `jobId` of `accountId` and returns it as it is now (`failed`, `error.code` `canceled`).
+ * Cancels job `jobId` of `owner` (an account id, or the caller's account with the limits its request was
+ * authenticated with: the view's queue place needs them) and returns it as it is now (`failed`, `error.code` `canceled`).
  * The upstream request (when a source accepted the job: the handle on the row, which no runner can change
  * once the row ended) is withdrawn before the answer; a failure to withdraw it is logged, not answered:
  * the customer's hold is released either way.
  * @throws AppError 404 `job_not_found` (unknown or another account's job), 409 `job_not_cancelable` (the
  *   job already ended, or kept changing state during {@link MAX_ATTEMPTS} attempts).
  */
-export async function cancelJob(deps: CancelDeps, accountId: string, jobId: string): Promise<JobView> {
+export async function cancelJob(deps: CancelDeps, owner: string | JobOwner, jobId: string): Promise<JobView> {
   const { db } = deps;
+  const accountId = typeof owner === "string" ? owner : owner.accountId;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const row = await db.selectFrom("jobs").select("status").where("id", "=", jobId).where("account_id", "=", accountId).executeTakeFirst();
-    if (!row) throw jobNotFound();
-    if (TERMINAL_STATUSES.has(row.status)) {
-      throw errors.jobNotCancelable(`The job already ended (${row.status}); only pending and processing jobs can be canceled.`);
+    const status = await jobStatusOf(db, jobId, accountId);
+    if (status === undefined) throw jobNotFound();
+    if (TERMINAL_STATUSES.has(status)) {
+      throw errors.jobNotCancelable(`The job already ended (${status}); only pending and processing jobs can be canceled.`);
     }
-    const ended = await endJobWithoutCharge(db, {
-      id: jobId,
-      from: row.status,
-      to: "failed",
-      code: "canceled",
-      message: "The job was canceled by its owner; the hold was released.",
-    });
+    const ended = await endJobWithoutCharge(
+      db,
+      { id: jobId, from: status, to: "failed", code: "canceled", message: "The job was canceled by its owner; the hold was released." },
+      deps.changes ?? sharedJobChanges,
+    );
     if (!ended) continue; // it changed meanwhile (started, or ended): look again
-    const after = await db.selectFrom("jobs").select("upstream_handle_json").where("id", "=", jobId).executeTakeFirstOrThrow();
-    if (after.upstream_handle_json !== null) await cancelUpstream(deps, jobId, JSON.parse(after.upstream_handle_json) as UpstreamHandle);
-    return getJob(db, deps.publicBaseUrl, accountId, jobId);
+    const handle = await upstreamHandleOf(db, jobId);
+    if (handle !== null) await cancelUpstream(deps, jobId, JSON.parse(handle) as UpstreamHandle);
+    return getJob(db, deps.publicBaseUrl, owner, jobId);
   }
   throw errors.jobNotCancelable("The job kept changing state while it was being canceled; read it and retry.");
 }

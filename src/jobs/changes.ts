@@ -5,9 +5,9 @@
  * at their next poll. Changes made by other processes are not seen here: the watchers poll the row as well
  * (watch.ts), so several processes still work, only with the poll's delay.
  *
- * One feed per process (a module value, like the metrics registry), because the changes it carries are
- * those of this process whatever `Services` made them; several gateways in one test process share it
- * harmlessly: a notice only wakes watchers of that account, which re-read their job and find it unchanged.
+ * One feed per gateway: an instance ({@link createJobChangeFeed}) that the gateway's services create once
+ * and hand to its runner, its sweep, its cancels and its watchers, so two gateways in one process never
+ * hear each other's changes. {@link sharedJobChanges} is the feed of whoever does not pass one yet.
  */
 import { EventEmitter } from "node:events";
 
@@ -57,5 +57,14 @@ export class JobChangeFeed {
   }
 }
 
-/** The feed of this process. */
-export const jobChanges = new JobChangeFeed();
+/** A new, empty feed: one per gateway (its services hold it). */
+export function createJobChangeFeed(): JobChangeFeed {
+  return new JobChangeFeed();
+}
+
+/**
+ * The feed used where none is passed (`RunnerDeps.changes`, `WatchDeps.changes`, `CancelDeps.changes`,
+ * `sweepJobs`): one for the process, as before the feed was an instance. Interim: once `services.ts`
+ * creates the gateway's feed and passes it to all of them, nothing uses this one.
+ */
+export const sharedJobChanges: JobChangeFeed = createJobChangeFeed();

@@ -8,6 +8,8 @@
 import type { Transaction } from "kysely";
 import { finishJobUsage, type Units, type UsageEnd } from "../billing/usage.ts";
 import type { Database, JobStatus } from "../storage/schema.ts";
+import { endedJobFacts } from "./execution.repository.ts";
+import { decodeJobRequest, requestedSeconds } from "./request.ts";
 
 /** The job row's facts a usage record's end is computed from, as the terminal transition left them. */
 export interface EndedJobFacts {
@@ -16,8 +18,8 @@ export interface EndedJobFacts {
   fallbackLayer: number;
   /** The row's `duration_sec`: a video's delivered length when the source said, else the requested one. */
   durationSec: number | null;
-  /** The row's `request_json` (a video's requested `durationSec`). */
-  requestJson: string;
+  /** A video's requested seconds (its stored request's `durationSec`, request.ts), else null. */
+  requestedSec: number | null;
 }
 
 /**
@@ -27,9 +29,9 @@ export interface EndedJobFacts {
 export function jobUsageEnd(job: EndedJobFacts): Omit<UsageEnd, "costMicros"> {
   let units: Units | undefined;
   if (job.status === "succeeded" && job.kind === "video" && job.durationSec !== null) {
-    const requested = (JSON.parse(job.requestJson) as { durationSec?: number }).durationSec;
+    const requested = job.requestedSec;
     const delivered = Math.max(1, Math.round(Number(job.durationSec)));
-    units = { seconds: requested === undefined ? delivered : Math.min(requested, delivered) };
+    units = { seconds: requested === null ? delivered : Math.min(requested, delivered) };
   }
   return { status: job.status, fallbackLayer: job.fallbackLayer, ...(units ? { units } : {}) };
 }
@@ -42,18 +44,16 @@ export async function finishEndedJobUsage(
   trx: Transaction<Database>,
   job: { id: string; status: Exclude<JobStatus, "pending" | "processing"> },
 ): Promise<void> {
-  const row = await trx
-    .selectFrom("jobs")
-    .select(["kind", "cost_micros", "fallback_layer", "duration_sec", "request_json"])
-    .where("id", "=", job.id)
-    .executeTakeFirst();
+  const row = await endedJobFacts(trx, job.id);
   if (!row) return;
+  // Only a succeeded video's record needs its request (the seconds asked for); audio jobs store another shape.
+  const requestedSec = job.status === "succeeded" && row.kind === "video" ? requestedSeconds(decodeJobRequest(row.request_json)) : null;
   const end = jobUsageEnd({
     status: job.status,
     kind: row.kind,
     fallbackLayer: Number(row.fallback_layer),
     durationSec: row.duration_sec === null ? null : Number(row.duration_sec),
-    requestJson: row.request_json,
+    requestedSec,
   });
   await finishJobUsage(trx, job.id, { ...end, costMicros: job.status === "succeeded" ? Number(row.cost_micros ?? 0) : 0 });
 }

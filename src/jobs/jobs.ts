@@ -1,189 +1,36 @@
 /**
- * The media job lifecycle's front half (spec "Media job", D3): submit (validate, cap the queue, write the
- * job row and its hold in one transaction, idempotency), read and list (owner only, D30) and the public job
- * object with its `queue_position` and `progress` (D30).
+ * The media job lifecycle's front half (spec "Media job", D3): submit (submit.ts: validate, cap the queue,
+ * write the job row and its hold in one transaction, idempotency), read and list here (owner only, D30),
+ * and the public job object with its `queue_position` and `progress` (view.ts, D30). The SQL is
+ * jobs.repository.ts; the insert within the caps storage/job-queue.ts.
+ *
+ * The account's effective limits are a fact of the request: the route has them from authentication (the
+ * principal) and passes them down ({@link JobOwner}), so a submit, a read, a wait and a list each use them
+ * without reading them again; only a caller without them (the webhook renderer) has them read.
  */
-import { createHash } from "node:crypto";
-import { type Executor, inTransaction } from "../billing/ledger.ts";
-import { holdOrRefuse } from "../billing/paid-call.ts";
-import { formatUsd, microsToUsd } from "../billing/money.ts";
-import { type CallContext, usageFor } from "../billing/usage.ts";
-import { TIERS } from "../catalog/tiers.ts";
-import { AppError, errors } from "../errors.ts";
-import { newTimeOrderedId } from "../ids.ts";
-import { effectiveLimits } from "../accounts/accounts.ts";
-import { mediaCaps } from "../limits/effective.ts";
-import { isUniqueViolation } from "../storage/db.ts";
-import { type ClaimedJob, insertJobWithinCaps } from "../storage/job-queue.ts";
-import { prepare } from "../storage/prepared.ts";
-import type { EffectiveLimits } from "../limits/effective.ts";
+import type { Executor } from "../billing/ledger.ts";
 import type { JobsTable } from "../storage/schema.ts";
-import type { SimulateMode } from "../upstreams/types.ts";
-import { blobUrl, type JobOutput, jobNotFound, olderThanJob } from "./outputs.ts";
-import type { JobSpec } from "./validate.ts";
+import { accountJobs, activeJobCounts, jobWithPlace } from "./jobs.repository.ts";
+import { jobNotFound } from "./outputs.ts";
+import { combinedPool, type JobOwner, jobView, type JobView, limitsOfOwner, ownerOf, queuePositions } from "./view.ts";
 
-/** The job object of D3. Amounts in USD. */
-export interface JobView {
-  id: string;
-  object: "media.job";
-  kind: "image" | "video" | "audio";
-  model: string;
-  status: JobsTable["status"];
-  hold_usd: number;
-  cost_usd: number | null;
-  created_at: string;
-  updated_at: string;
-  output: { url: string; content_type: string; urls: string[]; duration_sec?: number } | null;
-  error: { code: string; message: string } | null;
-  idempotency_key: string | null;
-  /** The upstream source layer that serves the job: 0 the first of its family, 1 the next (D27). */
-  fallback_layer: number;
-  /**
-   * A `pending` job's place among the caller's pending jobs of its pool (image, video, or the combined
-   * pool of tier 4), in the order the runner starts them: 1 starts next. Null for any other status. D30.
-   */
-  queue_position: number | null;
-  /** A `processing` job's fraction done, 0..1, when the upstream says; null otherwise. D30. */
-  progress: number | null;
-}
-
-type JobRow = Pick<
-  JobsTable,
-  | "id"
-  | "kind"
-  | "model"
-  | "status"
-  | "hold_micros"
-  | "cost_micros"
-  | "created_at"
-  | "updated_at"
-  | "output_json"
-  | "error_code"
-  | "error_message"
-  | "idempotency_key"
-  | "duration_sec"
-> & { fallback_layer: number; progress?: number | null };
-
-const VIEW_COLUMNS = [
-  "id",
-  "kind",
-  "model",
-  "status",
-  "hold_micros",
-  "cost_micros",
-  "created_at",
-  "updated_at",
-  "output_json",
-  "error_code",
-  "error_message",
-  "idempotency_key",
-  "duration_sec",
-  "fallback_layer",
-  "progress",
-] as const;
-
-/** Job statuses after which nothing changes (spec "States and transitions" 3). */
-export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(["succeeded", "failed", "refunded", "expired"]);
+// The job API in one import for its callers (routes, services): the view (view.ts) and the submit (submit.ts).
+export { type JobOwner, jobView, type JobView, queuePositions, TERMINAL_STATUSES } from "./view.ts";
+export { canonicalHash, type JobStarter, submitJob } from "./submit.ts";
 
 /**
- * Renders a job row as the D3 object. `queuePosition` is the job's place when it is `pending` (see
- * {@link queuePositions}); `progress` shows only while the job is `processing`.
+ * A job of the caller (`owner`: an account id, or the account with the limits its request carries). One
+ * statement reads the job and, while it is pending, the jobs ahead of it (jobs.repository.ts).
+ * @throws AppError 404 `job_not_found` (also for another account's job, D2).
  */
-export function jobView(publicBaseUrl: string, r: JobRow, queuePosition: number | null = null): JobView {
-  let output: JobView["output"] = null;
-  if (r.status === "succeeded" && r.output_json) {
-    const o = JSON.parse(r.output_json) as JobOutput;
-    const keys = o.keys?.length ? o.keys : [o.key];
-    output = { url: blobUrl(publicBaseUrl, o.key), content_type: o.content_type, urls: keys.map((k) => blobUrl(publicBaseUrl, k)) };
-    if (r.kind === "video" && r.duration_sec !== null) output.duration_sec = Number(r.duration_sec);
-  }
-  return {
-    id: r.id,
-    object: "media.job",
-    kind: r.kind,
-    model: r.model,
-    status: r.status,
-    hold_usd: microsToUsd(Number(r.hold_micros)),
-    cost_usd: r.cost_micros === null ? null : microsToUsd(Number(r.cost_micros)),
-    created_at: new Date(Number(r.created_at)).toISOString(),
-    updated_at: new Date(Number(r.updated_at)).toISOString(),
-    output,
-    error: r.error_code ? { code: r.error_code, message: r.error_message ?? "" } : null,
-    idempotency_key: r.idempotency_key,
-    fallback_layer: Number(r.fallback_layer),
-    queue_position: r.status === "pending" ? queuePosition : null,
-    progress: r.status === "processing" && r.progress !== null && r.progress !== undefined ? Number(r.progress) : null,
-  };
-}
-
-/**
- * The place of each of the account's `pending` image and video jobs in its pool, by job id (1 = starts
- * next; D30). The runner starts an account's pending jobs oldest first (`created_at`, then `id`: the
- * order of `claimJobs`) whenever its pool has a free slot, so a job's place is one more than the number of
- * the account's pending jobs of the same pool ahead of it. The pool is the kind, or image and video
- * together on a combined pool (tier 4), per the account's current limits. One indexed read of the
- * account's pending jobs, which its queue caps keep few.
- */
-export async function queuePositions(db: Executor, accountId: string): Promise<Map<string, number>> {
-  const rows = await db
-    .selectFrom("jobs")
-    .select(["id", "kind"])
-    .where("account_id", "=", accountId)
-    .where("status", "=", "pending")
-    .where("kind", "in", ["image", "video"])
-    .orderBy("created_at")
-    .orderBy("id")
-    .execute();
-  const out = new Map<string, number>();
-  if (rows.length === 0) return out;
-  const limits = await effectiveLimits(db, accountId);
-  const combined = limits !== null && mediaCaps(limits, "image").pool === "combined";
-  const ahead = { image: 0, video: 0, combined: 0 };
-  for (const r of rows) {
-    const pool = combined ? "combined" : (r.kind as "image" | "video");
-    ahead[pool] += 1;
-    out.set(r.id, ahead[pool]);
-  }
-  return out;
-}
-
-/**
- * A job of an account with, while it is `pending`, the number of the account's pending jobs the runner
- * starts before it (the order of `claimJobs`) of its kind (`ahead_kind`) and of image and video together
- * (`ahead_pool`, a combined pool). One statement, so the status and the place come from the same state:
- * read apart, a claim committed between the two reads showed a pending job without a place. Compiled once
- * (storage/prepared.ts): every poll and every event of a stream runs it.
- */
-const jobOfAccount = prepare((db, p) =>
-  db
-    .selectFrom("jobs as j")
-    .select([...VIEW_COLUMNS])
-    .select((eb) => {
-      const ahead = (sameKind: boolean) => {
-        let q = eb
-          .selectFrom("jobs as q")
-          .select((e) => e.fn.countAll<number>().as("n"))
-          .whereRef("q.account_id", "=", "j.account_id")
-          .where("q.status", "=", "pending")
-          .where((e) => e.or([e("q.created_at", "<", e.ref("j.created_at")), e.and([e("q.created_at", "=", e.ref("j.created_at")), e("q.id", "<", e.ref("j.id"))])]));
-        q = sameKind ? q.whereRef("q.kind", "=", "j.kind") : q.where("q.kind", "in", ["image", "video"]);
-        return eb.case().when("j.status", "=", "pending").then(q.$asScalar()).else(null).end();
-      };
-      return [ahead(true).as("ahead_kind"), ahead(false).as("ahead_pool")];
-    })
-    .where("j.id", "=", p<string>(0))
-    .where("j.account_id", "=", p<string>(1)),
-);
-
-/** A job of the caller. @throws AppError 404 `job_not_found` (also for another account's job, D2). */
-export async function getJob(db: Executor, publicBaseUrl: string, accountId: string, jobId: string): Promise<JobView> {
-  const r = (await jobOfAccount(db, jobId, accountId)).rows[0];
+export async function getJob(db: Executor, publicBaseUrl: string, owner: string | JobOwner, jobId: string): Promise<JobView> {
+  const o = ownerOf(owner);
+  const r = await jobWithPlace(db, jobId, o.accountId);
   if (!r) throw jobNotFound();
   let position: number | null = null;
   if (r.status === "pending" && (r.kind === "image" || r.kind === "video")) {
-    // The pool is the kind, or image and video together on a combined pool (tier 4), per current limits.
-    const limits = await effectiveLimits(db, accountId);
-    const combined = limits !== null && mediaCaps(limits, "image").pool === "combined";
+    // The pool is the kind, or image and video together on a combined pool (tier 4), per the limits.
+    const combined = combinedPool(await limitsOfOwner(db, o));
     position = Number((combined ? r.ahead_pool : r.ahead_kind) ?? 0) + 1;
   }
   return jobView(publicBaseUrl, r, position);
@@ -209,269 +56,14 @@ export interface JobListQuery {
 export async function listJobs(
   db: Executor,
   publicBaseUrl: string,
-  accountId: string,
+  owner: string | JobOwner,
   query: JobListQuery,
 ): Promise<{ jobs: JobView[]; hasMore: boolean }> {
-  let q = db
-    .selectFrom("jobs")
-    .select([...VIEW_COLUMNS])
-    .where("account_id", "=", accountId)
-    .orderBy("created_at", "desc")
-    .orderBy("id", "desc")
-    .limit(query.limit + 1);
-  if (query.status !== null) q = q.where("status", "=", query.status);
-  if (query.kind !== null) q = q.where("kind", "=", query.kind);
-  if (query.model !== null) q = q.where("model", "=", query.model);
-  q = await olderThanJob(db, q, accountId, query.after);
-  const rows = await q.execute();
+  const o = ownerOf(owner);
+  const rows = await accountJobs(db, o.accountId, query, query.limit + 1, query.after);
   const page = rows.slice(0, query.limit);
-  const positions = page.some((r) => r.status === "pending") ? await queuePositions(db, accountId) : new Map<string, number>();
+  const positions = page.some((r) => r.status === "pending") ? await queuePositions(db, o) : new Map<string, number>();
   return { jobs: page.map((r) => jobView(publicBaseUrl, r, positions.get(r.id) ?? null)), hasMore: rows.length > query.limit };
-}
-
-/** SHA-256 of a JSON value with object keys sorted: equal requests hash equal whatever their key order. */
-export function canonicalHash(value: unknown): string {
-  const canon = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(canon);
-    if (v && typeof v === "object") {
-      return Object.fromEntries(
-        Object.keys(v as Record<string, unknown>)
-          .sort()
-          .map((k) => [k, canon((v as Record<string, unknown>)[k])]),
-      );
-    }
-    return v;
-  };
-  return createHash("sha256").update(JSON.stringify(canon(value))).digest("hex");
-}
-
-/** The serializable request the runner gives the adapter. */
-export function specToRequest(spec: JobSpec): Record<string, unknown> {
-  if (spec.kind === "image") {
-    return {
-      model: spec.model.id,
-      prompt: spec.prompt,
-      n: spec.n,
-      aspect: spec.aspect,
-      width: spec.width,
-      height: spec.height,
-      quality: spec.quality,
-      output: spec.model.output,
-      imageUrls: spec.imageUrls,
-      parameters: spec.parameters,
-    };
-  }
-  return {
-    model: spec.model.id,
-    prompt: spec.prompt,
-    durationSec: spec.durationSec,
-    imageUrl: spec.imageUrl,
-    parameters: spec.parameters,
-  };
-}
-
-/**
- * This process's job runner as a submit sees it (runner.ts): a submit may start its job there at once,
- * in its own transaction, instead of leaving it `pending` for the runner's next claim (one transaction
- * and a round of claim queries less per job).
- */
-export interface JobStarter {
-  /** The runner's `worker_id`, written on a job it runs. */
-  readonly workerId: string;
-  /**
-   * Takes a place for one job, synchronously; false when the runner is full or stopping, or may have
-   * pending jobs to start first (it then claims them itself, oldest first).
-   */
-  reserve(): boolean;
-  /** Gives back a place taken by {@link reserve} (the job was not started, or the submit failed). */
-  unreserve(): void;
-  /** Runs `job`, committed as `processing` by this runner, in the place taken by {@link reserve}. */
-  adopt(job: ClaimedJob): void;
-}
-
-/** Thrown inside a submit's transaction when its idempotency key is already taken: roll back, then replay. */
-class IdempotentReplay extends Error {}
-
-/** Seconds a caller is told to wait when a queue is full (`Retry-After`). */
-const QUEUE_RETRY_AFTER_S = { image: 5, video: 30 } as const;
-
-/** Statuses that occupy a concurrency slot or a queue place. */
-const ACTIVE = ["pending", "processing"] as const;
-
-async function replay(
-  db: Executor,
-  publicBaseUrl: string,
-  apiKeyId: string,
-  key: string,
-  hash: string,
-): Promise<{ job: JobView; replayed: true } | null> {
-  const r = await db
-    .selectFrom("jobs")
-    .select([...VIEW_COLUMNS, "request_hash", "account_id"])
-    .where("api_key_id", "=", apiKeyId)
-    .where("idempotency_key", "=", key)
-    .executeTakeFirst();
-  if (!r) return null;
-  if (r.request_hash !== hash) {
-    throw new AppError(409, "idempotency_conflict", "This idempotency_key was used with a different request body.", "idempotency_key");
-  }
-  const position = r.status === "pending" ? ((await queuePositions(db, r.account_id)).get(r.id) ?? null) : null;
-  return { job: jobView(publicBaseUrl, r, position), replayed: true };
-}
-
-/**
- * Submits a job: a replay of `(api key, idempotency_key)` answers the existing job (same body) or 409;
- * otherwise the hold, the job's `pending` usage record (D29, the submit's request id) and the job row are
- * written in one transaction after the queue cap is checked. A test-mode call (`call.mode`, D32) places
- * no hold and is not gated by the balance; its job records the mode so the runner serves it with the
- * simulator.
- * @returns the job and whether it was a replay (200) or new (202).
- * @throws AppError 402 `insufficient_balance`, 409 `idempotency_conflict`, 429 `rate_limited`.
- */
-export async function submitJob(
-  deps: { db: Executor; publicBaseUrl: string; starter?: JobStarter | null },
-  principal: { accountId: string; keyId: string | null; limits?: EffectiveLimits },
-  spec: JobSpec,
-  body: unknown,
-  simulate: SimulateMode | null = null,
-  call?: CallContext,
-): Promise<{ job: JobView; replayed: boolean; started: boolean }> {
-  const usage = usageFor(call ?? { requestId: newTimeOrderedId("req"), keyId: principal.keyId, mode: "live" }, spec.kind, spec.kind === "image" ? { images: spec.n } : { seconds: spec.durationSec });
-  const hash = canonicalHash(body);
-  const idemKey = spec.idempotencyKey;
-  const keyId = principal.keyId;
-  if (idemKey !== null && keyId !== null) {
-    const existing = await replay(deps.db, deps.publicBaseUrl, keyId, idemKey, hash);
-    if (existing) return { ...existing, started: false };
-  }
-  // The limits the request was authenticated with (read with the key), else read now.
-  const limits = principal.limits ?? (await effectiveLimits(deps.db, principal.accountId));
-  if (!limits) throw errors.auth();
-  if (spec.kind === "video" && limits.combinedMediaConcurrent === null && limits.videoConcurrent === 0) {
-    const first = TIERS.find((t) => t.videoConcurrent > 0 || t.combinedMediaConcurrent !== null);
-    throw errors.rateLimited(
-      `Video generation is not available on ${limits.name}; it starts at ${first?.name ?? "a higher tier"} (deposits of ${formatUsd(first?.minDepositMicros ?? 0)} USD).`,
-      60,
-    );
-  }
-  const caps = mediaCaps(limits, spec.kind);
-  const jobId = newTimeOrderedId("job");
-  const now = Date.now();
-  const requestJson = JSON.stringify({ ...specToRequest(spec), simulate });
-  // A place on this process's runner, taken before the transaction so that a job found startable in it
-  // cannot then find the runner full; given back unless the job started (and adopted after the commit).
-  const starter = deps.starter ?? null;
-  const reserved = starter?.reserve() ?? false;
-  let started = false;
-  let queuePosition: number | null = null;
-  let holdId: string | null = null;
-  try {
-    await inTransaction(deps.db, async (trx) => {
-      // The hold comes first: on PostgreSQL its UPDATE locks the account row, so the count below and
-      // the insert are serialized per account and two submits cannot both take the last queue place.
-      const hold = await holdOrRefuse(
-        trx,
-        { accountId: principal.accountId, amountMicros: spec.holdMicros, jobId, reference: spec.model.id, usage },
-        () => errors.insufficientBalance(`The hold of ${formatUsd(spec.holdMicros)} USD could not be placed: balance too low.`),
-      );
-      holdId = hold?.id ?? null;
-      if (idemKey !== null && keyId !== null) {
-        // A submit with the same key that committed while this one waited for the account row: answer
-        // its job (rolling this hold back) instead of inserting. Inserting would make PostgreSQL's unique
-        // check wait for any transaction updating that job row (the runner's success, a cancel), which in
-        // turn waits for the account row this transaction holds: a deadlock.
-        const clash = await trx
-          .selectFrom("jobs")
-          .select("id")
-          .where("api_key_id", "=", keyId)
-          .where("idempotency_key", "=", idemKey)
-          .executeTakeFirst();
-        if (clash) throw new IdempotentReplay();
-      }
-      // Within the pool's caps (D12): refused when its queue is full; started at once on this process's
-      // runner when it holds a place, the account is below its concurrency cap and none of its jobs of the
-      // pool waits (they start first: queue_position, D30); else pending. The hold above locked the
-      // account row on PostgreSQL, which claims lock too before they count running jobs, so the caps hold
-      // across processes (storage/job-queue.ts).
-      const out = await insertJobWithinCaps(
-        trx,
-        {
-          id: jobId,
-          account_id: principal.accountId,
-          api_key_id: keyId,
-          kind: spec.kind,
-          model: spec.model.id,
-          hold_id: holdId,
-          hold_micros: spec.holdMicros,
-          mode: usage.mode,
-          request_json: requestJson,
-          request_hash: hash,
-          idempotency_key: idemKey,
-          duration_sec: spec.kind === "video" ? spec.durationSec : null,
-          webhook_url: spec.webhookUrl,
-          now,
-        },
-        { pool: caps.pool === "combined" ? "combined" : "kind", concurrent: caps.concurrent, queue: caps.queue, startOn: reserved && starter ? starter.workerId : null },
-      );
-      if (!out.inserted) {
-        throw errors.rateLimited(
-          `Too many ${caps.pool === "combined" ? "image and video" : spec.kind} jobs in flight (${out.active}; ${limits.name} allows ${caps.concurrent} running and ${caps.queue} queued).`,
-          QUEUE_RETRY_AFTER_S[spec.kind],
-        );
-      }
-      started = out.started;
-      queuePosition = started ? null : out.ahead + 1;
-    });
-  } catch (err) {
-    started = false;
-    if ((err instanceof IdempotentReplay || isUniqueViolation(err)) && idemKey !== null && keyId !== null) {
-      // A concurrent submit with the same key won the race: answer its job (or the conflict).
-      const existing = await replay(deps.db, deps.publicBaseUrl, keyId, idemKey, hash);
-      if (existing) return { ...existing, started: false };
-    }
-    throw err;
-  } finally {
-    if (reserved && !started) starter?.unreserve();
-  }
-  if (started && starter) {
-    starter.adopt({
-      id: jobId,
-      account_id: principal.accountId,
-      kind: spec.kind,
-      model: spec.model.id,
-      hold_id: holdId,
-      hold_micros: spec.holdMicros,
-      request_json: requestJson,
-      started_at: now,
-      upstream_handle_json: null,
-      fallback_layer: 0,
-      mode: usage.mode,
-      webhook_url: spec.webhookUrl,
-    });
-  }
-  // The job as committed: no second read (its queue place was counted in the transaction).
-  const view = jobView(
-    deps.publicBaseUrl,
-    {
-      id: jobId,
-      kind: spec.kind,
-      model: spec.model.id,
-      status: started ? "processing" : "pending",
-      hold_micros: spec.holdMicros,
-      cost_micros: null,
-      created_at: now,
-      updated_at: now,
-      output_json: null,
-      error_code: null,
-      error_message: null,
-      idempotency_key: idemKey,
-      duration_sec: spec.kind === "video" ? spec.durationSec : null,
-      fallback_layer: 0,
-      progress: null,
-    },
-    queuePosition,
-  );
-  return { job: view, replayed: false, started };
 }
 
 /** Running and queued jobs of an account by kind (for `GET /v1/auth/limits`). */
@@ -479,14 +71,8 @@ export async function jobUsage(
   db: Executor,
   accountId: string,
 ): Promise<{ image_running: number; image_queued: number; video_running: number; video_queued: number }> {
-  const rows = await db
-    .selectFrom("jobs")
-    .select(["kind", "status", (eb) => eb.fn.countAll<number>().as("n")])
-    .where("account_id", "=", accountId)
-    .where("status", "in", [...ACTIVE])
-    .groupBy(["kind", "status"])
-    .execute();
-  const n = (kind: string, status: string) => Number(rows.find((r) => r.kind === kind && r.status === status)?.n ?? 0);
+  const rows = await activeJobCounts(db, accountId);
+  const n = (kind: string, status: string) => rows.find((r) => r.kind === kind && r.status === status)?.n ?? 0;
   return {
     image_running: n("image", "processing"),
     image_queued: n("image", "pending"),

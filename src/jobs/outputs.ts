@@ -4,9 +4,8 @@
  */
 import type { Executor } from "../billing/ledger.ts";
 import { microsToUsd } from "../billing/money.ts";
-import type { SelectQueryBuilder } from "kysely";
 import { AppError } from "../errors.ts";
-import type { Database } from "../storage/schema.ts";
+import { galleryRows, type OutputRow, sharedOutputRow } from "./outputs.repository.ts";
 
 /** The stored output of a job (`jobs.output_json`). */
 export interface JobOutput {
@@ -37,10 +36,7 @@ export function blobUrl(publicBaseUrl: string, key: string): string {
 /** 404 `job_not_found` (D2: never reveal that another account's job exists). */
 export const jobNotFound = () => new AppError(404, "job_not_found", "No such job.", "id");
 
-function toItem(
-  publicBaseUrl: string,
-  r: { id: string; kind: string; model: string; output_json: string | null; duration_sec: number | null; cost_micros: number | null; created_at: number },
-): GalleryItem {
+function toItem(publicBaseUrl: string, r: OutputRow): GalleryItem {
   const out = JSON.parse(r.output_json ?? "{}") as JobOutput;
   return {
     job_id: r.id,
@@ -56,8 +52,6 @@ function toItem(
   };
 }
 
-const COLUMNS = ["id", "kind", "model", "output_json", "duration_sec", "cost_micros", "created_at"] as const;
-
 /**
  * The caller's stored outputs, newest first: at most `limit` items after the job `after` (a job id from a
  * previous page), and whether more exist.
@@ -68,47 +62,13 @@ export async function listGallery(
   accountId: string,
   opts: { limit: number; after: string | null },
 ): Promise<{ items: GalleryItem[]; hasMore: boolean }> {
-  let q = db
-    .selectFrom("jobs")
-    .select([...COLUMNS])
-    .where("account_id", "=", accountId)
-    .where("status", "=", "succeeded")
-    .where("output_json", "is not", null)
-    .orderBy("created_at", "desc")
-    .orderBy("id", "desc")
-    .limit(opts.limit + 1);
-  q = await olderThanJob(db, q, accountId, opts.after);
-  const rows = await q.execute();
+  const rows = await galleryRows(db, accountId, opts.limit + 1, opts.after);
   return { items: rows.slice(0, opts.limit).map((r) => toItem(publicBaseUrl, r)), hasMore: rows.length > opts.limit };
 }
 
 /** A succeeded job's output for its public share page. @throws AppError 404 `job_not_found`. */
 export async function sharedOutput(db: Executor, publicBaseUrl: string, jobId: string): Promise<GalleryItem> {
-  const r = await db
-    .selectFrom("jobs")
-    .select([...COLUMNS])
-    .where("id", "=", jobId)
-    .where("status", "=", "succeeded")
-    .where("output_json", "is not", null)
-    .executeTakeFirst();
+  const r = await sharedOutputRow(db, jobId);
   if (!r) throw jobNotFound();
   return toItem(publicBaseUrl, r);
-}
-
-/**
- * The keyset page after job `after` of `accountId` (newest first: `created_at desc, id desc`): `q`
- * narrowed to the jobs older than that one, or `q` as it is when `after` is null or not the account's job
- * (the listing then starts at the newest).
- */
-export async function olderThanJob<O>(
-  db: Executor,
-  q: SelectQueryBuilder<Database, "jobs", O>,
-  accountId: string,
-  after: string | null,
-): Promise<SelectQueryBuilder<Database, "jobs", O>> {
-  if (after === null) return q;
-  const anchor = await db.selectFrom("jobs").select(["created_at", "id"]).where("id", "=", after).where("account_id", "=", accountId).executeTakeFirst();
-  if (!anchor) return q;
-  const at = Number(anchor.created_at);
-  return q.where((eb) => eb.or([eb("created_at", "<", at), eb.and([eb("created_at", "=", at), eb("id", "<", anchor.id)])]));
 }

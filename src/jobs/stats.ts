@@ -3,13 +3,9 @@
  */
 import type { Executor } from "../billing/ledger.ts";
 import type { JobStatus, JobsTable } from "../storage/schema.ts";
+import { jobCountsByKindAndStatus } from "./jobs.repository.ts";
 
 /** Number of jobs per (kind, status) pair, across every account; pairs without jobs are absent. */
 export async function jobCountsByStatus(db: Executor): Promise<{ kind: JobsTable["kind"]; status: JobStatus; count: number }[]> {
-  const rows = await db
-    .selectFrom("jobs")
-    .select(["kind", "status", (eb) => eb.fn.countAll<number>().as("n")])
-    .groupBy(["kind", "status"])
-    .execute();
-  return rows.map((r) => ({ kind: r.kind, status: r.status, count: Number(r.n) }));
+  return (await jobCountsByKindAndStatus(db)).map((r) => ({ kind: r.kind, status: r.status, count: r.n }));
 }

@@ -9,12 +9,16 @@ import type { Kysely } from "kysely";
 import { inTransaction, releaseStaleHolds } from "../billing/ledger.ts";
 import { settleRelease } from "../billing/paid-call.ts";
 import { onJobEnded } from "./ended.ts";
-import { jobChanges } from "./changes.ts";
+import { type JobChangeFeed, sharedJobChanges } from "./changes.ts";
+import { endJobRow, overduePendingJobs, staleRunningJobs } from "./execution.repository.ts";
 import type { Database, JobStatus } from "../storage/schema.ts";
 import type { UpstreamHandle } from "../upstreams/types.ts";
 
 /** The runner gives up on a job after this long (spec "GET /v1/jobs/{id}"), ms. */
 export const GIVE_UP_MS = { image: 5 * 60_000, video: 10 * 60_000 } as const;
+
+/** Jobs of each kind and end a sweep pass reads at most (the next pass takes the rest). */
+const SWEEP_BATCH = 500;
 
 /** Sweep thresholds, seconds (D11). */
 export interface SweepConfig {
@@ -28,26 +32,16 @@ export interface SweepConfig {
  * Ends job `id` (expected in `from`) as `to` with `error`, releasing its hold and running
  * {@link onJobEnded}, in one transaction (`to: "pending"` hands a claimed job back instead: nothing ends).
  * Returns false when the job was no longer in `from` (someone else ended it). `workerId` additionally
- * requires that this worker holds the claim. After the commit the change is announced on the process's
- * job feed (changes.ts, D30), so call it outside a transaction.
+ * requires that this worker holds the claim. After the commit the change is announced on the gateway's
+ * job feed `changes` (changes.ts, D30), so call it outside a transaction.
  */
 export async function endJobWithoutCharge(
   db: Kysely<Database>,
   args: { id: string; from: JobStatus; to: "failed" | "refunded" | "expired" | "pending"; code: string | null; message: string | null; workerId?: string },
+  changes: JobChangeFeed,
 ): Promise<boolean> {
   const accountId = await inTransaction(db, async (trx) => {
-    const now = Date.now();
-    let q = trx
-      .updateTable("jobs")
-      .set(
-        args.to === "pending"
-          ? { status: "pending", worker_id: null, started_at: null, heartbeat_at: null, progress: null, updated_at: now }
-          : { status: args.to, error_code: args.code, error_message: args.message, updated_at: now },
-      )
-      .where("id", "=", args.id)
-      .where("status", "=", args.from);
-    if (args.workerId !== undefined) q = q.where("worker_id", "=", args.workerId);
-    const res = await q.returning(["hold_id", "account_id"]).executeTakeFirst();
+    const res = await endJobRow(trx, { ...args, now: Date.now() });
     if (!res) return null;
     if (args.to !== "pending") {
       if (res.hold_id) await settleRelease(trx, res.hold_id);
@@ -56,20 +50,22 @@ export async function endJobWithoutCharge(
     return res.account_id;
   });
   if (accountId === null) return false;
-  // After the commit: event streams and waiting requests of this process see the change at once (D30).
-  jobChanges.publish({ accountId, jobId: args.id, ended: args.to !== "pending", by: args.workerId ?? null });
+  // After the commit: event streams and waiting requests of this gateway see the change at once (D30).
+  changes.publish({ accountId, jobId: args.id, ended: args.to !== "pending", by: args.workerId ?? null });
   return true;
 }
 
 /**
  * One sweep pass; returns how many jobs it refunded and expired, how many orphaned synchronous holds it
  * released (design.md invariant 4: a process killed between hold and capture), and the upstream handles
- * of refunded jobs, which the caller asks their sources to cancel (D28).
+ * of refunded jobs, which the caller asks their sources to cancel (D28). Each end is announced on
+ * `changes`, the gateway's job feed (default: the process-wide feed, until every caller passes its own).
  */
 export async function sweepJobs(
   db: Kysely<Database>,
   cfg: SweepConfig,
   now = Date.now(),
+  changes: JobChangeFeed = sharedJobChanges,
 ): Promise<{ refunded: number; expired: number; syncHolds: number; upstreamToCancel: UpstreamHandle[] }> {
   let refunded = 0;
   const upstreamToCancel: UpstreamHandle[] = [];
@@ -77,14 +73,7 @@ export async function sweepJobs(
   const syncHolds = await releaseStaleHolds(db, cfg.sweepSyncHoldsAfterS * 1000);
   for (const kind of ["image", "video"] as const) {
     const staleBefore = now - (kind === "video" ? cfg.sweepVideoAfterS : cfg.sweepImageAfterS) * 1000;
-    const stale = await db
-      .selectFrom("jobs")
-      .select(["id", "upstream_handle_json"])
-      .where("status", "=", "processing")
-      .where("kind", "=", kind)
-      .where("heartbeat_at", "<", staleBefore)
-      .limit(500)
-      .execute();
+    const stale = await staleRunningJobs(db, kind, staleBefore, SWEEP_BATCH);
     for (const j of stale) {
       const ok = await endJobWithoutCharge(db, {
         id: j.id,
@@ -92,19 +81,12 @@ export async function sweepJobs(
         to: "refunded",
         code: "worker_lost",
         message: "The worker processing this job stopped reporting; the hold was released.",
-      });
+      }, changes);
       if (ok) refunded++;
       // D28: a refunded job is also cancelled at the source that accepted it.
       if (ok && j.upstream_handle_json !== null) upstreamToCancel.push(JSON.parse(j.upstream_handle_json) as UpstreamHandle);
     }
-    const old = await db
-      .selectFrom("jobs")
-      .select("id")
-      .where("status", "=", "pending")
-      .where("kind", "=", kind)
-      .where("created_at", "<", now - GIVE_UP_MS[kind])
-      .limit(500)
-      .execute();
+    const old = await overduePendingJobs(db, kind, now - GIVE_UP_MS[kind], SWEEP_BATCH);
     for (const j of old) {
       const ok = await endJobWithoutCharge(db, {
         id: j.id,
@@ -112,7 +94,7 @@ export async function sweepJobs(
         to: "expired",
         code: "expired",
         message: "The job waited in its queue longer than the runner's give-up time without starting.",
-      });
+      }, changes);
       if (ok) expired++;
     }
   }

@@ -4,8 +4,9 @@
  * request the runner hands to the adapter, and the hold in micro-USD.
  */
 import type { Micros } from "../billing/money.ts";
-import { getImageModel, getVideoModel } from "../catalog/models.ts";
-import { type ImageQuality, quoteImage, quoteVideo } from "../catalog/quote.ts";
+import { getModelOf } from "../catalog/models.ts";
+import { jobPrice } from "../catalog/job-price.ts";
+import type { ImageQuality } from "../catalog/quote.ts";
 import type { ImageModel, VideoModel } from "../catalog/types.ts";
 import { AppError, errors } from "../errors.ts";
 import { lookup } from "node:dns/promises";
@@ -109,6 +110,7 @@ export interface ImageJobSpec {
   imageUrls: string[];
   parameters: Record<string, unknown>;
   idempotencyKey: string | null;
+  /** The quote the submit holds: `jobPrice` of the catalog (catalog/job-price.ts), which settlement uses too. */
   holdMicros: Micros;
   /** Where the job's webhook events also go (D31), or null; checked by `checkWebhookUrl` before submit. */
   webhookUrl: string | null;
@@ -123,6 +125,7 @@ export interface VideoJobSpec {
   imageUrl: string | null;
   parameters: Record<string, unknown>;
   idempotencyKey: string | null;
+  /** See {@link ImageJobSpec.holdMicros}. */
   holdMicros: Micros;
   /** See {@link ImageJobSpec.webhookUrl}. */
   webhookUrl: string | null;
@@ -138,7 +141,7 @@ export type JobSpec = ImageJobSpec | VideoJobSpec;
 export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
   const modelId = body.model;
   if (typeof modelId !== "string" || modelId === "") throw bad("invalid_model", "model is required.", "model");
-  const model = getImageModel(modelId);
+  const model = getModelOf(modelId, "image");
   if (!model) throw bad("invalid_model", `'${modelId}' is not a supported image model.`, "model");
   const prompt = (body.prompt as string).normalize("NFC");
 
@@ -177,7 +180,7 @@ export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
 
   const idempotencyKey = (body.idempotency_key ?? null) as string | null;
   const parameters = (body.parameters ?? {}) as Record<string, unknown>;
-  const holdMicros = quoteImage(model, { n, quality: quality ?? undefined, width, height });
+  const holdMicros = jobPrice({ kind: "image", model, order: { n, quality, width, height } });
   return { kind: "image", model, prompt, n, aspect, width, height, quality, imageUrls, parameters, idempotencyKey, holdMicros, webhookUrl: webhookUrlOf(body) };
 }
 
@@ -190,7 +193,7 @@ export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
 export function validateVideoJob(body: Record<string, unknown>, opts: { genmediaOnly: boolean }): VideoJobSpec {
   const modelId = body.model;
   if (typeof modelId !== "string" || modelId === "") throw bad("invalid_model", "model is required.", "model");
-  const model = getVideoModel(modelId);
+  const model = getModelOf(modelId, "video");
   if (!model || (opts.genmediaOnly && !model.genmediaAlias)) {
     throw bad("invalid_model", `'${modelId}' is not a supported video model${opts.genmediaOnly ? " on this endpoint (vidD-* only)" : ""}.`, "model");
   }
@@ -217,7 +220,7 @@ export function validateVideoJob(body: Record<string, unknown>, opts: { genmedia
   }
   const idempotencyKey = (body.idempotency_key ?? null) as string | null;
   const parameters = (body.parameters ?? {}) as Record<string, unknown>;
-  return { kind: "video", model, prompt, durationSec, imageUrl, parameters, idempotencyKey, holdMicros: quoteVideo(model, durationSec), webhookUrl: webhookUrlOf(body) };
+  return { kind: "video", model, prompt, durationSec, imageUrl, parameters, idempotencyKey, holdMicros: jobPrice({ kind: "video", model, order: { durationSec } }), webhookUrl: webhookUrlOf(body) };
 }
 
 /**

@@ -8,8 +8,8 @@
  * (worker processes, another gateway) are seen.
  */
 import type { Executor } from "../billing/ledger.ts";
-import { jobChanges } from "./changes.ts";
-import { getJob, type JobView, TERMINAL_STATUSES } from "./jobs.ts";
+import { type JobChangeFeed, sharedJobChanges } from "./changes.ts";
+import { getJob, type JobOwner, type JobView, TERMINAL_STATUSES } from "./jobs.ts";
 
 /** Longest time between two reads of a watched job, ms: the delay of a change made by another process. */
 export const WATCH_POLL_MS = 500;
@@ -20,6 +20,11 @@ export interface WatchDeps {
   publicBaseUrl: string;
   /** Between reads, ms (default {@link WATCH_POLL_MS}). */
   pollMs?: number;
+  /**
+   * The gateway's job feed (changes.ts), whose notices wake the watcher before its next poll; absent: the
+   * process-wide `sharedJobChanges` (until services.ts passes its own).
+   */
+  changes?: JobChangeFeed;
 }
 
 /** Whether the job has ended (terminal status). */
@@ -79,18 +84,20 @@ function eventKey(job: JobView): string {
 }
 
 /**
- * The job `jobId` of `accountId` now and at every later change of its status, `queue_position` or
+ * The job `jobId` of `owner` (an account id, or the account with the limits of the caller's request, which
+ * place a pending job in its queue without reading them at each change) now and at every later change of its status, `queue_position` or
  * `progress`, ending after the first terminal view, or when `signal` aborts (the client left, the server
  * closes).
  * @throws AppError 404 `job_not_found` from the first read (unknown or another account's job).
  */
-export async function* watchJob(deps: WatchDeps, accountId: string, jobId: string, signal?: AbortSignal): AsyncGenerator<JobView> {
+export async function* watchJob(deps: WatchDeps, owner: string | JobOwner, jobId: string, signal?: AbortSignal): AsyncGenerator<JobView> {
+  const accountId = typeof owner === "string" ? owner : owner.accountId;
   const waker = new Waker();
-  const unsubscribe = jobChanges.subscribe(accountId, () => waker.wake());
+  const unsubscribe = (deps.changes ?? sharedJobChanges).subscribe(accountId, () => waker.wake());
   try {
     let last: string | null = null;
     for (;;) {
-      const job = await getJob(deps.db, deps.publicBaseUrl, accountId, jobId);
+      const job = await getJob(deps.db, deps.publicBaseUrl, owner, jobId);
       const key = eventKey(job);
       if (key !== last) {
         last = key;
@@ -108,32 +115,34 @@ export async function* watchJob(deps: WatchDeps, accountId: string, jobId: strin
 /**
  * `Prefer: wait` (D30): the job once it is terminal, or as it is after `waitMs` (or when `signal` aborts),
  * whichever comes first. `first` is the view the caller already holds (a submit's new job), saving a read.
+ * `owner`: an account id, or the account with the limits of the caller's request (see {@link watchJob}).
  * @throws AppError 404 `job_not_found` (unknown or another account's job).
  */
 export async function waitForJobEnd(
   deps: WatchDeps,
-  accountId: string,
+  owner: string | JobOwner,
   jobId: string,
   waitMs: number,
   signal?: AbortSignal,
   first?: JobView,
 ): Promise<JobView> {
   if (first !== undefined && isTerminal(first)) return first;
+  const accountId = typeof owner === "string" ? owner : owner.accountId;
   const deadline = Date.now() + waitMs;
   const waker = new Waker();
   // Only this job's end matters here (not the queue places an event stream shows): a change of another
   // job of the account does not wake it, so many waiting callers of one account cost one read each per
   // change of their own job, not one per change of any job of theirs.
-  const unsubscribe = jobChanges.subscribe(accountId, (c) => {
+  const unsubscribe = (deps.changes ?? sharedJobChanges).subscribe(accountId, (c) => {
     if (c.jobId === jobId) waker.wake();
   });
   try {
-    let job = first ?? (await getJob(deps.db, deps.publicBaseUrl, accountId, jobId));
+    let job = first ?? (await getJob(deps.db, deps.publicBaseUrl, owner, jobId));
     while (!isTerminal(job) && !signal?.aborted) {
       const left = deadline - Date.now();
       if (left <= 0) break;
       await waker.wait(Math.min(left, deps.pollMs ?? WATCH_POLL_MS), signal);
-      job = await getJob(deps.db, deps.publicBaseUrl, accountId, jobId);
+      job = await getJob(deps.db, deps.publicBaseUrl, owner, jobId);
     }
     return job;
   } finally {

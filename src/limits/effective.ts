@@ -1,7 +1,7 @@
 /**
  * The limits in force for one account: its tier row (deposits or operator override, spec tier ladder
  * and D12) with the operator's per-field overrides applied (D22). Pure functions of a tier row: the
- * account lookup that feeds them is `effectiveLimits` in accounts/accounts.ts (accounts sit above limits).
+ * account lookup that feeds them is `effectiveLimits` in accounts/limits.ts (accounts sit above limits).
  */
 import type { AudioPool, TierRow } from "../catalog/types.ts";
 

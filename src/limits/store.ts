@@ -267,3 +267,24 @@ export class RedisLimitStore implements LimitStore {
     this.#redis.disconnect();
   }
 }
+
+/**
+ * The limit store of a gateway: in Redis with `redisUrl` (`REDIS_URL`; keys under `prefix`), else in this
+ * process. ioredis is loaded only with a URL: a single-process gateway never pays its memory. The Redis
+ * connection fails fast when Redis is down, so the limiter applies `LIMITS_ON_STORE_ERROR` instead of
+ * queueing commands.
+ */
+export async function openLimitStore(redisUrl: string | null, prefix: string): Promise<LimitStore> {
+  if (!redisUrl) return new MemoryLimitStore();
+  const { Redis: RedisClient } = await import("ioredis");
+  const redis = new RedisClient(redisUrl, {
+    // Fail fast when Redis is down: the limiter applies LIMITS_ON_STORE_ERROR instead of queueing.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    lazyConnect: false,
+    // Commands of concurrent requests issued in the same event-loop turn go out in one write.
+    enableAutoPipelining: true,
+  }).on("error", () => {});
+  return new RedisLimitStore(redis, prefix);
+}

@@ -24,8 +24,9 @@ import * as m013 from "./migrations/013_topups.ts";
 import type { Database } from "./schema.ts";
 import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
 import { pgStatementName } from "./prepared.ts";
+import type { Dialect } from "./dialect.ts";
 
-export type Dialect = "sqlite" | "postgres";
+export type { Dialect } from "./dialect.ts";
 
 /**
  * An open database handle. `ping()` runs a trivial query (readiness probes; rejects when the database is

@@ -40,7 +40,7 @@ export interface ConcurrencyCaps {
   combined: number | null;
 }
 
-/** The account columns an account's limits derive from (accounts/accounts.ts `limitsOf`). */
+/** The account columns an account's limits derive from (accounts/limits.ts `limitsOf`). */
 export type AccountLimitsRow = Pick<AccountsTable, "total_deposits_micros" | "tier_override" | "limits_override">;
 
 /** An account's caps from its limits columns (a pure function: the claim reads the columns itself). */

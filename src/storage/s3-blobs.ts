@@ -1,7 +1,7 @@
 /**
  * Blob storage in an S3-compatible bucket (design.md "storage/": S3 at scale), selected by
  * `STORAGE_URL=s3://bucket/prefix` (decision D11). Blob key `audio/job_abc.mp3` is the object
- * `<prefix>/audio/job_abc.mp3` of the bucket. The key rules are those of blobs.ts.
+ * `<prefix>/audio/job_abc.mp3` of the bucket. The key rules are those of blob-store.ts.
  *
  * This module reads no environment variable (only config.ts does): the connection settings arrive as
  * {@link S3Options}. config.ts fills them from these variables (all optional):
@@ -32,7 +32,7 @@ import {
   type BlobStore,
   type ByteRange,
   isValidBlobKey,
-} from "./blobs.ts";
+} from "./blob-store.ts";
 
 /** The AWS SDK modules an S3 store uses. */
 interface AwsSdk {
@@ -83,7 +83,7 @@ const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
 /**
  * Parses `s3://bucket` or `s3://bucket/prefix` (a trailing `/` is ignored). The prefix follows the blob
- * key rules of blobs.ts. Throws an Error naming `STORAGE_URL` for anything else (no user, port, query or
+ * key rules of blob-store.ts. Throws an Error naming `STORAGE_URL` for anything else (no user, port, query or
  * fragment).
  */
 export function parseS3Url(storageUrl: string): S3Location {

@@ -12,8 +12,7 @@ import { type CallContext, usageFor } from "../billing/usage.ts";
 import {
   DEFAULT_AUDIO_UNDERSTANDING_MODEL,
   DEFAULT_TRANSCRIPTION_MODEL,
-  getAudioUnderstandingModel,
-  getTranscriptionModel,
+  getModelOf,
 } from "../catalog/models.ts";
 import { billedMinutes, quotePerMinute } from "../catalog/quote.ts";
 import type { AudioTextModel } from "../catalog/types.ts";
@@ -100,7 +99,7 @@ export async function runAudioText(
 ): Promise<AudioTextOutcome> {
   const modelId = args.model ?? (args.task === "transcribe" ? DEFAULT_TRANSCRIPTION_MODEL : DEFAULT_AUDIO_UNDERSTANDING_MODEL);
   const model: AudioTextModel | undefined =
-    args.task === "transcribe" ? getTranscriptionModel(modelId) : getAudioUnderstandingModel(modelId);
+    args.task === "transcribe" ? getModelOf(modelId, "transcription") : getModelOf(modelId, "audio_understanding");
   if (!model) throw new AppError(400, "invalid_model", `'${modelId}' is not a ${args.task === "transcribe" ? "transcription" : "audio understanding"} model.`, "model");
   const guard = opts.guard ?? NO_LIMITS;
   await guard.model(model.id);

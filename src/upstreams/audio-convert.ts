@@ -10,6 +10,7 @@
  */
 import { Mp3Encoder } from "@breezystack/lamejs";
 import { audioFormatInfo, type AudioFormatInfo, linearToUlaw } from "./simulator/encode.ts";
+import { findMp3Frame, id3v2LengthAt, type Mp3Frame, mp3FramesFrom } from "./mp3-frames.ts";
 import type { AudioFormat } from "./types.ts";
 
 export { audioFormatInfo, type AudioFormatInfo };
@@ -103,53 +104,18 @@ export function pcmToFormat(pcm: Uint8Array, pcmRate: number, format: AudioForma
   return out;
 }
 
-/** Bit rates (kbit/s) of MPEG-1 and of MPEG-2/2.5 Layer III by index. */
-const MP3_KBPS = {
-  v1: [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320],
-  v2: [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
-} as const;
-const MP3_RATES: Record<number, readonly number[]> = { 3: [44100, 48000, 32000], 2: [22050, 24000, 16000], 0: [11025, 12000, 8000] };
-
-/** One MPEG Layer III frame: where it starts, its length in bytes, and the samples it holds. */
-interface Mp3Frame {
-  offset: number;
-  length: number;
-  samples: number;
-  sampleRate: number;
-}
-
-/** Length of an ID3v2 tag at the start of `b`, or 0. */
-function id3Length(b: Uint8Array): number {
-  if (b.length < 10 || b[0] !== 0x49 || b[1] !== 0x44 || b[2] !== 0x33) return 0;
-  const size = ((b[6]! & 0x7f) << 21) | ((b[7]! & 0x7f) << 14) | ((b[8]! & 0x7f) << 7) | (b[9]! & 0x7f);
-  return 10 + size + ((b[5]! & 0x10) !== 0 ? 10 : 0);
-}
-
-/** The frame header at `i`, or null when there is none. */
-function frameAt(b: Uint8Array, i: number): Mp3Frame | null {
-  if (i + 4 > b.length || b[i] !== 0xff || (b[i + 1]! & 0xe0) !== 0xe0) return null;
-  const version = (b[i + 1]! >> 3) & 3; // 3 = MPEG-1, 2 = MPEG-2, 0 = MPEG-2.5
-  const layer = (b[i + 1]! >> 1) & 3; // 1 = Layer III
-  const bitrateIndex = b[i + 2]! >> 4;
-  const rateIndex = (b[i + 2]! >> 2) & 3;
-  const padding = (b[i + 2]! >> 1) & 1;
-  if (version === 1 || layer !== 1 || bitrateIndex === 0 || bitrateIndex === 15 || rateIndex === 3) return null;
-  const kbps = (version === 3 ? MP3_KBPS.v1 : MP3_KBPS.v2)[bitrateIndex]!;
-  const sampleRate = MP3_RATES[version]![rateIndex]!;
-  const samples = version === 3 ? 1152 : 576;
-  const length = Math.floor(((samples / 8) * kbps * 1000) / sampleRate) + padding;
-  return { offset: i, length, samples, sampleRate };
-}
-
-/** The MP3 frames of `b` in order, from the first frame header (after an ID3v2 tag) to the last whole frame. */
+/**
+ * The MP3 frames of `b` in order ({@link mp3FramesFrom}), from the first frame header (after an ID3v2 tag,
+ * read leniently) to the last whole frame.
+ */
 function mp3Frames(b: Uint8Array): Mp3Frame[] {
   const frames: Mp3Frame[] = [];
-  let i = id3Length(b);
   // Find the first frame, then walk frame by frame.
-  while (i + 4 <= b.length && frameAt(b, i) === null) i++;
-  for (let f = frameAt(b, i); f !== null && f.offset + f.length <= b.length; f = frameAt(b, i)) {
+  const first = findMp3Frame(b, id3v2LengthAt(b, 0, "lenient"));
+  if (first < 0) return frames;
+  for (const f of mp3FramesFrom(b, first)) {
+    if (f.offset + f.length > b.length) break;
     frames.push(f);
-    i = f.offset + f.length;
   }
   return frames;
 }
@@ -170,7 +136,7 @@ export function audioDurationSec(body: Uint8Array, format: AudioFormat): number 
   const perSec = rawBytesPerSec(info);
   if (perSec !== null) return (body.length - (body.length % (info.codec === "pcm" ? 2 : 1))) / perSec;
   let sec = 0;
-  for (const f of mp3Frames(body)) sec += f.samples / f.sampleRate;
+  for (const f of mp3Frames(body)) sec += f.samplesPerFrame / f.sampleRate;
   return sec;
 }
 
@@ -190,7 +156,7 @@ export function trimAudio(body: Uint8Array, format: AudioFormat, seconds: number
   let sec = 0;
   for (const f of mp3Frames(body)) {
     if (sec >= seconds - 1e-9) return body.subarray(0, f.offset);
-    sec += f.samples / f.sampleRate;
+    sec += f.samplesPerFrame / f.sampleRate;
   }
   return body;
 }

@@ -12,7 +12,8 @@
  * flag set, which serves every capability with the simulator whatever `UPSTREAMS` configures.
  */
 import type { UpstreamRegistry } from "./registry.ts";
-import { firstChunkThen, runOnSources, type Served, type SyncSlot } from "./sync-failover.ts";
+import { firstChunkThen } from "./first-chunk.ts";
+import { runOnSources, type Served, type SyncSlot } from "./sync-failover.ts";
 import {
   type AudioBytes,
   type AudioResult,

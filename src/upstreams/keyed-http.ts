@@ -28,20 +28,16 @@
  * statuses are the protocol's business: {@link KeyedHttp.send} returns every answer, whatever its
  * status. Every message passes through the key's redaction; no raw undici error is attached as `cause`.
  */
-import type { Agent, Dispatcher, FormData as UndiciFormData } from "undici";
-import { loadUndici } from "./undici.ts";
+import type { Dispatcher, FormData as UndiciFormData } from "undici";
+import { adapterDispatcher, DEFAULT_CONNECT_TIMEOUT_MS, loadUndici } from "./undici.ts";
 import { isOwnOrTrustedHost, trustedHostMatcher } from "./hosts.ts";
 import { UpstreamError, type VisualJobSourceConfig } from "./types.ts";
-import { errorCode, isRecord, parseBaseUrl, readBody, readText, redactSecret } from "./openai-compatible/api.ts";
+import { errorCode, isRecord, parseBaseUrl, readBody, readText, redactSecret } from "./util.ts";
 
-/** Longest connect phase by default, in milliseconds (capped by the total timeout). */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export { DEFAULT_CONNECT_TIMEOUT_MS } from "./undici.ts";
 
 /** Default total time of one HTTP call, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
-
-/** How long an idle keep-alive connection is kept, in milliseconds. */
-const KEEP_ALIVE_TIMEOUT_MS = 30_000;
 
 /** Largest answer read, in bytes (protocol answers are small JSON documents; media are separate files). */
 export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
@@ -199,11 +195,7 @@ export function createKeyedHttp<E extends UpstreamError>(config: KeyedHttpConfig
   const base = parseKeyedBaseUrl(config.baseUrl);
   const isTrusted = trustedHostMatcher(config.trustedHosts);
   const connectTimeout = Math.min(config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, timeoutMs);
-  const ownAgent =
-    config.dispatcher === undefined
-      ? new (loadUndici().Agent)({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectTimeout })
-      : null;
-  const dispatcher: Dispatcher = config.dispatcher ?? (ownAgent as Agent);
+  const { dispatcher, ownAgent } = adapterDispatcher(config.dispatcher, connectTimeout);
   const { name, apiKey, error } = config;
   const clean = (text: string): string => redactSecret(text, apiKey);
 

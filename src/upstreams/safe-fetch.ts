@@ -218,16 +218,10 @@ export async function safeFetch(url: string, opts: SafeFetchOptions): Promise<Sa
   // A refused first URL fails before any connection machinery exists.
   let current = checkUrl(url, allowHttp, hooks);
 
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort(new FetchTimeoutError(opts.timeoutMs));
-  }, opts.timeoutMs);
-  const agent = new (loadUndici().Agent)({ connect: pinnedConnector(hooks), connectTimeout: Math.min(opts.timeoutMs, 10_000) });
+  const call = openPinnedCall(hooks, opts.timeoutMs);
   try {
     for (let redirects = 0; ; redirects++) {
-      const res = await send(current, agent, controller.signal);
+      const res = await send(current, call.agent, call.signal);
       const status = res.statusCode;
       if (REDIRECT_STATUSES.has(status)) {
         discard(res.body);
@@ -263,14 +257,48 @@ export async function safeFetch(url: string, opts: SafeFetchOptions): Promise<Sa
       return { bytes, contentType: headerValue(res.headers, "content-type"), finalUrl: current.href };
     }
   } catch (err) {
-    if (timedOut && !(err instanceof UnsafeUrlError || err instanceof FetchTooLargeError)) {
+    if (call.timedOut() && !(err instanceof UnsafeUrlError || err instanceof FetchTooLargeError)) {
       throw new FetchTimeoutError(opts.timeoutMs);
     }
     throw translateError(err);
   } finally {
-    clearTimeout(timer);
-    agent.destroy().catch(() => {});
+    call.close();
   }
+}
+
+/** The connection machinery of one request of {@link safeFetch} or {@link safePost}. */
+interface PinnedCall {
+  /** An undici agent whose connections go only to checked addresses ({@link pinnedConnector}). */
+  agent: Agent;
+  /** Aborted with a {@link FetchTimeoutError} once the deadline passed. */
+  signal: AbortSignal;
+  /** True once the deadline passed. */
+  timedOut(): boolean;
+  /** Clears the deadline and destroys the agent; call it once, when the request is over. */
+  close(): void;
+}
+
+/**
+ * Opens the machinery of one request: a deadline of `timeoutMs` (ms) for the whole request, redirects
+ * and body included, and a pinned agent whose connect timeout is the deadline, at most 10 s.
+ */
+function openPinnedCall(hooks: PrivateAddressTestHooks | undefined, timeoutMs: number): PinnedCall {
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new FetchTimeoutError(timeoutMs));
+  }, timeoutMs);
+  const agent = new (loadUndici().Agent)({ connect: pinnedConnector(hooks), connectTimeout: Math.min(timeoutMs, 10_000) });
+  return {
+    agent,
+    signal: controller.signal,
+    timedOut: () => timedOut,
+    close: () => {
+      clearTimeout(timer);
+      agent.destroy().catch(() => {});
+    },
+  };
 }
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
@@ -504,18 +532,12 @@ export async function safePost(url: string, body: string, opts: SafePostOptions)
   }
   const hooks: PrivateAddressTestHooks | undefined = opts.allowPrivateAddresses === true ? { allowAddress: () => true } : undefined;
   const target = checkUrl(url, opts.allowHttp === true, hooks);
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort(new FetchTimeoutError(opts.timeoutMs));
-  }, opts.timeoutMs);
-  const agent = new (loadUndici().Agent)({ connect: pinnedConnector(hooks), connectTimeout: Math.min(opts.timeoutMs, 10_000) });
+  const call = openPinnedCall(hooks, opts.timeoutMs);
   try {
     const res = await loadUndici().request(target, {
       method: "POST",
-      dispatcher: agent,
-      signal: controller.signal,
+      dispatcher: call.agent,
+      signal: call.signal,
       headers: { "user-agent": "media-gateway", ...opts.headers },
       body,
     });
@@ -531,10 +553,9 @@ export async function safePost(url: string, body: string, opts: SafePostOptions)
     discard(res.body);
     return { status: res.statusCode };
   } catch (err) {
-    if (timedOut && !(err instanceof UnsafeUrlError)) throw new FetchTimeoutError(opts.timeoutMs);
+    if (call.timedOut() && !(err instanceof UnsafeUrlError)) throw new FetchTimeoutError(opts.timeoutMs);
     throw translateError(err);
   } finally {
-    clearTimeout(timer);
-    agent.destroy().catch(() => {});
+    call.close();
   }
 }

@@ -1,7 +1,8 @@
 /**
- * The API-key cache (accounts.ts, `AUTH_CACHE_MS`): a resolved key is reused for the TTL without a
+ * The API-key cache (accounts/auth-cache.ts, `AUTH_CACHE_MS`): a resolved key is reused for the TTL without a
  * database read; what this process changes (key deletion, deposits, tier and limit overrides) takes
- * effect at once; a change made behind its back (another process) takes effect after the TTL.
+ * effect at once; a change made behind its back (another process) takes effect after the TTL. The cache
+ * belongs to one gateway: two gateways in one process keep their own.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -37,6 +38,20 @@ for (const backend of BACKENDS) {
       const del = await gw.request("DELETE", `/v1/auth/keys/${created.json.key_id}`, { token: u.session_token });
       assert.ok(del.status === 200 || del.status === 204, String(del.status));
       assert.equal((await gw.request("GET", "/v1/auth/me", { token: key })).status, 401);
+    });
+
+    test("two gateways in one process keep their own caches and settings", async () => {
+      const u = await gw.register();
+      assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200);
+      // A second gateway on the same database, its cache off: starting it leaves the first one's cache alone.
+      const other = await startGateway(backend.name, { AUTH_CACHE_MS: "0", DATABASE_URL: gw.services.config.databaseUrl }, { runner: false });
+      try {
+        await gw.services.db.kysely.deleteFrom("api_keys").where("account_id", "=", u.user_id).execute();
+        assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200, "the first gateway's cache");
+        assert.equal((await other.request("GET", "/v1/auth/me", { token: u.api_key })).status, 401, "the second gateway caches nothing");
+      } finally {
+        await other.close();
+      }
     });
 
     test("a deposit that raises the tier, and a limit override, apply to the next request", async () => {

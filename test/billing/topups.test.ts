@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import Stripe from "stripe";
-import { type FakeCheckoutSession, startStripeFake, type StripeFake } from "../../src/accounts/stripe-fake.ts";
+import { type FakeCheckoutSession, startStripeFake, type StripeFake } from "../../fakes/stripe.ts";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
 import { loadConfig } from "../../src/config.ts";
 import { BACKENDS } from "../helpers/backends.ts";

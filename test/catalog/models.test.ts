@@ -13,20 +13,12 @@ import {
   DEFAULT_VOICE_CLONE_MODEL,
   DEFAULT_VOICE_DESIGN_MODEL,
   enabledModels,
-  getAudioUnderstandingModel,
-  getImageModel,
   getModel,
-  getMusicModel,
-  getSfxModel,
-  getSpeechModel,
-  getTranscriptionModel,
-  getVideoModel,
-  getVoiceCloneModel,
-  getVoiceDesignModel,
+  getModelOf,
   MODEL_ALIASES,
   MODELS,
 } from "../../src/catalog/models.ts";
-import type { ModelRecord, PricingMode } from "../../src/catalog/types.ts";
+import type { ModelRecord, PricingMode, SpeechModel, VideoModel, VoiceCreationModel } from "../../src/catalog/types.ts";
 
 /** The charged amount of a record in micro-USD, per its mode's unit (for the table below). */
 function chargedMicros(m: ModelRecord): number | Record<string, number> {
@@ -149,7 +141,7 @@ describe("speech", () => {
   ];
   for (const [id, provider, streaming] of table) {
     test(`${id}: ${provider} voices and pool, streaming ${streaming}, 5000 chars`, () => {
-      const m = getSpeechModel(id);
+      const m = getModelOf(id, "speech");
       assert.ok(m);
       assert.equal(m.voiceProvider, provider);
       assert.equal(m.audioPool, provider);
@@ -161,15 +153,15 @@ describe("speech", () => {
 
   test("default and non-speech ids", () => {
     assert.equal(DEFAULT_SPEECH_MODEL, "alpha-multilingual-v2");
-    assert.ok(getSpeechModel(DEFAULT_SPEECH_MODEL));
-    assert.equal(getSpeechModel("alpha-music"), undefined);
-    assert.equal(getSpeechModel("nope"), undefined);
+    assert.ok(getModelOf(DEFAULT_SPEECH_MODEL, "speech"));
+    assert.equal(getModelOf("alpha-music", "speech"), undefined);
+    assert.equal(getModelOf("nope", "speech"), undefined);
   });
 });
 
 describe("music", () => {
   test("alpha-music: prompt required, 2000 graphemes, lyrics ignored, honours 1000-300000 ms", () => {
-    const m = getMusicModel("alpha-music");
+    const m = getModelOf("alpha-music", "music");
     assert.ok(m);
     assert.equal(m.promptRequired, true);
     assert.equal(m.promptMaxGraphemes, 2000);
@@ -188,7 +180,7 @@ describe("music", () => {
 
   for (const id of ["beta-music", "beta-music-pro"]) {
     test(`${id}: prompt 200, lyrics 600, beta pool, length from lyrics`, () => {
-      const m = getMusicModel(id);
+      const m = getModelOf(id, "music");
       assert.ok(m);
       assert.equal(m.promptRequired, false);
       assert.equal(m.promptMaxGraphemes, 200);
@@ -200,14 +192,14 @@ describe("music", () => {
 
   test("default", () => {
     assert.equal(DEFAULT_MUSIC_MODEL, "alpha-music");
-    assert.equal(getMusicModel("alpha-sfx"), undefined);
+    assert.equal(getModelOf("alpha-sfx", "music"), undefined);
   });
 });
 
 describe("sfx, voice design, voice clone", () => {
   test("alpha-sfx limits", () => {
     assert.equal(DEFAULT_SFX_MODEL, "alpha-sfx");
-    const m = getSfxModel(DEFAULT_SFX_MODEL);
+    const m = getModelOf(DEFAULT_SFX_MODEL, "sfx");
     assert.ok(m);
     assert.equal(m.promptMaxChars, 500);
     assert.equal(m.minDurationSec, 0.5);
@@ -217,10 +209,24 @@ describe("sfx, voice design, voice clone", () => {
   });
 
   test("voice design in the beta pool, voice clone in host_3", () => {
-    assert.equal(getVoiceDesignModel(DEFAULT_VOICE_DESIGN_MODEL)?.audioPool, "beta");
-    assert.equal(getVoiceCloneModel(DEFAULT_VOICE_CLONE_MODEL)?.audioPool, "host_3");
-    assert.equal(getVoiceDesignModel("beta-voice-clone"), undefined);
-    assert.equal(getVoiceCloneModel("beta-voice-design"), undefined);
+    assert.equal(getModelOf(DEFAULT_VOICE_DESIGN_MODEL, "voice_design")?.audioPool, "beta");
+    assert.equal(getModelOf(DEFAULT_VOICE_CLONE_MODEL, "voice_clone")?.audioPool, "host_3");
+    assert.equal(getModelOf("beta-voice-clone", "voice_design"), undefined);
+    assert.equal(getModelOf("beta-voice-design", "voice_clone"), undefined);
+  });
+});
+
+describe("getModelOf", () => {
+  test("is typed by the capability asked for and refuses another capability or an unknown id", () => {
+    // The annotations are the check (tsc): each lookup gives its capability's record type.
+    const video: VideoModel | undefined = getModelOf("vidD-3", "video");
+    const speech: SpeechModel | undefined = getModelOf(DEFAULT_SPEECH_MODEL, "speech");
+    const clone: VoiceCreationModel | undefined = getModelOf(DEFAULT_VOICE_CLONE_MODEL, "voice_clone");
+    assert.equal(video?.capability, "video");
+    assert.equal(speech?.maxInputChars !== undefined, true);
+    assert.equal(clone?.capability, "voice_clone");
+    assert.equal(getModelOf("vidD-3", "image"), undefined);
+    assert.equal(getModelOf("nope", "video"), undefined);
   });
 });
 
@@ -228,9 +234,9 @@ describe("transcription and audio understanding", () => {
   test("aliases resolve to the concrete models", () => {
     assert.equal(getModel("transcribe")?.id, "host1-transcribe-1");
     assert.equal(getModel("audio-understand")?.id, "host2-audio-understand-1");
-    assert.equal(getTranscriptionModel(DEFAULT_TRANSCRIPTION_MODEL)?.audioPool, "host_1");
-    assert.equal(getAudioUnderstandingModel(DEFAULT_AUDIO_UNDERSTANDING_MODEL)?.audioPool, "host_2");
-    assert.equal(getTranscriptionModel("audio-understand"), undefined);
+    assert.equal(getModelOf(DEFAULT_TRANSCRIPTION_MODEL, "transcription")?.audioPool, "host_1");
+    assert.equal(getModelOf(DEFAULT_AUDIO_UNDERSTANDING_MODEL, "audio_understanding")?.audioPool, "host_2");
+    assert.equal(getModelOf("audio-understand", "transcription"), undefined);
     assert.equal(MODEL_ALIASES.get("transcribe"), "host1-transcribe-1");
     assert.equal(MODEL_ALIASES.get("audio-understand"), "host2-audio-understand-1");
   });
@@ -248,7 +254,7 @@ describe("video", () => {
   ];
   for (const id of perSecond) {
     test(`${id}: 1-10 s, default 5, genmedia alias only for vidD`, () => {
-      const m = getVideoModel(id);
+      const m = getModelOf(id, "video");
       assert.ok(m);
       assert.deepEqual([m.minDurationSec, m.maxDurationSec, m.defaultDurationSec], [1, 10, 5]);
       assert.equal(m.allowedDurations, null);
@@ -259,7 +265,7 @@ describe("video", () => {
   }
   for (const id of ["vidC-02-512p", "vidC-02-768p", "vidC-02-1080p"]) {
     test(`${id}: flat clip of 6 or 10 s, default 6`, () => {
-      const m = getVideoModel(id);
+      const m = getModelOf(id, "video");
       assert.ok(m);
       assert.deepEqual(m.allowedDurations, [6, 10]);
       assert.equal(m.defaultDurationSec, 6);
@@ -268,7 +274,7 @@ describe("video", () => {
     });
   }
   test("non-video ids", () => {
-    assert.equal(getVideoModel("imgA-v4"), undefined);
+    assert.equal(getModelOf("imgA-v4", "video"), undefined);
   });
 });
 
@@ -397,7 +403,7 @@ describe("image", () => {
       ],
     ];
     for (const [id, flags] of table) {
-      const m = getImageModel(id);
+      const m = getModelOf(id, "image");
       assert.ok(m, id);
       assert.deepEqual(
         {
@@ -418,13 +424,13 @@ describe("image", () => {
   });
 
   test("imgC-q1 defaults to medium", () => {
-    const m = getImageModel("imgC-q1");
+    const m = getModelOf("imgC-q1", "image");
     assert.ok(m && m.pricing.mode === "per-quality");
     assert.equal(m.pricing.defaultQuality, "medium");
   });
 
   test("non-image ids", () => {
-    assert.equal(getImageModel("vidD-3"), undefined);
+    assert.equal(getModelOf("vidD-3", "image"), undefined);
     assert.equal(getModel("unknown-model"), undefined);
   });
 });

@@ -5,14 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
-  getAudioUnderstandingModel,
-  getImageModel,
   getModel,
-  getMusicModel,
-  getSfxModel,
-  getSpeechModel,
-  getTranscriptionModel,
-  getVideoModel,
+  getModelOf,
 } from "../../src/catalog/models.ts";
 import {
   billedMinutes,
@@ -36,22 +30,22 @@ import type {
 } from "../../src/catalog/types.ts";
 
 function speech(id: string): SpeechModel {
-  const m = getSpeechModel(id);
+  const m = getModelOf(id, "speech");
   assert.ok(m, id);
   return m;
 }
 function music(id: string): MusicModel {
-  const m = getMusicModel(id);
+  const m = getModelOf(id, "music");
   assert.ok(m, id);
   return m;
 }
 function image(id: string): ImageModel {
-  const m = getImageModel(id);
+  const m = getModelOf(id, "image");
   assert.ok(m, id);
   return m;
 }
 function video(id: string): VideoModel {
-  const m = getVideoModel(id);
+  const m = getModelOf(id, "video");
   assert.ok(m, id);
   return m;
 }
@@ -104,7 +98,7 @@ describe("quoteMusic", () => {
 
 describe("flat quotes", () => {
   test("sfx 0.027, voice design 4.20, voice clone 2.10, beta-music 0.045", () => {
-    const sfx = getSfxModel("alpha-sfx");
+    const sfx = getModelOf("alpha-sfx", "sfx");
     assert.ok(sfx);
     assert.equal(quoteSfx(sfx), 27_000);
     const design = getModel("beta-voice-design");
@@ -124,8 +118,8 @@ describe("flat quotes", () => {
 });
 
 describe("quotePerMinute", () => {
-  const transcribe = audioText(getTranscriptionModel("transcribe"));
-  const understand = audioText(getAudioUnderstandingModel("audio-understand"));
+  const transcribe = audioText(getModelOf("transcribe", "transcription"));
+  const understand = audioText(getModelOf("audio-understand", "audio_understanding"));
 
   test("per started minute, 1-minute minimum", () => {
     assert.equal(billedMinutes(0), 1);
@@ -267,12 +261,12 @@ describe("quoteRepresentative (D18 usd_per_call)", () => {
 
 describe("upstreamListPrice (the provider's list price of a delivered job)", () => {
   const image = (id: string) => {
-    const m = getImageModel(id);
+    const m = getModelOf(id, "image");
     assert.ok(m);
     return m;
   };
   const video = (id: string) => {
-    const m = getVideoModel(id);
+    const m = getModelOf(id, "video");
     assert.ok(m);
     return m;
   };

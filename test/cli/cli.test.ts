@@ -3,10 +3,6 @@
  * against a real gateway on loopback (SQLite and PostgreSQL), with `GATEWAY_URL` and `GATEWAY_API_KEY`
  * in its environment, and checks what it wrote (files that decode, stdout, stderr, the exit status)
  * against what the gateway itself says (account balance, jobs).
- *
- * The commands over routes of D29 and D30 (`jobs`, `cancel`, `usage`, `requests`) are tested at the
- * end of the file when the gateway documents those routes, and skipped with a note otherwise (they are
- * built on other branches; these tests run once they are merged).
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -73,13 +69,11 @@ for (const backend of BACKENDS) {
   describe(`gateway CLI against a gateway on ${backend.name}`, { skip: backend.skip }, () => {
     let gw: TestGateway;
     let dir: string;
-    let documentedPaths: Set<string>;
     const balanceOf = async (key: string): Promise<number> => (await gw.request("GET", "/v1/auth/me", { token: key })).json.balance_usd as number;
 
     before(async () => {
       gw = await startGateway(backend.name);
       dir = mkdtempSync(join(tmpdir(), "gw-cli-"));
-      documentedPaths = new Set(Object.keys(((await gw.request("GET", "/openapi.json")).json as { paths: Record<string, unknown> }).paths));
     });
     after(async () => {
       await gw?.close();
@@ -333,16 +327,7 @@ for (const backend of BACKENDS) {
       assert.equal(refused.code, 1, "the launcher passes the exit status on");
     });
 
-    // The commands below call routes of D29 and D30, built on other branches: they run once the gateway
-    // documents those routes.
-    const needs = (path: string, decision: string) => (t: { skip(message: string): void }) => {
-      if (documentedPaths.has(path)) return false;
-      t.skip(`${path} (${decision}) is not on this gateway yet`);
-      return true;
-    };
-
-    test("jobs lists the caller's jobs newest first, as a table and as JSON", async (t) => {
-      if (needs("/v1/jobs", "D30")(t)) return;
+    test("jobs lists the caller's jobs newest first, as a table and as JSON", async () => {
       const user = await gw.register();
       const ids: string[] = [];
       for (const prompt of ["one", "two"]) {
@@ -359,8 +344,7 @@ for (const backend of BACKENDS) {
       assert.match(tableRun.stdout, new RegExp(`^${ids[0]}\\s+image\\s+imgA-v4\\s+succeeded`, "m"));
     });
 
-    test("cancel ends a pending or running job and releases its hold; a finished job is job_not_cancelable", async (t) => {
-      if (needs("/v1/jobs/{id}/cancel", "D30")(t)) return;
+    test("cancel ends a pending or running job and releases its hold; a finished job is job_not_cancelable", async () => {
       const user = await gw.register();
       // `hang`: the simulated worker stops reporting, so the job stays unfinished until canceled.
       const r = await gw.request("POST", "/v1/images/generations", { token: user.api_key, body: { model: "imgA-v4", prompt: "slow" }, headers: { "x-svc-simulate": "hang" } });
@@ -374,8 +358,7 @@ for (const backend of BACKENDS) {
       assert.match(again.stderr, /^error: job_not_cancelable: /m);
     });
 
-    test("usage sums spend per model (table, JSON and CSV); requests lists the usage log", async (t) => {
-      if (needs("/v1/usage", "D29")(t) || needs("/v1/requests", "D29")(t)) return;
+    test("usage sums spend per model (table, JSON and CSV); requests lists the usage log", async () => {
       const user = await gw.register();
       const opts = { url: gw.url, key: user.api_key, cwd: dir };
       assert.equal((await cli(["speak", "Hello.", "--voice", DEMO_ALPHA_VOICE_ID, "-o", "u.mp3"], opts)).code, 0);

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import pg from "pg";
-import { type FalFake, startFalFake } from "../../src/upstreams/fal/fake.ts";
+import { type FalFake, startFalFake } from "../../fakes/fal.ts";
 import { BACKENDS, createTempDatabase, type TempDatabase } from "../helpers/backends.ts";
 import { ADMIN_TOKEN } from "../helpers/gateway.ts";
 import { type GatewayProcess, spawnGateway } from "../helpers/process.ts";

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Page } from "playwright-core";
-import { startStripeFake, type StripeFake } from "../../src/accounts/stripe-fake.ts";
+import { startStripeFake, type StripeFake } from "../../fakes/stripe.ts";
 import { formatUsd } from "../../console/src/format.ts";
 import { browserSkip, type ConsoleHarness, startConsole } from "./harness.ts";
 

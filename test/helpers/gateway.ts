@@ -10,6 +10,7 @@ import { type Config, loadConfig } from "../../src/config.ts";
 import { type App, buildApp } from "../../src/http/app.ts";
 import type { RunnerOptions } from "../../src/jobs/runner.ts";
 import { createServices, type ServiceOverrides, type Services } from "../../src/services.ts";
+import { migrate } from "../../src/storage/db.ts";
 import { type Backend, createTempDatabase } from "./backends.ts";
 import { documentChecker } from "./document-check.ts";
 import { freePort } from "./process.ts";
@@ -74,6 +75,8 @@ export async function startGateway(
     ...env,
   });
   const services = await createServices(config, opts.overrides);
+  // As main.ts does before serving: createServices applies no migrations.
+  await migrate(services.db);
   if (opts.runner !== false) services.startRunner({ pollMs: 50, sweepMs: 500, heartbeatMs: 200, ...(opts.runner ?? {}) });
   const app = await buildApp(services, opts.logStream ? { logStream: opts.logStream } : { logger: false });
   await app.listen({ port, host: "127.0.0.1" });

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
-import { type FalFake, startFalFake } from "../../src/upstreams/fal/fake.ts";
+import { type FalFake, startFalFake } from "../../fakes/fal.ts";
 import { BACKENDS } from "../helpers/backends.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 import { openEvents, sleep } from "./job-api-helpers.ts";

@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
 import type { SourceSlot } from "../../src/jobs/durable.ts";
 import { createFalSource, type FalSource } from "../../src/upstreams/fal/source.ts";
-import { type FalFake, startFalFake } from "../../src/upstreams/fal/fake.ts";
+import { type FalFake, startFalFake } from "../../fakes/fal.ts";
 import { safeFetch } from "../../src/upstreams/safe-fetch.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
 

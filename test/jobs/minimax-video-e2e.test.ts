@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
-import { type MiniMaxFake, startMiniMaxFake } from "../../src/upstreams/minimax/fake.ts";
+import { type MiniMaxFake, startMiniMaxFake } from "../../fakes/minimax.ts";
 import { mp4DurationSec } from "../../src/upstreams/media-probe.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 

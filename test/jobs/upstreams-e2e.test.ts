@@ -9,9 +9,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
-import { type BflFake, startBflFake } from "../../src/upstreams/bfl/fake.ts";
-import { type FalFake, startFalFake } from "../../src/upstreams/fal/fake.ts";
-import { type OpenAIImagesFake, startOpenAIImagesFake } from "../../src/upstreams/openai-compatible/images-fake.ts";
+import { type BflFake, startBflFake } from "../../fakes/bfl.ts";
+import { type FalFake, startFalFake } from "../../fakes/fal.ts";
+import { type OpenAIImagesFake, startOpenAIImagesFake } from "../../fakes/openai-images.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 const FAL_KEY = "fal-e2e-key-7d1c0b9a4e2f";

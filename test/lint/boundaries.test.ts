@@ -35,6 +35,7 @@ describe("module graph lint: forbidden imports are reported", () => {
     ["src/http/routes/x.ts", `import { sql } from "kysely";\nexport const x = sql;`, /runs no SQL/],
     ["src/http/routes/x.ts", `import pg from "pg";\nexport const x = pg;`, /runs no SQL/],
     ["src/http/routes/x.ts", `import { prepare } from "../../storage/prepared.ts";\nexport const x = prepare;`, /runs no SQL/],
+    ["src/http/routes/x.ts", `import { DiskBlobStore } from "../../storage/disk-blobs.ts";\nexport const x = DiskBlobStore;`, /runs no SQL/],
     ["src/billing/money.ts", `import { placeHold } from "./ledger.ts";\nexport const x = placeHold;`, /lowest layer/],
     ["src/upstreams/simulator/x.ts", `import type { Micros } from "../../billing/money.ts";\nexport type X = Micros;`, /know nothing about money/],
     ["src/errors.ts", `import { getBalance } from "./billing/ledger.ts";\nexport const x = getBalance;`, /lowest layer/],
@@ -52,6 +53,10 @@ describe("module graph lint: forbidden imports are reported", () => {
     ["src/unplaced/x.ts", `export const x = 1;`, /no-unknown-files/],
     // webhooks/ sits below jobs/: jobs enqueue their events, the outbox never reaches up to render a job.
     ["src/webhooks/x.ts", `import { getJob } from "../jobs/jobs.ts";\nexport const x = getJob;`, /no policy allowing/],
+    // The loopback fakes (fakes/) are development tools: no layer of src/ may import them, not even a type.
+    ["src/upstreams/fal/x.ts", `import { startFalFake } from "../../../fakes/fal.ts";\nexport const x = startFalFake;`, /never imports fakes\//],
+    ["src/accounts/x.ts", `import type { StripeFake } from "../../fakes/stripe.ts";\nexport type X = StripeFake;`, /never imports fakes\//],
+    ["src/services.ts", `import { startLoopbackServer } from "../fakes/loopback.ts";\nexport const x = startLoopbackServer;`, /never imports fakes\//],
   ];
   for (const [file, code, expected] of forbidden) {
     test(`${file}: ${code.split("\n")[0]}`, async () => {
@@ -69,6 +74,7 @@ describe("module graph lint: allowed imports pass", () => {
     ["src/catalog/x.ts", `import { usdToMicros } from "../billing/money.ts";\nexport const x = usdToMicros;`],
     ["src/http/routes/x.ts", `import type { Database } from "../../storage/schema.ts";\nexport type X = Database;`],
     ["src/http/routes/x.ts", `import { isValidBlobKey } from "../../storage/blobs.ts";\nexport const x = isValidBlobKey;`],
+    ["src/http/routes/x.ts", `import { isValidBlobKey } from "../../storage/blob-store.ts";\nexport const x = isValidBlobKey;`],
     ["src/http/routes/x.ts", `import type { FastifyReply } from "fastify";\nexport type X = FastifyReply;`],
     ["src/billing/x.ts", `import { isPostgres } from "../storage/ledger-pg.ts";\nexport const x = isPostgres;`],
     ["src/jobs/x.ts", `import { effectiveLimits } from "../accounts/accounts.ts";\nexport const x = effectiveLimits;`],

@@ -1,8 +1,8 @@
 /**
- * The typed client's job helpers (packages/client: submitAndWait, waitForJob, downloadOutput, the SSE
- * reader, GatewayError) against a real gateway on loopback (SQLite and PostgreSQL), and their protocol
- * handling of D30 (events stream, `Retry-After`, a dropped stream) against a loopback stand-in that
- * answers with D30's documented shapes, since those routes are built on another branch.
+ * The SDK's job helpers (packages/client: submitAndWait, waitForJob and their namespaces
+ * `client.images.generateAndWait`, `client.jobs.wait`; downloadOutput, the SSE reader, the error classes)
+ * against a real gateway on loopback (SQLite and PostgreSQL), and their protocol handling of D30 (events
+ * stream, `Retry-After`, a dropped stream) against a loopback stand-in that answers with D30's shapes.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -12,15 +12,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
-  createClient,
   downloadOutput,
+  Gateway,
   GatewayError,
+  InsufficientBalanceError,
   type MediaJob,
+  NotFoundError,
   outputPaths,
   sseEvents,
   submitAndWait,
   waitForJob,
 } from "../../packages/client/src/index.ts";
+import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
+import { makeWav } from "../helpers/audio-fixtures.ts";
 import { BACKENDS } from "../helpers/backends.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 
@@ -81,7 +85,7 @@ for (const backend of BACKENDS) {
 
     test("follows an image job to succeeded, reporting each change, and saves both images", async () => {
       const user = await gw.register();
-      const api = createClient(gw.url, user.api_key);
+      const api = new Gateway({ baseUrl: gw.url, apiKey: user.api_key });
       const seen: MediaJob[] = [];
       const job = await submitAndWait(api, "/v1/images/generations", { model: "imgA-v4", prompt: "two foxes", n: 2 }, { onUpdate: (j) => seen.push(j) });
       assert.equal(job.status, "succeeded");
@@ -101,8 +105,8 @@ for (const backend of BACKENDS) {
 
     test("a job the upstream fails resolves failed with its error; the hold comes back", async () => {
       const user = await gw.register();
-      const api = createClient(gw.url, user.api_key);
-      const job = await submitAndWait(api, "/v1/images/generations", { model: "imgA-v4", prompt: "x" }, { headers: { "x-svc-simulate": "fail" } });
+      const api = new Gateway({ baseUrl: gw.url, apiKey: user.api_key });
+      const job = await api.images.generateAndWait({ model: "imgA-v4", prompt: "x" }, { headers: { "x-svc-simulate": "fail" } });
       assert.equal(job.status, "failed");
       assert.equal(job.error?.code, "provider_error");
       assert.equal((await gw.request("GET", "/v1/auth/me", { token: user.api_key })).json.balance_usd, 0.5);
@@ -111,20 +115,62 @@ for (const backend of BACKENDS) {
 
     test("a refused submit throws GatewayError with the D1 code, type and status; an unknown job is job_not_found", async () => {
       const user = await gw.register();
-      const api = createClient(gw.url, user.api_key);
+      const api = new Gateway({ baseUrl: gw.url, apiKey: user.api_key });
       await assert.rejects(submitAndWait(api, "/v1/images/generations", { model: "imgA-v4-pro", prompt: "x", n: 4 }), (err: unknown) => {
         assert.ok(err instanceof GatewayError);
+        assert.ok(err instanceof InsufficientBalanceError);
         assert.equal(err.status, 402);
         assert.equal(err.code, "insufficient_balance");
         assert.equal(err.type, "billing_error");
         return true;
       });
-      await assert.rejects(waitForJob(api, "job_unknown"), (err: GatewayError) => err.status === 404 && err.code === "job_not_found");
+      await assert.rejects(api.jobs.wait("job_unknown"), (err: GatewayError) => err instanceof NotFoundError && err.status === 404 && err.code === "job_not_found");
+    });
+
+    test("the namespaces answer as the gateway does: account, speech, transcription (multipart), keys, alert, ledger and usage log pages", async () => {
+      const user = await gw.register();
+      const client = new Gateway({ baseUrl: gw.url, apiKey: user.api_key });
+      assert.equal((await client.auth.me()).balance_usd, 0.5);
+      assert.ok((await client.voices.list({ provider: "alpha" })).data.some((v) => v.voice_id === DEMO_ALPHA_VOICE_ID));
+
+      const speech = await client.audio.speech({ input: "Hello.", voice_id: DEMO_ALPHA_VOICE_ID });
+      assert.equal(speech.headers.get("content-type"), "audio/mpeg");
+      assert.ok((await speech.arrayBuffer()).byteLength > 0);
+      assert.equal(speech.headers.get("x-svc-cost-usd"), "0.00243");
+
+      const form = new FormData();
+      form.set("file", new Blob([Buffer.from(makeWav(2))]), "a.wav");
+      const transcript = await client.audio.transcribe(form);
+      assert.equal(typeof transcript === "string" ? transcript : typeof transcript.text, "string");
+
+      const key = await client.keys.create({ name: "sdk", spend_limit_usd: 1 });
+      assert.match(key.api_key, /^gw_/);
+      assert.equal((await client.keys.update(key.key_id, { rpm: 5 })).rpm, 5);
+      assert.ok((await client.keys.list()).data.some((k) => k.key_id === key.key_id));
+      assert.equal((await client.keys.delete(key.key_id)).deleted, true);
+      await assert.rejects(client.keys.delete(key.key_id), (err: unknown) => err instanceof NotFoundError && err.code === "key_not_found");
+
+      assert.equal((await client.billing.setAlert({ low_balance_usd: 0.25 })).low_balance_usd, 0.25);
+      assert.equal((await client.billing.getAlert()).low_balance_usd, 0.25);
+
+      // One entry per page: iterating follows the cursor through every page.
+      const entries = [];
+      for await (const entry of client.billing.ledger({ limit: 1 })) entries.push(entry);
+      const all = await client.billing.ledger({ limit: 100 });
+      assert.ok(entries.length >= 2, `${entries.length} entries`);
+      assert.deepEqual(entries.map((e) => e.id), all.data.map((e) => e.id));
+      const records = [];
+      for await (const record of client.requests.list({ limit: 1 })) records.push(record);
+      assert.deepEqual(records.map((r) => r.kind).sort(), ["speech", "transcription"].sort());
+      assert.equal((await client.requests.get(records[0].id)).id, records[0].id);
+      const summary = await client.usage.summary({ group_by: "model" });
+      assert.equal(summary.total.requests, 2);
+      assert.match(await client.usage.csv({ group_by: "model" }), /^group,requests,cost_usd/);
     });
 
     test("an aborted wait rejects with the signal's reason and leaves the job running", async () => {
       const user = await gw.register();
-      const api = createClient(gw.url, user.api_key);
+      const api = new Gateway({ baseUrl: gw.url, apiKey: user.api_key });
       const controller = new AbortController();
       let id = "";
       await assert.rejects(
@@ -202,7 +248,7 @@ describe("D30 protocol handling, against a loopback stand-in with D30's shapes",
 
   test("the events stream reports every change and needs no poll", async () => {
     const seen: string[] = [];
-    const job = await waitForJob(createClient(base, "gw_test"), state("job_sse", "pending") as MediaJob, {
+    const job = await waitForJob(new Gateway({ baseUrl: base, apiKey: "gw_test" }), state("job_sse", "pending") as MediaJob, {
       onUpdate: (j) => seen.push(`${j.status}:${j.queue_position ?? j.progress ?? "-"}`),
     });
     assert.equal(job.status, "succeeded");
@@ -211,13 +257,13 @@ describe("D30 protocol handling, against a loopback stand-in with D30's shapes",
   });
 
   test("a stream that closes before the end is followed by a poll", async () => {
-    const job = await waitForJob(createClient(base, "gw_test"), state("job_drop", "pending") as MediaJob, { pollIntervalMs: 5000 });
+    const job = await waitForJob(new Gateway({ baseUrl: base, apiKey: "gw_test" }), state("job_drop", "pending") as MediaJob, { pollIntervalMs: 5000 });
     assert.equal(job.status, "succeeded");
     assert.ok(hits.some((h) => h.path === "/v1/jobs/job_drop"));
   });
 
   test("without the events route it polls, waiting Retry-After (429 and 200) rather than its own interval", async () => {
-    const job = await waitForJob(createClient(base, "gw_test"), state("job_poll", "processing") as MediaJob, { pollIntervalMs: 10 });
+    const job = await waitForJob(new Gateway({ baseUrl: base, apiKey: "gw_test" }), state("job_poll", "processing") as MediaJob, { pollIntervalMs: 10 });
     assert.equal(job.status, "succeeded");
     const polls = hits.filter((h) => h.path === "/v1/jobs/job_poll").map((h) => h.at);
     assert.equal(polls.length, 3);

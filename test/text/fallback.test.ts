@@ -1,6 +1,6 @@
 /**
  * Fallback across sources and equivalent models (src/text/fallback.ts), with real OpenAI-compatible
- * adapters talking to two fake upstreams on loopback (test/helpers/fake-openai.ts): source "alpha" and
+ * adapters talking to two fake upstreams on loopback (fakes/openai-chat.ts): source "alpha" and
  * source "beta". The requested model `m-main` is at alpha (primary) and beta; its first equivalent
  * `m-equal` is at alpha, its second `m-other` at beta.
  */
@@ -12,8 +12,8 @@ import { createOpenAICompatibleChat } from "../../src/upstreams/openai-compatibl
 import type { OpenAICompatibleChat } from "../../src/upstreams/openai-compatible/chat.ts";
 import { UpstreamError } from "../../src/upstreams/types.ts";
 import type { ChatAdapter, ChatDelta, ChatRequest } from "../../src/upstreams/chat-types.ts";
-import { completion, startFakeOpenAI, textStream } from "../helpers/fake-openai.ts";
-import type { FakeBehaviour, FakeOpenAI, RecordedRequest } from "../helpers/fake-openai.ts";
+import { completion, startFakeOpenAI, textStream } from "../../fakes/openai-chat.ts";
+import type { FakeBehaviour, FakeOpenAI, RecordedRequest } from "../../fakes/openai-chat.ts";
 
 const DESCRIPTION: FallbackDescription = {
   model: "m-main",

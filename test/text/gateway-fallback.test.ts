@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
 import { getTextModel, quoteTextCall } from "../../src/catalog/text-models.ts";
-import { completion, type FakeOpenAI, startFakeOpenAI, textStream } from "../helpers/fake-openai.ts";
+import { completion, type FakeOpenAI, startFakeOpenAI, textStream } from "../../fakes/openai-chat.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 describe("text upstreams and fallback", () => {

@@ -56,3 +56,19 @@ test("PCM becomes 192 kbps MP3 and mu-law, whole or chunk by chunk with odd spli
   const odd = Buffer.concat([uenc.push(pcm8.subarray(0, 7)), uenc.push(pcm8.subarray(7, 9)), uenc.push(pcm8.subarray(9))]);
   assert.equal(odd.length, pcm8.length / 2);
 });
+
+test("MP3: a leading ID3v2 tag is skipped, even a malformed one, and kept by trimming; a cut last frame does not count", () => {
+  const mp3 = encodeAudio(tone(2, 44100), 44100, "mp3_44100_128");
+  const d = audioDurationSec(mp3, "mp3_44100_128");
+  // A tag of major version 5 with a size byte's top bit set (not a tag to the reference-audio sniffer):
+  // its stated size is trusted, so a frame sync inside it is not taken for audio.
+  const tag = new Uint8Array(10 + 100);
+  tag.set([0x49, 0x44, 0x33, 5, 0, 0, 0, 0, 0x80, 100]);
+  tag.set([0xff, 0xfb, 0x90, 0x00], 20);
+  const tagged = Buffer.concat([tag, mp3]);
+  assert.equal(audioDurationSec(tagged, "mp3_44100_128"), d);
+  const cut = trimAudio(tagged, "mp3_44100_128", 1);
+  assert.deepEqual(Buffer.from(cut), Buffer.concat([tag, trimAudio(mp3, "mp3_44100_128", 1)]));
+  const short = mp3.subarray(0, mp3.length - 10);
+  assert.ok(Math.abs(audioDurationSec(short, "mp3_44100_128") - (d - 1152 / 44100)) < 1e-9);
+});

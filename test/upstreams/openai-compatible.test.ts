@@ -1,6 +1,6 @@
 /**
  * The OpenAI-compatible chat adapter (src/upstreams/openai-compatible/) against a fake upstream on
- * loopback (test/helpers/fake-openai.ts): request shape, answer mapping, streaming assembly, error
+ * loopback (fakes/openai-chat.ts): request shape, answer mapping, streaming assembly, error
  * mapping, timeouts and aborts.
  */
 import { after, before, beforeEach, describe, test } from "node:test";
@@ -12,8 +12,8 @@ import type { OpenAICompatibleChat } from "../../src/upstreams/openai-compatible
 import { OpenAICompatibleError } from "../../src/upstreams/openai-compatible/api.ts";
 import { UpstreamError } from "../../src/upstreams/types.ts";
 import type { ChatDelta, ChatRequest } from "../../src/upstreams/chat-types.ts";
-import { chunk, completion, startFakeOpenAI, textStream, usageChunk } from "../helpers/fake-openai.ts";
-import type { FakeOpenAI } from "../helpers/fake-openai.ts";
+import { chunk, completion, startFakeOpenAI, textStream, usageChunk } from "../../fakes/openai-chat.ts";
+import type { FakeOpenAI } from "../../fakes/openai-chat.ts";
 
 const API_KEY = "sk-test-secret-key-0123456789";
 

@@ -1,29 +1,15 @@
 /**
- * What each `gateway` command does, over the typed client (packages/client). Every command writes its
- * answer to `io.stdout` (text, or JSON with `--json`), progress and notes to `io.stderr`, and resolves
- * with the exit status; a refused call is thrown as `GatewayError` and printed by `main.ts`.
+ * What each `gateway` command does, over the SDK (packages/client: `Gateway` and its namespaces). Every
+ * command writes its answer to `io.stdout` (text, or JSON with `--json`), progress and notes to
+ * `io.stderr`, and resolves with the exit status; a refused call is thrown as the SDK's `GatewayError`
+ * (an `APIError` subclass, or `APIConnectionError`) and printed by `main.ts`.
  */
 import { createWriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import {
-  cancelJob,
-  downloadOutput,
-  type GatewayClient,
-  GatewayError,
-  gatewayError,
-  getJob,
-  getUsage,
-  getUsageCsv,
-  listJobs,
-  listRequests,
-  type MediaJob,
-  type paths,
-  submitAndWait,
-  type UsageUnits,
-} from "../../client/src/index.ts";
+import { type Answer, downloadOutput, type Gateway, GatewayError, type JsonBody, type MediaJob } from "../../client/src/index.ts";
 import type { Command } from "./args.ts";
 import { extensionOf, extensionOfFormat, keyValues, table, usd } from "./format.ts";
 import { ProgressReporter, type ProgressSink } from "./progress.ts";
@@ -34,14 +20,12 @@ export interface CliIo {
   stderr: ProgressSink;
 }
 
-/** What a command runs with: the client (key and base URL applied), the streams, an abort signal (Ctrl-C). */
+/** What a command runs with: the SDK client (key and base URL applied), the streams, an abort signal (Ctrl-C). */
 export interface CommandContext {
-  api: GatewayClient;
+  api: Gateway;
   io: CliIo;
   signal: AbortSignal;
 }
-
-type Body<P extends keyof paths> = paths[P] extends { post: { requestBody?: { content: { "application/json": infer B } } } } ? B : never;
 
 /** Runs `cmd` (anything but `help`) and resolves with the exit status. */
 export async function runCommand(cmd: Exclude<Command, { name: "help" }>, ctx: CommandContext): Promise<number> {
@@ -54,12 +38,12 @@ export async function runCommand(cmd: Exclude<Command, { name: "help" }>, ctx: C
     case "jobs":
       return jobs(cmd, ctx);
     case "job": {
-      const { job } = await getJob(ctx.api, cmd.id, ctx.signal);
+      const job = await ctx.api.jobs.get(cmd.id, { signal: ctx.signal });
       ctx.io.stdout.write(cmd.json ? json(job) : jobDetails(job));
       return 0;
     }
     case "cancel": {
-      const job = await cancelJob(ctx.api, cmd.id, ctx.signal);
+      const job = await ctx.api.jobs.cancel(cmd.id, { signal: ctx.signal });
       ctx.io.stdout.write(cmd.json ? json(job) : `canceled ${job.id}: hold of ${usd(job.hold_usd)} released, nothing charged\n`);
       return 0;
     }
@@ -91,7 +75,7 @@ function simulateHeaders(simulate: string | null): Record<string, string> | unde
 }
 
 async function speak(cmd: Extract<Command, { name: "speak" }>, { api, io, signal }: CommandContext): Promise<number> {
-  type SpeechBody = Body<"/v1/audio/speech">;
+  type SpeechBody = JsonBody<"createSpeech">;
   const body = {
     input: cmd.text,
     voice_id: cmd.voice,
@@ -99,13 +83,13 @@ async function speak(cmd: Extract<Command, { name: "speak" }>, { api, io, signal
     ...(cmd.format ? { response_format: cmd.format as SpeechBody["response_format"] } : {}),
     ...(cmd.stream ? { stream: true } : {}),
   } satisfies SpeechBody;
-  const { data, error, response } = await api.POST("/v1/audio/speech", { body, parseAs: "stream", headers: simulateHeaders(cmd.simulate), signal });
-  if (!response.ok || !data) throw gatewayError(response, error);
+  const response = await api.audio.speech(body, { headers: simulateHeaders(cmd.simulate), signal });
+  if (!response.body) throw new GatewayError({ status: response.status, code: "empty_answer", message: "the gateway answered without audio" });
   const path = cmd.output ?? `speech.${extensionOfFormat(cmd.format)}`;
   // Written beside the target and renamed when whole: an interrupted call leaves no truncated file.
   const part = `${path}.part`;
   try {
-    await pipeline(Readable.fromWeb(data as NodeReadableStream<Uint8Array>), createWriteStream(part), { signal });
+    await pipeline(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), createWriteStream(part), { signal });
     await rename(part, path);
   } catch (err) {
     await rm(part, { force: true });
@@ -146,7 +130,7 @@ async function media(cmd: Extract<Command, { name: "image" | "video" }>, { api, 
   let job: MediaJob;
   try {
     if (cmd.name === "image") {
-      type ImageBody = Body<"/v1/images/generations">;
+      type ImageBody = JsonBody<"createImageJob">;
       const body: ImageBody = {
         model: cmd.model as ImageBody["model"],
         prompt: cmd.prompt,
@@ -154,16 +138,16 @@ async function media(cmd: Extract<Command, { name: "image" | "video" }>, { api, 
         ...(cmd.n !== null ? { n: cmd.n } : {}),
         ...(cmd.quality ? { quality: cmd.quality as ImageBody["quality"] } : {}),
       };
-      job = await submitAndWait(api, "/v1/images/generations", body, options);
+      job = await api.images.generateAndWait(body, options);
     } else {
-      type VideoBody = Body<"/v1/videos/generations">;
+      type VideoBody = JsonBody<"createVideoJob">;
       const body: VideoBody = {
         model: cmd.model as VideoBody["model"],
         prompt: cmd.prompt,
         ...(cmd.duration !== null ? { duration: cmd.duration } : {}),
         ...(cmd.imageUrl ? { image_url: cmd.imageUrl } : {}),
       };
-      job = await submitAndWait(api, "/v1/videos/generations", body, options);
+      job = await api.videos.generateAndWait(body, options);
     }
   } catch (err) {
     const running = current as MediaJob | null;
@@ -188,8 +172,8 @@ async function media(cmd: Extract<Command, { name: "image" | "video" }>, { api, 
   }
   const target = cmd.output ?? `${job.id}.${extensionOf(job.output?.content_type)}`;
   const files = await downloadOutput(job, target, { signal });
-  const me = await api.GET("/v1/auth/me", { signal }).catch(() => null);
-  const balance = me?.data?.balance_usd ?? null;
+  const me = await api.auth.me({ signal }).catch(() => null);
+  const balance = me?.balance_usd ?? null;
   if (cmd.json) {
     io.stdout.write(json({ files, cost_usd: job.cost_usd, balance_usd: balance, job }));
   } else {
@@ -200,9 +184,17 @@ async function media(cmd: Extract<Command, { name: "image" | "video" }>, { api, 
 }
 
 async function jobs(cmd: Extract<Command, { name: "jobs" }>, { api, io, signal }: CommandContext): Promise<number> {
-  const page = await listJobs(api, { limit: cmd.limit ?? undefined, status: cmd.status ?? undefined, kind: cmd.kind ?? undefined, model: cmd.model ?? undefined, after: cmd.after ?? undefined }, signal);
+  const query = {
+    limit: cmd.limit ?? undefined,
+    // Passed as given: the gateway answers 400 `invalid_request` (param status or kind) for a value it does not know.
+    status: (cmd.status ?? undefined) as MediaJob["status"] | undefined,
+    kind: (cmd.kind ?? undefined) as MediaJob["kind"] | undefined,
+    model: cmd.model ?? undefined,
+    after: cmd.after ?? undefined,
+  };
+  const page = await api.jobs.list(query, { signal });
   if (cmd.json) {
-    io.stdout.write(json(page));
+    io.stdout.write(json(page.body));
     return 0;
   }
   io.stdout.write(
@@ -211,7 +203,8 @@ async function jobs(cmd: Extract<Command, { name: "jobs" }>, { api, io, signal }
       page.data.map((j) => [j.id, j.kind, j.model, statusCell(j), j.hold_usd, j.cost_usd, j.created_at]),
     ),
   );
-  if (page.has_more && page.data.length > 0) io.stderr.write(`more: gateway jobs --after ${page.data[page.data.length - 1].id}\n`);
+  const next = page.nextCursor();
+  if (next !== null) io.stderr.write(`more: gateway jobs --after ${next}\n`);
   return 0;
 }
 
@@ -242,16 +235,19 @@ export function jobDetails(job: MediaJob): string {
   ]);
 }
 
+/** The units of a usage group (D29), as the document has them. */
+type UsageUnits = NonNullable<Answer<"getUsage">["data"][number]["units"]>;
+
 const UNIT_ORDER: (keyof UsageUnits)[] = ["characters", "seconds", "images", "minutes", "input_tokens", "output_tokens", "cached_tokens"];
 
 async function usage(cmd: Extract<Command, { name: "usage" }>, { api, io, signal }: CommandContext): Promise<number> {
   const query = { group_by: cmd.by ?? undefined, from: cmd.from ?? undefined, to: cmd.to ?? undefined, tz: cmd.tz ?? undefined };
   if (cmd.csv) {
-    const csv = await getUsageCsv(api, query, signal);
+    const csv = await api.usage.csv(query, { signal });
     io.stdout.write(csv.endsWith("\n") ? csv : `${csv}\n`);
     return 0;
   }
-  const summary = await getUsage(api, query, signal);
+  const summary = await api.usage.summary(query, { signal });
   if (cmd.json) {
     io.stdout.write(json(summary));
     return 0;
@@ -271,9 +267,15 @@ async function usage(cmd: Extract<Command, { name: "usage" }>, { api, io, signal
 }
 
 async function requests(cmd: Extract<Command, { name: "requests" }>, { api, io, signal }: CommandContext): Promise<number> {
-  const page = await listRequests(api, { limit: cmd.limit ?? undefined, after: cmd.after ?? undefined, model: cmd.model ?? undefined, status: cmd.status ?? undefined }, signal);
+  const query = {
+    limit: cmd.limit ?? undefined,
+    after: cmd.after ?? undefined,
+    model: cmd.model ?? undefined,
+    status: (cmd.status ?? undefined) as MediaJob["status"] | undefined,
+  };
+  const page = await api.requests.list(query, { signal });
   if (cmd.json) {
-    io.stdout.write(json(page));
+    io.stdout.write(json(page.body));
     return 0;
   }
   io.stdout.write(
@@ -282,7 +284,8 @@ async function requests(cmd: Extract<Command, { name: "requests" }>, { api, io, 
       page.data.map((r) => [r.id, r.kind, r.model, r.status, r.cost_usd, r.latency_ms, r.job_id, r.created_at]),
     ),
   );
-  if (page.has_more && page.data.length > 0) io.stderr.write(`more: gateway requests --after ${page.data[page.data.length - 1].id}\n`);
+  const next = page.nextCursor();
+  if (next !== null) io.stderr.write(`more: gateway requests --after ${next}\n`);
   return 0;
 }
 
@@ -304,8 +307,7 @@ function controlRows(k: { spend_limit_usd: number | null; spend_limit_period: st
 
 async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | "keys-update" | "keys-delete" }>, { api, io, signal }: CommandContext): Promise<number> {
   if (cmd.name === "keys-list") {
-    const { data, error, response } = await api.GET("/v1/auth/keys", { signal });
-    if (!data) throw gatewayError(response, error);
+    const data = await api.keys.list({ signal });
     if (cmd.json) {
       io.stdout.write(json(data));
       return 0;
@@ -320,19 +322,18 @@ async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | 
   }
   if (cmd.name === "keys-create") {
     // `mode` is D32's; sent only when asked for, so a plain create works on every gateway.
-    const body = { name: cmd.keyName, ...(cmd.mode ? { mode: cmd.mode } : {}), ...cmd.controls } as Body<"/v1/auth/keys">;
-    const { data, error, response } = await api.POST("/v1/auth/keys", { body, signal });
-    if (!data) throw gatewayError(response, error);
+    const body: JsonBody<"createKey"> = { name: cmd.keyName, ...(cmd.mode ? { mode: cmd.mode } : {}), ...cmd.controls };
+    const data = await api.keys.create(body, { signal });
     const confirmedTest = (data as { mode?: string }).mode === "test" || data.api_key.startsWith("gw_test_");
     if (cmd.mode === "test" && !confirmedTest) {
       // A gateway without test-mode keys (D32) ignores `mode` and makes a live key, which would spend real
       // money where the caller expects none: take it back and say so, never hand it out.
-      await api.DELETE("/v1/auth/keys/{key_id}", { params: { path: { key_id: data.key_id } } });
+      await api.keys.delete(data.key_id);
       throw new GatewayError({ status: 0, code: "test_mode_unsupported", message: `this gateway does not make test-mode keys; the live key it made instead (${data.key_id}) was deleted` });
     }
     if (Object.keys(cmd.controls).length > 0 && (data as { spend_limit_period?: string }).spend_limit_period === undefined) {
       // Likewise a gateway without key controls (D34) ignores them: a key without its limits is not what was asked for.
-      await api.DELETE("/v1/auth/keys/{key_id}", { params: { path: { key_id: data.key_id } } });
+      await api.keys.delete(data.key_id);
       throw new GatewayError({ status: 0, code: "key_controls_unsupported", message: `this gateway does not take key controls; the key it made without them (${data.key_id}) was deleted` });
     }
     if (cmd.json) {
@@ -345,25 +346,19 @@ async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | 
   }
   if (cmd.name === "keys-update") {
     const body = { ...(cmd.keyName !== null ? { name: cmd.keyName } : {}), ...cmd.controls };
-    const { data, error, response } = await api.PATCH("/v1/auth/keys/{key_id}", { params: { path: { key_id: cmd.id } }, body, signal });
-    if (!data) throw gatewayError(response, error);
+    const data = await api.keys.update(cmd.id, body, { signal });
     io.stdout.write(cmd.json ? json(data) : keyValues([["key_id", data.key_id], ["name", data.name], ["mode", data.mode], ...controlRows(data)]));
     return 0;
   }
-  const { data, error, response } = await api.DELETE("/v1/auth/keys/{key_id}", { params: { path: { key_id: cmd.id } }, signal });
-  if (!data) throw gatewayError(response, error);
+  const data = await api.keys.delete(cmd.id, { signal });
   io.stdout.write(cmd.json ? json(data) : `deleted ${data.key_id}\n`);
   return 0;
 }
 
 /** `gateway alert [--set USD | --off]`: reads or sets the low-balance alert (D34). */
 async function alert(cmd: Extract<Command, { name: "alert" }>, { api, io, signal }: CommandContext): Promise<number> {
-  const answer =
-    cmd.set === null && !cmd.off
-      ? await api.GET("/v1/billing/alerts", { signal })
-      : await api.PUT("/v1/billing/alerts", { body: { low_balance_usd: cmd.off ? null : cmd.set }, signal });
-  const { data, error, response } = answer;
-  if (!data) throw gatewayError(response, error);
+  const data =
+    cmd.set === null && !cmd.off ? await api.billing.getAlert({ signal }) : await api.billing.setAlert({ low_balance_usd: cmd.off ? null : cmd.set }, { signal });
   io.stdout.write(
     cmd.json
       ? json(data)
@@ -377,8 +372,7 @@ async function alert(cmd: Extract<Command, { name: "alert" }>, { api, io, signal
 }
 
 async function balance(cmd: Extract<Command, { name: "balance" }>, { api, io, signal }: CommandContext): Promise<number> {
-  const { data, error, response } = await api.GET("/v1/auth/me", { signal });
-  if (!data) throw gatewayError(response, error);
+  const data = await api.auth.me({ signal });
   io.stdout.write(
     cmd.json
       ? json(data)
@@ -394,8 +388,7 @@ async function balance(cmd: Extract<Command, { name: "balance" }>, { api, io, si
 }
 
 async function voices(cmd: Extract<Command, { name: "voices" }>, { api, io, signal }: CommandContext): Promise<number> {
-  const { data, error, response } = await api.GET("/v1/audio/voices", { params: { query: cmd.provider ? { provider: cmd.provider } : {} }, signal });
-  if (!data) throw gatewayError(response, error);
+  const data = await api.voices.list(cmd.provider ? { provider: cmd.provider } : {}, { signal });
   if (cmd.json) {
     io.stdout.write(json(data));
     return 0;

@@ -9,7 +9,7 @@
  * printed), could not be reached, or a job did not succeed; 2 a usage mistake; 130 interrupted.
  * The key is never printed: any text that would contain it shows `[GATEWAY_API_KEY]` instead.
  */
-import { createClient, GatewayError } from "../../client/src/index.ts";
+import { APIConnectionError, APITimeoutError, Gateway, GatewayError } from "../../client/src/index.ts";
 import { type Command, parseCommand, UsageError } from "./args.ts";
 import { type CliIo, runCommand } from "./commands.ts";
 import { helpText } from "./help.ts";
@@ -52,7 +52,7 @@ export async function main(argv: readonly string[], env: CliEnv, io: CliIo, sign
   }
   const safeIo = redacting(io, key);
   try {
-    return await runCommand(cmd, { api: createClient(baseUrl, key), io: safeIo, signal });
+    return await runCommand(cmd, { api: new Gateway({ baseUrl, apiKey: key }), io: safeIo, signal });
   } catch (err) {
     return report(err, safeIo, baseUrl, signal);
   }
@@ -64,19 +64,21 @@ function report(err: unknown, io: CliIo, baseUrl: string, signal: AbortSignal): 
     io.stderr.write("interrupted\n");
     return 130;
   }
+  if (err instanceof APIConnectionError && !(err instanceof APITimeoutError)) {
+    // fetch reports an unreachable host as a TypeError whose cause carries the system code.
+    const failure = err.cause instanceof Error ? err.cause : null;
+    const cause = failure?.cause instanceof Error ? failure.cause : null;
+    const code = (cause as { code?: string } | null)?.code ?? cause?.message ?? "network error";
+    io.stderr.write(`error: unreachable: cannot reach the gateway at ${shownUrl(baseUrl)} (${code})\n`);
+    return 1;
+  }
   if (err instanceof GatewayError) {
     const where = err.status > 0 ? ` (HTTP ${err.status}${err.requestId ? `, request ${err.requestId}` : ""})` : "";
     io.stderr.write(`error: ${err.code}: ${err.message}${where}\n`);
     if (err.retryAfterS !== null && err.status === 429) io.stderr.write(`retry after ${Math.ceil(err.retryAfterS)} s\n`);
     return 1;
   }
-  // fetch reports an unreachable host as a TypeError whose cause carries the system code.
-  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : null;
-  if (err instanceof TypeError && err.message === "fetch failed") {
-    const code = (cause as { code?: string } | null)?.code ?? cause?.message ?? "network error";
-    io.stderr.write(`error: unreachable: cannot reach the gateway at ${shownUrl(baseUrl)} (${code})\n`);
-    return 1;
-  }
+  // A failure outside any call: a file that cannot be written, say.
   const message = err instanceof Error ? err.message : String(err);
   io.stderr.write(`error: ${(err as { code?: string }).code ?? "failed"}: ${message}\n`);
   return 1;

@@ -1,11 +1,47 @@
 /**
- * The error the client helpers throw for an answer that is not 2xx: the gateway's D1 error body
- * (`{"error": {code, message, type, param}}`) lifted onto an `Error`, with the HTTP status and the
- * request id (`X-Svc-Request-Id`, D29) when the answer carried one. Nothing secret is in it: the
- * gateway never puts a key in an error (D1), and the helpers never copy request headers into one.
+ * The errors the SDK throws, one class per kind of failure (in the manner of openai-node), all of them
+ * {@link GatewayError}s:
+ *
+ * - an answer that is not 2xx: {@link APIError}, or its subclass for the status: 400
+ *   {@link BadRequestError}, 401 {@link AuthenticationError}, 402 {@link InsufficientBalanceError}, 403
+ *   {@link PermissionDeniedError}, 404 {@link NotFoundError}, 409 {@link ConflictError}, 422
+ *   {@link UnprocessableEntityError}, 429 {@link RateLimitError}, 5xx {@link InternalServerError};
+ * - no answer: {@link APIConnectionError} (status 0; the fetch failure is its `cause`), or
+ *   {@link APITimeoutError} when the call's `timeout` passed first.
+ *
+ * Each carries the gateway's D1 error body (`{"error": {code, message, type, param}}`) lifted onto the
+ * `Error`, the HTTP status, the answer's headers and its request id (`X-Svc-Request-Id`, D29). Nothing
+ * secret is in them: the gateway never puts a key in an error (D1), and the SDK never copies request
+ * headers into one. Browser-safe (no Node modules): the web console imports this file.
+ */
+
+/** The D1 error body, as the gateway sends it with every refused call. */
+export interface ErrorBody {
+  error: { code: string; message: string; type: string; param: string | null };
+}
+
+/** What a {@link GatewayError} is made from. */
+export interface GatewayErrorInit {
+  /** HTTP status (0 when no answer came). */
+  status: number;
+  code: string;
+  message: string;
+  type?: string;
+  param?: string | null;
+  requestId?: string | null;
+  retryAfterS?: number | null;
+  headers?: Headers | null;
+  /** The D1 body as received, when the answer had one. */
+  body?: ErrorBody | null;
+  cause?: unknown;
+}
+
+/**
+ * The base of every error the SDK throws. Its fields are those of the D1 error body, with the HTTP
+ * status and request id of the answer that carried it.
  */
 export class GatewayError extends Error {
-  /** HTTP status of the answer (0 when no answer came: a network failure). */
+  /** HTTP status of the answer (0 when no answer came: a network failure, a timeout). */
   readonly status: number;
   /** The D1 `error.code`, e.g. `insufficient_balance`, `job_not_found`, `rate_limited`. */
   readonly code: string;
@@ -17,9 +53,13 @@ export class GatewayError extends Error {
   readonly requestId: string | null;
   /** `Retry-After` of the answer in seconds, when present (429 and busy answers, D13). */
   readonly retryAfterS: number | null;
+  /** The answer's headers (null when no answer came). */
+  readonly headers: Headers | null;
+  /** The D1 error body as received (null when the answer had none, e.g. a proxy's HTML page). */
+  readonly error: ErrorBody | null;
 
-  constructor(init: { status: number; code: string; message: string; type?: string; param?: string | null; requestId?: string | null; retryAfterS?: number | null }) {
-    super(init.message);
+  constructor(init: GatewayErrorInit) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = "GatewayError";
     this.status = init.status;
     this.code = init.code;
@@ -27,23 +67,94 @@ export class GatewayError extends Error {
     this.param = init.param ?? null;
     this.requestId = init.requestId ?? null;
     this.retryAfterS = init.retryAfterS ?? null;
+    this.headers = init.headers ?? null;
+    this.error = init.body ?? null;
   }
 }
 
-/** The D1 error body, as far as the helpers read it. */
-interface ErrorBody {
-  error?: { code?: unknown; message?: unknown; type?: unknown; param?: unknown };
+/** A non-2xx answer of the gateway (the base of the per-status classes below). */
+export class APIError extends GatewayError {
+  constructor(init: GatewayErrorInit) {
+    super(init);
+    this.name = new.target.name;
+  }
+}
+
+/** 400: the request is invalid (`invalid_request`, `invalid_model`...; `param` names the field). */
+export class BadRequestError extends APIError {}
+/** 401: no key, or one the gateway does not accept (`auth_error`). */
+export class AuthenticationError extends APIError {}
+/** 402: the balance (or a key's spend limit, D34) does not cover the call (`insufficient_balance`, `key_spend_limit`). */
+export class InsufficientBalanceError extends APIError {}
+/** 403: the key may not do this (`permission_denied`, a model outside the key's list, D34). */
+export class PermissionDeniedError extends APIError {}
+/** 404: no such resource, or not the caller's (`job_not_found`, `key_not_found`, `not_found`). */
+export class NotFoundError extends APIError {}
+/** 409: the resource's state forbids it (`job_not_cancelable`, `idempotency_conflict`). */
+export class ConflictError extends APIError {}
+/** 422: the body is well-formed but cannot be processed. */
+export class UnprocessableEntityError extends APIError {}
+/** 429: a rate or concurrency limit (`rate_limited`, D13); `retryAfterS` says when to come back. */
+export class RateLimitError extends APIError {}
+/** 5xx: the gateway or its upstream failed (`provider_error`, `service_unavailable`...). */
+export class InternalServerError extends APIError {}
+
+/** No answer came: the gateway could not be reached, or the connection broke (status 0, the fetch error as `cause`). */
+export class APIConnectionError extends GatewayError {
+  constructor(init: { message?: string; code?: string; cause?: unknown } = {}) {
+    super({ status: 0, code: init.code ?? "connection_error", message: init.message ?? "Connection error.", cause: init.cause });
+    this.name = new.target.name;
+  }
+}
+
+/** The call's `timeout` (milliseconds) passed before the answer's headers came (status 0, code `timeout`). */
+export class APITimeoutError extends APIConnectionError {
+  constructor(init: { message?: string; cause?: unknown } = {}) {
+    super({ code: "timeout", message: init.message ?? "Request timed out.", cause: init.cause });
+  }
+}
+
+/** The error class of an answer with `status` (not 2xx). */
+function classOf(status: number): typeof APIError {
+  switch (status) {
+    case 400:
+      return BadRequestError;
+    case 401:
+      return AuthenticationError;
+    case 402:
+      return InsufficientBalanceError;
+    case 403:
+      return PermissionDeniedError;
+    case 404:
+      return NotFoundError;
+    case 409:
+      return ConflictError;
+    case 422:
+      return UnprocessableEntityError;
+    case 429:
+      return RateLimitError;
+    default:
+      return status >= 500 ? InternalServerError : APIError;
+  }
+}
+
+/** Whether `body` is a D1 error body. */
+function isErrorBody(body: unknown): body is ErrorBody {
+  const e = typeof body === "object" && body !== null ? (body as { error?: unknown }).error : undefined;
+  return typeof e === "object" && e !== null && typeof (e as { code?: unknown }).code === "string";
 }
 
 /**
- * A {@link GatewayError} for a non-2xx `response` whose body was already read into `body` (parsed JSON
- * or text, as openapi-fetch hands it back). A body that is not a D1 error (a proxy's HTML page, say)
- * becomes code `http_<status>` with the first 200 characters of the text as message.
+ * The {@link APIError} (of the class for its status) for a non-2xx `response` whose body was already
+ * read into `body` (parsed JSON or text, as openapi-fetch hands it back). A body that is not a D1 error
+ * (a proxy's HTML page, say) becomes code `http_<status>` with the first 200 characters of the text as
+ * message.
  */
-export function gatewayError(response: Response, body: unknown): GatewayError {
-  const e = (typeof body === "object" && body !== null ? (body as ErrorBody).error : undefined) ?? {};
+export function gatewayError(response: Response, body: unknown): APIError {
+  const e: Partial<Record<"code" | "message" | "type" | "param", unknown>> = isErrorBody(body) ? body.error : {};
   const text = typeof body === "string" ? body.trim().slice(0, 200) : "";
-  return new GatewayError({
+  const ErrorClass = classOf(response.status);
+  return new ErrorClass({
     status: response.status,
     code: typeof e.code === "string" ? e.code : `http_${response.status}`,
     message: typeof e.message === "string" ? e.message : text || `HTTP ${response.status} ${response.statusText}`.trim(),
@@ -51,6 +162,8 @@ export function gatewayError(response: Response, body: unknown): GatewayError {
     param: typeof e.param === "string" ? e.param : null,
     requestId: response.headers.get("x-svc-request-id"),
     retryAfterS: retryAfterSeconds(response.headers),
+    headers: response.headers,
+    body: isErrorBody(body) ? body : null,
   });
 }
 

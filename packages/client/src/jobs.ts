@@ -1,32 +1,31 @@
 /**
- * Image and video jobs on top of the typed client: submit one and follow it to a terminal status
- * ({@link submitAndWait}, {@link waitForJob}), by the job's events stream (`GET /v1/jobs/{id}/events`, D30)
- * when the gateway has one and by polling `GET /v1/jobs/{id}` (honouring `Retry-After`) otherwise; list and
- * cancel jobs (D30). Saving the outputs is in `download.ts`.
+ * Image, video and stored-audio jobs on top of the SDK's base ({@link APIClient}): submit one and follow
+ * it to a terminal status ({@link submitAndWait}, {@link waitForJob}), by the job's events stream
+ * (`GET /v1/jobs/{id}/events`, D30) and, when the stream is unavailable or ends early, by polling
+ * `GET /v1/jobs/{id}` (honouring `Retry-After`). Saving the outputs is in `download.ts`. The resource
+ * namespaces (`client.jobs.wait`, `client.images.generateAndWait`...) call these.
  *
  * ```ts
- * const job = await submitAndWait(api, "/v1/images/generations", { model: "imgA-v4", prompt: "a fox" }, {
+ * const job = await submitAndWait(client, "/v1/images/generations", { model: "imgA-v4", prompt: "a fox" }, {
  *   onUpdate: (j) => console.error(j.status, j.queue_position ?? "", j.progress ?? ""),
  * });
  * if (job.status === "succeeded") await downloadOutput(job, "fox.png");
  * ```
  */
-import { setTimeout as sleep } from "node:timers/promises";
+import { type APIClient, type RequestOptions, sleep, unwrap } from "./core.ts";
 import { GatewayError, gatewayError, retryAfterSeconds } from "./errors.ts";
-import type { GatewayClient } from "./index.ts";
-import { looseCall } from "./loose.ts";
-import { sseEvents } from "./sse.ts";
 import type { components, paths } from "./schema.ts";
+import { sseEvents } from "./sse.ts";
 
 // The events parser lives in sse.ts, free of Node modules, so the web console can use it too.
 export { sseEvents, type ServerSentEvent } from "./sse.ts";
 
 /**
- * The job object of D3, plus the D30 fields a non-terminal job carries: `queue_position` (pending: 1 =
- * starts next among the caller's jobs of its pool) and `progress` (processing: 0..1, or null when the
- * source does not report it). Both are absent on gateways without D30.
+ * The job object of D3 with the D30 fields of a non-terminal job: `queue_position` (pending: 1 = starts
+ * next among the caller's jobs of its pool) and `progress` (processing: 0..1, or null when the source
+ * does not report it).
  */
-export type MediaJob = components["schemas"]["MediaJob"] & { queue_position?: number | null; progress?: number | null };
+export type MediaJob = components["schemas"]["MediaJob"];
 
 /** A job's status (D3). */
 export type JobStatus = MediaJob["status"];
@@ -49,63 +48,68 @@ export function isTerminal(status: string): boolean {
 export interface WaitOptions {
   /** Called with the job at the start and at every change of `status`, `queue_position` or `progress`. */
   onUpdate?: (job: MediaJob) => void;
-  /** Aborts the wait (the job itself keeps running: cancel it with {@link cancelJob}). Rejects with the signal's reason. */
+  /** Aborts the wait (the job itself keeps running: cancel it with `client.jobs.cancel`). Rejects with the signal's reason. */
   signal?: AbortSignal;
   /**
    * Milliseconds between polls when an answer carries no `Retry-After`: default 1000 for images and
    * 2000 for video (the spec's "every 1-2 s" and "every 2-5 s").
    */
   pollIntervalMs?: number;
-  /** Follow `GET /v1/jobs/{id}/events` when the gateway serves it (default true); false polls only. */
+  /** Follow `GET /v1/jobs/{id}/events` (default true); false polls only. */
   events?: boolean;
 }
 
-/** Options of {@link submitAndWait}: those of the wait, plus headers for the submit (e.g. `X-Svc-Simulate`). */
-export interface SubmitOptions extends WaitOptions {
-  headers?: Record<string, string>;
+/**
+ * Options of {@link submitAndWait}: those of the wait, plus the submit's own request options (`headers`
+ * such as `X-Svc-Simulate`, `timeout`, `maxRetries`: a submit is retried only when its body carries an
+ * `idempotency_key`).
+ */
+export interface SubmitOptions extends WaitOptions, Omit<RequestOptions, "signal"> {}
+
+/**
+ * `POST` of a media job at `path` with `body`: resolves with the submitted job (202, or 200 for the
+ * replay of an `idempotency_key`: the existing job, no new charge). Retried on 429/5xx and lost
+ * connections only when `body.idempotency_key` is set. Throws the `APIError` of a refusal (400
+ * `invalid_model`, 402 `insufficient_balance`, 429 `rate_limited`, ...).
+ */
+export async function submitJob<P extends JobSubmitPath>(client: APIClient, path: P, body: JobSubmitBody<P>, options: RequestOptions = {}): Promise<MediaJob> {
+  // The three routes share one answer shape; openapi-fetch's overloads cannot narrow a generic path.
+  const post = client.raw.POST as unknown as (p: string, init: { body: unknown } & ReturnType<APIClient["requestInit"]>) => Promise<{ data?: MediaJob; error?: unknown; response: Response }>;
+  const idempotent = typeof (body as { idempotency_key?: unknown }).idempotency_key === "string";
+  return unwrap(post(path, { body, ...client.requestInit(options, idempotent) }));
 }
 
 /**
  * Submits a media job at `path` with `body` and follows it until its status is terminal (see
  * {@link waitForJob}). Resolves with the terminal job, whatever its status: `succeeded` (with
  * `output`), or `failed`, `refunded`, `expired` (with `error`; the hold was released, nothing charged, D3).
- * Throws a {@link GatewayError} when the submit is refused (400 `invalid_model`, 402 `insufficient_balance`,
- * 429 `rate_limited`, ...) or a poll fails for good; an aborted `signal` rejects with its reason.
+ * Throws the `APIError` of a refused submit (400 `invalid_model`, 402 `insufficient_balance`, 429
+ * `rate_limited`, ...) or of a poll that fails for good; an aborted `signal` rejects with its reason.
  */
-export async function submitAndWait<P extends JobSubmitPath>(
-  client: GatewayClient,
-  path: P,
-  body: JobSubmitBody<P>,
-  options: SubmitOptions = {},
-): Promise<MediaJob> {
-  // The three routes share one body shape per kind; openapi-fetch's overloads cannot narrow a generic path.
-  const post = client.POST as unknown as (
-    p: string,
-    init: { body: unknown; headers?: Record<string, string>; signal?: AbortSignal },
-  ) => Promise<{ data?: MediaJob; error?: unknown; response: Response }>;
-  const { data, error, response } = await post(path, { body, headers: options.headers, signal: options.signal });
-  if (!response.ok || !data) throw gatewayError(response, error);
-  return waitForJob(client, data, options);
+export async function submitAndWait<P extends JobSubmitPath>(client: APIClient, path: P, body: JobSubmitBody<P>, options: SubmitOptions = {}): Promise<MediaJob> {
+  const { onUpdate, signal, pollIntervalMs, events, ...request } = options;
+  const job = await submitJob(client, path, body, { ...request, signal });
+  return waitForJob(client, job, { onUpdate, signal, pollIntervalMs, events });
 }
 
 /**
  * Follows a job (given as the object a submit answered, or as its id) until its status is terminal and
  * resolves with the terminal job. `onUpdate` sees the first state and every change.
  *
- * The events stream of D30 is tried first: one `job` event at once and at every change, ending after a
- * terminal status. A gateway without it (404 `not_found` or 405 for the path) or a stream that ends early
- * is followed by polling `GET /v1/jobs/{id}`, waiting `Retry-After` seconds when the answer sets it (D30)
+ * The events stream of D30 is followed first: one `job` event at once and at every change, ending after
+ * a terminal status. A stream that is unavailable (404 `not_found` or 405 for the path) or ends early is
+ * followed by polling `GET /v1/jobs/{id}`, waiting `Retry-After` seconds when the answer sets it (D30)
  * and `pollIntervalMs` otherwise. A poll answered 429 or 5xx, or lost to a network error, is retried after
  * `Retry-After` (or a growing backoff, at most 10 times in a row); any other error is thrown, e.g. 404
  * `job_not_found`.
  */
-export async function waitForJob(client: GatewayClient, jobOrId: MediaJob | string, options: WaitOptions = {}): Promise<MediaJob> {
+export async function waitForJob(client: APIClient, jobOrId: MediaJob | string, options: WaitOptions = {}): Promise<MediaJob> {
   const { signal } = options;
   signal?.throwIfAborted();
   let job: MediaJob;
   let lastRetryAfterS: number | null = null;
   if (typeof jobOrId === "string") {
-    const first = await getJob(client, jobOrId, signal);
+    const first = await getJob(client, jobOrId, { signal });
     job = first.job;
     lastRetryAfterS = first.retryAfterS;
   } else {
@@ -119,7 +123,7 @@ export async function waitForJob(client: GatewayClient, jobOrId: MediaJob | stri
     const followed = await followEvents(client, job.id, updates, signal);
     if (followed.job) job = followed.job;
     if (isTerminal(job.status)) return job;
-    // No stream (an older gateway) or one that ended early: poll at once, then at the usual pace.
+    // No stream, or one that ended early: poll at once, then at the usual pace.
     if (followed.outcome === "ended") lastRetryAfterS = 0;
   }
 
@@ -128,9 +132,10 @@ export async function waitForJob(client: GatewayClient, jobOrId: MediaJob | stri
   for (;;) {
     const delayMs = lastRetryAfterS !== null ? lastRetryAfterS * 1000 : interval;
     // A floor keeps a `Retry-After: 0` from turning into a busy loop.
-    await sleep(Math.max(100, delayMs), undefined, { signal });
+    await sleep(Math.max(100, delayMs), signal);
     try {
-      const polled = await getJob(client, job.id, signal);
+      // One attempt per poll: the loop below is the retry, paced by the job's own Retry-After.
+      const polled = await getJob(client, job.id, { signal, maxRetries: 0 });
       failures = 0;
       job = polled.job;
       lastRetryAfterS = polled.retryAfterS;
@@ -138,7 +143,7 @@ export async function waitForJob(client: GatewayClient, jobOrId: MediaJob | stri
       if (isTerminal(job.status)) return job;
     } catch (err) {
       signal?.throwIfAborted();
-      const transient = !(err instanceof GatewayError) || err.status === 429 || err.status >= 500;
+      const transient = !(err instanceof GatewayError) || err.status === 0 || err.status === 429 || err.status >= 500;
       if (!transient || ++failures > 10) throw err;
       const backoffS = Math.min(30, 2 ** failures / 2);
       lastRetryAfterS = err instanceof GatewayError && err.retryAfterS !== null ? err.retryAfterS : backoffS;
@@ -146,43 +151,45 @@ export async function waitForJob(client: GatewayClient, jobOrId: MediaJob | stri
   }
 }
 
-/** `GET /v1/jobs/{id}`: the job and the answer's `Retry-After` (seconds, or null). */
-export async function getJob(client: GatewayClient, id: string, signal?: AbortSignal): Promise<{ job: MediaJob; retryAfterS: number | null }> {
-  const { data, error, response } = await client.GET("/v1/jobs/{id}", { params: { path: { id } }, signal });
+/**
+ * `GET /v1/jobs/{id}`: the job and the answer's `Retry-After` (seconds, or null: D30 sets it on a
+ * non-terminal job to pace polls). Throws `NotFoundError` (404 `job_not_found`) for an unknown job.
+ */
+export async function getJob(client: APIClient, id: string, options: RequestOptions = {}): Promise<{ job: MediaJob; retryAfterS: number | null }> {
+  const { data, error, response } = await client.raw.GET("/v1/jobs/{id}", { params: { path: { id } }, ...client.requestInit(options) });
   if (!response.ok || !data) throw gatewayError(response, error);
   return { job: data, retryAfterS: retryAfterSeconds(response.headers) };
 }
 
-/** A page of `GET /v1/jobs` (D30), newest first. */
-export interface JobList {
-  object: "list";
-  data: MediaJob[];
-  has_more: boolean;
-}
-
-/** Filters of `GET /v1/jobs` (D30); `after` is the `id` of the last job of the previous page. */
-export interface JobListQuery {
-  limit?: number;
-  after?: string;
-  status?: string;
-  kind?: string;
-  model?: string;
-}
-
-/** `GET /v1/jobs` (D30): the caller's jobs, newest first. Throws a {@link GatewayError} on a non-2xx answer. */
-export async function listJobs(client: GatewayClient, query: JobListQuery = {}, signal?: AbortSignal): Promise<JobList> {
-  const { data } = await looseCall(client, "GET", "/v1/jobs", { query: { ...query }, signal });
-  return data as JobList;
-}
-
 /**
- * `POST /v1/jobs/{id}/cancel` (D30): a pending or processing job ends `failed` with `error.code`
- * `canceled` and its whole hold released; resolves with that job. A terminal job: 409
- * `job_not_cancelable`; unknown or another user's: 404 `job_not_found` (thrown as {@link GatewayError}).
+ * The states of a job from `GET /v1/jobs/{id}/events` (D30): one at once, then one at every change; the
+ * stream (and the iteration) ends after a terminal status, or when the gateway closes it. Throws the
+ * `APIError` of a refusal (404 `job_not_found`); breaking out of the loop closes the stream.
  */
-export async function cancelJob(client: GatewayClient, id: string, signal?: AbortSignal): Promise<MediaJob> {
-  const { data } = await looseCall(client, "POST", `/v1/jobs/${encodeURIComponent(id)}/cancel`, { signal });
-  return data as MediaJob;
+export async function* jobEvents(client: APIClient, id: string, options: RequestOptions = {}): AsyncGenerator<MediaJob> {
+  const { data, error, response } = await client.raw.GET("/v1/jobs/{id}/events", {
+    params: { path: { id } },
+    parseAs: "stream",
+    ...client.requestInit({ ...options, headers: { accept: "text/event-stream", ...options.headers } }),
+  });
+  if (!response.ok) throw gatewayError(response, error);
+  const stream = data as ReadableStream<Uint8Array> | null | undefined;
+  if (!stream) return;
+  if (!(response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+    // Not a stream of events (a proxy's page, say): nothing to read; a waiter polls instead.
+    await stream.cancel().catch(() => {});
+    return;
+  }
+  try {
+    for await (const event of sseEvents(stream)) {
+      if (event.event !== "job") continue;
+      const job = JSON.parse(event.data) as MediaJob;
+      yield job;
+      if (isTerminal(job.status)) return;
+    }
+  } finally {
+    await stream.cancel().catch(() => {});
+  }
 }
 
 /** Calls `onUpdate` for the first job it is given and then only when status, queue position or progress changed. */
@@ -201,44 +208,25 @@ function changeTracker(onUpdate: ((job: MediaJob) => void) | undefined): (job: M
  * `ended` when the stream closed (after a terminal job, or early); `job` is the last job it carried.
  */
 async function followEvents(
-  client: GatewayClient,
+  client: APIClient,
   id: string,
   updates: (job: MediaJob) => void,
   signal: AbortSignal | undefined,
 ): Promise<{ outcome: "unavailable" | "ended"; job: MediaJob | null }> {
-  let stream: ReadableStream<Uint8Array>;
-  try {
-    const { data, response } = await looseCall(client, "GET", `/v1/jobs/${encodeURIComponent(id)}/events`, {
-      headers: { accept: "text/event-stream" },
-      parseAs: "stream",
-      signal,
-    });
-    if (!(response.headers.get("content-type") ?? "").startsWith("text/event-stream") || !data) {
-      await (data as ReadableStream | null)?.cancel().catch(() => {});
-      return { outcome: "unavailable", job: null };
-    }
-    stream = data as ReadableStream<Uint8Array>;
-  } catch (err) {
-    // The route is unknown to this gateway (it predates D30): polling does the same job.
-    if (err instanceof GatewayError && ((err.status === 404 && err.code === "not_found") || err.status === 405)) return { outcome: "unavailable", job: null };
-    signal?.throwIfAborted();
-    // A network failure or a busy answer here is no reason to give up on the job: poll instead.
-    if (!(err instanceof GatewayError) || err.status === 429 || err.status >= 500) return { outcome: "ended", job: null };
-    throw err;
-  }
   let job: MediaJob | null = null;
   try {
-    for await (const event of sseEvents(stream)) {
-      if (event.event !== "job") continue;
-      job = JSON.parse(event.data) as MediaJob;
+    // One attempt: a failure here is no reason to give up on the job, polling takes over.
+    for await (const next of jobEvents(client, id, { signal, maxRetries: 0 })) {
+      job = next;
       updates(job);
-      if (isTerminal(job.status)) break;
     }
-  } catch {
-    // A dropped connection: the caller polls from here.
+  } catch (err) {
     signal?.throwIfAborted();
-  } finally {
-    await stream.cancel().catch(() => {});
+    // A gateway without the route (one that predates D30): polling does the same job.
+    if (job === null && err instanceof GatewayError && ((err.status === 404 && err.code === "not_found") || err.status === 405)) return { outcome: "unavailable", job: null };
+    // A network failure, a busy answer or a dropped connection: the caller polls from here.
+    const transient = !(err instanceof GatewayError) || err.status === 0 || err.status === 429 || err.status >= 500;
+    if (!transient) throw err;
   }
   return { outcome: "ended", job };
 }

@@ -74,13 +74,13 @@ export function adminRoutes(app: App, services: Services): void {
   });
 
   app.post("/v1/admin/users/:user_id/deposits", { schema: depositSchema }, async (req) =>
-    depositFunds(db, req.params.user_id, req.body),
+    depositFunds(db, services.auth, req.params.user_id, req.body),
   );
   app.put("/v1/admin/users/:user_id/tier", { schema: setTierSchema }, async (req) =>
-    setTierOverride(db, req.params.user_id, req.body.tier),
+    setTierOverride(db, services.auth, req.params.user_id, req.body.tier),
   );
   app.put("/v1/admin/users/:user_id/limits", { schema: setLimitsSchema }, async (req) =>
-    setLimitsOverride(db, req.params.user_id, req.body),
+    setLimitsOverride(db, services.auth, req.params.user_id, req.body),
   );
 
   // D25's rows plus what a health page reads: the error rate and the window they cover.

@@ -2,7 +2,9 @@
  * Account routes (spec "Authentication", D2, D8, D21): registration and login (public), the caller's
  * account and key management (API key or session token).
  */
-import { createKey, deleteKey, listKeys, login, me, patchKey, register } from "../../accounts/accounts.ts";
+import { me } from "../../accounts/accounts.ts";
+import { createKey, deleteKey, listKeys, patchKey } from "../../accounts/keys.ts";
+import { login, register } from "../../accounts/registration.ts";
 import { tierRowJson } from "../../catalog/pricing.ts";
 import { jobUsage } from "../../jobs/jobs.ts";
 import type { Services } from "../../services.ts";
@@ -62,14 +64,14 @@ export function accountRoutes(app: App, services: Services): void {
   });
   app.patch("/v1/auth/keys/:key_id", { schema: updateKeySchema }, async (req) => {
     const { key_id } = req.params;
-    return patchKey(services.db.kysely, principalOf(req).accountId, key_id, req.body ?? {});
+    return patchKey(services.db.kysely, services.auth, principalOf(req).accountId, key_id, req.body ?? {});
   });
   app.delete(
     "/v1/auth/keys/:key_id",
     { schema: deleteKeySchema },
     async (req) => {
       const { key_id } = req.params;
-      await deleteKey(services.db.kysely, principalOf(req).accountId, key_id);
+      await deleteKey(services.db.kysely, services.auth, principalOf(req).accountId, key_id);
       return { key_id, deleted: true };
     },
   );

@@ -70,7 +70,7 @@ export function jobReadRoutes(app: App, services: Services): void {
 
   app.get("/v1/jobs", { schema: listJobsSchema }, async (req) => {
     const q = req.query;
-    const page = await listJobs(deps.db, deps.publicBaseUrl, principalOf(req).accountId, {
+    const page = await listJobs(deps.db, deps.publicBaseUrl, principalOf(req), {
       limit: q.limit === undefined ? 20 : Number(q.limit),
       after: q.after ?? null,
       status: q.status ?? null,
@@ -81,7 +81,7 @@ export function jobReadRoutes(app: App, services: Services): void {
   });
 
   app.get("/v1/jobs/:id", { schema: getJobSchema }, async (req, reply) => {
-    const first = await getJob(deps.db, deps.publicBaseUrl, principalOf(req).accountId, req.params.id);
+    const first = await getJob(deps.db, deps.publicBaseUrl, principalOf(req), req.params.id);
     const job = await honourWait(req, reply, first);
     const retryAfter = pollAfterSeconds(job);
     if (retryAfter !== null) reply.header("Retry-After", String(retryAfter));
@@ -90,15 +90,15 @@ export function jobReadRoutes(app: App, services: Services): void {
 
   app.post("/v1/jobs/:id/cancel", { schema: cancelJobSchema }, async (req) =>
     cancelJob(
-      { db: deps.db, publicBaseUrl: deps.publicBaseUrl, sourceNamed: services.jobSourceNamed, log: services.log },
-      principalOf(req).accountId,
+      { db: deps.db, publicBaseUrl: deps.publicBaseUrl, sourceNamed: services.jobSourceNamed, log: services.log, changes: services.jobChanges },
+      principalOf(req),
       req.params.id,
     ),
   );
 
   app.get("/v1/jobs/:id/events", { schema: jobEventsSchema }, async (req, reply) => {
     const w = watcher(reply);
-    const events = watchJob(deps, principalOf(req).accountId, req.params.id, w.signal);
+    const events = watchJob(deps, principalOf(req), req.params.id, w.signal);
     let first: IteratorResult<JobView>;
     try {
       // Read before answering: an unknown job is a 404 in the D1 body, not an empty stream.

@@ -3,7 +3,7 @@
  * the only difference is the auto-increment type of the ledger sequence.
  */
 import { type Kysely, sql } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   await db.schema

@@ -2,7 +2,7 @@
  * Jobs (stored audio outputs now; image and video jobs later, D3) and the upstream id of owned voices.
  */
 import type { Kysely } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> {
   await db.schema

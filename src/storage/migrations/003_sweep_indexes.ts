@@ -3,7 +3,7 @@
  * synchronous holds) and processing jobs by heartbeat.
  */
 import type { Kysely } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> {
   await db.schema.createIndex("holds_status_created").on("holds").columns(["status", "created_at"]).execute();

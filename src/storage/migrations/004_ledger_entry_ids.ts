@@ -8,7 +8,7 @@
  */
 import { type Kysely, sql } from "kysely";
 import { newId } from "../../ids.ts";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 /** Rows updated per statement while backfilling (two parameters each, well under both dialects' limits). */
 const BATCH = 500;

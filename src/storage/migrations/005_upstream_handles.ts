@@ -6,7 +6,7 @@
  * source of its family was at `max_concurrency`.
  */
 import type { Kysely } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> {
   await db.schema.alterTable("jobs").addColumn("upstream_source", "text").execute();

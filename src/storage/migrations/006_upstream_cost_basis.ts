@@ -4,7 +4,7 @@
  * price of what was delivered, when the source says nothing); null for jobs no real source served.
  */
 import type { Kysely } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> {
   await db.schema.alterTable("jobs").addColumn("upstream_cost_basis", "text").execute();

@@ -4,7 +4,7 @@
  * Speech with the voice uses that source only.
  */
 import type { Kysely } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> {
   await db.schema.alterTable("voices").addColumn("upstream_source", "text").execute();

@@ -8,7 +8,7 @@
  * `webhook_deliveries.seq` is the internal order of the delivery log (newest first); `id` is the public id.
  */
 import type { Kysely } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   await db.schema.alterTable("jobs").addColumn("webhook_url", "text").execute();

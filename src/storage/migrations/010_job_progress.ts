@@ -5,7 +5,7 @@
  * with a `status` filter (newest first). The unfiltered list is served by `jobs_account_created`.
  */
 import type { Kysely } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> {
   await db.schema.alterTable("jobs").addColumn("progress", "double precision").execute();

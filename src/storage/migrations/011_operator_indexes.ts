@@ -4,7 +4,7 @@
  * of live usage records by time (`GET /v1/admin/revenue`), which otherwise reads the whole usage table.
  */
 import type { Kysely } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> {
   await db.schema.createIndex("accounts_created").on("accounts").columns(["created_at", "id"]).execute();

@@ -13,7 +13,7 @@
  *   the next fall below the threshold sends `balance.low`), with a partial index for the alert sweep.
  */
 import { type Kysely, sql } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> {
   await db.schema.alterTable("api_keys").addColumn("spend_limit_micros", "bigint").execute();

@@ -5,7 +5,7 @@
  * a second insert is a unique violation and rolls its deposit back. `*_at` are epoch ms.
  */
 import type { Kysely } from "kysely";
-import type { Dialect } from "../db.ts";
+import type { Dialect } from "../dialect.ts";
 
 export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> {
   await db.schema

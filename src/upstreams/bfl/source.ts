@@ -37,7 +37,7 @@
  * running at BFL; the gateway simply stops polling it.
  */
 import type { ImageRequest, UpstreamHandle, UpstreamJobState, VisualJobSourceAdapter, VisualJobSourceConfig } from "../types.ts";
-import { isRecord } from "../openai-compatible/api.ts";
+import { isRecord } from "../util.ts";
 import { BFL_CREDIT_USD, BflError, createBflApi } from "./api.ts";
 import { BflMappingError, checkModelOverrides, imageCall } from "./models.ts";
 import type { BflCall } from "./models.ts";

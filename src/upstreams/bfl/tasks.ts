@@ -16,7 +16,7 @@
  * and ComfyUI `comfy_api_nodes/apis/bfl_api.py` (`progress` 0.0 to 1.0). BFL has no cancel call: neither
  * its SDK nor its API reference has one.
  */
-import { isRecord } from "../openai-compatible/api.ts";
+import { isRecord } from "../util.ts";
 import { httpUrlOrNull } from "../keyed-http.ts";
 import type { KeyedAnswer } from "../keyed-http.ts";
 import type { BflApi } from "./api.ts";

@@ -39,7 +39,7 @@
  */
 import { createKeyedHttp, describeErrorBody, KeyedHttpError } from "../keyed-http.ts";
 import type { KeyedBytesAnswer, KeyedErrorKind, KeyedHttp, KeyedSourceOptions } from "../keyed-http.ts";
-import { isRecord } from "../openai-compatible/api.ts";
+import { isRecord } from "../util.ts";
 
 /** ElevenLabs' public API, the default base URL. */
 export const DEFAULT_ELEVENLABS_BASE_URL = "https://api.elevenlabs.io";

@@ -20,9 +20,7 @@
  * limits are two keyed transports sharing one undici `Agent` (one connection pool per source, closed by
  * `close()`; a `cfg.dispatcher` is shared instead and never closed).
  */
-import type { Agent, Dispatcher } from "undici";
-import { DEFAULT_CONNECT_TIMEOUT_MS } from "../keyed-http.ts";
-import { loadUndici } from "../undici.ts";
+import { adapterDispatcher, DEFAULT_CONNECT_TIMEOUT_MS } from "../undici.ts";
 import type { AudioBytes, AudioResult, MusicAdapter, MusicRequest, NamedSource, SfxRequest, SpeechAdapter, SpeechRequest, UpstreamSourceConfig, VoiceListSource, VoiceRecord } from "../types.ts";
 import { createElevenLabsApi, ElevenLabsError } from "./api.ts";
 import type { ElevenLabsApi } from "./api.ts";
@@ -37,9 +35,6 @@ export const DEFAULT_SPEECH_TIMEOUT_MS = 60_000;
 
 /** Total time of a music call when `timeoutMs` is not configured, ms. */
 export const DEFAULT_MUSIC_TIMEOUT_MS = 300_000;
-
-/** How long an idle keep-alive connection of the shared pool is kept, ms (keyed-http.ts's own value). */
-const KEEP_ALIVE_TIMEOUT_MS = 30_000;
 
 /** An ElevenLabs source: the alpha family's speech, music, sound effects and voice catalog. */
 export interface ElevenLabsSource extends NamedSource, SpeechAdapter, MusicAdapter, VoiceListSource {}
@@ -68,9 +63,7 @@ export function createElevenLabsSource(cfg: UpstreamSourceConfig): ElevenLabsSou
 
   // One pool for both transports; an Agent opens no connection until used, so a configuration that
   // keyed-http refuses below costs nothing but the close in the catch.
-  const ownAgent: Agent | null =
-    cfg.dispatcher === undefined ? new (loadUndici().Agent)({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectTimeout: connectTimeoutMs }) : null;
-  const dispatcher: Dispatcher = cfg.dispatcher ?? (ownAgent as Agent);
+  const { dispatcher, ownAgent } = adapterDispatcher(cfg.dispatcher, connectTimeoutMs);
   let short: ElevenLabsApi;
   let long: ElevenLabsApi;
   try {

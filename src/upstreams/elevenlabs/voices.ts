@@ -13,7 +13,7 @@
  * was read). Voices are de-duplicated by `voice_id`, the account's record first; a voice without a
  * `voice_id` is skipped. An account page with `has_more` but no `next_page_token` is a malformed answer.
  */
-import { isRecord } from "../openai-compatible/api.ts";
+import { isRecord } from "../util.ts";
 import type { VoiceRecord } from "../types.ts";
 import type { ElevenLabsApi } from "./api.ts";
 

@@ -39,7 +39,7 @@
  */
 import { createKeyedHttp, describeErrorBody, KeyedHttpError } from "../keyed-http.ts";
 import type { KeyedAnswer, KeyedErrorKind, KeyedHttp, KeyedSourceOptions } from "../keyed-http.ts";
-import { isRecord } from "../openai-compatible/api.ts";
+import { isRecord } from "../util.ts";
 
 export { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, MAX_RESPONSE_BYTES } from "../keyed-http.ts";
 export { normalizeHost } from "../hosts.ts";

@@ -42,8 +42,9 @@
  * - Videos take no gateway size: `aspect_ratio` comes from `parameters` when the caller sets one.
  */
 import type { AspectRatio, ImageRequest, MediaOutput, VideoRequest } from "../types.ts";
-import { isRecord } from "../openai-compatible/api.ts";
+import { isRecord } from "../util.ts";
 import { httpUrlOrNull } from "../keyed-http.ts";
+import { deepFreeze } from "../../catalog/freeze.ts";
 
 /** A text-to-x and an image-to-x endpoint id; null where fal has none. */
 export interface FalEndpoints {
@@ -413,12 +414,4 @@ function range(from: number, to: number): number[] {
 
 function recraft(text: string, image: string | null = null): FalImageModel {
   return { kind: "image", endpoints: { text, image }, size: "recraft-preset", count: "fan-out", imageInput: "image_url", png: false };
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
-  }
-  return value;
 }

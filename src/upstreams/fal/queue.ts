@@ -17,7 +17,7 @@
  * `projects/fal_client/src/fal_client/client.py` `Completed` (and its unit test). Retries are the
  * runner's business (D27): each function makes exactly one HTTP call.
  */
-import { isRecord } from "../openai-compatible/api.ts";
+import { isRecord } from "../util.ts";
 import type { FalAnswer, FalApi } from "./api.ts";
 
 /** The follow-up URLs of one accepted fal request. */

@@ -51,7 +51,7 @@ import { checkModelOverrides, decodeOutput, FalMappingError, imageCall, videoCal
 import type { FalCall } from "./models.ts";
 import { cancelRequest, requestResult, requestStatus, submitRequest } from "./queue.ts";
 import type { FalRequestRef, FalStatus } from "./queue.ts";
-import { isRecord } from "../openai-compatible/api.ts";
+import { isRecord } from "../util.ts";
 
 /**
  * Configuration of one fal source (an `UPSTREAMS` entry of protocol `fal`, D25): the transport fields of

@@ -32,7 +32,7 @@
  */
 import { createKeyedHttp, KeyedHttpError } from "../keyed-http.ts";
 import type { KeyedErrorKind, KeyedHttp, KeyedSourceOptions } from "../keyed-http.ts";
-import { isRecord } from "../openai-compatible/api.ts";
+import { isRecord } from "../util.ts";
 
 /** MiniMax's international API, the default base URL. */
 export const DEFAULT_MINIMAX_BASE_URL = "https://api.minimax.io";

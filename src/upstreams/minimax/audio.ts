@@ -12,8 +12,8 @@
  * hex is a retryable malformed answer.
  */
 import { audioDurationSec, PcmStreamEncoder, pcmToFormat } from "../audio-convert.ts";
-import { concatBytes } from "../simulator/encode.ts";
-import { isRecord } from "../openai-compatible/api.ts";
+import { concatBytes } from "../util.ts";
+import { isRecord } from "../util.ts";
 import type { AudioFormat } from "../types.ts";
 import type { CallContext, MiniMaxApi } from "./api.ts";
 import { baseRespOf } from "./api.ts";

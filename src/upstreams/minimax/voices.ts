@@ -22,7 +22,7 @@
  */
 import { randomInt } from "node:crypto";
 import { newKeyedForm } from "../keyed-http.ts";
-import { isRecord } from "../openai-compatible/api.ts";
+import { isRecord } from "../util.ts";
 import type { VoiceCloneRequest, VoiceDesignRequest, VoiceRecord } from "../types.ts";
 import type { MiniMaxApi } from "./api.ts";
 import { parseJsonExact } from "./api.ts";

@@ -24,9 +24,10 @@
  * an error passes through {@link redactSecret}, so an upstream that echoes the key back (some do, in
  * "invalid key" messages) cannot leak it into logs; no raw undici error is attached as `cause`.
  */
-import type { Agent, Dispatcher, FormData as UndiciFormData } from "undici";
-import { loadUndici } from "../undici.ts";
+import type { Dispatcher, FormData as UndiciFormData } from "undici";
+import { adapterDispatcher, DEFAULT_CONNECT_TIMEOUT_MS, loadUndici } from "../undici.ts";
 import { UpstreamError } from "../types.ts";
+import { BodyTooLargeError, errorCode, isRecord, parseBaseUrl, readText, redactSecret } from "../util.ts";
 
 /** Endpoint paths relative to the base URL (which ends with the version, for example `.../v1`). */
 export const ENDPOINTS = {
@@ -35,11 +36,7 @@ export const ENDPOINTS = {
   audioTranscriptions: "/audio/transcriptions",
 } as const;
 
-/** Longest connect phase by default, in milliseconds (capped by the total timeout). */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
-
-/** How long an idle keep-alive connection to an upstream is kept open, in milliseconds. */
-export const KEEP_ALIVE_TIMEOUT_MS = 30_000;
+export { DEFAULT_CONNECT_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS } from "../undici.ts";
 
 /** Largest non-streaming answer read, in bytes; a larger one is a malformed answer. */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
@@ -162,11 +159,7 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
   }
   const base = parseBaseUrl(config.baseUrl);
   const connectTimeout = Math.min(config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, config.timeoutMs);
-  const ownAgent =
-    config.dispatcher === undefined
-      ? new (loadUndici().Agent)({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectTimeout })
-      : null;
-  const dispatcher: Dispatcher = config.dispatcher ?? (ownAgent as Agent);
+  const { dispatcher, ownAgent } = adapterDispatcher(config.dispatcher, connectTimeout);
   const { name, apiKey } = config;
   const clean = (text: string): string => redactSecret(text, apiKey);
 
@@ -298,49 +291,6 @@ export async function readJson(api: OpenAICompatibleApi, res: OkResponse, call: 
   }
 }
 
-/** Replaces every occurrence of `secret` in `text` (a secret shorter than 4 characters is left alone). */
-export function redactSecret(text: string, secret: string): string {
-  if (secret.length < 4) return text;
-  return text.split(secret).join("[redacted]");
-}
-
-/**
- * Reads a whole body as UTF-8, at most `maxBytes`. With `truncate`, a longer body is cut off silently
- * (error bodies); otherwise it throws a plain Error (the caller maps it to a malformed answer).
- */
-export async function readText(body: OkResponse["body"], maxBytes: number, truncate = false): Promise<string> {
-  return (await readBody(body, maxBytes, truncate)).toString("utf8");
-}
-
-/**
- * Reads a whole body as bytes, at most `maxBytes`: with `truncate` a longer body is cut off silently,
- * otherwise a {@link BodyTooLargeError} is thrown; either way the rest is not read (the body destroyed).
- */
-export async function readBody(body: OkResponse["body"], maxBytes: number, truncate = false): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    total += chunk.byteLength;
-    if (total > maxBytes) {
-      body.on("error", () => {});
-      body.destroy();
-      if (!truncate) throw new BodyTooLargeError(maxBytes);
-      chunks.push(chunk.subarray(0, chunk.byteLength - (total - maxBytes)));
-      break;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
-/** A non-streaming answer was larger than {@link MAX_RESPONSE_BYTES}. */
-export class BodyTooLargeError extends Error {
-  constructor(maxBytes: number) {
-    super(`answer is larger than ${maxBytes} bytes`);
-    this.name = "BodyTooLargeError";
-  }
-}
-
 /** What an error body says: the message (shortened, one line) and OpenAI's `code` and `type`. */
 interface UpstreamErrorDetail {
   message: string;
@@ -385,31 +335,3 @@ export function errorMessageOf(value: unknown): string | null {
   return JSON.stringify(error);
 }
 
-/** A plain object (not an array, not null). */
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** The first string `code` on `err` or its causes (undici's `UND_ERR_*`, Node's `ECONNREFUSED`), or null. */
-export function errorCode(err: unknown): string | null {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string") return code;
-  }
-  return null;
-}
-
-/**
- * Parses an upstream's base URL.
- * @throws RangeError when it is not a URL or not http(s).
- */
-export function parseBaseUrl(raw: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new RangeError("baseUrl is not a valid URL");
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw new RangeError("baseUrl must be http or https");
-  return url;
-}

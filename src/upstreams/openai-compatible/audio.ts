@@ -53,17 +53,9 @@
 import { isOwnOrTrustedHost, trustedHostMatcher } from "../hosts.ts";
 import { UpstreamError } from "../types.ts";
 import type { AudioTextAdapter, AudioTextRequest, NamedSource, UpstreamSourceConfig } from "../types.ts";
-import {
-  createOpenAICompatibleApi,
-  ENDPOINTS,
-  errorMessageOf,
-  isRecord,
-  newForm,
-  parseBaseUrl,
-  postForJson,
-  readJson,
-} from "./api.ts";
+import { createOpenAICompatibleApi, ENDPOINTS, errorMessageOf, newForm, postForJson, readJson } from "./api.ts";
 import type { OpenAICompatibleApi } from "./api.ts";
+import { isRecord, parseBaseUrl } from "../util.ts";
 
 /** OpenAI's API, the default base URL (it includes the version). */
 export const DEFAULT_OPENAI_AUDIO_BASE_URL = "https://api.openai.com/v1";

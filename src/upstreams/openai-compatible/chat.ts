@@ -15,7 +15,8 @@
  * Errors: see api.ts (every failure is an `UpstreamError`; the caller's abort rethrows its reason).
  */
 import type { ChatAdapter, ChatDelta, ChatRequest, ChatResult, ChatUsage, ToolCall } from "../chat-types.ts";
-import { createOpenAICompatibleApi, ENDPOINTS, errorMessageOf, isRecord, OpenAICompatibleError, postForJson } from "./api.ts";
+import { createOpenAICompatibleApi, ENDPOINTS, errorMessageOf, OpenAICompatibleError, postForJson } from "./api.ts";
+import { isRecord } from "../util.ts";
 import type { OpenAICompatibleApi, OpenAICompatibleConfig, OkResponse } from "./api.ts";
 
 /** A chat adapter for one OpenAI-compatible source; `close()` releases its pooled connections. */

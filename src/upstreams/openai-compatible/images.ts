@@ -56,7 +56,8 @@
  */
 import type { AspectRatio, ImageRequest, MediaOutput } from "../types.ts";
 import { pngDimensions } from "../media-probe.ts";
-import { ENDPOINTS, errorMessageOf, isRecord, OpenAICompatibleError, postForJson } from "./api.ts";
+import { ENDPOINTS, errorMessageOf, OpenAICompatibleError, postForJson } from "./api.ts";
+import { isRecord } from "../util.ts";
 import type { OpenAICompatibleApi } from "./api.ts";
 
 /**

@@ -5,6 +5,7 @@
 import { Mp3Encoder } from "@breezystack/lamejs";
 import type { AudioFormat } from "../types.ts";
 import { resampleLinear } from "./signal.ts";
+import { concatBytes } from "../util.ts";
 
 /** Codec, sample rate (Hz) and, for MP3, bit rate (kbit/s) of an {@link AudioFormat}. */
 export interface AudioFormatInfo {
@@ -141,19 +142,6 @@ export function* encodeAudioChunks(
     const part = pcm.subarray(i, Math.min(pcm.length, i + step));
     yield info.codec === "pcm" ? int16ToLeBytes(part) : int16ToUlaw(part);
   }
-}
-
-/** Concatenates byte arrays into one. */
-export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  let len = 0;
-  for (const p of parts) len += p.length;
-  const out = new Uint8Array(len);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
 }
 
 /**

@@ -23,7 +23,8 @@ import {
   type SimulateMode,
   UpstreamError,
 } from "../types.ts";
-import { audioFormatInfo, concatBytes } from "./encode.ts";
+import { audioFormatInfo } from "./encode.ts";
+import { concatBytes } from "../util.ts";
 import { sleep } from "./delay.ts";
 import type { MediaWorkerRequest } from "./encode-worker.ts";
 import { type MediaRenderJob, renderMediaChunks } from "./media-render.ts";

@@ -22,7 +22,8 @@ import {
   type VoiceLibraryAdapter,
   type VoiceRecord,
 } from "../types.ts";
-import { audioFormatInfo, concatBytes } from "./encode.ts";
+import { audioFormatInfo } from "./encode.ts";
+import { concatBytes } from "../util.ts";
 import { RENDER_CHUNK_SEC, renderSpeechChunks, type SpeechRenderJob } from "./speech/render.ts";
 import { speechDurationSec } from "./speech/synthesize.ts";
 import { sleep } from "./delay.ts";

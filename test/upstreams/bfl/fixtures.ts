@@ -1,6 +1,6 @@
 /**
  * Black Forest Labs' answers as its docs, its SDK and clients built on it show them, each naming where
- * it comes from. The fake (src/upstreams/bfl/fake.ts) answers in these shapes; decode.test.ts feeds them
+ * it comes from. The fake (fakes/bfl.ts) answers in these shapes; decode.test.ts feeds them
  * to the decoders. Where a value is ours rather than the source's, the comment says so.
  */
 

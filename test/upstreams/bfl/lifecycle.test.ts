@@ -5,8 +5,8 @@
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startBflFake } from "../../../src/upstreams/bfl/fake.ts";
-import type { BflFake } from "../../../src/upstreams/bfl/fake.ts";
+import { startBflFake } from "../../../fakes/bfl.ts";
+import type { BflFake } from "../../../fakes/bfl.ts";
 import { createBflSource } from "../../../src/upstreams/bfl/source.ts";
 import type { BflSource } from "../../../src/upstreams/bfl/source.ts";
 import type { UpstreamHandle, UpstreamJobState } from "../../../src/upstreams/types.ts";

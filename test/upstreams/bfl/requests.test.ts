@@ -1,14 +1,14 @@
 /**
  * The exact submit request of every imgB model on BFL, against the loopback fake
- * (src/upstreams/bfl/fake.ts): method, path (`POST /v1/{endpoint}`), the `x-key` header, and the body's
+ * (fakes/bfl.ts): method, path (`POST /v1/{endpoint}`), the `x-key` header, and the body's
  * field names and values, including sizes on the 16 px grid, aspect ratios, reference images, the D3
  * pass-through policy, n > 1 fan-out and the D25 `models` overrides. Field names follow BFL's API
  * reference pages for FLUX.2 [pro], Kontext [pro] and FLUX 1.1 [pro] Ultra (see models.ts).
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startBflFake } from "../../../src/upstreams/bfl/fake.ts";
-import type { BflFake } from "../../../src/upstreams/bfl/fake.ts";
+import { startBflFake } from "../../../fakes/bfl.ts";
+import type { BflFake } from "../../../fakes/bfl.ts";
 import { createBflSource } from "../../../src/upstreams/bfl/source.ts";
 import type { BflSource } from "../../../src/upstreams/bfl/source.ts";
 import type { ImageRequest } from "../../../src/upstreams/types.ts";

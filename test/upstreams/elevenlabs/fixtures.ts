@@ -1,6 +1,6 @@
 /**
  * ElevenLabs' answers as its SDK's tests and users quoting real answers show them, each naming where it
- * comes from. The fake (src/upstreams/elevenlabs/fake.ts) answers in these shapes; decode.test.ts feeds
+ * comes from. The fake (fakes/elevenlabs.ts) answers in these shapes; decode.test.ts feeds
  * them to the decoders. Where a value is ours rather than the source's, the comment says so.
  */
 

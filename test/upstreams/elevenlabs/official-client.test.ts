@@ -9,8 +9,8 @@ import { after, before, beforeEach, test } from "node:test";
 import assert from "node:assert/strict";
 import { ElevenLabs, ElevenLabsClient, ElevenLabsError } from "@elevenlabs/elevenlabs-js";
 import { audioDurationSec } from "../../../src/upstreams/audio-convert.ts";
-import { FAKE_ACCOUNT_VOICES, FAKE_SHARED_VOICES, startElevenLabsFake } from "../../../src/upstreams/elevenlabs/fake.ts";
-import type { ElevenLabsFake } from "../../../src/upstreams/elevenlabs/fake.ts";
+import { FAKE_ACCOUNT_VOICES, FAKE_SHARED_VOICES, startElevenLabsFake } from "../../../fakes/elevenlabs.ts";
+import type { ElevenLabsFake } from "../../../fakes/elevenlabs.ts";
 import type { AudioFormat } from "../../../src/upstreams/types.ts";
 import { EL_KEY, mp3FrameSec, RACHEL } from "./helpers.ts";
 

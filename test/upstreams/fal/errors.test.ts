@@ -8,8 +8,8 @@ import { callerAbortTest, connectionRefusedTest } from "../transport-failures.ts
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createFalApi, FalError } from "../../../src/upstreams/fal/api.ts";
-import { startFalFake } from "../../../src/upstreams/fal/fake.ts";
-import type { FalFake } from "../../../src/upstreams/fal/fake.ts";
+import { startFalFake } from "../../../fakes/fal.ts";
+import type { FalFake } from "../../../fakes/fal.ts";
 import { createFalSource } from "../../../src/upstreams/fal/source.ts";
 import type { FalSource } from "../../../src/upstreams/fal/source.ts";
 import { UpstreamError } from "../../../src/upstreams/types.ts";

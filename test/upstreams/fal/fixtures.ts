@@ -1,6 +1,6 @@
 /**
  * fal's answers as its own code and docs show them, each naming where it comes from. The fake
- * (src/upstreams/fal/fake.ts) answers in these shapes; decode.test.ts feeds them to the decoders.
+ * (fakes/fal.ts) answers in these shapes; decode.test.ts feeds them to the decoders.
  */
 
 /** fal-ai/fal `projects/fal_client/tests/unit/test_client.py` `test_parse_status` (the status answers it parses). */

@@ -8,8 +8,8 @@ import { after, before, beforeEach, test } from "node:test";
 import assert from "node:assert/strict";
 import { ApiError, createFalClient, ValidationError } from "@fal-ai/client";
 import type { FalClient } from "@fal-ai/client";
-import { startFalFake } from "../../../src/upstreams/fal/fake.ts";
-import type { FalFake } from "../../../src/upstreams/fal/fake.ts";
+import { startFalFake } from "../../../fakes/fal.ts";
+import type { FalFake } from "../../../fakes/fal.ts";
 import { FAL_KEY } from "./helpers.ts";
 
 let fake: FalFake;

@@ -1,13 +1,13 @@
 /**
  * The exact submit request of every family fal serves, both variants (text-to-x, image-to-x), against
- * the loopback fake (src/upstreams/fal/fake.ts): method, path (`POST /{endpoint_id}`), the
+ * the loopback fake (fakes/fal.ts): method, path (`POST /{endpoint_id}`), the
  * `Authorization: Key` scheme, and the body's field names and values, including the D26 duration and
  * size rules, the D3 pass-through policy and the D25 `models` overrides.
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startFalFake } from "../../../src/upstreams/fal/fake.ts";
-import type { FalFake } from "../../../src/upstreams/fal/fake.ts";
+import { startFalFake } from "../../../fakes/fal.ts";
+import type { FalFake } from "../../../fakes/fal.ts";
 import { createFalSource } from "../../../src/upstreams/fal/source.ts";
 import type { FalSource } from "../../../src/upstreams/fal/source.ts";
 import type { ImageRequest, VideoRequest } from "../../../src/upstreams/types.ts";

@@ -6,8 +6,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { parseJsonExact } from "../../../src/upstreams/minimax/api.ts";
-import { startMiniMaxFake } from "../../../src/upstreams/minimax/fake.ts";
-import type { MiniMaxFake } from "../../../src/upstreams/minimax/fake.ts";
+import { startMiniMaxFake } from "../../../fakes/minimax.ts";
+import type { MiniMaxFake } from "../../../fakes/minimax.ts";
 import { createMiniMaxVideoSource } from "../../../src/upstreams/minimax/video-source.ts";
 import {
   ERROR_QUOTA,

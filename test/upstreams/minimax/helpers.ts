@@ -91,7 +91,7 @@ export async function chunksOf(result: AudioResult): Promise<Uint8Array[]> {
   return out;
 }
 
-export { concatBytes as concat } from "../../../src/upstreams/simulator/encode.ts";
+export { concatBytes as concat } from "../../../src/upstreams/util.ts";
 
 /** One MP3 frame header. */
 export interface Mp3Header {

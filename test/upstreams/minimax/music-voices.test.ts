@@ -6,8 +6,8 @@
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startMiniMaxFake } from "../../../src/upstreams/minimax/fake.ts";
-import type { MiniMaxFake } from "../../../src/upstreams/minimax/fake.ts";
+import { startMiniMaxFake } from "../../../fakes/minimax.ts";
+import type { MiniMaxFake } from "../../../fakes/minimax.ts";
 import { createMiniMaxSource } from "../../../src/upstreams/minimax/source.ts";
 import type { MiniMaxSource } from "../../../src/upstreams/minimax/source.ts";
 import { DEFAULT_PREVIEW_TEXT } from "../../../src/upstreams/minimax/voices.ts";

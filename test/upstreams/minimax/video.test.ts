@@ -5,8 +5,8 @@
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startMiniMaxFake } from "../../../src/upstreams/minimax/fake.ts";
-import type { MiniMaxFake } from "../../../src/upstreams/minimax/fake.ts";
+import { startMiniMaxFake } from "../../../fakes/minimax.ts";
+import type { MiniMaxFake } from "../../../fakes/minimax.ts";
 import { createMiniMaxVideoSource } from "../../../src/upstreams/minimax/video-source.ts";
 import { mp4DurationSec } from "../../../src/upstreams/media-probe.ts";
 import type { UpstreamJobState, VisualJobSourceAdapter } from "../../../src/upstreams/types.ts";

@@ -7,8 +7,8 @@
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { closedPort, startRecorder } from "../../helpers/recorder.ts";
-import { startOpenAIAudioFake } from "../../../src/upstreams/openai-compatible/audio-fake.ts";
-import type { OpenAIAudioFake } from "../../../src/upstreams/openai-compatible/audio-fake.ts";
+import { startOpenAIAudioFake } from "../../../fakes/openai-audio.ts";
+import type { OpenAIAudioFake } from "../../../fakes/openai-audio.ts";
 import { createOpenAIAudioSource, DEFAULT_AUDIO_TIMEOUT_MS, DEFAULT_OPENAI_AUDIO_BASE_URL } from "../../../src/upstreams/openai-compatible/audio.ts";
 import type { OpenAIAudioSource } from "../../../src/upstreams/openai-compatible/audio.ts";
 import type { AudioTextRequest } from "../../../src/upstreams/types.ts";

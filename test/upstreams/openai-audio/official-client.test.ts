@@ -7,8 +7,8 @@
 import { after, before, beforeEach, test } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI, { AuthenticationError, BadRequestError, InternalServerError, RateLimitError, toFile } from "openai";
-import { startOpenAIAudioFake } from "../../../src/upstreams/openai-compatible/audio-fake.ts";
-import type { OpenAIAudioFake } from "../../../src/upstreams/openai-compatible/audio-fake.ts";
+import { startOpenAIAudioFake } from "../../../fakes/openai-audio.ts";
+import type { OpenAIAudioFake } from "../../../fakes/openai-audio.ts";
 import { m4aLike, mp3, OPENAI_KEY, wav } from "./helpers.ts";
 
 let fake: OpenAIAudioFake;

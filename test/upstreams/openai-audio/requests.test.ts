@@ -6,8 +6,8 @@
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startOpenAIAudioFake } from "../../../src/upstreams/openai-compatible/audio-fake.ts";
-import type { OpenAIAudioFake } from "../../../src/upstreams/openai-compatible/audio-fake.ts";
+import { startOpenAIAudioFake } from "../../../fakes/openai-audio.ts";
+import type { OpenAIAudioFake } from "../../../fakes/openai-audio.ts";
 import {
   createOpenAIAudioSource,
   DEFAULT_UNDERSTAND_PROMPT,

@@ -7,14 +7,14 @@
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { MAX_RESPONSE_BYTES } from "../../../src/upstreams/openai-compatible/api.ts";
-import { startOpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
+import { startOpenAIImagesFake } from "../../../fakes/openai-images.ts";
 import { createOpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
 import type { OpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
 import { decodeImagesAnswer, MAX_IMAGES_RESPONSE_BYTES } from "../../../src/upstreams/openai-compatible/images.ts";
 import { pngDimensions } from "../../../src/upstreams/media-probe.ts";
 import type { MediaOutput } from "../../../src/upstreams/types.ts";
-import { startFakeOpenAI } from "../../helpers/fake-openai.ts";
-import type { FakeOpenAI } from "../../helpers/fake-openai.ts";
+import { startFakeOpenAI } from "../../../fakes/openai-chat.ts";
+import type { FakeOpenAI } from "../../../fakes/openai-chat.ts";
 import { DALL_E_3_B64_ANSWER, DALL_E_3_URL_ANSWER, GPT_IMAGE_1_ANSWER, SMALL_PNG } from "./fixtures.ts";
 import { imageRequest, OPENAI_KEY, openAIFailure } from "./helpers.ts";
 

@@ -8,11 +8,11 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { startOpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
-import type { OpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
+import { startOpenAIImagesFake } from "../../../fakes/openai-images.ts";
+import type { OpenAIImagesFake } from "../../../fakes/openai-images.ts";
 import { createOpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
 import type { OpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
-import { startFakeOpenAI } from "../../helpers/fake-openai.ts";
+import { startFakeOpenAI } from "../../../fakes/openai-chat.ts";
 import { freePort } from "../../helpers/process.ts";
 import {
   CONTENT_POLICY_ERROR,

@@ -1,6 +1,6 @@
 /**
  * OpenAI's image-generation requests and answers as its own SDK and public answers show them, each
- * naming where it comes from. The fake (src/upstreams/openai-compatible/images-fake.ts) answers in these
+ * naming where it comes from. The fake (fakes/openai-images.ts) answers in these
  * shapes; decode.test.ts and errors.test.ts replay them to the adapter.
  */
 import { renderPng } from "../../../src/upstreams/simulator/images/png.ts";

@@ -6,8 +6,8 @@
 import { after, before, beforeEach, test } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI, { AuthenticationError, BadRequestError, RateLimitError } from "openai";
-import { startOpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
-import type { OpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
+import { startOpenAIImagesFake } from "../../../fakes/openai-images.ts";
+import type { OpenAIImagesFake } from "../../../fakes/openai-images.ts";
 import { pngDimensions } from "../../../src/upstreams/media-probe.ts";
 import { OPENAI_KEY } from "./helpers.ts";
 

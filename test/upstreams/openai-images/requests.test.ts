@@ -1,13 +1,13 @@
 /**
  * The exact generation requests of the OpenAI images source against the loopback fake
- * (src/upstreams/openai-compatible/images-fake.ts): method, path, the `Authorization: Bearer` scheme, and
+ * (fakes/openai-images.ts): method, path, the `Authorization: Bearer` scheme, and
  * the body's fields and values per model (size mapping, quality, `response_format` for dall-e-3 only),
  * dall-e-3's fan-out for `n` > 1, the D3 pass-through policy and the D25 `models` overrides.
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startOpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
-import type { OpenAIImagesFake } from "../../../src/upstreams/openai-compatible/images-fake.ts";
+import { startOpenAIImagesFake } from "../../../fakes/openai-images.ts";
+import type { OpenAIImagesFake } from "../../../fakes/openai-images.ts";
 import { createOpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
 import type { OpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
 import { ASPECT_ORIENTATION, GATEWAY_FIELDS, OPENAI_IMAGE_SIZES } from "../../../src/upstreams/openai-compatible/images.ts";

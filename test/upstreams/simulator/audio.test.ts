@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parseBuffer } from "music-metadata";
-import { audioFormatInfo, concatBytes, encodeAudio, encodeAudioChunks, encodeMp3Chunks, linearToUlaw, ulawToLinear } from "../../../src/upstreams/simulator/encode.ts";
+import { audioFormatInfo, encodeAudio, encodeAudioChunks, encodeMp3Chunks, linearToUlaw, ulawToLinear } from "../../../src/upstreams/simulator/encode.ts";
+import { concatBytes } from "../../../src/upstreams/util.ts";
 import { createRng } from "../../../src/upstreams/simulator/rng.ts";
 import { adsr, resampleLinear } from "../../../src/upstreams/simulator/signal.ts";
 import { renderSpeechChunks } from "../../../src/upstreams/simulator/speech/render.ts";

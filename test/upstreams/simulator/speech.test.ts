@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { parseBuffer } from "music-metadata";
-import { concatBytes } from "../../../src/upstreams/simulator/encode.ts";
+import { concatBytes } from "../../../src/upstreams/util.ts";
 import { speechDurationSec } from "../../../src/upstreams/simulator/speech/synthesize.ts";
 import { ByteLruCache } from "../../../src/upstreams/simulator/render-cache.ts";
 import { createSimulatedAudioUpstream, type SimulatedAudioUpstream } from "../../../src/upstreams/simulator/speech.ts";

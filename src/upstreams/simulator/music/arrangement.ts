@@ -4,14 +4,16 @@
  * from a PRNG seeded with a SHA-256 of the inputs and are drawn in a fixed order.
  */
 import { createRng, seedFrom } from "../rng.ts";
-import type { DrumKit } from "./drums.ts";
 import { checkDuration } from "./dsp.ts";
-import type { BassInstrument, DrumStyle, MusicInstrument, Note } from "./instruments.ts";
-import { type LyricItem, lyricTimeline, parseLyrics, type SectionKind, type Syllable, type TimedItem } from "./lyrics.ts";
+import type { MusicInstrument } from "./instruments.ts";
+import { type LyricItem, lyricTimeline, parseLyrics, type SectionKind, type TimedItem } from "./lyrics.ts";
 import { composeBass, composeDrums, composeHarmony, composeLead, composeVocals } from "./parts.ts";
 import { createSong } from "./song.ts";
 import { chooseKey, choosePalette, chooseProgressions, MAJOR, MINOR, NOTE_NAMES, type Progressions, tempoOf } from "./style.ts";
 import { hasAny, wordsOf } from "./words.ts";
+import type { MusicPlan, MusicSection, Score } from "./score.ts";
+
+export type { MusicPlan, MusicSection, Score, SungNote } from "./score.ts";
 
 /** Options of {@link synthesizeMusic} and {@link planMusic}. */
 export interface MusicSynthesisOptions {
@@ -27,59 +29,12 @@ export interface MusicSynthesisOptions {
   seed?: string;
 }
 
-/** A section of the song: kind and time span in seconds. */
-export interface MusicSection {
-  kind: SectionKind;
-  startSec: number;
-  endSec: number;
-}
-
-/**
- * The arrangement {@link synthesizeMusic} renders; independent of the sample rate. `tonic` is a pitch
- * class (0 = C), `progression` the scale-degree roots (0-based) of the verse chords, one per bar.
- */
-export interface MusicPlan {
-  bpm: number;
-  beatsPerBar: 3 | 4;
-  tonic: number;
-  mode: "major" | "minor";
-  /** Human-readable key, e.g. "A minor". */
-  key: string;
-  lead: MusicInstrument;
-  harmony: MusicInstrument;
-  bass: BassInstrument;
-  drums: DrumStyle;
-  progression: number[];
-  sections: MusicSection[];
-  /** Whether a vocal line following the lyrics is rendered. */
-  vocals: boolean;
-  /** Number of lyric syllables sung (0 without vocals). */
-  sungSyllables: number;
-  /** Reverb send 0..1. */
-  reverb: number;
-}
-
 /**
  * The arrangement of a song for `opts` (see {@link MusicPlan}); deterministic and independent of
  * `opts.sampleRate`. Exposed so that callers and tests can inspect what {@link synthesizeMusic} renders.
  */
 export function planMusic(opts: Omit<MusicSynthesisOptions, "sampleRate">): MusicPlan {
   return composeMusic(opts).plan;
-}
-
-/** A sung syllable on the timeline: start/length in seconds, MIDI pitch, vowel and onset. */
-export interface SungNote extends Note {
-  syl: Syllable;
-}
-
-/** Everything {@link synthesizeMusic} renders: the plan, the instrument layers, drum hits and sung lines. */
-export interface Score {
-  plan: MusicPlan;
-  layers: { inst: MusicInstrument | BassInstrument; gain: number; notes: Note[] }[];
-  drums: { kind: keyof DrumKit; t: number; v: number }[];
-  vocalLines: SungNote[][];
-  drumTone: number;
-  voiceLow: boolean;
 }
 
 /** The form of a song: the section of every bar, the lyric items on the real timeline and the sections. */

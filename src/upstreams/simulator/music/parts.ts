@@ -3,7 +3,7 @@
  * melody, each as notes (or hits) in seconds on the song's grid. They draw from `song.rng`; the
  * arranger calls them in a fixed order so a prompt always gives the same song.
  */
-import type { Score, SungNote } from "./arrangement.ts";
+import type { Score, SungNote } from "./score.ts";
 import { grooveOf } from "./drums.ts";
 import { clamp, pick } from "./dsp.ts";
 import type { MusicInstrument, Note } from "./instruments.ts";

@@ -1,7 +1,7 @@
 /** The singing voice of the music synthesizer: a formant-synthesized line following lyric syllables. */
 import type { Rng } from "../rng.ts";
 import { glottalPulse, normalizePeak, Resonator } from "../signal.ts";
-import type { SungNote } from "./arrangement.ts";
+import type { SungNote } from "./score.ts";
 import { clamp, midiHz } from "./dsp.ts";
 
 /** Formant frequencies (F1, F2, F3 in Hz) of the sung vowels. */

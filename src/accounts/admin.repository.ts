@@ -1,11 +1,11 @@
 /**
  * The operator's account queries (issue 15 point 3: find an account by email or id, `GET /v1/admin/users`
- * and `GET /v1/admin/users/{user_id}`). Here because the email search is written per dialect (design.md:
- * only storage/ knows SQL dialects).
+ * and `GET /v1/admin/users/{user_id}`), beside the operator actions (accounts/admin.ts) as the team's SQL
+ * decision places every folder's queries; the email search is written per dialect (`Dialect` of storage/db.ts).
  *
  * The search is an exact user id or an email prefix, not a substring: a prefix is a range scan of the
  * unique index on `accounts.email` on both databases, where a substring (`LIKE '%x%'`, `ILIKE`) reads every
- * account, however few match. Emails are stored lowercased (accounts.ts), so lowercasing the query makes the
+ * account, however few match. Emails are stored lowercased (registration.ts), so lowercasing the query makes the
  * prefix case-insensitive without `lower(email)` (which no index covers).
  * - SQLite compares text by bytes (BINARY), so `email >= q AND email < next(q)` is exactly "starts with q".
  * - PostgreSQL compares by the database's collation. Under a code-point order (`C`, `POSIX`, `C.UTF-8`) the
@@ -18,8 +18,8 @@
  * Without `q` the newest accounts are a sort of the whole table: no index leads with `created_at`.
  */
 import { type Kysely, sql, type Transaction } from "kysely";
-import type { Dialect } from "./db.ts";
-import type { Database } from "./schema.ts";
+import type { Dialect } from "../storage/db.ts";
+import type { Database } from "../storage/schema.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 

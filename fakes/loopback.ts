@@ -1,7 +1,7 @@
 /**
- * The HTTP server under the loopback fakes of the providers (fal/fake.ts, bfl/fake.ts,
- * openai-compatible/images-fake.ts, elevenlabs/fake.ts; minimax/fake.ts and openai-compatible/audio-fake.ts,
- * which read raw bodies, use {@link startLoopbackServer} underneath): listens on
+ * The HTTP server under the loopback fakes of the providers (fal.ts, bfl.ts, openai-images.ts,
+ * elevenlabs.ts; minimax.ts, openai-audio.ts and stripe.ts, which read raw bodies, use
+ * {@link startLoopbackServer} underneath): listens on
  * loopback, reads each request body (at most 1 MiB, else 413), parses it as JSON, records the request
  * with the key cut out of its headers, hands it to the protocol's handler, and drops every connection on
  * `close()`. The protocol's own routes, shapes and misbehaviour markers stay in each fake.

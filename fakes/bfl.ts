@@ -47,10 +47,10 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { isJsonObject as isObject, markersOf, sendJson as json, startLoopbackFake } from "../loopback-fake.ts";
-import type { LoopbackFake, LoopbackFakeCall, LoopbackFakeRequest } from "../loopback-fake.ts";
-import { renderPngAsync } from "../simulator/images/png.ts";
-import { fitRenderSize } from "../simulator/images/size.ts";
+import { isJsonObject as isObject, markersOf, sendJson as json, startLoopbackFake } from "./loopback.ts";
+import type { LoopbackFake, LoopbackFakeCall, LoopbackFakeRequest } from "./loopback.ts";
+import { renderPngAsync } from "../src/upstreams/simulator/images/png.ts";
+import { fitRenderSize } from "../src/upstreams/simulator/images/size.ts";
 
 /** Options of {@link startBflFake}. */
 export interface BflFakeOptions {

@@ -1,5 +1,5 @@
 /**
- * The operator's account search (storage/admin-accounts.ts): an email prefix is exact on SQLite, on a
+ * The operator's account search (accounts/admin.repository.ts): an email prefix is exact on SQLite, on a
  * PostgreSQL database ordered by code point (the index range) and on one with a linguistic collation (ICU
  * `en-US`, where the same range would not be exact and the search falls back to LIKE).
  */
@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import pg from "pg";
 import { openDatabase, migrate, type Db } from "../../src/storage/db.ts";
-import { prefixUpperBound, searchAccounts } from "../../src/storage/admin-accounts.ts";
+import { prefixUpperBound, searchAccounts } from "../../src/accounts/admin.repository.ts";
 import { BACKENDS, createTempDatabase, PG_ADMIN_URL } from "../helpers/backends.ts";
 
 test("prefixUpperBound: the next string in code-point order", () => {

@@ -75,11 +75,11 @@
  */
 import { randomBytes, randomInt } from "node:crypto";
 import type http from "node:http";
-import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson, startLoopbackServer } from "../loopback-fake.ts";
-import type { LoopbackFakeRequest } from "../loopback-fake.ts";
-import { encodeAudio } from "../simulator/encode.ts";
-import { renderMp4 } from "../simulator/video.ts";
-import type { AudioFormat } from "../types.ts";
+import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson, startLoopbackServer } from "./loopback.ts";
+import type { LoopbackFakeRequest } from "./loopback.ts";
+import { encodeAudio } from "../src/upstreams/simulator/encode.ts";
+import { renderMp4 } from "../src/upstreams/simulator/video.ts";
+import type { AudioFormat } from "../src/upstreams/types.ts";
 
 /** Options of {@link startMiniMaxFake}. */
 export interface MiniMaxFakeOptions {

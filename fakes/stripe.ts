@@ -35,7 +35,7 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import Stripe from "stripe";
-import { recordAuthorizationScheme, sendJson, startLoopbackServer } from "../upstreams/loopback-fake.ts";
+import { recordAuthorizationScheme, sendJson, startLoopbackServer } from "./loopback.ts";
 
 /** Options of {@link startStripeFake}. */
 export interface StripeFakeOptions {

@@ -49,12 +49,12 @@
  */
 import { randomUUID, createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson as json, startLoopbackFake } from "../loopback-fake.ts";
-import type { LoopbackFake, LoopbackFakeCall, LoopbackFakeRequest } from "../loopback-fake.ts";
-import { renderPngAsync } from "../simulator/images/png.ts";
-import { renderSvg } from "../simulator/images/svg.ts";
-import { fitRenderSize } from "../simulator/images/size.ts";
-import { renderMp4 } from "../simulator/video.ts";
+import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson as json, startLoopbackFake } from "./loopback.ts";
+import type { LoopbackFake, LoopbackFakeCall, LoopbackFakeRequest } from "./loopback.ts";
+import { renderPngAsync } from "../src/upstreams/simulator/images/png.ts";
+import { renderSvg } from "../src/upstreams/simulator/images/svg.ts";
+import { fitRenderSize } from "../src/upstreams/simulator/images/size.ts";
+import { renderMp4 } from "../src/upstreams/simulator/video.ts";
 
 /** Options of {@link startFalFake}. */
 export interface FalFakeOptions {

@@ -49,10 +49,10 @@
 import { randomUUID } from "node:crypto";
 import type http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
-import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson, startLoopbackFake } from "../loopback-fake.ts";
-import type { LoopbackFake, LoopbackFakeCall } from "../loopback-fake.ts";
-import { renderPngAsync } from "../simulator/images/png.ts";
-import { fitRenderSize } from "../simulator/images/size.ts";
+import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson, startLoopbackFake } from "./loopback.ts";
+import type { LoopbackFake, LoopbackFakeCall } from "./loopback.ts";
+import { renderPngAsync } from "../src/upstreams/simulator/images/png.ts";
+import { fitRenderSize } from "../src/upstreams/simulator/images/size.ts";
 
 /**
  * Options of {@link startOpenAIImagesFake}: `apiKey` is a Bearer key; `slowMs` is the time before the

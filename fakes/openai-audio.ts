@@ -48,10 +48,10 @@
 import { randomUUID } from "node:crypto";
 import type http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
-import { audioDurationSec } from "../audio-convert.ts";
-import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson, startLoopbackServer } from "../loopback-fake.ts";
-import { sniffUploadFormat } from "./audio.ts";
-import type { UploadFormat } from "./audio.ts";
+import { audioDurationSec } from "../src/upstreams/audio-convert.ts";
+import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson, startLoopbackServer } from "./loopback.ts";
+import { sniffUploadFormat } from "../src/upstreams/openai-compatible/audio.ts";
+import type { UploadFormat } from "../src/upstreams/openai-compatible/audio.ts";
 
 /** Options of {@link startOpenAIAudioFake}. */
 export interface OpenAIAudioFakeOptions {

@@ -48,12 +48,12 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { audioFormatInfo } from "../audio-convert.ts";
-import { isJsonObject as isObject, markersOf, sendJson as json, startLoopbackFake } from "../loopback-fake.ts";
-import type { LoopbackFake, LoopbackFakeCall, LoopbackFakeRequest } from "../loopback-fake.ts";
-import { encodeAudio } from "../simulator/encode.ts";
-import { AUDIO_FORMATS, contentTypeOf } from "../types.ts";
-import type { AudioFormat } from "../types.ts";
+import { audioFormatInfo } from "../src/upstreams/audio-convert.ts";
+import { isJsonObject as isObject, markersOf, sendJson as json, startLoopbackFake } from "./loopback.ts";
+import type { LoopbackFake, LoopbackFakeCall, LoopbackFakeRequest } from "./loopback.ts";
+import { encodeAudio } from "../src/upstreams/simulator/encode.ts";
+import { AUDIO_FORMATS, contentTypeOf } from "../src/upstreams/types.ts";
+import type { AudioFormat } from "../src/upstreams/types.ts";
 
 /** Options of {@link startElevenLabsFake}. */
 export interface ElevenLabsFakeOptions {
@@ -261,7 +261,7 @@ export async function startElevenLabsFake(options: ElevenLabsFakeOptions = {}): 
   const handle = async (req: IncomingMessage, res: ServerResponse, { url, method, body }: LoopbackFakeCall): Promise<void> => {
     const key = typeof req.headers["xi-api-key"] === "string" ? req.headers["xi-api-key"] : "";
     const text = isObject(body) ? (typeof body.text === "string" ? body.text : typeof body.prompt === "string" ? body.prompt : "") : "";
-    // Own pattern: loopback-fake.ts's `[fake:NAME]` takes no `_`, which `voice_gone` has.
+    // Own pattern: loopback.ts's `[fake:NAME]` takes no `_`, which `voice_gone` has.
     const markers = markersOf("", always, Array.from(text.matchAll(TEXT_MARKER), (m) => m[1]!));
 
     if (markers.has("echo-key")) return json(res, 401, { detail: { status: "invalid_api_key", message: `Invalid API key: ${key}` } });

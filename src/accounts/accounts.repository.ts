@@ -1,0 +1,141 @@
+/**
+ * SQL of the `accounts` and `sessions` tables (the team's SQL decision: each service folder owns its
+ * repository modules). Free functions taking the database or a transaction first; rows are mapped to
+ * plain numbers here, so the services above never see driver types (PostgreSQL's `bigint` as text).
+ */
+import type { Executor } from "../billing/ledger.ts";
+import { prepare } from "../storage/prepared.ts";
+import type { AccountLimitsRow } from "../storage/job-queue.ts";
+
+/** An account as {@link accountById} reads it (money in micro-USD, times in epoch ms). */
+export interface AccountRow {
+  id: string;
+  email: string;
+  balanceMicros: number;
+  totalDepositsMicros: number;
+  tierOverride: number | null;
+  createdAt: number;
+}
+
+/** Inserts a new account with a zero balance (the signup credit is a ledger entry written next). */
+export async function insertAccount(
+  db: Executor,
+  row: { id: string; email: string; passwordHash: string; createdAt: number },
+): Promise<void> {
+  await db
+    .insertInto("accounts")
+    .values({
+      id: row.id,
+      email: row.email,
+      password_hash: row.passwordHash,
+      balance_micros: 0,
+      total_deposits_micros: 0,
+      tier_override: null,
+      limits_override: null,
+      created_at: row.createdAt,
+    })
+    .execute();
+}
+
+/** The id and password hash of the account of `email` (already trimmed and lower-cased), or null. */
+export async function credentialsByEmail(db: Executor, email: string): Promise<{ id: string; passwordHash: string } | null> {
+  const row = await db.selectFrom("accounts").select(["id", "password_hash"]).where("email", "=", email).executeTakeFirst();
+  return row ? { id: row.id, passwordHash: row.password_hash } : null;
+}
+
+/** An account's balance, deposits, tier override and creation time, or null when it does not exist. */
+export async function accountById(db: Executor, accountId: string): Promise<AccountRow | null> {
+  const a = await db
+    .selectFrom("accounts")
+    .select(["id", "email", "balance_micros", "total_deposits_micros", "tier_override", "created_at"])
+    .where("id", "=", accountId)
+    .executeTakeFirst();
+  if (!a) return null;
+  return {
+    id: a.id,
+    email: a.email,
+    balanceMicros: Number(a.balance_micros),
+    totalDepositsMicros: Number(a.total_deposits_micros),
+    tierOverride: a.tier_override === null ? null : Number(a.tier_override),
+    createdAt: Number(a.created_at),
+  };
+}
+
+/** The columns an account's effective limits derive from (accounts/limits.ts `limitsOf`), or null. */
+export async function accountLimitsRow(db: Executor, accountId: string): Promise<AccountLimitsRow | null> {
+  const row = await db
+    .selectFrom("accounts")
+    .select(["total_deposits_micros", "tier_override", "limits_override"])
+    .where("id", "=", accountId)
+    .executeTakeFirst();
+  return row ?? null;
+}
+
+/** Sets (or clears, null) the operator's tier override (D12). @returns false when the account does not exist. */
+export async function updateTierOverride(db: Executor, accountId: string, tier: number | null): Promise<boolean> {
+  const res = await db.updateTable("accounts").set({ tier_override: tier }).where("id", "=", accountId).executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+/**
+ * The account's limit overrides as stored (JSON text, D22): `{ json: null }` when none are set, null when
+ * the account does not exist.
+ */
+export async function limitsOverrideOf(db: Executor, accountId: string): Promise<{ json: string | null } | null> {
+  const row = await db.selectFrom("accounts").select("limits_override").where("id", "=", accountId).executeTakeFirst();
+  return row ? { json: row.limits_override } : null;
+}
+
+/** Replaces the account's limit overrides (JSON text, or null for none; D22). */
+export async function updateLimitsOverride(db: Executor, accountId: string, json: string | null): Promise<void> {
+  await db.updateTable("accounts").set({ limits_override: json }).where("id", "=", accountId).execute();
+}
+
+/** Opens a session: its token is stored only as a hash (D8). Times in epoch ms. */
+export async function insertSession(
+  db: Executor,
+  row: { id: string; accountId: string; tokenHash: string; createdAt: number; expiresAt: number },
+): Promise<void> {
+  await db
+    .insertInto("sessions")
+    .values({ id: row.id, account_id: row.accountId, token_hash: row.tokenHash, created_at: row.createdAt, expires_at: row.expiresAt })
+    .execute();
+}
+
+// One round trip per request: the session and the account fields its limits derive from.
+const sessionByHashQuery = prepare((db, p) =>
+  db
+    .selectFrom("sessions")
+    .innerJoin("accounts", "accounts.id", "sessions.account_id")
+    .select([
+      "sessions.account_id",
+      "sessions.token_hash",
+      "sessions.expires_at",
+      "accounts.total_deposits_micros",
+      "accounts.tier_override",
+      "accounts.limits_override",
+    ])
+    .where("sessions.token_hash", "=", p<string>(0)),
+);
+
+/** A session with its account's limits columns, as authentication reads it. */
+export interface SessionRow extends AccountLimitsRow {
+  accountId: string;
+  tokenHash: string;
+  /** Epoch ms. */
+  expiresAt: number;
+}
+
+/** The session whose token hashes to `tokenHash`, with its account's limits columns, or null. Compiled once. */
+export async function sessionByHash(db: Executor, tokenHash: string): Promise<SessionRow | null> {
+  const s = (await sessionByHashQuery(db, tokenHash)).rows[0];
+  if (!s) return null;
+  return {
+    accountId: s.account_id,
+    tokenHash: s.token_hash,
+    expiresAt: Number(s.expires_at),
+    total_deposits_micros: s.total_deposits_micros,
+    tier_override: s.tier_override,
+    limits_override: s.limits_override,
+  };
+}
