@@ -49,6 +49,8 @@ const LOCAL = { module: { origin: "local" } };
 const HTTP_PACKAGES = ["fastify", "@fastify/*", "find-my-way"];
 /** Database drivers and the query builder: http/ calls services and storage functions instead. */
 const SQL_PACKAGES = ["kysely", "kysely/*", "pg"];
+/** The ledger's SQL and its PostgreSQL batcher: only billing/ (ledger.ts) calls them. */
+const LEDGER_SQL = "src/billing/{ledger.repository,ledger-pg.repository,ledger-pg-batch.repository,ledger-pg-batch}.ts";
 
 const moduleGraph = {
   files: ["src/**/*.ts"],
@@ -99,10 +101,10 @@ const moduleGraph = {
           },
           { from: entity("http"), allow: [{ to: { file: { path: "src/storage/blobs.ts" } } }, { to: entity("storage"), dependency: { kind: "type" } }] },
           {
-            disallow: { to: { file: { path: "src/storage/ledger-pg.ts" } } },
-            message: "Only billing/ writes ledger rows: storage/ledger-pg.ts is billing's.",
+            disallow: { to: { file: { path: LEDGER_SQL } } },
+            message: "Only billing/ writes ledger rows: the ledger's repositories (billing/ledger*.repository.ts, ledger-pg-batch.ts) are billing's.",
           },
-          { from: [entity("billing"), entity("storage")], allow: { to: { file: { path: "src/storage/ledger-pg.ts" } } } },
+          { from: entity("billing"), allow: { to: { file: { path: LEDGER_SQL } } } },
         ],
       },
     ],

@@ -112,7 +112,7 @@ export async function settleCapture(
   writes?: CaptureWrites,
   usage?: Omit<UsageEnd, "costMicros"> | null,
 ): Promise<Settlement> {
-  // Without writes the capture is one statement on PostgreSQL (storage/ledger-pg.ts): no transaction
+  // Without writes the capture is one statement on PostgreSQL (billing/ledger-pg.repository.ts): no transaction
   // around it, so a synchronous call settles in a single round trip.
   if (!writes) return captureHold(db, holdId, finalMicros, usage);
   return inTransaction(db, async (trx) => {

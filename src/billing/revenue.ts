@@ -27,7 +27,7 @@
  */
 import type { Expression, SqlBool } from "kysely";
 import { getModel } from "../catalog/models.ts";
-import type { Executor } from "./ledger.ts";
+import type { Executor } from "./executor.ts";
 import { divRoundHalfUp, type Micros } from "./money.ts";
 import { BUCKET_MS, localDateFormatter } from "./usage-report.ts";
 

@@ -6,7 +6,7 @@
  * record's `cost_micros` is exactly what the ledger charged (design.md invariant 9). A test-mode call
  * (D32) writes the same record with no hold and no ledger entry. This module holds the record's shapes
  * and its portable writes; the PostgreSQL single-statement hold and capture write it inside their own
- * statement (storage/ledger-pg.ts).
+ * statement (billing/ledger-pg.repository.ts).
  */
 import type { KeySpend } from "./key-spend.ts";
 import type { Kysely, Transaction } from "kysely";
@@ -177,7 +177,7 @@ const finishStmt = prepare((db, p) =>
     .where("id", "=", p<string>(11)),
 );
 
-/** The parameters of a finish, in the order the statements above and in storage/ledger-pg.ts take them. */
+/** The parameters of a finish, in the order the statements above and in billing/ledger-pg.repository.ts take them. */
 export function endValues(end: UsageEnd): {
   status: UsageEnd["status"];
   cost: Micros;

@@ -1,21 +1,15 @@
 /**
  * PostgreSQL forms of the hottest ledger writes (hold, capture, release), each one statement (one round
- * trip) instead of a BEGIN/UPDATE/INSERT/INSERT/COMMIT exchange. Data-modifying CTEs are PostgreSQL-only,
- * so they live here (design.md: only storage/ knows SQL dialects); billing/ledger.ts calls them on
- * PostgreSQL and keeps the portable form for SQLite. Each is atomic on its own and also runs inside an
- * enclosing transaction. Outside a transaction, calls go through the batcher of ledger-pg-batch.ts, which
- * runs these for a lone call and its batch statements for several.
+ * trip) instead of a BEGIN/UPDATE/INSERT/INSERT/COMMIT exchange. Data-modifying CTEs are PostgreSQL-only;
+ * billing/ledger.ts calls these on PostgreSQL (storage/dialect.ts says which) and keeps the portable form
+ * (ledger.repository.ts) for SQLite. Each is atomic on its own and also runs inside an enclosing
+ * transaction. Outside a transaction, calls go through the batcher of ledger-pg-batch.ts, which runs these
+ * for a lone call and its batch statements (ledger-pg-batch.repository.ts) for several.
  */
-import { type Kysely, PostgresAdapter, sql, type Transaction } from "kysely";
+import { sql, type Transaction } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
-import type { Database, UsageRecordsTable } from "./schema.ts";
-
-type Executor = Kysely<Database> | Transaction<Database>;
-
-/** Whether `db` runs on PostgreSQL. */
-export function isPostgres(db: Executor): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
-}
+import type { Database, UsageRecordsTable } from "../storage/schema.ts";
+import type { Executor } from "./executor.ts";
 
 /** A usage record (D29) inserted by {@link pgPlaceHold} with the hold: the columns of schema.ts's table set at insert. */
 export type PgUsageRow = Omit<UsageRecordsTable, "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at">;
