@@ -4,7 +4,7 @@
  * invariant 4): upstream errors answer 502 `provider_error`, storage errors 500 `storage_error`.
  */
 import type { Executor } from "../billing/ledger.ts";
-import { callUpstream, withHold } from "../billing/paid-call.ts";
+import { callUpstream, type PaidCalls } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { type CallContext, type UsageKind, usageFor } from "../billing/usage.ts";
 import { errors } from "../errors.ts";
@@ -40,6 +40,7 @@ export interface AudioOutcome {
 /** Dependencies of {@link generatePaidAudio}. */
 export interface GenerateDeps {
   db: Executor;
+  paidCalls: PaidCalls;
   blobs: BlobStore;
 }
 
@@ -91,7 +92,7 @@ async function generateInSlot(deps: GenerateDeps, args: GenerateArgs): Promise<A
     errors.billing(`This request costs ${formatUsd(args.priceMicros)} USD; the balance is too low.`);
   const usage = usageFor(args.context, args.kind, args.billedDurationSec === undefined ? {} : { seconds: args.billedDurationSec });
   const held = { accountId: args.accountId, amountMicros: args.priceMicros, jobId, reference: args.model, usage };
-  return withHold(deps.db, held, { onInsufficient }, async (hold) => {
+  return deps.paidCalls.withHold(deps.db, held, { onInsufficient }, async (hold) => {
     const served = await callUpstream(args.model, () => args.call(args.signal));
     const result = served.value;
     const durationSec = args.billedDurationSec ?? result.durationSec;

@@ -3,8 +3,7 @@
  * transaction that records the caller as the voice's owner. If that write fails the charge is rolled
  * back with it, the hold is released and the caller gets 500 `ownership_write_failed`.
  */
-import type { Executor } from "../billing/ledger.ts";
-import { callUpstream, type PaidHold, withHold } from "../billing/paid-call.ts";
+import { callUpstream, type PaidCallDeps, type PaidHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
 import { DEFAULT_VOICE_DESIGN_MODEL, getVoiceDesignModel } from "../catalog/models.ts";
@@ -91,7 +90,7 @@ export function validateVoiceDesign(body: VoiceDesignBody): { model: string; req
 
 /**
  * Records a new owned voice and captures its hold in one transaction. When that transaction fails
- * nothing is written (the hold stays open for {@link withHold} to release) and AppError 500
+ * nothing is written (the hold stays open for {@link PaidCalls.withHold} to release) and AppError 500
  * `ownership_write_failed` is thrown.
  */
 async function recordOwnedVoice(
@@ -136,14 +135,14 @@ async function recordOwnedVoice(
  *   `ownership_write_failed` (not charged), 502 `provider_error` (not charged).
  */
 export async function designVoice(
-  deps: { db: Executor; adapter: VoiceCreator },
+  deps: PaidCallDeps & { adapter: VoiceCreator },
   accountId: string,
   body: VoiceDesignBody,
   opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<DesignedVoice> {
   const { model: modelId, req } = validateVoiceDesign(body);
   const model = getVoiceDesignModel(modelId)!;
-  return createOwnedVoice(deps.db, accountId, model, {
+  return createOwnedVoice(deps, accountId, model, {
     name: req.name,
     source: "design",
     description: req.description,
@@ -160,7 +159,7 @@ export async function designVoice(
  * hold released).
  */
 export async function createOwnedVoice(
-  db: Executor,
+  deps: PaidCallDeps,
   accountId: string,
   model: VoiceCreationModel,
   args: {
@@ -179,7 +178,7 @@ export async function createOwnedVoice(
     const price = quoteFlat(model);
     const onInsufficient = () => errors.insufficientCredits(formatUsd(price));
     const usage = usageFor(args.call, args.source === "design" ? "voice_design" : "voice_clone");
-    return await withHold(db, { accountId, amountMicros: price, reference: model.id, usage }, { onInsufficient }, async (hold) => {
+    return await deps.paidCalls.withHold(deps.db, { accountId, amountMicros: price, reference: model.id, usage }, { onInsufficient }, async (hold) => {
       const served = await callUpstream(model.id, args.create);
       hold.note({ fallbackLayer: served.fallbackLayer });
       const owned = await recordOwnedVoice(hold, {

@@ -34,6 +34,7 @@ import {
   staleSyncHoldIds,
 } from "./ledger.repository.ts";
 import { countKeySpend, type KeySpend, KeySpendLimitError, keySpendState, periodStart, uncountKeySpend } from "./key-spend.ts";
+import type { BalanceEvents } from "./balance-events.ts";
 import { type Executor, inTransaction } from "./executor.ts";
 import type { Micros } from "./money.ts";
 export { type Executor, inTransaction } from "./executor.ts";
@@ -50,23 +51,6 @@ export class InsufficientFundsError extends Error {
     this.neededMicros = neededMicros;
     this.balanceMicros = balanceMicros;
   }
-}
-
-/** Told the account whose balance a ledger write changed, after it committed (D34 alerts). */
-export type BalanceListener = (accountId: string) => void;
-const balanceListeners = new WeakMap<Kysely<Database>, BalanceListener>();
-
-/**
- * Registers the listener of `db` (one per database handle): it hears of every hold, capture, release and
- * credit made on `db` itself once committed. Writes made inside a caller's transaction are not heard
- * (their commit is the caller's); whoever listens must also look for changes by other means (a sweep).
- */
-export function onBalanceChange(db: Kysely<Database>, listener: BalanceListener): void {
-  balanceListeners.set(db, listener);
-}
-
-function balanceChanged(db: Executor, accountId: string): void {
-  if (!db.isTransaction) balanceListeners.get(db as Kysely<Database>)?.(accountId);
 }
 
 function assertAmount(micros: Micros): void {
@@ -102,13 +86,15 @@ export interface Hold {
  * statement on PostgreSQL; the hold and its entries then carry the request id. `reference` is the model.
  * A live call whose key has a spend limit (`usage.keySpend`, D34) is counted against the key's counter in
  * the same transaction, before the balance is checked (key-spend.ts); such holds are not batched.
+ * With `events` (the gateway's, balance-events.ts), a hold made on `db` itself (not a transaction) is told
+ * to its listeners once committed.
  * @throws KeySpendLimitError when the hold would take the key past its limit (nothing is written).
  * @throws InsufficientFundsError when the balance is below the amount (nothing is written).
  */
-export async function placeHold(db: Executor, args: HoldArgs): Promise<Hold> {
+export async function placeHold(db: Executor, args: HoldArgs, events?: BalanceEvents | null): Promise<Hold> {
   const hold = await placeHoldNow(db, args);
   // Only a hold lowers a balance (a capture gives back what the call did not use): the one write an alert hears of.
-  balanceChanged(db, args.accountId);
+  events?.changed(db, args.accountId);
   return hold;
 }
 
@@ -336,7 +322,8 @@ export async function releaseHold(
 
 /**
  * Credits an account: `signup_credit`, `deposit`, `refund` or a positive `adjustment`. A deposit also
- * raises the cumulative deposits that drive the tier. Returns the balance after, micro-USD.
+ * raises the cumulative deposits that drive the tier. Returns the balance after, micro-USD. With `events`
+ * (balance-events.ts), a credit made on `db` itself (not a transaction) is told to its listeners once committed.
  * @throws Error when the account does not exist.
  */
 export async function credit(
@@ -351,6 +338,7 @@ export async function credit(
     /** The request of the paid call a `refund` gives back (D29). */
     requestId?: string | null;
   },
+  events?: BalanceEvents | null,
 ): Promise<Micros> {
   assertAmount(args.amountMicros);
   const now = Date.now();
@@ -375,7 +363,7 @@ export async function credit(
     }
     return balance;
   });
-  balanceChanged(db, args.accountId);
+  events?.changed(db, args.accountId);
   return balance;
 }
 

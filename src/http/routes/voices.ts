@@ -30,7 +30,7 @@ export function voiceRoutes(app: App, services: Services): void {
 
   app.post("/v1/audio/voice-design", { schema: designVoiceSchema }, async (req, reply) => {
     const out = await designVoice(
-      { db: services.db.kysely, adapter: audioOf(services, req) },
+      { db: services.db.kysely, paidCalls: services.paidCalls, adapter: audioOf(services, req) },
       principalOf(req).accountId,
       (req.body ?? {}) as Record<string, unknown>,
       { simulate: simulateHeader(req.headers["x-svc-simulate"]), signal: abortOnClose(reply), guard: guardOf(services, req), call: callOf(req) },
@@ -66,7 +66,7 @@ export async function voiceCloneRoutes(app: App, services: Services): Promise<vo
       if (read.nonText.has(name)) throw errors.invalidRequest(`${name} must be text.`, name);
     }
     const form: VoiceCloneForm = { file: read.file, name: read.fields.name ?? null, model: read.fields.model ?? null };
-    const out = await cloneVoice({ db: services.db.kysely, adapter: audioOf(services, req) }, principalOf(req).accountId, form, {
+    const out = await cloneVoice({ db: services.db.kysely, paidCalls: services.paidCalls, adapter: audioOf(services, req) }, principalOf(req).accountId, form, {
       simulate: simulateHeader(req.headers["x-svc-simulate"]),
       signal: abortOnClose(reply),
       guard: guardOf(services, req),
