@@ -6,7 +6,7 @@
 import { type Kysely, sql } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
 import type { Database } from "../storage/schema.ts";
-import type { PgHoldArgs, PgUsageEnd, PgUsageRow } from "./ledger-pg.repository.ts";
+import { keepUnitsSet, type PgHoldArgs, type PgUsageEnd, type PgUsageRow, unitColumnList, unitValueList } from "./ledger-pg.repository.ts";
 
 /** A capture of `final` micro-USD, or with `final` null a release of the whole hold. */
 export interface PgSettleArgs {
@@ -41,12 +41,9 @@ export async function batchHolds(db: Kysely<Database>, calls: PgHoldArgs[]): Pro
         ${col((a) => a.now)}::bigint[], ${col(() => newTimeOrderedId("le"))}::text[],
         ${u((r) => r.id)}::text[], ${u((r) => r.account_id)}::text[], ${u((r) => r.key_id)}::text[], ${u((r) => r.mode)}::text[],
         ${u((r) => r.model)}::text[], ${u((r) => r.kind)}::text[], ${u((r) => r.status)}::text[], ${u((r) => r.job_id)}::text[],
-        ${u((r) => r.hold_micros)}::bigint[], ${u((r) => r.characters)}::bigint[], ${u((r) => r.duration_ms)}::bigint[],
-        ${u((r) => r.images)}::bigint[], ${u((r) => r.input_tokens)}::bigint[], ${u((r) => r.output_tokens)}::bigint[],
-        ${u((r) => r.cached_tokens)}::bigint[], ${u((r) => r.minutes)}::bigint[], ${u((r) => r.created_at)}::bigint[]
+        ${u((r) => r.hold_micros)}::bigint[], ${unitValueList((c) => sql`${u((r) => r[c])}::bigint[]`)}, ${u((r) => r.created_at)}::bigint[]
       ) with ordinality as t(hold_id, account_id, amount, job_id, request_id, reference, now, entry_id,
-        u_id, u_account_id, u_key_id, u_mode, u_model, u_kind, u_status, u_job_id, u_hold_micros, u_characters,
-        u_duration_ms, u_images, u_input_tokens, u_output_tokens, u_cached_tokens, u_minutes, u_created_at, ord)
+        u_id, u_account_id, u_key_id, u_mode, u_model, u_kind, u_status, u_job_id, u_hold_micros, ${unitColumnList("u_")}, u_created_at, ord)
     ), lk as materialized (
       -- every account of the batch, locked in id order (no deadlock between batches), at its latest balance
       select id, balance_micros from accounts where id in (select account_id from inp) order by id for update
@@ -74,9 +71,9 @@ export async function batchHolds(db: Kysely<Database>, calls: PgHoldArgs[]): Pro
       select hold_id, account_id, amount, 'open', null, job_id, request_id, reference, now, null from decided where placed
     ), u as (
       insert into usage_records (id, account_id, key_id, mode, model, kind, status, job_id, hold_micros, cost_micros,
-        characters, duration_ms, images, input_tokens, output_tokens, cached_tokens, minutes, fallback_layer, latency_ms, created_at, updated_at)
+        ${unitColumnList()}, fallback_layer, latency_ms, created_at, updated_at)
       select u_id, u_account_id, u_key_id, u_mode, u_model, u_kind, u_status, u_job_id, u_hold_micros, null,
-        u_characters, u_duration_ms, u_images, u_input_tokens, u_output_tokens, u_cached_tokens, u_minutes, 0, null, u_created_at, u_created_at
+        ${unitColumnList("u_")}, 0, null, u_created_at, u_created_at
       from decided where placed and u_id is not null
     ), le as (
       -- seq is drawn in this order (volatile defaults are computed after the sort): by account, in queue order
@@ -111,11 +108,8 @@ export async function batchSettlements(db: Kysely<Database>, calls: PgSettleArgs
         ${col((a) => a.holdId)}::text[], ${col((a) => a.final)}::bigint[], ${col((a) => a.now)}::bigint[],
         ${col(() => newTimeOrderedId("le"))}::text[], ${col(() => newTimeOrderedId("le"))}::text[],
         ${u(() => true)}::boolean[], ${u((e) => e.status)}::text[], ${u((e) => e.cost)}::bigint[],
-        ${u((e) => e.units.characters)}::bigint[], ${u((e) => e.units.duration_ms)}::bigint[], ${u((e) => e.units.images)}::bigint[],
-        ${u((e) => e.units.input_tokens)}::bigint[], ${u((e) => e.units.output_tokens)}::bigint[],
-        ${u((e) => e.units.cached_tokens)}::bigint[], ${u((e) => e.units.minutes)}::bigint[], ${u((e) => e.fallbackLayer)}::integer[]
-      ) with ordinality as t(hold_id, final, now, release_id, charge_id, u_on, u_status, u_cost, u_characters, u_duration_ms,
-        u_images, u_input_tokens, u_output_tokens, u_cached_tokens, u_minutes, u_fallback_layer, ord)
+        ${unitValueList((c) => sql`${u((e) => e.units[c])}::bigint[]`)}, ${u((e) => e.fallbackLayer)}::integer[]
+      ) with ordinality as t(hold_id, final, now, release_id, charge_id, u_on, u_status, u_cost, ${unitColumnList("u_")}, u_fallback_layer, ord)
     ), h as (
       -- final null: a release; a capture needs final <= held
       update holds set status = case when inp.final is null then 'released' else 'captured' end,
@@ -128,8 +122,7 @@ export async function batchSettlements(db: Kysely<Database>, calls: PgSettleArgs
       select id, balance_micros from accounts where id in (select account_id from h) order by id for update
     ), d as materialized (
       -- delta: what the settlement gives back; upto: the account's deltas of the batch up to this one
-      select h.*, inp.final, inp.now, inp.release_id, inp.charge_id, inp.u_on, inp.u_status, inp.u_cost, inp.u_characters,
-        inp.u_duration_ms, inp.u_images, inp.u_input_tokens, inp.u_output_tokens, inp.u_cached_tokens, inp.u_minutes,
+      select h.*, inp.final, inp.now, inp.release_id, inp.charge_id, inp.u_on, inp.u_status, inp.u_cost, ${unitColumnList("inp.u_")},
         inp.u_fallback_layer, lk.balance_micros as bal,
         h.amount_micros - coalesce(inp.final, 0) as delta,
         sum(h.amount_micros - coalesce(inp.final, 0)) over (partition by h.account_id order by h.ord) as upto
@@ -145,13 +138,7 @@ export async function batchSettlements(db: Kysely<Database>, calls: PgSettleArgs
       where api_keys.id = t.key_id and api_keys.spent_period_start = t.key_period_start
     ), u as (
       update usage_records set status = d.u_status, cost_micros = d.u_cost,
-        characters = coalesce(d.u_characters, usage_records.characters),
-        duration_ms = coalesce(d.u_duration_ms, usage_records.duration_ms),
-        images = coalesce(d.u_images, usage_records.images),
-        input_tokens = coalesce(d.u_input_tokens, usage_records.input_tokens),
-        output_tokens = coalesce(d.u_output_tokens, usage_records.output_tokens),
-        cached_tokens = coalesce(d.u_cached_tokens, usage_records.cached_tokens),
-        minutes = coalesce(d.u_minutes, usage_records.minutes),
+        ${keepUnitsSet((c) => sql.raw(`d.u_${c}`), "usage_records.")},
         fallback_layer = coalesce(d.u_fallback_layer, usage_records.fallback_layer),
         latency_ms = d.now - usage_records.created_at, updated_at = d.now
       from d where usage_records.id = d.request_id and d.u_on
