@@ -16,6 +16,7 @@ import type { SimulateMode, VoiceCloneRequest, VoiceDesignRequest } from "../ups
 import type { Served } from "../upstreams/sync-failover.ts";
 import { codePoints, optionalText } from "./text-limits.ts";
 import { OWNED_VOICE_PREFIX } from "./voices.ts";
+import { insertOwnedVoice } from "./voices.repository.ts";
 
 export interface VoiceDesignBody {
   description?: unknown;
@@ -109,19 +110,16 @@ async function recordOwnedVoice(
   const voiceId = `${OWNED_VOICE_PREFIX}${newId("v").slice(2)}`;
   try {
     const settled = await hold.capture(args.priceMicros, async (trx) => {
-      await trx
-        .insertInto("voices")
-        .values({
-          id: voiceId,
-          account_id: args.accountId,
-          name: args.name,
-          source: args.source,
-          upstream_voice_id: args.upstreamVoiceId,
-          upstream_source: args.upstreamSource,
-          description: args.description,
-          created_at: Date.now(),
-        })
-        .execute();
+      await insertOwnedVoice(trx, {
+        id: voiceId,
+        accountId: args.accountId,
+        name: args.name,
+        source: args.source,
+        upstreamVoiceId: args.upstreamVoiceId,
+        upstreamSource: args.upstreamSource,
+        description: args.description,
+        createdAt: Date.now(),
+      });
     });
     return { voiceId, balanceMicros: settled.balanceAfterMicros };
   } catch {
