@@ -10,7 +10,8 @@ import tseslint from "typescript-eslint";
 // import each other, and adding a folder means choosing its place here.
 // - base: the leaf modules (money.ts, errors.ts, ids.ts, metrics.ts, config.ts, memory.ts), which may import only
 //   each other and packages;
-// - storage: the database (the one folder with SQL) and the blob stores; then catalog: model records,
+// - storage: the database (connection, dialects, schema, migrations, job queue; each service folder keeps its
+//   own SQL in its `*.repository.ts` modules) and the blob stores; then catalog: model records,
 //   prices, limits and tiers;
 // - upstreams: adapter interfaces (chat included), the simulator and protocol adapters; below every
 //   service, so an adapter cannot reach billing, limits, accounts, jobs or the audio and text services,
