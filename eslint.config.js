@@ -10,7 +10,8 @@ import tseslint from "typescript-eslint";
 // import each other, and adding a folder means choosing its place here.
 // - base: the leaf modules (money.ts, errors.ts, ids.ts, metrics.ts, config.ts, memory.ts), which may import only
 //   each other and packages;
-// - storage: the database (the one folder with SQL) and the blob stores; then catalog: model records,
+// - storage: the database (connection, dialects, schema, migrations, job queue; each service folder keeps its
+//   own SQL in its `*.repository.ts` modules) and the blob stores; then catalog: model records,
 //   prices, limits and tiers;
 // - upstreams: adapter interfaces (chat included), the simulator and protocol adapters; below every
 //   service, so an adapter cannot reach billing, limits, accounts, jobs or the audio and text services,
@@ -55,6 +56,8 @@ const HTTP_PACKAGES = ["fastify", "@fastify/*", "find-my-way"];
 const SQL_PACKAGES = ["kysely", "kysely/*", "pg"];
 /** The loopback fakes of the providers and of Stripe (fakes/, development tools): outside the layers, below none. */
 const FAKES = { element: { type: "fakes" } };
+/** The ledger's SQL and its PostgreSQL batcher: only billing/ (ledger.ts) calls them. */
+const LEDGER_SQL = "src/billing/{ledger.repository,ledger-pg.repository,ledger-pg-batch.repository,ledger-pg-batch}.ts";
 
 const moduleGraph = {
   files: ["src/**/*.ts"],
@@ -116,10 +119,10 @@ const moduleGraph = {
             ],
           },
           {
-            disallow: { to: { file: { path: "src/storage/ledger-pg.ts" } } },
-            message: "Only billing/ writes ledger rows: storage/ledger-pg.ts is billing's.",
+            disallow: { to: { file: { path: LEDGER_SQL } } },
+            message: "Only billing/ writes ledger rows: the ledger's repositories (billing/ledger*.repository.ts, ledger-pg-batch.ts) are billing's.",
           },
-          { from: [entity("billing"), entity("storage")], allow: { to: { file: { path: "src/storage/ledger-pg.ts" } } } },
+          { from: entity("billing"), allow: { to: { file: { path: LEDGER_SQL } } } },
           // Last, so no policy above can let it through: the product never runs a fake.
           {
             disallow: { to: FAKES },

@@ -36,8 +36,8 @@ import { SimulatedAudioText } from "./upstreams/simulator/audio-text.ts";
 import type { VisualAdapter } from "./upstreams/types.ts";
 import { AppError } from "./errors.ts";
 import { getJob, type JobStarter } from "./jobs/jobs.ts";
-import { drainPaidCalls } from "./billing/paid-call.ts";
-import { onBalanceChange } from "./billing/ledger.ts";
+import { PaidCalls } from "./billing/paid-call.ts";
+import { BalanceEvents } from "./billing/balance-events.ts";
 import { AuthCache } from "./accounts/auth-cache.ts";
 import { createJobChangeFeed, type JobChangeFeed } from "./jobs/changes.ts";
 import { createTopups, type Topups } from "./accounts/topups.ts";
@@ -104,6 +104,8 @@ export interface Services {
   webhookUrlPolicy: WebhookUrlPolicy;
   /** Low-balance alerts (D34): checked after ledger writes, swept with the runner. */
   alerts: BalanceAlerts;
+  /** This gateway's paid calls: their open holds (drained by close) and the balance events of their holds. */
+  paidCalls: PaidCalls;
   /**
    * The configured image or video source named `name` (D25), or undefined: what a job's upstream handle
    * names, to withdraw the request there when the job is canceled (D28, D30).
@@ -202,9 +204,12 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // D34: a balance falling below an alert threshold writes `balance.low` into the outbox; send it now.
   const alerts = new BalanceAlerts(db.kysely, log);
   alerts.onFired = () => webhooks.nudge();
-  onBalanceChange(db.kysely, (accountId) => alerts.touch(accountId));
+  const balanceEvents = new BalanceEvents();
+  balanceEvents.on((accountId) => alerts.touch(accountId));
+  const paidCalls = new PaidCalls(balanceEvents);
   return {
     alerts,
+    paidCalls,
     resolveHost,
     webhookUrlPolicy: { allowPrivate: config.webhookAllowPrivate, resolve: resolveHost },
     config,
@@ -255,7 +260,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     },
     async close() {
       // Paid calls still running (their callers may have hung up) settle before the database closes.
-      await drainPaidCalls(SHUTDOWN_DRAIN_MS);
+      await paidCalls.drain(SHUTDOWN_DRAIN_MS);
       await runner?.stop();
       await alerts.stop();
       await webhooks.stop();

@@ -4,7 +4,7 @@
  * invariant 4): upstream errors answer 502 `provider_error`, storage errors 500 `storage_error`.
  */
 import type { Executor } from "../billing/ledger.ts";
-import { callUpstream, withHold } from "../billing/paid-call.ts";
+import { callUpstream, type PaidCalls } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { type CallContext, type UsageKind, usageFor } from "../billing/usage.ts";
 import { errors } from "../errors.ts";
@@ -14,6 +14,7 @@ import type { AudioPool } from "../catalog/types.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import type { AudioBytes } from "../upstreams/types.ts";
 import type { Served } from "../upstreams/sync-failover.ts";
+import { insertSucceededAudioJob } from "./generate.repository.ts";
 
 /** Where a stored output lives. */
 export interface StoredOutput {
@@ -40,6 +41,7 @@ export interface AudioOutcome {
 /** Dependencies of {@link generatePaidAudio}. */
 export interface GenerateDeps {
   db: Executor;
+  paidCalls: PaidCalls;
   blobs: BlobStore;
 }
 
@@ -91,7 +93,7 @@ async function generateInSlot(deps: GenerateDeps, args: GenerateArgs): Promise<A
     errors.billing(`This request costs ${formatUsd(args.priceMicros)} USD; the balance is too low.`);
   const usage = usageFor(args.context, args.kind, args.billedDurationSec === undefined ? {} : { seconds: args.billedDurationSec });
   const held = { accountId: args.accountId, amountMicros: args.priceMicros, jobId, reference: args.model, usage };
-  return withHold(deps.db, held, { onInsufficient }, async (hold) => {
+  return deps.paidCalls.withHold(deps.db, held, { onInsufficient }, async (hold) => {
     const served = await callUpstream(args.model, () => args.call(args.signal));
     const result = served.value;
     const durationSec = args.billedDurationSec ?? result.durationSec;
@@ -118,33 +120,18 @@ async function generateInSlot(deps: GenerateDeps, args: GenerateArgs): Promise<A
     try {
       // The job row and the charge commit together.
       const settled = await hold.capture(args.priceMicros, async (trx) => {
-        const now = Date.now();
-        await trx
-          .insertInto("jobs")
-          .values({
-            id: jobId,
-            account_id: args.accountId,
-            api_key_id: args.apiKeyId,
-            kind: "audio",
-            model: args.model,
-            status: "succeeded",
-            hold_id: hold.id,
-            hold_micros: args.priceMicros,
-            cost_micros: args.priceMicros,
-            request_json: JSON.stringify(args.request),
-            request_hash: null,
-            idempotency_key: null,
-            output_json: JSON.stringify({ key, content_type: result.contentType, keys: [key] }),
-            duration_sec: durationSec,
-            error_code: null,
-            error_message: null,
-            created_at: now,
-            updated_at: now,
-            started_at: now,
-            heartbeat_at: null,
-            worker_id: null,
-          })
-          .execute();
+        await insertSucceededAudioJob(trx, {
+          id: jobId,
+          accountId: args.accountId,
+          apiKeyId: args.apiKeyId,
+          model: args.model,
+          holdId: hold.id,
+          costMicros: args.priceMicros,
+          requestJson: JSON.stringify(args.request),
+          outputJson: JSON.stringify({ key, content_type: result.contentType, keys: [key] }),
+          durationSec,
+          now: Date.now(),
+        });
       });
       return { ...outcome, balanceMicros: settled.balanceAfterMicros, stored: { jobId, key, contentType: result.contentType } };
     } catch {

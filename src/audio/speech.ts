@@ -6,7 +6,7 @@
  * is exactly as before (design.md invariant 4); the caller gets 502 `provider_error`.
  */
 import type { Executor } from "../billing/ledger.ts";
-import { callUpstream, withHold } from "../billing/paid-call.ts";
+import { callUpstream, type PaidCalls } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
 import { DEFAULT_SPEECH_MODEL, getModelOf } from "../catalog/models.ts";
@@ -27,6 +27,7 @@ export type SpeechBody = SpeechRequestBody;
 /** What the speech service needs. */
 export interface SpeechDeps {
   db: Executor;
+  paidCalls: PaidCalls;
   /**
    * Synthesizes on the sources of `family` with failover (upstreams/audio-router.ts, D27); `home` pins an
    * owned voice to the source that made it (a name, or null for the simulator), undefined for any other
@@ -146,7 +147,7 @@ export async function createSpeech(
 }
 
 /**
- * Hold, upstream, capture ({@link withHold}): the part of a speech call that runs inside an audio pool
+ * Hold, upstream, capture ({@link PaidCalls.withHold}): the part of a speech call that runs inside an audio pool
  * slot. A stream is charged once its first chunk arrived (an upstream that fails early costs nothing)
  * and refunded if it breaks off later; it keeps the slot until its last chunk.
  */
@@ -162,7 +163,7 @@ async function speakWithSlot(
   const cost = quoteSpeech(model, req.chars);
   const onInsufficient = () => errors.billing(`This request costs ${formatUsd(cost)} USD; the balance is too low.`);
   const usage = usageFor(opts.call, "speech", { characters: req.chars });
-  return withHold(deps.db, { accountId, amountMicros: cost, reference: model.id, usage }, { onInsufficient }, async (hold) => {
+  return deps.paidCalls.withHold(deps.db, { accountId, amountMicros: cost, reference: model.id, usage }, { onInsufficient }, async (hold) => {
     const served = await callUpstream(model.id, () =>
       deps.speak(
         model.voiceProvider,

@@ -3,7 +3,8 @@
  * at most 10 MB, 10 s to 5 min by its header) checked before any charge, then a flat 2.10 USD captured in
  * the same transaction that records the caller as the voice's owner.
  */
-import type { Executor } from "../billing/ledger.ts";
+import type { PaidCallDeps } from "../billing/paid-call.ts";
+import type { Micros } from "../billing/money.ts";
 import type { CallContext } from "../billing/usage.ts";
 import { DEFAULT_VOICE_CLONE_MODEL, getModelOf } from "../catalog/models.ts";
 import { errors } from "../errors.ts";
@@ -33,7 +34,7 @@ export type ClonedVoice = CreatedVoice;
  *   `insufficient_credits`; 500 `ownership_write_failed`; 502 `provider_error`. Only a success charges.
  */
 export async function cloneVoice(
-  deps: { db: Executor; adapter: VoiceCreator },
+  deps: PaidCallDeps & { adapter: VoiceCreator },
   accountId: string,
   form: VoiceCloneForm,
   opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
@@ -50,7 +51,7 @@ export async function cloneVoice(
   }
   const info = await inspectReferenceAudio(form.file);
   const file = form.file;
-  return createOwnedVoice(deps.db, accountId, model, {
+  return createOwnedVoice(deps, accountId, model, {
     name,
     source: "clone",
     description: null,

@@ -3,8 +3,7 @@
  * transaction that records the caller as the voice's owner. If that write fails the charge is rolled
  * back with it, the hold is released and the caller gets 500 `ownership_write_failed`.
  */
-import type { Executor } from "../billing/ledger.ts";
-import { callUpstream, type PaidHold, withHold } from "../billing/paid-call.ts";
+import { callUpstream, type PaidCallDeps, type PaidHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
 import { DEFAULT_VOICE_DESIGN_MODEL, getModelOf } from "../catalog/models.ts";
@@ -18,6 +17,7 @@ import type { SimulateMode, VoiceCloneRequest, VoiceDesignRequest } from "../ups
 import type { Served } from "../upstreams/sync-failover.ts";
 import { codePoints, optionalText } from "./text-limits.ts";
 import { OWNED_VOICE_PREFIX } from "./voices.ts";
+import { insertOwnedVoice } from "./voices.repository.ts";
 
 /** The voice design request body as received (types already checked by the route schema): the contract's type. */
 export type VoiceDesignBody = VoiceDesignRequestBody;
@@ -85,7 +85,7 @@ export function validateVoiceDesign(body: VoiceDesignBody): { model: string; req
 
 /**
  * Records a new owned voice and captures its hold in one transaction. When that transaction fails
- * nothing is written (the hold stays open for {@link withHold} to release) and AppError 500
+ * nothing is written (the hold stays open for {@link PaidCalls.withHold} to release) and AppError 500
  * `ownership_write_failed` is thrown.
  */
 async function recordOwnedVoice(
@@ -104,19 +104,16 @@ async function recordOwnedVoice(
   const voiceId = `${OWNED_VOICE_PREFIX}${newId("v").slice(2)}`;
   try {
     const settled = await hold.capture(args.priceMicros, async (trx) => {
-      await trx
-        .insertInto("voices")
-        .values({
-          id: voiceId,
-          account_id: args.accountId,
-          name: args.name,
-          source: args.source,
-          upstream_voice_id: args.upstreamVoiceId,
-          upstream_source: args.upstreamSource,
-          description: args.description,
-          created_at: Date.now(),
-        })
-        .execute();
+      await insertOwnedVoice(trx, {
+        id: voiceId,
+        accountId: args.accountId,
+        name: args.name,
+        source: args.source,
+        upstreamVoiceId: args.upstreamVoiceId,
+        upstreamSource: args.upstreamSource,
+        description: args.description,
+        createdAt: Date.now(),
+      });
     });
     return { voiceId, balanceMicros: settled.balanceAfterMicros };
   } catch {
@@ -130,14 +127,14 @@ async function recordOwnedVoice(
  *   `ownership_write_failed` (not charged), 502 `provider_error` (not charged).
  */
 export async function designVoice(
-  deps: { db: Executor; adapter: VoiceCreator },
+  deps: PaidCallDeps & { adapter: VoiceCreator },
   accountId: string,
   body: VoiceDesignBody,
   opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
 ): Promise<DesignedVoice> {
   const { model: modelId, req } = validateVoiceDesign(body);
   const model = getModelOf(modelId, "voice_design")!;
-  return createOwnedVoice(deps.db, accountId, model, {
+  return createOwnedVoice(deps, accountId, model, {
     name: req.name,
     source: "design",
     description: req.description,
@@ -154,7 +151,7 @@ export async function designVoice(
  * hold released).
  */
 export async function createOwnedVoice(
-  db: Executor,
+  deps: PaidCallDeps,
   accountId: string,
   model: VoiceCreationModel,
   args: {
@@ -173,7 +170,7 @@ export async function createOwnedVoice(
     const price = quoteFlat(model);
     const onInsufficient = () => errors.insufficientCredits(formatUsd(price));
     const usage = usageFor(args.call, args.source === "design" ? "voice_design" : "voice_clone");
-    return await withHold(db, { accountId, amountMicros: price, reference: model.id, usage }, { onInsufficient }, async (hold) => {
+    return await deps.paidCalls.withHold(deps.db, { accountId, amountMicros: price, reference: model.id, usage }, { onInsufficient }, async (hold) => {
       const served = await callUpstream(model.id, args.create);
       hold.note({ fallbackLayer: served.fallbackLayer });
       const owned = await recordOwnedVoice(hold, {

@@ -1,7 +1,9 @@
 /**
- * Ownership of designed and cloned voices (spec "Voice"; D20). Only this module reads the `voices` table.
+ * Ownership of designed and cloned voices (spec "Voice"; D20). Only this module (and its SQL,
+ * voices.repository.ts) reads the `voices` table.
  */
 import type { Executor } from "../billing/ledger.ts";
+import { ownedVoiceRow } from "./voices.repository.ts";
 
 /** Prefix of designed and cloned voice ids (`svc_<random>`). */
 export const OWNED_VOICE_PREFIX = "svc_";
@@ -16,10 +18,6 @@ export interface OwnedVoice {
 /** The owned voice `voiceId`, or null when the id is not on file (then it is a beta system voice, D20). */
 export async function findOwnedVoice(db: Executor, voiceId: string): Promise<OwnedVoice | null> {
   if (!voiceId.startsWith(OWNED_VOICE_PREFIX)) return null;
-  const row = await db
-    .selectFrom("voices")
-    .select(["account_id", "upstream_voice_id", "upstream_source"])
-    .where("id", "=", voiceId)
-    .executeTakeFirst();
-  return row ? { accountId: row.account_id, upstreamVoiceId: row.upstream_voice_id ?? voiceId, upstreamSource: row.upstream_source } : null;
+  const row = await ownedVoiceRow(db, voiceId);
+  return row ? { accountId: row.accountId, upstreamVoiceId: row.upstreamVoiceId ?? voiceId, upstreamSource: row.upstreamSource } : null;
 }

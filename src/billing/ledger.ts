@@ -11,22 +11,35 @@
  * releases it ({@link releaseHold}). A hold leaves `open` exactly once (invariant 2).
  *
  * On PostgreSQL, a hold, capture or release made outside a transaction is queued and shares one statement
- * and one commit with the others of the same moment (storage/ledger-pg-batch.ts); each call's result is
+ * and one commit with the others of the same moment (billing/ledger-pg-batch.ts); each call's result is
  * the one it would get alone. Inside a transaction (a job submit) it runs its own statement.
  */
 import type { Kysely, Transaction } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
 import { recordLedger } from "../metrics.ts";
-import { isPostgres, pgCaptureHold, pgLockAccount, pgPlaceHold } from "../storage/ledger-pg.ts";
-import { pgLedgerBatcher } from "../storage/ledger-pg-batch.ts";
-import { type Param, prepare } from "../storage/prepared.ts";
-import type { Database, LedgerKind } from "../storage/schema.ts";
+import { isPostgres } from "../storage/dialect.ts";
+import type { Database } from "../storage/schema.ts";
+import { pgCaptureHold, pgLockAccount, pgPlaceHold } from "./ledger-pg.repository.ts";
+import { pgLedgerBatcher } from "./ledger-pg-batch.ts";
+import {
+  creditBalance,
+  type EntryFields,
+  getBalance,
+  holdKeyCounter,
+  insertEntries,
+  insertHold,
+  markCaptured,
+  markReleased,
+  moveBalance,
+  staleSyncHoldIds,
+} from "./ledger.repository.ts";
 import { countKeySpend, type KeySpend, KeySpendLimitError, keySpendState, periodStart, uncountKeySpend } from "./key-spend.ts";
+import type { BalanceEvents } from "./balance-events.ts";
+import { type Executor, inTransaction } from "./executor.ts";
 import type { Micros } from "./money.ts";
+export { type Executor, inTransaction } from "./executor.ts";
+export { getBalance, type LedgerEntry, ledgerOfRequest, ledgerSum, listLedger } from "./ledger.repository.ts";
 import { endValues, finishUsage, insertUsage, type UsageEnd, type UsageStart, usageRow } from "./usage.ts";
-
-/** A database handle or an open transaction. */
-export type Executor = Kysely<Database> | Transaction<Database>;
 
 /** The balance does not cover the amount asked for. Services translate it to their 402 code. */
 export class InsufficientFundsError extends Error {
@@ -40,160 +53,21 @@ export class InsufficientFundsError extends Error {
   }
 }
 
-/** Runs `fn` in the given transaction, or opens one. */
-export async function inTransaction<T>(
-  db: Executor,
-  fn: (trx: Transaction<Database>) => Promise<T>,
-): Promise<T> {
-  if (db.isTransaction) return fn(db as Transaction<Database>);
-  return (db as Kysely<Database>).transaction().execute(fn);
-}
-
-/** Told the account whose balance a ledger write changed, after it committed (D34 alerts). */
-export type BalanceListener = (accountId: string) => void;
-const balanceListeners = new WeakMap<Kysely<Database>, BalanceListener>();
-
-/**
- * Registers the listener of `db` (one per database handle): it hears of every hold, capture, release and
- * credit made on `db` itself once committed. Writes made inside a caller's transaction are not heard
- * (their commit is the caller's); whoever listens must also look for changes by other means (a sweep).
- */
-export function onBalanceChange(db: Kysely<Database>, listener: BalanceListener): void {
-  balanceListeners.set(db, listener);
-}
-
-function balanceChanged(db: Executor, accountId: string): void {
-  if (!db.isTransaction) balanceListeners.get(db as Kysely<Database>)?.(accountId);
-}
-
 function assertAmount(micros: Micros): void {
   if (!Number.isSafeInteger(micros) || micros <= 0) {
     throw new RangeError(`amount must be a positive safe integer of micro-USD, got ${micros}`);
   }
 }
 
-// Hot-path statements, compiled once per database (storage/prepared.ts).
-const debitStmt = prepare((db, p) =>
-  db
-    .updateTable("accounts")
-    .set((eb) => ({ balance_micros: eb("balance_micros", "-", p<number>(0)) }))
-    .where("id", "=", p<string>(1))
-    .where("balance_micros", ">=", p<number>(0))
-    .returning("balance_micros"),
-);
-const creditStmt = prepare((db, p) =>
-  db
-    .updateTable("accounts")
-    .set((eb) => ({ balance_micros: eb("balance_micros", "+", p<number>(0)) }))
-    .where("id", "=", p<string>(1))
-    .returning("balance_micros"),
-);
-
-/** Adds `delta` (signed micro-USD) to the balance if the result stays >= 0; returns the new balance or null. */
-async function moveBalance(
-  trx: Transaction<Database>,
-  accountId: string,
-  delta: Micros,
-): Promise<Micros | null> {
-  const res = delta < 0 ? await debitStmt(trx, -delta, accountId) : await creditStmt(trx, delta, accountId);
-  const row = res.rows[0];
-  return row ? Number(row.balance_micros) : null;
-}
-
-interface EntryFields {
-  kind: LedgerKind;
-  amount: Micros;
-  balanceAfter: Micros;
-  holdId?: string | null;
-  jobId?: string | null;
-  requestId?: string | null;
-  reference?: string | null;
-}
-
-const ENTRY_FIELDS = 10;
-function entryValues(p: Param, base: number) {
-  return {
-    id: p<string>(base + 8),
-    request_id: p<string | null>(base + 9),
-    account_id: p<string>(base),
-    kind: p<LedgerKind>(base + 1),
-    amount_micros: p<number>(base + 2),
-    balance_after_micros: p<number>(base + 3),
-    hold_id: p<string | null>(base + 4),
-    job_id: p<string | null>(base + 5),
-    reference: p<string | null>(base + 6),
-    created_at: p<number>(base + 7),
-  };
-}
-const insertOneEntry = prepare((db, p) => db.insertInto("ledger_entries").values(entryValues(p, 0)));
-const insertTwoEntries = prepare((db, p) =>
-  db.insertInto("ledger_entries").values([entryValues(p, 0), entryValues(p, ENTRY_FIELDS)]),
-);
-
-async function insertEntries(
-  trx: Transaction<Database>,
-  accountId: string,
-  now: number,
-  entries: EntryFields[],
-) {
+/** Writes the entries (ledger-repository.ts) and counts them in the metrics. */
+async function writeEntries(trx: Transaction<Database>, accountId: string, now: number, entries: EntryFields[]): Promise<void> {
   for (const e of entries) recordLedger(e.kind, e.amount);
-  const args: unknown[] = [];
-  for (const e of entries) {
-    args.push(
-      accountId,
-      e.kind,
-      e.amount,
-      e.balanceAfter,
-      e.holdId ?? null,
-      e.jobId ?? null,
-      e.reference ?? null,
-      now,
-      newTimeOrderedId("le"),
-      e.requestId ?? null,
-    );
-  }
-  if (entries.length === 1) await insertOneEntry(trx, ...args);
-  else if (entries.length === 2) await insertTwoEntries(trx, ...args);
-  else throw new Error("insertEntries takes one or two entries");
+  await insertEntries(trx, accountId, now, entries);
 }
-
-const insertHold = prepare((db, p) =>
-  db.insertInto("holds").values({
-    id: p<string>(0),
-    account_id: p<string>(1),
-    amount_micros: p<number>(2),
-    status: "open",
-    captured_micros: null,
-    job_id: p<string | null>(3),
-    reference: p<string | null>(4),
-    created_at: p<number>(5),
-    settled_at: null,
-    request_id: p<string | null>(6),
-    key_id: p<string | null>(7),
-    key_period_start: p<number | null>(8),
-  }),
-);
-const captureStmt = prepare((db, p) =>
-  db
-    .updateTable("holds")
-    .set({ status: "captured", captured_micros: p<number>(0), settled_at: p<number>(1) })
-    .where("id", "=", p<string>(2))
-    .where("status", "=", "open")
-    .where("amount_micros", ">=", p<number>(0))
-    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id", "key_id", "key_period_start"]),
-);
-const releaseStmt = prepare((db, p) =>
-  db
-    .updateTable("holds")
-    .set({ status: "released", settled_at: p<number>(0) })
-    .where("id", "=", p<string>(1))
-    .where("status", "=", "open")
-    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id", "key_id", "key_period_start"]),
-);
 
 /** Gives a settled hold's unused amount back to the key counter it was counted in (D34), if any. */
-async function uncountHold(trx: Transaction<Database>, hold: { key_id: string | null; key_period_start: number | null }, amount: Micros): Promise<void> {
-  if (hold.key_id !== null && hold.key_period_start !== null) await uncountKeySpend(trx, hold.key_id, Number(hold.key_period_start), amount);
+async function uncountHold(trx: Transaction<Database>, hold: { keyId: string | null; keyPeriodStart: number | null }, amount: Micros): Promise<void> {
+  if (hold.keyId !== null && hold.keyPeriodStart !== null) await uncountKeySpend(trx, hold.keyId, hold.keyPeriodStart, amount);
 }
 
 /** A placed hold. */
@@ -212,13 +86,15 @@ export interface Hold {
  * statement on PostgreSQL; the hold and its entries then carry the request id. `reference` is the model.
  * A live call whose key has a spend limit (`usage.keySpend`, D34) is counted against the key's counter in
  * the same transaction, before the balance is checked (key-spend.ts); such holds are not batched.
+ * With `events` (the gateway's, balance-events.ts), a hold made on `db` itself (not a transaction) is told
+ * to its listeners once committed.
  * @throws KeySpendLimitError when the hold would take the key past its limit (nothing is written).
  * @throws InsufficientFundsError when the balance is below the amount (nothing is written).
  */
-export async function placeHold(db: Executor, args: HoldArgs): Promise<Hold> {
+export async function placeHold(db: Executor, args: HoldArgs, events?: BalanceEvents | null): Promise<Hold> {
   const hold = await placeHoldNow(db, args);
   // Only a hold lowers a balance (a capture gives back what the call did not use): the one write an alert hears of.
-  balanceChanged(db, args.accountId);
+  events?.changed(db, args.accountId);
   return hold;
 }
 
@@ -252,7 +128,7 @@ async function placeHoldNow(db: Executor, args: HoldArgs): Promise<Hold> {
       if (after === null) throw new InsufficientFundsError(args.amountMicros, await getBalance(db, args.accountId));
       balance = after;
     } else {
-      // On its own: batched with the other holds of this moment (storage/ledger-pg-batch.ts).
+      // On its own: batched with the other holds of this moment (billing/ledger-pg-batch.ts).
       const outcome = await pgLedgerBatcher(db as Kysely<Database>).placeHold(a);
       if (!outcome.placed) throw new InsufficientFundsError(args.amountMicros, outcome.balance);
       balance = outcome.balance;
@@ -285,16 +161,19 @@ async function sqlitePlaceHold(
   h: HoldRow & { keyId: string | null; keyPeriod: number | null },
 ): Promise<Hold> {
   const balance = await moveBalance(trx, args.accountId, -args.amountMicros);
-  if (balance === null) {
-    const acc = await trx
-      .selectFrom("accounts")
-      .select("balance_micros")
-      .where("id", "=", args.accountId)
-      .executeTakeFirst();
-    throw new InsufficientFundsError(args.amountMicros, acc ? Number(acc.balance_micros) : null);
-  }
-  await insertHold(trx, h.id, args.accountId, args.amountMicros, args.jobId ?? null, args.reference ?? null, h.now, h.requestId, h.keyId, h.keyPeriod);
-  await insertEntries(trx, args.accountId, h.now, [
+  if (balance === null) throw new InsufficientFundsError(args.amountMicros, await getBalance(trx, args.accountId));
+  await insertHold(trx, {
+    id: h.id,
+    accountId: args.accountId,
+    amountMicros: args.amountMicros,
+    jobId: args.jobId ?? null,
+    reference: args.reference ?? null,
+    createdAt: h.now,
+    requestId: h.requestId,
+    keyId: h.keyId,
+    keyPeriod: h.keyPeriod,
+  });
+  await writeEntries(trx, args.accountId, h.now, [
     {
       kind: "hold",
       amount: -args.amountMicros,
@@ -382,20 +261,20 @@ export async function captureHold(
     return { chargedMicros: finalMicros, balanceAfterMicros: captured.balance };
   }
   return inTransaction(db, async (trx) => {
-    const hold = (await captureStmt(trx, finalMicros, now, holdId)).rows[0];
+    const hold = await markCaptured(trx, holdId, finalMicros, now);
     if (!hold) throw new Error(`hold ${holdId} is not open or is smaller than ${finalMicros}`);
-    const held = Number(hold.amount_micros);
-    const balance = await moveBalance(trx, hold.account_id, held - finalMicros);
+    const held = hold.amountMicros;
+    const balance = await moveBalance(trx, hold.accountId, held - finalMicros);
     if (balance === null) throw new Error(`balance update failed for hold ${holdId}`);
-    const common = { holdId, jobId: hold.job_id, requestId: hold.request_id, reference: hold.reference };
+    const common = { holdId, jobId: hold.jobId, requestId: hold.requestId, reference: hold.reference };
     const entries: EntryFields[] = [
       { kind: "hold_release", amount: held, balanceAfter: balance + finalMicros, ...common },
     ];
     if (finalMicros > 0)
       entries.push({ kind: "charge", amount: -finalMicros, balanceAfter: balance, ...common });
-    await insertEntries(trx, hold.account_id, now, entries);
+    await writeEntries(trx, hold.accountId, now, entries);
     await uncountHold(trx, hold, held - finalMicros);
-    if (usage && hold.request_id !== null) await finishUsage(trx, hold.request_id, { ...usage, costMicros: finalMicros }, now);
+    if (usage && hold.requestId !== null) await finishUsage(trx, hold.requestId, { ...usage, costMicros: finalMicros }, now);
     return { chargedMicros: finalMicros, balanceAfterMicros: balance };
   });
 }
@@ -419,31 +298,32 @@ export async function releaseHold(
     return { chargedMicros: 0, balanceAfterMicros: released.balance };
   }
   return inTransaction(db, async (trx) => {
-    const hold = (await releaseStmt(trx, now, holdId)).rows[0];
+    const hold = await markReleased(trx, holdId, now);
     if (!hold) return null;
-    const held = Number(hold.amount_micros);
-    const balance = await moveBalance(trx, hold.account_id, held);
+    const held = hold.amountMicros;
+    const balance = await moveBalance(trx, hold.accountId, held);
     if (balance === null) throw new Error(`balance update failed for hold ${holdId}`);
-    await insertEntries(trx, hold.account_id, now, [
+    await writeEntries(trx, hold.accountId, now, [
       {
         kind: "hold_release",
         amount: held,
         balanceAfter: balance,
         holdId,
-        jobId: hold.job_id,
-        requestId: hold.request_id,
+        jobId: hold.jobId,
+        requestId: hold.requestId,
         reference: hold.reference,
       },
     ]);
     await uncountHold(trx, hold, held);
-    if (usage && hold.request_id !== null) await finishUsage(trx, hold.request_id, { ...usage, costMicros: 0 }, now);
+    if (usage && hold.requestId !== null) await finishUsage(trx, hold.requestId, { ...usage, costMicros: 0 }, now);
     return { chargedMicros: 0, balanceAfterMicros: balance };
   });
 }
 
 /**
  * Credits an account: `signup_credit`, `deposit`, `refund` or a positive `adjustment`. A deposit also
- * raises the cumulative deposits that drive the tier. Returns the balance after, micro-USD.
+ * raises the cumulative deposits that drive the tier. Returns the balance after, micro-USD. With `events`
+ * (balance-events.ts), a credit made on `db` itself (not a transaction) is told to its listeners once committed.
  * @throws Error when the account does not exist.
  */
 export async function credit(
@@ -458,26 +338,14 @@ export async function credit(
     /** The request of the paid call a `refund` gives back (D29). */
     requestId?: string | null;
   },
+  events?: BalanceEvents | null,
 ): Promise<Micros> {
   assertAmount(args.amountMicros);
   const now = Date.now();
   const balance = await inTransaction(db, async (trx) => {
-    const row = await trx
-      .updateTable("accounts")
-      .set((eb) =>
-        args.kind === "deposit"
-          ? {
-              balance_micros: eb("balance_micros", "+", args.amountMicros),
-              total_deposits_micros: eb("total_deposits_micros", "+", args.amountMicros),
-            }
-          : { balance_micros: eb("balance_micros", "+", args.amountMicros) },
-      )
-      .where("id", "=", args.accountId)
-      .returning("balance_micros")
-      .executeTakeFirst();
-    if (!row) throw new Error(`account ${args.accountId} not found`);
-    const balance = Number(row.balance_micros);
-    await insertEntries(trx, args.accountId, now, [
+    const balance = await creditBalance(trx, args.accountId, args.amountMicros, args.kind === "deposit");
+    if (balance === null) throw new Error(`account ${args.accountId} not found`);
+    await writeEntries(trx, args.accountId, now, [
       {
         kind: args.kind,
         amount: args.amountMicros,
@@ -490,12 +358,12 @@ export async function credit(
     ]);
     if (args.kind === "refund" && args.holdId) {
       // A refunded charge no longer counts against the key's spend limit (D34).
-      const hold = await trx.selectFrom("holds").select(["key_id", "key_period_start"]).where("id", "=", args.holdId).executeTakeFirst();
+      const hold = await holdKeyCounter(trx, args.holdId);
       if (hold) await uncountHold(trx, hold, args.amountMicros);
     }
     return balance;
   });
-  balanceChanged(db, args.accountId);
+  events?.changed(db, args.accountId);
   return balance;
 }
 
@@ -506,126 +374,11 @@ export async function credit(
  */
 export async function releaseStaleHolds(db: Kysely<Database>, olderThanMs: number): Promise<number> {
   const cutoff = Date.now() - olderThanMs;
-  const stale = await db
-    .selectFrom("holds")
-    .select("id")
-    .where("status", "=", "open")
-    .where("job_id", "is", null)
-    .where("created_at", "<", cutoff)
-    .limit(1000)
-    .execute();
+  const stale = await staleSyncHoldIds(db, cutoff, 1000);
   let released = 0;
-  for (const h of stale) {
+  for (const id of stale) {
     // The call's process died: its usage record (D29) ends failed, charged nothing, with the release.
-    if (await releaseHold(db, h.id, { status: "failed" })) released++;
+    if (await releaseHold(db, id, { status: "failed" })) released++;
   }
   return released;
-}
-
-/** One ledger entry as the API shows it (D8, D17); amounts in micro-USD. */
-export interface LedgerEntry {
-  id: string;
-  kind: LedgerKind;
-  amountMicros: Micros;
-  balanceAfterMicros: Micros;
-  jobId: string | null;
-  /** The request of the paid call the entry belongs to (D29), or null. */
-  requestId: string | null;
-  /** A deposit's payment reference, the model of a call, ... (D29), or null. */
-  reference: string | null;
-  createdAt: number;
-}
-
-/** The columns of a ledger entry as the API shows it. */
-const ENTRY_COLUMNS = ["id", "kind", "amount_micros", "balance_after_micros", "job_id", "request_id", "reference", "created_at"] as const;
-
-/** Maps a row of {@link ENTRY_COLUMNS} to a {@link LedgerEntry}. */
-function entryOf(r: {
-  id: string;
-  kind: LedgerKind;
-  amount_micros: number;
-  balance_after_micros: number;
-  job_id: string | null;
-  request_id: string | null;
-  reference: string | null;
-  created_at: number;
-}): LedgerEntry {
-  return {
-    id: r.id,
-    kind: r.kind,
-    amountMicros: Number(r.amount_micros),
-    balanceAfterMicros: Number(r.balance_after_micros),
-    jobId: r.job_id,
-    requestId: r.request_id,
-    reference: r.reference,
-    createdAt: Number(r.created_at),
-  };
-}
-
-/**
- * The entries of one request of the account (D29 `GET /v1/requests/{id}`), oldest first: its hold and
- * then its capture (`hold_release`, `charge`) or release, and a `refund` if a stream broke off.
- */
-export async function ledgerOfRequest(db: Executor, accountId: string, requestId: string): Promise<LedgerEntry[]> {
-  const rows = await db
-    .selectFrom("ledger_entries")
-    .select([...ENTRY_COLUMNS])
-    .where("request_id", "=", requestId)
-    .where("account_id", "=", accountId)
-    .orderBy("seq", "asc")
-    .execute();
-  return rows.map(entryOf);
-}
-
-/**
- * The account's ledger, newest first (by the internal sequence, so entries of the same millisecond keep
- * their order): at most `limit` entries older than the entry `after` (a public id from a previous page),
- * and whether more exist. An `after` that names no entry of this account is ignored (the first page).
- */
-export async function listLedger(
-  db: Executor,
-  accountId: string,
-  opts: { limit: number; after: string | null },
-): Promise<{ entries: LedgerEntry[]; hasMore: boolean }> {
-  let q = db
-    .selectFrom("ledger_entries")
-    .select([...ENTRY_COLUMNS])
-    .where("account_id", "=", accountId)
-    .orderBy("seq", "desc")
-    .limit(opts.limit + 1);
-  if (opts.after !== null) {
-    const anchor = await db
-      .selectFrom("ledger_entries")
-      .select("seq")
-      .where("id", "=", opts.after)
-      .where("account_id", "=", accountId)
-      .executeTakeFirst();
-    if (anchor) q = q.where("seq", "<", Number(anchor.seq));
-  }
-  const rows = await q.execute();
-  const hasMore = rows.length > opts.limit;
-  return {
-    hasMore,
-    entries: rows.slice(0, opts.limit).map(entryOf),
-  };
-}
-
-/** Sum of the account's ledger entries, micro-USD (tests and audits compare it with the balance). */
-export async function ledgerSum(db: Executor, accountId: string): Promise<Micros> {
-  const row = await db
-    .selectFrom("ledger_entries")
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("amount_micros"), eb.lit(0)).as("total"))
-    .where("account_id", "=", accountId)
-    .executeTakeFirstOrThrow();
-  return Number(row.total);
-}
-
-/** The account's balance, micro-USD, or null when there is no such account. */
-export async function getBalance(db: Executor, accountId: string): Promise<Micros | null> {
-  const row = await db
-    .selectFrom("accounts")
-    .select("balance_micros")
-    .where("id", "=", accountId)
-    .executeTakeFirst();
-  return row ? Number(row.balance_micros) : null;
 }

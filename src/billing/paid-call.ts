@@ -3,7 +3,7 @@
  * upstream, then capture the final amount or release the hold. Every service that charges money goes
  * through this file; only the ledger below it writes rows.
  *
- * - {@link withHold} runs a synchronous call under a hold: the hold is released on every throw (a charge
+ * - {@link PaidCalls.withHold} runs a synchronous call under a hold: the hold is released on every throw (a charge
  *   already captured is refunded), captured at most once and never above the hold, and the capture can
  *   share one transaction with the caller's own writes (a voice row, a job row).
  * - {@link PaidHold.stream} hands the hold over to a stream that settles after the call returned.
@@ -34,9 +34,16 @@ import {
   releaseHold,
   type Settlement,
 } from "./ledger.ts";
+import type { BalanceEvents } from "./balance-events.ts";
 import { KeySpendLimitError } from "./key-spend.ts";
 import { formatUsd, type Micros } from "./money.ts";
 import { finishUsage, insertUsage, type Units, type UsageEnd, type UsageStart, usageRow } from "./usage.ts";
+
+/** What a service needs to make paid calls: the database and the gateway's {@link PaidCalls}. */
+export interface PaidCallDeps {
+  db: Executor;
+  paidCalls: PaidCalls;
+}
 
 /** What to hold: `amountMicros` (> 0, micro-USD) of the account's balance. */
 export interface HoldRequest {
@@ -62,19 +69,20 @@ export type OnInsufficient = (err: InsufficientFundsError) => AppError;
 /**
  * Places a hold, translating a balance that is too low into the endpoint's 402. Runs inside `db` when it
  * is a transaction, so a job row and its hold commit (or roll back) together. A test-mode request (D32)
- * places no hold: it writes only its usage record and returns null.
+ * places no hold: it writes only its usage record and returns null. With `events` (the gateway's), a hold
+ * placed outside a transaction is told to its balance listeners (balance-events.ts).
  * @throws the AppError of `onInsufficient` (nothing written); AppError 402 `key_spend_limit` when the hold
  *   would take the key past its spend limit (D34; nothing written); database errors as they are.
  */
-export async function holdOrRefuse(db: Executor, req: HoldRequest & { usage?: null }, onInsufficient: OnInsufficient): Promise<Hold>;
-export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient): Promise<Hold | null>;
-export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient): Promise<Hold | null> {
+export async function holdOrRefuse(db: Executor, req: HoldRequest & { usage?: null }, onInsufficient: OnInsufficient, events?: BalanceEvents | null): Promise<Hold>;
+export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient, events?: BalanceEvents | null): Promise<Hold | null>;
+export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient, events?: BalanceEvents | null): Promise<Hold | null> {
   if (req.usage?.mode === "test") {
     await insertUsage(db, testRow(req, req.usage));
     return null;
   }
   try {
-    return await placeHold(db, req);
+    return await placeHold(db, req, events);
   } catch (err) {
     if (err instanceof InsufficientFundsError) throw onInsufficient(err);
     if (err instanceof KeySpendLimitError) throw keySpendLimitError(err);
@@ -112,7 +120,7 @@ export async function settleCapture(
   writes?: CaptureWrites,
   usage?: Omit<UsageEnd, "costMicros"> | null,
 ): Promise<Settlement> {
-  // Without writes the capture is one statement on PostgreSQL (storage/ledger-pg.ts): no transaction
+  // Without writes the capture is one statement on PostgreSQL (billing/ledger-pg.repository.ts): no transaction
   // around it, so a synchronous call settles in a single round trip.
   if (!writes) return captureHold(db, holdId, finalMicros, usage);
   return inTransaction(db, async (trx) => {
@@ -147,45 +155,6 @@ export interface StreamSettlement {
  * Amounts in micro-USD. A test-mode hold (D32) has no ledger hold (`id` null): its settlements only
  * finish the usage record, and the balances it reports are the live balance, unchanged.
  */
-/** Holds placed by this process and not yet settled (for a graceful shutdown: {@link drainPaidCalls}). */
-const unsettled = new Set<PaidHold>();
-/**
- * Holds {@link withHold} is placing (their statement may be queued or in flight, their PaidHold not made
- * yet): a drain waits for them too, or a hold committed after the database closed would stay open.
- */
-let placing = 0;
-let onDrained: (() => void) | null = null;
-
-function drainedCheck(): void {
-  if (unsettled.size === 0 && placing === 0) onDrained?.();
-}
-
-function settledHold(hold: PaidHold): void {
-  unsettled.delete(hold);
-  drainedCheck();
-}
-
-/**
- * Waits until every paid call of this process has settled its hold (captured or released), or `timeoutMs`
- * passed: a shutdown runs it after the HTTP server stopped taking requests and before the database
- * closes. A call whose caller already hung up still runs to its capture or release, and the server's own
- * close does not wait for it (its connection is gone). A hold still open at the deadline is left to the
- * sweep of orphaned holds (design.md invariant 4).
- * @returns how many holds were still open at the deadline (0 when all settled).
- */
-export async function drainPaidCalls(timeoutMs: number): Promise<number> {
-  if (unsettled.size === 0 && placing === 0) return 0;
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, timeoutMs);
-    onDrained = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-  });
-  onDrained = null;
-  return unsettled.size + placing;
-}
-
 export class PaidHold {
   /** The ledger hold, or null in test mode. */
   readonly id: string | null;
@@ -199,19 +168,23 @@ export class PaidHold {
   /** Whether this is a test-mode call (D32): no money moves. */
   readonly testMode: boolean;
   readonly #db: Executor;
+  readonly #calls: PaidCalls;
   readonly #reference: string | null;
   #state: "open" | "captured" | "released" | "refunded" = "open";
   #charged: Micros = 0;
   #streaming = false;
   #note: { units?: Units; fallbackLayer?: number } = {};
 
+  /** Made by {@link PaidCalls.withHold}, which counts it in `calls` until it is settled. */
   constructor(
     db: Executor,
+    calls: PaidCalls,
     hold: Hold | { id: null; accountId: string; amountMicros: Micros; balanceAfterMicros: Micros },
     reference: string | null,
     usage: { requestId: string; testMode: boolean } | null = null,
   ) {
     this.#db = db;
+    this.#calls = calls;
     this.#reference = reference;
     this.id = hold.id;
     this.accountId = hold.accountId;
@@ -219,7 +192,7 @@ export class PaidHold {
     this.balanceAfterMicros = hold.balanceAfterMicros;
     this.requestId = usage?.requestId ?? null;
     this.testMode = usage?.testMode ?? false;
-    unsettled.add(this);
+    calls.track(this);
   }
 
   /**
@@ -250,7 +223,7 @@ export class PaidHold {
 
   /**
    * Captures `min(finalMicros, hold)` and runs `writes` in the same transaction. When that transaction
-   * fails the hold stays open (and {@link withHold} releases it).
+   * fails the hold stays open (and {@link PaidCalls.withHold} releases it).
    * @throws Error when the hold is no longer open; RangeError for a negative or fractional amount;
    *   whatever `writes` throws.
    */
@@ -275,7 +248,7 @@ export class PaidHold {
     }
     this.#state = "captured";
     this.#charged = charged;
-    settledHold(this);
+    this.#calls.settled(this);
     return settled;
   }
 
@@ -286,7 +259,7 @@ export class PaidHold {
     if (this.id !== null) await releaseHold(this.#db, this.id, end);
     else if (this.requestId !== null && end) await finishUsage(this.#db, this.requestId, { ...end, costMicros: 0 });
     this.#state = "released";
-    settledHold(this);
+    this.#calls.settled(this);
   }
 
   /**
@@ -347,54 +320,112 @@ export class PaidHold {
 }
 
 /**
- * Runs `run` under a hold of `req.amountMicros`: places the hold (a balance that is too low throws the
- * AppError of `onInsufficient`, the endpoint's 402 of D2), then runs the call, which must settle the
- * hold with {@link PaidHold.capture} or hand it to {@link PaidHold.stream}.
- *
- * Guarantees: whenever `run` throws, an open hold is released and a captured charge refunded before the
- * error propagates (invariant 4); a hold is captured at most once and never above its amount
- * (invariant 2); a `run` that returns without settling is a bug, reported as an Error after the hold was
- * released.
- * @throws AppError of `onInsufficient`; whatever `run` throws.
+ * The paid calls of one gateway (made once per gateway, services.ts): the holds its calls placed and have
+ * not settled yet, so a shutdown can wait for them ({@link PaidCalls.drain}), and the gateway's balance
+ * listeners that its holds are told to (D34 alerts). Two gateways in one process each have their own.
  */
-export async function withHold<T>(
-  db: Executor,
-  req: HoldRequest,
-  policy: { onInsufficient: OnInsufficient },
-  run: (hold: PaidHold) => Promise<T>,
-): Promise<T> {
-  const usage = req.usage ? { requestId: req.usage.requestId, testMode: req.usage.mode === "test" } : null;
-  let placed: Hold | { id: null; accountId: string; amountMicros: Micros; balanceAfterMicros: Micros };
-  if (req.usage?.mode === "test") {
-    // D32: no hold, the balance does not gate the call; the usage record is written as for a live call.
-    if (!Number.isSafeInteger(req.amountMicros) || req.amountMicros <= 0) throw new RangeError(`amount must be a positive safe integer of micro-USD, got ${req.amountMicros}`);
-    await insertUsage(db, testRow(req, req.usage));
-    placed = { id: null, accountId: req.accountId, amountMicros: req.amountMicros, balanceAfterMicros: (await getBalance(db, req.accountId)) ?? 0 };
-  } else {
-    placing++;
+export class PaidCalls {
+  /** Holds placed by this gateway and not yet settled (for a graceful shutdown: {@link PaidCalls.drain}). */
+  readonly #unsettled = new Set<PaidHold>();
+  /**
+   * Holds {@link PaidCalls.withHold} is placing (their statement may be queued or in flight, their PaidHold
+   * not made yet): a drain waits for them too, or a hold committed after the database closed would stay open.
+   */
+  #placing = 0;
+  #onDrained: (() => void) | null = null;
+  readonly #events: BalanceEvents | null;
+
+  /** `events`: the gateway's balance listeners, told of every hold its calls place (balance-events.ts). */
+  constructor(events: BalanceEvents | null = null) {
+    this.#events = events;
+  }
+
+  #drainedCheck(): void {
+    if (this.#unsettled.size === 0 && this.#placing === 0) this.#onDrained?.();
+  }
+
+  /** Called by a {@link PaidHold} of this gateway when it is made: it counts as open until {@link PaidCalls.settled}. */
+  track(hold: PaidHold): void {
+    this.#unsettled.add(hold);
+  }
+
+  /** Called by a {@link PaidHold} of this gateway once it is settled. */
+  settled(hold: PaidHold): void {
+    this.#unsettled.delete(hold);
+    this.#drainedCheck();
+  }
+
+  /**
+   * Waits until every paid call of this gateway has settled its hold (captured or released), or `timeoutMs`
+   * passed: a shutdown runs it after the HTTP server stopped taking requests and before the database
+   * closes. A call whose caller already hung up still runs to its capture or release, and the server's own
+   * close does not wait for it (its connection is gone). A hold still open at the deadline is left to the
+   * sweep of orphaned holds (design.md invariant 4).
+   * @returns how many holds were still open at the deadline (0 when all settled).
+   */
+  async drain(timeoutMs: number): Promise<number> {
+    if (this.#unsettled.size === 0 && this.#placing === 0) return 0;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.#onDrained = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.#onDrained = null;
+    return this.#unsettled.size + this.#placing;
+  }
+
+  /**
+   * Runs `run` under a hold of `req.amountMicros`: places the hold (a balance that is too low throws the
+   * AppError of `onInsufficient`, the endpoint's 402 of D2), then runs the call, which must settle the
+   * hold with {@link PaidHold.capture} or hand it to {@link PaidHold.stream}.
+   *
+   * Guarantees: whenever `run` throws, an open hold is released and a captured charge refunded before the
+   * error propagates (invariant 4); a hold is captured at most once and never above its amount
+   * (invariant 2); a `run` that returns without settling is a bug, reported as an Error after the hold was
+   * released.
+   * @throws AppError of `onInsufficient`; whatever `run` throws.
+   */
+  async withHold<T>(
+    db: Executor,
+    req: HoldRequest,
+    policy: { onInsufficient: OnInsufficient },
+    run: (hold: PaidHold) => Promise<T>,
+  ): Promise<T> {
+    const usage = req.usage ? { requestId: req.usage.requestId, testMode: req.usage.mode === "test" } : null;
+    let placed: Hold | { id: null; accountId: string; amountMicros: Micros; balanceAfterMicros: Micros };
+    if (req.usage?.mode === "test") {
+      // D32: no hold, the balance does not gate the call; the usage record is written as for a live call.
+      if (!Number.isSafeInteger(req.amountMicros) || req.amountMicros <= 0) throw new RangeError(`amount must be a positive safe integer of micro-USD, got ${req.amountMicros}`);
+      await insertUsage(db, testRow(req, req.usage));
+      placed = { id: null, accountId: req.accountId, amountMicros: req.amountMicros, balanceAfterMicros: (await getBalance(db, req.accountId)) ?? 0 };
+    } else {
+      this.#placing++;
+      try {
+        placed = (await holdOrRefuse(db, req, policy.onInsufficient, this.#events))!;
+      } catch (err) {
+        this.#placing--;
+        this.#drainedCheck();
+        throw err;
+      }
+      // No await between here and the PaidHold joining `unsettled`: a drain never sees the hold in neither.
+      this.#placing--;
+    }
+    const hold = new PaidHold(db, this, placed, req.reference ?? null, usage);
+    let out: T;
     try {
-      placed = (await holdOrRefuse(db, req, policy.onInsufficient))!;
+      out = await run(hold);
     } catch (err) {
-      placing--;
-      drainedCheck();
+      await giveBack(hold);
       throw err;
     }
-    // No await between here and the PaidHold joining `unsettled`: a drain never sees the hold in neither.
-    placing--;
+    if (hold.state === "open" && !hold.streaming) {
+      await giveBack(hold);
+      throw new Error(`paid call on ${req.reference ?? "?"} returned without settling its hold`);
+    }
+    return out;
   }
-  const hold = new PaidHold(db, placed, req.reference ?? null, usage);
-  let out: T;
-  try {
-    out = await run(hold);
-  } catch (err) {
-    await giveBack(hold);
-    throw err;
-  }
-  if (hold.state === "open" && !hold.streaming) {
-    await giveBack(hold);
-    throw new Error(`paid call on ${req.reference ?? "?"} returned without settling its hold`);
-  }
-  return out;
 }
 
 /**
@@ -412,7 +443,7 @@ async function giveBack(hold: PaidHold): Promise<void> {
 
 /**
  * Calls an upstream with its metrics (`observeUpstream`); a failure becomes AppError 502
- * `provider_error` (with `message` when given), which {@link withHold} answers after releasing the hold;
+ * `provider_error` (with `message` when given), which {@link PaidCalls.withHold} answers after releasing the hold;
  * except an AppError (the failover's 429 when every source is at its cap), rethrown as it is, and a voice
  * its source no longer has, 410 `voice_unavailable` (D27).
  */

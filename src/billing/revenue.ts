@@ -25,10 +25,10 @@
  * The scan: usage records of all accounts in `[from, to)` (no index leads with `created_at`: migration 008
  * indexes by account), each joined to its job by primary key.
  */
-import type { Expression, SqlBool } from "kysely";
 import { getModel } from "../catalog/models.ts";
-import type { Executor } from "./ledger.ts";
+import type { Executor } from "./executor.ts";
 import { divRoundHalfUp, type Micros } from "./money.ts";
+import { revenueSums } from "./revenue.repository.ts";
 import { BUCKET_MS, localDateFormatter } from "./usage-report.ts";
 
 /** How `GET /v1/admin/revenue` groups. */
@@ -110,58 +110,23 @@ export async function revenueReport(
   opts: { from: number; to: number; tz: string; groupBy: RevenueGroupBy },
 ): Promise<{ rows: RevenueRow[]; total: RevenueRow }> {
   const byDay = opts.groupBy !== "model";
-  const base = db
-    .selectFrom("usage_records as u")
-    .leftJoin("jobs as j", "j.id", "u.job_id")
-    .where("u.mode", "=", "live")
-    .where("u.created_at", ">=", opts.from)
-    .where("u.created_at", "<", opts.to)
-    .select((eb) => {
-      const charged = eb.fn.coalesce("u.cost_micros", eb.lit(0));
-      const basisIs = (basis: "reported" | "list_price") =>
-        basis === "reported"
-          ? eb.and([eb("j.upstream_cost_micros", "is not", null), eb("j.upstream_cost_basis", "=", "reported")])
-          : // A cost recorded before the basis column (migration 006) was a list price.
-            eb.and([eb("j.upstream_cost_micros", "is not", null), eb.or([eb("j.upstream_cost_basis", "=", "list_price"), eb("j.upstream_cost_basis", "is", null)])]);
-      const sumWhen = (cond: Expression<SqlBool>, value: Expression<number | null>) =>
-        eb.fn.sum<number>(eb.case().when(cond).then(value).else(eb.lit(0)).end());
-      return [
-        "u.model as model",
-        eb.fn.countAll<number>().as("requests"),
-        eb.fn.sum<number>(charged).as("revenue"),
-        sumWhen(eb("u.job_id", "is", null), charged).as("sync_revenue"),
-        eb.fn.sum<number>(eb.case().when("u.job_id", "is", null).then(eb.lit(1)).else(eb.lit(0)).end()).as("sync_requests"),
-        sumWhen(basisIs("reported"), eb.ref("j.upstream_cost_micros")).as("reported_cost"),
-        sumWhen(basisIs("reported"), charged).as("reported_revenue"),
-        sumWhen(basisIs("list_price"), eb.ref("j.upstream_cost_micros")).as("list_cost"),
-        sumWhen(basisIs("list_price"), charged).as("list_revenue"),
-        eb.fn.sum<number>(eb.case().when("j.upstream_cost_micros", "is not", null).then(eb.lit(1)).else(eb.lit(0)).end()).as("costed_jobs"),
-      ];
-    });
-  const rows = byDay
-    ? await base
-        // A literal divisor: integer division on both databases, and the same expression in GROUP BY.
-        .select((eb) => eb(eb.ref("u.created_at"), "/", eb.lit(BUCKET_MS)).as("bucket"))
-        .groupBy([(eb) => eb(eb.ref("u.created_at"), "/", eb.lit(BUCKET_MS)), "u.model"])
-        .execute()
-    : (await base.groupBy("u.model").execute()).map((r) => ({ ...r, bucket: null }));
+  const rows = await revenueSums(db, { from: opts.from, to: opts.to, bucketMs: byDay ? BUCKET_MS : null });
 
   const dayOf = byDay ? localDateFormatter(opts.tz) : null;
   const groups = new Map<string, { day: string | null; model: string | null; acc: Acc }>();
   const total = emptyAcc();
   for (const r of rows) {
-    const n = (v: number | string | null) => Number(v ?? 0);
     const markup = catalogMarkupBp(r.model);
-    const syncRevenue = n(r.sync_revenue);
+    const syncRevenue = r.syncRevenue;
     const catalog = markup === null ? 0 : Number(divRoundHalfUp(BigInt(syncRevenue) * 10_000n, BigInt(markup)));
     const acc: Acc = {
-      requests: n(r.requests),
-      revenue: n(r.revenue),
-      costed: n(r.costed_jobs) > 0 || (markup !== null && n(r.sync_requests) > 0),
-      costedRevenue: n(r.reported_revenue) + n(r.list_revenue) + (markup === null ? 0 : syncRevenue),
-      byBasis: { reported: n(r.reported_cost), listPrice: n(r.list_cost), catalog },
+      requests: r.requests,
+      revenue: r.revenue,
+      costed: r.costedJobs > 0 || (markup !== null && r.syncRequests > 0),
+      costedRevenue: r.reportedRevenue + r.listRevenue + (markup === null ? 0 : syncRevenue),
+      byBasis: { reported: r.reportedCost, listPrice: r.listCost, catalog },
     };
-    const day = dayOf && r.bucket !== null ? dayOf(Math.floor(Number(r.bucket)) * BUCKET_MS) : null;
+    const day = dayOf && r.bucket !== null ? dayOf(r.bucket * BUCKET_MS) : null;
     const model = opts.groupBy === "day" ? null : r.model;
     const key = `${day ?? ""}\u0000${model ?? ""}`;
     const g = groups.get(key) ?? { day, model, acc: emptyAcc() };

@@ -10,133 +10,15 @@
  * included, is a whole number of quarter hours, so no bucket straddles a local midnight.
  */
 import { errors } from "../errors.ts";
-import { type Executor, type LedgerEntry, ledgerOfRequest } from "./ledger.ts";
+import type { KeyMode } from "../storage/schema.ts";
+import type { Executor } from "./executor.ts";
+import { type LedgerEntry, ledgerOfRequest } from "./ledger.repository.ts";
 import type { Micros } from "./money.ts";
-import type { KeyMode, UsageKind, UsageStatus } from "./usage.ts";
+import { type GroupBy, requestOfAccount, requestsPage, type RequestFilters, type UsageRecord, usageSums } from "./usage-report.repository.ts";
+import { noUnits, UNIT_COLUMNS, type UnitValues, type UnitsView, unitsView } from "./usage-units.ts";
 
-/** The unit totals or values of a record or group, as the API shows them (absent when not applicable). */
-export interface UnitsView {
-  characters?: number;
-  seconds?: number;
-  images?: number;
-  input_tokens?: number;
-  output_tokens?: number;
-  cached_tokens?: number;
-  minutes?: number;
-}
-
-/** The unit names, in the order of the CSV's columns. */
-export const UNIT_NAMES = ["characters", "seconds", "images", "input_tokens", "output_tokens", "cached_tokens", "minutes"] as const;
-
-/** One usage record (D29). Amounts in micro-USD, times in ms since the epoch. */
-export interface UsageRecord {
-  id: string;
-  keyId: string | null;
-  model: string;
-  kind: UsageKind;
-  status: UsageStatus;
-  mode: KeyMode;
-  units: UnitsView;
-  /** Null while pending or processing. */
-  costMicros: Micros | null;
-  holdMicros: Micros;
-  fallbackLayer: number;
-  latencyMs: number | null;
-  jobId: string | null;
-  createdAt: number;
-}
-
-const RECORD_COLUMNS = [
-  "id",
-  "key_id",
-  "model",
-  "kind",
-  "status",
-  "mode",
-  "cost_micros",
-  "hold_micros",
-  "characters",
-  "duration_ms",
-  "images",
-  "input_tokens",
-  "output_tokens",
-  "cached_tokens",
-  "minutes",
-  "fallback_layer",
-  "latency_ms",
-  "job_id",
-  "created_at",
-] as const;
-
-type UnitSums = {
-  characters: number | null;
-  duration_ms: number | null;
-  images: number | null;
-  input_tokens: number | null;
-  output_tokens: number | null;
-  cached_tokens: number | null;
-  minutes: number | null;
-};
-
-/** The API form of unit columns: seconds from milliseconds, nulls left out. */
-function unitsView(r: UnitSums): UnitsView {
-  const out: UnitsView = {};
-  const n = (v: number | null) => (v === null ? undefined : Number(v));
-  const set = <K extends keyof UnitsView>(k: K, v: number | undefined) => {
-    if (v !== undefined) out[k] = v;
-  };
-  set("characters", n(r.characters));
-  set("seconds", r.duration_ms === null ? undefined : Number(r.duration_ms) / 1000);
-  set("images", n(r.images));
-  set("input_tokens", n(r.input_tokens));
-  set("output_tokens", n(r.output_tokens));
-  set("cached_tokens", n(r.cached_tokens));
-  set("minutes", n(r.minutes));
-  return out;
-}
-
-function recordOf(r: UnitSums & {
-  id: string;
-  key_id: string | null;
-  model: string;
-  kind: UsageKind;
-  status: UsageStatus;
-  mode: KeyMode;
-  cost_micros: number | null;
-  hold_micros: number;
-  fallback_layer: number;
-  latency_ms: number | null;
-  job_id: string | null;
-  created_at: number;
-}): UsageRecord {
-  return {
-    id: r.id,
-    keyId: r.key_id,
-    model: r.model,
-    kind: r.kind,
-    status: r.status,
-    mode: r.mode,
-    units: unitsView(r),
-    costMicros: r.cost_micros === null ? null : Number(r.cost_micros),
-    holdMicros: Number(r.hold_micros),
-    fallbackLayer: Number(r.fallback_layer),
-    latencyMs: r.latency_ms === null ? null : Number(r.latency_ms),
-    jobId: r.job_id,
-    createdAt: Number(r.created_at),
-  };
-}
-
-/** Filters of `GET /v1/requests`; times in ms since the epoch (`to` exclusive). */
-export interface RequestFilters {
-  limit: number;
-  after: string | null;
-  model: string | null;
-  keyId: string | null;
-  status: UsageStatus | null;
-  from: number | null;
-  to: number | null;
-  mode: KeyMode;
-}
+export { UNIT_NAMES, type UnitsView } from "./usage-units.ts";
+export type { GroupBy, RequestFilters, UsageRecord } from "./usage-report.repository.ts";
 
 /**
  * One page of the account's usage records, newest first (by time, then id, so records of the same
@@ -148,34 +30,8 @@ export async function listRequests(
   accountId: string,
   f: RequestFilters,
 ): Promise<{ records: UsageRecord[]; hasMore: boolean }> {
-  let q = db
-    .selectFrom("usage_records")
-    .select([...RECORD_COLUMNS])
-    .where("account_id", "=", accountId)
-    .where("mode", "=", f.mode)
-    .orderBy("created_at", "desc")
-    .orderBy("id", "desc")
-    .limit(f.limit + 1);
-  if (f.model !== null) q = q.where("model", "=", f.model);
-  if (f.keyId !== null) q = q.where("key_id", "=", f.keyId);
-  if (f.status !== null) q = q.where("status", "=", f.status);
-  if (f.from !== null) q = q.where("created_at", ">=", f.from);
-  if (f.to !== null) q = q.where("created_at", "<", f.to);
-  if (f.after !== null) {
-    const anchor = await db
-      .selectFrom("usage_records")
-      .select(["created_at", "id"])
-      .where("id", "=", f.after)
-      .where("account_id", "=", accountId)
-      .where("mode", "=", f.mode)
-      .executeTakeFirst();
-    if (anchor) {
-      const at = Number(anchor.created_at);
-      q = q.where((eb) => eb(eb.refTuple("created_at", "id"), "<", eb.tuple(at, anchor.id)));
-    }
-  }
-  const rows = await q.execute();
-  return { records: rows.slice(0, f.limit).map(recordOf), hasMore: rows.length > f.limit };
+  const records = await requestsPage(db, accountId, f);
+  return { records: records.slice(0, f.limit), hasMore: records.length > f.limit };
 }
 
 /**
@@ -183,18 +39,10 @@ export async function listRequests(
  * @throws AppError 404 `request_not_found` for an unknown id or another account's.
  */
 export async function getRequest(db: Executor, accountId: string, id: string): Promise<{ record: UsageRecord; ledger: LedgerEntry[] }> {
-  const row = await db
-    .selectFrom("usage_records")
-    .select([...RECORD_COLUMNS])
-    .where("id", "=", id)
-    .where("account_id", "=", accountId)
-    .executeTakeFirst();
-  if (!row) throw errors.requestNotFound();
-  return { record: recordOf(row), ledger: await ledgerOfRequest(db, accountId, id) };
+  const record = await requestOfAccount(db, accountId, id);
+  if (!record) throw errors.requestNotFound();
+  return { record, ledger: await ledgerOfRequest(db, accountId, id) };
 }
-
-/** How `GET /v1/usage` groups. */
-export type GroupBy = "day" | "model" | "key";
 
 /** One group of a usage summary. */
 export interface UsageGroup {
@@ -217,44 +65,15 @@ export async function summarizeUsage(
   accountId: string,
   opts: { from: number; to: number; groupBy: GroupBy; tz: string; mode: KeyMode },
 ): Promise<{ groups: UsageGroup[]; total: { requests: number; costMicros: Micros } }> {
-  const base = db
-    .selectFrom("usage_records")
-    .where("account_id", "=", accountId)
-    .where("mode", "=", opts.mode)
-    .where("created_at", ">=", opts.from)
-    .where("created_at", "<", opts.to);
-  const sums = base.select((eb) => [
-    eb.fn.countAll<number>().as("requests"),
-    eb.fn.sum<number>(eb.fn.coalesce("cost_micros", eb.lit(0))).as("cost"),
-    eb.fn.sum<number | null>("characters").as("characters"),
-    eb.fn.sum<number | null>("duration_ms").as("duration_ms"),
-    eb.fn.sum<number | null>("images").as("images"),
-    eb.fn.sum<number | null>("input_tokens").as("input_tokens"),
-    eb.fn.sum<number | null>("output_tokens").as("output_tokens"),
-    eb.fn.sum<number | null>("cached_tokens").as("cached_tokens"),
-    eb.fn.sum<number | null>("minutes").as("minutes"),
-  ]);
-  type Row = UnitSums & { group: string | number | null; requests: number; cost: number | null };
-  let rows: Row[];
-  if (opts.groupBy === "model") {
-    rows = await sums.select("model as group").groupBy("model").execute();
-  } else if (opts.groupBy === "key") {
-    rows = await sums.select("key_id as group").groupBy("key_id").execute();
-  } else {
-    // A literal divisor: integer division on both databases, and the same expression in GROUP BY.
-    rows = await sums
-      .select((eb) => eb(eb.ref("created_at"), "/", eb.lit(BUCKET_MS)).as("group"))
-      .groupBy((eb) => eb(eb.ref("created_at"), "/", eb.lit(BUCKET_MS)))
-      .execute();
-  }
+  const rows = await usageSums(db, accountId, { ...opts, bucketMs: BUCKET_MS });
   const dayOf = opts.groupBy === "day" ? localDateFormatter(opts.tz) : null;
-  const groups = new Map<string, { requests: number; cost: number; units: Record<keyof UnitSums, number | null> }>();
+  const groups = new Map<string, { requests: number; cost: number; units: UnitValues }>();
   for (const r of rows) {
     const key = dayOf ? dayOf(Math.floor(Number(r.group)) * BUCKET_MS) : r.group === null ? "none" : String(r.group);
-    const g = groups.get(key) ?? { requests: 0, cost: 0, units: { characters: null, duration_ms: null, images: null, input_tokens: null, output_tokens: null, cached_tokens: null, minutes: null } };
+    const g = groups.get(key) ?? { requests: 0, cost: 0, units: noUnits() };
     g.requests += Number(r.requests);
     g.cost += Number(r.cost ?? 0);
-    for (const u of Object.keys(g.units) as (keyof UnitSums)[]) {
+    for (const u of UNIT_COLUMNS) {
       if (r[u] !== null) g.units[u] = (g.units[u] ?? 0) + Number(r[u]);
     }
     groups.set(key, g);

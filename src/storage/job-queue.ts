@@ -7,7 +7,7 @@
  * jobs under the same account row lock.
  */
 import { type Kysely, sql, type Transaction } from "kysely";
-import { isPostgres } from "./ledger-pg.ts";
+import { isPostgres } from "./dialect.ts";
 import { type Param, prepare } from "./prepared.ts";
 import type { AccountsTable, Database, JobsTable } from "./schema.ts";
 

@@ -8,7 +8,7 @@
  * Kysely) and at run time only substitutes the parameter array.
  */
 import type { Compilable, CompiledQuery, Kysely, QueryResult, Transaction } from "kysely";
-import { isPostgres } from "./ledger-pg.ts";
+import { isPostgres } from "./dialect.ts";
 import type { Database } from "./schema.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;

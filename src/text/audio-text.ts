@@ -6,7 +6,7 @@
  * call, capture; a failure after the hold releases it.
  */
 import type { Executor } from "../billing/ledger.ts";
-import { callUpstream, withHold } from "../billing/paid-call.ts";
+import { callUpstream, type PaidCalls } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
 import {
@@ -92,7 +92,7 @@ async function load(source: AudioSource, fetchAudio: typeof safeFetch): Promise<
  *   413; 429 `rate_limited`; 502 `provider_error` (hold released).
  */
 export async function runAudioText(
-  deps: { db: Executor; adapter: AudioTextRouter; fetchAudio?: typeof safeFetch },
+  deps: { db: Executor; paidCalls: PaidCalls; adapter: AudioTextRouter; fetchAudio?: typeof safeFetch },
   accountId: string,
   args: { task: "transcribe" | "understand"; model: string | null; prompt: string | null; source: AudioSource },
   opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
@@ -110,7 +110,7 @@ export async function runAudioText(
   try {
     const onInsufficient = () => errors.billing(`This request costs ${formatUsd(price)} USD; the balance is too low.`);
     const usage = usageFor(opts.call, args.task === "transcribe" ? "transcription" : "audio_understanding", { minutes: billedMinutes(durationSec) });
-    return await withHold(deps.db, { accountId, amountMicros: price, reference: model.id, usage }, { onInsufficient }, async (hold) => {
+    return await deps.paidCalls.withHold(deps.db, { accountId, amountMicros: price, reference: model.id, usage }, { onInsufficient }, async (hold) => {
       const req = { model: model.id, audio, durationSec, prompt: args.prompt, simulate: opts.simulate };
       const served = await callUpstream(model.id, () =>
         args.task === "transcribe" ? deps.adapter.transcribe(req, opts.signal) : deps.adapter.understand(req, opts.signal),

@@ -6,7 +6,7 @@
  * Any failure after the hold releases it (design.md invariant 4).
  */
 import type { Executor } from "../billing/ledger.ts";
-import { type HoldRequest, type OnInsufficient, withHold } from "../billing/paid-call.ts";
+import type { HoldRequest, OnInsufficient, PaidCalls } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../billing/money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
 import { getTextModel, quoteTextCall, type TextModel } from "../catalog/text-models.ts";
@@ -24,6 +24,7 @@ export const DEFAULT_MAX_TOKENS = 4096;
 /** What the chat service needs. */
 export interface ChatDeps {
   db: Executor;
+  paidCalls: PaidCalls;
   /** The fallback plan of `model` (src/text/fallback.ts `buildFallbackPlan`), the primary step first. */
   planFor(model: TextModel): FallbackStep[];
 }
@@ -149,7 +150,7 @@ export interface ChatOptions {
  */
 export async function runChat(deps: ChatDeps, accountId: string, input: ChatInput, opts: ChatOptions): Promise<ChatOutcome> {
   const p = await prepare(accountId, input, opts);
-  return withHold(deps.db, p.hold, { onInsufficient: p.onInsufficient }, async (hold) => {
+  return deps.paidCalls.withHold(deps.db, p.hold, { onInsufficient: p.onInsufficient }, async (hold) => {
     let won;
     try {
       won = await runWithFallback(
@@ -193,7 +194,7 @@ export interface ChatStream {
  */
 export async function startChatStream(deps: ChatDeps, accountId: string, input: ChatInput, opts: ChatOptions): Promise<ChatStream> {
   const p = await prepare(accountId, input, opts);
-  return withHold(deps.db, p.hold, { onInsufficient: p.onInsufficient }, async (hold) => {
+  return deps.paidCalls.withHold(deps.db, p.hold, { onInsufficient: p.onInsufficient }, async (hold) => {
     let started;
     try {
       started = await streamWithFallback(deps.planFor(p.model), (step) => step.adapter.chatStream(requestFor(p, step), opts.signal), {

@@ -12,12 +12,13 @@
  * seconds finds every account whose state is due (changes made inside transactions, such as job holds, or
  * by another process, or lost with a crash), so no fall is missed for longer than the sweep interval.
  */
-import type { ExpressionBuilder, Kysely } from "kysely";
+import type { Kysely } from "kysely";
 import type { Executor } from "../billing/ledger.ts";
 import { inTransaction } from "../billing/ledger.ts";
 import { type Micros, microsToUsd, usdToMicros } from "../billing/money.ts";
 import { errors } from "../errors.ts";
 import type { Database } from "../storage/schema.ts";
+import { accountsAlertDue, alertState, alertThreshold, moveAlertState, setAlertThreshold } from "./balance-alerts.repository.ts";
 import { enqueueBalanceLow } from "./outbox.ts";
 
 /** The alert setting as the API shows it; USD amounts. */
@@ -35,17 +36,13 @@ const MAX_THRESHOLD_MICROS = 1_000_000 * 1_000_000;
 
 /** `GET /v1/billing/alerts`. @throws AppError 401 when the account vanished. */
 export async function getLowBalanceAlert(db: Executor, accountId: string): Promise<AlertView> {
-  const row = await db
-    .selectFrom("accounts")
-    .select(["balance_micros", "low_balance_micros", "low_balance_armed"])
-    .where("id", "=", accountId)
-    .executeTakeFirst();
-  if (!row) throw errors.auth();
+  const state = await alertState(db, accountId);
+  if (!state) throw errors.auth();
   return {
     object: "billing.alerts",
-    low_balance_usd: row.low_balance_micros === null ? null : microsToUsd(Number(row.low_balance_micros)),
-    armed: Number(row.low_balance_armed) === 1,
-    balance_usd: microsToUsd(Number(row.balance_micros)),
+    low_balance_usd: state.thresholdMicros === null ? null : microsToUsd(state.thresholdMicros),
+    armed: state.armed,
+    balance_usd: microsToUsd(state.balanceMicros),
   };
 }
 
@@ -65,17 +62,6 @@ export function parseThreshold(body: { low_balance_usd?: unknown }): Micros | nu
   return micros;
 }
 
-/**
- * The accounts whose alert state must move (with a threshold set): armed with the balance below the
- * threshold (it fires), or disarmed with the balance strictly above it (it re-arms).
- */
-function alertDue(eb: ExpressionBuilder<Database, "accounts">) {
-  return eb.or([
-    eb.and([eb("low_balance_armed", "=", 1), eb("balance_micros", "<", eb.ref("low_balance_micros"))]),
-    eb.and([eb("low_balance_armed", "=", 0), eb("balance_micros", ">", eb.ref("low_balance_micros"))]),
-  ]);
-}
-
 /** A low-balance state change found by {@link checkLowBalance}. */
 export type AlertChange = "fired" | "rearmed" | null;
 
@@ -86,21 +72,12 @@ export type AlertChange = "fired" | "rearmed" | null;
  */
 export async function checkLowBalance(db: Kysely<Database>, accountId: string): Promise<AlertChange> {
   return inTransaction(db, async (trx) => {
-    const row = await trx
-      .updateTable("accounts")
-      .set((eb) => ({
-        low_balance_armed: eb.case().when("balance_micros", "<", eb.ref("low_balance_micros")).then(0).else(1).end(),
-      }))
-      .where("id", "=", accountId)
-      .where("low_balance_micros", "is not", null)
-      .where(alertDue)
-      .returning(["balance_micros", "low_balance_micros", "low_balance_armed"])
-      .executeTakeFirst();
-    if (!row) return null;
-    if (Number(row.low_balance_armed) === 1) return "rearmed";
+    const moved = await moveAlertState(trx, accountId);
+    if (!moved) return null;
+    if (moved.armed) return "rearmed";
     await enqueueBalanceLow(trx, accountId, {
-      balance_usd: microsToUsd(Number(row.balance_micros)),
-      threshold_usd: microsToUsd(Number(row.low_balance_micros)),
+      balance_usd: microsToUsd(moved.balanceMicros),
+      threshold_usd: microsToUsd(moved.thresholdMicros),
     });
     return "fired";
   });
@@ -175,8 +152,7 @@ export class BalanceAlerts {
     try {
       const known = this.#thresholds.get(accountId);
       if (!known || Date.now() - known.at >= THRESHOLD_CACHE_MS) {
-        const row = await this.#db.selectFrom("accounts").select("low_balance_micros").where("id", "=", accountId).executeTakeFirst();
-        this.#remember(accountId, row?.low_balance_micros == null ? null : Number(row.low_balance_micros));
+        this.#remember(accountId, (await alertThreshold(this.#db, accountId))?.thresholdMicros ?? null);
       }
       if (this.#thresholds.get(accountId)?.micros == null) return;
       if ((await checkLowBalance(this.#db, accountId)) === "fired") this.onFired?.();
@@ -191,15 +167,9 @@ export class BalanceAlerts {
    * Returns how many events it wrote.
    */
   async sweep(limit = 500): Promise<number> {
-    const due = await this.#db
-      .selectFrom("accounts")
-      .select("id")
-      .where("low_balance_micros", "is not", null)
-      .where(alertDue)
-      .limit(limit)
-      .execute();
+    const due = await accountsAlertDue(this.#db, limit);
     let fired = 0;
-    for (const { id } of due) if ((await checkLowBalance(this.#db, id)) === "fired") fired++;
+    for (const id of due) if ((await checkLowBalance(this.#db, id)) === "fired") fired++;
     if (fired > 0) this.onFired?.();
     return fired;
   }
@@ -234,12 +204,10 @@ export class BalanceAlerts {
  * @throws AppError 401 when the account vanished.
  */
 export async function setLowBalanceAlert(db: Kysely<Database>, alerts: BalanceAlerts | null, accountId: string, micros: Micros | null): Promise<AlertView> {
-  const before = await db.selectFrom("accounts").select("low_balance_micros").where("id", "=", accountId).executeTakeFirst();
+  const before = await alertThreshold(db, accountId);
   if (!before) throw errors.auth();
-  const same = (before.low_balance_micros === null ? null : Number(before.low_balance_micros)) === micros;
-  if (!same) {
-    await db.updateTable("accounts").set({ low_balance_micros: micros, low_balance_armed: 1 }).where("id", "=", accountId).execute();
-  }
+  const same = before.thresholdMicros === micros;
+  if (!same) await setAlertThreshold(db, accountId, micros);
   alerts?.thresholdSet(accountId, micros);
   if (micros !== null && !same && (await checkLowBalance(db, accountId)) === "fired") alerts?.onFired?.();
   return getLowBalanceAlert(db, accountId);

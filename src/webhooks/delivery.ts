@@ -13,10 +13,11 @@ import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import { Webhook } from "standardwebhooks";
 import { newId } from "../ids.ts";
-import type { Database, WebhookDeliveriesTable } from "../storage/schema.ts";
+import type { Database } from "../storage/schema.ts";
 import { FetchFailedError, FetchTimeoutError, safePost, UnsafeUrlError } from "../upstreams/safe-fetch.ts";
 import { defaultSecret } from "./endpoints.ts";
 import type { DeliveryAttempt } from "./deliveries.ts";
+import { type Claimed, claimDueDeliveries, endpointSigning, eventOfDelivery, keepEventData, recordAttempt } from "./delivery.repository.ts";
 import { eventBody } from "./events.ts";
 
 /** What the loop needs from the process. */
@@ -49,8 +50,6 @@ export interface DeliveryLoopOptions {
 /** Attempts kept in a delivery's log (the schedule has 11 per replay; replays could add more). */
 const MAX_ATTEMPTS_KEPT = 50;
 
-/** A claimed delivery. */
-type Claimed = Pick<WebhookDeliveriesTable, "id" | "event_id" | "account_id" | "endpoint_id" | "url" | "attempts_json" | "failures">;
 
 /** How one attempt went. */
 interface Outcome {
@@ -140,32 +139,7 @@ export class WebhookDeliveryLoop {
   }
 
   async #claim(token: string): Promise<Claimed[]> {
-    const now = Date.now();
-    const due = (db: Kysely<Database>) =>
-      db
-        .selectFrom("webhook_deliveries")
-        .select("id")
-        .where("status", "=", "pending")
-        .where("next_attempt_at", "<=", now)
-        .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
-        .orderBy("next_attempt_at");
-    // A plain read first: an idle outbox costs one indexed query, not a write transaction (on SQLite a
-    // transaction takes the file's write lock at once) every poll.
-    if ((await due(this.#deps.db).limit(1).execute()).length === 0) return [];
-    return this.#deps.db.transaction().execute(async (trx) => {
-      let q = due(trx).limit(this.#batch);
-      if (this.#deps.dialect === "postgres") q = q.forUpdate().skipLocked();
-      const ids = (await q.execute()).map((r) => r.id);
-      if (ids.length === 0) return [];
-      return trx
-        .updateTable("webhook_deliveries")
-        .set({ lease_until: now + this.#leaseMs, lease_owner: token })
-        .where("id", "in", ids)
-        .where("status", "=", "pending")
-        .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
-        .returning(["id", "event_id", "account_id", "endpoint_id", "url", "attempts_json", "failures"])
-        .execute();
-    });
+    return claimDueDeliveries(this.#deps.db, { now: Date.now(), leaseMs: this.#leaseMs, token, limit: this.#batch, skipLocked: this.#deps.dialect === "postgres" });
   }
 
   async #deliver(d: Claimed, token: string): Promise<void> {
@@ -185,23 +159,23 @@ export class WebhookDeliveryLoop {
     const db = this.#deps.db;
     let secret: string;
     if (d.endpoint_id !== null) {
-      const ep = await db.selectFrom("webhook_endpoints").select(["secret", "disabled"]).where("id", "=", d.endpoint_id).executeTakeFirst();
+      const ep = await endpointSigning(db, d.endpoint_id);
       if (!ep) return { statusCode: null, error: "endpoint_deleted", durationMs: 0, final: true };
-      if (Number(ep.disabled) === 1) return { statusCode: null, error: "endpoint_disabled", durationMs: 0, final: true };
+      if (ep.disabled) return { statusCode: null, error: "endpoint_disabled", durationMs: 0, final: true };
       secret = ep.secret;
     } else {
       secret = await defaultSecret(db, d.account_id);
     }
-    const event = await db.selectFrom("webhook_events").select(["id", "type", "job_id", "data_json", "created_at"]).where("id", "=", d.event_id).executeTakeFirstOrThrow();
-    let dataJson = event.data_json;
+    const event = await eventOfDelivery(db, d.event_id);
+    let dataJson = event.dataJson;
     if (dataJson === null) {
-      const job = event.job_id === null ? null : await this.#deps.renderJob(d.account_id, event.job_id);
+      const job = event.jobId === null ? null : await this.#deps.renderJob(d.account_id, event.jobId);
       if (job === null) return { statusCode: null, error: "job_not_found", durationMs: 0, final: true };
       dataJson = JSON.stringify(job);
       // Kept, so every later attempt and replay sends the same body.
-      await db.updateTable("webhook_events").set({ data_json: dataJson }).where("id", "=", event.id).where("data_json", "is", null).execute();
+      await keepEventData(db, event.id, dataJson);
     }
-    const body = eventBody({ id: event.id, type: event.type, createdAt: Number(event.created_at), dataJson });
+    const body = eventBody({ id: event.id, type: event.type, createdAt: event.createdAt, dataJson });
     const sentAt = new Date();
     const headers = {
       "content-type": "application/json",
@@ -235,25 +209,14 @@ export class WebhookDeliveryLoop {
     const failures = succeeded ? d.failures : d.failures + 1;
     const schedule = this.#deps.retryScheduleS;
     const retry = !succeeded && !gone && o.final !== true && failures <= schedule.length;
-    await this.#deps.db.transaction().execute(async (trx) => {
-      const res = await trx
-        .updateTable("webhook_deliveries")
-        .set({
-          status: succeeded ? "succeeded" : retry ? "pending" : "failed",
-          attempts_json: JSON.stringify(attempts),
-          failures,
-          next_attempt_at: retry ? now + Math.round(schedule[failures - 1] * 1000) : null,
-          lease_until: null,
-          lease_owner: null,
-          updated_at: now,
-        })
-        .where("id", "=", d.id)
-        .where("lease_owner", "=", token)
-        .executeTakeFirst();
+    await recordAttempt(this.#deps.db, d.id, token, {
+      status: succeeded ? "succeeded" : retry ? "pending" : "failed",
+      attemptsJson: JSON.stringify(attempts),
+      failures,
+      nextAttemptAt: retry ? now + Math.round(schedule[failures - 1] * 1000) : null,
+      now,
       // 410 Gone: the receiver asks for nothing more (D31); a submit's webhook_url has no endpoint to disable.
-      if (Number(res.numUpdatedRows) === 1 && gone && d.endpoint_id !== null) {
-        await trx.updateTable("webhook_endpoints").set({ disabled: 1 }).where("id", "=", d.endpoint_id).execute();
-      }
+      disableEndpointId: gone && d.endpoint_id !== null ? d.endpoint_id : null,
     });
     if (!succeeded) this.#deps.log.debug({ delivery: d.id, status_code: o.statusCode, error: o.error, retry }, "webhook attempt failed");
   }

@@ -9,33 +9,24 @@ import type { Kysely } from "kysely";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Database } from "../storage/schema.ts";
+import {
+  accountSecret,
+  countEndpoints,
+  deleteEndpointRow,
+  endpointsOfAccount,
+  type EndpointView,
+  insertAccountSecretIfAbsent,
+  insertEndpoint,
+  setEndpointSecret,
+} from "./endpoints.repository.ts";
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from "./events.ts";
 import { checkWebhookUrl, type WebhookUrlPolicy } from "./urls.ts";
+
+export type { EndpointView } from "./endpoints.repository.ts";
 
 /** A new signing secret: `whsec_` + base64 of 24 random bytes (192 bits). */
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(24).toString("base64")}`;
-}
-
-/** An endpoint as `GET /v1/webhooks` shows it (no secret). */
-export interface EndpointView {
-  id: string;
-  url: string;
-  events: WebhookEventType[];
-  disabled: boolean;
-  created_at: string;
-}
-
-type EndpointRow = Pick<Database["webhook_endpoints"], "id" | "url" | "events_json" | "disabled" | "created_at">;
-
-function endpointView(r: EndpointRow): EndpointView {
-  return {
-    id: r.id,
-    url: r.url,
-    events: JSON.parse(r.events_json) as WebhookEventType[],
-    disabled: Number(r.disabled) === 1,
-    created_at: new Date(Number(r.created_at)).toISOString(),
-  };
 }
 
 /** Most endpoints one account may have. */
@@ -62,29 +53,17 @@ export async function createEndpoint(
     }
     events = WEBHOOK_EVENT_TYPES.filter((t) => (body.events as string[]).includes(t));
   }
-  const count = await db
-    .selectFrom("webhook_endpoints")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("account_id", "=", accountId)
-    .executeTakeFirstOrThrow();
-  if (Number(count.n) >= MAX_ENDPOINTS_PER_ACCOUNT) {
+  if ((await countEndpoints(db, accountId)) >= MAX_ENDPOINTS_PER_ACCOUNT) {
     throw errors.invalidRequest(`An account may have at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhook endpoints; delete one first.`, "url");
   }
   const row = { id: newId("we"), account_id: accountId, url, events_json: JSON.stringify(events), secret: newWebhookSecret(), disabled: 0, created_at: Date.now() };
-  await db.insertInto("webhook_endpoints").values(row).execute();
+  await insertEndpoint(db, row);
   return { id: row.id, url, events, secret: row.secret, created_at: new Date(row.created_at).toISOString() };
 }
 
 /** `GET /v1/webhooks`: the account's endpoints, oldest first, without secrets. */
 export async function listEndpoints(db: Kysely<Database>, accountId: string): Promise<EndpointView[]> {
-  const rows = await db
-    .selectFrom("webhook_endpoints")
-    .select(["id", "url", "events_json", "disabled", "created_at"])
-    .where("account_id", "=", accountId)
-    .orderBy("created_at")
-    .orderBy("id")
-    .execute();
-  return rows.map(endpointView);
+  return endpointsOfAccount(db, accountId);
 }
 
 /**
@@ -92,8 +71,7 @@ export async function listEndpoints(db: Kysely<Database>, accountId: string): Pr
  * @throws AppError 404 `webhook_not_found` (unknown or another account's).
  */
 export async function deleteEndpoint(db: Kysely<Database>, accountId: string, id: string): Promise<void> {
-  const res = await db.deleteFrom("webhook_endpoints").where("id", "=", id).where("account_id", "=", accountId).executeTakeFirst();
-  if (Number(res.numDeletedRows) !== 1) throw errors.webhookNotFound();
+  if (!(await deleteEndpointRow(db, accountId, id))) throw errors.webhookNotFound();
 }
 
 /**
@@ -103,8 +81,7 @@ export async function deleteEndpoint(db: Kysely<Database>, accountId: string, id
  */
 export async function rotateEndpointSecret(db: Kysely<Database>, accountId: string, id: string): Promise<{ id: string; secret: string }> {
   const secret = newWebhookSecret();
-  const res = await db.updateTable("webhook_endpoints").set({ secret }).where("id", "=", id).where("account_id", "=", accountId).executeTakeFirst();
-  if (Number(res.numUpdatedRows) !== 1) throw errors.webhookNotFound();
+  if (!(await setEndpointSecret(db, accountId, id, secret))) throw errors.webhookNotFound();
   return { id, secret };
 }
 
@@ -114,13 +91,10 @@ export async function rotateEndpointSecret(db: Kysely<Database>, accountId: stri
  * loser does nothing).
  */
 export async function defaultSecret(db: Kysely<Database>, accountId: string): Promise<string> {
-  const existing = await db.selectFrom("webhook_secrets").select("secret").where("account_id", "=", accountId).executeTakeFirst();
-  if (existing) return existing.secret;
-  await db
-    .insertInto("webhook_secrets")
-    .values({ account_id: accountId, secret: newWebhookSecret(), created_at: Date.now() })
-    .onConflict((oc) => oc.column("account_id").doNothing())
-    .execute();
-  const row = await db.selectFrom("webhook_secrets").select("secret").where("account_id", "=", accountId).executeTakeFirstOrThrow();
-  return row.secret;
+  const existing = await accountSecret(db, accountId);
+  if (existing !== null) return existing;
+  await insertAccountSecretIfAbsent(db, accountId, newWebhookSecret(), Date.now());
+  const secret = await accountSecret(db, accountId);
+  if (secret === null) throw new Error(`webhook secret of ${accountId} missing after its insert`);
+  return secret;
 }

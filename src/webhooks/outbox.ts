@@ -5,25 +5,9 @@
  */
 import type { Transaction } from "kysely";
 import { newId } from "../ids.ts";
-import { prepare } from "../storage/prepared.ts";
 import type { Database } from "../storage/schema.ts";
 import type { BalanceLowData, JobEventType, WebhookEventType } from "./events.ts";
-
-/** A destination of an event: an endpoint of the account, or a job's own `webhook_url` (endpoint null). */
-interface Destination {
-  endpointId: string | null;
-  url: string;
-}
-
-/** The account's enabled endpoints, oldest first (compiled once: every job's end reads them). */
-const enabledEndpoints = prepare((db, p) =>
-  db
-    .selectFrom("webhook_endpoints")
-    .select(["id", "url", "events_json"])
-    .where("account_id", "=", p<string>(0))
-    .where("disabled", "=", 0)
-    .orderBy("created_at"),
-);
+import { type Destination, enabledEndpoints, insertEvent, jobWebhookUrl } from "./outbox.repository.ts";
 
 /**
  * Writes event `type` of `accountId` and its deliveries: one per enabled endpoint subscribed to the type,
@@ -34,7 +18,7 @@ async function enqueue(
   trx: Transaction<Database>,
   e: { accountId: string; type: WebhookEventType; jobId: string | null; dataJson: string | null; extraUrl: string | null },
 ): Promise<string | null> {
-  const endpoints = (await enabledEndpoints(trx, e.accountId)).rows;
+  const endpoints = await enabledEndpoints(trx, e.accountId);
   const destinations: Destination[] = endpoints
     .filter((ep) => (JSON.parse(ep.events_json) as string[]).includes(e.type))
     .map((ep) => ({ endpointId: ep.id, url: ep.url }));
@@ -42,31 +26,7 @@ async function enqueue(
   if (destinations.length === 0) return null;
   const now = Date.now();
   const eventId = newId("evt");
-  await trx
-    .insertInto("webhook_events")
-    .values({ id: eventId, account_id: e.accountId, type: e.type, job_id: e.jobId, data_json: e.dataJson, created_at: now })
-    .execute();
-  await trx
-    .insertInto("webhook_deliveries")
-    .values(
-      destinations.map((d) => ({
-        id: newId("whd"),
-        event_id: eventId,
-        event_type: e.type,
-        account_id: e.accountId,
-        endpoint_id: d.endpointId,
-        url: d.url,
-        status: "pending" as const,
-        attempts_json: "[]",
-        failures: 0,
-        next_attempt_at: now,
-        lease_until: null,
-        lease_owner: null,
-        created_at: now,
-        updated_at: now,
-      })),
-    )
-    .execute();
+  await insertEvent(trx, { id: eventId, accountId: e.accountId, type: e.type, jobId: e.jobId, dataJson: e.dataJson, now }, destinations);
   return eventId;
 }
 
@@ -86,7 +46,7 @@ export async function enqueueJobEvent(
   const extraUrl =
     job.webhookUrl !== undefined
       ? job.webhookUrl
-      : ((await trx.selectFrom("jobs").select("webhook_url").where("id", "=", job.id).executeTakeFirst())?.webhook_url ?? null);
+      : await jobWebhookUrl(trx, job.id);
   return enqueue(trx, { accountId: job.accountId, type: job.type, jobId: job.id, dataJson: null, extraUrl });
 }
 

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL ledger batcher (storage/ledger-pg-batch.ts, issue 14): holds, captures and releases made
+ * The PostgreSQL ledger batcher (billing/ledger-pg-batch.ts, issue 14): holds, captures and releases made
  * at the same moment share one statement, and each call still gets exactly the result it would get alone
  * in call order; the money invariants (design.md 1, 2, 9) hold after every batch.
  */
@@ -16,7 +16,7 @@ import {
   releaseHold,
 } from "../../src/billing/ledger.ts";
 import { liveContext, type UsageStart } from "../../src/billing/usage.ts";
-import { LEDGER_BATCH_MAX, pgLedgerBatcher } from "../../src/storage/ledger-pg-batch.ts";
+import { LEDGER_BATCH_MAX, pgLedgerBatcher } from "../../src/billing/ledger-pg-batch.ts";
 import { openDatabase } from "../../src/storage/db.ts";
 import type { Database } from "../../src/storage/schema.ts";
 import { BACKENDS } from "../helpers/backends.ts";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
-import { callUpstream, drainPaidCalls, holdOrRefuse, settleCapture, settleRelease, withHold } from "../../src/billing/paid-call.ts";
+import { callUpstream, holdOrRefuse, settleCapture, settleRelease } from "../../src/billing/paid-call.ts";
 import { AppError, errors } from "../../src/errors.ts";
 import { BACKENDS } from "../helpers/backends.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
@@ -32,6 +32,7 @@ for (const backend of BACKENDS) {
     });
 
     const db = () => gw.services.db.kysely;
+    const paidCalls = () => gw.services.paidCalls;
 
     /** Asserts invariant 1 and returns the balance. */
     async function balanceOf(accountId: string): Promise<number> {
@@ -51,14 +52,14 @@ for (const backend of BACKENDS) {
 
     test("a capture charges the final amount, and never more than the hold", async () => {
       const u = await gw.register();
-      const out = await withHold(db(), { accountId: u.user_id, amountMicros: 100_000, reference: "m" }, { onInsufficient: refuse }, async (hold) => {
+      const out = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000, reference: "m" }, { onInsufficient: refuse }, async (hold) => {
         assert.equal(hold.balanceAfterMicros, SIGNUP - 100_000);
         return hold.capture(40_000);
       });
       assert.equal(out.chargedMicros, 40_000);
       assert.equal(await balanceOf(u.user_id), SIGNUP - 40_000);
 
-      const capped = await withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
+      const capped = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
         hold.capture(250_000),
       );
       assert.equal(capped.chargedMicros, 100_000, "capped at the hold");
@@ -69,7 +70,7 @@ for (const backend of BACKENDS) {
       const u = await gw.register();
       let ran = false;
       await assert.rejects(
-        withHold(db(), { accountId: u.user_id, amountMicros: SIGNUP + 1 }, { onInsufficient: refuse }, async () => {
+        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: SIGNUP + 1 }, { onInsufficient: refuse }, async () => {
           ran = true;
         }),
         (err: unknown) => err instanceof AppError && err.status === 402 && err.code === "insufficient_credits",
@@ -86,7 +87,7 @@ for (const backend of BACKENDS) {
     test("a throw before the capture releases the hold and propagates (upstream failure -> 502)", async () => {
       const u = await gw.register();
       await assert.rejects(
-        withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async () =>
+        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async () =>
           callUpstream("m", async () => {
             throw new Error("upstream secret detail");
           }),
@@ -103,7 +104,7 @@ for (const backend of BACKENDS) {
     test("a throw inside the capture transaction rolls the charge back with the writes and releases the hold", async () => {
       const u = await gw.register();
       await assert.rejects(
-        withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
+        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
           hold.capture(100_000, async (trx) => {
             await trx
               .insertInto("voices")
@@ -125,7 +126,7 @@ for (const backend of BACKENDS) {
 
     test("a capture commits together with the caller's writes", async () => {
       const u = await gw.register();
-      await withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
+      await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
         hold.capture(100_000, async (trx) => {
           await trx
             .insertInto("voices")
@@ -141,7 +142,7 @@ for (const backend of BACKENDS) {
     test("a throw after the capture refunds the charge; a second capture is refused", async () => {
       const u = await gw.register();
       await assert.rejects(
-        withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
+        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
           await hold.capture(60_000);
           await assert.rejects(hold.capture(1), /already captured/);
           throw new Error("failed after the charge");
@@ -154,7 +155,7 @@ for (const backend of BACKENDS) {
     test("returning without settling releases the hold and reports the bug", async () => {
       const u = await gw.register();
       await assert.rejects(
-        withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async () => "forgot"),
+        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async () => "forgot"),
         /without settling/,
       );
       assert.equal(await balanceOf(u.user_id), SIGNUP);
@@ -163,7 +164,7 @@ for (const backend of BACKENDS) {
     test("a stream that settles at its end captures the final amount", async () => {
       const u = await gw.register();
       let captured = -1;
-      const stream = await withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
+      const stream = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
         hold.stream(chunks(3), { finalMicros: () => 30_000, onCaptured: (s) => (captured = s.chargedMicros) }),
       );
       assert.equal(await balanceOf(u.user_id), SIGNUP - 100_000, "held while streaming");
@@ -176,7 +177,7 @@ for (const backend of BACKENDS) {
 
     test("a stream that breaks before it settles, or is abandoned, releases the hold", async () => {
       const u = await gw.register();
-      const broken = await withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
+      const broken = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
         hold.stream(chunks(3, 1), { finalMicros: () => 30_000 }),
       );
       await assert.rejects(async () => {
@@ -184,7 +185,7 @@ for (const backend of BACKENDS) {
       }, /broke off/);
       assert.equal(await balanceOf(u.user_id), SIGNUP);
 
-      const abandoned = await withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
+      const abandoned = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
         hold.stream(chunks(3), { finalMicros: () => 30_000 }),
       );
       for await (const _ of abandoned) break;
@@ -197,7 +198,7 @@ for (const backend of BACKENDS) {
 
     test("a stream charged at its first chunk is refunded when it breaks later", async () => {
       const u = await gw.register();
-      const stream = await withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
+      const stream = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
         await hold.capture(100_000);
         return hold.stream(chunks(4, 2));
       });
@@ -218,7 +219,7 @@ for (const backend of BACKENDS) {
     test("a stream that fails before its first chunk is charged nothing", async () => {
       const u = await gw.register();
       await assert.rejects(
-        withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
+        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
           const it = chunks(3, 0)[Symbol.asyncIterator]();
           await callUpstream("m", () => it.next());
           return hold.capture(100_000);
@@ -243,13 +244,13 @@ for (const backend of BACKENDS) {
     test("a shutdown drain waits for calls whose hold is still being placed", async () => {
       const u = await gw.register();
       let captured = false;
-      const call = withHold(db(), { accountId: u.user_id, amountMicros: 10_000 }, { onInsufficient: refuse }, async (hold) => {
+      const call = paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 10_000 }, { onInsufficient: refuse }, async (hold) => {
         const s = await hold.capture(4_000);
         captured = true;
         return s;
       });
       // The hold's statement has not even been sent: no PaidHold exists yet.
-      assert.equal(await drainPaidCalls(5_000), 0);
+      assert.equal(await paidCalls().drain(5_000), 0);
       assert.ok(captured, "the drain returned only after the call settled");
       await call;
       assert.equal(await balanceOf(u.user_id), SIGNUP - 4_000);
@@ -261,7 +262,7 @@ for (const backend of BACKENDS) {
       let n = 0;
       const results = await Promise.allSettled(
         Array.from({ length: 12 }, () =>
-          withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
+          paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
             const i = n++;
             await new Promise((r) => setTimeout(r, 5));
             if (i % 2 === 1) {

@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { getBalance, ledgerSum, releaseStaleHolds } from "../../src/billing/ledger.ts";
-import { withHold } from "../../src/billing/paid-call.ts";
 import { usageFor } from "../../src/billing/usage.ts";
 import { errors } from "../../src/errors.ts";
 import { BACKENDS } from "../helpers/backends.ts";
@@ -32,6 +31,7 @@ for (const backend of BACKENDS) {
       await gw?.close();
     });
     const db = () => gw.services.db.kysely;
+    const paidCalls = () => gw.services.paidCalls;
     const record = (id: string) => db().selectFrom("usage_records").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
     const entries = (id: string) =>
       db().selectFrom("ledger_entries").select(["kind", "amount_micros", "request_id"]).where("request_id", "=", id).orderBy("seq").execute();
@@ -46,7 +46,7 @@ for (const backend of BACKENDS) {
     test("a charged stream that breaks off is refunded, and its record ends refunded in the same transaction", async () => {
       const u = await gw.register();
       const usage = usageFor(undefined, "speech", { characters: 12 });
-      const stream = await withHold(db(), { accountId: u.user_id, amountMicros: 30_000, reference: "beta-speech-turbo", usage }, { onInsufficient: refuse }, async (hold) => {
+      const stream = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 30_000, reference: "beta-speech-turbo", usage }, { onInsufficient: refuse }, async (hold) => {
         assert.equal((await record(usage.requestId)).status, "processing", "written with the hold");
         hold.note({ fallbackLayer: 1 });
         await hold.capture(30_000);
@@ -69,7 +69,7 @@ for (const backend of BACKENDS) {
     test("a stream settled at its end notes its units before the charge; one left early is released as failed", async () => {
       const u = await gw.register();
       const done = usageFor(undefined, "chat");
-      const full = await withHold(db(), { accountId: u.user_id, amountMicros: 5_000, reference: "txtA-small", usage: done }, { onInsufficient: refuse }, async (hold) =>
+      const full = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 5_000, reference: "txtA-small", usage: done }, { onInsufficient: refuse }, async (hold) =>
         hold.stream(chunks(3), {
           finalMicros: () => {
             hold.note({ units: { inputTokens: 10, outputTokens: 3, cachedTokens: 0 } });
@@ -85,7 +85,7 @@ for (const backend of BACKENDS) {
       await assertAgrees(u.user_id, done.requestId);
 
       const left = usageFor(undefined, "chat");
-      const early = await withHold(db(), { accountId: u.user_id, amountMicros: 5_000, reference: "txtA-small", usage: left }, { onInsufficient: refuse }, async (hold) =>
+      const early = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 5_000, reference: "txtA-small", usage: left }, { onInsufficient: refuse }, async (hold) =>
         hold.stream(chunks(3), { finalMicros: () => 1_000 }),
       );
       for await (const _ of early) break;
@@ -100,7 +100,7 @@ for (const backend of BACKENDS) {
       // stream ended would: the sweep of orphaned synchronous holds releases it.
       const orphan = usageFor(undefined, "sfx");
       let holdId = "";
-      await withHold(db(), { accountId: u.user_id, amountMicros: 27_000, reference: "alpha-sfx", usage: orphan }, { onInsufficient: refuse }, async (h) => {
+      await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 27_000, reference: "alpha-sfx", usage: orphan }, { onInsufficient: refuse }, async (h) => {
         holdId = h.id!;
         return h.stream(chunks(1));
       });

@@ -56,7 +56,7 @@ export async function audioTextRoutes(app: App, services: Services): Promise<voi
     const prompt = form.fields.prompt ?? null;
     if (task === "understand" && (prompt === null || prompt.trim() === "")) throw errors.invalidRequest("prompt is required.", "prompt");
     const out = await runAudioText(
-      { db: services.db.kysely, adapter: audioOf(services, req) },
+      { db: services.db.kysely, paidCalls: services.paidCalls, adapter: audioOf(services, req) },
       principalOf(req).accountId,
       { task, model: form.fields.model ?? null, prompt, source: form.source! },
       callContext(services, req, reply),

@@ -53,7 +53,7 @@ export function chatOptions(services: Services, req: FastifyRequest) {
 /** The chat service's dependencies for the caller: a test-mode key's plans use the simulator only (D32). */
 export function chatDeps(services: Services, req: FastifyRequest) {
   const testMode = principalOf(req).mode === "test";
-  return { db: services.db.kysely, planFor: (m: TextModel) => services.chatPlanFor(m, { testMode }) };
+  return { db: services.db.kysely, paidCalls: services.paidCalls, planFor: (m: TextModel) => services.chatPlanFor(m, { testMode }) };
 }
 
 export function chatRoutes(app: App, services: Services): void {

@@ -24,7 +24,7 @@ function saveToBlobOf(query: unknown): boolean {
 export function generationRoutes(app: App, services: Services): void {
   const depsOf = (req: FastifyRequest) => {
     const audio = audioOf(services, req);
-    return { db: services.db.kysely, blobs: services.blobs, music: audio.music.bind(audio), sfx: audio.sfx.bind(audio) };
+    return { db: services.db.kysely, paidCalls: services.paidCalls, blobs: services.blobs, music: audio.music.bind(audio), sfx: audio.sfx.bind(audio) };
   };
   const send = (out: AudioOutcome, reply: FastifyReply) => {
     setCostHeaders(reply, out);

@@ -16,7 +16,7 @@ export function speechRoutes(app: App, services: Services): void {
   const isAlphaVoice = (voiceId: string) => services.voiceLibrary.isAlphaVoice(voiceId);
   app.post("/v1/audio/speech", { schema: createSpeechSchema }, async (req, reply) => {
     const audio = audioOf(services, req);
-    const deps = { db: services.db.kysely, speak: audio.speech.bind(audio), isAlphaVoice };
+    const deps = { db: services.db.kysely, paidCalls: services.paidCalls, speak: audio.speech.bind(audio), isAlphaVoice };
     const out = await createSpeech(deps, principalOf(req).accountId, req.body ?? {}, callContext(services, req, reply));
     setCostHeaders(reply.header("content-type", out.contentType), out);
     if (out.audio.kind === "bytes")

@@ -30,7 +30,7 @@ export function voiceRoutes(app: App, services: Services): void {
 
   app.post("/v1/audio/voice-design", { schema: designVoiceSchema }, async (req, reply) => {
     const out = await designVoice(
-      { db: services.db.kysely, adapter: audioOf(services, req) },
+      { db: services.db.kysely, paidCalls: services.paidCalls, adapter: audioOf(services, req) },
       principalOf(req).accountId,
       req.body ?? {},
       callContext(services, req, reply),
@@ -66,7 +66,7 @@ export async function voiceCloneRoutes(app: App, services: Services): Promise<vo
       if (read.nonText.has(name)) throw errors.invalidRequest(`${name} must be text.`, name);
     }
     const form: VoiceCloneForm = { file: read.file, name: read.fields.name ?? null, model: read.fields.model ?? null };
-    const out = await cloneVoice({ db: services.db.kysely, adapter: audioOf(services, req) }, principalOf(req).accountId, form, callContext(services, req, reply));
+    const out = await cloneVoice({ db: services.db.kysely, paidCalls: services.paidCalls, adapter: audioOf(services, req) }, principalOf(req).accountId, form, callContext(services, req, reply));
     return setCostHeaders(reply, out).send({ voice_id: out.voiceId, name: out.name, cost_usd: microsToUsd(out.costMicros), balance_usd: microsToUsd(out.balanceMicros) });
   });
 }

@@ -1,21 +1,16 @@
 /**
  * PostgreSQL forms of the hottest ledger writes (hold, capture, release), each one statement (one round
- * trip) instead of a BEGIN/UPDATE/INSERT/INSERT/COMMIT exchange. Data-modifying CTEs are PostgreSQL-only,
- * so they live here (design.md: only storage/ knows SQL dialects); billing/ledger.ts calls them on
- * PostgreSQL and keeps the portable form for SQLite. Each is atomic on its own and also runs inside an
- * enclosing transaction. Outside a transaction, calls go through the batcher of ledger-pg-batch.ts, which
- * runs these for a lone call and its batch statements for several.
+ * trip) instead of a BEGIN/UPDATE/INSERT/INSERT/COMMIT exchange. Data-modifying CTEs are PostgreSQL-only;
+ * billing/ledger.ts calls these on PostgreSQL (storage/dialect.ts says which) and keeps the portable form
+ * (ledger.repository.ts) for SQLite. Each is atomic on its own and also runs inside an enclosing
+ * transaction. Outside a transaction, calls go through the batcher of ledger-pg-batch.ts, which runs these
+ * for a lone call and its batch statements (ledger-pg-batch.repository.ts) for several.
  */
-import { type Kysely, PostgresAdapter, sql, type Transaction } from "kysely";
+import { type RawBuilder, sql, type Transaction } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
-import type { Database, UsageRecordsTable } from "./schema.ts";
-
-type Executor = Kysely<Database> | Transaction<Database>;
-
-/** Whether `db` runs on PostgreSQL. */
-export function isPostgres(db: Executor): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
-}
+import type { Database, UsageRecordsTable } from "../storage/schema.ts";
+import type { Executor } from "./executor.ts";
+import { UNIT_COLUMNS, type UnitColumn, type UnitValues } from "./usage-units.ts";
 
 /** A usage record (D29) inserted by {@link pgPlaceHold} with the hold: the columns of schema.ts's table set at insert. */
 export type PgUsageRow = Omit<UsageRecordsTable, "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at">;
@@ -24,16 +19,23 @@ export type PgUsageRow = Omit<UsageRecordsTable, "cost_micros" | "fallback_layer
 export interface PgUsageEnd {
   status: string;
   cost: number;
-  units: {
-    characters: number | null;
-    duration_ms: number | null;
-    images: number | null;
-    input_tokens: number | null;
-    output_tokens: number | null;
-    cached_tokens: number | null;
-    minutes: number | null;
-  };
+  units: UnitValues;
   fallbackLayer: number | null;
+}
+
+/** The unit columns (usage-units.ts), comma-separated, each name after `prefix` (a table, a CTE column prefix). */
+export function unitColumnList(prefix = ""): RawBuilder<unknown> {
+  return sql.raw(UNIT_COLUMNS.map((c) => prefix + c).join(", "));
+}
+
+/** One SQL value per unit column, comma-separated, in {@link UNIT_COLUMNS} order. */
+export function unitValueList(value: (c: UnitColumn) => RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql.join(UNIT_COLUMNS.map(value));
+}
+
+/** `column = coalesce(new, old)` for every unit column: a finish keeps the start's unit where it measured none. */
+export function keepUnitsSet(value: (c: UnitColumn) => RawBuilder<unknown>, oldPrefix: string): RawBuilder<unknown> {
+  return sql.join(UNIT_COLUMNS.map((c) => sql`${sql.raw(c)} = coalesce(${value(c)}, ${sql.raw(oldPrefix + c)})`));
 }
 
 /** A hold as {@link pgPlaceHold} (and the batched form, ledger-pg-batch.ts) takes it; amounts in micro-USD, times in ms. */
@@ -66,10 +68,9 @@ export async function pgPlaceHold(db: Executor, a: PgHoldArgs): Promise<number |
   const usageCte = u
     ? sql`, u as (
       insert into usage_records (id, account_id, key_id, mode, model, kind, status, job_id, hold_micros, cost_micros,
-        characters, duration_ms, images, input_tokens, output_tokens, cached_tokens, minutes, fallback_layer, latency_ms, created_at, updated_at)
+        ${unitColumnList()}, fallback_layer, latency_ms, created_at, updated_at)
       select ${u.id}, ${u.account_id}, ${u.key_id}, ${u.mode}, ${u.model}, ${u.kind}, ${u.status}, ${u.job_id}, ${u.hold_micros}::bigint, null,
-        ${u.characters}::bigint, ${u.duration_ms}::bigint, ${u.images}::bigint, ${u.input_tokens}::bigint, ${u.output_tokens}::bigint,
-        ${u.cached_tokens}::bigint, ${u.minutes}::bigint, 0, null, ${u.created_at}::bigint, ${u.created_at}::bigint
+        ${unitValueList((c) => sql`${u[c]}::bigint`)}, 0, null, ${u.created_at}::bigint, ${u.created_at}::bigint
       from acc
     )`
     : sql``;
@@ -101,13 +102,7 @@ function finishUsageCte(e: PgUsageEnd | null | undefined, now: number) {
   return e
     ? sql`, u as (
       update usage_records set status = ${e.status}, cost_micros = ${e.cost}::bigint,
-        characters = coalesce(${e.units.characters}::bigint, characters),
-        duration_ms = coalesce(${e.units.duration_ms}::bigint, duration_ms),
-        images = coalesce(${e.units.images}::bigint, images),
-        input_tokens = coalesce(${e.units.input_tokens}::bigint, input_tokens),
-        output_tokens = coalesce(${e.units.output_tokens}::bigint, output_tokens),
-        cached_tokens = coalesce(${e.units.cached_tokens}::bigint, cached_tokens),
-        minutes = coalesce(${e.units.minutes}::bigint, minutes),
+        ${keepUnitsSet((c) => sql`${e.units[c]}::bigint`, "")},
         fallback_layer = coalesce(${e.fallbackLayer}::integer, fallback_layer),
         latency_ms = ${now}::bigint - usage_records.created_at, updated_at = ${now}::bigint
       from h where usage_records.id = h.request_id

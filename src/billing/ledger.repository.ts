@@ -1,0 +1,348 @@
+/**
+ * The SQL of the ledger (billing/ledger.ts): account balances, `holds` and `ledger_entries`, in the
+ * portable form (SQLite, and PostgreSQL inside a transaction where the ledger does not use the one-statement
+ * forms of ledger-pg.repository.ts). Amounts are micro-USD, times epoch ms. What to write, in what order,
+ * and which errors to raise stays in ledger.ts; these functions only run the statements and map the rows.
+ */
+import type { Kysely, Transaction } from "kysely";
+import { newTimeOrderedId } from "../ids.ts";
+import { type Param, prepare } from "../storage/prepared.ts";
+import type { Database, LedgerKind } from "../storage/schema.ts";
+import type { Executor } from "./executor.ts";
+import type { Micros } from "./money.ts";
+
+// Hot-path statements, compiled once per database (storage/prepared.ts).
+const debitStmt = prepare((db, p) =>
+  db
+    .updateTable("accounts")
+    .set((eb) => ({ balance_micros: eb("balance_micros", "-", p<number>(0)) }))
+    .where("id", "=", p<string>(1))
+    .where("balance_micros", ">=", p<number>(0))
+    .returning("balance_micros"),
+);
+const creditStmt = prepare((db, p) =>
+  db
+    .updateTable("accounts")
+    .set((eb) => ({ balance_micros: eb("balance_micros", "+", p<number>(0)) }))
+    .where("id", "=", p<string>(1))
+    .returning("balance_micros"),
+);
+
+/** Adds `delta` (signed micro-USD) to the balance if the result stays >= 0; returns the new balance or null. */
+export async function moveBalance(
+  trx: Transaction<Database>,
+  accountId: string,
+  delta: Micros,
+): Promise<Micros | null> {
+  const res = delta < 0 ? await debitStmt(trx, -delta, accountId) : await creditStmt(trx, delta, accountId);
+  const row = res.rows[0];
+  return row ? Number(row.balance_micros) : null;
+}
+
+/**
+ * Adds `amountMicros` (> 0) to the balance, and for a deposit to the cumulative deposits that drive the
+ * tier too. Returns the balance after, or null when there is no such account.
+ */
+export async function creditBalance(trx: Transaction<Database>, accountId: string, amountMicros: Micros, deposit: boolean): Promise<Micros | null> {
+  const row = await trx
+    .updateTable("accounts")
+    .set((eb) =>
+      deposit
+        ? {
+            balance_micros: eb("balance_micros", "+", amountMicros),
+            total_deposits_micros: eb("total_deposits_micros", "+", amountMicros),
+          }
+        : { balance_micros: eb("balance_micros", "+", amountMicros) },
+    )
+    .where("id", "=", accountId)
+    .returning("balance_micros")
+    .executeTakeFirst();
+  return row ? Number(row.balance_micros) : null;
+}
+
+/** One ledger entry to write: its kind, signed amount and the balance right after it (D17). */
+export interface EntryFields {
+  kind: LedgerKind;
+  amount: Micros;
+  balanceAfter: Micros;
+  holdId?: string | null;
+  jobId?: string | null;
+  requestId?: string | null;
+  reference?: string | null;
+}
+
+const ENTRY_FIELDS = 10;
+function entryValues(p: Param, base: number) {
+  return {
+    id: p<string>(base + 8),
+    request_id: p<string | null>(base + 9),
+    account_id: p<string>(base),
+    kind: p<LedgerKind>(base + 1),
+    amount_micros: p<number>(base + 2),
+    balance_after_micros: p<number>(base + 3),
+    hold_id: p<string | null>(base + 4),
+    job_id: p<string | null>(base + 5),
+    reference: p<string | null>(base + 6),
+    created_at: p<number>(base + 7),
+  };
+}
+const insertOneEntry = prepare((db, p) => db.insertInto("ledger_entries").values(entryValues(p, 0)));
+const insertTwoEntries = prepare((db, p) =>
+  db.insertInto("ledger_entries").values([entryValues(p, 0), entryValues(p, ENTRY_FIELDS)]),
+);
+
+/**
+ * Inserts one or two entries of the account made at `now`, in that order (so their `seq` order is the order
+ * of the balances they carry).
+ * @throws Error for any other number of entries.
+ */
+export async function insertEntries(
+  trx: Transaction<Database>,
+  accountId: string,
+  now: number,
+  entries: EntryFields[],
+): Promise<void> {
+  const args: unknown[] = [];
+  for (const e of entries) {
+    args.push(
+      accountId,
+      e.kind,
+      e.amount,
+      e.balanceAfter,
+      e.holdId ?? null,
+      e.jobId ?? null,
+      e.reference ?? null,
+      now,
+      newTimeOrderedId("le"),
+      e.requestId ?? null,
+    );
+  }
+  if (entries.length === 1) await insertOneEntry(trx, ...args);
+  else if (entries.length === 2) await insertTwoEntries(trx, ...args);
+  else throw new Error("insertEntries takes one or two entries");
+}
+
+const insertHoldStmt = prepare((db, p) =>
+  db.insertInto("holds").values({
+    id: p<string>(0),
+    account_id: p<string>(1),
+    amount_micros: p<number>(2),
+    status: "open",
+    captured_micros: null,
+    job_id: p<string | null>(3),
+    reference: p<string | null>(4),
+    created_at: p<number>(5),
+    settled_at: null,
+    request_id: p<string | null>(6),
+    key_id: p<string | null>(7),
+    key_period_start: p<number | null>(8),
+  }),
+);
+
+/** An open hold to insert; `keyId`/`keyPeriod` name the key counter that counted it (D34), or null. */
+export interface OpenHoldRow {
+  id: string;
+  accountId: string;
+  amountMicros: Micros;
+  jobId: string | null;
+  reference: string | null;
+  createdAt: number;
+  requestId: string | null;
+  keyId: string | null;
+  keyPeriod: number | null;
+}
+
+/** Inserts an open hold. */
+export async function insertHold(trx: Transaction<Database>, h: OpenHoldRow): Promise<void> {
+  await insertHoldStmt(trx, h.id, h.accountId, h.amountMicros, h.jobId, h.reference, h.createdAt, h.requestId, h.keyId, h.keyPeriod);
+}
+
+const captureStmt = prepare((db, p) =>
+  db
+    .updateTable("holds")
+    .set({ status: "captured", captured_micros: p<number>(0), settled_at: p<number>(1) })
+    .where("id", "=", p<string>(2))
+    .where("status", "=", "open")
+    .where("amount_micros", ">=", p<number>(0))
+    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id", "key_id", "key_period_start"]),
+);
+const releaseStmt = prepare((db, p) =>
+  db
+    .updateTable("holds")
+    .set({ status: "released", settled_at: p<number>(0) })
+    .where("id", "=", p<string>(1))
+    .where("status", "=", "open")
+    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id", "key_id", "key_period_start"]),
+);
+
+/** A hold that left `open`, as the settlement statements return it. */
+export interface SettledHoldRow {
+  accountId: string;
+  amountMicros: Micros;
+  jobId: string | null;
+  reference: string | null;
+  requestId: string | null;
+  /** The key counter the hold was counted in (D34), or null. */
+  keyId: string | null;
+  keyPeriodStart: number | null;
+}
+
+function settledOf(r: {
+  account_id: string;
+  amount_micros: number;
+  job_id: string | null;
+  reference: string | null;
+  request_id: string | null;
+  key_id: string | null;
+  key_period_start: number | null;
+}): SettledHoldRow {
+  return {
+    accountId: r.account_id,
+    amountMicros: Number(r.amount_micros),
+    jobId: r.job_id,
+    reference: r.reference,
+    requestId: r.request_id,
+    keyId: r.key_id,
+    keyPeriodStart: r.key_period_start === null ? null : Number(r.key_period_start),
+  };
+}
+
+/** Marks the hold captured for `finalMicros` if it is open and holds at least that much; null otherwise (nothing written). */
+export async function markCaptured(trx: Transaction<Database>, holdId: string, finalMicros: Micros, now: number): Promise<SettledHoldRow | null> {
+  const row = (await captureStmt(trx, finalMicros, now, holdId)).rows[0];
+  return row ? settledOf(row) : null;
+}
+
+/** Marks the hold released if it is open; null otherwise (nothing written). */
+export async function markReleased(trx: Transaction<Database>, holdId: string, now: number): Promise<SettledHoldRow | null> {
+  const row = (await releaseStmt(trx, now, holdId)).rows[0];
+  return row ? settledOf(row) : null;
+}
+
+/** The key counter a hold was counted in (D34), or null when there is no such hold. */
+export async function holdKeyCounter(db: Executor, holdId: string): Promise<{ keyId: string | null; keyPeriodStart: number | null } | null> {
+  const hold = await db.selectFrom("holds").select(["key_id", "key_period_start"]).where("id", "=", holdId).executeTakeFirst();
+  if (!hold) return null;
+  return { keyId: hold.key_id, keyPeriodStart: hold.key_period_start === null ? null : Number(hold.key_period_start) };
+}
+
+/** Ids of at most `limit` synchronous-call holds (no job) still open and created before `cutoff` (epoch ms). */
+export async function staleSyncHoldIds(db: Kysely<Database>, cutoff: number, limit: number): Promise<string[]> {
+  const stale = await db
+    .selectFrom("holds")
+    .select("id")
+    .where("status", "=", "open")
+    .where("job_id", "is", null)
+    .where("created_at", "<", cutoff)
+    .limit(limit)
+    .execute();
+  return stale.map((h) => h.id);
+}
+
+/** One ledger entry as the API shows it (D8, D17); amounts in micro-USD. */
+export interface LedgerEntry {
+  id: string;
+  kind: LedgerKind;
+  amountMicros: Micros;
+  balanceAfterMicros: Micros;
+  jobId: string | null;
+  /** The request of the paid call the entry belongs to (D29), or null. */
+  requestId: string | null;
+  /** A deposit's payment reference, the model of a call, ... (D29), or null. */
+  reference: string | null;
+  createdAt: number;
+}
+
+/** The columns of a ledger entry as the API shows it. */
+const ENTRY_COLUMNS = ["id", "kind", "amount_micros", "balance_after_micros", "job_id", "request_id", "reference", "created_at"] as const;
+
+/** Maps a row of {@link ENTRY_COLUMNS} to a {@link LedgerEntry}. */
+function entryOf(r: {
+  id: string;
+  kind: LedgerKind;
+  amount_micros: number;
+  balance_after_micros: number;
+  job_id: string | null;
+  request_id: string | null;
+  reference: string | null;
+  created_at: number;
+}): LedgerEntry {
+  return {
+    id: r.id,
+    kind: r.kind,
+    amountMicros: Number(r.amount_micros),
+    balanceAfterMicros: Number(r.balance_after_micros),
+    jobId: r.job_id,
+    requestId: r.request_id,
+    reference: r.reference,
+    createdAt: Number(r.created_at),
+  };
+}
+
+/**
+ * The entries of one request of the account (D29 `GET /v1/requests/{id}`), oldest first: its hold and
+ * then its capture (`hold_release`, `charge`) or release, and a `refund` if a stream broke off.
+ */
+export async function ledgerOfRequest(db: Executor, accountId: string, requestId: string): Promise<LedgerEntry[]> {
+  const rows = await db
+    .selectFrom("ledger_entries")
+    .select([...ENTRY_COLUMNS])
+    .where("request_id", "=", requestId)
+    .where("account_id", "=", accountId)
+    .orderBy("seq", "asc")
+    .execute();
+  return rows.map(entryOf);
+}
+
+/**
+ * The account's ledger, newest first (by the internal sequence, so entries of the same millisecond keep
+ * their order): at most `limit` entries older than the entry `after` (a public id from a previous page),
+ * and whether more exist. An `after` that names no entry of this account is ignored (the first page).
+ */
+export async function listLedger(
+  db: Executor,
+  accountId: string,
+  opts: { limit: number; after: string | null },
+): Promise<{ entries: LedgerEntry[]; hasMore: boolean }> {
+  let q = db
+    .selectFrom("ledger_entries")
+    .select([...ENTRY_COLUMNS])
+    .where("account_id", "=", accountId)
+    .orderBy("seq", "desc")
+    .limit(opts.limit + 1);
+  if (opts.after !== null) {
+    const anchor = await db
+      .selectFrom("ledger_entries")
+      .select("seq")
+      .where("id", "=", opts.after)
+      .where("account_id", "=", accountId)
+      .executeTakeFirst();
+    if (anchor) q = q.where("seq", "<", Number(anchor.seq));
+  }
+  const rows = await q.execute();
+  const hasMore = rows.length > opts.limit;
+  return {
+    hasMore,
+    entries: rows.slice(0, opts.limit).map(entryOf),
+  };
+}
+
+/** Sum of the account's ledger entries, micro-USD (tests and audits compare it with the balance). */
+export async function ledgerSum(db: Executor, accountId: string): Promise<Micros> {
+  const row = await db
+    .selectFrom("ledger_entries")
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("amount_micros"), eb.lit(0)).as("total"))
+    .where("account_id", "=", accountId)
+    .executeTakeFirstOrThrow();
+  return Number(row.total);
+}
+
+/** The account's balance, micro-USD, or null when there is no such account. */
+export async function getBalance(db: Executor, accountId: string): Promise<Micros | null> {
+  const row = await db
+    .selectFrom("accounts")
+    .select("balance_micros")
+    .where("id", "=", accountId)
+    .executeTakeFirst();
+  return row ? Number(row.balance_micros) : null;
+}
