@@ -4,7 +4,6 @@
  * the same transaction that records the caller as the voice's owner.
  */
 import type { PaidCallDeps } from "../billing/paid-call.ts";
-import type { Micros } from "../billing/money.ts";
 import type { CallContext } from "../billing/usage.ts";
 import { DEFAULT_VOICE_CLONE_MODEL, getModelOf } from "../catalog/models.ts";
 import { errors } from "../errors.ts";
