@@ -54,6 +54,8 @@ const LOCAL = { module: { origin: "local" } };
 const HTTP_PACKAGES = ["fastify", "@fastify/*", "find-my-way"];
 /** Database drivers and the query builder: http/ calls services and storage functions instead. */
 const SQL_PACKAGES = ["kysely", "kysely/*", "pg"];
+/** A service folder's repository modules: its Kysely queries, free functions taking `db` or a transaction first. */
+const REPOSITORIES = { file: { path: "src/**/*.repository.ts" } };
 /** The loopback fakes of the providers and of Stripe (fakes/, development tools): outside the layers, below none. */
 const FAKES = { element: { type: "fakes" } };
 /** The ledger's SQL and its PostgreSQL batcher: only billing/ (ledger.ts) calls them. */
@@ -104,6 +106,14 @@ const moduleGraph = {
             message: "Only http/ knows about HTTP: services, adapters and storage never import Fastify.",
           },
           { from: [entity("http"), entity("main")], allow: { to: { module: { source: HTTP_PACKAGES } } } },
+          // Where SQL lives (docs/architecture.md, "SQL"): storage/ (connections, dialects, migrations, the job
+          // queue) and each service folder's repository modules. Type imports (a `Kysely` or `Transaction` handle
+          // passed through) stay allowed everywhere but http/, which the next policy closes to SQL entirely.
+          {
+            disallow: { to: { module: { source: SQL_PACKAGES } }, dependency: { kind: "value" } },
+            message: "SQL lives in src/storage/ and in a folder's *.repository.ts modules: move the query there and call it.",
+          },
+          { from: [entity("storage"), REPOSITORIES], allow: { to: { module: { source: SQL_PACKAGES } } } },
           {
             from: entity("http"),
             disallow: [{ to: { module: { source: SQL_PACKAGES } } }, { to: entity("storage") }],

@@ -34,6 +34,10 @@ describe("module graph lint: forbidden imports are reported", () => {
     ["src/upstreams/x.ts", `import { submitJob } from "../jobs/jobs.ts";\nexport const x = submitJob;`, /no policy allowing/],
     ["src/http/routes/x.ts", `import { sql } from "kysely";\nexport const x = sql;`, /runs no SQL/],
     ["src/http/routes/x.ts", `import pg from "pg";\nexport const x = pg;`, /runs no SQL/],
+    // SQL lives in storage/ and in the repository modules beside each service (docs/architecture.md).
+    ["src/jobs/x.ts", `import { sql } from "kysely";\nexport const x = sql;`, /SQL lives in src\/storage/],
+    ["src/billing/ledger.ts", `import { sql } from "kysely";\nexport const x = sql;`, /SQL lives in src\/storage/],
+    ["src/text/x.ts", `import pg from "pg";\nexport const x = pg;`, /SQL lives in src\/storage/],
     ["src/http/routes/x.ts", `import { prepare } from "../../storage/prepared.ts";\nexport const x = prepare;`, /runs no SQL/],
     ["src/http/routes/x.ts", `import { DiskBlobStore } from "../../storage/disk-blobs.ts";\nexport const x = DiskBlobStore;`, /runs no SQL/],
     ["src/billing/money.ts", `import { placeHold } from "./ledger.ts";\nexport const x = placeHold;`, /lowest layer/],
@@ -71,6 +75,8 @@ describe("module graph lint: forbidden imports are reported", () => {
 
 describe("module graph lint: allowed imports pass", () => {
   const allowed: [string, string][] = [
+    ["src/jobs/x.repository.ts", `import { sql } from "kysely";\nexport const x = sql;`],
+    ["src/jobs/x.ts", `import type { Kysely } from "kysely";\nexport type X = Kysely<unknown>;`],
     ["src/upstreams/x.ts", `import type { AudioPool } from "../catalog/types.ts";\nexport type X = AudioPool;`],
     ["src/catalog/x.ts", `import { usdToMicros } from "../billing/money.ts";\nexport const x = usdToMicros;`],
     ["src/http/routes/x.ts", `import type { Database } from "../../storage/schema.ts";\nexport type X = Database;`],
