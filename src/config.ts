@@ -1,4 +1,4 @@
-import { usdToMicros } from "./billing/money.ts";
+import { usdToMicros } from "./money.ts";
 
 /**
  * Brute-force limits of the public account routes (issue "Hardening" 5), from the environment:

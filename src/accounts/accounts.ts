@@ -5,7 +5,7 @@
  * `*.repository.ts` modules beside them.
  */
 import type { Executor } from "../billing/ledger.ts";
-import { type Micros, microsToUsd } from "../billing/money.ts";
+import { type Micros, microsToUsd } from "../money.ts";
 import { effectiveTier, tierRow } from "../catalog/tiers.ts";
 import { errors } from "../errors.ts";
 import { accountById } from "./accounts.repository.ts";

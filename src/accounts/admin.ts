@@ -4,7 +4,7 @@
  */
 import type { Kysely } from "kysely";
 import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
-import { microsToUsd, usdToMicros } from "../billing/money.ts";
+import { microsToUsd, usdToMicros } from "../money.ts";
 import { type TierRowJson, tierRowJson } from "../catalog/pricing.ts";
 import { effectiveTier, MAX_TIER, tierRow } from "../catalog/tiers.ts";
 import { errors } from "../errors.ts";

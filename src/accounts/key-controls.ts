@@ -7,7 +7,7 @@
  */
 import { countedSpendOfKeys, periodStart, SPEND_PERIODS } from "../billing/key-spend.ts";
 import type { Executor } from "../billing/ledger.ts";
-import { type Micros, microsToUsd, usdToMicros } from "../billing/money.ts";
+import { type Micros, microsToUsd, usdToMicros } from "../money.ts";
 import { getModel } from "../catalog/models.ts";
 import { getTextModel } from "../catalog/text-models.ts";
 import { errors } from "../errors.ts";

@@ -6,7 +6,7 @@
  */
 import { periodStart, restartKeyCounter } from "../billing/key-spend.ts";
 import { type Executor, inTransaction } from "../billing/ledger.ts";
-import type { Micros } from "../billing/money.ts";
+import type { Micros } from "../money.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { KeyMode } from "../storage/schema.ts";

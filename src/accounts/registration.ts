@@ -4,7 +4,7 @@
  * only as SHA-256 hashes (passwords as scrypt hashes).
  */
 import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
-import type { Micros } from "../billing/money.ts";
+import type { Micros } from "../money.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { isUniqueViolation } from "../storage/db.ts";

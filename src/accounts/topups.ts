@@ -15,7 +15,7 @@
 import type { Kysely } from "kysely";
 import type Stripe from "stripe";
 import { credit, inTransaction } from "../billing/ledger.ts";
-import { formatUsd, type Micros, microsToUsd, usdToMicros } from "../billing/money.ts";
+import { formatUsd, type Micros, microsToUsd, usdToMicros } from "../money.ts";
 import type { PaymentsConfig } from "../config.ts";
 import { type AppError, errors } from "../errors.ts";
 import { isUniqueViolation } from "../storage/db.ts";

@@ -4,7 +4,7 @@
  * the job row and the charge commit together.
  */
 import type { Transaction } from "kysely";
-import type { Micros } from "../billing/money.ts";
+import type { Micros } from "../money.ts";
 import type { Database } from "../storage/schema.ts";
 
 /**

@@ -5,7 +5,7 @@
  */
 import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, type PaidCalls } from "../billing/paid-call.ts";
-import { formatUsd, type Micros } from "../billing/money.ts";
+import { formatUsd, type Micros } from "../money.ts";
 import { type CallContext, type UsageKind, usageFor } from "../billing/usage.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";

@@ -4,7 +4,7 @@
  * alpha-music and priced per second of requested length; beta models are flat per song and derive their
  * length from the lyrics.
  */
-import type { Micros } from "../billing/money.ts";
+import type { Micros } from "../money.ts";
 import type { CallContext } from "../billing/usage.ts";
 import { DEFAULT_MUSIC_MODEL, getModelOf } from "../catalog/models.ts";
 import { quoteMusic } from "../catalog/quote.ts";

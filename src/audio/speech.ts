@@ -7,7 +7,7 @@
  */
 import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, type PaidCalls } from "../billing/paid-call.ts";
-import { formatUsd, type Micros } from "../billing/money.ts";
+import { formatUsd, type Micros } from "../money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
 import { DEFAULT_SPEECH_MODEL, getModelOf } from "../catalog/models.ts";
 import { quoteSpeech } from "../catalog/quote.ts";

@@ -4,7 +4,7 @@
  * back with it, the hold is released and the caller gets 500 `ownership_write_failed`.
  */
 import { callUpstream, type PaidCallDeps, type PaidHold } from "../billing/paid-call.ts";
-import { formatUsd, type Micros } from "../billing/money.ts";
+import { formatUsd, type Micros } from "../money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
 import { DEFAULT_VOICE_DESIGN_MODEL, getModelOf } from "../catalog/models.ts";
 import { quoteFlat } from "../catalog/quote.ts";

@@ -5,7 +5,7 @@
  */
 import { sql } from "kysely";
 import type { Executor } from "./executor.ts";
-import type { Micros } from "./money.ts";
+import type { Micros } from "../money.ts";
 
 /**
  * Counts `amountMicros` (> 0) against the key's counter for the period starting at `period`, if the key's

@@ -14,7 +14,7 @@
 import type { SpendPeriod } from "../storage/schema.ts";
 import type { Executor } from "./executor.ts";
 import { countedSpendOfKeys, markHoldsCounted, setKeyCounter } from "./key-spend.repository.ts";
-import type { Micros } from "./money.ts";
+import type { Micros } from "../money.ts";
 
 export { countedSpendOfKeys, countKeySpend, keySpendState, uncountKeySpend } from "./key-spend.repository.ts";
 

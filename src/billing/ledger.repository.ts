@@ -9,7 +9,7 @@ import { newTimeOrderedId } from "../ids.ts";
 import { type Param, prepare } from "../storage/prepared.ts";
 import type { Database, LedgerKind } from "../storage/schema.ts";
 import type { Executor } from "./executor.ts";
-import type { Micros } from "./money.ts";
+import type { Micros } from "../money.ts";
 
 // Hot-path statements, compiled once per database (storage/prepared.ts).
 const debitStmt = prepare((db, p) =>

@@ -36,7 +36,7 @@ import {
 import { countKeySpend, type KeySpend, KeySpendLimitError, keySpendState, periodStart, uncountKeySpend } from "./key-spend.ts";
 import type { BalanceEvents } from "./balance-events.ts";
 import { type Executor, inTransaction } from "./executor.ts";
-import type { Micros } from "./money.ts";
+import type { Micros } from "../money.ts";
 export { type Executor, inTransaction } from "./executor.ts";
 export { getBalance, type LedgerEntry, ledgerOfRequest, ledgerSum, listLedger } from "./ledger.repository.ts";
 import { endValues, finishUsage, insertUsage, type UsageEnd, type UsageStart, usageRow } from "./usage.ts";

@@ -36,7 +36,7 @@ import {
 } from "./ledger.ts";
 import type { BalanceEvents } from "./balance-events.ts";
 import { KeySpendLimitError } from "./key-spend.ts";
-import { formatUsd, type Micros } from "./money.ts";
+import { formatUsd, type Micros } from "../money.ts";
 import { finishUsage, insertUsage, type Units, type UsageEnd, type UsageStart, usageRow } from "./usage.ts";
 
 /** What a service needs to make paid calls: the database and the gateway's {@link PaidCalls}. */

@@ -5,7 +5,7 @@
  */
 import type { Expression, SqlBool } from "kysely";
 import type { Executor } from "./executor.ts";
-import type { Micros } from "./money.ts";
+import type { Micros } from "../money.ts";
 
 /** The sums of one model (and bucket) of live records; amounts in micro-USD. */
 export interface RevenueSumRow {

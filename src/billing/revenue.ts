@@ -27,7 +27,7 @@
  */
 import { getModel } from "../catalog/models.ts";
 import type { Executor } from "./executor.ts";
-import { divRoundHalfUp, type Micros } from "./money.ts";
+import { divRoundHalfUp, type Micros } from "../money.ts";
 import { revenueSums } from "./revenue.repository.ts";
 import { BUCKET_MS, localDateFormatter } from "./usage-report.ts";
 

@@ -2,7 +2,7 @@
  * Read-only figures about money in flight, for monitoring (the `/metrics` gauges of holds).
  */
 import type { Executor } from "./executor.ts";
-import type { Micros } from "./money.ts";
+import type { Micros } from "../money.ts";
 
 /** Open holds across every account: how many, and their total amount in micro-USD. */
 export async function openHoldTotals(db: Executor): Promise<{ count: number; micros: Micros }> {

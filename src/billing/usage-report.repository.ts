@@ -6,7 +6,7 @@
  */
 import type { KeyMode, UsageKind, UsageStatus } from "../storage/schema.ts";
 import type { Executor } from "./executor.ts";
-import type { Micros } from "./money.ts";
+import type { Micros } from "../money.ts";
 import { UNIT_COLUMNS, type UnitValues, type UnitsView, unitsView } from "./usage-units.ts";
 
 /** One usage record (D29). Amounts in micro-USD, times in ms since the epoch. */

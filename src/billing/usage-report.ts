@@ -13,7 +13,7 @@ import { errors } from "../errors.ts";
 import type { KeyMode } from "../storage/schema.ts";
 import type { Executor } from "./executor.ts";
 import { type LedgerEntry, ledgerOfRequest } from "./ledger.repository.ts";
-import type { Micros } from "./money.ts";
+import type { Micros } from "../money.ts";
 import { type GroupBy, requestOfAccount, requestsPage, type RequestFilters, type UsageRecord, usageSums } from "./usage-report.repository.ts";
 import { noUnits, UNIT_COLUMNS, type UnitValues, type UnitsView, unitsView } from "./usage-units.ts";
 

@@ -6,7 +6,7 @@
 import { prepare } from "../storage/prepared.ts";
 import type { UsageRecordsTable, UsageStatus } from "../storage/schema.ts";
 import type { Executor } from "./executor.ts";
-import type { Micros } from "./money.ts";
+import type { Micros } from "../money.ts";
 import { UNIT_COLUMNS, type UnitValues, unitValueList } from "./usage-units.ts";
 
 /** A usage record as inserted: storage/schema.ts `UsageRecordsTable` with a new record's status and no settlement yet. */

@@ -12,7 +12,7 @@ import { newTimeOrderedId } from "../ids.ts";
 import type { KeyMode, UsageKind, UsageStatus } from "../storage/schema.ts";
 import type { Executor } from "./executor.ts";
 import type { KeySpend } from "./key-spend.ts";
-import type { Micros } from "./money.ts";
+import type { Micros } from "../money.ts";
 import { finishUsageRow, type UsageEndValues, usageIdOfJob, type UsageRow } from "./usage.repository.ts";
 import { noUnits, UNIT_COLUMNS, UNIT_OF_COLUMN, type Units, type UnitValues } from "./usage-units.ts";
 

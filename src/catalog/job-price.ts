@@ -3,7 +3,7 @@
  * one function for the quote a submit holds and for the amount the runner captures when the job
  * succeeds, so the two cannot drift apart.
  */
-import type { Micros } from "../billing/money.ts";
+import type { Micros } from "../money.ts";
 import { type ImageQuality, quoteImage, quoteImageAtMegapixels, quoteVideo } from "./quote.ts";
 import type { ImageModel, VideoModel } from "./types.ts";
 

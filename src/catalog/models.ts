@@ -7,7 +7,7 @@
  * Audio rows carry markup x1.00 (10_000 bp) so that `provider cost x markup` is the charged price; image
  * rows carry x1.35 (13_500 bp, spec "POST /v1/images/generations"; D18).
  */
-import { type Micros, usdToMicros } from "../billing/money.ts";
+import { type Micros, usdToMicros } from "../money.ts";
 import { deepFreeze } from "./freeze.ts";
 import type {
   AudioPool,

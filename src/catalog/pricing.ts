@@ -6,7 +6,7 @@
  * Pure functions over the catalog records; callers build each document once and cache the serialized
  * JSON. Amounts are computed in micro-USD and turned into JSON numbers of USD only here, at the output.
  */
-import { divRoundHalfUp, type Micros, microsToUsd } from "../billing/money.ts";
+import { divRoundHalfUp, type Micros, microsToUsd } from "../money.ts";
 import { MODELS } from "./models.ts";
 import { quoteRepresentative } from "./quote.ts";
 import { TIERS } from "./tiers.ts";

@@ -5,7 +5,7 @@
  * are assumed validated by the caller (lengths, ranges, allowed durations); these functions throw a plain
  * Error only for programmer misuse: a model of the wrong pricing mode, or a non-integer / negative count.
  */
-import { divRoundHalfUp, type Micros } from "../billing/money.ts";
+import { divRoundHalfUp, type Micros } from "../money.ts";
 import type {
   AudioTextModel,
   ImageModel,

@@ -8,7 +8,7 @@
  * computed exactly with BigInt and rounded half-up once, at the end (D7). Cached input costs exactly 10% of
  * the input price (spec "Billing rules" 4).
  */
-import { divRoundHalfUp, type Micros, usdToMicros } from "../billing/money.ts";
+import { divRoundHalfUp, type Micros, usdToMicros } from "../money.ts";
 
 /** What a text model can do; `/v1/models?capability=` filters on these. */
 export type TextCapability = "chat" | "tools" | "streaming" | "code" | "reasoning";

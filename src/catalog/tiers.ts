@@ -2,7 +2,7 @@
  * The rate-limit tier ladder (spec "Limits": tier matrix fields, tier-0 values and the text ladder; D12
  * for tiers 1 to 4). One row per tier, 0 to 4; `GET /v1/limits/tiers` and the limiters read these rows.
  */
-import { MICROS_PER_USD, type Micros } from "../billing/money.ts";
+import { MICROS_PER_USD, type Micros } from "../money.ts";
 import type { TierRow } from "./types.ts";
 
 /** Audio sub-pool caps in the spec's key order `host_1, host_2, alpha, beta, host_3` (D12). */

@@ -5,7 +5,7 @@
  * Amounts are integer micro-USD (`Micros`, D7). Markups are in basis points (10_000 = x1.00,
  * 13_500 = x1.35) so that `provider cost x markup` stays exact integer arithmetic.
  */
-import type { Micros } from "../billing/money.ts";
+import type { Micros } from "../money.ts";
 
 export type Modality = "audio" | "image" | "video" | "text";
 

@@ -6,7 +6,7 @@
  */
 import type { Static } from "typebox";
 import { type Executor, type LedgerEntry, listLedger } from "../billing/ledger.ts";
-import { microsToUsd } from "../billing/money.ts";
+import { microsToUsd } from "../money.ts";
 import { DEFAULT_USAGE_WINDOW_MS, isTimeZone, listRequests, parseTimeBound, summarizeUsage, type UsageRecord } from "../billing/usage-report.ts";
 import { errors } from "../errors.ts";
 import type { PAGE_QUERY } from "./schemas/common.ts";

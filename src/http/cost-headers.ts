@@ -4,7 +4,7 @@
  * seconds rounded to milliseconds, the fallback pair only when a substitute served the call.
  */
 import type { FastifyReply } from "fastify";
-import { formatUsd, type Micros } from "../billing/money.ts";
+import { formatUsd, type Micros } from "../money.ts";
 
 /** What a paid call reports in headers. Amounts in micro-USD; omitted fields set no header. */
 export interface CostHeaderFields {

@@ -5,7 +5,7 @@
  */
 import type { Kysely } from "kysely";
 import { inTransaction } from "../billing/ledger.ts";
-import { type Micros, usdToMicros } from "../billing/money.ts";
+import { type Micros, usdToMicros } from "../money.ts";
 import { settleCapture } from "../billing/paid-call.ts";
 import { type JobDelivery, jobPrice, type PricedJob } from "../catalog/job-price.ts";
 import { getModelOf } from "../catalog/models.ts";

@@ -3,7 +3,7 @@
  * Only succeeded jobs with a stored output are shown; another account's job is "not found" (invariant 5).
  */
 import type { Executor } from "../billing/ledger.ts";
-import { microsToUsd } from "../billing/money.ts";
+import { microsToUsd } from "../money.ts";
 import { AppError } from "../errors.ts";
 import { galleryRows, type OutputRow, sharedOutputRow } from "./outputs.repository.ts";
 

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { type Executor, inTransaction } from "../billing/ledger.ts";
 import { holdOrRefuse } from "../billing/paid-call.ts";
-import { formatUsd } from "../billing/money.ts";
+import { formatUsd } from "../money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
 import { TIERS } from "../catalog/tiers.ts";
 import { AppError, errors } from "../errors.ts";

@@ -3,7 +3,7 @@
  * /v1/images/generations", "POST /v1/videos/generations"; D2, D14, D19, D24). Produces the normalized
  * request the runner hands to the adapter, and the hold in micro-USD.
  */
-import type { Micros } from "../billing/money.ts";
+import type { Micros } from "../money.ts";
 import { getModelOf } from "../catalog/models.ts";
 import { jobPrice } from "../catalog/job-price.ts";
 import type { ImageQuality } from "../catalog/quote.ts";

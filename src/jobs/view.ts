@@ -4,7 +4,7 @@
  * when the caller has them, its effective limits).
  */
 import type { Executor } from "../billing/ledger.ts";
-import { microsToUsd } from "../billing/money.ts";
+import { microsToUsd } from "../money.ts";
 import { effectiveLimits } from "../accounts/limits.ts";
 import { type EffectiveLimits, mediaCaps } from "../limits/effective.ts";
 import type { JobsTable } from "../storage/schema.ts";

@@ -7,7 +7,7 @@
  */
 import type { Executor } from "../billing/ledger.ts";
 import type { HoldRequest, OnInsufficient, PaidCalls } from "../billing/paid-call.ts";
-import { formatUsd, type Micros } from "../billing/money.ts";
+import { formatUsd, type Micros } from "../money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
 import { getTextModel, quoteTextCall, type TextModel } from "../catalog/text-models.ts";
 import { AppError, errors } from "../errors.ts";

@@ -5,7 +5,7 @@
  */
 import type { ExpressionBuilder, Kysely, Transaction } from "kysely";
 import type { Executor } from "../billing/ledger.ts";
-import type { Micros } from "../billing/money.ts";
+import type { Micros } from "../money.ts";
 import type { Database } from "../storage/schema.ts";
 
 /**

@@ -15,7 +15,7 @@
 import type { Kysely } from "kysely";
 import type { Executor } from "../billing/ledger.ts";
 import { inTransaction } from "../billing/ledger.ts";
-import { type Micros, microsToUsd, usdToMicros } from "../billing/money.ts";
+import { type Micros, microsToUsd, usdToMicros } from "../money.ts";
 import { errors } from "../errors.ts";
 import type { Database } from "../storage/schema.ts";
 import { accountsAlertDue, alertState, alertThreshold, moveAlertState, setAlertThreshold } from "./balance-alerts.repository.ts";

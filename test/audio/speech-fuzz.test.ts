@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
-import { usdToMicros } from "../../src/billing/money.ts";
+import { usdToMicros } from "../../src/money.ts";
 import { DEMO_ALPHA_VOICE_ID, DEMO_BETA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 

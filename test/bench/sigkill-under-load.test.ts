@@ -20,7 +20,7 @@ import { after, describe, test } from "node:test";
 import { sql } from "kysely";
 import { checkInvariants } from "../../bench/invariants.ts";
 import { ADMIN_TOKEN, benchUser } from "../../bench/lib.ts";
-import { usdToMicros } from "../../src/billing/money.ts";
+import { usdToMicros } from "../../src/money.ts";
 import { openDatabase } from "../../src/storage/db.ts";
 import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
 import { BACKENDS, createTempDatabase, type TempDatabase } from "../helpers/backends.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { divRoundHalfUp, formatUsd, microsToUsd, roundToStep, usdToMicros } from "../../src/billing/money.ts";
+import { divRoundHalfUp, formatUsd, microsToUsd, roundToStep, usdToMicros } from "../../src/money.ts";
 
 test("usdToMicros reads decimal text exactly", () => {
   assert.equal(usdToMicros(0.1), 100_000);

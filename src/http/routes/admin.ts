@@ -12,7 +12,7 @@ import {
   setLimitsOverride,
   setTierOverride,
 } from "../../accounts/admin.ts";
-import { microsToUsd } from "../../billing/money.ts";
+import { microsToUsd } from "../../money.ts";
 import { revenueReport, type RevenueRow } from "../../billing/revenue.ts";
 import type { Services } from "../../services.ts";
 import { ledgerPage, requestsPage, summaryOptions, usageSummary } from "../account-views.ts";

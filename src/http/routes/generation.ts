@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { AudioOutcome } from "../../audio/generate.ts";
 import { createMusic } from "../../audio/music.ts";
 import { createSfx } from "../../audio/sfx.ts";
-import { microsToUsd } from "../../billing/money.ts";
+import { microsToUsd } from "../../money.ts";
 import { blobUrl } from "../../jobs/outputs.ts";
 import type { Services } from "../../services.ts";
 import { principalOf } from "../auth.ts";

@@ -4,7 +4,7 @@
  * model or by key). API key or session token; an account sees only its own records, test-mode records
  * (D32) only with `mode=test`.
  */
-import { microsToUsd } from "../../billing/money.ts";
+import { microsToUsd } from "../../money.ts";
 import { getRequest, summarizeUsage, UNIT_NAMES } from "../../billing/usage-report.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../types.ts";

@@ -5,7 +5,7 @@
 import multipart from "@fastify/multipart";
 import { cloneVoice, MAX_REFERENCE_BYTES, type VoiceCloneForm } from "../../audio/voice-clone.ts";
 import { designVoice } from "../../audio/voice-design.ts";
-import { microsToUsd } from "../../billing/money.ts";
+import { microsToUsd } from "../../money.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import { principalOf } from "../auth.ts";

@@ -2,7 +2,7 @@
  * Route schemas of the account endpoints (spec "Authentication", D2, D8, D21).
  */
 import { SIGNUP_CREDIT_MICROS } from "../../accounts/registration.ts";
-import { formatUsd } from "../../billing/money.ts";
+import { formatUsd } from "../../money.ts";
 import { arr, AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, num, obj, ok, oneOf, ref, route, str, usd } from "./common.ts";
 
 const KEY_MODE = oneOf(["live", "test"], "`live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none (D32).");

@@ -13,7 +13,7 @@
  * the field.
  */
 import type { FastifySchema } from "fastify";
-import { formatUsd } from "../../billing/money.ts";
+import { formatUsd } from "../../money.ts";
 import { getModel } from "../../catalog/models.ts";
 import { HTTPS_URL, IDEMPOTENCY, modelsWith, PARAMETERS } from "../../contracts/common.ts";
 import { arr, binary, bool, coded, int, isoTime, nullable, num, obj, type ObjProperties, oneOf, queryInt, ref, type Schema, type SchemaOptions, str, typed, usd } from "../../contracts/schema.ts";
