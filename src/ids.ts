@@ -1,6 +1,6 @@
 /**
  * Random public identifiers: a prefix plus 128 bits of randomness, URL-safe and easy to double-click
- * (letters and digits only). Unguessable (design.md invariant 5).
+ * (letters and digits only). Unguessable (docs/architecture.md invariant 5).
  */
 import { randomFillSync } from "node:crypto";
 

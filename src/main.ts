@@ -70,7 +70,7 @@ async function serve(): Promise<void> {
   flushCompileCache();
 }
 
-/** `npm run worker`: the job runner and sweep only, no HTTP (design.md "job dispatch"). */
+/** `npm run worker`: the job runner and sweep only, no HTTP (docs/architecture.md "job dispatch"). */
 async function worker(): Promise<void> {
   const config = loadConfig();
   const services = await startServices(config);

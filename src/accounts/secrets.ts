@@ -1,6 +1,6 @@
 /**
  * Secrets: password hashing (scrypt, node:crypto) and API key / session token generation and hashing.
- * Only hashes are stored (D8); comparisons run in constant time (style.md, as hono's bearer-auth).
+ * Only hashes are stored (D8); comparisons run in constant time (as hono's bearer-auth).
  */
 import { createHash, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 

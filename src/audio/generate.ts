@@ -1,6 +1,6 @@
 /**
  * The paid flow shared by music and sound effects: hold the quote, call the upstream, optionally store
- * the output as a job (`save_to_blob`), capture. Any failure after the hold releases it (design.md
+ * the output as a job (`save_to_blob`), capture. Any failure after the hold releases it (docs/architecture.md
  * invariant 4): upstream errors answer 502 `provider_error`, storage errors 500 `storage_error`.
  */
 import type { Executor } from "../billing/ledger.ts";

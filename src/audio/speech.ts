@@ -3,7 +3,7 @@
  *
  * Validate (model, input, voice, format, settings) -> voice/model compatibility and ownership ->
  * quote (catalog) -> hold -> upstream -> capture. Any failure after the hold releases it, so the balance
- * is exactly as before (design.md invariant 4); the caller gets 502 `provider_error`.
+ * is exactly as before (docs/architecture.md invariant 4); the caller gets 502 `provider_error`.
  */
 import type { Executor } from "../billing/ledger.ts";
 import { callUpstream, type PaidCalls } from "../billing/paid-call.ts";

@@ -12,7 +12,7 @@
  * requests of this turn join it) or for the lane's statement in flight; then the lane takes up to
  * {@link LEDGER_BATCH_MAX} queued calls. A lone call runs the single statement of billing/ledger-pg.repository.ts.
  *
- * Each call's result is the one it would get alone in queue order (the money invariants of design.md):
+ * Each call's result is the one it would get alone in queue order (the money invariants of docs/architecture.md):
  * - holds of one account are applied in queue order; the longest prefix whose running sum the balance
  *   covers is placed; the next one does not fit after the holds placed before it, so it is refused, and
  *   so is every following one larger than what remains, up to the first one that would fit: that one and

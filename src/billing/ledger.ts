@@ -1,5 +1,5 @@
 /**
- * The ledger: the only writer of `ledger_entries`, `holds` and account balances (design.md).
+ * The ledger: the only writer of `ledger_entries`, `holds` and account balances (docs/architecture.md).
  *
  * Every change of a balance is one UPDATE guarded by `balance_micros >= amount` (so concurrent callers
  * can never overdraw: the row lock on PostgreSQL and the single writer on SQLite serialize them) and one
@@ -369,7 +369,7 @@ export async function credit(
 
 /**
  * Releases synchronous-call holds (no job) still open after `olderThanMs`: the process that placed them
- * died between hold and capture (design.md invariant 4). Job holds are the job sweep's. Returns how many
+ * died between hold and capture (docs/architecture.md invariant 4). Job holds are the job sweep's. Returns how many
  * were released.
  */
 export async function releaseStaleHolds(db: Kysely<Database>, olderThanMs: number): Promise<number> {

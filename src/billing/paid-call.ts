@@ -1,5 +1,5 @@
 /**
- * The paid-call flow (design.md "one paid-call flow"; invariants 2 and 4; D17): hold the quote, call the
+ * The paid-call flow (docs/architecture.md "one paid-call flow"; invariants 2 and 4; D17): hold the quote, call the
  * upstream, then capture the final amount or release the hold. Every service that charges money goes
  * through this file; only the ledger below it writes rows.
  *
@@ -360,7 +360,7 @@ export class PaidCalls {
    * passed: a shutdown runs it after the HTTP server stopped taking requests and before the database
    * closes. A call whose caller already hung up still runs to its capture or release, and the server's own
    * close does not wait for it (its connection is gone). A hold still open at the deadline is left to the
-   * sweep of orphaned holds (design.md invariant 4).
+   * sweep of orphaned holds (docs/architecture.md invariant 4).
    * @returns how many holds were still open at the deadline (0 when all settled).
    */
   async drain(timeoutMs: number): Promise<number> {
@@ -430,7 +430,7 @@ export class PaidCalls {
 
 /**
  * Releases or refunds after a failure. A database error here is swallowed so the call's own error is
- * what the caller sees: the hold stays open and the sweep releases it (design.md invariant 4).
+ * what the caller sees: the hold stays open and the sweep releases it (docs/architecture.md invariant 4).
  */
 async function giveBack(hold: PaidHold): Promise<void> {
   try {

@@ -3,7 +3,7 @@
  * charged, per model and day, next to what the upstreams cost for the same calls.
  *
  * **Revenue** is read from the usage log (D29): the `cost_micros` of every live record, which the ledger
- * wrote in the same transaction (design.md invariant 9), so over a period the revenue equals the ledger's
+ * wrote in the same transaction (docs/architecture.md invariant 9), so over a period the revenue equals the ledger's
  * charges less its refunds. Test-mode records (D32) move no money and are left out. A call counts on the day
  * (in `tz`) it placed its hold, as in `GET /v1/usage`, and the days come from 15-minute UTC buckets the same
  * way (usage-report.ts).

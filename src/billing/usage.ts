@@ -3,7 +3,7 @@
  *
  * A record is inserted with the call's hold (status `processing` for a synchronous call, `pending` for a
  * job) and finished in the transaction that captures, releases or refunds it, so for every call the
- * record's `cost_micros` is exactly what the ledger charged (design.md invariant 9). A test-mode call
+ * record's `cost_micros` is exactly what the ledger charged (docs/architecture.md invariant 9). A test-mode call
  * (D32) writes the same record with no hold and no ledger entry. This module holds the record's shapes
  * and its portable writes; the PostgreSQL single-statement hold and capture write it inside their own
  * statement (billing/ledger-pg.repository.ts).

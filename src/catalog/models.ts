@@ -1,5 +1,5 @@
 /**
- * The model catalog: one {@link ModelRecord} per model the gateway serves (design.md, "one catalog drives
+ * The model catalog: one {@link ModelRecord} per model the gateway serves (docs/architecture.md, "one catalog drives
  * everything"). Validation, quotes, holds, `/v1/pricing`, audio pools and adapter selection all read these
  * records, so every price and limit of the spec is written exactly once, here.
  *

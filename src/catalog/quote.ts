@@ -1,5 +1,5 @@
 /**
- * The price of one call in integer micro-USD, read only from the model's catalog record (design.md; D7).
+ * The price of one call in integer micro-USD, read only from the model's catalog record (docs/architecture.md; D7).
  *
  * Every function does exact integer (BigInt) arithmetic and rounds half-up once, at the end (D7). Inputs
  * are assumed validated by the caller (lengths, ranges, allowed durations); these functions throw a plain

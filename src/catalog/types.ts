@@ -1,6 +1,6 @@
 /**
  * Types of the model catalog: the single record per model that validation, quoting, holds,
- * `/v1/pricing`, audio pools and adapter selection all read (design.md, "one catalog drives everything").
+ * `/v1/pricing`, audio pools and adapter selection all read (docs/architecture.md, "one catalog drives everything").
  *
  * Amounts are integer micro-USD (`Micros`, D7). Markups are in basis points (10_000 = x1.00,
  * 13_500 = x1.35) so that `provider cost x markup` stays exact integer arithmetic.

@@ -65,7 +65,7 @@ export const coded = <S extends Schema>(schema: S, code: string | Record<string,
     "x-error-code": code,
     ...(message ? { "x-error-message": message } : {}),
   }) as S;
-/** A query-string integer: query values arrive as text (no coercion, D-app), so the digits are checked. */
+/** A query-string integer: query values arrive as text (no type coercion: `buildApp` in http/app.ts), so the digits are checked. */
 export const queryInt = (description: string, pattern: string, message: string, extra: SchemaOptions = {}): TString =>
   str(description, { pattern, maxLength: 10, "x-error-message": message, ...extra });
 

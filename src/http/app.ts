@@ -1,5 +1,5 @@
 /**
- * The Fastify application (design.md "http/"): built separately from `listen()` so tests drive it on
+ * The Fastify application (docs/architecture.md "http/"): built separately from `listen()` so tests drive it on
  * loopback. Routes are grouped by who may call them: public, API key (or session) and operator.
  */
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";

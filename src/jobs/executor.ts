@@ -1,5 +1,5 @@
 /**
- * Running one claimed job (design.md "Asynchronous jobs"; D3, D25, D27, D28, D30): on the simulator when
+ * Running one claimed job (docs/architecture.md "Asynchronous jobs"; D3, D25, D27, D28, D30): on the simulator when
  * its family has no configured source (or it is a test-mode job, D32), else on its real sources with
  * failover and a durable upstream handle (durable.ts); then its delivery (delivery.ts), or its end without
  * a charge: failed, given up (timeout), or handed back as `pending` when the runner stops.

@@ -1,5 +1,5 @@
 /**
- * Rehosting a job's outputs (design.md "Asynchronous jobs"; D25): every output the adapter returned,
+ * Rehosting a job's outputs (docs/architecture.md "Asynchronous jobs"; D25): every output the adapter returned,
  * bytes or an upstream URL, is stored in the gateway's blob store, so a job's `output.url` never points at
  * the upstream. URLs on a source's own hosts are fetched directly; any other URL through the SSRF-safe
  * fetch (safe-fetch in production).

@@ -1,5 +1,5 @@
 /**
- * The job runner (design.md "Asynchronous jobs"; spec "GET /v1/jobs/{id}"; D3): claims pending image and
+ * The job runner (docs/architecture.md "Asynchronous jobs"; spec "GET /v1/jobs/{id}"; D3): claims pending image and
  * video jobs within each account's concurrency cap, calls the adapter, rehosts the outputs in blob
  * storage and then, in one transaction, marks the job `succeeded` and captures the final amount
  * (releasing the rest). Every other end releases the whole hold.

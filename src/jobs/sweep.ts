@@ -57,7 +57,7 @@ export async function endJobWithoutCharge(
 
 /**
  * One sweep pass; returns how many jobs it refunded and expired, how many orphaned synchronous holds it
- * released (design.md invariant 4: a process killed between hold and capture), and the upstream handles
+ * released (docs/architecture.md invariant 4: a process killed between hold and capture), and the upstream handles
  * of refunded jobs, which the caller asks their sources to cancel (D28). Each end is announced on
  * `changes`, the gateway's job feed (default: the process-wide feed, until every caller passes its own).
  */

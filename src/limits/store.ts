@@ -1,5 +1,5 @@
 /**
- * Where request windows and concurrency pools live (design.md "limits/"): in this process by default,
+ * Where request windows and concurrency pools live (docs/architecture.md "limits/"): in this process by default,
  * or in Redis (`REDIS_URL`) so that every gateway and worker process shares them.
  *
  * - Windows (RPM, per-model RPM, TPM) are fixed one-minute windows kept by rate-limiter-flexible

@@ -1,5 +1,5 @@
 /**
- * Blob storage for generated outputs (design.md "storage/": blobs on disk by default, S3 at scale): the
+ * Blob storage for generated outputs (docs/architecture.md "storage/": blobs on disk by default, S3 at scale): the
  * {@link BlobStore} interface, its types and the key rules every store checks. The stores are
  * disk-blobs.ts and s3-blobs.ts; blobs.ts opens the one `STORAGE_URL` names. This module imports no
  * other local module.

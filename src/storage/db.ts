@@ -1,6 +1,6 @@
 /**
  * The database: Kysely over SQLite (`node:sqlite`, the embedded default) or PostgreSQL (`pg`), chosen
- * by `DATABASE_URL` (D11). Only this folder knows SQL dialects (design.md).
+ * by `DATABASE_URL` (D11). Only this folder knows SQL dialects (docs/architecture.md).
  */
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";

@@ -1,5 +1,5 @@
 /**
- * Claiming pending jobs for a runner (design.md "job dispatch"). On PostgreSQL candidates are locked with
+ * Claiming pending jobs for a runner (docs/architecture.md "job dispatch"). On PostgreSQL candidates are locked with
  * `FOR UPDATE SKIP LOCKED` (several workers never wait on, or take, the same rows) and the owners' account
  * rows are locked before their running jobs are counted, so a per-account concurrency cap holds across
  * workers. On SQLite the claim runs in one `BEGIN IMMEDIATE` transaction, which serializes claimers.

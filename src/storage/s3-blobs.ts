@@ -1,5 +1,5 @@
 /**
- * Blob storage in an S3-compatible bucket (design.md "storage/": S3 at scale), selected by
+ * Blob storage in an S3-compatible bucket (docs/architecture.md "storage/": S3 at scale), selected by
  * `STORAGE_URL=s3://bucket/prefix` (decision D11). Blob key `audio/job_abc.mp3` is the object
  * `<prefix>/audio/job_abc.mp3` of the bucket. The key rules are those of blob-store.ts.
  *

@@ -1,5 +1,5 @@
 /**
- * Table types of the gateway's database, one place for all of them (design.md "storage/").
+ * Table types of the gateway's database, one place for all of them (docs/architecture.md "storage/").
  * Amount columns are integer micro-USD; `*_at` columns are Unix epoch milliseconds (integers), which
  * compare and sort the same on SQLite and PostgreSQL.
  */
@@ -97,7 +97,7 @@ export interface LedgerEntriesTable {
   created_at: number;
 }
 
-/** Hold states: a hold is captured or released exactly once (design.md invariant 2). */
+/** Hold states: a hold is captured or released exactly once (docs/architecture.md invariant 2). */
 export type HoldStatus = "open" | "captured" | "released";
 
 export interface HoldsTable {

@@ -3,7 +3,7 @@
  * (Anthropic format): resolve the model (aliases), count input tokens, check the token limits of the
  * tier (TPM, `max_single_request`), hold `input + max_tokens` at the model's prices, call the upstream
  * (with fallback), then capture the actual usage (cached input at 10 %) and release the rest.
- * Any failure after the hold releases it (design.md invariant 4).
+ * Any failure after the hold releases it (docs/architecture.md invariant 4).
  */
 import type { Executor } from "../billing/ledger.ts";
 import type { HoldRequest, OnInsufficient, PaidCalls } from "../billing/paid-call.ts";

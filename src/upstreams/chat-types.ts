@@ -2,7 +2,7 @@
  * The chat adapter interface and the gateway's internal chat representation (issue "Text and audio
  * understanding"): the OpenAI chat-completions shape, which the OpenAI-compatible upstreams speak natively
  * and which `/v1/messages` (Anthropic format) is converted to and from. It lives with the other adapter
- * interfaces (design.md "upstreams/"), so adapters never import the text services. Adapters know nothing
+ * interfaces (docs/architecture.md "upstreams/"), so adapters never import the text services. Adapters know nothing
  * about money.
  */
 import type { SimulateMode } from "./types.ts";

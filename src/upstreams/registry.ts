@@ -1,5 +1,5 @@
 /**
- * The registry of real upstream sources (design.md "Real upstreams", D25, D27): one {@link SourceState}
+ * The registry of real upstream sources (docs/architecture.md "Real upstreams", D25, D27): one {@link SourceState}
  * per configured source, holding its circuit, its concurrency gate and its call statistics.
  *
  * - Circuit (D27, cockatiel's circuit breaker): opens after 5 consecutive retryable failures of calls

@@ -1,5 +1,5 @@
 /**
- * The adapter interface between the gateway and its upstream providers (design.md "upstreams/").
+ * The adapter interface between the gateway and its upstream providers (docs/architecture.md "upstreams/").
  *
  * Adapters know nothing about money, accounts or HTTP requests of the caller: they take a validated
  * request and return media (bytes, or a stream of bytes) or throw {@link UpstreamError}.

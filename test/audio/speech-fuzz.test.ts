@@ -1,6 +1,6 @@
 /**
  * Property-based: generated bodies thrown at the speech endpoint never produce a 5xx, and a 4xx never
- * charges anything; a 200 charges exactly its X-Svc-Cost-USD (DEVELOPERS.md "Bad input", design.md 6).
+ * charges anything; a 200 charges exactly its X-Svc-Cost-USD (DEVELOPERS.md "Bad input", docs/architecture.md 6).
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";

@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL ledger batcher (billing/ledger-pg-batch.ts, issue 14): holds, captures and releases made
  * at the same moment share one statement, and each call still gets exactly the result it would get alone
- * in call order; the money invariants (design.md 1, 2, 9) hold after every batch.
+ * in call order; the money invariants (docs/architecture.md 1, 2, 9) hold after every batch.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";

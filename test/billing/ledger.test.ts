@@ -1,5 +1,5 @@
 /**
- * Ledger invariants (design.md 1, 2, 4) on both databases: balance never negative and always the
+ * Ledger invariants (docs/architecture.md 1, 2, 4) on both databases: balance never negative and always the
  * ledger sum, holds settled exactly once, concurrent holds never overdraw.
  */
 import assert from "node:assert/strict";

@@ -45,7 +45,7 @@ async function deposits(gw: TestGateway, accountId: string): Promise<{ amount_mi
   return rows.map((r) => ({ amount_micros: Number(r.amount_micros), reference: r.reference }));
 }
 
-/** Balance is never negative and equals the ledger sum (design.md invariant 1). */
+/** Balance is never negative and equals the ledger sum (docs/architecture.md invariant 1). */
 async function assertBalanced(gw: TestGateway, accountId: string): Promise<number> {
   const db = gw.services.db.kysely;
   const balance = await getBalance(db, accountId);

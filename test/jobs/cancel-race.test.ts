@@ -1,5 +1,5 @@
 /**
- * A cancel racing a job's success ends in exactly one of them (D30; design.md invariants 1 and 2), on both
+ * A cancel racing a job's success ends in exactly one of them (D30; docs/architecture.md invariants 1 and 2), on both
  * databases: many jobs are each ended by their upstream and canceled by their owner at nearly the same
  * moment, several races at once. The cancels land from 5 ms before the upstream delivers to a little after
  * the time a delivery takes to commit on this machine (measured first, as load varies), so they hit every

@@ -1,5 +1,5 @@
 /**
- * The module graph of design.md, as enforced by `npm run lint` (eslint.config.js, eslint-plugin-boundaries):
+ * The module graph of docs/architecture.md, as enforced by `npm run lint` (eslint.config.js, eslint-plugin-boundaries):
  * deliberately forbidden imports in files placed inside src/ are reported, allowed ones are not, and the
  * real tree is clean.
  *

@@ -1,5 +1,5 @@
 /**
- * The HTTP base of the Black Forest Labs adapter (style.md: one folder per upstream; `api.ts` holds the
+ * The HTTP base of the Black Forest Labs adapter (docs/architecture.md, "How to add": one folder per upstream; `api.ts` holds the
  * base URL, the key header, the hosts and the failure mapping, `tasks.ts` speaks the task protocol,
  * `models.ts` maps our models, `source.ts` puts them together). The protocol-independent part is the
  * shared keyed base of `../keyed-http.ts`.

@@ -1,5 +1,5 @@
 /**
- * The HTTP base of the ElevenLabs adapter (style.md: one folder per upstream; `api.ts` holds the base
+ * The HTTP base of the ElevenLabs adapter (docs/architecture.md, "How to add": one folder per upstream; `api.ts` holds the base
  * URL, the key header and the failure mapping, `speech.ts`, `music.ts` and `voices.ts` speak one
  * capability each, `models.ts` maps our models, `source.ts` puts them together). The
  * protocol-independent part (pool, timeouts, host check, reading answers, redaction) is the shared keyed

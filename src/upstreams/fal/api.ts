@@ -1,5 +1,5 @@
 /**
- * The HTTP base of the fal queue adapter (style.md: one folder per upstream, `api.ts` with base URL,
+ * The HTTP base of the fal queue adapter (docs/architecture.md, "How to add": one folder per upstream, `api.ts` with base URL,
  * headers and the failure mapping; `queue.ts` speaks the queue protocol, `models.ts` maps our models,
  * `source.ts` puts them together). The protocol-independent part (pool, timeouts, host check, reading
  * answers, redaction) is the shared keyed base of `../keyed-http.ts`; this file adds fal's header, hosts

@@ -1,5 +1,5 @@
 /**
- * fal's queue protocol, and nothing else (style.md: "a queue client that only speaks the protocol"):
+ * fal's queue protocol, and nothing else (docs/architecture.md, "How to add": "a queue client that only speaks the protocol"):
  * submit, status, result, cancel, as fal-ai/fal-js `libs/client/src/queue.ts` and `request.ts` do them.
  *
  * | call | request | answer |

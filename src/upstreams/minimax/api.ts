@@ -1,5 +1,5 @@
 /**
- * The HTTP base of the MiniMax adapter (style.md: one folder per upstream; `api.ts` holds the base URL,
+ * The HTTP base of the MiniMax adapter (docs/architecture.md, "How to add": one folder per upstream; `api.ts` holds the base URL,
  * the key header and the failure mapping; `speech.ts`, `music.ts`, `voices.ts` and `video.ts` speak one
  * capability each; `source.ts` and `video-source.ts` put them together). The protocol-independent part
  * (pool, timeouts, host check, reading answers, redaction) is the shared keyed base of `../keyed-http.ts`.

@@ -1,5 +1,5 @@
 /**
- * The shared base of every OpenAI-compatible upstream (style.md: one folder per upstream, `api.ts` with
+ * The shared base of every OpenAI-compatible upstream (docs/architecture.md, "How to add": one folder per upstream, `api.ts` with
  * base URL, headers and endpoints; one file per capability). A concrete provider that speaks the OpenAI
  * wire format is just an {@link OpenAICompatibleConfig} (its base URL and key); capabilities such as
  * `chat.ts` build on {@link OpenAICompatibleApi}.

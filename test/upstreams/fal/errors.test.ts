@@ -1,7 +1,7 @@
 /**
  * Failure mapping of the fal adapter: every class of failure on a submit mapped to a retryable or
  * non-retryable {@link FalError}, the caller's abort, the host check that runs before the key is sent
- * (D25), and no key in any message (design.md invariant 8).
+ * (D25), and no key in any message (docs/architecture.md invariant 8).
  */
 import { startRecorder } from "../../helpers/recorder.ts";
 import { callerAbortTest, connectionRefusedTest } from "../transport-failures.ts";

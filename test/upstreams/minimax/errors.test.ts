@@ -2,7 +2,7 @@
  * Failure mapping of the MiniMax adapter: every `base_resp` code class (retryable, content, voice gone,
  * refused), HTTP failures, malformed answers, timeouts and network errors on the fake and on loopback
  * servers; the caller's abort; the host check before the key is sent (D25); bad configuration; and no
- * key in any message (design.md invariant 8).
+ * key in any message (docs/architecture.md invariant 8).
  */
 import { startRecorder } from "../../helpers/recorder.ts";
 import { connectionRefusedTest } from "../transport-failures.ts";
