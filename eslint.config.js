@@ -1,11 +1,11 @@
 // Lint: typescript-eslint with type information (floating promises need it), strict on `any`, and the
-// module graph of design.md ("Layout": the layering of src/) enforced by eslint-plugin-boundaries.
+// module graph of docs/architecture.md ("Layout": the layering of src/) enforced by eslint-plugin-boundaries.
 import js from "@eslint/js";
 import boundaries from "eslint-plugin-boundaries";
 import reactHooks from "eslint-plugin-react-hooks";
 import tseslint from "typescript-eslint";
 
-// The layers of src/, lowest first: design.md's "Layout" and the rules under it, read as an order. A module
+// The layers of src/, lowest first: docs/architecture.md's "Layout" and the rules under it, read as an order. A module
 // may import its own layer and the layers below it, never one above; so no two top-level folders can
 // import each other, and adding a folder means choosing its place here.
 // - base: the leaf modules (money.ts, errors.ts, ids.ts, metrics.ts, config.ts, memory.ts), which may import only

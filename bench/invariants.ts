@@ -1,5 +1,5 @@
 /**
- * The money invariants of design.md, checked on a benchmark's database once its gateway has stopped
+ * The money invariants of docs/architecture.md, checked on a benchmark's database once its gateway has stopped
  * (issue "Fast on the scale path" point 3: no correctness traded for speed):
  * - every account's balance equals the sum of its ledger entries (invariant 1);
  * - no hold is left open (invariant 2: every call and job settled);

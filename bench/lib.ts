@@ -150,7 +150,7 @@ export async function startGatewayProcess(
     async stop() {
       await spawned.stop();
       try {
-        // Every run ends with the money invariants checked on what it left (design.md 1, 2 and 9).
+        // Every run ends with the money invariants checked on what it left (docs/architecture.md 1, 2 and 9).
         const report = await checkInvariants(databaseUrl);
         if (report.problems.length > 0) throw new Error(`invariants broken on ${backend}:\n${report.problems.slice(0, 20).join("\n")}`);
         console.log(`invariants on ${backend}: hold for ${report.accounts} accounts (balance == ledger sum, no open hold, usage == ledger charges)`);
