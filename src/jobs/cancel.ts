@@ -16,7 +16,7 @@ import type { Kysely } from "kysely";
 import { errors } from "../errors.ts";
 import type { Database } from "../storage/schema.ts";
 import type { UpstreamHandle } from "../upstreams/types.ts";
-import { type JobChangeFeed, sharedJobChanges } from "./changes.ts";
+import type { JobChangeFeed } from "./changes.ts";
 import type { SourceSlot } from "./durable.ts";
 import { getJob, type JobOwner, type JobView, TERMINAL_STATUSES } from "./jobs.ts";
 import { jobStatusOf, upstreamHandleOf } from "./jobs.repository.ts";
@@ -30,8 +30,8 @@ export interface CancelDeps {
   /** The configured job source named `name` (D25), to withdraw the upstream request; absent: none configured. */
   sourceNamed?: (name: string) => SourceSlot | undefined;
   log: { warn(obj: object, msg?: string): void };
-  /** The gateway's job feed (changes.ts), told of the cancel; absent: the process-wide `sharedJobChanges`. */
-  changes?: JobChangeFeed;
+  /** The gateway's job feed (changes.ts), told of the cancel. */
+  changes: JobChangeFeed;
 }
 
 /** How long the answer waits for the source to acknowledge the upstream cancel, ms (best effort). */
@@ -64,7 +64,7 @@ export async function cancelJob(deps: CancelDeps, owner: string | JobOwner, jobI
     const ended = await endJobWithoutCharge(
       db,
       { id: jobId, from: status, to: "failed", code: "canceled", message: "The job was canceled by its owner; the hold was released." },
-      deps.changes ?? sharedJobChanges,
+      deps.changes,
     );
     if (!ended) continue; // it changed meanwhile (started, or ended): look again
     const handle = await upstreamHandleOf(db, jobId);

@@ -7,7 +7,7 @@
  *
  * One feed per gateway: an instance ({@link createJobChangeFeed}) that the gateway's services create once
  * and hand to its runner, its sweep, its cancels and its watchers, so two gateways in one process never
- * hear each other's changes. {@link sharedJobChanges} is the feed of whoever does not pass one yet.
+ * hear each other's changes.
  */
 import { EventEmitter } from "node:events";
 
@@ -61,10 +61,3 @@ export class JobChangeFeed {
 export function createJobChangeFeed(): JobChangeFeed {
   return new JobChangeFeed();
 }
-
-/**
- * The feed used where none is passed (`RunnerDeps.changes`, `WatchDeps.changes`, `CancelDeps.changes`,
- * `sweepJobs`): one for the process, as before the feed was an instance. Interim: once `services.ts`
- * creates the gateway's feed and passes it to all of them, nothing uses this one.
- */
-export const sharedJobChanges: JobChangeFeed = createJobChangeFeed();

@@ -47,11 +47,8 @@ export interface RunnerDeps {
   fetchOutput: OutputFetcher;
   sweep: SweepConfig;
   log: RunnerLog;
-  /**
-   * The gateway's job feed (changes.ts, D30), which its watchers and cancels share; absent: the runner
-   * uses the process-wide `sharedJobChanges` (until services.ts passes its own).
-   */
-  changes?: JobChangeFeed;
+  /** The gateway's job feed (changes.ts, D30), which its watchers and cancels share. */
+  changes: JobChangeFeed;
 }
 
 /** What running a job needs of its runner. */

@@ -23,7 +23,7 @@ import { newId } from "../ids.ts";
 import { limitsOf } from "../accounts/limits.ts";
 import { mediaCaps } from "../limits/effective.ts";
 import { type AccountLimitsRow, type ClaimedJob, claimJobs, type ConcurrencyCaps, DEFAULT_LEASE_MS } from "../storage/job-queue.ts";
-import { type JobChangeFeed, sharedJobChanges } from "./changes.ts";
+import type { JobChangeFeed } from "./changes.ts";
 import { DEFAULT_POLL_TIMING, type PollTiming } from "./durable.ts";
 import { type ExecutionContext, executeJob, LostError, type RunnerDeps, StopError } from "./executor.ts";
 import type { JobStarter } from "./submit.ts";
@@ -110,7 +110,7 @@ export class JobRunner implements JobStarter {
     this.#pollMs = opts.pollMs ?? 250;
     this.#sweepMs = opts.sweepMs ?? 5000;
     this.#leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
-    this.changes = deps.changes ?? sharedJobChanges;
+    this.changes = deps.changes;
     this.#execution = {
       deps,
       changes: this.changes,
@@ -220,7 +220,7 @@ export class JobRunner implements JobStarter {
 
   async #sweep(): Promise<void> {
     try {
-      const { upstreamToCancel, ...r } = await sweepJobs(this.#deps.db, this.#deps.sweep, Date.now(), this.changes);
+      const { upstreamToCancel, ...r } = await sweepJobs(this.#deps.db, this.#deps.sweep, this.changes);
       if (r.refunded + r.expired + r.syncHolds > 0) this.#deps.log.warn(r, "sweep released holds of dead or expired work");
       for (const handle of upstreamToCancel) {
         const slot = this.#deps.sourceNamed?.(handle.source);

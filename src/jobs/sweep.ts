@@ -9,7 +9,7 @@ import type { Kysely } from "kysely";
 import { inTransaction, releaseStaleHolds } from "../billing/ledger.ts";
 import { settleRelease } from "../billing/paid-call.ts";
 import { onJobEnded } from "./ended.ts";
-import { type JobChangeFeed, sharedJobChanges } from "./changes.ts";
+import type { JobChangeFeed } from "./changes.ts";
 import { endJobRow, overduePendingJobs, staleRunningJobs } from "./execution.repository.ts";
 import type { Database, JobStatus } from "../storage/schema.ts";
 import type { UpstreamHandle } from "../upstreams/types.ts";
@@ -59,13 +59,13 @@ export async function endJobWithoutCharge(
  * One sweep pass; returns how many jobs it refunded and expired, how many orphaned synchronous holds it
  * released (docs/architecture.md invariant 4: a process killed between hold and capture), and the upstream handles
  * of refunded jobs, which the caller asks their sources to cancel (D28). Each end is announced on
- * `changes`, the gateway's job feed (default: the process-wide feed, until every caller passes its own).
+ * `changes`, the gateway's job feed.
  */
 export async function sweepJobs(
   db: Kysely<Database>,
   cfg: SweepConfig,
+  changes: JobChangeFeed,
   now = Date.now(),
-  changes: JobChangeFeed = sharedJobChanges,
 ): Promise<{ refunded: number; expired: number; syncHolds: number; upstreamToCancel: UpstreamHandle[] }> {
   let refunded = 0;
   const upstreamToCancel: UpstreamHandle[] = [];

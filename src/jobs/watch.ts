@@ -8,7 +8,7 @@
  * (worker processes, another gateway) are seen.
  */
 import type { Executor } from "../billing/ledger.ts";
-import { type JobChangeFeed, sharedJobChanges } from "./changes.ts";
+import type { JobChangeFeed } from "./changes.ts";
 import { getJob, type JobOwner, type JobView, TERMINAL_STATUSES } from "./jobs.ts";
 
 /** Longest time between two reads of a watched job, ms: the delay of a change made by another process. */
@@ -20,11 +20,8 @@ export interface WatchDeps {
   publicBaseUrl: string;
   /** Between reads, ms (default {@link WATCH_POLL_MS}). */
   pollMs?: number;
-  /**
-   * The gateway's job feed (changes.ts), whose notices wake the watcher before its next poll; absent: the
-   * process-wide `sharedJobChanges` (until services.ts passes its own).
-   */
-  changes?: JobChangeFeed;
+  /** The gateway's job feed (changes.ts), whose notices wake the watcher before its next poll. */
+  changes: JobChangeFeed;
 }
 
 /** Whether the job has ended (terminal status). */
@@ -93,7 +90,7 @@ function eventKey(job: JobView): string {
 export async function* watchJob(deps: WatchDeps, owner: string | JobOwner, jobId: string, signal?: AbortSignal): AsyncGenerator<JobView> {
   const accountId = typeof owner === "string" ? owner : owner.accountId;
   const waker = new Waker();
-  const unsubscribe = (deps.changes ?? sharedJobChanges).subscribe(accountId, () => waker.wake());
+  const unsubscribe = deps.changes.subscribe(accountId, () => waker.wake());
   try {
     let last: string | null = null;
     for (;;) {
@@ -133,7 +130,7 @@ export async function waitForJobEnd(
   // Only this job's end matters here (not the queue places an event stream shows): a change of another
   // job of the account does not wake it, so many waiting callers of one account cost one read each per
   // change of their own job, not one per change of any job of theirs.
-  const unsubscribe = (deps.changes ?? sharedJobChanges).subscribe(accountId, (c) => {
+  const unsubscribe = deps.changes.subscribe(accountId, (c) => {
     if (c.jobId === jobId) waker.wake();
   });
   try {

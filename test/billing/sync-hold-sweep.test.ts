@@ -35,7 +35,7 @@ for (const { name: backend, skip } of BACKENDS) {
         const young = await holdOrRefuse(db, { accountId: u.user_id, amountMicros: 20_000, reference: "speech" }, () => new Error("funds") as never);
         await db.updateTable("holds").set({ created_at: Date.now() - 181_000 }).where("id", "=", old.id).execute();
         await db.updateTable("holds").set({ created_at: Date.now() - 170_000 }).where("id", "=", young.id).execute();
-        const r = await sweepJobs(db, { sweepImageAfterS: 420, sweepVideoAfterS: 720, sweepSyncHoldsAfterS: gw.services.config.sweepSyncHoldsAfterS });
+        const r = await sweepJobs(db, { sweepImageAfterS: 420, sweepVideoAfterS: 720, sweepSyncHoldsAfterS: gw.services.config.sweepSyncHoldsAfterS }, gw.services.jobChanges);
         assert.equal(r.syncHolds, 1);
         const statuses = await db.selectFrom("holds").select(["id", "status"]).where("id", "in", [old.id, young.id]).execute();
         const byId = Object.fromEntries(statuses.map((h) => [h.id, h.status]));

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { createJobChangeFeed, type JobChange, sharedJobChanges } from "../../src/jobs/changes.ts";
+import { createJobChangeFeed, type JobChange } from "../../src/jobs/changes.ts";
 import { JobRunner } from "../../src/jobs/runner.ts";
 import type { RunnerDeps } from "../../src/jobs/runner.ts";
 
@@ -29,11 +29,10 @@ describe("job change feeds", () => {
     assert.equal(heardA.length, 1, "unsubscribed");
   });
 
-  test("a runner uses the feed it is given, else the shared one", () => {
+  test("a runner announces on the feed it is given", () => {
     const feed = createJobChangeFeed();
     // Construction touches none of its dependencies: only start() does.
     const deps = { changes: feed } as unknown as RunnerDeps;
     assert.equal(new JobRunner(deps).changes, feed);
-    assert.equal(new JobRunner({ ...deps, changes: undefined }).changes, sharedJobChanges);
   });
 });

@@ -139,6 +139,7 @@ for (const backend of BACKENDS) {
           fetchOutput: () => Promise.reject(new Error("no downloads here")),
           sweep: gw.services.sweep,
           log: { info() {}, warn() {}, error() {} },
+          changes: gw.services.jobChanges,
         },
         { pollMs: 600_000, sweepMs: 600_000 },
       );

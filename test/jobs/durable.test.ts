@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
 import type { SourceSlot } from "../../src/jobs/durable.ts";
+import { createJobChangeFeed } from "../../src/jobs/changes.ts";
 import { sweepJobs } from "../../src/jobs/sweep.ts";
 import { renderPng } from "../../src/upstreams/simulator/visual.ts";
 import {
@@ -308,7 +309,7 @@ for (const { name: backend, skip } of BACKENDS) {
           .set({ status: "processing", worker_id: "dead-worker", started_at: 1, heartbeat_at: 1, upstream_source: "first", upstream_handle_json: JSON.stringify(handle) })
           .where("id", "=", r.json.id)
           .execute();
-        const res = await sweepJobs(db, { sweepImageAfterS: 60, sweepVideoAfterS: 60, sweepSyncHoldsAfterS: 3600 });
+        const res = await sweepJobs(db, { sweepImageAfterS: 60, sweepVideoAfterS: 60, sweepSyncHoldsAfterS: 3600 }, createJobChangeFeed());
         assert.deepEqual(res.upstreamToCancel, [handle]);
         const job = await db.selectFrom("jobs").select(["status", "error_code"]).where("id", "=", r.json.id).executeTakeFirstOrThrow();
         assert.deepEqual({ ...job }, { status: "refunded", error_code: "worker_lost" });
