@@ -19,38 +19,17 @@
  * This module decides; the runner (runner.ts) owns the row, the heartbeats, rehosting and the money.
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import type { JobSourceSlot } from "../upstreams/sources.ts";
 import {
   type ImageRequest,
   UpstreamError,
   type UpstreamHandle,
   type UpstreamJobState,
   type VideoRequest,
-  type VisualJobSource,
 } from "../upstreams/types.ts";
 
-/**
- * One source of a family as the runner uses it: the adapter, its `max_concurrency` gate and its circuit
- * (the upstream registry provides these, D25/D27).
- */
-export interface SourceSlot {
-  /** The source's name (`UPSTREAMS` entry `name`). */
-  name: string;
-  source: VisualJobSource;
-  /** Takes one of the source's places; false when it is at `max_concurrency` (the source is skipped). */
-  tryAcquire(): boolean;
-  /** Gives a place back. */
-  release(): void;
-  /**
-   * Runs one upstream call through the source's circuit and statistics. An open circuit throws a
-   * retryable {@link UpstreamError} without calling `fn`.
-   */
-  call<T>(fn: () => Promise<T>): Promise<T>;
-  /**
-   * True when an output URL is on the source's own host or its `trusted_hosts` (D25): the runner then
-   * downloads it directly instead of through the SSRF-safe fetch. Absent: never.
-   */
-  downloadsDirectly?(url: string): boolean;
-}
+/** One source of a family as the runner uses it (the upstream layer's {@link JobSourceSlot}). */
+export type SourceSlot = JobSourceSlot;
 
 /** A job as the durable path sees it. */
 export interface DurableJob {

@@ -23,9 +23,8 @@ import type { UpstreamRegistry } from "./registry.ts";
 import type { VisualJobSource, VisualJobSourceAdapter } from "./types.ts";
 
 /**
- * A configured image or video source as the job runner takes it (the shape of jobs/durable.ts
- * `SourceSlot`, which sits above this layer): its name, the adapter, its `max_concurrency` gate, its
- * circuit and statistics.
+ * One configured image or video source as the job runner uses it (D25, D27): its name, the adapter, its
+ * `max_concurrency` gate, its circuit and statistics (the upstream registry provides these).
  */
 export interface JobSourceSlot {
   /** The source's name (`UPSTREAMS` entry `name`). */
@@ -35,9 +34,15 @@ export interface JobSourceSlot {
   tryAcquire(): boolean;
   /** Gives a place back. */
   release(): void;
-  /** Runs one upstream call through the source's circuit and statistics. */
+  /**
+   * Runs one upstream call through the source's circuit and statistics. An open circuit throws a
+   * retryable `UpstreamError` without calling `fn`.
+   */
   call<T>(fn: () => Promise<T>): Promise<T>;
-  /** True when an output URL is on the source's own host or its `trusted_hosts` (D25). Absent: never. */
+  /**
+   * True when an output URL is on the source's own host or its `trusted_hosts` (D25): the runner then
+   * downloads it directly instead of through the SSRF-safe fetch. Absent: never.
+   */
   downloadsDirectly?(url: string): boolean;
 }
 
