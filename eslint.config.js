@@ -122,9 +122,8 @@ const moduleGraph = {
           {
             from: entity("http"),
             allow: [
-              // The blob store's interface and key rules (blob-store.ts), or all of it with the factory (blobs.ts).
+              // The blob store's interface and key rules (blob-store.ts): routes serve files through it.
               { to: { file: { path: "src/storage/blob-store.ts" } } },
-              { to: { file: { path: "src/storage/blobs.ts" } } },
               { to: entity("storage"), dependency: { kind: "type" } },
             ],
           },

@@ -9,7 +9,7 @@ import { formatUsd, type Micros } from "../money.ts";
 import { type CallContext, type UsageKind, usageFor } from "../billing/usage.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
-import type { BlobStore } from "../storage/blobs.ts";
+import type { BlobStore } from "../storage/blob-store.ts";
 import type { AudioPool } from "../catalog/types.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import type { AudioBytes } from "../upstreams/types.ts";

@@ -5,7 +5,7 @@
 import { Readable } from "node:stream";
 import type { FastifyReply } from "fastify";
 import { AppError } from "../errors.ts";
-import { type BlobStore, type ByteRange, isValidBlobKey } from "../storage/blobs.ts";
+import { type BlobStore, type ByteRange, isValidBlobKey } from "../storage/blob-store.ts";
 
 /** `Cache-Control` of a blob: keys are written once, so any copy stays valid. */
 export const BLOB_CACHE_CONTROL = "public, max-age=31536000, immutable";

@@ -13,7 +13,7 @@ import type { Kysely } from "kysely";
 import { observeUpstream } from "../metrics.ts";
 import type { ClaimedJob } from "../storage/job-queue.ts";
 import { deferJob } from "../storage/job-queue.ts";
-import type { BlobStore } from "../storage/blobs.ts";
+import type { BlobStore } from "../storage/blob-store.ts";
 import type { Database } from "../storage/schema.ts";
 import type { MediaOutput, UpstreamHandle, VisualAdapter } from "../upstreams/types.ts";
 import type { JobChangeFeed } from "./changes.ts";

@@ -4,7 +4,7 @@
  * the upstream. URLs on a source's own hosts are fetched directly; any other URL through the SSRF-safe
  * fetch (safe-fetch in production).
  */
-import type { BlobStore } from "../storage/blobs.ts";
+import type { BlobStore } from "../storage/blob-store.ts";
 import { fetchDirect } from "../upstreams/direct-fetch.ts";
 import type { MediaOutput } from "../upstreams/types.ts";
 import type { SourceSlot } from "./durable.ts";

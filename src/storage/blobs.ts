@@ -1,26 +1,12 @@
 /**
- * Opens the blob store `STORAGE_URL` names ({@link openBlobStore}), and re-exports the interface
- * (blob-store.ts) and both stores (disk-blobs.ts, s3-blobs.ts), so one import serves the callers.
- * The key rules are in blob-store.ts's header.
+ * Opens the blob store `STORAGE_URL` names ({@link openBlobStore}): the factory over the interface
+ * (blob-store.ts, with the key rules in its header) and the two stores (disk-blobs.ts, s3-blobs.ts).
  */
 import { fileURLToPath } from "node:url";
 import type { BlobStore } from "./blob-store.ts";
 import { DiskBlobStore } from "./disk-blobs.ts";
 import { parseS3Url, S3BlobStore, type S3Options } from "./s3-blobs.ts";
 
-export {
-  assertBlobKey,
-  assertContentType,
-  type BlobInfo,
-  type BlobRead,
-  type BlobStore,
-  type ByteRange,
-  InvalidBlobKeyError,
-  isValidBlobKey,
-  MAX_KEY_LENGTH,
-} from "./blob-store.ts";
-export { DiskBlobStore } from "./disk-blobs.ts";
-export { S3BlobStore, type S3Location, type S3Options } from "./s3-blobs.ts";
 
 /**
  * The store named by `STORAGE_URL` (config.ts `storageUrl`):

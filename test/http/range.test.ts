@@ -8,7 +8,8 @@ import { after, before, describe, test } from "node:test";
 import Fastify, { type FastifyInstance } from "fastify";
 import { errorHandler } from "../../src/http/error-handler.ts";
 import { BLOB_CACHE_CONTROL, parseRange, sendBlob } from "../../src/http/range.ts";
-import { type BlobInfo, type BlobStore, DiskBlobStore } from "../../src/storage/blobs.ts";
+import type { BlobInfo, BlobStore } from "../../src/storage/blob-store.ts";
+import { DiskBlobStore } from "../../src/storage/disk-blobs.ts";
 
 describe("parseRange", () => {
   const cases: [string | undefined, number, ReturnType<typeof parseRange>][] = [

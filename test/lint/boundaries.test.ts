@@ -80,7 +80,6 @@ describe("module graph lint: allowed imports pass", () => {
     ["src/upstreams/x.ts", `import type { AudioPool } from "../catalog/types.ts";\nexport type X = AudioPool;`],
     ["src/catalog/x.ts", `import { usdToMicros } from "../money.ts";\nexport const x = usdToMicros;`],
     ["src/http/routes/x.ts", `import type { Database } from "../../storage/schema.ts";\nexport type X = Database;`],
-    ["src/http/routes/x.ts", `import { isValidBlobKey } from "../../storage/blobs.ts";\nexport const x = isValidBlobKey;`],
     ["src/http/routes/x.ts", `import { isValidBlobKey } from "../../storage/blob-store.ts";\nexport const x = isValidBlobKey;`],
     ["src/http/routes/x.ts", `import type { FastifyReply } from "fastify";\nexport type X = FastifyReply;`],
     ["src/billing/x.ts", `import { pgPlaceHold } from "./ledger-pg.repository.ts";\nexport const x = pgPlaceHold;`],

@@ -7,12 +7,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { after, before, describe, test } from "node:test";
-import {
-  DiskBlobStore,
-  InvalidBlobKeyError,
-  isValidBlobKey,
-  openBlobStore,
-} from "../../src/storage/blobs.ts";
+import { InvalidBlobKeyError, isValidBlobKey } from "../../src/storage/blob-store.ts";
+import { openBlobStore } from "../../src/storage/blobs.ts";
+import { DiskBlobStore } from "../../src/storage/disk-blobs.ts";
 
 async function readAll(body: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];

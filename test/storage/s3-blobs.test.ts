@@ -16,7 +16,8 @@ import { CreateBucketCommand, ListObjectsV2Command } from "@aws-sdk/client-s3";
 import Fastify, { type FastifyInstance } from "fastify";
 import { errorHandler } from "../../src/http/error-handler.ts";
 import { sendBlob } from "../../src/http/range.ts";
-import { InvalidBlobKeyError, openBlobStore } from "../../src/storage/blobs.ts";
+import { InvalidBlobKeyError } from "../../src/storage/blob-store.ts";
+import { openBlobStore } from "../../src/storage/blobs.ts";
 import { parseS3Url, S3BlobStore, type S3Options } from "../../src/storage/s3-blobs.ts";
 
 /** The part of s3rver's API used here (the package ships no types). */
