@@ -90,7 +90,13 @@ before(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+after(
+  () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+);
 beforeEach(() => {
   hits.length = 0;
   handlers.clear();
@@ -223,10 +229,8 @@ describe("retries", () => {
 
   test("a Retry-After beyond 60 s is not waited out: the RateLimitError comes at once with retryAfterS", async () => {
     handlers.set("GET /v1/auth/me", (_req, res) => send(res, 429, d1("rate_limited", "come back later", "rate_limit_error"), { "retry-after": "120" }));
-    const started = Date.now();
     await assert.rejects(new Gateway({ baseUrl: base, apiKey: "gw_test" }).auth.me(), (err: unknown) => err instanceof RateLimitError && err.retryAfterS === 120);
     assert.equal(hitsOf("GET /v1/auth/me").length, 1);
-    assert.ok(Date.now() - started < 1000);
   });
 
   test("a lost connection is retried, then thrown as APIConnectionError with the cause", async () => {
@@ -294,13 +298,13 @@ describe("errors by status", () => {
 
 describe("timeout and abort", () => {
   test("an attempt past its timeout is an APITimeoutError (after the retries)", async () => {
+    // The answer comes long after any timeout here, so a loaded machine cannot let it win the race; the
+    // connections it leaves open are closed with the server.
     handlers.set("GET /v1/auth/me", (_req, res) => {
-      setTimeout(() => send(res, 200, ME), 1500).unref();
+      setTimeout(() => send(res, 200, ME), 60_000).unref();
     });
     const client = new Gateway({ baseUrl: base, apiKey: "gw_test", timeout: 10_000 });
-    const started = Date.now();
     await assert.rejects(client.auth.me({ timeout: 100, maxRetries: 0 }), (err: unknown) => err instanceof APITimeoutError && err.code === "timeout" && err.status === 0);
-    assert.ok(Date.now() - started < 1000, `gave up after ${Date.now() - started} ms`);
     assert.equal(hitsOf("GET /v1/auth/me").length, 1);
     hits.length = 0;
     await assert.rejects(client.auth.me({ timeout: 100, maxRetries: 1 }), APITimeoutError);
@@ -323,9 +327,7 @@ describe("timeout and abort", () => {
     });
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error("stop")), 100);
-    const started = Date.now();
     await assert.rejects(new Gateway({ baseUrl: base, apiKey: "gw_test" }).auth.me({ signal: controller.signal }), /stop/);
-    assert.ok(Date.now() - started < 1000);
     assert.equal(hitsOf("GET /v1/auth/me").length, 1);
   });
 
@@ -333,9 +335,7 @@ describe("timeout and abort", () => {
     handlers.set("GET /v1/auth/me", (_req, res) => send(res, 503, d1("service_unavailable", "busy", "api_error"), { "retry-after": "5" }));
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error("enough")), 200);
-    const started = Date.now();
     await assert.rejects(new Gateway({ baseUrl: base, apiKey: "gw_test" }).auth.me({ signal: controller.signal }), /enough/);
-    assert.ok(Date.now() - started < 2000, `${Date.now() - started} ms`);
     assert.equal(hitsOf("GET /v1/auth/me").length, 1);
   });
 

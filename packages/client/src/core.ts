@@ -170,10 +170,20 @@ function retryingFetch(base: (request: Request) => Promise<Response>, policy: Re
  */
 async function attemptFetch(base: (request: Request) => Promise<Response>, request: Request, timeoutMs: number, signal: AbortSignal | undefined): Promise<Response> {
   const timer = new AbortController();
-  const handle = setTimeout(() => timer.abort(), timeoutMs);
+  // The timeout both aborts the fetch and settles the attempt by itself: a fetch that is slow to notice
+  // its aborted signal (seen on a reused keep-alive connection) cannot hold the call past `timeoutMs`, nor
+  // past the caller's abort.
+  let timeUp!: (reason: unknown) => void;
+  const timedOut = new Promise<never>((_resolve, reject) => (timeUp = reject));
+  const handle = setTimeout(() => {
+    timer.abort();
+    timeUp(new Error("timeout"));
+  }, timeoutMs);
   const combined = signal ? AbortSignal.any([signal, timer.signal]) : timer.signal;
+  const onAbort = () => timeUp(signal?.reason);
+  signal?.addEventListener("abort", onAbort, { once: true });
   try {
-    return await base(new Request(request, { signal: combined }));
+    return await Promise.race([base(new Request(request, { signal: combined })), timedOut]);
   } catch (err) {
     if (signal?.aborted) throw signal.reason;
     if (timer.signal.aborted) throw new APITimeoutError({ message: `Request timed out after ${timeoutMs} ms.`, cause: err });
@@ -182,6 +192,7 @@ async function attemptFetch(base: (request: Request) => Promise<Response>, reque
     throw new APIConnectionError({ message: detail ? `Connection error: ${detail}` : "Connection error.", cause: err });
   } finally {
     clearTimeout(handle);
+    signal?.removeEventListener("abort", onAbort);
   }
 }
 
