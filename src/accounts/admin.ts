@@ -4,6 +4,7 @@
  */
 import type { Kysely } from "kysely";
 import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
+import { type DepositBody, LIMIT_FIELDS, type LimitsPatch } from "../contracts/admin.ts";
 import { microsToUsd, usdToMicros } from "../money.ts";
 import { type TierRowJson, tierRowJson } from "../catalog/pricing.ts";
 import { effectiveTier, MAX_TIER, tierRow } from "../catalog/tiers.ts";
@@ -107,7 +108,7 @@ export async function depositFunds(
   db: Executor,
   auth: AccountAuthChanges,
   userId: string,
-  body: { amount_usd?: unknown; reference?: unknown },
+  body: DepositBody,
 ): Promise<{ user_id: string; balance_usd: number; total_deposits_usd: number; tier: number }> {
   const raw = body.amount_usd;
   const micros = typeof raw === "number" || typeof raw === "string" ? usdToMicros(raw) : null;
@@ -159,18 +160,6 @@ export async function setTierOverride(
   return { user_id: userId, tier: a.tier, tier_override: a.tierOverride };
 }
 
-/** Tier-row fields an operator may override for one account (D22). */
-export const LIMIT_FIELDS = [
-  "rpm",
-  "per_model_rpm",
-  "tpm",
-  "max_single_request",
-  "image_concurrent",
-  "image_queue_depth_cap",
-  "video_concurrent",
-  "video_queue_depth_cap",
-  "audio_concurrent_per_provider",
-] as const;
 const POOL_KEYS = ["host_1", "host_2", "alpha", "beta", "host_3"];
 
 /**
@@ -184,7 +173,7 @@ export async function setLimitsOverride(
   db: Executor,
   auth: AccountAuthChanges,
   userId: string,
-  patch: Record<string, unknown>,
+  patch: LimitsPatch,
 ): Promise<{ user_id: string; limits_override: Record<string, unknown> }> {
   const isCount = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 1e9;
   for (const [k, v] of Object.entries(patch)) {

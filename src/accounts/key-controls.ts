@@ -6,6 +6,7 @@
  * (billing/key-spend.ts).
  */
 import { countedSpendOfKeys, periodStart, SPEND_PERIODS } from "../billing/key-spend.ts";
+import type { KeyControlsBody } from "../contracts/auth.ts";
 import type { Executor } from "../billing/ledger.ts";
 import { type Micros, microsToUsd, usdToMicros } from "../money.ts";
 import { getModel } from "../catalog/models.ts";
@@ -50,15 +51,6 @@ export function controlsOf(row: KeyControlColumns): KeyControls {
     spendLimitMicros: row.spend_limit_micros === null ? null : Number(row.spend_limit_micros),
     spendLimitPeriod: row.spend_limit_period ?? "month",
   };
-}
-
-/** The body fields of D34 a key takes at creation and by `PATCH`. */
-export interface KeyControlsBody {
-  spend_limit_usd?: unknown;
-  spend_limit_period?: unknown;
-  expires_at?: unknown;
-  models?: unknown;
-  rpm?: unknown;
 }
 
 /** Column values parsed from a body; a field absent from the body is absent here (PATCH leaves it). */

@@ -5,6 +5,7 @@
  * once in this process and within `AUTH_CACHE_MS` in others.
  */
 import { periodStart, restartKeyCounter } from "../billing/key-spend.ts";
+import type { CreateKeyBody, PatchKeyBody } from "../contracts/auth.ts";
 import { type Executor, inTransaction } from "../billing/ledger.ts";
 import type { Micros } from "../money.ts";
 import { errors } from "../errors.ts";
@@ -14,7 +15,6 @@ import type { AccountAuthChanges } from "./auth-cache.ts";
 import {
   controlsOf,
   controlsView,
-  type KeyControlsBody,
   type KeyControlsView,
   type KeyControlUpdate,
   parseKeyControls,
@@ -76,7 +76,7 @@ export async function patchKey(
   auth: AccountAuthChanges,
   accountId: string,
   keyId: string,
-  body: KeyControlsBody & { name?: unknown },
+  body: PatchKeyBody,
 ): Promise<KeyView> {
   const update: KeyControlUpdate & { name?: string | null } = parseKeyControls(body, await accountRpm(db, accountId));
   if (body.name !== undefined) {
@@ -111,7 +111,7 @@ export async function patchKey(
 export async function createKey(
   db: Executor,
   accountId: string,
-  body: { name?: unknown; mode?: unknown } & KeyControlsBody,
+  body: CreateKeyBody,
 ): Promise<{ key_id: string; name: string | null; api_key: string; created_at: string; mode: KeyMode } & KeyControlsView> {
   if (body.mode !== undefined && body.mode !== null && body.mode !== "live" && body.mode !== "test") {
     throw errors.invalidRequest("mode must be 'live' or 'test'.", "mode");

@@ -3,6 +3,7 @@
  * API key and a session; a login opens a new session. Secrets are returned once, at creation, and stored
  * only as SHA-256 hashes (passwords as scrypt hashes).
  */
+import type { LoginBody, RegisterBody } from "../contracts/auth.ts";
 import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
 import type { Micros } from "../money.ts";
 import { errors } from "../errors.ts";
@@ -36,7 +37,7 @@ function validateCredentials(email: unknown, password: unknown): { email: string
  */
 export async function register(
   db: Executor,
-  body: { email?: unknown; password?: unknown },
+  body: RegisterBody,
 ): Promise<{ user_id: string; api_key: string; session_token: string }> {
   const { email, password } = validateCredentials(body.email, body.password);
   const passwordHash = await hashPassword(password);
@@ -83,7 +84,7 @@ export async function register(
  */
 export async function login(
   db: Executor,
-  body: { email?: unknown; password?: unknown },
+  body: LoginBody,
 ): Promise<{ user_id: string; session_token: string }> {
   if (typeof body.email !== "string" || typeof body.password !== "string") {
     throw errors.invalidRequest(

@@ -15,6 +15,7 @@
 import type { Kysely } from "kysely";
 import type Stripe from "stripe";
 import { credit, inTransaction } from "../billing/ledger.ts";
+import { type CheckoutBody, MAX_RETURN_URL_CHARS } from "../contracts/billing.ts";
 import { formatUsd, type Micros, microsToUsd, usdToMicros } from "../money.ts";
 import type { PaymentsConfig } from "../config.ts";
 import { type AppError, errors } from "../errors.ts";
@@ -33,8 +34,6 @@ export const TOPUP_PRODUCT_NAME = "Balance top-up";
 /** The Stripe events that turn a paid Checkout Session into a deposit. */
 export const DEPOSIT_EVENTS = ["checkout.session.completed", "checkout.session.async_payment_succeeded"] as const;
 
-/** Longest `success_url` / `cancel_url` accepted, characters (Stripe's own limit is larger). */
-export const MAX_RETURN_URL_CHARS = 2048;
 
 /** What a verified webhook event led to (logged by the route; the answer to Stripe is the same 200). */
 export type WebhookOutcome =
@@ -128,7 +127,7 @@ export class Topups {
    */
   async createCheckout(
     accountId: string,
-    body: { amount_usd?: unknown; success_url?: unknown; cancel_url?: unknown },
+    body: CheckoutBody,
   ): Promise<CheckoutView> {
     const cents = this.#amountCents(body.amount_usd);
     const successUrl = returnUrl(body.success_url, "success_url") ?? `${this.#publicBaseUrl}/console/?topup=success`;

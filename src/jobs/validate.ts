@@ -3,6 +3,7 @@
  * /v1/images/generations", "POST /v1/videos/generations"; D2, D14, D19, D24). Produces the normalized
  * request the runner hands to the adapter, and the hold in micro-USD.
  */
+import type { ImageJobRequest, MediaJobRequest, VideoJobRequest } from "../contracts/jobs.ts";
 import type { Micros } from "../money.ts";
 import { getModelOf } from "../catalog/models.ts";
 import { jobPrice } from "../catalog/job-price.ts";
@@ -138,12 +139,12 @@ export type JobSpec = ImageJobSpec | VideoJobSpec;
  * @throws AppError 400 `invalid_model`, `invalid_prompt`, `image_url_required`, `too_many_references`,
  *   `invalid_image_url`, `invalid_request` (n, quality, parameters, idempotency key).
  */
-export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
+export function validateImageJob(body: ImageJobRequest): ImageJobSpec {
   const modelId = body.model;
   if (typeof modelId !== "string" || modelId === "") throw bad("invalid_model", "model is required.", "model");
   const model = getModelOf(modelId, "image");
   if (!model) throw bad("invalid_model", `'${modelId}' is not a supported image model.`, "model");
-  const prompt = (body.prompt as string).normalize("NFC");
+  const prompt = body.prompt.normalize("NFC");
 
   let n = 1;
   if (body.n !== undefined && body.n !== null) {
@@ -190,14 +191,14 @@ export function validateImageJob(body: Record<string, unknown>): ImageJobSpec {
  * @throws AppError 400 `invalid_model`, `invalid_prompt`, `invalid_duration`, `image_url_required`,
  *   `invalid_image_url`, `invalid_request`.
  */
-export function validateVideoJob(body: Record<string, unknown>, opts: { genmediaOnly: boolean }): VideoJobSpec {
+export function validateVideoJob(body: VideoJobRequest, opts: { genmediaOnly: boolean }): VideoJobSpec {
   const modelId = body.model;
   if (typeof modelId !== "string" || modelId === "") throw bad("invalid_model", "model is required.", "model");
   const model = getModelOf(modelId, "video");
   if (!model || (opts.genmediaOnly && !model.genmediaAlias)) {
     throw bad("invalid_model", `'${modelId}' is not a supported video model${opts.genmediaOnly ? " on this endpoint (vidD-* only)" : ""}.`, "model");
   }
-  const prompt = (body.prompt as string).normalize("NFC");
+  const prompt = body.prompt.normalize("NFC");
   let durationSec = model.defaultDurationSec;
   if (body.duration !== undefined && body.duration !== null) {
     const d = body.duration;
@@ -228,7 +229,7 @@ export function validateVideoJob(body: Record<string, unknown>, opts: { genmedia
  * `checkWebhookUrl` (webhooks/urls.ts) applies it before the job is submitted.
  * @throws AppError 400 `invalid_webhook_url` when it is present but not a string.
  */
-function webhookUrlOf(body: Record<string, unknown>): string | null {
+function webhookUrlOf(body: MediaJobRequest): string | null {
   const v = body.webhook_url;
   if (v === undefined || v === null) return null;
   if (typeof v !== "string") throw bad("invalid_webhook_url", "webhook_url must be an https:// URL.", "webhook_url");

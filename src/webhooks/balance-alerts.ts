@@ -15,6 +15,7 @@
 import type { Kysely } from "kysely";
 import type { Executor } from "../billing/ledger.ts";
 import { inTransaction } from "../billing/ledger.ts";
+import type { AlertsBody } from "../contracts/billing.ts";
 import { type Micros, microsToUsd, usdToMicros } from "../money.ts";
 import { errors } from "../errors.ts";
 import type { Database } from "../storage/schema.ts";
@@ -52,7 +53,7 @@ export async function getLowBalanceAlert(db: Executor, accountId: string): Promi
  * @throws AppError 400 `invalid_request` (param `low_balance_usd`) unless a non-negative USD amount with at
  *   most 6 decimals or null.
  */
-export function parseThreshold(body: { low_balance_usd?: unknown }): Micros | null {
+export function parseThreshold(body: AlertsBody): Micros | null {
   const raw = body.low_balance_usd;
   if (raw === null) return null;
   const micros = typeof raw === "number" ? usdToMicros(raw) : null;

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
+import type { CreateWebhookBody } from "../contracts/webhooks.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { Database } from "../storage/schema.ts";
@@ -43,7 +44,7 @@ export async function createEndpoint(
   db: Kysely<Database>,
   policy: WebhookUrlPolicy,
   accountId: string,
-  body: { url?: unknown; events?: unknown },
+  body: CreateWebhookBody,
 ): Promise<{ id: string; url: string; events: WebhookEventType[]; secret: string; created_at: string }> {
   const url = await checkWebhookUrl(body.url, policy, "url");
   let events: WebhookEventType[] = [...WEBHOOK_EVENT_TYPES];

@@ -2,12 +2,10 @@
  * Webhook event types and the event body (D31, Standard Webhooks). Shared by the outbox, the delivery
  * loop and the routes.
  */
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../contracts/webhooks.ts";
 
-/** Every event type, in the order `events` is echoed when omitted at creation (D31). */
-export const WEBHOOK_EVENT_TYPES = ["job.succeeded", "job.failed", "job.refunded", "job.expired", "balance.low"] as const;
-
-/** One event type of D31. */
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+// The event types are declared with the request contract of endpoints (`src/contracts/webhooks.ts`).
+export { WEBHOOK_EVENT_TYPES, type WebhookEventType };
 
 /** The event types of a job's terminal transition (a canceled job ends `failed`: `job.failed`). */
 export type JobEventType = Extract<WebhookEventType, `job.${string}`>;

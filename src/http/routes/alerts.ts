@@ -8,7 +8,7 @@ import { getAlertsSchema, putAlertsSchema } from "../schemas/billing.ts";
 export function alertRoutes(app: App, services: Services): void {
   app.get("/v1/billing/alerts", { schema: getAlertsSchema }, async (req) => getLowBalanceAlert(services.db.kysely, principalOf(req).accountId));
   app.put("/v1/billing/alerts", { schema: putAlertsSchema }, async (req) => {
-    const threshold = parseThreshold(req.body ?? {});
+    const threshold = parseThreshold(req.body);
     return setLowBalanceAlert(services.db.kysely, services.alerts, principalOf(req).accountId, threshold);
   });
 }

@@ -18,10 +18,10 @@ export function authPublicRoutes(app: App, services: Services): void {
   const limits = services.config.authLimits;
   app.post("/v1/auth/register", { schema: registerSchema }, async (req) => {
     await services.limiter.registration(req.ip, limits);
-    return register(services.db.kysely, req.body ?? {});
+    return register(services.db.kysely, req.body);
   });
   app.post("/v1/auth/login", { schema: loginSchema }, async (req) => {
-    const body = req.body ?? {};
+    const body = req.body;
     const email = typeof body.email === "string" ? body.email : "";
     await services.limiter.loginAllowed(email, req.ip, limits);
     try {
@@ -64,7 +64,7 @@ export function accountRoutes(app: App, services: Services): void {
   });
   app.patch("/v1/auth/keys/:key_id", { schema: updateKeySchema }, async (req) => {
     const { key_id } = req.params;
-    return patchKey(services.db.kysely, services.auth, principalOf(req).accountId, key_id, req.body ?? {});
+    return patchKey(services.db.kysely, services.auth, principalOf(req).accountId, key_id, req.body);
   });
   app.delete(
     "/v1/auth/keys/:key_id",

@@ -23,12 +23,11 @@ export async function checkoutRoutes(app: App, services: Services): Promise<void
   app.addHook("onRequest", async () => {
     payments();
   });
-  await app.register(async (acc) => {
+  await app.register(async (acc: App) => {
     acc.addHook("onRequest", requireAuth(services, { allowSession: true }));
     acc.get("/v1/billing/checkout", { schema: checkoutSettingsSchema }, async () => payments().settings());
     acc.post("/v1/billing/checkout", { schema: createCheckoutSchema }, async (req, reply) => {
-      const body = req.body ?? {};
-      return reply.code(201).send(await payments().createCheckout(principalOf(req).accountId, body));
+      return reply.code(201).send(await payments().createCheckout(principalOf(req).accountId, req.body));
     });
   });
   // The signature covers the body's exact bytes: in this scope no JSON parser runs, every body arrives

@@ -38,7 +38,7 @@ export function jobRoutes(app: App, services: Services): void {
   const { deps, honourWait } = jobWaits(app, services);
 
   /** Submits the job of `body` (the request's validated body) as `validate` reads it. */
-  const submit = async (req: FastifyRequest, reply: FastifyReply, body: MediaJobRequest, validate: (body: MediaJobRequest) => JobSpec) => {
+  const submit = async <B extends MediaJobRequest>(req: FastifyRequest, reply: FastifyReply, body: B, validate: (body: B) => JobSpec) => {
     const spec = validate(body);
     const { simulate, guard, call } = paidCallOf(services, req);
     await guard.model(spec.model.id);

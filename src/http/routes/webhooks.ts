@@ -20,8 +20,7 @@ import {
 export function webhookRoutes(app: App, services: Services): void {
   const db = services.db.kysely;
   app.post("/v1/webhooks", { schema: createWebhookSchema }, async (req, reply) => {
-    const body = req.body ?? {};
-    return reply.code(201).send(await createEndpoint(db, services.webhookUrlPolicy, principalOf(req).accountId, body));
+    return reply.code(201).send(await createEndpoint(db, services.webhookUrlPolicy, principalOf(req).accountId, req.body));
   });
   app.get("/v1/webhooks", { schema: listWebhooksSchema }, async (req) => ({ object: "list", data: await listEndpoints(db, principalOf(req).accountId) }));
   app.get("/v1/webhooks/secret", { schema: getWebhookSecretSchema }, async (req) => ({ secret: await defaultSecret(db, principalOf(req).accountId) }));

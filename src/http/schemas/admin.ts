@@ -7,8 +7,7 @@
  * The bodies of the write operations are typed for the client but keep the service's own messages
  * (`x-error-message`): accounts/admin.ts validates them again and is the reference.
  */
-import type { TUnsafe } from "typebox";
-import { LIMIT_FIELDS } from "../../accounts/admin.ts";
+import { DEPOSIT_BODY, LIMITS_BODY } from "../../contracts/admin.ts";
 import { MAX_TIER } from "../../catalog/tiers.ts";
 import { LEDGER_ENTRY } from "./billing.ts";
 import {
@@ -28,7 +27,6 @@ import {
   queryInt,
   ref,
   route,
-  typed,
   str,
   usd,
 } from "./common.ts";
@@ -155,10 +153,6 @@ export const accountUsageSchema = route({
   },
 });
 
-// `anyOf`, not a type list: Ajv's strict mode allows a type list only with null.
-const AMOUNT = (what: string): TUnsafe<number | string> =>
-  typed<number | string>({ anyOf: [{ type: "number" }, { type: "string", maxLength: 40 }], description: `${what} (USD, at most 6 decimals), a number or a decimal string.` });
-
 /** `POST /v1/admin/users/{user_id}/deposits`. */
 export const depositSchema = route({
   operationId: "adminDeposit",
@@ -167,15 +161,7 @@ export const depositSchema = route({
   tags: ["operator"],
   access: "admin",
   params: USER_PARAMS,
-  body: json(
-    obj(
-      {
-        amount_usd: { ...AMOUNT("Positive amount, at most 1,000,000"), "x-error-message": "amount_usd must be a positive number of USD with at most 6 decimals." },
-        reference: str("A payment reference, shown on the ledger entry.", { maxLength: 200, "x-error-message": "reference must be a string of at most 200 characters." }),
-      },
-      ["amount_usd"],
-    ),
-  ),
+  body: json(DEPOSIT_BODY),
   responses: {
     200: ok(
       "The account after the deposit.",
@@ -222,13 +208,6 @@ export const setTierSchema = route({
   },
 });
 
-const COUNT = (field: string): TUnsafe<number | null> => typed<number | null>({
-  type: ["integer", "null"],
-  minimum: 0,
-  description: "A non-negative integer, or null to drop the override.",
-  "x-error-message": `${field} must be a non-negative integer or null.`,
-});
-
 /** `PUT /v1/admin/users/{user_id}/limits`. */
 export const setLimitsSchema = route({
   operationId: "adminSetLimits",
@@ -238,25 +217,7 @@ export const setLimitsSchema = route({
   tags: ["operator"],
   access: "admin",
   params: USER_PARAMS,
-  body: json(
-    obj(
-      Object.fromEntries(
-        LIMIT_FIELDS.map((f) => [
-          f,
-          f === "audio_concurrent_per_provider"
-            ? {
-                type: ["object", "null"],
-                description: "Concurrent audio calls by pool, or null to drop the override.",
-                additionalProperties: { type: "integer", minimum: 0 },
-                "x-error-message": `${f} must map host_1, host_2, alpha, beta, host_3 to non-negative integers.`,
-              }
-            : COUNT(f),
-        ]),
-      ),
-      [],
-      { description: "Limit fields to override (D22)." },
-    ),
-  ),
+  body: json(LIMITS_BODY),
   responses: {
     200: ok("The overrides now in force.", obj({ user_id: str("Account id."), limits_override: LIMITS_OVERRIDE }, ["user_id", "limits_override"])),
     ...errors({ 400: "`invalid_request` (an unknown field or a bad value)", ...ACCOUNT_ERR }),

@@ -2,11 +2,10 @@
  * Route schemas of the account endpoints (spec "Authentication", D2, D8, D21).
  */
 import { SIGNUP_CREDIT_MICROS } from "../../accounts/registration.ts";
+import { CREATE_KEY_BODY, KEY_MODE, LOGIN_BODY, PATCH_KEY_BODY, PERIOD, REGISTER_BODY } from "../../contracts/auth.ts";
 import { formatUsd } from "../../money.ts";
-import { arr, AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, num, obj, ok, oneOf, ref, route, str, usd } from "./common.ts";
+import { arr, AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, obj, ok, oneOf, ref, route, str, usd } from "./common.ts";
 
-const KEY_MODE = oneOf(["live", "test"], "`live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none (D32).");
-const PERIOD = oneOf(["day", "week", "month", "total"], "The period of the spend limit and of `spent_usd`, in UTC (weeks start on Monday; `total`: since the key was made).");
 /** The D34 fields of a key as shown. */
 const KEY_CONTROLS_OUT = {
   spend_limit_usd: nullable(usd("The key's spend limit per period; null: none")),
@@ -17,14 +16,6 @@ const KEY_CONTROLS_OUT = {
   rpm: nullable(int("The key's own requests per minute (429 over it), within the account's; null: only the account's.")),
 };
 const KEY_CONTROLS_REQUIRED = Object.keys(KEY_CONTROLS_OUT);
-/** The D34 fields of a key as set at creation and by PATCH; null clears one, an absent field keeps it. */
-const KEY_CONTROLS_IN = {
-  spend_limit_usd: nullable(num("Spend limit per period, USD (at most 6 decimals); null removes it. Holds count against it at once, so parallel calls cannot overrun it (402 `key_spend_limit`).", { minimum: 0, "x-error-message": "spend_limit_usd must be a non-negative number of USD with at most 6 decimals, or null." })),
-  spend_limit_period: { ...PERIOD, description: "Period of the spend limit (default `month`).", type: ["string", "null"], enum: ["day", "week", "month", "total", null], "x-error-message": "spend_limit_period must be one of day, week, month, total." },
-  expires_at: nullable(str("When the key stops working, ISO 8601 (must be in the future); null: never.", { maxLength: 64, examples: ["2027-01-01T00:00:00Z"], "x-error-message": "expires_at must be an ISO 8601 date or time, or null." })),
-  models: nullable(arr(str("A model id or a prefix ending in `*`.", { maxLength: 101 }), "Model ids or prefixes such as `alpha-*` the key may call; null: all.", { maxItems: 100, "x-error-message": "models must be a list of model ids or prefixes such as \"alpha-*\", or null." })),
-  rpm: nullable(int("The key's own requests per minute, 1 to the account's; null: only the account's limit.", { minimum: 1, "x-error-message": "rpm must be a whole number of at least 1, or null." })),
-};
 const KEY_ROW = obj(
   {
     key_id: str("Key id."),
@@ -37,9 +28,6 @@ const KEY_ROW = obj(
   },
   ["key_id", "name", "prefix", "created_at", "last_used_at", "mode", ...KEY_CONTROLS_REQUIRED],
 );
-const NAME_IN = nullable(str("Optional label, at most 64 characters.", { maxLength: 64, "x-error-message": "name must be a string of at most 64 characters." }));
-
-const LOGIN_MESSAGE = "email and password are required strings.";
 
 /** `POST /v1/auth/register`. */
 export const registerSchema = route({
@@ -48,15 +36,7 @@ export const registerSchema = route({
   description: `Creates an account with a signup credit of ${formatUsd(SIGNUP_CREDIT_MICROS)} USD and returns its first API key and a session token. No key needed.`,
   tags: ["auth"],
   access: "public",
-  body: json(
-    obj(
-      {
-        email: str("Email address (at most 254 characters).", { maxLength: 254, examples: ["ada@example.com"], "x-error-message": "email must be a valid email address." }),
-        password: str("8 to 1024 characters.", { minLength: 8, examples: ["correct horse battery"], "x-error-message": "password must be at least 8 characters." }),
-      },
-      ["email", "password"],
-    ),
-  ),
+  body: json(REGISTER_BODY),
   responses: {
     200: ok("The new account.", obj({ user_id: str("Account id."), api_key: str("API key (secret)."), session_token: str("Session token (secret).") }, ["user_id", "api_key", "session_token"])),
     ...errors({ 400: "`invalid_request` (bad email, password under 8 characters)", 409: "`email_taken`", 429: "`rate_limited`: too many registrations from this address (`REGISTRATIONS_PER_ADDRESS` per `REGISTRATION_WINDOW_S`); see `Retry-After`" }),
@@ -70,7 +50,7 @@ export const loginSchema = route({
   description: "Exchanges email and password for a new session token (usable on the account endpoints).",
   tags: ["auth"],
   access: "public",
-  body: json(obj({ email: str("Email address.", { "x-error-message": LOGIN_MESSAGE }), password: str("Password.", { "x-error-message": LOGIN_MESSAGE }) }, ["email", "password"])),
+  body: json(LOGIN_BODY),
   responses: {
     200: ok("A new session.", obj({ user_id: str("Account id."), session_token: str("Session token (secret).") }, ["user_id", "session_token"])),
     ...errors({
@@ -159,14 +139,7 @@ export const createKeySchema = route({
   description:
     "`mode: \"test\"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. " +
     "The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the key's rpm and the account's per-minute window (429, counted when the request arrives), the model allow-list (403 `model_not_allowed`), the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance.",
-  body: json({
-    ...obj({
-      name: NAME_IN,
-      mode: { ...KEY_MODE, description: "`live` (default) or `test`.", type: ["string", "null"], enum: ["live", "test", null], "x-error-message": "mode must be 'live' or 'test'." },
-      ...KEY_CONTROLS_IN,
-    }),
-    type: ["object", "null"],
-  }),
+  body: json(CREATE_KEY_BODY),
   responses: {
     201: ok(
       "The new key; the secret `api_key` is shown only here.",
@@ -188,7 +161,7 @@ export const updateKeySchema = route({
   tags: ["auth"],
   access: "keyOrSession",
   params: obj({ key_id: str("Key id.", { maxLength: 200 }) }, ["key_id"]),
-  body: json(obj({ name: NAME_IN, ...KEY_CONTROLS_IN })),
+  body: json(PATCH_KEY_BODY),
   responses: {
     200: ok("The key as listed.", KEY_ROW),
     ...errors({ 400: "`invalid_request`", ...AUTH_ERR, 404: "`key_not_found` (not the caller's key)" }),

@@ -1,7 +1,8 @@
 /**
  * Route schema of the ledger (D8, D17).
  */
-import { AUTH_ERR, bool, errors, isoTime, json, LIST, nullable, num, obj, ok, oneOf, PAGE_QUERY, route, str, usd } from "./common.ts";
+import { ALERTS_BODY } from "../../contracts/billing.ts";
+import { AUTH_ERR, bool, errors, isoTime, json, LIST, nullable, obj, ok, oneOf, PAGE_QUERY, route, str, usd } from "./common.ts";
 
 /** One ledger entry (D8, D17, D29), as listed and as shown with its request. */
 export const LEDGER_ENTRY = obj(
@@ -60,18 +61,6 @@ export const putAlertsSchema = route({
     "When the balance falls below `low_balance_usd`, one `balance.low` webhook event goes to the endpoints that take it, with `data: {balance_usd, threshold_usd}`; the alert is armed again once the balance is back above. A new threshold above the current balance sends the event at once. `null` removes the alert.",
   tags: ["billing"],
   access: "keyOrSession",
-  body: json(
-    obj(
-      {
-        low_balance_usd: nullable(
-          num("Threshold, USD (at most 6 decimals), or null.", {
-            minimum: 0,
-            "x-error-message": "low_balance_usd must be a non-negative number of USD with at most 6 decimals, or null to remove the alert.",
-          }),
-        ),
-      },
-      ["low_balance_usd"],
-    ),
-  ),
+  body: json(ALERTS_BODY),
   responses: { 200: ok("The alert setting.", ALERTS), ...errors({ 400: "`invalid_request`", ...AUTH_ERR }) },
 });

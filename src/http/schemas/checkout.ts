@@ -4,18 +4,9 @@
  * `STRIPE_WEBHOOK_SECRET`. The amount bounds are settings (`TOPUP_MIN_USD`, `TOPUP_MAX_USD`), so
  * accounts/topups.ts checks them; the schema checks the shape.
  */
-import type { TString } from "typebox";
-import { DEPOSIT_EVENTS, MAX_RETURN_URL_CHARS } from "../../accounts/topups.ts";
+import { DEPOSIT_EVENTS } from "../../accounts/topups.ts";
+import { CHECKOUT_BODY } from "../../contracts/billing.ts";
 import { AUTH_ERR, bool, errors, json, num, obj, ok, route, str } from "./common.ts";
-
-const RETURN_URL = (description: string, example: string): TString =>
-  str(description, {
-    format: "uri",
-    pattern: "^https?://",
-    maxLength: MAX_RETURN_URL_CHARS,
-    examples: [example],
-    "x-error-message": `{param} must be an absolute http:// or https:// URL of at most ${MAX_RETURN_URL_CHARS} characters.`,
-  });
 
 const OFF = "`not_found` (payments are off: no `STRIPE_SECRET_KEY`)";
 
@@ -51,19 +42,7 @@ export const createCheckoutSchema = route({
     "Opens a Stripe Checkout Session for `amount_usd` (whole cents, from `TOPUP_MIN_USD` to `TOPUP_MAX_USD`, both allowed; 5 and 10000 by default) and answers its id and the Stripe-hosted `url` to send the customer to. Nothing is charged or recorded now: when Stripe reports the payment (`POST /v1/billing/stripe/webhook`), the amount becomes a ledger `deposit` whose `reference` is the session id, and the tier follows the cumulative deposits.",
   tags: ["billing"],
   access: "keyOrSession",
-  body: json(
-    obj(
-      {
-        amount_usd: num("The top-up in USD, a whole number of cents.", {
-          examples: [25],
-          "x-error-message": "amount_usd must be a number of USD in whole cents.",
-        }),
-        success_url: RETURN_URL("Where Stripe sends the customer after paying (default: the console with `?topup=success`).", "https://example.com/billing?topup=success"),
-        cancel_url: RETURN_URL("Where Stripe sends the customer who cancels (default: the console with `?topup=cancel`).", "https://example.com/billing?topup=cancel"),
-      },
-      ["amount_usd"],
-    ),
-  ),
+  body: json(CHECKOUT_BODY),
   responses: {
     201: ok(
       "The Checkout Session.",

@@ -3,11 +3,9 @@
  * delivery log. Events are signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`,
  * `webhook-signature`); the `standardwebhooks` package verifies them.
  */
-import { WEBHOOK_EVENT_TYPES } from "../../webhooks/events.ts";
-import { arr, AUTH_ERR, bool, coded, errors, int, isoTime, json, LIST, nullable, obj, ok, oneOf, PAGE_QUERY, route, str } from "./common.ts";
+import { CREATE_WEBHOOK_BODY, EVENT_TYPE, EVENTS, WEBHOOK_EVENT_TYPES } from "../../contracts/webhooks.ts";
+import { arr, AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, obj, ok, oneOf, PAGE_QUERY, route, str } from "./common.ts";
 
-const EVENT_TYPE = oneOf(WEBHOOK_EVENT_TYPES, "An event type.", { examples: ["job.succeeded"] });
-const EVENTS = arr(EVENT_TYPE, "Event types sent to the endpoint.", { examples: [["job.succeeded", "job.failed"]] });
 const SECRET = str("Signing secret, `whsec_` + base64 of the key (Standard Webhooks). Keep it secret.", {
   pattern: "^whsec_",
   examples: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
@@ -37,15 +35,7 @@ export const createWebhookSchema = route({
   description: `Registers a URL for the account's events (all types when \`events\` is omitted). The URL must be \`https://\` and resolve to public addresses. The signing \`secret\` is shown only here and by rotate-secret. ${EVENT_BODY_NOTE}`,
   tags: ["webhooks"],
   access: "keyOrSession",
-  body: json(
-    obj(
-      {
-        url: coded(str("The endpoint URL (`https://`, public address, at most 2048 characters).", { maxLength: 2048, examples: ["https://example.com/hooks/gateway"] }), "invalid_webhook_url", "url must be an https:// URL."),
-        events: { ...EVENTS, minItems: 1, maxItems: 20, "x-error-message": `events must be a non-empty list of ${WEBHOOK_EVENT_TYPES.join(", ")}.` },
-      },
-      ["url"],
-    ),
-  ),
+  body: json(CREATE_WEBHOOK_BODY),
   responses: {
     201: ok(
       "The endpoint and its secret (shown only now).",
