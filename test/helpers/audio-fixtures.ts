@@ -14,20 +14,11 @@
  */
 import { crc32, deflateSync } from "node:zlib";
 import { Mp3Encoder } from "@breezystack/lamejs";
+import { concatBytes } from "../../src/upstreams/util.ts";
 
 const ascii = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, "latin1"));
 
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
+const concat = concatBytes;
 
 function u32be(n: number): Uint8Array {
   const b = new Uint8Array(4);
