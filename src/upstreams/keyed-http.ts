@@ -58,12 +58,23 @@ export class KeyedHttpError extends UpstreamError {
 
   constructor(
     message: string,
-    opts: { retryable: boolean; kind: KeyedErrorKind; status?: number | null; contentRejected?: boolean; voiceUnavailable?: boolean },
+    opts: {
+      retryable: boolean;
+      kind: KeyedErrorKind;
+      status?: number | null;
+      contentRejected?: boolean;
+      voiceUnavailable?: boolean;
+      /** The source says the upstream model or endpoint does not exist (D35); `upstreamModel` names it. */
+      modelNotFound?: boolean;
+      upstreamModel?: string | null;
+    },
   ) {
     super(message, opts.retryable, {
       contentRejected: opts.contentRejected ?? false,
       unsupported: opts.kind === "unsupported",
       voiceUnavailable: opts.voiceUnavailable ?? false,
+      modelNotFound: opts.modelNotFound ?? false,
+      upstreamModel: opts.upstreamModel ?? null,
     });
     this.name = "KeyedHttpError";
     this.kind = opts.kind;

@@ -203,6 +203,10 @@ export interface VoiceLibraryAdapter {
  * for the family's next one, and the registry counts it neither in the circuit nor in the statistics.
  * `voiceUnavailable` says the source no longer has the voice a speech call named (ElevenLabs
  * `voice_not_found`, MiniMax 2042 / 20132): the caller gets 410 `voice_unavailable` and pays nothing (D27).
+ * `modelNotFound` says the source answered that the upstream model or endpoint it was asked for does not
+ * exist (OpenAI 404 `model_not_found`, fal 404 for an unknown endpoint id, ElevenLabs 400 `model_not_found`,
+ * MiniMax 2013 naming the model; D35): never retried on that source, but the family's next source is tried
+ * (like a source that cannot serve the request); `upstreamModel` then names the id that was refused.
  * Any of these flags makes the error not retryable, whatever `retryable` was given.
  */
 export class UpstreamError extends Error {
@@ -210,17 +214,29 @@ export class UpstreamError extends Error {
   readonly contentRejected: boolean;
   readonly unsupported: boolean;
   readonly voiceUnavailable: boolean;
+  readonly modelNotFound: boolean;
+  /** With `modelNotFound`: the upstream id the source refused (e.g. `gpt-image-1`); else null. */
+  readonly upstreamModel: string | null;
   constructor(
     message: string,
     retryable = true,
-    options: { contentRejected?: boolean; unsupported?: boolean; voiceUnavailable?: boolean } = {},
+    options: {
+      contentRejected?: boolean;
+      unsupported?: boolean;
+      voiceUnavailable?: boolean;
+      modelNotFound?: boolean;
+      upstreamModel?: string | null;
+    } = {},
   ) {
     super(message);
     this.name = "UpstreamError";
     this.contentRejected = options.contentRejected ?? false;
     this.unsupported = options.unsupported ?? false;
     this.voiceUnavailable = options.voiceUnavailable ?? false;
-    this.retryable = retryable && !this.contentRejected && !this.unsupported && !this.voiceUnavailable;
+    this.modelNotFound = options.modelNotFound ?? false;
+    this.upstreamModel = options.upstreamModel ?? null;
+    this.retryable =
+      retryable && !this.contentRejected && !this.unsupported && !this.voiceUnavailable && !this.modelNotFound;
   }
 }
 
