@@ -1,7 +1,7 @@
 /**
  * The OpenAI-compatible chat adapter (src/upstreams/openai-compatible/) against a fake upstream on
  * loopback (fakes/openai-chat.ts): request shape, answer mapping, streaming assembly, error
- * mapping, timeouts and aborts.
+ * mapping (a 404 `model_not_found` as `modelNotFound`, D35), timeouts and aborts.
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,7 +13,7 @@ import { OpenAICompatibleError } from "../../src/upstreams/openai-compatible/api
 import { UpstreamError } from "../../src/upstreams/types.ts";
 import type { ChatDelta, ChatRequest } from "../../src/upstreams/chat-types.ts";
 import { chunk, completion, startFakeOpenAI, textStream, usageChunk } from "../../fakes/openai-chat.ts";
-import type { FakeOpenAI } from "../../fakes/openai-chat.ts";
+import type { FakeBehaviour, FakeOpenAI } from "../../fakes/openai-chat.ts";
 
 const API_KEY = "sk-test-secret-key-0123456789";
 
@@ -250,6 +250,56 @@ describe("errors", () => {
     const err = await upstreamFailure(adapter.chat(request()));
     assert.equal(err.retryable, false);
     assert.equal(err.status, 400);
+  });
+
+  test("HTTP 404 model_not_found (chat and stream): modelNotFound naming the model sent, not retryable (D35)", async () => {
+    const retired = {
+      error: {
+        message: "The model `upstream-model` has been deprecated, learn more here: https://platform.openai.com/docs/deprecations",
+        type: "invalid_request_error",
+        param: null,
+        code: "model_not_found",
+      },
+    };
+    fake.enqueue({ kind: "json", status: 404, body: retired }, { kind: "json", status: 404, body: retired });
+    for (const call of [() => adapter.chat(request()), () => collect(adapter.chatStream(request()))]) {
+      const err = await upstreamFailure(call());
+      assert.equal(err.status, 404);
+      assert.equal(err.modelNotFound, true);
+      assert.equal(err.upstreamModel, "upstream-model");
+      assert.equal(err.retryable, false);
+      assert.equal(err.code, "model_not_found");
+      assert.match(err.message, /^fake: the upstream model "upstream-model" does not exist at this source \(HTTP 404: The model `upstream-model` has been deprecated/);
+    }
+  });
+
+  test("a 404 naming the model without OpenAI's code is modelNotFound too; other 404s and other codes are not", async () => {
+    fake.enqueue(
+      { kind: "json", status: 404, body: { error: { message: "Model 'upstream-model' not found", type: "invalid_request_error", param: null, code: null } } },
+      { kind: "json", status: 404, body: { error: { message: "Invalid URL (POST /v1/chat/completions)", type: "invalid_request_error", param: null, code: null } } },
+      { kind: "json", status: 400, body: { error: { message: "The model `upstream-model` does not support tools.", type: "invalid_request_error", param: "tools", code: "invalid_value" } } },
+    );
+    const named = await upstreamFailure(adapter.chat(request()));
+    assert.equal(named.modelNotFound, true);
+    assert.equal(named.upstreamModel, "upstream-model");
+    for (let i = 0; i < 2; i++) {
+      const other = await upstreamFailure(adapter.chat(request()));
+      assert.equal(other.modelNotFound, false);
+      assert.equal(other.upstreamModel, null);
+      assert.equal(other.retryable, false);
+    }
+    // The model must be named as a whole id: at the end of a sentence yes, inside a path or a longer id no.
+    const notFound = (message: string): FakeBehaviour => ({ kind: "json", status: 404, body: { error: { message, type: "invalid_request_error", param: null, code: null } } });
+    for (const [model, message, expected] of [
+      ["upstream-model", "Model not found: upstream-model.", true],
+      ["v1", "Invalid URL (POST /v1/chat/completions)", false],
+      ["gpt-image-2", "Model gpt-image-2.5 is not enabled for this key", false],
+      ["gpt-image-2", "gpt-image-2 not found", true],
+    ] as const) {
+      fake.enqueue(notFound(message));
+      const err = await upstreamFailure(adapter.chat(request({ upstreamModel: model })));
+      assert.equal(err.modelNotFound, expected, message);
+    }
   });
 
   test("an upstream that echoes the key does not leak it", async () => {

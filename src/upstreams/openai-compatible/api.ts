@@ -13,9 +13,15 @@
  * | timeout (connect or total) | true |
  * | HTTP 5xx | true |
  * | HTTP 429 | true |
- * | other HTTP 4xx (400 bad request, 401 bad key, 404 unknown model, ...) | false |
+ * | HTTP 404 with `error.code` `model_not_found`, or a 404 whose message names the model sent | false, `modelNotFound` and `upstreamModel` (D35) |
+ * | other HTTP 4xx (400 bad request, 401 bad key, 404 of another kind, ...) | false |
  * | (a capability may mark an HTTP 4xx `contentRejected` by its `code`: images.ts does for moderation refusals) | false |
  * | malformed answer (invalid JSON, wrong shape, error object in a 200) | true: the upstream misbehaved, another source may not |
+ *
+ * A model-not-found error (the upstream retired or never had the model: OpenAI answers `404 {"error": {"message":
+ * "The model `gpt-image-1` has been deprecated, ...", "type": "invalid_request_error", "param": null, "code":
+ * "model_not_found"}}`) says so in its message and names the upstream id it sent; the failover tries the
+ * family's next source (D35).
  *
  * The caller's own abort is not an upstream failure: it rethrows `signal.reason` unchanged (an
  * `AbortError` DOMException unless the caller chose another reason), so fallback logic stops there.
@@ -77,6 +83,10 @@ export interface UpstreamErrorFields {
   type?: string | null;
   /** A moderation refusal (never retryable; the job ends `content_rejected`). */
   contentRejected?: boolean;
+  /** The upstream said the model does not exist (never retryable on this source; D35). */
+  modelNotFound?: boolean;
+  /** With `modelNotFound`: the upstream id that was sent as `model`. */
+  upstreamModel?: string | null;
 }
 
 /**
@@ -97,7 +107,7 @@ export class OpenAICompatibleError extends UpstreamError {
     status: number | null = null,
     fields: UpstreamErrorFields = {},
   ) {
-    super(message, retryable, { contentRejected: fields.contentRejected });
+    super(message, retryable, { contentRejected: fields.contentRejected, modelNotFound: fields.modelNotFound, upstreamModel: fields.upstreamModel });
     this.name = "OpenAICompatibleError";
     this.kind = kind;
     this.status = status;
@@ -190,10 +200,11 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
       return { signal, caller, timeout };
     },
     post(path, body, call) {
-      return send(path, JSON.stringify(body), call);
+      return send(path, JSON.stringify(body), call, isRecord(body) && typeof body.model === "string" ? body.model : null);
     },
     postForm(path, form, call) {
-      return send(path, form, call);
+      const model = form.get("model");
+      return send(path, form, call, typeof model === "string" ? model : null);
     },
     failure,
     malformed(detail) {
@@ -204,8 +215,8 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
     },
   };
 
-  /** POSTs a JSON text or a multipart form (see `post` and `postForm`). */
-  async function send(path: string, payload: string | UndiciFormData, call: CallSignal): Promise<OkResponse> {
+  /** POSTs a JSON text or a multipart form (see `post` and `postForm`); `model` is the body's `model`, if any. */
+  async function send(path: string, payload: string | UndiciFormData, call: CallSignal, model: string | null): Promise<OkResponse> {
     if (call.caller?.aborted === true) throw call.caller.reason;
     let res: OkResponse;
     const headers: Record<string, string> = {
@@ -237,14 +248,34 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
     }
     const status = res.statusCode;
     const retryable = status >= 500 || status === 429;
-    throw new OpenAICompatibleError(
-      clean(`${name}: HTTP ${status}${detail.message === "" ? "" : `: ${detail.message}`}`),
-      retryable,
-      "http",
-      status,
-      { code: detail.code === null ? null : clean(detail.code), type: detail.type === null ? null : clean(detail.type) },
-    );
+    const said = `HTTP ${status}${detail.message === "" ? "" : `: ${detail.message}`}`;
+    const fields = { code: detail.code === null ? null : clean(detail.code), type: detail.type === null ? null : clean(detail.type) };
+    if (isModelNotFound(status, detail, model)) {
+      const upstreamModel = model === null ? null : clean(model);
+      const named = upstreamModel === null ? "the upstream model" : `the upstream model ${JSON.stringify(upstreamModel)}`;
+      throw new OpenAICompatibleError(clean(`${name}: ${named} does not exist at this source (${said})`), false, "http", status, {
+        ...fields,
+        modelNotFound: true,
+        upstreamModel,
+      });
+    }
+    throw new OpenAICompatibleError(clean(`${name}: ${said}`), retryable, "http", status, fields);
   }
+}
+
+/**
+ * Whether an error answer says the model does not exist (D35): HTTP 404 with `error.code`
+ * `model_not_found` (OpenAI's answer for an unknown or retired model), or a 404 whose message names the
+ * model that was sent as a whole word (OpenAI-compatible servers that answer without a code; a short id
+ * such as `v1` inside `/v1/chat/completions` does not count).
+ */
+function isModelNotFound(status: number, detail: UpstreamErrorDetail, model: string | null): boolean {
+  if (status !== 404) return false;
+  if (detail.code === "model_not_found") return true;
+  if (model === null || model === "") return false;
+  const escaped = model.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  // Not part of a longer id on either side; a full stop may end the sentence (`gpt-image-2.` but not `gpt-image-2.5`).
+  return new RegExp(`(^|[^A-Za-z0-9._:/-])${escaped}($|[^A-Za-z0-9._:/-]|\\.(?![A-Za-z0-9]))`).test(detail.message);
 }
 
 /** A new multipart form for {@link OpenAICompatibleApi.postForm} (undici's own `FormData`, which its `request` writes). */
