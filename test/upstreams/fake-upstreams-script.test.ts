@@ -55,7 +55,7 @@ test("fake-upstreams writes a working UPSTREAMS file and every fake answers", as
     const bflBody = (await bflSubmit.json()) as { id?: string; polling_url?: string };
     assert.ok(bflBody.id && bflBody.polling_url);
 
-    const image = await post(`${openai.baseUrl}/images/generations`, { authorization: "Bearer k-123" }, { model: "gpt-image-1", prompt: "x", quality: "low" });
+    const image = await post(`${openai.baseUrl}/images/generations`, { authorization: "Bearer k-123" }, { model: "gpt-image-2", prompt: "x", quality: "low" });
     assert.equal(image.status, 200);
     const imageBody = (await image.json()) as { data?: { b64_json?: string }[] };
     assert.ok(imageBody.data?.[0]?.b64_json);

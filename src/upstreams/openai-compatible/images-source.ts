@@ -3,11 +3,14 @@
  * {@link createOpenAIImagesSource} from one `UPSTREAMS` entry. OpenAI's image generation is synchronous,
  * so the job is a wrapper (types.ts: "`submit` does the work, `poll` returns the stored result"):
  *
- * - `submitImage` sends the whole generation (images.ts: the request mapping, dall-e-3's fan-out, the
+ * - `submitImage` sends the whole generation (images.ts: the request mapping to `gpt-image-2`, the
  *   answer decoding), keeps the decoded images in this process's memory under a fresh request id, and
  *   resolves with the handle `{source, requestId, urls: {}}` (no follow-up URLs exist). Every failure is
- *   thrown (api.ts failure table); a moderation refusal is a non-retryable error with `contentRejected`,
- *   which ends the job `content_rejected` (durable.ts).
+ *   thrown (api.ts failure table): a moderation refusal is a non-retryable error with `contentRejected`,
+ *   which ends the job `content_rejected` (durable.ts); OpenAI's 400 for the input (an unknown or invalid
+ *   parameter) is non-retryable and neither `unsupported` nor `modelNotFound`, so the job ends
+ *   `provider_error` on this source and is not moved to the next one (D27, D35); a 404 `model_not_found`
+ *   (an upstream id OpenAI retired) is a `modelNotFound` error naming the id (D35).
  * - `poll` returns `succeeded` with the stored images and frees them; `durationSec`, `megapixels` and
  *   `upstreamCostUsd` are null (OpenAI reports no price: gpt-image's `usage` counts tokens; the runner
  *   charges the list price).
@@ -46,7 +49,7 @@ import type { OpenAIImageCall } from "./images.ts";
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
 
 /**
- * Default total time of one generation request, ms: gpt-image-1 at high quality can take well over a
+ * Default total time of one generation request, ms: a GPT image model at high quality can take well over a
  * minute for several images.
  */
 export const DEFAULT_IMAGES_TIMEOUT_MS = 180_000;
@@ -65,7 +68,8 @@ export const MAX_STORED_BYTES = 512 * 1024 * 1024;
  * default {@link DEFAULT_OPENAI_BASE_URL} (it includes the API version, `.../v1`); the key goes out as
  * `Authorization: Bearer <apiKey>`, to the base URL only (OpenAI names no follow-up URLs); `timeoutMs`
  * bounds one generation request, default {@link DEFAULT_IMAGES_TIMEOUT_MS}; `models` takes
- * `{"imgC-v3": "dall-e-3", "imgC-q1": "gpt-image-1"}` and ignores other keys (images.ts).
+ * `{"imgC-v3": "<a GPT image model id>", "imgC-q1": ...}` (defaults `gpt-image-2`; a `dall-e-*` id is refused)
+ * and ignores other keys (images.ts).
  */
 export interface OpenAIImagesSourceConfig extends VisualJobSourceConfig {
   /** How long a result waits for its poll, ms (default {@link DEFAULT_RESULT_TTL_MS}). */
@@ -81,8 +85,8 @@ export interface OpenAIImagesSource extends VisualJobSourceAdapter {
 
 /**
  * Creates an OpenAI images source (see the module comment).
- * @throws RangeError for a bad configuration (name, key, base URL, timeout, trusted host, `models` value,
- *   result limits).
+ * @throws RangeError for a bad configuration (name, key, base URL, timeout, trusted host, `models` value
+ *   (including a retired DALL-E id), result limits).
  */
 export function createOpenAIImagesSource(config: OpenAIImagesSourceConfig): OpenAIImagesSource {
   const { name } = config;

@@ -1,13 +1,12 @@
 /**
  * Decoding of OpenAI's image answers: the fixtures (OpenAI's real shapes) fed to the decoder, then
- * replayed over loopback HTTP to the source (b64_json -> PNG bytes with the size from the header, url ->
- * a URL output), the answer size cap of images (above chat's), and which output hosts are downloaded
- * directly (D25).
+ * replayed over loopback HTTP to the source (b64_json -> PNG bytes with the size from the header; a `url`
+ * image, which no GPT image model answers, is malformed), the answer size cap of images (above chat's),
+ * and which output hosts are downloaded directly (D25).
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { MAX_RESPONSE_BYTES } from "../../../src/upstreams/openai-compatible/api.ts";
-import { startOpenAIImagesFake } from "../../../fakes/openai-images.ts";
 import { createOpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
 import type { OpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
 import { decodeImagesAnswer, MAX_IMAGES_RESPONSE_BYTES } from "../../../src/upstreams/openai-compatible/images.ts";
@@ -15,7 +14,7 @@ import { pngDimensions } from "../../../src/upstreams/media-probe.ts";
 import type { MediaOutput } from "../../../src/upstreams/types.ts";
 import { startFakeOpenAI } from "../../../fakes/openai-chat.ts";
 import type { FakeOpenAI } from "../../../fakes/openai-chat.ts";
-import { DALL_E_3_B64_ANSWER, DALL_E_3_URL_ANSWER, GPT_IMAGE_1_ANSWER, SMALL_PNG } from "./fixtures.ts";
+import { GPT_IMAGE_ANSWER, SMALL_PNG, SMALL_PNG_B64, URL_ANSWER } from "./fixtures.ts";
 import { imageRequest, OPENAI_KEY, openAIFailure } from "./helpers.ts";
 
 function bytesOf(output: MediaOutput | undefined): Extract<MediaOutput, { kind: "bytes" }> {
@@ -24,8 +23,8 @@ function bytesOf(output: MediaOutput | undefined): Extract<MediaOutput, { kind: 
 }
 
 describe("decodeImagesAnswer on the fixtures", () => {
-  test("b64_json (dall-e-3): PNG bytes with the size read from the header", () => {
-    const outputs = decodeImagesAnswer(DALL_E_3_B64_ANSWER, 1);
+  test("b64_json: PNG bytes with the size read from the header", () => {
+    const outputs = decodeImagesAnswer({ created: 1, data: [{ b64_json: SMALL_PNG_B64 }] }, 1);
     assert.ok(Array.isArray(outputs));
     const png = bytesOf(outputs[0]);
     assert.equal(png.contentType, "image/png");
@@ -33,31 +32,30 @@ describe("decodeImagesAnswer on the fixtures", () => {
     assert.deepEqual({ width: png.width, height: png.height }, { width: 8, height: 6 });
   });
 
-  test("gpt-image-1: every image of data[], usage ignored", () => {
-    const outputs = decodeImagesAnswer(GPT_IMAGE_1_ANSWER, 3);
+  test("every image of data[], usage ignored", () => {
+    const outputs = decodeImagesAnswer(GPT_IMAGE_ANSWER, 3);
     assert.ok(Array.isArray(outputs));
     assert.equal(outputs.length, 3);
     for (const output of outputs) assert.equal(bytesOf(output).contentType, "image/png");
   });
 
-  test("url (dall-e-3 asked for URLs): a URL output", () => {
-    assert.deepEqual(decodeImagesAnswer(DALL_E_3_URL_ANSWER, 1), [{ kind: "url", url: DALL_E_3_URL_ANSWER.data[0].url }]);
+  test("a url image (DALL-E's answer; no GPT image model gives one) is refused", () => {
+    assert.match(String(decodeImagesAnswer(URL_ANSWER, 1)), /no b64_json/);
   });
 
   test("what is refused: fewer images than asked, no data, an error, neither field, base64 that is not a PNG", () => {
-    assert.match(String(decodeImagesAnswer(GPT_IMAGE_1_ANSWER, 4)), /3 images, 4 were asked for/);
+    assert.match(String(decodeImagesAnswer(GPT_IMAGE_ANSWER, 4)), /3 images, 4 were asked for/);
     assert.match(String(decodeImagesAnswer({ created: 1, data: [] }, 1)), /no data/);
     assert.match(String(decodeImagesAnswer({ created: 1 }, 1)), /no data/);
     assert.match(String(decodeImagesAnswer({ error: { message: "boom" } }, 1)), /error in a 2xx answer: boom/);
-    assert.match(String(decodeImagesAnswer({ data: [{ revised_prompt: "x" }] }, 1)), /neither b64_json nor/);
-    assert.match(String(decodeImagesAnswer({ data: [{ url: "ftp://x.example/a.png" }] }, 1)), /neither b64_json nor/);
+    assert.match(String(decodeImagesAnswer({ data: [{ revised_prompt: "x" }] }, 1)), /no b64_json/);
     assert.match(String(decodeImagesAnswer({ data: [{ b64_json: Buffer.from("GIF89a not a png at all").toString("base64") }] }, 1)), /not a base64 PNG/);
     assert.match(String(decodeImagesAnswer({ data: [{ b64_json: "%%%" }] }, 1)), /not a base64 PNG/);
     assert.match(String(decodeImagesAnswer([], 1)), /not a JSON object/);
   });
 
   test("more images than asked are cut to the number asked", () => {
-    const outputs = decodeImagesAnswer(GPT_IMAGE_1_ANSWER, 2);
+    const outputs = decodeImagesAnswer(GPT_IMAGE_ANSWER, 2);
     assert.ok(Array.isArray(outputs));
     assert.equal(outputs.length, 2);
   });
@@ -91,11 +89,14 @@ describe("answers replayed over HTTP", () => {
     return state.outputs;
   }
 
-  test("b64_json and url answers become the outputs the runner stores", async () => {
-    assert.deepEqual(new Uint8Array(bytesOf((await generated(GPT_IMAGE_1_ANSWER, 3))[2]).body), SMALL_PNG);
-    assert.deepEqual(await generated(DALL_E_3_URL_ANSWER), [{ kind: "url", url: DALL_E_3_URL_ANSWER.data[0].url }]);
+  test("b64_json answers become the outputs the runner stores; a url answer is malformed: retryable", async () => {
+    assert.deepEqual(new Uint8Array(bytesOf((await generated(GPT_IMAGE_ANSWER, 3))[2]).body), SMALL_PNG);
     assert.equal(replay.requests[0].headers.authorization, `Bearer ${OPENAI_KEY}`);
     assert.equal(replay.requests[0].path, "/v1/images/generations");
+    replay.enqueue({ kind: "json", body: URL_ANSWER });
+    const err = await openAIFailure(source.submitImage(imageRequest()));
+    assert.equal(err.kind, "malformed");
+    assert.equal(err.retryable, true);
   });
 
   test("an answer larger than chat's cap is read whole (images have their own)", async () => {
@@ -129,31 +130,11 @@ describe("direct downloads (D25)", () => {
     assert.equal(s.isDirectDownloadHost("http://127.0.0.1:9002/files/a.png"), false);
     assert.equal(s.isDirectDownloadHost("https://files.internal/a.png"), true);
     assert.equal(s.isDirectDownloadHost("https://10.0.0.5:8443/a.png"), true);
-    assert.equal(s.isDirectDownloadHost(DALL_E_3_URL_ANSWER.data[0].url), false);
+    assert.equal(s.isDirectDownloadHost(URL_ANSWER.data[0].url), false);
     assert.equal(s.isDirectDownloadHost("not a url"), false);
     const real = createOpenAIImagesSource({ name: "openai", apiKey: OPENAI_KEY });
     assert.equal(real.isDirectDownloadHost("https://api.openai.com/v1/files/x"), true);
-    assert.equal(real.isDirectDownloadHost(DALL_E_3_URL_ANSWER.data[0].url), false, "OpenAI's image links go through the SSRF-safe fetch");
+    assert.equal(real.isDirectDownloadHost(URL_ANSWER.data[0].url), false, "another host goes through the SSRF-safe fetch");
     await Promise.all([s.close(), real.close()]);
-  });
-
-  test("a url answer of the fake is on the fake's own host and serves the PNG without the key", async () => {
-    const fake = await startOpenAIImagesFake({ apiKey: OPENAI_KEY, latencyMs: 0 });
-    const s = createOpenAIImagesSource({ name: "openai-fake", baseUrl: `${fake.url}/v1`, apiKey: OPENAI_KEY });
-    try {
-      const res = await fetch(`${fake.url}/v1/images/generations`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${OPENAI_KEY}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: "dall-e-3", prompt: "a lighthouse", size: "1024x1792" }),
-      });
-      const answer = (await res.json()) as { data: { url: string; revised_prompt: string }[] };
-      assert.equal(typeof answer.data[0].revised_prompt, "string");
-      assert.equal(s.isDirectDownloadHost(answer.data[0].url), true);
-      const png = new Uint8Array(await (await fetch(answer.data[0].url)).arrayBuffer());
-      assert.deepEqual(pngDimensions(png), { width: 1024, height: 1792 });
-    } finally {
-      await s.close();
-      await fake.close();
-    }
   });
 });

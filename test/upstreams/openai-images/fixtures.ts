@@ -10,29 +10,23 @@ export const SMALL_PNG = renderPng({ prompt: "fixture", width: 8, height: 6 });
 export const SMALL_PNG_B64 = Buffer.from(SMALL_PNG).toString("base64");
 
 /**
- * The request body the adapter sends for imgC-v3, `ImageGenerateParams` of the `openai` package
- * (`resources/images.ts`: `model`, `prompt`, `n`, `size`, `quality`, `response_format`); per
- * openai/openai-openapi `openapi.yaml` `CreateImageRequest`, dall-e-3 takes `n: 1` only, sizes
- * `1024x1024`, `1792x1024`, `1024x1792`, qualities `standard` and `hd`, and answers URLs unless asked for
- * `b64_json`.
+ * The request body the adapter sends for imgC-v3 (16:9), `ImageGenerateParams` of the `openai` package
+ * (`node_modules/openai/resources/images.d.ts`): `gpt-image-2` (D35), a standard size, `quality: "high"`,
+ * `output_format: "png"`, and no `response_format` ("Unsupported for GPT image models, which always return
+ * base64-encoded images").
  */
-export const DALL_E_3_REQUEST = {
-  model: "dall-e-3",
+export const IMG_C_V3_REQUEST = {
+  model: "gpt-image-2",
   prompt: "a lighthouse at dusk",
   n: 1,
-  size: "1792x1024",
-  quality: "hd",
-  response_format: "b64_json",
+  size: "1536x1024",
+  quality: "high",
+  output_format: "png",
 } as const;
 
-/**
- * The request body for imgC-q1 at the `low` tier, `ImageGenerateParams` (`resources/images.ts`): per
- * `openapi.yaml` `CreateImageRequest`, the gpt-image models take `n` up to 10, sizes `1024x1024`,
- * `1536x1024`, `1024x1536`, qualities `low`, `medium`, `high` and `output_format`, and not
- * `response_format` (see {@link UNKNOWN_PARAMETER_ERROR}).
- */
-export const GPT_IMAGE_1_REQUEST = {
-  model: "gpt-image-1",
+/** The request body for imgC-q1 at the `low` tier with `n: 3`, portrait: the same model and fields, the tier as `quality`. */
+export const IMG_C_Q1_REQUEST = {
+  model: "gpt-image-2",
   prompt: "a lighthouse at dusk",
   n: 3,
   size: "1024x1536",
@@ -40,33 +34,12 @@ export const GPT_IMAGE_1_REQUEST = {
   output_format: "png",
 } as const;
 
-/** `ImagesResponse` with `Image.b64_json` and `revised_prompt` (`resources/images.ts`), a dall-e-3 answer. */
-export const DALL_E_3_B64_ANSWER = {
-  created: 1_713_833_628,
-  data: [{ b64_json: SMALL_PNG_B64, revised_prompt: "A lighthouse on a rocky shore at dusk, warm light in its lantern room." }],
-} as const;
-
 /**
- * `ImagesResponse` with `Image.url` (`resources/images.ts`: "The URL of the generated image when
- * `response_format` is set to `url`"); dall-e-3's URLs are signed Azure blob links (the host and query
- * as they appear in answers pasted into public code, e.g. a logged `ImagesResponse`; the ids here are made up).
- */
-export const DALL_E_3_URL_ANSWER = {
-  created: 1_713_833_628,
-  data: [
-    {
-      url: "https://oaidalleapiprodscus.blob.core.windows.net/private/org-fake/user-fake/img-fake.png?st=2024-04-23T00%3A53%3A48Z&se=2024-04-23T02%3A53%3A48Z&sp=r&sig=fake",
-      revised_prompt: "A lighthouse on a rocky shore at dusk.",
-    },
-  ],
-} as const;
-
-/**
- * A gpt-image answer: `ImagesResponse` with `background`, `output_format`, `quality`, `size` and `usage`
+ * A GPT image answer: `ImagesResponse` with `background`, `output_format`, `quality`, `size` and `usage`
  * (`ImagesResponse.Usage`: `input_tokens`, `input_tokens_details`, `output_tokens`, `total_tokens`), the
- * images in `b64_json` only (`resources/images.ts`: "Returned by default for GPT image models").
+ * images in `b64_json` only.
  */
-export const GPT_IMAGE_1_ANSWER = {
+export const GPT_IMAGE_ANSWER = {
   created: 1_745_000_000,
   background: "opaque",
   output_format: "png",
@@ -79,6 +52,21 @@ export const GPT_IMAGE_1_ANSWER = {
     output_tokens: 1224,
     total_tokens: 1236,
   },
+} as const;
+
+/**
+ * An answer with a `url` image and no `b64_json`: what DALL-E answered by default (a signed Azure blob link,
+ * the host and query as in answers pasted into public code; the ids made up). A GPT image model never
+ * answers it, so the adapter refuses it as malformed.
+ */
+export const URL_ANSWER = {
+  created: 1_713_833_628,
+  data: [
+    {
+      url: "https://oaidalleapiprodscus.blob.core.windows.net/private/org-fake/user-fake/img-fake.png?st=2024-04-23T00%3A53%3A48Z&se=2024-04-23T02%3A53%3A48Z&sp=r&sig=fake",
+      revised_prompt: "A lighthouse on a rocky shore at dusk.",
+    },
+  ],
 } as const;
 
 /** dall-e-3's moderation refusal, HTTP 400, as quoted in songquanpeng/one-api#737 (and tipi-tapi/ai-paint-today-BE#210). */
@@ -107,14 +95,27 @@ export const MODERATION_BLOCKED_ERROR = {
   },
 } as const;
 
-/** gpt-image-1 given `response_format`, HTTP 400, as quoted in vercel/ai#6102. */
+/** A GPT image model given `response_format`, HTTP 400, as quoted in vercel/ai#6102. */
 export const UNKNOWN_PARAMETER_ERROR = {
   error: { message: "Unknown parameter: 'response_format'.", type: "invalid_request_error", param: "response_format", code: "unknown_parameter" },
 } as const;
 
-/** dall-e-3 given a size it does not make, HTTP 400, as quoted in redevrx/chat_gpt_sdk#93. */
-export const INVALID_SIZE_ERROR = {
-  error: { code: "invalid_size", message: "The size is not supported by this model.", param: null, type: "invalid_request_error" },
+/**
+ * A retired model, HTTP 404: OpenAI's answer for a model it shut down, as quoted in
+ * openai/openai-quickstart-node#127 (there for `text-davinci-003`).
+ */
+export const MODEL_RETIRED_ERROR = {
+  error: {
+    message: "The model `gpt-image-1` has been deprecated, learn more here: https://platform.openai.com/docs/deprecations",
+    type: "invalid_request_error",
+    param: null,
+    code: "model_not_found",
+  },
+} as const;
+
+/** An unknown model, HTTP 404, as quoted in jdmnk/codex-imagegen-cli#18. */
+export const MODEL_UNKNOWN_ERROR = {
+  error: { message: "The model `gpt-image-9` does not exist or you do not have access to it.", type: "invalid_request_error", param: null, code: "model_not_found" },
 } as const;
 
 /**

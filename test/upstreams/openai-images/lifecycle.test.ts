@@ -2,7 +2,8 @@
  * The synchronous OpenAI generation wrapped as a job: the handle, `poll` returning the stored images
  * once, a handle whose result is not in this process's memory (another process, expired, evicted,
  * cancelled, closed), and the source driven by the job runner's durable path (durable.ts): success,
- * failover on a retryable failure, and a moderation refusal ending the job `content_rejected`.
+ * failover on a retryable failure, a moderation refusal ending the job `content_rejected`, and OpenAI's
+ * 400 for the input ending it `provider_error` on the first source.
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -143,7 +144,7 @@ describe("through the runner's durable path (durable.ts)", () => {
     assert.equal(outcome.source, "openai-main");
     assert.equal(outcome.result.outputs.length, 2);
     assert.equal(recorded.length, 1);
-    assert.equal(fake.submits().length, 2);
+    assert.equal(fake.submits().length, 1, "n images in one request");
   });
 
   test("a moderation refusal at submit ends the job content_rejected, without trying the next source", async () => {
@@ -153,6 +154,19 @@ describe("through the runner's durable path (durable.ts)", () => {
     assert.ok(outcome.kind === "failed");
     assert.equal(outcome.code, "content_rejected");
     assert.match(outcome.message, /refused the content/);
+    assertNoKey(outcome.message);
+    assert.equal(recorded.length, 0);
+    assert.equal(fake.submits().length, 1, "no failover");
+  });
+
+  test("OpenAI's 400 for the input ends the job provider_error, without trying the next source (D27, D35)", async () => {
+    const next = newSource({ name: "openai-next" });
+    // A parameter OpenAI does not know, passed through (D3): the strict fake answers 400 unknown_parameter.
+    const request = imageRequest({ model: "imgC-q1", parameters: { num_images: 2 } });
+    const { outcome, recorded } = await run(request, [slotOf(newSource()), slotOf(next)]);
+    assert.ok(outcome.kind === "failed", JSON.stringify(outcome));
+    assert.equal(outcome.code, "provider_error");
+    assert.match(outcome.message, /HTTP 400: Unknown parameter: 'num_images'/);
     assertNoKey(outcome.message);
     assert.equal(recorded.length, 0);
     assert.equal(fake.submits().length, 1, "no failover");

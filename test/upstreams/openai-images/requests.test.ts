@@ -1,8 +1,9 @@
 /**
  * The exact generation requests of the OpenAI images source against the loopback fake
  * (fakes/openai-images.ts): method, path, the `Authorization: Bearer` scheme, and
- * the body's fields and values per model (size mapping, quality, `response_format` for dall-e-3 only),
- * dall-e-3's fan-out for `n` > 1, the D3 pass-through policy and the D25 `models` overrides.
+ * the body's fields and values per model (`gpt-image-2`, size mapping, quality, no `response_format`), the
+ * D3 pass-through policy and the D25 `models` overrides (a DALL-E id refused). The strict fake refuses any
+ * field OpenAI would, so each accepted request is also a check that the adapter sends only OpenAI's fields.
  */
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -12,7 +13,7 @@ import { createOpenAIImagesSource } from "../../../src/upstreams/openai-compatib
 import type { OpenAIImagesSource } from "../../../src/upstreams/openai-compatible/images-source.ts";
 import { ASPECT_ORIENTATION, GATEWAY_FIELDS, OPENAI_IMAGE_SIZES } from "../../../src/upstreams/openai-compatible/images.ts";
 import type { AspectRatio, ImageRequest } from "../../../src/upstreams/types.ts";
-import { DALL_E_3_REQUEST, GPT_IMAGE_1_REQUEST } from "./fixtures.ts";
+import { IMG_C_Q1_REQUEST, IMG_C_V3_REQUEST } from "./fixtures.ts";
 import { imageRequest, OPENAI_KEY, upstreamFailure } from "./helpers.ts";
 
 let fake: OpenAIImagesFake;
@@ -47,23 +48,28 @@ async function sent(req: ImageRequest): Promise<unknown[]> {
   return fake.requests.map((r) => r.body);
 }
 
-describe("imgC-v3 (dall-e-3)", () => {
-  test("the body of the SDK's ImageGenerateParams: hd, b64_json, landscape 1792x1024", async () => {
+describe("imgC-v3 (gpt-image-2, high)", () => {
+  test("the body of the SDK's ImageGenerateParams: gpt-image-2, high, png, landscape 1536x1024, no response_format", async () => {
     const bodies = await sent(imageRequest({ model: "imgC-v3", aspect: "16:9", width: 1344, height: 768 }));
-    assert.deepEqual(bodies, [DALL_E_3_REQUEST]);
+    assert.deepEqual(bodies, [IMG_C_V3_REQUEST]);
+    assert.ok(!Object.hasOwn(bodies[0] as object, "response_format"));
   });
 
-  test("n > 1 is n requests of one image each, sent in parallel", async () => {
+  test("n > 1 is one request for n images", async () => {
     const bodies = await sent(imageRequest({ model: "imgC-v3", n: 3, aspect: "1:1" }));
-    assert.equal(bodies.length, 3);
-    for (const body of bodies) assert.deepEqual(body, { ...DALL_E_3_REQUEST, size: "1024x1024" });
+    assert.deepEqual(bodies, [{ ...IMG_C_V3_REQUEST, n: 3, size: "1024x1024" }]);
+  });
+
+  test("the request's quality tier does not change imgC-v3's quality", async () => {
+    const [body] = await sent(imageRequest({ model: "imgC-v3", quality: "low" }));
+    assert.equal((body as { quality: string }).quality, "high");
   });
 });
 
-describe("imgC-q1 (gpt-image-1)", () => {
+describe("imgC-q1 (gpt-image-2, the tier)", () => {
   test("n in one request, the quality tier, output_format png, no response_format", async () => {
     const bodies = await sent(imageRequest({ model: "imgC-q1", n: 3, quality: "low", aspect: "9:16", width: 768, height: 1344 }));
-    assert.deepEqual(bodies, [GPT_IMAGE_1_REQUEST]);
+    assert.deepEqual(bodies, [IMG_C_Q1_REQUEST]);
     assert.ok(!Object.hasOwn(bodies[0] as object, "response_format"));
   });
 
@@ -77,21 +83,21 @@ describe("imgC-q1 (gpt-image-1)", () => {
 });
 
 describe("sizes", () => {
-  const expected: Record<AspectRatio, [string, string]> = {
-    "1:1": ["1024x1024", "1024x1024"],
-    "16:9": ["1792x1024", "1536x1024"],
-    "4:3": ["1792x1024", "1536x1024"],
-    "21:9": ["1792x1024", "1536x1024"],
-    "9:16": ["1024x1792", "1024x1536"],
-    "3:4": ["1024x1792", "1024x1536"],
+  const expected: Record<AspectRatio, string> = {
+    "1:1": "1024x1024",
+    "16:9": "1536x1024",
+    "4:3": "1536x1024",
+    "21:9": "1536x1024",
+    "9:16": "1024x1536",
+    "3:4": "1024x1536",
   };
-  for (const [aspect, [dalle, gpt]] of Object.entries(expected) as [AspectRatio, [string, string]][]) {
-    test(`${aspect} -> dall-e-3 ${dalle}, gpt-image-1 ${gpt}`, async () => {
-      const [d] = await sent(imageRequest({ model: "imgC-v3", aspect }));
+  for (const [aspect, size] of Object.entries(expected) as [AspectRatio, string][]) {
+    test(`${aspect} -> ${size} (both models)`, async () => {
+      const [v3] = await sent(imageRequest({ model: "imgC-v3", aspect }));
       fake.reset();
-      const [g] = await sent(imageRequest({ model: "imgC-q1", aspect }));
-      assert.equal((d as { size: string }).size, dalle);
-      assert.equal((g as { size: string }).size, gpt);
+      const [q1] = await sent(imageRequest({ model: "imgC-q1", aspect }));
+      assert.equal((v3 as { size: string }).size, size);
+      assert.equal((q1 as { size: string }).size, size);
     });
   }
 
@@ -100,23 +106,21 @@ describe("sizes", () => {
       const [w, h] = s.split(/[x:]/).map(Number);
       return Math.log(w / h);
     };
-    for (const sizes of Object.values(OPENAI_IMAGE_SIZES)) {
-      for (const [aspect, orientation] of Object.entries(ASPECT_ORIENTATION)) {
-        const chosen = Math.abs(ratio(aspect) - ratio(sizes[orientation]));
-        for (const other of Object.values(sizes)) assert.ok(chosen <= Math.abs(ratio(aspect) - ratio(other)), `${aspect} -> ${sizes[orientation]}, not ${other}`);
-      }
+    for (const [aspect, orientation] of Object.entries(ASPECT_ORIENTATION)) {
+      const chosen = Math.abs(ratio(aspect) - ratio(OPENAI_IMAGE_SIZES[orientation]));
+      for (const other of Object.values(OPENAI_IMAGE_SIZES)) assert.ok(chosen <= Math.abs(ratio(aspect) - ratio(other)), `${aspect} -> ${OPENAI_IMAGE_SIZES[orientation]}, not ${other}`);
     }
   });
 });
 
 describe("pass-through parameters (D3)", () => {
-  test("other fields are forwarded unchanged; the gateway's fields win", async () => {
-    const parameters = { style: "natural", user: "end-user-7", n: 4, size: "1024x1792", quality: "standard", response_format: "url", model: "dall-e-2", prompt: "other" };
+  test("other fields are forwarded unchanged; the gateway's fields win; DALL-E's response_format and style are dropped", async () => {
+    const parameters = { user: "end-user-7", safety_identifier: "hash-7", n: 4, size: "1024x1792", quality: "standard", response_format: "url", style: "natural", model: "dall-e-2", prompt: "other" };
     const [body] = await sent(imageRequest({ model: "imgC-v3", parameters }));
-    assert.deepEqual(body, { ...DALL_E_3_REQUEST, size: "1024x1024", style: "natural", user: "end-user-7" });
+    assert.deepEqual(body, { ...IMG_C_V3_REQUEST, size: "1024x1024", user: "end-user-7", safety_identifier: "hash-7" });
   });
 
-  test("gpt-image-1: response_format, stream, partial_images, output_compression and other formats are dropped", async () => {
+  test("response_format, stream, partial_images, output_compression and other formats are dropped; background and moderation pass", async () => {
     const parameters = {
       background: "transparent",
       moderation: "low",
@@ -128,7 +132,7 @@ describe("pass-through parameters (D3)", () => {
     };
     const [body] = await sent(imageRequest({ model: "imgC-q1", quality: "high", parameters }));
     assert.deepEqual(body, {
-      model: "gpt-image-1",
+      model: "gpt-image-2",
       prompt: "a lighthouse at dusk",
       n: 1,
       size: "1024x1024",
@@ -142,30 +146,37 @@ describe("pass-through parameters (D3)", () => {
 });
 
 describe("models overrides (D25)", () => {
-  test("an override replaces the upstream id, whose family decides the dialect; other keys are ignored", async () => {
+  test("an override replaces the upstream id with the same body; other keys are ignored", async () => {
     const s = createOpenAIImagesSource({
       name: "openai-next",
       baseUrl: `${fake.url}/v1`,
       apiKey: OPENAI_KEY,
-      models: { "imgC-q1": "gpt-image-1.5", "transcribe-1": "whisper-1", "imgC-v3/image": "ignored" },
+      models: { "imgC-q1": "gpt-image-2.5-flare", "transcribe-1": "whisper-1", "imgC-v3/image": "ignored" },
     });
     try {
       await s.submitImage(imageRequest({ model: "imgC-q1", n: 2 }));
-      assert.deepEqual(fake.requests[0].body, { ...GPT_IMAGE_1_REQUEST, model: "gpt-image-1.5", n: 2, size: "1024x1024", quality: "medium" });
+      await s.submitImage(imageRequest({ model: "imgC-v3", n: 2, aspect: "16:9" }));
+      assert.deepEqual(
+        fake.requests.map((r) => r.body),
+        [
+          { ...IMG_C_Q1_REQUEST, model: "gpt-image-2.5-flare", n: 2, size: "1024x1024", quality: "medium" },
+          { ...IMG_C_V3_REQUEST, n: 2 },
+        ],
+      );
     } finally {
       await s.close();
     }
   });
 
-  test("imgC-v3 moved onto a gpt-image model is asked at its HD tier, all images in one request", async () => {
-    const s = createOpenAIImagesSource({ name: "openai-next", baseUrl: `${fake.url}/v1`, apiKey: OPENAI_KEY, models: { "imgC-v3": "gpt-image-1.5" } });
-    try {
-      await s.submitImage(imageRequest({ model: "imgC-v3", n: 2, aspect: "16:9" }));
-      assert.equal(fake.requests.length, 1);
-      assert.deepEqual(fake.requests[0].body, { ...GPT_IMAGE_1_REQUEST, model: "gpt-image-1.5", n: 2, size: "1536x1024", quality: "high" });
-    } finally {
-      await s.close();
+  test("a DALL-E id is refused when the source is built: OpenAI retired DALL-E, and its request is not the GPT image one", async () => {
+    for (const id of ["dall-e-3", "dall-e-2"]) {
+      assert.throws(
+        () => createOpenAIImagesSource({ name: "x", apiKey: OPENAI_KEY, models: { "imgC-v3": id } }),
+        (err: unknown) => err instanceof RangeError && err.message.includes(id) && /retired/.test(err.message),
+      );
     }
+    // The same key of another capability's map is not the images source's business.
+    await createOpenAIImagesSource({ name: "x", apiKey: OPENAI_KEY, models: { "host1-transcribe-1": "dall-e-3" } }).close();
   });
 
   test("a bad override, key or configuration stops the construction", () => {
