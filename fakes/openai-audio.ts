@@ -1,25 +1,44 @@
 /**
  * A loopback fake of OpenAI's audio-to-text endpoints, for contract tests: it answers in the shapes of the
  * `openai` npm package (`resources/audio/transcriptions.ts` `Transcription`; `resources/chat/completions/
- * completions.ts` `ChatCompletion`, `ChatCompletionContentPartInputAudio`) and misbehaves on request. The
- * official `openai` client accepts it (test/upstreams/openai-audio/official-client.test.ts).
+ * completions.ts` `ChatCompletion`, `ChatCompletionContentPartInputAudio`), validates the model and the
+ * fields as OpenAI does, and misbehaves on request. The official `openai` client accepts it
+ * (test/upstreams/openai-audio/official-client.test.ts).
+ *
+ * Its rules follow the installed `openai` package (7.57.0): the transcription models are `AudioModel` of
+ * `node_modules/openai/resources/audio/audio.d.ts` (all served: their announced shutdown is 2027-02-26), the
+ * form fields `TranscriptionCreateParamsBase` of `resources/audio/transcriptions.d.ts`; the audio chat
+ * models are the audio ones of `ChatModel` (`resources/shared.d.ts`), the body fields
+ * `ChatCompletionCreateParamsBase` of `resources/chat/completions/completions.d.ts`. `ChatModel` lists the
+ * `gpt-4o-*-audio-preview` models with an announced shutdown of 2026-05-07, but upstreams.md pins
+ * `gpt-4o-audio-preview` as the default, so the fake still serves them (a test retires one with `retired`);
+ * `gpt-4o-audio-preview-2024-10-01` (shut down 2025-10-10) is retired.
  *
  * ## Protocol
  * | request | answer |
  * |---|---|
- * | `POST /v1/audio/transcriptions` (multipart `file`, `model`, optional `response_format`, `prompt`) | 200 `{text, usage?}`: `text` is `Fake transcript of a <size>-byte .<ext> file.`; `usage` `{type: "duration", seconds}` (whole seconds, rounded up, as whisper-1 reports it) when the fake can read the duration (WAV, MP3), else absent. `response_format: "text"` answers the text alone (`text/plain`) |
+ * | `POST /v1/audio/transcriptions` (multipart `file`, `model`, optional `response_format`, `prompt`, ...) | 200 `{text, usage?}`: `text` is `Fake transcript of a <size>-byte .<ext> file.`; when the fake can read the duration (WAV, MP3) `usage` is whisper-1's `{type: "duration", seconds}` (whole seconds, rounded up), or for the other models `{type: "tokens", input_tokens, input_token_details, output_tokens, total_tokens}` (illustrative counts); else absent. `response_format: "text"` answers the text alone (`text/plain`) |
  * | `POST /v1/chat/completions` (JSON with an `input_audio` part) | 200 `{id, object: "chat.completion", created, model, choices: [{index: 0, message: {role: "assistant", content, refusal: null, annotations: []}, logprobs: null, finish_reason: "stop"}], usage, service_tier, system_fingerprint}`; `content` is `Fake answer to "<question>" about <n> bytes of <format> audio.` |
  * | anything else | 404 `Invalid URL (<METHOD> <path>)` |
  * Every call needs `Authorization: Bearer <key>` (the configured `apiKey`, or any non-empty key when none is
  * configured); otherwise 401 (`invalid_api_key`, the key masked as OpenAI masks it). Answers come after
  * `latencyMs`. Errors are OpenAI's `{"error": {message, type, param, code}}`.
  *
- * Validation (400 `invalid_request_error`; wording *unverified* unless noted):
+ * Validation (400 `invalid_request_error`; wording *unverified* unless noted), in this order:
+ * - both: a field the SDK does not name is refused: chat with OpenAI's "Unrecognized request argument
+ *   supplied: x" (`param` and `code` null; quoted in coroot/coroot#698, davidmigloz/langchain_dart#712),
+ *   transcription with "Unknown parameter: 'x'." (`unknown_parameter`; a multipart name counts by its stem:
+ *   `include[]` is `include`); then a retired model (the defaults above, or the `retired` option) answers
+ *   404 `model_not_found` "The model `x` has been deprecated, learn more here: ..." (quoted in
+ *   openai/openai-quickstart-node#127), and any other id the fake does not serve 404 `model_not_found`
+ *   "The model `x` does not exist or you do not have access to it." (quoted in jdmnk/codex-imagegen-cli#18);
  * - transcription: `model` missing ("you must provide a model parameter"); `file` missing or empty; a
  *   file name whose extension is not one OpenAI lists (`flac, m4a, mp3, mp4, mpeg, mpga, oga, ogg, wav,
  *   webm`: "Invalid file format. Supported formats: [...]"), or whose bytes are not of the format the
  *   extension names ("Audio file might be corrupted or unsupported", `invalid_value`): OpenAI decodes by
- *   the file name, so a misnamed file fails there too;
+ *   the file name, so a misnamed file fails there too; a `response_format` other than `json` for the
+ *   gpt-4o transcribe models ("the only supported format is `json`"), and other than `json` or `text` at
+ *   all (a limit of the fake);
  * - understanding: the body is not JSON; `model` or `messages` missing; no `input_audio` part in the
  *   messages; an `input_audio.format` other than `wav` or `mp3` (`invalid_value`); `data` that is not
  *   base64, or whose bytes are not of the declared format.
@@ -67,6 +86,8 @@ export interface OpenAIAudioFakeOptions {
   latencyMs?: number;
   /** Time before the answer with `[fake:slow]`, ms (default 10 000). */
   slowMs?: number;
+  /** Model ids retired in addition to {@link RETIRED_AUDIO_MODELS}: they answer 404 `model_not_found`. */
+  retired?: readonly string[];
 }
 
 /** One recorded request (see the module comment). */
@@ -110,6 +131,59 @@ const EXTENSIONS: Readonly<Record<string, UploadFormat>> = {
 };
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
+/** The transcription models the fake serves: `AudioModel` (`node_modules/openai/resources/audio/audio.d.ts`). */
+export const TRANSCRIPTION_MODELS: readonly string[] = [
+  "whisper-1",
+  "gpt-transcribe",
+  "gpt-4o-transcribe",
+  "gpt-4o-mini-transcribe",
+  "gpt-4o-mini-transcribe-2025-12-15",
+  "gpt-4o-transcribe-diarize",
+];
+/** Transcription models that answer `json` only (`TranscriptionCreateParamsBase.response_format`). */
+const JSON_ONLY_MODELS = ["gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-4o-mini-transcribe-2025-12-15"];
+
+/** The chat models with audio input the fake serves: the audio ones of `ChatModel` (`resources/shared.d.ts`). */
+export const AUDIO_CHAT_MODELS: readonly string[] = [
+  "gpt-audio-mini",
+  "gpt-audio-mini-2025-12-15",
+  "gpt-4o-audio-preview",
+  "gpt-4o-audio-preview-2024-12-17",
+  "gpt-4o-audio-preview-2025-06-03",
+  "gpt-4o-mini-audio-preview",
+  "gpt-4o-mini-audio-preview-2024-12-17",
+];
+
+/** Audio models OpenAI shut down (`ChatModel`'s deprecation note: 2025-10-10). */
+export const RETIRED_AUDIO_MODELS: readonly string[] = ["gpt-4o-audio-preview-2024-10-01"];
+
+/** The form fields of `TranscriptionCreateParamsBase` (`resources/audio/transcriptions.d.ts`). */
+const TRANSCRIPTION_FIELDS = [
+  "file",
+  "model",
+  "chunking_strategy",
+  "include",
+  "keywords",
+  "known_speaker_names",
+  "known_speaker_references",
+  "language",
+  "languages",
+  "prompt",
+  "response_format",
+  "stream",
+  "temperature",
+  "timestamp_granularities",
+];
+
+/** The body fields of `ChatCompletionCreateParamsBase` (`resources/chat/completions/completions.d.ts`). */
+const CHAT_FIELDS = [
+  "messages", "model", "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs", "max_completion_tokens",
+  "max_tokens", "metadata", "modalities", "moderation", "n", "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key",
+  "prompt_cache_options", "prompt_cache_retention", "reasoning_effort", "response_format", "safety_identifier", "seed", "service_tier",
+  "stop", "store", "stream", "stream_options", "temperature", "tool_choice", "tools", "top_logprobs", "top_p", "user", "verbosity",
+  "web_search_options",
+];
+
 /** OpenAI's error body. */
 function errorBody(message: string, type: string, code: string | null, param: string | null = null): { error: Record<string, unknown> } {
   return { error: { message, type, param, code } };
@@ -119,6 +193,7 @@ function errorBody(message: string, type: string, code: string | null, param: st
 export async function startOpenAIAudioFake(options: OpenAIAudioFakeOptions = {}): Promise<OpenAIAudioFake> {
   const latencyMs = options.latencyMs ?? 20;
   const slowMs = options.slowMs ?? 10_000;
+  const retired = new Set([...RETIRED_AUDIO_MODELS, ...(options.retired ?? [])]);
   const requests: OpenAIAudioFakeRequest[] = [];
   let always: readonly string[] = options.markers ?? [];
   const closing = new AbortController();
@@ -157,8 +232,8 @@ export async function startOpenAIAudioFake(options: OpenAIAudioFakeOptions = {})
     }
     if (markers.has("400")) return invalid(res, "Invalid request: the fake was asked to refuse it.", null, "invalid_value");
 
-    const answer = route === "transcribe" ? await transcription(parsed.form) : completion(parsed.json);
-    if ("refuse" in answer) return invalid(res, answer.refuse.message, answer.refuse.param, answer.refuse.code);
+    const answer = route === "transcribe" ? await transcription(parsed.form, retired) : completion(parsed.json, retired);
+    if ("refuse" in answer) return sendJson(res, answer.status ?? 400, errorBody(answer.refuse.message, "invalid_request_error", answer.refuse.code, answer.refuse.param));
 
     try {
       await sleep(markers.has("slow") ? slowMs : latencyMs, undefined, { signal: closing.signal });
@@ -254,19 +329,36 @@ function recordHeaders(headers: http.IncomingHttpHeaders): Record<string, string
   return out;
 }
 
-/** An answer, or what OpenAI would refuse. */
+/** An answer, or what OpenAI would refuse (HTTP 400 unless `status` says 404). */
 type Outcome =
   | { json: Record<string, unknown> }
   | { text: string }
-  | { refuse: { message: string; param: string | null; code: string | null } };
+  | { refuse: { message: string; param: string | null; code: string | null }; status?: 404 };
 
 const refuse = (message: string, param: string | null = null, code: string | null = null): Outcome => ({ refuse: { message, param, code } });
 
+/** OpenAI's 404 for a model it retired or does not serve (see the module comment), or null for a served one. */
+function modelNotFound(model: string, served: readonly string[], retired: ReadonlySet<string>): Outcome | null {
+  if (retired.has(model)) {
+    return { refuse: { message: `The model \`${model}\` has been deprecated, learn more here: https://platform.openai.com/docs/deprecations`, param: null, code: "model_not_found" }, status: 404 };
+  }
+  if (!served.includes(model)) {
+    return { refuse: { message: `The model \`${model}\` does not exist or you do not have access to it.`, param: null, code: "model_not_found" }, status: 404 };
+  }
+  return null;
+}
+
 /** The answer to a transcription form (see the module comment). */
-async function transcription(form: FormData | null): Promise<Outcome> {
+async function transcription(form: FormData | null, retired: ReadonlySet<string>): Promise<Outcome> {
   if (form === null) return refuse("Could not parse multipart form");
+  for (const name of new Set(form.keys())) {
+    const stem = name.replace(/\[.*$/, "");
+    if (!TRANSCRIPTION_FIELDS.includes(stem)) return refuse(`Unknown parameter: '${stem}'.`, stem, "unknown_parameter");
+  }
   const model = form.get("model");
   if (typeof model !== "string" || model === "") return refuse("you must provide a model parameter");
+  const missing = modelNotFound(model, TRANSCRIPTION_MODELS, retired);
+  if (missing !== null) return missing;
   const file = form.get("file");
   if (file === null || typeof file === "string") return refuse("Missing required parameter: 'file'.", "file", "missing_required_parameter");
   if (file.size === 0) return refuse("The audio file is empty.", "file", "invalid_value");
@@ -279,10 +371,22 @@ async function transcription(form: FormData | null): Promise<Outcome> {
   if (sniffUploadFormat(bytes) !== named) return refuse("Audio file might be corrupted or unsupported", "file", "invalid_value");
   const text = `Fake transcript of a ${bytes.byteLength}-byte .${ext} file.`;
   const format = form.get("response_format") ?? "json";
+  if (format !== "json" && JSON_ONLY_MODELS.includes(model)) {
+    return refuse(`Invalid value: '${String(format)}'. For ${model}, the only supported format is 'json'.`, "response_format", "invalid_value");
+  }
   if (format === "text") return { text };
   if (format !== "json") return refuse(`Invalid value: '${String(format)}'. The fake supports 'json' and 'text'.`, "response_format", "invalid_value");
   const seconds = durationOf(bytes, named);
-  return { json: seconds === null ? { text } : { text, usage: { type: "duration", seconds: Math.ceil(seconds) } } };
+  if (seconds === null) return { json: { text } };
+  if (model === "whisper-1") return { json: { text, usage: { type: "duration", seconds: Math.ceil(seconds) } } };
+  const audioTokens = Math.ceil(seconds * 10);
+  const outputTokens = Math.max(1, Math.ceil(text.length / 4));
+  return {
+    json: {
+      text,
+      usage: { type: "tokens", input_tokens: audioTokens, input_token_details: { text_tokens: 0, audio_tokens: audioTokens }, output_tokens: outputTokens, total_tokens: audioTokens + outputTokens },
+    },
+  };
 }
 
 /** The question of a chat body: the text parts of its user messages, joined. */
@@ -300,11 +404,16 @@ function questionOf(json: unknown): string {
 }
 
 /** The answer to a chat body with an `input_audio` part (see the module comment). */
-function completion(json: unknown): Outcome {
+function completion(json: unknown, retired: ReadonlySet<string>): Outcome {
   if (json === undefined || !isObject(json)) {
     return refuse("We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly.)");
   }
+  for (const field of Object.keys(json)) {
+    if (!CHAT_FIELDS.includes(field)) return refuse(`Unrecognized request argument supplied: ${field}`);
+  }
   if (typeof json.model !== "string" || json.model === "") return refuse("you must provide a model parameter");
+  const missing = modelNotFound(json.model, AUDIO_CHAT_MODELS, retired);
+  if (missing !== null) return missing;
   if (!Array.isArray(json.messages) || json.messages.length === 0) return refuse("Missing required parameter: 'messages'.", "messages", "missing_required_parameter");
   const found = firstInputAudio(json.messages);
   if (found === null) return refuse("This fake answers questions about audio: the messages have no input_audio part.", "messages", "invalid_value");

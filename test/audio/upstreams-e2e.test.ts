@@ -343,7 +343,7 @@ describe("UPSTREAMS on the fakes of elevenlabs, minimax and openai audio: every 
     assert.equal(res.headers.get("x-svc-cost-usd"), "0.0018");
     assert.equal(await balance(), before - 1800);
     const sent = oa.requests.find((q) => q.path === "/v1/audio/transcriptions")!;
-    assert.match(JSON.stringify(sent), /whisper-1/);
+    assert.match(JSON.stringify(sent), /gpt-4o-mini-transcribe/);
 
     before = await balance();
     const form2 = new FormData();

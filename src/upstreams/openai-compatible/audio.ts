@@ -37,13 +37,21 @@
  *
  * ## Models (D25 `models`)
  * Keys are the gateway's model ids (the request's `model`), values the upstream ids:
- * {@link OPENAI_AUDIO_MODELS} `host1-transcribe-1` -> `whisper-1`, `host2-audio-understand-1` ->
- * `gpt-4o-audio-preview`. A request for a gateway model the table lacks is sent with the capability's
+ * {@link OPENAI_AUDIO_MODELS} `host1-transcribe-1` -> `gpt-4o-mini-transcribe`, `host2-audio-understand-1` ->
+ * `gpt-4o-audio-preview` (upstreams.md; checked against the installed `openai` package 7.57.0:
+ * `AudioModel` in `node_modules/openai/resources/audio/audio.d.ts`, whose deprecation note gives the
+ * transcription models a shutdown date of 2027-02-26, and `ChatModel` in
+ * `node_modules/openai/resources/shared.d.ts`). `gpt-4o-mini-transcribe` takes `response_format` `json`
+ * only, which is what is sent. Note: that `ChatModel` lists `gpt-4o-audio-preview` with an announced
+ * shutdown date of 2026-05-07; upstreams.md pins it all the same. If OpenAI answers 404 `model_not_found`
+ * for it, the call fails over (D35) and the operator names a successor in `models` (e.g. `gpt-audio-mini`,
+ * announced shutdown 2027-01-20). A request for a gateway model the table lacks is sent with the capability's
  * default id. Other keys of the map (the same `openai` entry may serve images and text) are ignored.
  *
  * ## Failures
  * Those of api.ts, all `OpenAICompatibleError`: 429, 5xx, network errors and timeouts retryable;
- * 400/401/403/404 (any other 4xx) not; a 200 that is not JSON, carries an `error` object, or lacks `text`
+ * 400/401/403/404 (any other 4xx) not, and a 404 `model_not_found` is a `modelNotFound` error naming the
+ * upstream id (D35); a 200 that is not JSON, carries an `error` object, or lacks `text`
  * (transcription) or a textual `choices[0].message.content` (understanding) is a retryable malformed
  * answer. The key goes only into the `Authorization` header of requests to the base URL's host (D25):
  * both endpoints are paths under the base URL and OpenAI names no follow-up URLs, and each call checks the
@@ -70,7 +78,7 @@ export const MAX_TRANSCRIPTION_UPLOAD_BYTES = 25 * 1024 * 1024;
 export const DEFAULT_UNDERSTAND_PROMPT = "Describe this audio.";
 
 /** The upstream id used for a transcription whose gateway model is not in {@link OPENAI_AUDIO_MODELS}. */
-export const DEFAULT_TRANSCRIPTION_UPSTREAM = "whisper-1";
+export const DEFAULT_TRANSCRIPTION_UPSTREAM = "gpt-4o-mini-transcribe";
 
 /** The upstream id used for an understanding whose gateway model is not in {@link OPENAI_AUDIO_MODELS}. */
 export const DEFAULT_UNDERSTANDING_UPSTREAM = "gpt-4o-audio-preview";

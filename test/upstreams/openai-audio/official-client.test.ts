@@ -6,7 +6,7 @@
  */
 import { after, before, beforeEach, test } from "node:test";
 import assert from "node:assert/strict";
-import OpenAI, { AuthenticationError, BadRequestError, InternalServerError, RateLimitError, toFile } from "openai";
+import OpenAI, { AuthenticationError, BadRequestError, InternalServerError, NotFoundError, RateLimitError, toFile } from "openai";
 import { startOpenAIAudioFake } from "../../../fakes/openai-audio.ts";
 import type { OpenAIAudioFake } from "../../../fakes/openai-audio.ts";
 import { m4aLike, mp3, OPENAI_KEY, wav } from "./helpers.ts";
@@ -37,11 +37,12 @@ test("audio.transcriptions.create with toFile: the transcript and whisper-1's du
   assert.deepEqual(r.body, { file: { name: "speech.wav", size: audio.byteLength, type: "audio/wav" }, model: "whisper-1" });
 });
 
-test("an MP3 transcription with response_format json; an M4A one without usage (the fake cannot time it)", async () => {
+test("an MP3 transcription with response_format json (token usage, as the gpt-4o transcribe models bill); an M4A one without usage (the fake cannot time it)", async () => {
   const song = mp3(1);
   const a = await client.audio.transcriptions.create({ file: await toFile(song, "song.mp3"), model: "gpt-4o-mini-transcribe", response_format: "json" });
   assert.equal(a.text, `Fake transcript of a ${song.byteLength}-byte .mp3 file.`);
-  assert.equal(a.usage?.type, "duration");
+  assert.ok(a.usage?.type === "tokens");
+  assert.equal(a.usage.total_tokens, a.usage.input_tokens + a.usage.output_tokens);
   const m4a = m4aLike();
   const b = await client.audio.transcriptions.create({ file: await toFile(m4a, "memo.m4a"), model: "whisper-1" });
   assert.equal(b.text, `Fake transcript of a ${m4a.byteLength}-byte .m4a file.`);
@@ -114,4 +115,42 @@ test("the client's error classes: 400 (no audio part, bad format), 401, 429, 500
     client.chat.completions.create({ model: "gpt-4o-audio-preview", messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: Buffer.from(wav(0.2)).toString("base64"), format: "wav" } }] }] }),
     (err: unknown) => err instanceof InternalServerError && err.status === 500,
   );
+});
+
+test("a retired or unknown model is the client's NotFoundError with model_not_found; an unknown field its BadRequestError", async () => {
+  const retiring = await startOpenAIAudioFake({ apiKey: OPENAI_KEY, latencyMs: 0, retired: ["gpt-4o-mini-transcribe", "gpt-4o-audio-preview"] });
+  const old = new OpenAI({ baseURL: `${retiring.url}/v1`, apiKey: OPENAI_KEY, maxRetries: 0 });
+  const audioPart = { type: "input_audio" as const, input_audio: { data: Buffer.from(wav(0.2)).toString("base64"), format: "wav" as const } };
+  try {
+    await assert.rejects(old.audio.transcriptions.create({ file: await toFile(wav(0.2), "a.wav"), model: "gpt-4o-mini-transcribe" }), (err: unknown) => {
+      assert.ok(err instanceof NotFoundError);
+      assert.equal(err.code, "model_not_found");
+      assert.match(err.message, /The model `gpt-4o-mini-transcribe` has been deprecated/);
+      return true;
+    });
+    await assert.rejects(
+      old.chat.completions.create({ model: "gpt-4o-audio-preview", messages: [{ role: "user", content: [audioPart] }] }),
+      (err: unknown) => err instanceof NotFoundError && err.code === "model_not_found",
+    );
+    // The retired option leaves the other models served.
+    assert.equal((await old.audio.transcriptions.create({ file: await toFile(wav(0.2), "a.wav"), model: "whisper-1" })).text.startsWith("Fake transcript"), true);
+  } finally {
+    await retiring.close();
+  }
+  await assert.rejects(
+    client.chat.completions.create({ model: "gpt-4o-audio-preview-2024-10-01", messages: [{ role: "user", content: [audioPart] }] }),
+    (err: unknown) => err instanceof NotFoundError && /has been deprecated/.test(err.message),
+  );
+  await assert.rejects(client.audio.transcriptions.create({ file: await toFile(wav(0.2), "a.wav"), model: "whisper-2" }), (err: unknown) => {
+    assert.ok(err instanceof NotFoundError);
+    assert.match(err.message, /The model `whisper-2` does not exist or you do not have access to it\./);
+    return true;
+  });
+  const wrongName = { model: "gpt-4o-audio-preview", messages: [{ role: "user", content: [audioPart] }], max_output_tokens: 5 } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
+  await assert.rejects(client.chat.completions.create(wrongName), (err: unknown) => {
+    assert.ok(err instanceof BadRequestError);
+    assert.match(err.message, /Unrecognized request argument supplied: max_output_tokens/);
+    assert.equal(err.code, null);
+    return true;
+  });
 });

@@ -81,7 +81,7 @@ describe("transcription", () => {
     { label: "WebM", audio: () => withSignature([0x1a, 0x45, 0xdf, 0xa3]), name: "audio.webm", type: "audio/webm" },
   ];
   for (const c of cases) {
-    test(`${c.label}: multipart with ${c.name}, whisper-1, response_format json; the transcript comes back`, async () => {
+    test(`${c.label}: multipart with ${c.name}, gpt-4o-mini-transcribe, response_format json; the transcript comes back`, async () => {
       const audio = c.audio();
       const ext = c.name.split(".")[1];
       const { text } = await source.transcribe(transcribeRequest(audio));
@@ -93,7 +93,7 @@ describe("transcription", () => {
       assert.match(r.headers["content-type"], /^multipart\/form-data; boundary=/);
       assert.deepEqual(r.body, {
         file: { name: c.name, size: audio.byteLength, type: c.type },
-        model: "whisper-1",
+        model: "gpt-4o-mini-transcribe",
         response_format: "json",
       });
     });
@@ -182,13 +182,13 @@ describe("models", () => {
       name: "openai-audio",
       baseUrl: `${fake.url}/v1`,
       apiKey: OPENAI_KEY,
-      models: { "host1-transcribe-1": "gpt-4o-mini-transcribe", "host2-audio-understand-1": "gpt-4o-mini-audio-preview", "imgC-v3": "dall-e-3", "text-model": "some model with spaces" },
+      models: { "host1-transcribe-1": "whisper-1", "host2-audio-understand-1": "gpt-4o-mini-audio-preview", "imgC-v3": "dall-e-3", "text-model": "some model with spaces" },
     });
     try {
       await s.transcribe(transcribeRequest(wav(0.5)));
       await s.understand(understandRequest(mp3(0.5), "Hi?"));
       const [t, u] = fake.requests;
-      assert.equal((t.body as { model: string }).model, "gpt-4o-mini-transcribe");
+      assert.equal((t.body as { model: string }).model, "whisper-1");
       assert.equal((u.body as { model: string }).model, "gpt-4o-mini-audio-preview");
     } finally {
       await s.close();
@@ -199,7 +199,7 @@ describe("models", () => {
     await source.transcribe(transcribeRequest(wav(0.5), { model: "host1-transcribe-2" }));
     await source.understand(understandRequest(wav(0.5), "Hi?", { model: "host2-audio-understand-2" }));
     const [t, u] = fake.requests;
-    assert.equal((t.body as { model: string }).model, "whisper-1");
+    assert.equal((t.body as { model: string }).model, "gpt-4o-mini-transcribe");
     assert.equal((u.body as { model: string }).model, "gpt-4o-audio-preview");
   });
 
