@@ -8,7 +8,9 @@
  * media and misbehaves on request: `[fake:429]`, `[fake:500]`, ... in a prompt or text (each fake lists
  * its markers at the top of its file), or for every request with `FAKE_FAL_MARKERS`, `FAKE_BFL_MARKERS`,
  * `FAKE_OPENAI_MARKERS`, `FAKE_ELEVENLABS_MARKERS` (the first ElevenLabs account only),
- * `FAKE_MINIMAX_MARKERS`, `FAKE_OPENAI_AUDIO_MARKERS` (comma lists).
+ * `FAKE_MINIMAX_MARKERS`, `FAKE_OPENAI_AUDIO_MARKERS` (comma lists). `FAKE_OPENAI_RETIRED` and
+ * `FAKE_OPENAI_AUDIO_RETIRED` (comma lists of model ids, e.g. `gpt-image-2`) make the OpenAI fakes answer
+ * those models 404 `model_not_found`, as OpenAI answers a retired model (D35).
  *
  * It writes the `UPSTREAMS` file that points the gateway at them (`FAKE_UPSTREAMS_FILE`, default
  * `data/upstreams.fake.json`): imgA, imgB and vidA-vidD on fal, imgB also on bfl (the second source:
@@ -39,11 +41,17 @@ const port = (name: string, fallback: number): number => Number(env[name] ?? fal
 
 const fal = await startFalFake({ port: port("FAKE_FAL_PORT", 18480), host, apiKey: key, markers: markers("FAKE_FAL_MARKERS") });
 const bfl = await startBflFake({ port: port("FAKE_BFL_PORT", 18481), host, apiKey: key, markers: markers("FAKE_BFL_MARKERS") });
-const openai = await startOpenAIImagesFake({ port: port("FAKE_OPENAI_PORT", 18482), host, apiKey: key, markers: markers("FAKE_OPENAI_MARKERS") });
+const openai = await startOpenAIImagesFake({ port: port("FAKE_OPENAI_PORT", 18482), host, apiKey: key, markers: markers("FAKE_OPENAI_MARKERS"), retired: markers("FAKE_OPENAI_RETIRED") });
 const elevenlabs = await startElevenLabsFake({ port: port("FAKE_ELEVENLABS_PORT", 18483), host, apiKey: key, markers: markers("FAKE_ELEVENLABS_MARKERS") });
 const elevenlabsBackup = await startElevenLabsFake({ port: port("FAKE_ELEVENLABS_BACKUP_PORT", 18484), host, apiKey: key });
 const minimax = await startMiniMaxFake({ port: port("FAKE_MINIMAX_PORT", 18485), host, apiKey: key, markers: markers("FAKE_MINIMAX_MARKERS") });
-const openaiAudio = await startOpenAIAudioFake({ port: port("FAKE_OPENAI_AUDIO_PORT", 18486), host, apiKey: key, markers: markers("FAKE_OPENAI_AUDIO_MARKERS") });
+const openaiAudio = await startOpenAIAudioFake({
+  port: port("FAKE_OPENAI_AUDIO_PORT", 18486),
+  host,
+  apiKey: key,
+  markers: markers("FAKE_OPENAI_AUDIO_MARKERS"),
+  retired: markers("FAKE_OPENAI_AUDIO_RETIRED"),
+});
 // The MiniMax fake serves its video files from another host name (as MiniMax's CDN is another host):
 // trusting it lets the gateway download them directly instead of through the SSRF-safe fetch.
 const minimaxFiles = new URL(minimax.url).port;
