@@ -21,15 +21,28 @@
  * The download URL names `localhost` where the fake listens on `127.0.0.1` (and the reverse): another
  * host than the base URL's, as MiniMax's CDN is, on the same loopback server.
  *
- * Validation as MiniMax does it, answered with `base_resp` 2013 (`invalid params, ...`): speech models
- * `speech-*`, music models `music-*`, `audio_setting.format` `mp3` or `pcm` (the fake makes no flac or
- * wav), speech sample rates 8000/16000/22050/24000/32000/44100, music 16000/24000/32000/44100, MP3 bit
- * rates 32000/64000/128000/256000; music needs lyrics unless `is_instrumental` (which only `music-2*`
- * takes); design needs `prompt` and `preview_text`; clone needs a known `file_id` and a `voice_id` of 8
- * to 256 characters, starting with a letter, of `[A-Za-z0-9_-]`, not ending in `-` or `_`, not taken;
- * video `duration` 6 or 10 (1080P: 6), `resolution` 512P (with `first_frame_image` only), 768P, 1080P.
+ * Validation as MiniMax does it, answered with `base_resp` 2013 (`invalid params, ...`), following
+ * MiniMax's API references (platform.minimax.io/docs/api-reference/speech-t2a-http and
+ * /music-generation) as its own clients use them (MiniMax-AI/cli `src/types/api.ts`,
+ * `src/commands/speech/synthesize.ts`, `src/commands/music/generate.ts`; MiniMax-AI/MiniMax-MCP
+ * `minimax_mcp/server.py`):
+ * - `model` one of the endpoint's ({@link FAKE_SPEECH_MODELS}, {@link FAKE_MUSIC_MODELS},
+ *   {@link FAKE_VIDEO_MODELS}) and not `retired`; otherwise `invalid params, model <id> is not
+ *   supported` (the 2013 naming the model of D35; the exact wording is the fake's, *unverified*);
+ * - speech: `text` a non-empty string under 10 000 characters; `voice_setting.voice_id`; `speed`
+ *   0.5..2, `vol` (0, 10], `pitch` an integer -12..12, `emotion` of MiniMax's list; `stream` a boolean;
+ * - music: `prompt` at most 2000 characters, `lyrics` at most 3500 and required unless
+ *   `is_instrumental`, which only `music-2.6`, `music-2.6-free` and `music-2.5+` take (the CLI:
+ *   "music-2.5: lyrics workaround"); booleans `is_instrumental`, `lyrics_optimizer`, `aigc_watermark`;
+ * - `audio_setting`: `format` of the endpoint (speech `mp3`, `pcm`, `flac`, `wav`; music `mp3`, `pcm`,
+ *   `wav`; the fake renders `mp3` and `pcm` only and refuses the others as its own limit), sample rates
+ *   (speech 8000/16000/22050/24000/32000/44100, music 16000/24000/32000/44100), MP3 bit rates
+ *   32000/64000/128000/256000, `channel` 1 or 2; `output_format` `hex` or `url` (the fake answers hex);
+ * - design needs `prompt` and `preview_text`; clone needs a known `file_id` and a `voice_id` of 8 to 256
+ *   characters, starting with a letter, of `[A-Za-z0-9_-]`, not ending in `-` or `_`, not taken;
+ * - video `duration` 6 or 10 (1080P: 6), `resolution` 512P (with `first_frame_image` only), 768P, 1080P.
  * Speech with a voice id that is neither a system voice nor a cloned or designed one (or one passed to
- * `forgetVoice`) answers 2042 (`voice id not exist`).
+ * `forgetVoice`) answers 2042 (`voice id not exist`). Another path: HTTP 404.
  *
  * Audio: a sine tone in the requested format, sample rate and bit rate (`encodeAudio`), about 0.06 s per
  * character of speech (at least 0.3 s), 2 s per non-empty lyrics line of music (at least 5 s; an
@@ -99,6 +112,11 @@ export interface MiniMaxFakeOptions {
   chunkGapMs?: number;
   /** How long a video task takes, ms (default 300). */
   videoRunMs?: number;
+  /**
+   * Model ids answered as MiniMax answers a model it does not serve: `base_resp` 2013 `invalid params,
+   * model <id> is not supported` (`["music-2.6"]`: a retired music model). Replaced by `setRetired`.
+   */
+  retired?: readonly string[];
 }
 
 /** One recorded request (see the module comment). */
@@ -117,6 +135,8 @@ export interface MiniMaxFake {
   submits(): MiniMaxFakeRequest[];
   /** Replaces the markers applied to every request. */
   setMarkers(markers: readonly string[]): void;
+  /** Replaces the retired model ids (the `retired` option). */
+  setRetired(ids: readonly string[]): void;
   /** The ids of the system voices (`get_voice`), in order. */
   systemVoiceIds(): string[];
   /** The ids of the voices cloned or designed here and not forgotten. */
@@ -133,6 +153,25 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024;
 const SPEECH_RATES = [8000, 16000, 22050, 24000, 32000, 44100];
 const MUSIC_RATES = [16000, 24000, 32000, 44100];
 const MP3_BITRATES = [32000, 64000, 128000, 256000];
+
+/**
+ * The `model`s of `t2a_v2`: MiniMax's T2A HTTP reference (platform.minimax.io/docs/api-reference/
+ * speech-t2a-http) and MiniMax-AI/cli `src/commands/speech/synthesize.ts` ("speech-2.8-hd / 2.6 / 02").
+ */
+export const FAKE_SPEECH_MODELS: readonly string[] = [
+  "speech-2.8-hd", "speech-2.8-turbo", "speech-2.6-hd", "speech-2.6-turbo", "speech-2.5-hd-preview", "speech-2.5-turbo-preview",
+  "speech-02-hd", "speech-02-turbo", "speech-01-hd", "speech-01-turbo",
+];
+/** The `model`s of `music_generation`: MiniMax-AI/cli `src/commands/music/generate.ts` `VALID_MODELS`. */
+export const FAKE_MUSIC_MODELS: readonly string[] = ["music-2.6", "music-2.6-free", "music-2.5+", "music-2.5"];
+/** The music models with `is_instrumental` (the same file: "music-2.6/music-2.5+: native is_instrumental flag"). */
+const INSTRUMENTAL_MODELS: readonly string[] = ["music-2.6", "music-2.6-free", "music-2.5+"];
+/** The `model`s of `video_generation`: MiniMax-AI/MiniMax-MCP `minimax_mcp/server.py` `generate_video`, `const.py`. */
+export const FAKE_VIDEO_MODELS: readonly string[] = [
+  "MiniMax-Hailuo-02", "MiniMax-Hailuo-2.3", "MiniMax-Hailuo-2.3-Fast", "T2V-01", "T2V-01-Director", "I2V-01", "I2V-01-Director", "I2V-01-live", "S2V-01",
+];
+/** `voice_setting.emotion` of `t2a_v2` (MiniMax's T2A reference). */
+const EMOTIONS = ["happy", "sad", "angry", "fearful", "disgusted", "surprised", "calm", "fluent", "whisper"];
 const SLOW_MS = 3000;
 
 /** Stable system voices named as MiniMax names its own (its voice list). */
@@ -226,6 +265,7 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
   const chunkGapMs = opts.chunkGapMs ?? 10;
   const videoRunMs = opts.videoRunMs ?? 300;
   let always: readonly string[] = opts.markers ?? [];
+  let retired = new Set<string>(opts.retired ?? []);
   const system = systemVoices();
   const systemIds = new Set(system.map((v) => v.voice_id));
   const custom = new Map<string, CustomVoice>();
@@ -239,6 +279,15 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
   const answer = (res: http.ServerResponse, body: Record<string, unknown>): void => sendJson(res, 200, { ...body, trace_id: traceId() });
   const failure = (res: http.ServerResponse, code: number, msg: string): void => answer(res, { base_resp: { status_code: code, status_msg: msg } });
   const invalid = (res: http.ServerResponse, what: string): void => failure(res, 2013, `invalid params, ${what}`);
+  /**
+   * The model of a call: null when `known` has it (and it is not retired), else the 2013 naming it, as
+   * MiniMax refuses a model it does not serve (D35). Answers and returns the text when refused.
+   */
+  const refuseModel = (res: http.ServerResponse, model: unknown, known: readonly string[]): string | null => {
+    if (typeof model !== "string" || model === "") return (invalid(res, "model is required"), "refused");
+    if (!known.includes(model) || retired.has(model)) return (invalid(res, `model ${model} is not supported`), "refused");
+    return null;
+  };
 
   /** Applies the markers every POST honours; true when the request was answered (or is held). */
   const misbehave = async (res: http.ServerResponse, markers: ReadonlySet<string>, key: string): Promise<boolean> => {
@@ -268,12 +317,21 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
   };
 
   const speech = async (res: http.ServerResponse, body: Record<string, unknown>, markers: ReadonlySet<string>): Promise<void> => {
+    if (refuseModel(res, body.model, FAKE_SPEECH_MODELS) !== null) return;
+    if (body.text !== undefined && typeof body.text !== "string") return invalid(res, "text should be a string");
     const text = typeof body.text === "string" ? body.text : "";
-    if (typeof body.model !== "string" || !body.model.startsWith("speech-")) return invalid(res, "model");
     if (text.trim() === "") return invalid(res, "text is required");
-    const voice = isObject(body.voice_setting) ? body.voice_setting.voice_id : undefined;
+    if ([...text].length >= 10_000) return invalid(res, "text should be less than 10000 characters");
+    const common = commonFields(body);
+    if (common !== null) return invalid(res, common);
+    if (body.voice_setting !== undefined && !isObject(body.voice_setting)) return invalid(res, "voice_setting should be an object");
+    const vs = isObject(body.voice_setting) ? body.voice_setting : {};
+    const voice = vs.voice_id;
     if (typeof voice !== "string" || voice === "") return invalid(res, "voice_id is required");
-    const setting = audioSettingOf(body.audio_setting, SPEECH_RATES);
+    const bad = voiceSettingProblem(vs);
+    if (bad !== null) return invalid(res, bad);
+    if (body.stream_options !== undefined && !isObject(body.stream_options)) return invalid(res, "stream_options should be an object");
+    const setting = audioSettingOf(body.audio_setting, SPEECH_RATES, ["mp3", "pcm", "flac", "wav"]);
     if (typeof setting === "string") return invalid(res, setting);
     if (!systemIds.has(voice) && !custom.has(voice)) return failure(res, 2042, "voice id not exist");
     const seconds = Math.max(0.3, 0.06 * [...text].length);
@@ -319,13 +377,23 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
   };
 
   const music = (res: http.ServerResponse, body: Record<string, unknown>, markers: ReadonlySet<string>): void => {
-    const model = body.model;
-    if (typeof model !== "string" || !model.startsWith("music-")) return invalid(res, "model");
+    if (refuseModel(res, body.model, FAKE_MUSIC_MODELS) !== null) return;
+    const model = body.model as string;
+    const common = commonFields(body);
+    if (common !== null) return invalid(res, common);
+    for (const field of ["is_instrumental", "lyrics_optimizer", "aigc_watermark"]) {
+      if (body[field] !== undefined && typeof body[field] !== "boolean") return invalid(res, `${field} should be a boolean`);
+    }
+    for (const [field, max] of [["prompt", 2000], ["lyrics", 3500]] as const) {
+      const v = body[field];
+      if (v !== undefined && typeof v !== "string") return invalid(res, `${field} should be a string`);
+      if (typeof v === "string" && [...v].length > max) return invalid(res, `${field} should be at most ${max} characters`);
+    }
     const instrumental = body.is_instrumental === true;
-    if (instrumental && !model.startsWith("music-2")) return invalid(res, `is_instrumental is not supported by ${model}`);
+    if (instrumental && !INSTRUMENTAL_MODELS.includes(model)) return invalid(res, `is_instrumental is not supported by ${model}`);
     const lyrics = typeof body.lyrics === "string" ? body.lyrics : "";
     if (!instrumental && lyrics.trim() === "") return invalid(res, "lyrics is required");
-    const setting = audioSettingOf(body.audio_setting, MUSIC_RATES);
+    const setting = audioSettingOf(body.audio_setting, MUSIC_RATES, ["mp3", "pcm", "wav"]);
     if (typeof setting === "string") return invalid(res, setting);
     const lines = lyrics.split(/\r?\n/).filter((l) => l.trim() !== "").length;
     const seconds = instrumental ? 6 : Math.max(5, 2 * lines);
@@ -398,7 +466,7 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
   };
 
   const submitVideo = (res: http.ServerResponse, body: Record<string, unknown>, markers: ReadonlySet<string>): void => {
-    if (typeof body.model !== "string" || !/hailuo|^[TI]2V-01/i.test(body.model)) return invalid(res, "model");
+    if (refuseModel(res, body.model, FAKE_VIDEO_MODELS) !== null) return;
     const prompt = typeof body.prompt === "string" ? body.prompt : "";
     const frame = typeof body.first_frame_image === "string" && body.first_frame_image !== "" ? body.first_frame_image : null;
     if (prompt.trim() === "" && frame === null) return invalid(res, "prompt is required");
@@ -543,6 +611,9 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
     setMarkers: (markers) => {
       always = [...markers];
     },
+    setRetired: (ids) => {
+      retired = new Set(ids);
+    },
     systemVoiceIds: () => system.map((v) => v.voice_id),
     clonedVoiceIds: () => [...custom.keys()],
     forgetVoice: (id) => {
@@ -563,16 +634,45 @@ interface FakeAudioSetting {
   bitrate: number;
 }
 
-function audioSettingOf(value: unknown, rates: readonly number[]): FakeAudioSetting | string {
+/**
+ * MiniMax's `audio_setting` (`formats` of the endpoint; `rates`), or the reason it is refused. The fake
+ * renders `mp3` and `pcm`; a `flac` or `wav` MiniMax takes is refused as the fake's limit.
+ */
+function audioSettingOf(value: unknown, rates: readonly number[], formats: readonly string[]): FakeAudioSetting | string {
+  if (value !== undefined && !isObject(value)) return "audio_setting should be an object";
   const s = isObject(value) ? value : {};
   const format = s.format ?? "mp3";
   const rate = s.sample_rate ?? 32000;
   const bitrate = s.bitrate ?? 128000;
-  if (format !== "mp3" && format !== "pcm") return "audio_setting.format (the fake makes mp3 and pcm)";
-  if (typeof rate !== "number" || !rates.includes(rate)) return "audio_setting.sample_rate";
-  if (format === "mp3" && (typeof bitrate !== "number" || !MP3_BITRATES.includes(bitrate))) return "audio_setting.bitrate";
-  if (s.channel !== undefined && s.channel !== 1 && s.channel !== 2) return "audio_setting.channel";
-  return { format, sample_rate: rate, bitrate: typeof bitrate === "number" ? bitrate : 128000 };
+  if (typeof format !== "string" || !formats.includes(format)) return `audio_setting.format should be one of ${formats.join(", ")}`;
+  if (typeof rate !== "number" || !rates.includes(rate)) return `audio_setting.sample_rate should be one of ${rates.join(", ")}`;
+  if (typeof bitrate !== "number" || !MP3_BITRATES.includes(bitrate)) return `audio_setting.bitrate should be one of ${MP3_BITRATES.join(", ")}`;
+  if (s.channel !== undefined && s.channel !== 1 && s.channel !== 2) return "audio_setting.channel should be 1 or 2";
+  if (format !== "mp3" && format !== "pcm") return `audio_setting.format ${format} (the fake makes mp3 and pcm only)`;
+  return { format, sample_rate: rate, bitrate };
+}
+
+/** The fields `t2a_v2` and `music_generation` share: `stream` a boolean, `output_format` `hex` or `url`. */
+function commonFields(body: Record<string, unknown>): string | null {
+  if (body.stream !== undefined && typeof body.stream !== "boolean") return "stream should be a boolean";
+  const out = body.output_format;
+  if (out !== undefined && out !== "hex" && out !== "url") return "output_format should be hex or url";
+  if (out === "url") return "output_format url (the fake answers hex only)";
+  return null;
+}
+
+/**
+ * `voice_setting`'s numbers as MiniMax's T2A reference bounds them (MiniMax-AI/MiniMax-MCP
+ * `minimax_mcp/server.py` `text_to_audio` says the same): `speed` 0.5..2, `vol` above 0 up to 10,
+ * `pitch` an integer -12..12, `emotion` of {@link EMOTIONS}; the reason when one is off, else null.
+ */
+function voiceSettingProblem(vs: Record<string, unknown>): string | null {
+  const { speed, vol, pitch, emotion } = vs;
+  if (speed !== undefined && (typeof speed !== "number" || !(speed >= 0.5 && speed <= 2))) return "voice_setting.speed should be in [0.5, 2]";
+  if (vol !== undefined && (typeof vol !== "number" || !(vol > 0 && vol <= 10))) return "voice_setting.vol should be in (0, 10]";
+  if (pitch !== undefined && (typeof pitch !== "number" || !Number.isInteger(pitch) || pitch < -12 || pitch > 12)) return "voice_setting.pitch should be an integer in [-12, 12]";
+  if (emotion !== undefined && (typeof emotion !== "string" || !EMOTIONS.includes(emotion))) return `voice_setting.emotion should be one of ${EMOTIONS.join(", ")}`;
+  return null;
 }
 
 /** Recently made tones: the same request answers the same bytes without encoding again (benchmarks). */

@@ -22,7 +22,9 @@
  * Environment: FAKE_FAL_PORT (default 18480), FAKE_BFL_PORT (18481), FAKE_OPENAI_PORT (18482),
  * FAKE_ELEVENLABS_PORT (18483), FAKE_ELEVENLABS_BACKUP_PORT (18484), FAKE_MINIMAX_PORT (18485),
  * FAKE_OPENAI_AUDIO_PORT (18486), FAKE_HOST (127.0.0.1), FAKE_KEY (the key every fake accepts, default
- * `fake-key`). A port of 0 picks a free one.
+ * `fake-key`). A port of 0 picks a free one. FAKE_ELEVENLABS_RETIRED (the first ElevenLabs account only)
+ * and FAKE_MINIMAX_RETIRED (comma lists of upstream model ids, e.g. `eleven_flash_v2_5`, `music-2.6`)
+ * retire models: those fakes answer them as their provider answers a removed model (D35).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
@@ -42,9 +44,9 @@ const port = (name: string, fallback: number): number => Number(env[name] ?? fal
 const fal = await startFalFake({ port: port("FAKE_FAL_PORT", 18480), host, apiKey: key, markers: markers("FAKE_FAL_MARKERS") });
 const bfl = await startBflFake({ port: port("FAKE_BFL_PORT", 18481), host, apiKey: key, markers: markers("FAKE_BFL_MARKERS") });
 const openai = await startOpenAIImagesFake({ port: port("FAKE_OPENAI_PORT", 18482), host, apiKey: key, markers: markers("FAKE_OPENAI_MARKERS"), retired: markers("FAKE_OPENAI_RETIRED") });
-const elevenlabs = await startElevenLabsFake({ port: port("FAKE_ELEVENLABS_PORT", 18483), host, apiKey: key, markers: markers("FAKE_ELEVENLABS_MARKERS") });
+const elevenlabs = await startElevenLabsFake({ port: port("FAKE_ELEVENLABS_PORT", 18483), host, apiKey: key, markers: markers("FAKE_ELEVENLABS_MARKERS"), retired: markers("FAKE_ELEVENLABS_RETIRED") });
 const elevenlabsBackup = await startElevenLabsFake({ port: port("FAKE_ELEVENLABS_BACKUP_PORT", 18484), host, apiKey: key });
-const minimax = await startMiniMaxFake({ port: port("FAKE_MINIMAX_PORT", 18485), host, apiKey: key, markers: markers("FAKE_MINIMAX_MARKERS") });
+const minimax = await startMiniMaxFake({ port: port("FAKE_MINIMAX_PORT", 18485), host, apiKey: key, markers: markers("FAKE_MINIMAX_MARKERS"), retired: markers("FAKE_MINIMAX_RETIRED") });
 const openaiAudio = await startOpenAIAudioFake({
   port: port("FAKE_OPENAI_AUDIO_PORT", 18486),
   host,

@@ -225,7 +225,7 @@ describe("UPSTREAMS on the fakes of elevenlabs, minimax and openai audio: every 
     assert.equal(pro.status, 200, JSON.stringify(pro.json));
     assert.equal(pro.json.cost_usd, 0.21);
     const proBody = mm.requests.filter((q) => q.path === "/v1/music_generation").at(-1)!.body as Record<string, unknown>;
-    assert.deepEqual([proBody.model, proBody.is_instrumental, proBody.lyrics], ["music-2.5", true, undefined]);
+    assert.deepEqual([proBody.model, proBody.is_instrumental, proBody.lyrics], ["music-2.6", true, undefined]);
     const stored = await fetch(pro.json.url);
     assert.equal(stored.status, 200);
     assert.equal(await balance(), before - 45_000 - 210_000);

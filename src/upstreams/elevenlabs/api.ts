@@ -25,10 +25,19 @@
  * | HTTP 401 `quota_exceeded`: the account's credits at ElevenLabs ran out | true (see below) |
  * | HTTP 401 otherwise (`invalid_api_key`, ...) | false |
  * | HTTP 400 or 404 `voice_not_found` / `voice_does_not_exist` on a speech call | false, `voiceUnavailable` |
+ * | HTTP 400 or 404 `model_not_found`; HTTP 422 whose FastAPI error is an `enum` / `literal_error` at `["body", "model_id"]` | false, `modelNotFound` (D35) |
  * | HTTP 400, 402, 403, 404, 422 and every other status, 3xx included | false |
  * | a 2xx answer that is not audio (JSON, HTML, text, empty, an MP3 without a frame) | true: ElevenLabs misbehaved |
  * | URL refused by the host check | false |
  * The caller's own abort is not an upstream failure: `signal.reason` is rethrown unchanged.
+ *
+ * "No such model" (D35): a speech `model_id` is a free string at ElevenLabs, and an id it does not serve
+ * (or no longer serves: the turbo models) is answered 400 `{"detail": {"status": "model_not_found",
+ * "message": "A model with model ID ... does not exist ..."}}`; the `model_id` of music and sound effects
+ * is an enum (elevenlabs-js `MusicModelId.ts`, `SfxModelId.ts`), so FastAPI refuses an unknown one with a
+ * 422 `enum` / `literal_error` at `["body", "model_id"]`. Both set `modelNotFound` with `upstreamModel`
+ * the id sent (the call's `HttpErrorContext.model`), and the message names that id: the failover moves
+ * on to the family's next source (D27) and a caller left without one learns which model was refused.
  *
  * `quota_exceeded` is retryable although it is a 4xx: it says nothing about the request, only about the
  * account behind this source's key. Another source of the family (another account, D27) may well have
@@ -47,6 +56,9 @@ export const DEFAULT_ELEVENLABS_BASE_URL = "https://api.elevenlabs.io";
 /** `detail.status` values (or `detail.code`) meaning the speech call named a voice ElevenLabs does not have. */
 export const VOICE_GONE_STATUSES: readonly string[] = ["voice_not_found", "voice_does_not_exist"];
 
+/** `detail.status` (or `detail.code`) meaning the `model_id` sent does not exist at ElevenLabs (D35). */
+export const MODEL_NOT_FOUND_STATUS = "model_not_found";
+
 /** `detail.status` of a 401 meaning the account ran out of credits (retryable, see the module comment). */
 export const QUOTA_EXCEEDED_STATUS = "quota_exceeded";
 
@@ -63,14 +75,23 @@ export type ElevenLabsApiConfig = KeyedSourceOptions;
  * An {@link UpstreamError} of the ElevenLabs adapter: `kind` says what failed, `status` is the HTTP
  * status (null when no answer came), `errorStatus` ElevenLabs' machine-readable `detail.status` (or
  * `detail.code`, or the first FastAPI `detail[].type`) when it gave one, `voiceUnavailable` true when a
- * speech call named a voice ElevenLabs does not have.
+ * speech call named a voice ElevenLabs does not have, `modelNotFound` true (with `upstreamModel` the id
+ * sent) when ElevenLabs says the `model_id` does not exist (D35; see the module comment).
  */
 export class ElevenLabsError extends KeyedHttpError {
   readonly errorStatus: string | null;
 
   constructor(
     message: string,
-    opts: { retryable: boolean; kind: KeyedErrorKind; status?: number | null; errorStatus?: string | null; voiceUnavailable?: boolean },
+    opts: {
+      retryable: boolean;
+      kind: KeyedErrorKind;
+      status?: number | null;
+      errorStatus?: string | null;
+      voiceUnavailable?: boolean;
+      modelNotFound?: boolean;
+      upstreamModel?: string | null;
+    },
   ) {
     super(message, opts);
     this.name = "ElevenLabsError";
@@ -78,9 +99,13 @@ export class ElevenLabsError extends KeyedHttpError {
   }
 }
 
-/** What a non-2xx answer is mapped with: `speech` makes `voice_not_found` a `voiceUnavailable` error. */
+/**
+ * What a non-2xx answer is mapped with: `speech` makes `voice_not_found` a `voiceUnavailable` error;
+ * `model` is the `model_id` the call sent, named by a `modelNotFound` error (D35).
+ */
 export interface HttpErrorContext {
   speech?: boolean;
+  model?: string;
 }
 
 /** The transport to one ElevenLabs source. Create once per source (it owns or shares a pool); `close()` it. */
@@ -119,14 +144,19 @@ export function createElevenLabsApi(config: ElevenLabsApiConfig): ElevenLabsApi 
       const errorStatus = elevenLabsErrorStatus(json);
       const voiceUnavailable =
         context.speech === true && (status === 400 || status === 404) && errorStatus !== null && VOICE_GONE_STATUSES.includes(errorStatus);
+      const modelNotFound = isModelNotFound(status, json);
       const retryable = status >= 500 || status === 429 || status === 408 || (status === 401 && errorStatus === QUOTA_EXCEEDED_STATUS);
       const detail = describeElevenLabsError(json, text);
-      return new ElevenLabsError(http.redact(`${name}: ${what}: HTTP ${status}${detail === "" ? "" : `: ${detail}`}`), {
+      const model = context.model ?? null;
+      const head = modelNotFound ? `${what}: ElevenLabs has no model ${JSON.stringify(model ?? "(unknown)")}` : what;
+      return new ElevenLabsError(http.redact(`${name}: ${head}: HTTP ${status}${detail === "" ? "" : `: ${detail}`}`), {
         retryable,
         kind: "http",
         status,
         errorStatus,
         voiceUnavailable,
+        modelNotFound,
+        upstreamModel: modelNotFound ? model : null,
       });
     },
   };
@@ -149,6 +179,31 @@ export function elevenLabsErrorStatus(json: unknown): string | null {
     for (const item of detail) if (isRecord(item) && typeof item.type === "string" && item.type !== "") return item.type;
   }
   return null;
+}
+
+/**
+ * True when an error answer says the `model_id` sent does not exist (D35): 400 or 404 with
+ * `detail.status` (or `detail.code`) `model_not_found`, or a FastAPI 422 whose error at
+ * `["body", "model_id"]` is an `enum` or `literal_error` (music and sound effects take an enum of ids).
+ */
+export function isModelNotFound(status: number, json: unknown): boolean {
+  if (!isRecord(json)) return false;
+  const detail = json.detail;
+  if ((status === 400 || status === 404) && isRecord(detail)) {
+    return detail.status === MODEL_NOT_FOUND_STATUS || detail.code === MODEL_NOT_FOUND_STATUS;
+  }
+  if (status === 422 && Array.isArray(detail)) {
+    return detail.some(
+      (item) =>
+        isRecord(item) &&
+        (item.type === "enum" || item.type === "literal_error") &&
+        Array.isArray(item.loc) &&
+        item.loc.length === 2 &&
+        item.loc[0] === "body" &&
+        item.loc[1] === "model_id",
+    );
+  }
+  return false;
 }
 
 /**

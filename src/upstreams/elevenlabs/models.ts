@@ -3,9 +3,15 @@
  * {@link ELEVENLABS_MODELS}, the "Default upstream ids" of the alpha family) and the per-source
  * overrides (`models` of the `UPSTREAMS` entry, D25).
  *
- * Model ids are ElevenLabs' own (elevenlabs/elevenlabs-js `src/api/types/MusicModelId.ts` `music_v1`,
- * `SfxModelId.ts` `eleven_text_to_sound_v2`, and the text-to-speech examples' `eleven_multilingual_v2`,
- * `eleven_v3`, `eleven_flash_v2_5`, `eleven_turbo_v2_5`).
+ * The ids are the ones ElevenLabs serves as of D35 (late 2026), checked against elevenlabs/elevenlabs-js
+ * 2.73.0:
+ * - speech: `eleven_v3` (`src/api/types/ElevenV3Request.ts`), `eleven_multilingual_v2` (the example of
+ *   `textToSpeech/client/requests/BodyTextToSpeechFull.ts`), `eleven_flash_v2_5`; the turbo models are
+ *   dropped (`src/api/types/TtsConversationalModel.ts`: `eleven_turbo_v2_5` "Deprecated: Use
+ *   eleven_flash_v2_5 instead"), so `alpha-turbo-v2-5` is served by `eleven_flash_v2_5` at the same price;
+ * - music: `music_v2` (`src/api/types/MusicModelId.ts`: `music_v1` deprecated, `music_v2`, `music_v2_5`;
+ *   the `model_id` of `music/client/requests/BodyComposeMusicV1MusicPost.ts` is a `MusicModelId`);
+ * - sound effects: `eleven_text_to_sound_v2` (`src/api/types/SfxModelId.ts`, its only value).
  */
 
 /** What an alpha model does at ElevenLabs. */
@@ -17,13 +23,19 @@ export interface AlphaModel {
   capability: AlphaCapability;
 }
 
-/** Every alpha model, by gateway model id. Frozen. */
+/**
+ * Every alpha model, by gateway model id (sources: the module comment). Frozen. D35 (late 2026):
+ * `alpha-v3` `eleven_v3`, `alpha-multilingual-v2` `eleven_multilingual_v2`, `alpha-flash-v2-5` and
+ * `alpha-turbo-v2-5` `eleven_flash_v2_5`, `alpha-music` `music_v2`, `alpha-sfx` `eleven_text_to_sound_v2`.
+ */
 export const ELEVENLABS_MODELS: Readonly<Record<string, Readonly<AlphaModel>>> = Object.freeze({
   "alpha-v3": Object.freeze({ modelId: "eleven_v3", capability: "speech" }),
   "alpha-multilingual-v2": Object.freeze({ modelId: "eleven_multilingual_v2", capability: "speech" }),
   "alpha-flash-v2-5": Object.freeze({ modelId: "eleven_flash_v2_5", capability: "speech" }),
-  "alpha-turbo-v2-5": Object.freeze({ modelId: "eleven_turbo_v2_5", capability: "speech" }),
-  "alpha-music": Object.freeze({ modelId: "music_v1", capability: "music" }),
+  // ElevenLabs dropped eleven_turbo_v2_5 (D35): the flash model serves the turbo one, same price.
+  "alpha-turbo-v2-5": Object.freeze({ modelId: "eleven_flash_v2_5", capability: "speech" }),
+  // music_v1 is deprecated (MusicModelId.ts); music_v2 is the current model.
+  "alpha-music": Object.freeze({ modelId: "music_v2", capability: "music" }),
   "alpha-sfx": Object.freeze({ modelId: "eleven_text_to_sound_v2", capability: "sfx" }),
 } satisfies Record<string, AlphaModel>);
 

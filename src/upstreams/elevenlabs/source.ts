@@ -42,9 +42,11 @@ export interface ElevenLabsSource extends NamedSource, SpeechAdapter, MusicAdapt
 /**
  * Creates an ElevenLabs source from its `UPSTREAMS` entry: `baseUrl` default `https://api.elevenlabs.io`,
  * the key sent as `xi-api-key`, `models` overriding ElevenLabs' model ids by gateway model id
- * (`alpha-v3` -> `eleven_v3`, `alpha-multilingual-v2` -> `eleven_multilingual_v2`, `alpha-flash-v2-5` ->
- * `eleven_flash_v2_5`, `alpha-turbo-v2-5` -> `eleven_turbo_v2_5`, `alpha-music` -> `music_v1`,
- * `alpha-sfx` -> `eleven_text_to_sound_v2`), timeouts as the module comment says.
+ * (defaults, D35: `alpha-v3` -> `eleven_v3`, `alpha-multilingual-v2` -> `eleven_multilingual_v2`,
+ * `alpha-flash-v2-5` and `alpha-turbo-v2-5` -> `eleven_flash_v2_5`, `alpha-music` -> `music_v2`,
+ * `alpha-sfx` -> `eleven_text_to_sound_v2`; an override such as `{"alpha-music": "music_v2_5"}` replaces
+ * one), timeouts as the module comment says. A call ElevenLabs answers "no such model" (400
+ * `model_not_found`, or 422 on `model_id`) throws an error with `modelNotFound` and `upstreamModel` (D35).
  * @throws RangeError for a bad configuration (name, base URL, empty key, timeout, trusted host, `models` entry).
  */
 export function createElevenLabsSource(cfg: UpstreamSourceConfig): ElevenLabsSource {

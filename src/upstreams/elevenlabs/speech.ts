@@ -3,8 +3,10 @@
  * `{text, model_id, voice_settings}` (elevenlabs/elevenlabs-js `src/api/resources/textToSpeech/client/
  * Client.ts` `convert`; `BodyTextToSpeechFull` and `VoiceSettings` name the fields), answered by the
  * audio bytes. The gateway's voice settings (`stability`, `similarity_boost`, `style`,
- * `use_speaker_boost`) are ElevenLabs' own names: only those the request has are sent, and
- * `voice_settings` is left out when it has none (ElevenLabs then uses the voice's stored settings).
+ * `use_speaker_boost`) are ElevenLabs' own names (elevenlabs-js `src/api/types/VoiceSettings.ts`; its
+ * docs give the numbers 0 to 1, which the gateway's contract checks too, so ElevenLabs' 400
+ * `invalid_voice_settings` is not expected; `speed` is not offered): only those the request has are
+ * sent, and `voice_settings` is left out when it has none (ElevenLabs then uses the voice's stored settings).
  */
 import { audioDurationSec } from "../audio-convert.ts";
 import { contentTypeOf } from "../types.ts";
@@ -33,10 +35,11 @@ export function voiceSettingsOf(settings: VoiceSettings): Record<string, number 
 /**
  * Synthesizes `req` with `modelId`. `req.stream` is ignored: the alpha family is delivered whole (the
  * spec streams beta models only). Returns the bytes with their length in seconds.
- * @throws ElevenLabsError (api.ts table; `voiceUnavailable` for `voice_not_found`).
+ * @throws ElevenLabsError (api.ts table; `voiceUnavailable` for `voice_not_found`, `modelNotFound` naming
+ *   `modelId` for `model_not_found`).
  */
 export async function synthesize(api: ElevenLabsApi, req: SpeechRequest, modelId: string, signal: AbortSignal | undefined): Promise<AudioBytes> {
   const path = `/v1/text-to-speech/${encodeURIComponent(req.voiceId)}`;
-  const body = await postForAudio(api, path, req.format, speechBody(req, modelId), "text-to-speech", { speech: true }, signal);
+  const body = await postForAudio(api, path, req.format, speechBody(req, modelId), "text-to-speech", { speech: true, model: modelId }, signal);
   return { kind: "bytes", contentType: contentTypeOf(req.format), body, durationSec: audioDurationSec(body, req.format) };
 }

@@ -24,11 +24,17 @@
  * | `base_resp` 1000, 1001, 1002 (RPM), 1013, 1024, 1033, 1039 (TPM), 1041 | true | |
  * | `base_resp` 1026, 1027 (sensitive input or output) | false | `contentRejected` |
  * | `base_resp` 2042, 20132 on a speech call (the voice is gone) | false | `voiceUnavailable` |
+ * | `base_resp` 2013 whose message names the model the call sent (no such model, D35) | false | `modelNotFound`, `upstreamModel` |
  * | `base_resp` 1004, 2049 (auth), 1008 (balance), 2013 (parameters), 2037, 2039, any other code | false | |
  * | malformed answer (not JSON, no `base_resp`, bad hex) | true: MiniMax misbehaved, another source may not | |
  * | URL refused by the host check | false | |
  * The caller's own abort is not an upstream failure: `signal.reason` is rethrown unchanged. Every
  * message has the key redacted; no raw undici error is attached as `cause`.
+ *
+ * MiniMax refuses a model it does not serve (or no longer serves) with its parameter code 2013 and a
+ * message naming the model; 2013 also refuses any other bad parameter, so only a 2013 whose message
+ * contains the `model` of the call (`CallContext.model`, as a whole token) is "no such model". The
+ * failover then moves on to the family's next source (D27); the message names the model, never the key.
  */
 import { createKeyedHttp, KeyedHttpError } from "../keyed-http.ts";
 import type { KeyedErrorKind, KeyedHttp, KeyedSourceOptions } from "../keyed-http.ts";
@@ -46,19 +52,32 @@ export const CONTENT_CODES: ReadonlySet<number> = new Set([1026, 1027]);
 /** `base_resp` codes a speech call answers when its voice no longer exists (D27: 410 `voice_unavailable`). */
 export const VOICE_GONE_CODES: ReadonlySet<number> = new Set([2042, 20132]);
 
+/** MiniMax's parameter error: with a message naming the model sent, "no such model" (D35). */
+export const INVALID_PARAMS_CODE = 2013;
+
 /** How one MiniMax source is reached: `baseUrl` defaults to {@link DEFAULT_MINIMAX_BASE_URL}. */
 export type MiniMaxApiConfig = KeyedSourceOptions;
 
 /**
  * An {@link UpstreamError} of the MiniMax adapter. `kind` says what failed, `status` is the HTTP status
- * (null when no answer came), `code` MiniMax's `base_resp.status_code` when the failure is one (else null).
+ * (null when no answer came), `code` MiniMax's `base_resp.status_code` when the failure is one (else
+ * null); `modelNotFound` with `upstreamModel` when MiniMax said the model sent does not exist (D35).
  */
 export class MiniMaxError extends KeyedHttpError {
   readonly code: number | null;
 
   constructor(
     message: string,
-    opts: { retryable: boolean; kind: KeyedErrorKind; status?: number | null; code?: number | null; contentRejected?: boolean; voiceUnavailable?: boolean },
+    opts: {
+      retryable: boolean;
+      kind: KeyedErrorKind;
+      status?: number | null;
+      code?: number | null;
+      contentRejected?: boolean;
+      voiceUnavailable?: boolean;
+      modelNotFound?: boolean;
+      upstreamModel?: string | null;
+    },
   ) {
     super(message, opts);
     this.name = "MiniMaxError";
@@ -72,6 +91,8 @@ export interface CallContext {
   what: string;
   /** True for speech (`t2a_v2`): a missing voice is a gone voice (D27). */
   speech?: boolean;
+  /** The upstream model id the call sent: a 2013 naming it is `modelNotFound` (D35). */
+  model?: string;
 }
 
 /** The transport to one MiniMax source. Create once per timeout (it owns a connection pool); `close()` it. */
@@ -143,26 +164,33 @@ export function createMiniMaxApi(config: MiniMaxApiConfig): MiniMaxApi {
       return url;
     },
     httpError(status, json, text, ctx) {
-      const retryable = status >= 500 || status === 429 || status === 408;
+      const base = baseRespOf(json);
+      const modelNotFound = base !== null && isModelNotFound(base.code, base.message, ctx.model);
+      const retryable = !modelNotFound && (status >= 500 || status === 429 || status === 408);
       const detail = describeMiniMaxError(json, text);
-      return new MiniMaxError(http.redact(`${name}: ${ctx.what}: HTTP ${status}${detail === "" ? "" : `: ${detail}`}`), {
+      return new MiniMaxError(http.redact(`${name}: ${head(ctx, modelNotFound)}: HTTP ${status}${detail === "" ? "" : `: ${detail}`}`), {
         retryable,
         kind: "http",
         status,
-        code: baseRespOf(json)?.code ?? null,
+        code: base?.code ?? null,
+        modelNotFound,
+        upstreamModel: modelNotFound ? (ctx.model ?? null) : null,
       });
     },
     baseRespError(code, message, ctx) {
       const contentRejected = CONTENT_CODES.has(code);
       const voiceUnavailable = ctx.speech === true && VOICE_GONE_CODES.has(code);
+      const modelNotFound = isModelNotFound(code, message, ctx.model);
       const text = oneLine(message);
-      return new MiniMaxError(http.redact(`${name}: ${ctx.what}: MiniMax error ${code}${text === "" ? "" : `: ${text}`}`), {
+      return new MiniMaxError(http.redact(`${name}: ${head(ctx, modelNotFound)}: MiniMax error ${code}${text === "" ? "" : `: ${text}`}`), {
         retryable: RETRYABLE_CODES.has(code),
         kind: "http",
         status: 200,
         code,
         contentRejected,
         voiceUnavailable,
+        modelNotFound,
+        upstreamModel: modelNotFound ? (ctx.model ?? null) : null,
       });
     },
     checked(status, json, text, ctx) {
@@ -193,6 +221,30 @@ export function baseRespOf(json: unknown): { code: number; message: string } | n
   if (typeof code !== "number" || !Number.isInteger(code)) return null;
   const message = json.base_resp.status_msg;
   return { code, message: typeof message === "string" ? message : "" };
+}
+
+/** The head of an error message: the call, and the model MiniMax does not have when that is the failure. */
+function head(ctx: CallContext, modelNotFound: boolean): string {
+  return modelNotFound ? `${ctx.what}: MiniMax has no model ${JSON.stringify(ctx.model ?? "")}` : ctx.what;
+}
+
+/**
+ * True when `code` and `message` say the `model` sent does not exist (D35): code 2013 (invalid
+ * parameters) with the model id in the message as a whole token (not inside a longer id: `music-2.5` is
+ * not named by a message about `music-2.5+`). False without a model.
+ */
+export function isModelNotFound(code: number, message: string, model: string | undefined): boolean {
+  if (code !== INVALID_PARAMS_CODE || model === undefined || model === "") return false;
+  const lower = message.toLowerCase();
+  const id = model.toLowerCase();
+  for (let at = lower.indexOf(id); at !== -1; at = lower.indexOf(id, at + 1)) {
+    const before = at === 0 ? "" : lower[at - 1]!;
+    const rest = lower.slice(at + id.length, at + id.length + 2);
+    // A full stop ends a sentence unless an id goes on after it (`music-2.5` is not `music-2.5.1`).
+    const continues = /^[a-z0-9_+-]/.test(rest) || /^\.[a-z0-9]/.test(rest);
+    if (!/[a-z0-9._+-]/.test(before) && !continues) return true;
+  }
+  return false;
 }
 
 /**

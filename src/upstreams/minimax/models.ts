@@ -13,12 +13,21 @@
 import { audioFormatInfo } from "../audio-convert.ts";
 import type { AudioFormat } from "../types.ts";
 
-/** The upstream ids of the beta family (speech and music). */
+/**
+ * The default upstream ids of the beta family (D35, late 2026): `beta-speech-hd` `speech-2.8-hd`,
+ * `beta-speech-turbo` `speech-2.8-turbo`, `beta-music` `music-2.5`, `beta-music-pro` `music-2.6` (spec
+ * Versioning 2: pro is the newer upstream). Sources: MiniMax's T2A HTTP reference
+ * (platform.minimax.io/docs/api-reference/speech-t2a-http: `speech-2.8-hd` / `speech-2.8-turbo` the
+ * current models, `speech-2.6-*`, `speech-02-*`, `speech-01-*` older) and its music generation
+ * reference (/docs/api-reference/music-generation), as MiniMax-AI/cli names them:
+ * `src/commands/speech/synthesize.ts` (default `speech-2.8-hd`) and `src/commands/music/generate.ts`
+ * (`music-2.6`, `music-2.6-free`, `music-2.5+`, `music-2.5`).
+ */
 export const BETA_MODELS: Readonly<Record<string, string>> = {
-  "beta-speech-hd": "speech-02-hd",
-  "beta-speech-turbo": "speech-02-turbo",
-  "beta-music": "music-1.5",
-  "beta-music-pro": "music-2.5",
+  "beta-speech-hd": "speech-2.8-hd",
+  "beta-speech-turbo": "speech-2.8-turbo",
+  "beta-music": "music-2.5",
+  "beta-music-pro": "music-2.6",
 };
 
 /** A vidC model on MiniMax: its `resolution`, the clip lengths it offers (s), and whether it needs a first frame. */
@@ -41,8 +50,8 @@ export const VIDEO_MODELS: Readonly<Record<string, MiniMaxVideoModel>> = {
   "vidC-02-1080p": { resolution: "1080P", durations: [6], imageOnly: false },
 };
 
-/** What an upstream id override must look like (MiniMax ids: `speech-02-hd`, `music-2.5`, `MiniMax-Hailuo-02`). */
-const UPSTREAM_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** What an upstream id override must look like (MiniMax ids: `speech-2.8-hd`, `music-2.5+`, `MiniMax-Hailuo-02`). */
+const UPSTREAM_ID = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/;
 
 /**
  * Checks the `models` overrides of a `minimax` entry. Keys are our model ids MiniMax serves (beta and
@@ -60,7 +69,7 @@ export function checkModelOverrides(models: Readonly<Record<string, string>> | u
       throw new RangeError(`models: ${JSON.stringify(key)} is not a model MiniMax serves`);
     }
     if (typeof value !== "string" || !UPSTREAM_ID.test(value)) {
-      throw new RangeError(`models: the upstream id of ${JSON.stringify(key)} must look like "speech-02-hd"`);
+      throw new RangeError(`models: the upstream id of ${JSON.stringify(key)} must look like "speech-2.8-hd"`);
     }
     out[key] = value;
   }
@@ -73,9 +82,18 @@ export function betaUpstreamId(model: string, overrides: Readonly<Record<string,
   return overrides[model] ?? BETA_MODELS[model];
 }
 
-/** True for a music upstream id that has `is_instrumental` (the music-2 generation: `music-2.5`, `music-2.6`, ...). */
+/**
+ * True for a music upstream id that takes `is_instrumental`: `music-2.5+`, `music-2.6` and later
+ * (`music-2.6-free`, `music-3.0`, ...). `music-2.5` (beta-music) has no such flag: it gets the lyrics as
+ * written (MiniMax-AI/cli `src/commands/music/generate.ts`: "music-2.6/music-2.5+: native
+ * is_instrumental flag; music-2.5: lyrics workaround"; upstreams.md).
+ */
 export function hasInstrumentalFlag(upstreamId: string): boolean {
-  return upstreamId.startsWith("music-2");
+  const m = /^music-(\d+)\.(\d+)(\+)?(?:-[a-z0-9-]+)?$/i.exec(upstreamId);
+  if (m === null) return false;
+  const major = Number(m[1]);
+  const minor = Number(m[2]);
+  return major > 2 || (major === 2 && (minor >= 6 || (minor === 5 && m[3] === "+")));
 }
 
 /** `[Instrumental]` alone as the lyrics (any case, white space around). */

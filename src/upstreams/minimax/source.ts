@@ -17,10 +17,11 @@
  * defaults use two connection pools; `close()` releases both.
  *
  * ## Models
- * `beta-speech-hd` -> `speech-02-hd`, `beta-speech-turbo` -> `speech-02-turbo`, `beta-music` ->
- * `music-1.5`, `beta-music-pro` -> `music-2.5`, each overridable by `models` (models.ts). A model this
- * source does not serve (another family's, a music model on `speech`) throws an `unsupported` error
- * before anything is sent.
+ * D35 defaults: `beta-speech-hd` -> `speech-2.8-hd`, `beta-speech-turbo` -> `speech-2.8-turbo`,
+ * `beta-music` -> `music-2.5`, `beta-music-pro` -> `music-2.6`, each overridable by `models` (models.ts;
+ * e.g. `{"beta-speech-hd": "speech-2.6-hd"}`). A model this source does not serve (another family's, a
+ * music model on `speech`) throws an `unsupported` error before anything is sent. A call MiniMax refuses
+ * with 2013 naming the model sent throws with `modelNotFound` and `upstreamModel` (api.ts, D35).
  */
 import type {
   AudioBytes,

@@ -37,11 +37,14 @@ export type MiniMaxTaskStatus =
 /** The ids MiniMax writes as int64 numbers. */
 const ID_KEYS = ["task_id", "file_id"];
 
-/** Submits a task; resolves with MiniMax's `task_id`. Throws api.ts `MiniMaxError`. */
+/**
+ * Submits a task; resolves with MiniMax's `task_id`. Throws api.ts `MiniMaxError` (`modelNotFound`
+ * naming `body.model` when MiniMax answers 2013 naming it, D35).
+ */
 export async function submitVideoTask(api: MiniMaxApi, body: VideoSubmitBody, signal?: AbortSignal): Promise<string> {
   const what = "video_generation";
   const answer = await api.send("POST", api.url("/v1/video_generation"), body, signal);
-  const json = api.checked(answer.status, parseJsonExact(answer.text, ID_KEYS), answer.text, { what });
+  const json = api.checked(answer.status, parseJsonExact(answer.text, ID_KEYS), answer.text, { what, model: body.model });
   if (typeof json.task_id !== "string" || json.task_id === "") throw api.malformed(what, "no task_id");
   return json.task_id;
 }

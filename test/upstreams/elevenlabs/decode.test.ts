@@ -163,7 +163,7 @@ describe("request bodies", () => {
     assert.equal(musicLengthToAsk(2999.6), 3000);
     assert.equal(musicLengthToAsk(45_000), 45_000);
     assert.equal(musicLengthToAsk(700_000), 600_000);
-    assert.deepEqual(musicBody(musicRequest({ lengthMs: 1200, lyrics: "la la" }), "music_v1"), { prompt: "calm lo-fi piano", music_length_ms: 3000, model_id: "music_v1" });
+    assert.deepEqual(musicBody(musicRequest({ lengthMs: 1200, lyrics: "la la" }), "music_v2"), { prompt: "calm lo-fi piano", music_length_ms: 3000, model_id: "music_v2" });
   });
 
   test("sfx: duration_seconds only when given", () => {
@@ -177,13 +177,13 @@ describe("request bodies", () => {
 });
 
 describe("models", () => {
-  test("defaults, overrides, and models of another call or family", () => {
+  test("defaults (D35: turbo served by flash, music_v2), overrides, and models of another call or family", () => {
     const overrides = checkModelOverrides({ "alpha-v3": "eleven_v3_preview" });
     assert.equal(upstreamModelId("alpha-v3", "speech", overrides), "eleven_v3_preview");
     assert.equal(upstreamModelId("alpha-flash-v2-5", "speech", overrides), "eleven_flash_v2_5");
-    assert.equal(upstreamModelId("alpha-turbo-v2-5", "speech", overrides), "eleven_turbo_v2_5");
+    assert.equal(upstreamModelId("alpha-turbo-v2-5", "speech", overrides), "eleven_flash_v2_5");
     assert.equal(upstreamModelId("alpha-multilingual-v2", "speech", overrides), "eleven_multilingual_v2");
-    assert.equal(upstreamModelId("alpha-music", "music", overrides), "music_v1");
+    assert.equal(upstreamModelId("alpha-music", "music", overrides), "music_v2");
     assert.equal(upstreamModelId("alpha-sfx", "sfx", overrides), "eleven_text_to_sound_v2");
     assert.equal(upstreamModelId("alpha-music", "speech", overrides), null);
     assert.equal(upstreamModelId("beta-speech-hd", "speech", overrides), null);

@@ -68,10 +68,20 @@ test("textToSpeech.stream: the same bytes, chunked", async () => {
 });
 
 test("music.compose: exactly music_length_ms", async () => {
-  const bytes = await readAll(await client.music.compose({ prompt: "an upbeat synth loop", musicLengthMs: 4000, modelId: "music_v1", outputFormat: "pcm_44100" }));
+  const bytes = await readAll(await client.music.compose({ prompt: "an upbeat synth loop", musicLengthMs: 4000, modelId: "music_v2", outputFormat: "pcm_44100" }));
   assert.equal(audioDurationSec(bytes, "pcm_44100"), 4);
-  assert.deepEqual(fake.requests[0].body, { prompt: "an upbeat synth loop", music_length_ms: 4000, model_id: "music_v1" });
+  assert.deepEqual(fake.requests[0].body, { prompt: "an upbeat synth loop", music_length_ms: 4000, model_id: "music_v2" });
   assert.equal(fake.requests[0].path, "/v1/music?output_format=pcm_44100");
+});
+
+test("music.compose without output_format: `auto`, MP3 48 kHz 192 kbps for the v2 models", async () => {
+  const bytes = await readAll(await client.music.compose({ prompt: "a calm pad", musicLengthMs: 3000, modelId: "music_v2_5" }));
+  assert.equal(bytes[0], 0xff, "an MPEG frame");
+  // MPEG-1 layer III, 192 kbps (index 11), 48 kHz (index 1).
+  assert.equal((bytes[1]! >> 3) & 3, 3);
+  assert.equal(bytes[2]! >> 4, 11);
+  assert.equal((bytes[2]! >> 2) & 3, 1);
+  assert.equal(fake.requests[0].path, "/v1/music");
 });
 
 test("textToSoundEffects.convert: duration_seconds and prompt_influence", async () => {
@@ -135,6 +145,17 @@ test("errors reach the client as ElevenLabsError with ElevenLabs' body; 422 as U
     assert.equal(err.statusCode, 429);
     return true;
   });
+  // D35: a dropped model (turbo) is ElevenLabs' 400 model_not_found; an unknown music model FastAPI's 422 enum.
+  await assert.rejects(client.textToSpeech.convert(RACHEL, { text: "old model", modelId: "eleven_turbo_v2_5" }), (err: unknown) => {
+    assert.ok(err instanceof ElevenLabsError);
+    assert.equal(err.statusCode, 400);
+    assert.deepEqual((err.body as { detail: { status: string } }).detail.status, "model_not_found");
+    return true;
+  });
+  await assert.rejects(
+    client.textToSpeech.convert(RACHEL, { text: "too stable", voiceSettings: { stability: 1.5 } }),
+    (err: unknown) => err instanceof ElevenLabsError && (err.body as { detail: { status: string } }).detail.status === "invalid_voice_settings",
+  );
   const wrong = new ElevenLabsClient({ apiKey: "sk_not-the-key", baseUrl: fake.url, maxRetries: 0 });
   await assert.rejects(wrong.voices.search(), (err: unknown) => {
     assert.ok(err instanceof ElevenLabsError);

@@ -97,7 +97,8 @@ describe("speech", () => {
       "alpha-v3": "eleven_v3",
       "alpha-multilingual-v2": "eleven_multilingual_v2",
       "alpha-flash-v2-5": "eleven_flash_v2_5",
-      "alpha-turbo-v2-5": "eleven_turbo_v2_5",
+      // D35: ElevenLabs dropped the turbo models; the flash model serves alpha-turbo-v2-5.
+      "alpha-turbo-v2-5": "eleven_flash_v2_5",
     };
     for (const model of Object.keys(ids)) {
       const result = await source.speech(speechRequest({ model, text: "x", stream: true }));
@@ -139,7 +140,7 @@ describe("music", () => {
     assert.equal(result.durationSec, 5);
     assert.equal(fake.requests[0].path, "/v1/music?output_format=pcm_22050");
     assert.equal(fake.requests[0].headers["xi-api-key"], "[redacted]");
-    assert.deepEqual(fake.requests[0].body, { prompt: "calm lo-fi piano", music_length_ms: 5000, model_id: "music_v1" });
+    assert.deepEqual(fake.requests[0].body, { prompt: "calm lo-fi piano", music_length_ms: 5000, model_id: "music_v2" });
   });
 
   for (const format of AUDIO_FORMATS) {
@@ -192,7 +193,8 @@ describe("models overrides (D25)", () => {
       name: "el-custom",
       baseUrl: fake.url,
       apiKey: EL_KEY,
-      models: { "alpha-v3": "eleven_v3_custom", "alpha-music": "music_v2", "alpha-sfx": "eleven_sfx_custom" },
+      // Ids the (strict) fake serves: an override names a real ElevenLabs model.
+      models: { "alpha-v3": "eleven_flash_v2", "alpha-music": "music_v2_5" },
     });
     try {
       await s.speech(speechRequest({ model: "alpha-v3" }));
@@ -201,7 +203,7 @@ describe("models overrides (D25)", () => {
       await s.sfx(sfxRequest());
       assert.deepEqual(
         fake.requests.map((r) => (r.body as { model_id: string }).model_id),
-        ["eleven_v3_custom", "eleven_flash_v2_5", "music_v2", "eleven_sfx_custom"],
+        ["eleven_flash_v2", "eleven_flash_v2_5", "music_v2_5", "eleven_text_to_sound_v2"],
       );
     } finally {
       await s.close();

@@ -1,6 +1,6 @@
 /**
  * Music, voice design, voice clone and the voice catalog on the MiniMax fake: the exact requests
- * (`[Instrumental]` as `is_instrumental` on music-2.5, as written on music-1.5; gender and age folded
+ * (`[Instrumental]` as `is_instrumental` on music-2.6, as written on music-2.5; gender and age folded
  * into the design prompt; the int64 `file_id` kept to the digit; the minted clone id) and the results
  * (audio in exactly the gateway format, voices that then speak, library records).
  */
@@ -42,7 +42,7 @@ describe("music", () => {
     assert.ok(Math.abs(measuredSec(result.body, req.format) - result.durationSec) < 0.12);
     assert.ok(mp3Headers(result.body).every((f) => f.kbps === 128 && f.sampleRate === 44100));
     assert.deepEqual(lastBody(), {
-      model: "music-1.5",
+      model: "music-2.5",
       prompt: req.prompt,
       lyrics: req.lyrics,
       audio_setting: { format: "mp3", sample_rate: 44100, bitrate: 128000 },
@@ -51,25 +51,25 @@ describe("music", () => {
     assert.equal(fake.submits().at(-1)?.path, "/v1/music_generation");
   });
 
-  test("[Instrumental] alone on beta-music-pro (music-2.5): is_instrumental true and no lyrics", async () => {
+  test("[Instrumental] alone on beta-music-pro (music-2.6, D35): is_instrumental true and no lyrics", async () => {
     for (const lyrics of ["[Instrumental]", "  [instrumental]\n", "\t[INSTRUMENTAL] "]) {
       const result = await source.music(musicRequest({ model: "beta-music-pro", lyrics }));
       assert.ok(result.body.length > 0);
       const body = lastBody();
-      assert.equal(body.model, "music-2.5");
+      assert.equal(body.model, "music-2.6");
       assert.equal(body.is_instrumental, true);
       assert.ok(!("lyrics" in body));
     }
   });
 
-  test("[Instrumental] on beta-music (music-1.5): the lyrics as written, no is_instrumental", async () => {
+  test("[Instrumental] on beta-music (music-2.5, which has no is_instrumental): the lyrics as written", async () => {
     await source.music(musicRequest({ lyrics: "[Instrumental]" }));
     const body = lastBody();
     assert.equal(body.lyrics, "[Instrumental]");
     assert.ok(!("is_instrumental" in body));
   });
 
-  test("an override id starting music-2 takes is_instrumental too; lyrics with more than the tag stay lyrics", async () => {
+  test("an override id with the flag (music-2.6 on beta-music) takes is_instrumental too; lyrics with more than the tag stay lyrics", async () => {
     const over = createMiniMaxSource({ name: "mm-over", baseUrl: fake.url, apiKey: MM_KEY, models: { "beta-music": "music-2.6" } });
     try {
       await over.music(musicRequest({ lyrics: "[Instrumental]" }));

@@ -77,7 +77,7 @@ describe("whole answers in every gateway format", () => {
       assert.equal(call.path, "/v1/t2a_v2");
       assert.equal(call.headers.authorization, "Bearer [redacted]");
       assert.deepEqual(call.body, {
-        model: "speech-02-hd",
+        model: "speech-2.8-hd",
         text: req.text,
         stream: false,
         voice_setting: { voice_id: "English_Graceful_Lady", speed: 1, vol: 1, pitch: 0 },
@@ -101,7 +101,7 @@ describe("whole answers in every gateway format", () => {
     assert.ok(new Set(body).size > 10);
   });
 
-  test("turbo maps to speech-02-turbo; a models override wins; voiceSettings are not sent", async () => {
+  test("turbo maps to speech-2.8-turbo (D35); a models override wins; voiceSettings are not sent", async () => {
     await source.speech(speechRequest({ model: "beta-speech-turbo" }));
     const over = createMiniMaxSource({ name: "mm-over", baseUrl: fake.url, apiKey: MM_KEY, models: { "beta-speech-hd": "speech-2.5-hd-preview" } });
     try {
@@ -110,7 +110,7 @@ describe("whole answers in every gateway format", () => {
       await over.close();
     }
     const [turbo, hd] = fake.submits().map((r) => r.body as Record<string, unknown>);
-    assert.equal(turbo.model, "speech-02-turbo");
+    assert.equal(turbo.model, "speech-2.8-turbo");
     assert.equal(hd.model, "speech-2.5-hd-preview");
     assert.ok(!JSON.stringify(turbo).includes("stability"));
   });
