@@ -8,7 +8,9 @@
  * media and misbehaves on request: `[fake:429]`, `[fake:500]`, ... in a prompt or text (each fake lists
  * its markers at the top of its file), or for every request with `FAKE_FAL_MARKERS`, `FAKE_BFL_MARKERS`,
  * `FAKE_OPENAI_MARKERS`, `FAKE_ELEVENLABS_MARKERS` (the first ElevenLabs account only),
- * `FAKE_MINIMAX_MARKERS`, `FAKE_OPENAI_AUDIO_MARKERS` (comma lists).
+ * `FAKE_MINIMAX_MARKERS`, `FAKE_OPENAI_AUDIO_MARKERS` (comma lists). `FAKE_FAL_RETIRED` and
+ * `FAKE_BFL_RETIRED` (comma lists of fal endpoint ids / BFL model endpoints, e.g.
+ * `FAKE_FAL_RETIRED=fal-ai/veo3.1/fast`) make those fakes answer as their provider answers a removed model.
  *
  * It writes the `UPSTREAMS` file that points the gateway at them (`FAKE_UPSTREAMS_FILE`, default
  * `data/upstreams.fake.json`): imgA, imgB and vidA-vidD on fal, imgB also on bfl (the second source:
@@ -37,8 +39,8 @@ const key = env.FAKE_KEY ?? "fake-key";
 const markers = (name: string): string[] => (env[name] ?? "").split(",").map((m) => m.trim()).filter((m) => m !== "");
 const port = (name: string, fallback: number): number => Number(env[name] ?? fallback);
 
-const fal = await startFalFake({ port: port("FAKE_FAL_PORT", 18480), host, apiKey: key, markers: markers("FAKE_FAL_MARKERS") });
-const bfl = await startBflFake({ port: port("FAKE_BFL_PORT", 18481), host, apiKey: key, markers: markers("FAKE_BFL_MARKERS") });
+const fal = await startFalFake({ port: port("FAKE_FAL_PORT", 18480), host, apiKey: key, markers: markers("FAKE_FAL_MARKERS"), retired: markers("FAKE_FAL_RETIRED") });
+const bfl = await startBflFake({ port: port("FAKE_BFL_PORT", 18481), host, apiKey: key, markers: markers("FAKE_BFL_MARKERS"), retired: markers("FAKE_BFL_RETIRED") });
 const openai = await startOpenAIImagesFake({ port: port("FAKE_OPENAI_PORT", 18482), host, apiKey: key, markers: markers("FAKE_OPENAI_MARKERS") });
 const elevenlabs = await startElevenLabsFake({ port: port("FAKE_ELEVENLABS_PORT", 18483), host, apiKey: key, markers: markers("FAKE_ELEVENLABS_MARKERS") });
 const elevenlabsBackup = await startElevenLabsFake({ port: port("FAKE_ELEVENLABS_BACKUP_PORT", 18484), host, apiKey: key });

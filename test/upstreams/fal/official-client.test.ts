@@ -85,17 +85,17 @@ test("a video endpoint's result is {video: File}", async () => {
 });
 
 test("queue.cancel, then the status is COMPLETED with fal's cancellation error", async () => {
-  const endpoint = "fal-ai/veo3";
+  const endpoint = "fal-ai/veo3.1";
   const submitted = await fal.queue.submit(endpoint, { input: { prompt: "long [fake:slow]" } });
   await fal.queue.cancel(endpoint, { requestId: submitted.request_id });
   const status = await fal.queue.status(endpoint, { requestId: submitted.request_id });
   assert.equal(status.status, "COMPLETED");
   assert.equal((status as unknown as { error_type: string }).error_type, "client_cancelled");
-  assert.ok(fake.requests.some((r) => r.method === "PUT" && r.path === `/fal-ai/veo3/requests/${submitted.request_id}/cancel`));
+  assert.ok(fake.requests.some((r) => r.method === "PUT" && r.path === `/fal-ai/veo3.1/requests/${submitted.request_id}/cancel`));
 });
 
 test("a 422 is the client's ValidationError with fal's field errors", async () => {
-  await assert.rejects(fal.queue.submit("fal-ai/veo3", { input: { prompt: "x [fake:422]" } }), (err: unknown) => {
+  await assert.rejects(fal.queue.submit("fal-ai/veo3.1", { input: { prompt: "x [fake:422]" } }), (err: unknown) => {
     assert.ok(err instanceof ValidationError);
     assert.equal(err.status, 422);
     assert.deepEqual(
@@ -123,7 +123,7 @@ test("a wrong key is the client's ApiError 401", async () => {
     retry: { maxRetries: 0 },
     fetch: (input, init) => fetch(String(input).replace("https://queue.fal.run", fake.url), init),
   });
-  await assert.rejects(wrong.queue.submit("fal-ai/veo3", { input: { prompt: "x" } }), (err: unknown) => {
+  await assert.rejects(wrong.queue.submit("fal-ai/veo3.1", { input: { prompt: "x" } }), (err: unknown) => {
     assert.ok(err instanceof ApiError);
     assert.equal(err.status, 401);
     return true;
