@@ -129,3 +129,60 @@ test("a wrong key is the client's ApiError 401", async () => {
     return true;
   });
 });
+
+test("an invalid input: the queue accepts it, and the client's result is a ValidationError naming fal's field", async () => {
+  const endpoint = "fal-ai/veo3.1/fast";
+  const submitted = await fal.queue.submit(endpoint, { input: { prompt: "waves", duration: "5" } });
+  await untilCompleted(endpoint, submitted.request_id);
+  await assert.rejects(fal.queue.result(endpoint, { requestId: submitted.request_id }), (err: unknown) => {
+    assert.ok(err instanceof ValidationError);
+    assert.equal(err.status, 422);
+    assert.deepEqual(
+      err.getFieldErrors("duration").map((e) => e.type),
+      ["literal_error"],
+    );
+    return true;
+  });
+});
+
+test("an input refused at the submit (input-errors-submit) is the client's ValidationError too", async () => {
+  const strict = await startFalFake({ apiKey: FAL_KEY, inputErrors: "submit" });
+  const client = createFalClient({
+    credentials: FAL_KEY,
+    retry: { maxRetries: 0 },
+    fetch: (input, init) => fetch(String(input).replace("https://queue.fal.run", strict.url), init),
+  });
+  try {
+    await assert.rejects(client.queue.submit("fal-ai/flux-2-pro", { input: { promt: "x" } as never }), (err: unknown) => {
+      assert.ok(err instanceof ValidationError);
+      assert.deepEqual(
+        err.getFieldErrors("prompt").map((e) => e.type),
+        ["missing"],
+      );
+      return true;
+    });
+  } finally {
+    await strict.close();
+  }
+});
+
+test("an endpoint fal does not serve (fal-ai/veo3, or one retired) is the client's ApiError 404", async () => {
+  const retiring = await startFalFake({ apiKey: FAL_KEY, retired: ["fal-ai/flux-pro/v1.1-ultra"] });
+  const client = createFalClient({
+    credentials: FAL_KEY,
+    retry: { maxRetries: 0 },
+    fetch: (input, init) => fetch(String(input).replace("https://queue.fal.run", retiring.url), init),
+  });
+  try {
+    for (const endpoint of ["fal-ai/veo3", "fal-ai/flux-pro/v1.1-ultra"]) {
+      await assert.rejects(client.queue.submit(endpoint, { input: { prompt: "x" } }), (err: unknown) => {
+        assert.ok(err instanceof ApiError, endpoint);
+        assert.ok(!(err instanceof ValidationError));
+        assert.equal(err.status, 404);
+        return true;
+      });
+    }
+  } finally {
+    await retiring.close();
+  }
+});
