@@ -39,8 +39,8 @@
  * ignored, so a misspelt field shows as the real one `missing`.
  *
  * An endpoint id not in the table, or one listed in the `retired` option, answers the submit with 404
- * `{detail: "Application '<owner>/<alias>' not found"}`, or `{detail: "Path /<sub-path> not found"}`
- * when other endpoints of that app are served (the status is what fal answers for an id it does not
+ * `{detail: "Application '<owner>/<alias>' not found"}`, or `{detail: "Path /<sub-path> not found"}` for
+ * a sub-path when other endpoints of that app are served (the status is what fal answers for an id it does not
  * serve; the first wording is *unverified*, the second is the app's own, fal-ai/fal
  * `projects/fal/src/fal/api/api.py`). A real fal may accept an unknown sub-path of a live app into its
  * queue and answer that 404 only at the result; the fake answers every id it does not serve at the
@@ -657,7 +657,7 @@ function notFoundDetail(segments: string[]): string {
   const appId = appIdOf(segments);
   const appLives = Object.keys(FAL_FAKE_ENDPOINTS).some((id) => id === appId || id.startsWith(`${appId}/`));
   const subPath = segments.slice(appId.split("/").length).join("/");
-  return appLives ? `Path /${subPath} not found` : `Application '${appId}' not found`;
+  return appLives && subPath !== "" ? `Path /${subPath} not found` : `Application '${appId}' not found`;
 }
 
 /** fal's app id of an endpoint: `owner/alias`, or three parts under `workflows/` and `comfy/`. */
