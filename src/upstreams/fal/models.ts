@@ -131,7 +131,9 @@ const veoDurations = [4, 6, 8];
 
 /**
  * Every model fal serves for the gateway, by model id (families vidA Kling, vidB Seedance, vidC
- * Hailuo-02, vidD Veo 3.1, imgA Recraft, imgB FLUX). Frozen.
+ * Hailuo-02, vidD Veo 3.1, imgA Recraft, imgB FLUX). Frozen. Each endpoint id and input field checked
+ * against fal-js `libs/client/src/types/endpoints.ts` (commit 381105e, 2026-08-02) and `@fal-ai/client`
+ * 1.10.1's `src/types/endpoints.d.ts` (see the module comment, D35).
  */
 export const FAL_MODELS: Readonly<Record<string, FalModel>> = deepFreeze({
   // vidA: Kling. Spec prices are fal's x 1.35; v3 audio on/off is the price difference.
