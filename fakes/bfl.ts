@@ -21,6 +21,33 @@
  * configured): none answers 403 `{detail: "Not authenticated"}` (FastAPI's API-key header), a wrong one
  * 401 `{detail}`.
  *
+ * ## Model endpoints and their inputs (the rules this fake follows)
+ * Only BFL's documented model endpoints are served ({@link BFL_FAKE_ENDPOINTS}); any other `POST
+ * /v1/{path}`, or one listed in the `retired` option, answers FastAPI's 404 `{detail: "Not Found"}`, as
+ * BFL's API (a FastAPI app) answers a path it has no route for (black-forest-labs/skills
+ * `skills/bfl-api/references/error-handling.md`: "404 Not Found: Invalid endpoint"). Each submit is
+ * validated as BFL's FastAPI models do (pydantic v2, fakes/input-schema.ts) and refused synchronously with
+ * 422 `{detail: [{type, loc, msg, input, ctx}]}`; unknown fields are ignored. The models, from docs.bfl.ai
+ * "API reference" (the request bodies of "Generate or edit an image with FLUX.2 [pro]", "Edit or create an
+ * image with Flux Kontext Pro", "Generate an image with FLUX 1.1 [pro] with ultra mode"):
+ * - FLUX.2 (`flux-2-pro`, `-max`, `-flex`, `-klein-4b`, `-klein-9b`): `prompt` (string, required),
+ *   `input_image`, `input_image_2` .. `_8` (string | null), `seed` (integer | null), `width`, `height`
+ *   (integer | null, >= 64; multiples of 16 and at most 4 MP together, black-forest-labs/skills
+ *   `references/endpoints.md` "Resolution Constraints": a 4 MP total is 4 x 2^20 pixels, BFL's megapixel
+ *   being 2^20 as its `output_mp` shows), `safety_tolerance` (integer 0..5), `output_format` (`jpeg` |
+ *   `png` | null), `webhook_url` (1..2083 characters | null), `webhook_secret`; flex adds `steps`
+ *   (1..50) and `guidance` (1.5..10) (skills `endpoints.md` "FLUX.2 [flex] Specific");
+ * - Kontext (`flux-kontext-pro`, `flux-kontext-max`): `prompt` (required), `input_image` .. `_4`, `seed`,
+ *   `aspect_ratio` (string | null, `W:H` between 21:9 and 9:21), `output_format`, `prompt_upsampling`,
+ *   `safety_tolerance` (0..6), the webhook fields;
+ * - Ultra (`flux-pro-1.1-ultra`): `prompt` (string | null), `prompt_upsampling`, `seed`, `aspect_ratio`
+ *   (string, `W:H` between 21:9 and 9:21), `safety_tolerance` (0..6), `output_format`, `raw`,
+ *   `image_prompt` (string | null), `image_prompt_strength` (0..1), the webhook fields; a prompt or an
+ *   image prompt is required (black-forest-labs/blackforest `types/inputs/flux_ultra.py`).
+ * A task that fails while running ends `Error` with BFL's `{error: <code>, message}` (skills
+ * `references/error-handling.md` "Generation Failures"): `[fake:error]` is an infrastructure failure,
+ * `[fake:error-input]` an input one (`invalid_image`).
+ *
  * ## Misbehaviour markers
  * In the prompt as `[fake:NAME]`, or for every submit with the `markers` option. Unknown names are
  * ignored (other fakes have other markers).
@@ -40,6 +67,7 @@
  * | `moderation` | the task ends `Content Moderated` with `details: {"Moderation Reasons": [...]}` (*unverified* shape, see fixtures.ts) |
  * | `request-moderated` | the submit is accepted; the task is `Request Moderated` at once (the input was refused) |
  * | `error` | the task ends `Error` with an `error` text (the skills repository's `references/endpoints.md` shape) |
+ * | `error-input` | the task ends `Error` with `error: "invalid_image"` and a `message` (an input BFL could not use, found while running) |
  * | `poll-500` | every `get_result` of the task answers 500 |
  *
  * `requests` records every request in order: `method`, `path` (with query), `headers` (lower-case;
@@ -49,6 +77,8 @@ import { createHash, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isJsonObject as isObject, markersOf, sendJson as json, startLoopbackFake } from "./loopback.ts";
 import type { LoopbackFake, LoopbackFakeCall, LoopbackFakeRequest } from "./loopback.ts";
+import { rule, validateInput } from "./input-schema.ts";
+import type { FieldRule, InputSchema } from "./input-schema.ts";
 import { renderPngAsync } from "../src/upstreams/simulator/images/png.ts";
 import { fitRenderSize } from "../src/upstreams/simulator/images/size.ts";
 
@@ -66,7 +96,105 @@ export interface BflFakeOptions {
   slowMs?: number;
   /** Markers applied to every submit, as if each prompt carried them (`["500"]`: a BFL that fails every job). */
   markers?: readonly string[];
+  /**
+   * Model endpoints answered as BFL answers one it has no route for (404), e.g. `["flux-pro-1.1-ultra"]`:
+   * a model BFL removed (the `fake-upstreams` script reads `FAKE_BFL_RETIRED`).
+   */
+  retired?: readonly string[];
 }
+
+// ---- input models (docs.bfl.ai API reference, see the module comment) ---------------------------------
+
+/** BFL's megapixel: 2^20 pixels (its `output_mp` is 0.75 for 1024 x 768). */
+const MEGAPIXEL = 2 ** 20;
+
+const nullableString = rule.string({ nullable: true });
+const WEBHOOK_FIELDS: Record<string, FieldRule> = { webhook_url: rule.string({ minLength: 1, maxLength: 2083, nullable: true }), webhook_secret: nullableString };
+const OUTPUT_FORMAT = rule.literal(["jpeg", "png"], { nullable: true });
+const references = (count: number): Record<string, FieldRule> =>
+  Object.fromEntries(Array.from({ length: count }, (_, i) => [i === 0 ? "input_image" : `input_image_${i + 1}`, nullableString]));
+
+/** FLUX.2: both sides, when given, at most 4 MP together. */
+const flux2Area = (input: Readonly<Record<string, unknown>>): string | null => {
+  const w = input.width;
+  const h = input.height;
+  if (w === undefined || w === null || h === undefined || h === null) return null;
+  return Number(w) * Number(h) > 4 * MEGAPIXEL ? `width x height must be at most 4 megapixels (${4 * MEGAPIXEL} pixels)` : null;
+};
+
+/** Kontext and Ultra: `aspect_ratio`, when given, is `W:H` between 21:9 and 9:21. */
+const aspectBetween = (input: Readonly<Record<string, unknown>>): string | null => {
+  const value = input.aspect_ratio;
+  if (value === undefined || value === null) return null;
+  const m = /^(\d+):(\d+)$/.exec(String(value));
+  if (m === null || Number(m[1]) === 0 || Number(m[2]) === 0) return "Aspect ratio must be in the format of 'width:height'";
+  const ratio = Number(m[1]) / Number(m[2]);
+  return ratio > 21 / 9 + 1e-9 || ratio < 9 / 21 - 1e-9 ? `Aspect ratio ${String(value)} must be between 21:9 and 9:21` : null;
+};
+
+const flux2: InputSchema = {
+  required: ["prompt"],
+  fields: {
+    prompt: rule.string(),
+    ...references(8),
+    seed: rule.int({ nullable: true }),
+    width: rule.int({ ge: 64, multipleOf: 16, nullable: true }),
+    height: rule.int({ ge: 64, multipleOf: 16, nullable: true }),
+    safety_tolerance: rule.int({ ge: 0, le: 5 }),
+    output_format: OUTPUT_FORMAT,
+    ...WEBHOOK_FIELDS,
+  },
+  checks: [flux2Area],
+};
+const flux2Flex: InputSchema = {
+  ...flux2,
+  fields: { ...flux2.fields, prompt_upsampling: rule.bool({ nullable: true }), steps: rule.int({ ge: 1, le: 50 }), guidance: rule.number({ ge: 1.5, le: 10 }) },
+};
+const kontext: InputSchema = {
+  required: ["prompt"],
+  fields: {
+    prompt: rule.string(),
+    ...references(4),
+    seed: rule.int({ nullable: true }),
+    aspect_ratio: nullableString,
+    output_format: OUTPUT_FORMAT,
+    prompt_upsampling: rule.bool(),
+    safety_tolerance: rule.int({ ge: 0, le: 6 }),
+    ...WEBHOOK_FIELDS,
+  },
+  checks: [aspectBetween],
+};
+const ultra: InputSchema = {
+  required: [],
+  fields: {
+    prompt: nullableString,
+    prompt_upsampling: rule.bool(),
+    seed: rule.int({ nullable: true }),
+    aspect_ratio: rule.string(),
+    safety_tolerance: rule.int({ ge: 0, le: 6 }),
+    output_format: OUTPUT_FORMAT,
+    raw: rule.bool(),
+    image_prompt: nullableString,
+    image_prompt_strength: rule.number({ ge: 0, le: 1 }),
+    ...WEBHOOK_FIELDS,
+  },
+  checks: [
+    aspectBetween,
+    (input) => ((typeof input.prompt === "string" && input.prompt !== "") || (typeof input.image_prompt === "string" && input.image_prompt !== "") ? null : "Either prompt or image_prompt must be provided"),
+  ],
+};
+
+/** The model endpoints the fake serves (`POST /v1/{endpoint}`), with their input models. Frozen. */
+export const BFL_FAKE_ENDPOINTS: Readonly<Record<string, InputSchema>> = Object.freeze({
+  "flux-2-pro": flux2,
+  "flux-2-max": flux2,
+  "flux-2-flex": flux2Flex,
+  "flux-2-klein-4b": flux2,
+  "flux-2-klein-9b": flux2,
+  "flux-kontext-pro": kontext,
+  "flux-kontext-max": kontext,
+  "flux-pro-1.1-ultra": ultra,
+});
 
 /** One recorded request (see the module comment). */
 export type BflFakeRequest = LoopbackFakeRequest;
@@ -94,6 +222,7 @@ interface FakeTask {
 export async function startBflFake(options: BflFakeOptions = {}): Promise<BflFake> {
   const pendingMs = options.pendingMs ?? 300;
   const slowMs = options.slowMs ?? 10_000;
+  const retired = new Set(options.retired ?? []);
   const tasks = new Map<string, FakeTask>();
   const promptsSeen = new Set<string>();
   let base = "";
@@ -119,12 +248,13 @@ export async function startBflFake(options: BflFakeOptions = {}): Promise<BflFak
     }
     if (task.markers.has("moderation")) return answer("Content Moderated", { details: { "Moderation Reasons": ["Sexual Content"] } });
     if (task.markers.has("error")) return answer("Error", { error: "Generation failed: worker lost" });
+    if (task.markers.has("error-input")) return answer("Error", { error: "invalid_image", message: "Input image could not be processed" });
     const seed = createHash("sha256").update(task.id).digest().readUInt32BE(0);
     const sample = `${base}/delivery/${task.id}/sample.png?se=${encodeURIComponent(new Date(now + 600_000).toISOString())}&sp=r&sig=fake`;
     return answer("Ready", { result: { sample, prompt: task.prompt, seed } });
   };
 
-  const submit = (res: ServerResponse, segments: string[], body: Record<string, unknown>, markers: ReadonlySet<string>): void => {
+  const submit = (res: ServerResponse, endpoint: string, body: Record<string, unknown>, markers: ReadonlySet<string>): void => {
     const prompt = typeof body.prompt === "string" ? body.prompt : "";
     if (markers.has("hang")) return; // never answered; close() drops the connection
     if (markers.has("429")) return tooMany(res);
@@ -144,7 +274,8 @@ export async function startBflFake(options: BflFakeOptions = {}): Promise<BflFak
       res.end("<html><body>maintenance</body></html>");
       return;
     }
-    const endpoint = segments.slice(1).join("/");
+    const errors = validateInput(BFL_FAKE_ENDPOINTS[endpoint], body);
+    if (errors.length > 0) return json(res, 422, { detail: errors });
     const { width, height } = outputSize(endpoint, body);
     const task: FakeTask = {
       id: randomUUID(),
@@ -198,11 +329,13 @@ export async function startBflFake(options: BflFakeOptions = {}): Promise<BflFak
       if (task?.markers.has("poll-500") === true) return json(res, 500, { detail: "Internal Server Error" });
       return json(res, 200, resultBody(task, id, Date.now()));
     }
+    const endpoint = segments.slice(1).join("/");
+    if (!Object.hasOwn(BFL_FAKE_ENDPOINTS, endpoint) || retired.has(endpoint)) return json(res, 404, { detail: "Not Found" });
     if (method !== "POST") return json(res, 405, { detail: "Method Not Allowed" });
     if (!isObject(body)) {
-      return json(res, 422, { detail: [{ type: "model_attributes_type", loc: ["body"], msg: "Input should be a valid dictionary or object", input: null }] });
+      return json(res, 422, { detail: [{ type: "model_attributes_type", loc: ["body"], msg: "Input should be a valid dictionary or object to extract fields from", input: body ?? null }] });
     }
-    return submit(res, segments, body, markers);
+    return submit(res, endpoint, body, markers);
   };
 
   const fake = await startLoopbackFake({ port: options.port, host: options.host, recordHeader: (name, value) => (name === "x-key" ? "[redacted]" : value) }, handle);

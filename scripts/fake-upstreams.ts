@@ -8,9 +8,11 @@
  * media and misbehaves on request: `[fake:429]`, `[fake:500]`, ... in a prompt or text (each fake lists
  * its markers at the top of its file), or for every request with `FAKE_FAL_MARKERS`, `FAKE_BFL_MARKERS`,
  * `FAKE_OPENAI_MARKERS`, `FAKE_ELEVENLABS_MARKERS` (the first ElevenLabs account only),
- * `FAKE_MINIMAX_MARKERS`, `FAKE_OPENAI_AUDIO_MARKERS` (comma lists). `FAKE_OPENAI_RETIRED` and
- * `FAKE_OPENAI_AUDIO_RETIRED` (comma lists of model ids, e.g. `gpt-image-2`) make the OpenAI fakes answer
- * those models 404 `model_not_found`, as OpenAI answers a retired model (D35).
+ * `FAKE_MINIMAX_MARKERS`, `FAKE_OPENAI_AUDIO_MARKERS` (comma lists). `FAKE_FAL_RETIRED`, `FAKE_BFL_RETIRED`,
+ * `FAKE_OPENAI_RETIRED`, `FAKE_OPENAI_AUDIO_RETIRED`, `FAKE_ELEVENLABS_RETIRED` (the first account only) and
+ * `FAKE_MINIMAX_RETIRED` (comma lists of upstream ids: fal endpoint ids, BFL model endpoints, model ids, e.g.
+ * `FAKE_FAL_RETIRED=fal-ai/veo3.1/fast`, `FAKE_OPENAI_RETIRED=gpt-image-2`) make a fake answer those as its
+ * provider answers a removed model (D35).
  *
  * It writes the `UPSTREAMS` file that points the gateway at them (`FAKE_UPSTREAMS_FILE`, default
  * `data/upstreams.fake.json`): imgA, imgB and vidA-vidD on fal, imgB also on bfl (the second source:
@@ -22,9 +24,7 @@
  * Environment: FAKE_FAL_PORT (default 18480), FAKE_BFL_PORT (18481), FAKE_OPENAI_PORT (18482),
  * FAKE_ELEVENLABS_PORT (18483), FAKE_ELEVENLABS_BACKUP_PORT (18484), FAKE_MINIMAX_PORT (18485),
  * FAKE_OPENAI_AUDIO_PORT (18486), FAKE_HOST (127.0.0.1), FAKE_KEY (the key every fake accepts, default
- * `fake-key`). A port of 0 picks a free one. FAKE_ELEVENLABS_RETIRED (the first ElevenLabs account only)
- * and FAKE_MINIMAX_RETIRED (comma lists of upstream model ids, e.g. `eleven_flash_v2_5`, `music-2.6`)
- * retire models: those fakes answer them as their provider answers a removed model (D35).
+ * `fake-key`). A port of 0 picks a free one.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
@@ -41,8 +41,8 @@ const key = env.FAKE_KEY ?? "fake-key";
 const markers = (name: string): string[] => (env[name] ?? "").split(",").map((m) => m.trim()).filter((m) => m !== "");
 const port = (name: string, fallback: number): number => Number(env[name] ?? fallback);
 
-const fal = await startFalFake({ port: port("FAKE_FAL_PORT", 18480), host, apiKey: key, markers: markers("FAKE_FAL_MARKERS") });
-const bfl = await startBflFake({ port: port("FAKE_BFL_PORT", 18481), host, apiKey: key, markers: markers("FAKE_BFL_MARKERS") });
+const fal = await startFalFake({ port: port("FAKE_FAL_PORT", 18480), host, apiKey: key, markers: markers("FAKE_FAL_MARKERS"), retired: markers("FAKE_FAL_RETIRED") });
+const bfl = await startBflFake({ port: port("FAKE_BFL_PORT", 18481), host, apiKey: key, markers: markers("FAKE_BFL_MARKERS"), retired: markers("FAKE_BFL_RETIRED") });
 const openai = await startOpenAIImagesFake({ port: port("FAKE_OPENAI_PORT", 18482), host, apiKey: key, markers: markers("FAKE_OPENAI_MARKERS"), retired: markers("FAKE_OPENAI_RETIRED") });
 const elevenlabs = await startElevenLabsFake({ port: port("FAKE_ELEVENLABS_PORT", 18483), host, apiKey: key, markers: markers("FAKE_ELEVENLABS_MARKERS"), retired: markers("FAKE_ELEVENLABS_RETIRED") });
 const elevenlabsBackup = await startElevenLabsFake({ port: port("FAKE_ELEVENLABS_BACKUP_PORT", 18484), host, apiKey: key });

@@ -28,6 +28,7 @@
  * | network error, timeout (connect or total, per call) | true |
  * | HTTP 429 (too many active tasks), 408, 5xx | true |
  * | HTTP 400, 401, 402 (no credits), 403, 404, 422 (validation) and every other 4xx | false |
+ * | HTTP 404 on a submit: BFL has no such model endpoint (`POST /v1/{model}`, D35) | false, `modelNotFound`, `upstreamModel` = the endpoint |
  * | malformed answer (not JSON, wrong shape) | true: BFL misbehaved, another source may not |
  * | URL refused by the host check | false |
  * Moderation is not an HTTP failure at BFL: a moderated task is accepted and its polling answer says
@@ -57,10 +58,22 @@ export type BflApiConfig = KeyedSourceOptions;
 
 /**
  * An {@link UpstreamError} of the BFL adapter: `kind` says what failed, `status` is BFL's HTTP status
- * (null when no answer came), `contentRejected` true for a moderation refusal.
+ * (null when no answer came), `contentRejected` true for a moderation refusal, `modelNotFound` true
+ * (with `upstreamModel`) when BFL has no such model endpoint (D35).
  */
 export class BflError extends KeyedHttpError {
-  constructor(message: string, opts: { retryable: boolean; kind: KeyedErrorKind; status?: number | null; contentRejected?: boolean }) {
+  constructor(
+    message: string,
+    opts: {
+      retryable: boolean;
+      kind: KeyedErrorKind;
+      status?: number | null;
+      contentRejected?: boolean;
+      /** BFL has no such model endpoint (a 404 on submit, D35); `upstreamModel` names it. */
+      modelNotFound?: boolean;
+      upstreamModel?: string | null;
+    },
+  ) {
     super(message, opts);
     this.name = "BflError";
   }
@@ -72,6 +85,11 @@ export interface BflApi extends KeyedHttp<BflError> {
   submitUrl(endpoint: string): URL;
   /** The {@link BflError} for a non-2xx answer (see the failure table). `what` names the call. */
   httpError(answer: KeyedAnswer, what: string): BflError;
+  /**
+   * The {@link BflError} for a 404 answer to a submit: BFL has no model endpoint `endpoint` (D35). Not
+   * retryable, `modelNotFound`, `upstreamModel` = `endpoint`; the message names it.
+   */
+  endpointNotFound(answer: KeyedAnswer, endpoint: string): BflError;
 }
 
 /**
@@ -110,6 +128,11 @@ export function createBflApi(config: BflApiConfig): BflApi {
         kind: "http",
         status,
       });
+    },
+    endpointNotFound(answer, endpoint) {
+      const detail = describeErrorBody(answer.json, answer.text);
+      const message = `${name}: BFL has no model endpoint ${endpoint} (submit: HTTP ${answer.status}${detail === "" ? "" : `: ${detail}`})`;
+      return new BflError(http.redact(message), { retryable: false, kind: "http", status: answer.status, modelNotFound: true, upstreamModel: endpoint });
     },
   };
 }

@@ -8,6 +8,14 @@
  * black-forest-labs/blackforest (`src/bfl/_catalog.py` reference-image limits, `src/bfl/_models.py`
  * FLUX.2 fields, `src/bfl/types/inputs/flux_kontext_pro.py`, `flux_ultra.py`).
  *
+ * Checked for D35 against those pages and black-forest-labs/skills `skills/bfl-api/references/endpoints.md`
+ * (2026-02-03): all three ids are served (`POST /v1/flux-2-pro`, `/v1/flux-kontext-pro`, BFL now calls
+ * Kontext "legacy" but serves it, `/v1/flux-pro-1.1-ultra`), and every field written below exists with
+ * the values sent: FLUX.2 `width`/`height` (integers >= 64, multiples of 16, at most 4 MP together: the
+ * 64..2048 grid below keeps to that), `input_image` .. `input_image_8`; Kontext and Ultra `aspect_ratio`
+ * (`W:H` between 21:9 and 9:21: all six of ours), Kontext `input_image` .. `_4`; `output_format`
+ * `"jpeg" | "png"` everywhere. The loopback fake (fakes/bfl.ts) validates every submit against them.
+ *
  * ## Inputs
  * | model | endpoint | size | reference images |
  * |---|---|---|---|

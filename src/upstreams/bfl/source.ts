@@ -21,7 +21,9 @@
  * |---|---|
  * | `Request Moderated`, `Content Moderated` | `failed`, `contentRejected`, not retryable (BFL's reasons in the message) |
  * | `Task not found` | `failed`, not retryable: the task expired or never existed; submitting again could charge twice |
- * | `Error` | `failed`, retryable: BFL's infrastructure failed, the next source may serve the job |
+ * | `Error` whose code or text says the input was at fault ({@link isInputError}) | `failed`, not retryable (D35: the next source would refuse it too) |
+ * | `Error` with `content_policy_violation` | `failed`, `contentRejected`, not retryable |
+ * | any other `Error` (`generation_timeout`, `internal_error`, no code) | `failed`, retryable: BFL's infrastructure failed, the next source may serve the job |
  * | every part `Ready` with `result.sample` | `succeeded`, one `url` output per part in order; `megapixels` and `upstreamCostUsd` from the handle's facts |
  * | `Ready` without an http(s) `result.sample` | `failed`, retryable (BFL misbehaved) |
  * | `Pending` with `progress` on every unfinished part (or some parts `Ready`) | `running`, `progress` the mean over parts (Ready counts 1), else null |
@@ -30,6 +32,18 @@
  * | HTTP 429, 5xx, network error, timeout, an unknown status | throws, retryable: poll again |
  * The signed `result.sample` URL is valid about 10 minutes: the runner downloads it at once, without
  * the key (it is not the base host: the SSRF-safe fetch takes it). `durationSec` is always null.
+ *
+ * ## How BFL says an input was at fault (decided here, D35)
+ * BFL refuses most bad inputs at the submit (FastAPI's 422, or 400): those throw a non-retryable
+ * {@link BflError}, and a 404 there (no such model endpoint) is `modelNotFound`. What BFL finds only
+ * while running the task (a reference image it cannot fetch or read) ends the task `Error`. Its answer
+ * has `error`, a code, and `message` (black-forest-labs/skills `references/error-handling.md`,
+ * "Generation failures": `invalid_image` "Input image couldn't be processed" and
+ * `content_policy_violation` are not to be retried, `generation_timeout` and `internal_error` are);
+ * BFL's SDK (black-forest-labs/blackforest `_jobs.py`) passes `details` through unparsed. So an `Error`
+ * is the input's fault when its code is one of {@link INPUT_ERROR_CODES}, or its text names an input
+ * problem (`invalid`, `validation`, `unsupported`, `malformed`, the input image or image prompt, or a
+ * failure to download, load, decode, fetch, read or open something); every other `Error` is BFL's.
  *
  * ## cancel
  * A documented no-op that makes no request: BFL's API has no cancel call (its SDK, black-forest-labs/
@@ -57,6 +71,32 @@ export type BflSourceConfig = VisualJobSourceConfig;
 /** A BFL source. `close()` releases its connection pool. */
 export interface BflSource extends VisualJobSourceAdapter {
   readonly protocol: "bfl";
+}
+
+/** BFL error codes of a task `Error` that name an input problem (see the module comment). */
+export const INPUT_ERROR_CODES: ReadonlySet<string> = new Set([
+  "invalid_image",
+  "invalid_input",
+  "invalid_request",
+  "invalid_parameters",
+  "validation_error",
+  "bad_request",
+  "image_too_large",
+  "image_too_small",
+  "unsupported_image_format",
+  "file_too_large",
+]);
+
+/** BFL's code of a content-policy refusal in a task `Error` (black-forest-labs/skills `references/error-handling.md`). */
+const CONTENT_POLICY_CODE = "content_policy_violation";
+
+const INPUT_ERROR_TEXT =
+  /\b(invalid|validation|unsupported|malformed)\b|\binput[ _]?images?\b|\bimage[ _]prompt\b|\b(could not|couldn't|cannot|failed to|unable to) (load|download|decode|fetch|read|open)\b/i;
+
+/** True when a task `Error` says the input was at fault: its code, else its text (see the module comment). */
+export function isInputError(error: { code: string | null; message: string | null }): boolean {
+  if (error.code !== null && INPUT_ERROR_CODES.has(error.code.toLowerCase())) return true;
+  return error.message !== null && INPUT_ERROR_TEXT.test(error.message);
 }
 
 /** Handle fact keys (types.ts `UpstreamHandle.facts`). */
@@ -132,7 +172,11 @@ export function createBflSource(config: BflSourceConfig): BflSource {
     }
     if (statuses.some((s) => s.status === "Task not found")) return failed(false, false, "BFL does not know the task (Task not found)");
     const error = statuses.find((s): s is Extract<BflTaskStatus, { status: "Error" }> => s.status === "Error");
-    if (error !== undefined) return failed(true, false, `the task failed at BFL (Error)${error.message === null ? "" : `: ${error.message}`}`);
+    if (error !== undefined) {
+      const text = `the task failed at BFL (Error)${error.message === null ? "" : `: ${error.message}`}`;
+      if (error.code !== null && error.code.toLowerCase() === CONTENT_POLICY_CODE) return failed(false, true, text);
+      return failed(!isInputError(error), false, text);
+    }
     if (statuses.every((s) => s.status === "Ready")) {
       const samples = statuses.map((s) => (s.status === "Ready" ? s.sample : null));
       if (samples.some((s) => s === null)) return failed(true, false, "malformed answer to get_result: Ready without an http(s) result.sample");

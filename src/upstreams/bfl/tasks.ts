@@ -11,7 +11,9 @@
  * `input_mp`, `output_mp`; `GET /v1/get_result` answering `ResultResponse` `{id, status, result,
  * progress}`), BFL's SDK black-forest-labs/blackforest `src/bfl/_jobs.py` (the statuses: `Pending` is the
  * only unfinished one; `Ready` has `result.sample`; `Request Moderated` and `Content Moderated` are
- * moderation; `Error` and `Task not found` are failures; the task's `details` travel with them) and
+ * moderation; `Error` and `Task not found` are failures; the task's `details` travel with them),
+ * black-forest-labs/skills `skills/bfl-api/references/error-handling.md` ("Generation Failures": an
+ * `Error` carries `error`, a code such as `invalid_image` or `generation_timeout`, and `message`) and
  * `src/bfl/_client.py` (a submit answer without `polling_url` is polled at `/v1/get_result?id={id}`),
  * and ComfyUI `comfy_api_nodes/apis/bfl_api.py` (`progress` 0.0 to 1.0). BFL has no cancel call: neither
  * its SDK nor its API reference has one.
@@ -43,19 +45,25 @@ export type BflTaskStatus =
   /** `sample` is null when a Ready answer has no http(s) `result.sample`. */
   | { status: "Ready"; sample: string | null }
   | { status: BflModerationStatus; reasons: string[] }
-  /** `message`: what `details` or `error` says, at most 300 characters, or null. */
-  | { status: "Error"; message: string | null }
+  /**
+   * `message`: what `details`, `error` and `message` say, at most 300 characters, or null; `code`: BFL's
+   * machine-readable error (`error` when it is a bare token such as `invalid_image`, else
+   * `details.error` or `details.code`), or null.
+   */
+  | { status: "Error"; message: string | null; code: string | null }
   | { status: "Task not found" };
 
 /**
  * Submits `input` to `endpoint`. Resolves with the task's id, its host-checked polling URL and the
- * price facts of the answer. Throws a {@link BflError} (via `api`) for a non-2xx answer, a malformed
- * answer, or a refused polling URL (non-retryable: the task was accepted but cannot be followed without
+ * price facts of the answer. Throws a {@link BflError} (via `api`) for a non-2xx answer (a 404:
+ * `modelNotFound`, the endpoint named, D35), a malformed answer, or a refused polling URL (non-retryable: the task was accepted but cannot be followed without
  * sending the key elsewhere).
  */
 export async function submitTask(api: BflApi, endpoint: string, input: unknown, signal?: AbortSignal): Promise<BflSubmitted> {
   const what = `submit to ${endpoint}`;
   const answer = await api.send("POST", api.submitUrl(endpoint), input, signal);
+  // A 404 to `POST /v1/{model}` can only mean the model: BFL has no (longer) such endpoint, D35.
+  if (answer.status === 404) throw api.endpointNotFound(answer, endpoint);
   if (answer.status < 200 || answer.status > 299) throw api.httpError(answer, what);
   return decodeSubmit(api, answer, what);
 }
@@ -102,8 +110,13 @@ export function decodeResult(api: BflApi, answer: KeyedAnswer): BflTaskStatus {
     case "Request Moderated":
     case "Content Moderated":
       return { status: body.status, reasons: moderationReasons(body.details) };
-    case "Error":
-      return { status: "Error", message: errorText(body.details) ?? errorText(body.error) };
+    case "Error": {
+      const details = isRecord(body.details) ? body.details : {};
+      const code = errorCode(body.error) ?? errorCode(details.error) ?? errorCode(details.code);
+      const texts = [errorText(body.error), errorText(body.message)].filter((t): t is string => t !== null);
+      const message = errorText(body.details) ?? (texts.length === 0 ? null : texts.join(": ").slice(0, 300));
+      return { status: "Error", message, code };
+    }
     case "Task not found":
       return { status: "Task not found" };
     default:
@@ -123,6 +136,11 @@ function moderationReasons(details: unknown): string[] {
   const reasons = isRecord(details) ? details["Moderation Reasons"] : undefined;
   if (!Array.isArray(reasons)) return [];
   return reasons.filter((r): r is string => typeof r === "string" && r.trim() !== "").slice(0, 5).map((r) => r.trim().slice(0, 80));
+}
+
+/** An error field that is a bare machine-readable token (`invalid_image`, `E1`), else null. */
+function errorCode(value: unknown): string | null {
+  return typeof value === "string" && /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/.test(value) ? value : null;
 }
 
 /** A one-line text of an error field: a string as it is, an object as JSON; at most 300 characters. */

@@ -28,7 +28,9 @@
  * | network error (refused, reset, DNS, TLS) | true |
  * | timeout (connect or total, per call) | true |
  * | HTTP 5xx, 429, 408 | true |
- * | other HTTP 4xx (401 bad key, 404, 422 validation, ...) unless `X-Fal-Retryable: true` | false |
+ * | HTTP 4xx whose error type is one of fal's infrastructure types ({@link FAL_INFRASTRUCTURE_ERROR_TYPES}) or with `X-Fal-Retryable: true` | true |
+ * | other HTTP 4xx (401 bad key, 422 validation, ...) | false |
+ * | HTTP 404 on a submit: fal does not serve the endpoint id (D35) | false, `modelNotFound`, `upstreamModel` = the endpoint id |
  * | content policy (`content_policy_violation`), whatever the status | false, `contentRejected` |
  * | malformed answer (not JSON, wrong shape) | true: fal misbehaved, another source may not |
  * | URL refused by the host check | false |
@@ -58,6 +60,33 @@ export const FAL_FOLLOW_UP_HOSTS: readonly string[] = ["queue.fal.run"];
 export const CONTENT_POLICY_ERROR_TYPE = "content_policy_violation";
 
 /**
+ * fal's error types that say fal's own infrastructure failed, not the request (D27: another attempt or
+ * source may succeed). The request errors of docs.fal.ai "Request Error Types" (`request_timeout`,
+ * `startup_timeout`, `runner_*`, `internal_error`; not `client_cancelled`, `client_disconnected`,
+ * `bad_request`) and the server-side model errors of docs.fal.ai/errors ("Model Errors":
+ * `internal_server_error`, `generation_timeout`, `downstream_service_error`,
+ * `downstream_service_unavailable`). Every other type names something wrong with the request itself
+ * (the validation types `missing`, `literal_error`, `greater_than`, ..., `image_too_large`,
+ * `file_download_error`, `no_media_generated`, `feature_not_supported`, ...): not retryable.
+ */
+export const FAL_INFRASTRUCTURE_ERROR_TYPES: ReadonlySet<string> = new Set([
+  "request_timeout",
+  "startup_timeout",
+  "runner_scheduling_failure",
+  "runner_connection_timeout",
+  "runner_disconnected",
+  "runner_connection_refused",
+  "runner_connection_error",
+  "runner_incomplete_response",
+  "runner_server_error",
+  "internal_error",
+  "internal_server_error",
+  "generation_timeout",
+  "downstream_service_error",
+  "downstream_service_unavailable",
+]);
+
+/**
  * How one fal source is reached (keyed-http.ts `KeyedSourceOptions`): `baseUrl` defaults to
  * {@link DEFAULT_FAL_BASE_URL}; the key is sent as `Authorization: Key <apiKey>`.
  */
@@ -69,14 +98,24 @@ export type FalErrorKind = KeyedErrorKind;
 /**
  * An {@link UpstreamError} of the fal adapter. `status` is fal's HTTP status (null when no answer
  * came), `errorType` fal's machine-readable type when it gave one (`detail[].type`, `error_type` or the
- * `x-fal-error-type` header), `contentRejected` true for a content-policy refusal.
+ * `x-fal-error-type` header), `contentRejected` true for a content-policy refusal, `modelNotFound`
+ * true (with `upstreamModel`) when fal does not serve the endpoint id (D35).
  */
 export class FalError extends KeyedHttpError {
   readonly errorType: string | null;
 
   constructor(
     message: string,
-    opts: { retryable: boolean; kind: FalErrorKind; status?: number | null; errorType?: string | null; contentRejected?: boolean },
+    opts: {
+      retryable: boolean;
+      kind: FalErrorKind;
+      status?: number | null;
+      errorType?: string | null;
+      contentRejected?: boolean;
+      /** fal does not serve the endpoint (a 404 on submit, D35); `upstreamModel` is its id. */
+      modelNotFound?: boolean;
+      upstreamModel?: string | null;
+    },
   ) {
     super(message, opts);
     this.name = "FalError";
@@ -99,6 +138,11 @@ export interface FalApi extends KeyedHttp<FalError> {
   submitUrl(endpointId: string): URL;
   /** The {@link FalError} for a non-2xx answer (see the failure table). `what` names the call. */
   httpError(answer: FalAnswer, what: string): FalError;
+  /**
+   * The {@link FalError} for a 404 answer to a submit: fal does not serve `endpointId` (D35). Not
+   * retryable, `modelNotFound`, `upstreamModel` = `endpointId`; the message names the endpoint.
+   */
+  endpointNotFound(answer: FalAnswer, endpointId: string): FalError;
 }
 
 /**
@@ -125,7 +169,8 @@ export function createFalApi(config: FalApiConfig): FalApi {
       const errorType = falErrorType(answer);
       const contentRejected = errorType === CONTENT_POLICY_ERROR_TYPE;
       const retryableHeader = answer.headers["x-fal-retryable"]?.trim().toLowerCase() === "true";
-      const retryable = !contentRejected && (status >= 500 || status === 429 || status === 408 || retryableHeader);
+      const infrastructure = errorType !== null && FAL_INFRASTRUCTURE_ERROR_TYPES.has(errorType);
+      const retryable = !contentRejected && (status >= 500 || status === 429 || status === 408 || retryableHeader || infrastructure);
       const detail = describeFalError(answer.json, answer.text);
       return new FalError(http.redact(`${name}: ${what}: HTTP ${status}${detail === "" ? "" : `: ${detail}`}`), {
         retryable,
@@ -133,6 +178,18 @@ export function createFalApi(config: FalApiConfig): FalApi {
         status,
         errorType,
         contentRejected,
+      });
+    },
+    endpointNotFound(answer, endpointId) {
+      const detail = describeFalError(answer.json, answer.text);
+      const message = `${name}: fal does not serve the endpoint ${endpointId} (submit: HTTP ${answer.status}${detail === "" ? "" : `: ${detail}`})`;
+      return new FalError(http.redact(message), {
+        retryable: false,
+        kind: "http",
+        status: answer.status,
+        errorType: falErrorType(answer),
+        modelNotFound: true,
+        upstreamModel: endpointId,
       });
     },
   };

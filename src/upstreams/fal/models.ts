@@ -3,10 +3,30 @@
  * how a validated request becomes the endpoint's input, and how fal's output becomes
  * {@link MediaOutput}s.
  *
- * Endpoint ids are the "Default upstream ids" of upstreams.md; the input field names, enums and output
- * shapes are those of fal-ai/fal-js `libs/client/src/types/endpoints.ts` (the generated types of every
- * endpoint; the `fal-ai/veo3*` entries are from its version before 2026-08, which still lists them).
- * Hailuo-02 and Recraft ids are marked *unverified* in upstreams.md; the SDK types list exactly these ids.
+ * ## Where the ids and fields come from (D35)
+ * Endpoint ids are the "Default upstream ids" of upstreams.md. Every id of {@link FAL_MODELS}, and every
+ * input field name and enum value the mapping below writes, was checked against the generated
+ * `EndpointTypeMap` of fal-ai/fal-js `libs/client/src/types/endpoints.ts` at commit 381105e (2026-08-02),
+ * the types fal publishes for each endpoint. The npm package `@fal-ai/client` 1.10.1 (a development
+ * dependency: `node_modules/@fal-ai/client/src/types/endpoints.d.ts`) ships an older copy of the same
+ * file: it has every id below except Seedance 2.0 (`bytedance/seedance-2.0/...`, added later), and it
+ * still lists `fal-ai/veo3`, `fal-ai/veo3/fast` and their image-to-video variants, which fal has since
+ * removed (D35: vidD moved to Veo 3.1). Both copies agree on every field and value the mapping sends:
+ * - Kling 2.5 turbo pro: `prompt`, `duration` `"5" | "10"`, `image_url` (image-to-video; no
+ *   `aspect_ratio` there); Kling v3 pro: `duration` `"3"`..`"15"`, `generate_audio`, `start_image_url`;
+ * - Seedance 2.0: `duration` `"auto" | "4"`..`"15"`, `resolution` (`480p`..`4k`; fast: `480p | 720p`),
+ *   `generate_audio`, `image_url`;
+ * - Hailuo-02 standard: `duration` `"6" | "10"`, `resolution` `"512P" | "768P"` on image-to-video only;
+ *   pro: `prompt` and `image_url` only;
+ * - Veo 3.1 and 3.1 fast: `duration` `"4s" | "6s" | "8s"`, `resolution` `"720p" | "1080p"` (and `"4k"`
+ *   in the newer copy),
+ *   `generate_audio`, `aspect_ratio` (`"16:9" | "9:16"`, image-to-video adds `"auto"`), `image_url`;
+ * - Recraft v4 and v3: `image_size` (a preset name or `{width, height}`), no `num_images`; v3
+ *   image-to-image takes `image_url` and no size;
+ * - FLUX.2 pro: `image_size`, `output_format` `"jpeg" | "png"`, no `num_images`; its edit endpoint
+ *   `image_urls`; Kontext pro and 1.1 ultra: `aspect_ratio` (all six of ours are in their enums),
+ *   `num_images`, `output_format`, Kontext's `image_url`.
+ * The loopback fake (fakes/fal.ts) validates every submit against these types.
  *
  * ## Variants (D25)
  * Each model has a text-to-x endpoint and, where fal has one, an image-to-x endpoint, chosen by whether
@@ -111,7 +131,9 @@ const veoDurations = [4, 6, 8];
 
 /**
  * Every model fal serves for the gateway, by model id (families vidA Kling, vidB Seedance, vidC
- * Hailuo-02, vidD Veo 3, imgA Recraft, imgB FLUX). Frozen.
+ * Hailuo-02, vidD Veo 3.1, imgA Recraft, imgB FLUX). Frozen. Each endpoint id and input field checked
+ * against fal-js `libs/client/src/types/endpoints.ts` (commit 381105e, 2026-08-02) and `@fal-ai/client`
+ * 1.10.1's `src/types/endpoints.d.ts` (see the module comment, D35).
  */
 export const FAL_MODELS: Readonly<Record<string, FalModel>> = deepFreeze({
   // vidA: Kling. Spec prices are fal's x 1.35; v3 audio on/off is the price difference.
@@ -163,10 +185,10 @@ export const FAL_MODELS: Readonly<Record<string, FalModel>> = deepFreeze({
     durationFormat: null,
     fields: {},
   },
-  // vidD: Veo 3. Fast is priced at 720p silent, Veo 3 at 1080p with audio.
+  // vidD: Veo 3.1 (D35: fal removed fal-ai/veo3). Fast is priced at 720p silent, vidD-3 at 1080p with audio.
   "vidD-3-fast": {
     kind: "video",
-    endpoints: { text: "fal-ai/veo3/fast", image: "fal-ai/veo3/fast/image-to-video" },
+    endpoints: { text: "fal-ai/veo3.1/fast", image: "fal-ai/veo3.1/fast/image-to-video" },
     imageField: "image_url",
     durations: veoDurations,
     durationFormat: "seconds-suffix",
@@ -174,7 +196,7 @@ export const FAL_MODELS: Readonly<Record<string, FalModel>> = deepFreeze({
   },
   "vidD-3": {
     kind: "video",
-    endpoints: { text: "fal-ai/veo3", image: "fal-ai/veo3/image-to-video" },
+    endpoints: { text: "fal-ai/veo3.1", image: "fal-ai/veo3.1/image-to-video" },
     imageField: "image_url",
     durations: veoDurations,
     durationFormat: "seconds-suffix",

@@ -39,12 +39,15 @@ const ENDPOINT_NAMESPACES = ["workflows", "comfy"];
 
 /**
  * Submits `input` to `endpointId`. Resolves with the request's follow-up URLs, each checked against the
- * key's hosts. Throws {@link FalError} (via `api`) for non-2xx answers, a malformed answer or a refused
- * follow-up URL (non-retryable: the request was accepted but cannot be followed without leaking the key).
+ * key's hosts. Throws {@link FalError} (via `api`) for non-2xx answers (a 404: `modelNotFound`, the
+ * endpoint named, D35), a malformed answer or a refused follow-up URL (non-retryable: the request was
+ * accepted but cannot be followed without leaking the key).
  */
 export async function submitRequest(api: FalApi, endpointId: string, input: unknown, signal?: AbortSignal): Promise<FalRequestRef> {
   const what = `submit to ${endpointId}`;
   const answer = await api.send("POST", api.submitUrl(endpointId), input, signal);
+  // A 404 to a submit can only mean the endpoint: fal does not serve that id (any more), D35.
+  if (answer.status === 404) throw api.endpointNotFound(answer, endpointId);
   if (answer.status < 200 || answer.status > 299) throw api.httpError(answer, what);
   const body = answer.json;
   if (!isRecord(body) || typeof body.request_id !== "string" || body.request_id === "") {

@@ -11,6 +11,10 @@
  * `requestId` lists the ids joined by `,`. When a later part's submit fails, the parts already accepted
  * are cancelled (best effort) and the error is thrown: the job is never half-submitted.
  *
+ * A submit refused by fal throws api.ts' {@link FalError}; a 404 means fal does not serve the endpoint
+ * id (a removed model, D35): not retryable, `modelNotFound`, `upstreamModel` = the endpoint id, so the
+ * runner moves on to the family's next source and names the endpoint when none is left.
+ *
  * ## poll -> UpstreamJobState
  * One status call per part; when every part is COMPLETED, one result call per part.
  * | fal says | state |
@@ -18,9 +22,10 @@
  * | `IN_QUEUE` (+`queue_position`) | `queued`, `position` (the largest of the parts) |
  * | `IN_PROGRESS` (or some parts done) | `running`, `progress` null (fal reports none) |
  * | `COMPLETED`, result 2xx with `images` / `video` | `succeeded` with `url` outputs |
- * | `COMPLETED` with `error`: `error_type` `client_cancelled`, `client_disconnected`, `bad_request` | `failed`, not retryable |
- * | `COMPLETED` with `error`: any other type (`request_timeout`, `runner_*`, `internal_error`, none) | `failed`, retryable (fal's infrastructure) |
- * | result non-2xx 4xx (422 validation, ...) | `failed`, not retryable |
+ * | `COMPLETED` with `error` and an infrastructure `error_type` (api.ts `FAL_INFRASTRUCTURE_ERROR_TYPES`: `request_timeout`, `startup_timeout`, `runner_*`, `internal_error`, `internal_server_error`, `generation_timeout`, `downstream_service_*`) | `failed`, retryable (fal's infrastructure, D27) |
+ * | `COMPLETED` with `error` and any other `error_type` (`client_cancelled`, `bad_request`, the input validation types `missing`, `literal_error`, `image_too_large`, ...) | `failed`, not retryable, no result call (D35: the request's own fault; the next source would refuse it too) |
+ * | `COMPLETED` with `error` and no `error_type` | the result decides: non-2xx as below (a 422 is an input error: not retryable); 2xx: `failed`, retryable |
+ * | result non-2xx 4xx (422 validation, ...) | `failed`, not retryable (unless fal's body names an infrastructure type) |
  * | result 5xx with fal's error body (`detail`) | `failed`, retryable |
  * | result 408 / 429, or 5xx without fal's body (an ingress page) | throws a retryable {@link FalError}: poll again |
  * | result 2xx of an unknown shape | `failed`, retryable (fal misbehaved) |
@@ -45,7 +50,7 @@
  *   answers.
  */
 import type { ImageRequest, UpstreamHandle, UpstreamJobState, VideoRequest, VisualJobSourceAdapter, VisualJobSourceConfig } from "../types.ts";
-import { CONTENT_POLICY_ERROR_TYPE, createFalApi, FalError } from "./api.ts";
+import { CONTENT_POLICY_ERROR_TYPE, createFalApi, FAL_INFRASTRUCTURE_ERROR_TYPES, FalError } from "./api.ts";
 import type { FalAnswer } from "./api.ts";
 import { checkModelOverrides, decodeOutput, FalMappingError, imageCall, videoCall } from "./models.ts";
 import type { FalCall } from "./models.ts";
@@ -65,9 +70,6 @@ export type FalSourceConfig = VisualJobSourceConfig;
 export interface FalSource extends VisualJobSourceAdapter {
   readonly protocol: "fal";
 }
-
-/** fal request-error types that mean the request itself was refused or withdrawn, not that fal failed. */
-const NOT_RETRYABLE_ERROR_TYPES: ReadonlySet<string> = new Set(["client_cancelled", "client_disconnected", "bad_request"]);
 
 /** The `urls` keys of part `i` of a handle. */
 function urlKeys(i: number): { status: string; response: string; cancel: string } {
@@ -142,13 +144,26 @@ export function createFalSource(config: FalSourceConfig): FalSource {
     return refs;
   };
 
-  /** The failed state of a COMPLETED status that carries an error. */
-  const failedFromStatus = (status: Extract<FalStatus, { status: "COMPLETED" }>): UpstreamJobState => {
+  /**
+   * The failed state of a COMPLETED status that carries an error (see the table): its `error_type`
+   * decides; without one, the result of that part does (a 4xx such as 422 is the input's fault).
+   */
+  const failedFromStatus = async (
+    status: Extract<FalStatus, { status: "COMPLETED" }>,
+    ref: FalRequestRef,
+    signal: AbortSignal | undefined,
+  ): Promise<UpstreamJobState> => {
     const contentRejected = status.errorType === CONTENT_POLICY_ERROR_TYPE;
-    const retryable = !contentRejected && !(status.errorType !== null && NOT_RETRYABLE_ERROR_TYPES.has(status.errorType));
     const text = (status.error ?? "failed").replace(/\s+/g, " ").trim().slice(0, 300);
     const type = status.errorType === null ? "" : ` (${status.errorType})`;
-    return { state: "failed", retryable, contentRejected, message: api.redact(`${name}: the request failed: ${text}${type}`) };
+    const message = api.redact(`${name}: the request failed: ${text}${type}`);
+    if (status.errorType !== null) {
+      const retryable = !contentRejected && FAL_INFRASTRUCTURE_ERROR_TYPES.has(status.errorType);
+      return { state: "failed", retryable, contentRejected, message };
+    }
+    const answer = await requestResult(api, ref, signal);
+    if (answer.status < 200 || answer.status > 299) return failedFromResult(answer);
+    return { state: "failed", retryable: true, contentRejected: false, message };
   };
 
   /**
@@ -210,8 +225,8 @@ export function createFalSource(config: FalSourceConfig): FalSource {
     async poll(handle: UpstreamHandle, signal?: AbortSignal): Promise<UpstreamJobState> {
       const refs = refsOf(handle);
       const statuses = await Promise.all(refs.map((ref) => requestStatus(api, ref, signal)));
-      for (const status of statuses) {
-        if (status.status === "COMPLETED" && status.error !== null) return failedFromStatus(status);
+      for (const [i, status] of statuses.entries()) {
+        if (status.status === "COMPLETED" && status.error !== null) return failedFromStatus(status, refs[i], signal);
       }
       if (statuses.every((s) => s.status === "COMPLETED")) {
         const answers = await Promise.all(refs.map((ref) => requestResult(api, ref, signal)));

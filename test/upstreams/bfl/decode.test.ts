@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { BFL_CREDIT_USD, BflError, createBflApi, isBflFollowUpHost } from "../../../src/upstreams/bfl/api.ts";
 import type { BflApi } from "../../../src/upstreams/bfl/api.ts";
-import { creditsToUsd } from "../../../src/upstreams/bfl/source.ts";
+import { creditsToUsd, isInputError } from "../../../src/upstreams/bfl/source.ts";
 import { decodeResult, decodeSubmit } from "../../../src/upstreams/bfl/tasks.ts";
 import type { KeyedAnswer } from "../../../src/upstreams/keyed-http.ts";
 import {
@@ -88,7 +88,17 @@ describe("result answers", () => {
     assert.deepEqual(decodeResult(api, answer(200, RESULT_ANSWERS.pending)), { status: "Pending", progress: null });
     assert.deepEqual(decodeResult(api, answer(200, RESULT_ANSWERS.pendingWithProgress)), { status: "Pending", progress: 0.42 });
     assert.deepEqual(decodeResult(api, answer(200, RESULT_ANSWERS.ready)), { status: "Ready", sample: RESULT_ANSWERS.ready.result.sample });
-    assert.deepEqual(decodeResult(api, answer(200, RESULT_ANSWERS.error)), { status: "Error", message: "Error description" });
+    assert.deepEqual(decodeResult(api, answer(200, RESULT_ANSWERS.error)), { status: "Error", message: "Error description", code: null });
+    assert.deepEqual(decodeResult(api, answer(200, RESULT_ANSWERS.errorInput)), {
+      status: "Error",
+      message: "invalid_image: Input image could not be processed",
+      code: "invalid_image",
+    });
+    assert.deepEqual(decodeResult(api, answer(200, RESULT_ANSWERS.errorTimeout)), {
+      status: "Error",
+      message: "generation_timeout: Generation took too long",
+      code: "generation_timeout",
+    });
     assert.deepEqual(decodeResult(api, answer(200, RESULT_ANSWERS.taskNotFound)), { status: "Task not found" });
     assert.deepEqual(decodeResult(api, answer(200, RESULT_ANSWERS.requestModerated)), { status: "Request Moderated", reasons: ["Derivative Works Filter"] });
     assert.deepEqual(decodeResult(api, answer(200, RESULT_ANSWERS.contentModerated)), { status: "Content Moderated", reasons: ["Sexual Content"] });
@@ -99,13 +109,39 @@ describe("result answers", () => {
     assert.deepEqual(decodeResult(api, answer(200, { status: "Ready", result: { sample: "data:image/png;base64,AAAA" } })), { status: "Ready", sample: null });
     assert.deepEqual(decodeResult(api, answer(200, { status: "Ready", result: null })), { status: "Ready", sample: null });
     assert.deepEqual(decodeResult(api, answer(200, { status: "Content Moderated" })), { status: "Content Moderated", reasons: [] });
-    assert.deepEqual(decodeResult(api, answer(200, { status: "Error", details: { code: "E1" } })), { status: "Error", message: '{"code":"E1"}' });
+    assert.deepEqual(decodeResult(api, answer(200, { status: "Error", details: { code: "E1" } })), { status: "Error", message: '{"code":"E1"}', code: "E1" });
+    assert.deepEqual(decodeResult(api, answer(200, { status: "Error", error: { nested: true } })), { status: "Error", message: '{"nested":true}', code: null });
   });
 
   test("an unknown status or a non-object is malformed (retryable: poll again)", () => {
     for (const json of [RESULT_ANSWERS.unknown, undefined, [], { progress: 0.5 }]) {
       assert.throws(() => decodeResult(api, answer(200, json)), isMalformed);
     }
+  });
+});
+
+describe("a task Error: the input's fault or BFL's (D35)", () => {
+  test("BFL's input codes and texts naming the input are the input's fault; infrastructure failures are not", () => {
+    const decoded = (json: unknown) => {
+      const status = decodeResult(api, answer(200, json));
+      assert.equal(status.status, "Error");
+      return status as { code: string | null; message: string | null };
+    };
+    assert.equal(isInputError(decoded(RESULT_ANSWERS.errorInput)), true);
+    assert.equal(isInputError(decoded(RESULT_ANSWERS.errorTimeout)), false);
+    assert.equal(isInputError(decoded(RESULT_ANSWERS.error)), false);
+    assert.equal(isInputError(decoded({ status: "Error", error: "internal_error" })), false);
+    assert.equal(isInputError(decoded({ status: "Error", error: "Generation failed: worker lost" })), false);
+    assert.equal(isInputError(decoded({ status: "Error" })), false);
+    const inputTexts = [
+      "Failed to download input_image: 403",
+      "Could not decode the image prompt",
+      "Invalid aspect ratio",
+      "Unsupported image format",
+      "input image too small",
+    ];
+    for (const text of inputTexts) assert.equal(isInputError(decoded({ status: "Error", error: text })), true, text);
+    assert.equal(isInputError(decoded({ status: "Error", details: { error: "validation_error", field: "width" } })), true);
   });
 });
 

@@ -62,6 +62,15 @@ export const RESULT_ANSWERS = {
   /** black-forest-labs/skills `references/endpoints.md` "Response States": `{status: "Error", error}`. */
   error: { status: "Error", error: "Error description" },
   /**
+   * black-forest-labs/skills `references/error-handling.md` "Generation Failures": `{status: "Error",
+   * error: <code>, message}`; `invalid_image` (an input image BFL could not process) and
+   * `content_policy_violation` are the failures not to retry, `generation_timeout` and `internal_error`
+   * the ones to retry. The message texts are ours.
+   */
+  errorInput: { status: "Error", error: "invalid_image", message: "Input image could not be processed" },
+  errorPolicy: { status: "Error", error: "content_policy_violation", message: "The prompt was refused" },
+  errorTimeout: { status: "Error", error: "generation_timeout", message: "Generation took too long" },
+  /**
    * BFL's API reference example of `GET /v1/get_result` (its Scalar page, as copied into git.mana.how
    * till/managarten `FluxAPIBFLReadMe.md`): `Task not found` answered with HTTP 200.
    */

@@ -60,7 +60,7 @@ describe("submit failures", () => {
   }
 
   test("the marker may come as the x-fal-fake header as well (documented for the fake)", async () => {
-    const res = await fetch(`${fake.url}/fal-ai/veo3`, {
+    const res = await fetch(`${fake.url}/fal-ai/veo3.1`, {
       method: "POST",
       headers: { authorization: `Key ${FAL_KEY}`, "content-type": "application/json", "x-fal-fake": "429" },
       body: JSON.stringify({ prompt: "plain" }),
@@ -81,7 +81,7 @@ describe("submit failures", () => {
   });
 
   test("a missing Authorization header gets 401 from the fake", async () => {
-    const res = await fetch(`${fake.url}/fal-ai/veo3`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    const res = await fetch(`${fake.url}/fal-ai/veo3.1`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     assert.equal(res.status, 401);
   });
 
@@ -182,8 +182,8 @@ describe("host check before the key is sent (D25)", () => {
     const api = createFalApi({ name: "fal-x", baseUrl: "http://127.0.0.1:9001", apiKey: FAL_KEY, trustedHosts: ["10.0.0.5:8443", "proxy.internal"] });
     try {
       const ok = [
-        "http://127.0.0.1:9001/fal-ai/veo3/requests/1/status",
-        "https://queue.fal.run/fal-ai/veo3/requests/1/status",
+        "http://127.0.0.1:9001/fal-ai/veo3.1/requests/1/status",
+        "https://queue.fal.run/fal-ai/veo3.1/requests/1/status",
         "https://10.0.0.5:8443/x",
         "http://proxy.internal/x",
         "https://proxy.internal/x",

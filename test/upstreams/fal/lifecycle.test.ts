@@ -91,7 +91,7 @@ describe("states", () => {
     // The result was read at response_url.
     const result = fake.requests.find((r) => r.method === "GET" && /\/requests\/[0-9a-f-]{36}$/.test(r.path));
     assert.ok(result);
-    assert.match(result.path, /^\/fal-ai\/veo3\/requests\//);
+    assert.match(result.path, /^\/fal-ai\/veo3\.1\/requests\//);
   });
 
   test("images: every image of num_images, with content types and the first image's megapixels", async () => {

@@ -85,17 +85,17 @@ test("a video endpoint's result is {video: File}", async () => {
 });
 
 test("queue.cancel, then the status is COMPLETED with fal's cancellation error", async () => {
-  const endpoint = "fal-ai/veo3";
+  const endpoint = "fal-ai/veo3.1";
   const submitted = await fal.queue.submit(endpoint, { input: { prompt: "long [fake:slow]" } });
   await fal.queue.cancel(endpoint, { requestId: submitted.request_id });
   const status = await fal.queue.status(endpoint, { requestId: submitted.request_id });
   assert.equal(status.status, "COMPLETED");
   assert.equal((status as unknown as { error_type: string }).error_type, "client_cancelled");
-  assert.ok(fake.requests.some((r) => r.method === "PUT" && r.path === `/fal-ai/veo3/requests/${submitted.request_id}/cancel`));
+  assert.ok(fake.requests.some((r) => r.method === "PUT" && r.path === `/fal-ai/veo3.1/requests/${submitted.request_id}/cancel`));
 });
 
 test("a 422 is the client's ValidationError with fal's field errors", async () => {
-  await assert.rejects(fal.queue.submit("fal-ai/veo3", { input: { prompt: "x [fake:422]" } }), (err: unknown) => {
+  await assert.rejects(fal.queue.submit("fal-ai/veo3.1", { input: { prompt: "x [fake:422]" } }), (err: unknown) => {
     assert.ok(err instanceof ValidationError);
     assert.equal(err.status, 422);
     assert.deepEqual(
@@ -123,9 +123,66 @@ test("a wrong key is the client's ApiError 401", async () => {
     retry: { maxRetries: 0 },
     fetch: (input, init) => fetch(String(input).replace("https://queue.fal.run", fake.url), init),
   });
-  await assert.rejects(wrong.queue.submit("fal-ai/veo3", { input: { prompt: "x" } }), (err: unknown) => {
+  await assert.rejects(wrong.queue.submit("fal-ai/veo3.1", { input: { prompt: "x" } }), (err: unknown) => {
     assert.ok(err instanceof ApiError);
     assert.equal(err.status, 401);
     return true;
   });
+});
+
+test("an invalid input: the queue accepts it, and the client's result is a ValidationError naming fal's field", async () => {
+  const endpoint = "fal-ai/veo3.1/fast";
+  const submitted = await fal.queue.submit(endpoint, { input: { prompt: "waves", duration: "5" } as never });
+  await untilCompleted(endpoint, submitted.request_id);
+  await assert.rejects(fal.queue.result(endpoint, { requestId: submitted.request_id }), (err: unknown) => {
+    assert.ok(err instanceof ValidationError);
+    assert.equal(err.status, 422);
+    assert.deepEqual(
+      err.getFieldErrors("duration").map((e) => e.type),
+      ["literal_error"],
+    );
+    return true;
+  });
+});
+
+test("an input refused at the submit (input-errors-submit) is the client's ValidationError too", async () => {
+  const strict = await startFalFake({ apiKey: FAL_KEY, inputErrors: "submit" });
+  const client = createFalClient({
+    credentials: FAL_KEY,
+    retry: { maxRetries: 0 },
+    fetch: (input, init) => fetch(String(input).replace("https://queue.fal.run", strict.url), init),
+  });
+  try {
+    await assert.rejects(client.queue.submit("fal-ai/flux-2-pro", { input: { promt: "x" } as never }), (err: unknown) => {
+      assert.ok(err instanceof ValidationError);
+      assert.deepEqual(
+        err.getFieldErrors("prompt").map((e) => e.type),
+        ["missing"],
+      );
+      return true;
+    });
+  } finally {
+    await strict.close();
+  }
+});
+
+test("an endpoint fal does not serve (fal-ai/veo3, or one retired) is the client's ApiError 404", async () => {
+  const retiring = await startFalFake({ apiKey: FAL_KEY, retired: ["fal-ai/flux-pro/v1.1-ultra"] });
+  const client = createFalClient({
+    credentials: FAL_KEY,
+    retry: { maxRetries: 0 },
+    fetch: (input, init) => fetch(String(input).replace("https://queue.fal.run", retiring.url), init),
+  });
+  try {
+    for (const endpoint of ["fal-ai/veo3", "fal-ai/flux-pro/v1.1-ultra"]) {
+      await assert.rejects(client.queue.submit(endpoint, { input: { prompt: "x" } }), (err: unknown) => {
+        assert.ok(err instanceof ApiError, endpoint);
+        assert.ok(!(err instanceof ValidationError));
+        assert.equal(err.status, 404);
+        return true;
+      });
+    }
+  } finally {
+    await retiring.close();
+  }
 });

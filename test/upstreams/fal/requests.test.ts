@@ -20,7 +20,9 @@ let fake: FalFake;
 let source: FalSource;
 
 before(async () => {
-  fake = await startFalFake({ apiKey: FAL_KEY, queueMs: 10_000 });
+  // Inputs are validated at the submit here, so every mapping below is also checked against the
+  // endpoint's input model (fakes/fal.ts): a wrong field name or value fails the submit with fal's 422.
+  fake = await startFalFake({ apiKey: FAL_KEY, queueMs: 10_000, inputErrors: "submit" });
   source = createFalSource({ name: "fal-main", baseUrl: fake.url, apiKey: FAL_KEY, timeoutMs: 2000 });
 });
 
@@ -126,26 +128,26 @@ describe("vidC Hailuo-02", () => {
   });
 });
 
-describe("vidD Veo 3", () => {
-  test("Veo 3 text-to-video: \"6s\" for 5 s, 1080p with audio", async () => {
+describe("vidD Veo 3.1 (D35: fal removed fal-ai/veo3)", () => {
+  test("Veo 3.1 text-to-video: \"6s\" for 5 s, 1080p with audio", async () => {
     const r = await submitted({ video: videoRequest({ model: "vidD-3", durationSec: 5, parameters: { aspect_ratio: "9:16" } }) });
-    assert.equal(r.path, "/fal-ai/veo3");
+    assert.equal(r.path, "/fal-ai/veo3.1");
     assert.deepEqual(r.body, { prompt: "a red fox running", duration: "6s", resolution: "1080p", generate_audio: true, aspect_ratio: "9:16" });
   });
 
-  test("Veo 3 fast image-to-video: 10 s asks for the longest clip, 8s; 720p silent", async () => {
+  test("Veo 3.1 fast image-to-video: 10 s asks for the longest clip, 8s; 720p silent", async () => {
     const r = await submitted({ video: videoRequest({ model: "vidD-3-fast", durationSec: 10, imageUrl: FRAME }) });
-    assert.equal(r.path, "/fal-ai/veo3/fast/image-to-video");
+    assert.equal(r.path, "/fal-ai/veo3.1/fast/image-to-video");
     assert.deepEqual(r.body, { prompt: "a red fox running", duration: "8s", resolution: "720p", generate_audio: false, image_url: FRAME });
   });
 
-  test("Veo 3 image-to-video and Veo 3 fast text-to-video", async () => {
+  test("Veo 3.1 image-to-video and Veo 3.1 fast text-to-video", async () => {
     const i = await submitted({ video: videoRequest({ model: "vidD-3", durationSec: 1, imageUrl: FRAME }) });
-    assert.equal(i.path, "/fal-ai/veo3/image-to-video");
+    assert.equal(i.path, "/fal-ai/veo3.1/image-to-video");
     assert.deepEqual(i.body, { prompt: "a red fox running", duration: "4s", resolution: "1080p", generate_audio: true, image_url: FRAME });
     fake.reset();
     const t = await submitted({ video: videoRequest({ model: "vidD-3-fast", durationSec: 8 }) });
-    assert.equal(t.path, "/fal-ai/veo3/fast");
+    assert.equal(t.path, "/fal-ai/veo3.1/fast");
     assert.deepEqual(t.body, { prompt: "a red fox running", duration: "8s", resolution: "720p", generate_audio: false });
   });
 });
@@ -287,7 +289,7 @@ describe("models overrides (D25)", () => {
       name: "fal-custom",
       baseUrl: fake.url,
       apiKey: FAL_KEY,
-      models: { "vidA-2.5-pro": "fal-ai/kling-video/v2.1/pro/text-to-video", "imgB-1.1-ultra/image": "fal-ai/flux-pro/v1.1-ultra/redux" },
+      models: { "vidA-2.5-pro": "fal-ai/kling-video/v3/pro/text-to-video", "imgB-1.1-ultra/image": "fal-ai/flux-pro/kontext" },
     });
     try {
       await custom.submitVideo(videoRequest({ model: "vidA-2.5-pro" }));
@@ -299,9 +301,9 @@ describe("models overrides (D25)", () => {
       assert.deepEqual(
         fake.submits().map((r) => r.path),
         [
-          "/fal-ai/kling-video/v2.1/pro/text-to-video",
+          "/fal-ai/kling-video/v3/pro/text-to-video",
           "/fal-ai/kling-video/v2.5-turbo/pro/image-to-video",
-          "/fal-ai/flux-pro/v1.1-ultra/redux",
+          "/fal-ai/flux-pro/kontext",
           "/fal-ai/flux-pro/v1.1-ultra",
         ],
       );
