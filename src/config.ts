@@ -141,6 +141,13 @@ export interface Config {
   webhookRetryScheduleS: number[];
   /** Stripe Checkout top-ups (D33). */
   payments: PaymentsConfig;
+  /**
+   * `MODEL_SHUTDOWN_DATES` (D35): model id -> shutdown day `YYYY-MM-DD` (UTC), from a comma list of
+   * `<model id>=<YYYY-MM-DD>`; empty when unset. From that day the model answers 410 `model_retired`. The
+   * ids are checked against the catalog when the services start (catalog/models.ts
+   * `configureModelLifecycle`), which lies above this module.
+   */
+  modelShutdownDates: Readonly<Record<string, string>>;
 }
 
 /**
@@ -274,6 +281,33 @@ function webhookRetrySchedule(env: Env): number[] {
   return values;
 }
 
+/** A real calendar day written `YYYY-MM-DD`. */
+function isCalendarDay(text: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return false;
+  const d = new Date(`${text}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === text;
+}
+
+/**
+ * `MODEL_SHUTDOWN_DATES` (D35): a comma list of `<model id>=<YYYY-MM-DD>`, each id once; unset or empty: no
+ * shutdown dates. Whether each id is a catalog model is checked later, when the services start.
+ * @throws Error naming the variable for a malformed entry, an impossible date or a repeated id.
+ */
+function modelShutdownDates(env: Env): Record<string, string> {
+  const raw = env.MODEL_SHUTDOWN_DATES;
+  const out: Record<string, string> = {};
+  if (raw === undefined || raw.trim() === "") return out;
+  for (const part of raw.split(",").map((x) => x.trim())) {
+    const m = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*=\s*(\S+)$/.exec(part);
+    if (m === null || !isCalendarDay(m[2])) {
+      throw new Error(`MODEL_SHUTDOWN_DATES must be a comma list of <model id>=<YYYY-MM-DD>, got '${part}'`);
+    }
+    if (Object.hasOwn(out, m[1])) throw new Error(`MODEL_SHUTDOWN_DATES names ${m[1]} twice`);
+    out[m[1]] = m[2];
+  }
+  return out;
+}
+
 /** Micro-USD in a cent. */
 const MICROS_PER_CENT = 10_000;
 /** Stripe's smallest and largest USD charge (0.50 and 999,999.99 USD), micro-USD. */
@@ -393,5 +427,6 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: oneOf(env, "WEBHOOK_ALLOW_PRIVATE", ["0", "1"] as const, "0") === "1",
     webhookRetryScheduleS: webhookRetrySchedule(env),
     payments: paymentsConfig(env),
+    modelShutdownDates: modelShutdownDates(env),
   };
 }

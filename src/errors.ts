@@ -118,6 +118,14 @@ export const errors = {
   voiceNotOwned: () =>
     new AppError(403, "voice_not_owned", "This voice belongs to another account.", "voice_id"),
   // 410
+  /** D35: the model's shutdown date has come; names the model and the date. */
+  modelRetired: (model: string, date: string) =>
+    new AppError(
+      410,
+      "model_retired",
+      `${model} was retired on ${date} (its shutdown date) and is no longer served; choose another model (GET /v1/models). Nothing was charged.`,
+      "model",
+    ),
   voiceUnavailable: () =>
     new AppError(410, "voice_unavailable", "This voice is no longer available at the upstream that created it; nothing was charged.", "voice_id"),
   // 404

@@ -10,6 +10,7 @@
 import pino from "pino";
 import { VoiceLibrary } from "./audio/voice-library.ts";
 import type { TextModel } from "./catalog/text-models.ts";
+import { configureModelLifecycle } from "./catalog/models.ts";
 import { type Config, longestSyncCallS, SYNC_HOLD_MARGIN_S } from "./config.ts";
 import { JobRunner, type OutputFetcher, type RunnerOptions } from "./jobs/runner.ts";
 import type { SweepConfig } from "./jobs/sweep.ts";
@@ -145,11 +146,12 @@ export interface ServiceOverrides {
  * starting the runner (main.ts does for `serve` and `worker`, the test gateway helper for tests).
  */
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
-  // First: an invalid UPSTREAMS (D25) stops the start before anything is opened.
-  const upstreams = new UpstreamRegistry(loadUpstreams(config));
+  // First: an invalid MODEL_SHUTDOWN_DATES (D35) or UPSTREAMS (D25) stops the start before anything is opened.
+  configureModelLifecycle(config.modelShutdownDates);
+  const log = pino({ level: config.logLevel });
+  const upstreams = new UpstreamRegistry(loadUpstreams(config), { log });
   const jobSources = overrides.jobSources ?? visualJobSources(upstreams);
   const realAudioSources = audioSources(upstreams);
-  const log = pino({ level: config.logLevel });
   const auth = new AuthCache({ ttlMs: config.authCacheMs });
   const jobChanges = createJobChangeFeed();
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements });

@@ -19,6 +19,7 @@
  */
 import type { Transaction } from "kysely";
 import { AppError, errors } from "../errors.ts";
+import { modelNotFoundMessage } from "../upstreams/sync-failover.ts";
 import { UpstreamError } from "../upstreams/types.ts";
 import { observeUpstream } from "../metrics.ts";
 import type { Database } from "../storage/schema.ts";
@@ -443,9 +444,10 @@ async function giveBack(hold: PaidHold): Promise<void> {
 
 /**
  * Calls an upstream with its metrics (`observeUpstream`); a failure becomes AppError 502
- * `provider_error` (with `message` when given), which {@link PaidCalls.withHold} answers after releasing the hold;
- * except an AppError (the failover's 429 when every source is at its cap), rethrown as it is, and a voice
- * its source no longer has, 410 `voice_unavailable` (D27).
+ * `provider_error` (with `message` when given, or naming `model` and the upstream id when no source has the
+ * upstream model, D35), which {@link PaidCalls.withHold} answers after releasing the hold; except an AppError
+ * (the failover's 429 when every source is at its cap), rethrown as it is, and a voice its source no longer
+ * has, 410 `voice_unavailable` (D27).
  */
 export async function callUpstream<T>(model: string, call: () => Promise<T>, message?: string): Promise<T> {
   try {
@@ -459,8 +461,10 @@ export async function callUpstream<T>(model: string, call: () => Promise<T>, mes
       (gone as Error).cause = err;
       throw gone;
     }
+    // No source of the family has the upstream model (D35): the 502 names the model and the upstream id.
+    const notFound = err instanceof UpstreamError && err.modelNotFound;
     // The upstream's own message stays on the server (the log line of the 502), never in the answer.
-    const appErr = errors.provider(message);
+    const appErr = errors.provider(notFound ? `${modelNotFoundMessage(model, err)} Nothing was charged.` : message);
     (appErr as Error).cause = err;
     throw appErr;
   }

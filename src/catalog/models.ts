@@ -9,6 +9,8 @@
  */
 import { type Micros, usdToMicros } from "../money.ts";
 import { deepFreeze } from "./freeze.ts";
+import { checkNotRetired, setShutdownDates } from "./lifecycle.ts";
+import { TEXT_MODELS } from "./text-models.ts";
 import type {
   AudioPool,
   AudioTextModel,
@@ -434,13 +436,45 @@ const ENABLED: readonly ModelRecord[] = Object.freeze(MODELS.filter((m) => m.ena
 
 /**
  * The enabled record of `id` (or alias) when it has `capability`, else undefined (unknown, disabled or of
- * another capability; spec Versioning 6). Typed by the capability: `getModelOf(id, "video")` is a
- * {@link VideoModel}, `getModelOf(id, "voice_clone")` a {@link VoiceCreationModel}. The caller turns
- * undefined into its 400: `not_a_tts_model` (speech), `not_a_music_model`, `not_an_sfx_model`,
- * `not_a_voice_design_model`, `not_a_voice_clone_model`, `invalid_model` (image, video); transcription and
- * audio understanding also take their alias (`transcribe`, `audio-understand`).
+ * another capability; spec Versioning 6), whatever its lifecycle: for work accepted before a shutdown date
+ * (the job runner's sources, delivery and its price). Requests use {@link getModelOf}.
  */
-export function getModelOf<C extends Capability>(id: string, capability: C): ModelOf<C> | undefined {
+export function findModelOf<C extends Capability>(id: string, capability: C): ModelOf<C> | undefined {
   const m = enabled(id);
   return m?.capability === capability ? (m as ModelOf<C>) : undefined;
+}
+
+/**
+ * The model a request names: the enabled record of `id` (or alias) when it has `capability`, else undefined
+ * (unknown, disabled or of another capability; spec Versioning 6). Typed by the capability:
+ * `getModelOf(id, "video")` is a {@link VideoModel}, `getModelOf(id, "voice_clone")` a
+ * {@link VoiceCreationModel}. The caller turns undefined into its 400: `not_a_tts_model` (speech),
+ * `not_a_music_model`, `not_an_sfx_model`, `not_a_voice_design_model`, `not_a_voice_clone_model`,
+ * `invalid_model` (image, video); transcription and audio understanding also take their alias
+ * (`transcribe`, `audio-understand`). Every paid route resolves its model here, so a model whose shutdown
+ * date has come is refused here for all of them (D35), before any limit or hold.
+ * @throws AppError 410 `model_retired` when the model is retired (lifecycle.ts).
+ */
+export function getModelOf<C extends Capability>(id: string, capability: C): ModelOf<C> | undefined {
+  const m = findModelOf(id, capability);
+  if (m !== undefined) checkNotRetired(m.id);
+  return m;
+}
+
+/**
+ * Checks and installs the operator's shutdown dates (D35, `MODEL_SHUTDOWN_DATES` as `loadConfig` parsed
+ * it: concrete model id -> `YYYY-MM-DD`) for this process; an empty table clears them. `createServices`
+ * calls it first, so a bad value stops the start.
+ * @throws Error naming `MODEL_SHUTDOWN_DATES` and the id when an id is not a model of the catalog (media or
+ *   text; an alias is refused: the date belongs to the model it points at).
+ */
+export function configureModelLifecycle(dates: Readonly<Record<string, string>>): void {
+  const textIds = new Set(TEXT_MODELS.map((m) => m.id));
+  for (const id of Object.keys(dates)) {
+    const media = BY_ID.get(id);
+    if (!(media !== undefined && media.id === id) && !textIds.has(id)) {
+      throw new Error(`MODEL_SHUTDOWN_DATES names '${id}', which is not a model id of the catalog (aliases are not accepted)`);
+    }
+  }
+  setShutdownDates(dates);
 }

@@ -7,6 +7,7 @@
  * JSON. Amounts are computed in micro-USD and turned into JSON numbers of USD only here, at the output.
  */
 import { divRoundHalfUp, type Micros, microsToUsd } from "../money.ts";
+import { lifecycleOf } from "./lifecycle.ts";
 import { MODELS } from "./models.ts";
 import { quoteRepresentative } from "./quote.ts";
 import { TIERS } from "./tiers.ts";
@@ -41,7 +42,10 @@ export type MediaDetail =
   | { usd_per_song: number }
   | { usd_per_call: number };
 
-/** A media row of `/v1/pricing` (spec "Media row"; D18). `usd_per_call` is USD for one typical call. */
+/**
+ * A media row of `/v1/pricing` (spec "Media row"; D18). `usd_per_call` is USD for one typical call;
+ * `deprecated` and `shutdown_date` are the model's lifecycle (D35, added fields).
+ */
 export interface MediaRow {
   id: string;
   name: string;
@@ -49,6 +53,10 @@ export interface MediaRow {
   pricing_mode: PricingMode;
   usd_per_call: number;
   detail: MediaDetail;
+  /** Legacy (spec Versioning 3), or scheduled to shut down. */
+  deprecated: boolean;
+  /** `YYYY-MM-DD` (UTC) from which the model answers 410 `model_retired`, or null. */
+  shutdown_date: string | null;
 }
 
 /** The `/v1/pricing` body (spec "GET /v1/pricing"; count field names from D6). */
@@ -163,7 +171,10 @@ function detailOf(model: ModelRecord): MediaDetail {
   }
 }
 
-/** The `/v1/pricing` media row of one model (D18). Text-modality records are not media rows. */
+/**
+ * The `/v1/pricing` media row of one model (D18), with its lifecycle as configured now (D35). Text-modality
+ * records are not media rows.
+ */
 export function mediaRow(model: ModelRecord): MediaRow {
   if (model.modality === "text") throw new Error(`pricing: ${model.id} is a text model, not a media row`);
   return {
@@ -173,6 +184,7 @@ export function mediaRow(model: ModelRecord): MediaRow {
     pricing_mode: model.pricing.mode,
     usd_per_call: microsToUsd(quoteRepresentative(model)),
     detail: detailOf(model),
+    ...lifecycleOf(model.id, model.legacy),
   };
 }
 

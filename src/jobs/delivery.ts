@@ -8,7 +8,7 @@ import { inTransaction } from "../billing/ledger.ts";
 import { type Micros, usdToMicros } from "../money.ts";
 import { settleCapture } from "../billing/paid-call.ts";
 import { type JobDelivery, jobPrice, type PricedJob } from "../catalog/job-price.ts";
-import { getModelOf } from "../catalog/models.ts";
+import { findModelOf } from "../catalog/models.ts";
 import { upstreamListPrice } from "../catalog/quote.ts";
 import type { ClaimedJob } from "../storage/job-queue.ts";
 import type { Database } from "../storage/schema.ts";
@@ -45,11 +45,11 @@ export interface DeliveryContext extends RehostDeps {
  */
 function pricedJob(job: ClaimedJob, request: JobRequest): PricedJob | null {
   if (job.kind === "video") {
-    const model = getModelOf(job.model, "video");
+    const model = findModelOf(job.model, "video");
     const durationSec = requestedSeconds(request);
     return model && durationSec !== null ? { kind: "video", model, order: { durationSec } } : null;
   }
-  const model = getModelOf(job.model, "image");
+  const model = findModelOf(job.model, "image");
   if (!model || isVideoRequest(request)) return null;
   return { kind: "image", model, order: { n: request.n, quality: request.quality, width: request.width, height: request.height } };
 }
@@ -158,7 +158,7 @@ function upstreamCostOf(job: ClaimedJob, final: Micros, firstBytes: Uint8Array |
     const micros = usdToMicros(delivery.upstreamCostUsd.toFixed(6));
     if (micros !== null) return { micros, basis: "reported" };
   }
-  const model = job.kind === "video" ? getModelOf(job.model, "video") : getModelOf(job.model, "image");
+  const model = job.kind === "video" ? findModelOf(job.model, "video") : findModelOf(job.model, "image");
   if (!model) return null;
   const size = delivery.megapixels === null && firstBytes ? pngDimensions(firstBytes) : null;
   const megapixels = delivery.megapixels ?? (size ? (size.width * size.height) / 1_000_000 : null);

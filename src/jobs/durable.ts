@@ -4,7 +4,10 @@
  *
  * 1. Without a handle, the family's sources are tried in order from the job's `fallback_layer`: a source
  *    at its `max_concurrency` is skipped, and so is one that does not serve the request
- *    (`UpstreamError.unsupported`: a variant it lacks, more references than it takes); a retryable submit failure (connection, timeout, 429, 5xx, an
+ *    (`UpstreamError.unsupported`: a variant it lacks, more references than it takes), and so is one that
+ *    answers that the upstream model or endpoint does not exist (`UpstreamError.modelNotFound`, D35: the
+ *    source is healthy, it just lacks that id; when no source is left the job fails naming the model); a
+ *    retryable submit failure (connection, timeout, 429, 5xx, an
  *    open circuit) moves on to the next source; a non-retryable one ends the job `provider_error`, or
  *    `content_rejected` when the error says the source refused the content (`UpstreamError.contentRejected`:
  *    a synchronous source such as OpenAI images refuses at submit). The
@@ -12,14 +15,17 @@
  *    is never submitted to it again, whichever runner continues it.
  * 2. With a handle, the job is polled on that source only. A retryable polling error is retried on the same
  *    source with a growing delay; when the source ends the job failed for a retryable reason (its own
- *    infrastructure), the handle is cleared and the next source is tried under the same hold; a moderation
- *    refusal ends the job `content_rejected`.
+ *    infrastructure, or a poll answering that the model does not exist), the handle is cleared and the next
+ *    source is tried under the same hold; a moderation refusal ends the job `content_rejected`. A job the
+ *    source ended for its input (a non-retryable failure: fal's `error_type`, BFL's input error, an OpenAI
+ *    400) is never moved to the next source (D27, D35): it ends `failed`, `provider_error`, nothing charged.
  * 3. When every remaining source is full (and none failed), the job waits: it goes back to its queue.
  *
  * This module decides; the runner (runner.ts) owns the row, the heartbeats, rehosting and the money.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { JobSourceSlot } from "../upstreams/sources.ts";
+import { modelNotFoundMessage } from "../upstreams/sync-failover.ts";
 import {
   type ImageRequest,
   UpstreamError,
@@ -78,6 +84,8 @@ export const DEFAULT_POLL_TIMING: PollTiming = { pollMs: 1000, backoffMaxMs: 15_
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : "unknown error");
 const retryable = (err: unknown): boolean => !(err instanceof UpstreamError) || err.retryable;
 const contentRejected = (err: unknown): boolean => err instanceof UpstreamError && err.contentRejected;
+/** The error when `err` says the source does not have the upstream model (D35), else null. */
+const notFoundOf = (err: unknown): UpstreamError | null => (err instanceof UpstreamError && err.modelNotFound ? err : null);
 
 /**
  * Runs `job` on `slots` (the family's sources in order) until it succeeds, fails, must wait or is lost.
@@ -101,6 +109,7 @@ export async function runDurable(
       let sawFull = false;
       let lastError: unknown = null;
       let unsupportedError: unknown = null;
+      let notFoundError: UpstreamError | null = null;
       for (let i = layer; i < slots.length && handle === null; i++) {
         const candidate = slots[i];
         if (!candidate.tryAcquire()) {
@@ -130,6 +139,11 @@ export async function runDurable(
             unsupportedError ??= err;
             continue;
           }
+          if (notFoundOf(err) !== null) {
+            // This source does not have the upstream model (D35; the registry logged it): the next one may.
+            notFoundError = notFoundOf(err);
+            continue;
+          }
           if (contentRejected(err)) return { kind: "failed", code: "content_rejected", message: `The upstream refused the content: ${messageOf(err)}` };
           if (!retryable(err)) return { kind: "failed", code: "provider_error", message: `The upstream refused the job: ${messageOf(err)}` };
           lastError = err;
@@ -137,6 +151,9 @@ export async function runDurable(
       }
       if (handle === null || slot === null) {
         if (lastError === null && sawFull) return { kind: "wait" };
+        if (lastError === null && notFoundError !== null) {
+          return { kind: "failed", code: "provider_error", message: modelNotFoundMessage(job.request.model, notFoundError) };
+        }
         if (lastError === null && unsupportedError !== null) {
           return { kind: "failed", code: "provider_error", message: `No upstream source serves this request: ${messageOf(unsupportedError)}` };
         }
@@ -174,7 +191,8 @@ export async function runDurable(
       if (state.state === "succeeded") return { kind: "succeeded", result: state, layer, source: slot.name };
       if (state.contentRejected) return { kind: "failed", code: "content_rejected", message: `The upstream refused the content: ${state.message}` };
       if (!state.retryable || layer + 1 >= slots.length) {
-        return { kind: "failed", code: "provider_error", message: `The upstream failed the job: ${state.message}` };
+        const message = state.notFound ? modelNotFoundMessage(job.request.model, state.notFound) : `The upstream failed the job: ${state.message}`;
+        return { kind: "failed", code: "provider_error", message };
       }
     } finally {
       if (acquired) slot.release();
@@ -188,14 +206,25 @@ export async function runDurable(
   }
 }
 
-/** Polls `handle` until the source ends the job; retryable polling errors are retried with backoff. */
+/**
+ * How a polled job ended at its source; `notFound` is set when a poll answered that the upstream model does
+ * not exist (D35), which moves the job to the next source like a failure of the source's own.
+ */
+type PollEnd =
+  | Extract<UpstreamJobState, { state: "succeeded" }>
+  | (Extract<UpstreamJobState, { state: "failed" }> & { notFound?: UpstreamError });
+
+/**
+ * Polls `handle` until the source ends the job; retryable polling errors are retried with backoff. A poll
+ * answering that the model does not exist (D35) ends it as a failure that moves to the next source.
+ */
 async function pollUntilDone(
   slot: SourceSlot,
   handle: UpstreamHandle,
   hooks: DurableHooks,
   signal: AbortSignal,
   timing: PollTiming,
-): Promise<Extract<UpstreamJobState, { state: "succeeded" | "failed" }> | "lost"> {
+): Promise<PollEnd | "lost"> {
   let backoff = timing.pollMs;
   for (;;) {
     if (!(await hooks.heartbeat())) return "lost";
@@ -204,6 +233,8 @@ async function pollUntilDone(
       state = await slot.call(() => slot.source.poll(handle, signal));
     } catch (err) {
       signal.throwIfAborted();
+      const notFound = notFoundOf(err);
+      if (notFound !== null) return { state: "failed", retryable: true, contentRejected: false, message: messageOf(err), notFound };
       if (!retryable(err)) return { state: "failed", retryable: false, contentRejected: contentRejected(err), message: messageOf(err) };
       backoff = Math.min(backoff * 2, timing.backoffMaxMs);
       await sleep(backoff, undefined, { signal });

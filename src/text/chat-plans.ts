@@ -2,6 +2,7 @@
  * The chat fallback plans of a gateway (D25, `buildFallbackPlan`): which sources serve each text model,
  * from the configured text sources (upstreams/sources.ts) and the simulator.
  */
+import { isRetired } from "../catalog/lifecycle.ts";
 import { getTextModel, type TextModel } from "../catalog/text-models.ts";
 import type { ChatAdapter } from "../upstreams/chat-types.ts";
 import type { TextSource } from "../upstreams/sources.ts";
@@ -33,7 +34,8 @@ export function chatPlanner(textSources: readonly TextSource[], simulator: ChatA
         sources: sourcesOf(model, opts.testMode === true),
         equivalents: model.equivalents
           .map((id) => getTextModel(id))
-          .filter((m): m is TextModel => m !== undefined)
+          // A retired equivalent (D35) serves no fallback.
+          .filter((m): m is TextModel => m !== undefined && !isRetired(m.id))
           .map((m) => ({ model: m.id, sources: sourcesOf(m, opts.testMode === true) })),
       },
       (source) => adapters.get(source),

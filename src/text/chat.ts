@@ -9,11 +9,13 @@ import type { Executor } from "../billing/ledger.ts";
 import type { HoldRequest, OnInsufficient, PaidCalls } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
+import { checkNotRetired } from "../catalog/lifecycle.ts";
 import { getTextModel, quoteTextCall, type TextModel } from "../catalog/text-models.ts";
 import { AppError, errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
 import { observeUpstream } from "../metrics.ts";
-import type { SimulateMode } from "../upstreams/types.ts";
+import { modelNotFoundMessage } from "../upstreams/sync-failover.ts";
+import { type SimulateMode, UpstreamError } from "../upstreams/types.ts";
 import { countMessageTokens } from "../upstreams/tokens.ts";
 import { type FallbackLayer, type FallbackStep, runWithFallback, streamWithFallback } from "./fallback.ts";
 import type { ChatDelta, ChatMessage, ChatRequest, ChatResult, ChatUsage, ToolDefinition } from "../upstreams/chat-types.ts";
@@ -55,6 +57,15 @@ interface Prepared {
 
 const ALL_FAILED = "The upstream failed (and every fallback); nothing was charged.";
 
+/**
+ * The 502 when the plan ran out: names the model and the upstream id when the last source tried did not have
+ * the upstream model (D35), else the generic {@link ALL_FAILED}.
+ */
+function allFailed(p: Prepared, err: unknown): AppError {
+  if (err instanceof UpstreamError && err.modelNotFound) return errors.provider(`${modelNotFoundMessage(p.model.id, err)} Nothing was charged.`);
+  return errors.provider(ALL_FAILED);
+}
+
 async function prepare(
   accountId: string,
   input: ChatInput,
@@ -62,6 +73,8 @@ async function prepare(
 ): Promise<Prepared> {
   const model = getTextModel(input.model);
   if (!model) throw unknownModel(input.model);
+  // D35: a model whose shutdown date has come answers 410 before any limit or hold.
+  checkNotRetired(model.id);
   if (opts.tier !== undefined && model.tierMin > opts.tier) {
     throw new AppError(
       403,
@@ -158,8 +171,8 @@ export async function runChat(deps: ChatDeps, accountId: string, input: ChatInpu
         (step) => observeUpstream(step.model, () => step.adapter.chat(requestFor(p, step), opts.signal)),
         { signal: opts.signal },
       );
-    } catch {
-      throw errors.provider(ALL_FAILED);
+    } catch (err) {
+      throw allFailed(p, err);
     }
     const used = modelOf(p, won.step);
     hold.note({ units: tokenUnits(won.result.usage), fallbackLayer: won.layer });
@@ -200,8 +213,8 @@ export async function startChatStream(deps: ChatDeps, accountId: string, input: 
       started = await streamWithFallback(deps.planFor(p.model), (step) => step.adapter.chatStream(requestFor(p, step), opts.signal), {
         signal: opts.signal,
       });
-    } catch {
-      throw errors.provider(ALL_FAILED);
+    } catch (err) {
+      throw allFailed(p, err);
     }
     const used = modelOf(p, started.step);
     let usage: ChatUsage | null = null;

@@ -9,8 +9,9 @@
  * - layer 3: the second equivalent model.
  *
  * Policy: the next step is tried only when an attempt failed with an {@link UpstreamError} whose
- * `retryable` is true (5xx, 429, network, timeout, malformed answer). A non-retryable one (a 4xx such as a
- * bad request) is the request's own fault and would fail at every source, so it is rethrown at once;
+ * `retryable` is true (5xx, 429, network, timeout, malformed answer), or one saying the source does not have
+ * the upstream model (`modelNotFound`, D35: another source or an equivalent may). Another non-retryable one
+ * (a 4xx such as a bad request) is the request's own fault and would fail at every source, so it is rethrown at once;
  * so is anything that is not an `UpstreamError` (the caller's abort, a bug). When every step failed, the
  * last error is rethrown. Callers may pass their own `shouldFallBack` to widen or narrow this.
  *
@@ -52,9 +53,9 @@ export interface FallbackOptions {
   signal?: AbortSignal;
 }
 
-/** The default fallback policy: an {@link UpstreamError} with `retryable` true. */
+/** The default fallback policy: an {@link UpstreamError} with `retryable` or `modelNotFound` (D35) true. */
 export function isFallbackError(err: unknown): boolean {
-  return err instanceof UpstreamError && err.retryable;
+  return err instanceof UpstreamError && (err.retryable || err.modelNotFound);
 }
 
 /**

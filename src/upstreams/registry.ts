@@ -11,6 +11,14 @@
  * - Concurrency (D27): a source at `max_concurrency` is skipped, not failed.
  * - Statistics (D25, `GET /v1/admin/upstreams`): successes and failures of the last 5 minutes and the
  *   median latency of the successful calls among them.
+ * - Last error (D35, `last_error` of `GET /v1/admin/upstreams`): the latest failure of a call to the source,
+ *   whatever its kind, as a short code (`model_not_found`, `http_503`, `timeout`, `content_rejected`, ...),
+ *   a short message without the source's key or any URL (a URL is cut to its path), and its time
+ *   ({@link describeFailure}).
+ * - A source answering that the upstream model or endpoint does not exist (`UpstreamError.modelNotFound`,
+ *   D35) is healthy: other models on it work. It is non-retryable, so it never counts toward the circuit;
+ *   it counts as a failure in the statistics and is its `last_error` (a misconfigured id shows up there),
+ *   and a warning log line names the source and the upstream id.
  *
  * Refusals (open circuit, source busy) throw {@link SourceUnavailableError}, a retryable
  * {@link UpstreamError}: the caller moves on to the family's next source. Nothing here holds or shows a key.
@@ -18,6 +26,7 @@
 import { BrokenCircuitError, CircuitState, circuitBreaker, ConsecutiveBreaker, handleWhen, type CircuitBreakerPolicy } from "cockatiel";
 import type { UpstreamProtocol, UpstreamSource } from "./config.ts";
 import { UpstreamError } from "./types.ts";
+import { redactSecret } from "./util.ts";
 
 /** Consecutive retryable failures that open a circuit (D27). */
 export const CIRCUIT_FAILURE_THRESHOLD = 5;
@@ -46,6 +55,30 @@ export interface SourceSnapshot {
   p50_ms: number | null;
   /** 95th percentile (nearest rank) of the same durations, whole milliseconds; null when none. */
   p95_ms: number | null;
+  /** The latest failure of a call to the source, of any age (D35); null when none since the start. */
+  last_error: LastError | null;
+}
+
+/** A source's latest failure (D35): what `GET /v1/admin/upstreams` shows as `last_error`. No key, no URL. */
+export interface LastError {
+  /**
+   * `model_not_found`, `content_rejected`, `voice_unavailable`, `timeout`, `network_error`,
+   * `malformed_answer`, `refused` (a URL the key may not go to), `http_<status>` (an HTTP answer, e.g.
+   * `http_503`), `upstream_error` (another upstream failure) or `internal_error` (not an upstream failure).
+   */
+  code: string;
+  /** The failure's message, on one line, at most {@link LAST_ERROR_MESSAGE_CHARS} characters. */
+  message: string;
+  /** When it happened, ISO 8601 UTC. */
+  at: string;
+}
+
+/** Longest `last_error.message`, characters. */
+export const LAST_ERROR_MESSAGE_CHARS = 200;
+
+/** Where the registry writes its warnings (pino's `warn` fits). */
+export interface RegistryLog {
+  warn(fields: Record<string, unknown>, message: string): void;
 }
 
 /** Tuning of a registry; the defaults are D27's numbers. Tests shorten the delays. */
@@ -56,6 +89,44 @@ export interface RegistryOptions {
   halfOpenAfterMs?: number;
   /** Milliseconds of history in the statistics (default 300 000). */
   windowMs?: number;
+  /** Where warnings go (a source without the upstream model, D35); default: nowhere. */
+  log?: RegistryLog;
+}
+
+/** A field of an error object (the adapters' `kind` and `status`), unknown until checked. */
+function fieldOf(err: object, name: "kind" | "status"): unknown {
+  return (err as Record<string, unknown>)[name];
+}
+
+/**
+ * The `last_error` of a failed call (D35): a code from the error's kind (see {@link LastError.code}) and its
+ * message on one line, with `secret` (the source's key) removed and every URL reduced to its path (no
+ * scheme, host, credentials, query or fragment), cut to {@link LAST_ERROR_MESSAGE_CHARS} characters. `now` is `Date.now()` milliseconds.
+ */
+export function describeFailure(err: unknown, secret: string, now: number = Date.now()): LastError {
+  let code = "internal_error";
+  if (err instanceof UpstreamError) {
+    const kind = fieldOf(err, "kind");
+    const status = fieldOf(err, "status");
+    if (err.modelNotFound) code = "model_not_found";
+    else if (err.contentRejected) code = "content_rejected";
+    else if (err.voiceUnavailable) code = "voice_unavailable";
+    else if (kind === "timeout") code = "timeout";
+    else if (kind === "network") code = "network_error";
+    else if (kind === "malformed") code = "malformed_answer";
+    else if (kind === "refused") code = "refused";
+    else if (typeof status === "number" && Number.isInteger(status)) code = `http_${status}`;
+    else code = "upstream_error";
+  }
+  const raw = err instanceof Error ? err.message : String(err);
+  const message = redactSecret(raw, secret)
+    // A URL keeps only its path (an endpoint id): no host (the row shows no URL, D25), and its credentials,
+    // query and fragment may hold a key.
+    .replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s/?#]*([^\s?#]*)(?:\?[^\s#]*)?(?:#\S*)?/gi, (_url, path: string) => path || "/")
+    .replace(/\s+/g, " ")
+    .trim()
+    .slice(0, LAST_ERROR_MESSAGE_CHARS);
+  return { code, message, at: new Date(now).toISOString() };
 }
 
 /**
@@ -180,6 +251,8 @@ export class SourceState {
   readonly #halfOpenAfterMs: number;
   /** `Date.now()` when the circuit last opened (cockatiel keeps its own copy, not public). */
   #openedAt = 0;
+  /** The latest failure of a call (D35), or null. */
+  #lastError: LastError | null = null;
   constructor(source: UpstreamSource, options: RegistryOptions = {}) {
     this.source = source;
     this.gate = new ConcurrencyGate(source.maxConcurrency);
@@ -223,6 +296,14 @@ export class SourceState {
     if (state === CircuitState.Open) return Date.now() - this.#openedAt >= this.#halfOpenAfterMs;
     return false;
   }
+  /** The latest failure of a call to the source (D35), or null when none since the start. */
+  get lastError(): LastError | null {
+    return this.#lastError;
+  }
+  /** Records a failed call as the source's {@link lastError} (the key removed, URLs cut to their paths). */
+  recordFailure(err: unknown, now: number = Date.now()): void {
+    this.#lastError = describeFailure(err, this.source.apiKey, now);
+  }
   /** The source's row of `GET /v1/admin/upstreams` (no key, no URL). */
   snapshot(): SourceSnapshot {
     const { successes, failures, p50Ms, p95Ms } = this.stats.read();
@@ -236,6 +317,7 @@ export class SourceState {
       failures,
       p50_ms: p50Ms,
       p95_ms: p95Ms,
+      last_error: this.#lastError,
     };
   }
   /** Used by {@link UpstreamRegistry.run}: throws {@link SourceUnavailableError} unless a call may start. */
@@ -251,12 +333,14 @@ export class SourceState {
 export class UpstreamRegistry {
   readonly #states: SourceState[];
   readonly #byName: Map<string, SourceState>;
+  readonly #log: RegistryLog | null;
   /**
    * `sources` as `loadUpstreams` returns them (names unique); `options` tunes the circuit and the window
    * (tests shorten them). Throws when two sources share a name.
    */
   constructor(sources: readonly UpstreamSource[], options: RegistryOptions = {}) {
     this.#states = sources.map((s) => new SourceState(s, options));
+    this.#log = options.log ?? null;
     this.#byName = new Map(this.#states.map((s) => [s.name, s]));
     if (this.#byName.size !== this.#states.length) throw new Error("UpstreamRegistry: source names must be unique");
   }
@@ -283,8 +367,11 @@ export class UpstreamRegistry {
    * - Otherwise resolves with `fn`'s value (a success: closes a half-open circuit and resets the failure
    *   count), or rethrows `fn`'s error: an {@link UpstreamError} with `retryable` counts toward opening
    *   the circuit; a non-retryable one does not (and does not reset the count); both count as failures
-   *   in the statistics. An error thrown after `signal` (the caller's) aborted is not counted as a
-   *   failure. Any other error is counted as a failure but not by the circuit.
+   *   in the statistics and become the source's `last_error`. An error thrown after `signal` (the caller's)
+   *   aborted is not counted as a failure, nor is a request the source does not serve (`unsupported`:
+   *   nothing was sent). Any other error is counted as a failure but not by the circuit. A source without
+   *   the upstream model (`modelNotFound`, D35) is a non-retryable failure, logged as a warning naming the
+   *   source and the upstream id.
    * Throws a plain Error for a source name this registry does not have.
    */
   async run<T>(source: SourceState | string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
@@ -326,7 +413,16 @@ export class UpstreamRegistry {
       // Another call opened the circuit between the admission check and the start.
       if (err instanceof BrokenCircuitError) throw new SourceUnavailableError(state.name, "circuit_open");
       // A request the source does not serve was never sent: no failure of the source.
-      if (!signal?.aborted && !(err instanceof UpstreamError && err.unsupported)) state.stats.failure();
+      if (!signal?.aborted && !(err instanceof UpstreamError && err.unsupported)) {
+        state.stats.failure();
+        state.recordFailure(err);
+        if (err instanceof UpstreamError && err.modelNotFound) {
+          this.#log?.warn(
+            { source: state.name, upstream_model: err.upstreamModel },
+            `upstream source ${state.name} does not have the upstream model ${err.upstreamModel ?? "(unnamed)"}: the family's next source, if any, is tried (D35)`,
+          );
+        }
+      }
       throw err;
     }
   }

@@ -7,7 +7,7 @@
  * A value only the protocol can judge (a `models` endpoint id, a trusted host) is rejected by the factory
  * with a RangeError; it is reported as an {@link UpstreamsConfigError} naming the entry.
  */
-import { getModelOf, MODELS } from "../catalog/models.ts";
+import { findModelOf, MODELS } from "../catalog/models.ts";
 import { DEFAULT_TEXT_UPSTREAM_TIMEOUT_MS } from "../config.ts";
 import type { RealAudioSource } from "./audio-router.ts";
 import { createBflSource } from "./bfl/source.ts";
@@ -132,7 +132,7 @@ export function visualJobSources(upstreams: UpstreamRegistry): JobSources {
     });
     closers.push(() => source.close());
   }
-  const familyOf = (kind: "image" | "video", model: string) => getModelOf(model, kind)?.family ?? null;
+  const familyOf = (kind: "image" | "video", model: string) => findModelOf(model, kind)?.family ?? null;
   return {
     sourcesFor: (job) => {
       const family = familyOf(job.kind, job.model);

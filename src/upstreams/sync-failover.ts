@@ -4,6 +4,11 @@
  * reached the caller yet, and says which source served it (`X-Svc-Fallback-Layer: 1` for any source
  * after the first).
  *
+ * A source that answers that the upstream model or endpoint does not exist (`UpstreamError.modelNotFound`,
+ * D35) cannot serve the call but is healthy: the call moves on to the next source, and when none is left
+ * the caller's 502 names the model ({@link modelNotFoundMessage}). The registry logs it and shows it as the
+ * source's `last_error`; it never counts toward opening the source's circuit.
+ *
  * Each attempt goes through the source's circuit and statistics (registry.ts) and takes a place of its
  * `max_concurrency` gate, a second gate beside the caller's tier pools. A source at its cap or with an
  * open circuit is skipped, not failed. The place is given back when the attempt settles, unless the
@@ -45,14 +50,38 @@ export interface Served<T> {
 /** How long a caller is told to wait when every source of the family is at its `max_concurrency`, seconds. */
 export const BUSY_RETRY_AFTER_S = 1;
 
+/** Longest upstream id quoted in a message (an id is short; anything longer is cut). */
+const MAX_UPSTREAM_ID_CHARS = 120;
+
 /**
- * Runs `attempt` on each slot in order until one succeeds (D27):
+ * Whether `err` moves a call (or a job's submit) to the family's next source: a retryable
+ * {@link UpstreamError}, or one saying the source does not have the upstream model (D35).
+ */
+export function triesNextSource(err: unknown): boolean {
+  return err instanceof UpstreamError && (err.retryable || err.modelNotFound);
+}
+
+/**
+ * The caller's message when no source served `model` (a catalog id) and the last one tried answered that its
+ * upstream model does not exist (D35): names the catalog model and the upstream id `err` carries, never a
+ * key or a URL. The caller adds what happened to the money.
+ */
+export function modelNotFoundMessage(model: string, err: UpstreamError): string {
+  const id = err.upstreamModel === null ? null : err.upstreamModel.replace(/\s+/g, " ").slice(0, MAX_UPSTREAM_ID_CHARS);
+  return `No upstream source serves ${model}: the source answered that its upstream model${id === null ? "" : ` ${id}`} does not exist.`;
+}
+
+/**
+ * Runs `attempt` on each slot in order until one succeeds (D27, D35):
  * - a retryable {@link UpstreamError} (connection error, timeout, 429, 5xx, an open circuit, a source at
- *   its cap) moves the call to the next slot, unless `signal` aborted (the caller left);
+ *   its cap), or one with `modelNotFound` (the source does not have the upstream model), moves the call to
+ *   the next slot, unless `signal` aborted (the caller left);
  * - anything else (a refusal of the input, content refused, a voice gone, the caller's abort, a bug) ends
  *   the call at once and is rethrown;
- * - when every slot was skipped because it was at its `max_concurrency`, the call is refused with 429
- *   `rate_limited` and `Retry-After` (D28); otherwise the last failure is rethrown.
+ * - when no slot served the call: the last failure other than these two kinds is rethrown; without one,
+ *   a slot skipped at its `max_concurrency` makes it 429 `rate_limited` with `Retry-After` (D28); otherwise
+ *   every slot said it has no such model, and the last of those errors is rethrown (the service's 502
+ *   names the model: `callUpstream` in billing/paid-call.ts).
  *
  * @throws RangeError when `slots` is empty; AppError 429 `rate_limited`; the attempt's errors as above.
  */
@@ -63,8 +92,10 @@ export async function runOnSources<A, T>(
   signal?: AbortSignal,
 ): Promise<Served<T>> {
   if (slots.length === 0) throw new RangeError("runOnSources: no source");
-  let lastError: unknown = null;
-  let allBusy = true;
+  // The last failure of each kind: a source at its cap, a source without the model, any other.
+  let sawBusy = false;
+  let notFound: unknown = null;
+  let other: unknown = null;
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[i]!;
     const fallbackLayer: 0 | 1 = i === 0 ? 0 : 1;
@@ -72,17 +103,19 @@ export async function runOnSources<A, T>(
       const value = await attemptOn(registry, slot, attempt, signal);
       return { value, source: slot.name, fallbackLayer };
     } catch (err) {
-      const busy = err instanceof SourceUnavailableError && err.reason === "busy";
-      if (!busy) allBusy = false;
-      lastError = err;
-      const retryable = err instanceof UpstreamError && err.retryable;
-      if (!retryable || signal?.aborted === true) throw err;
+      if (!triesNextSource(err) || signal?.aborted === true) throw err;
+      if (err instanceof SourceUnavailableError && err.reason === "busy") sawBusy = true;
+      else if (err instanceof UpstreamError && err.modelNotFound) notFound = err;
+      else other = err;
     }
   }
-  if (allBusy) {
+  // A source that failed says most; then a full source (it may have the model: retry shortly); then "no
+  // source has the model" (D35).
+  if (other !== null) throw other;
+  if (sawBusy) {
     throw errors.rateLimited("Every upstream source of this model is at its concurrency limit; retry shortly.", BUSY_RETRY_AFTER_S);
   }
-  throw lastError;
+  throw notFound;
 }
 
 /** One attempt on one slot: through the source's gate and circuit, or straight to the simulator. */

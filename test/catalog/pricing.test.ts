@@ -14,7 +14,10 @@ import {
 import { effectiveTier, TIERS, tierForDeposits, tierRow } from "../../src/catalog/tiers.ts";
 import type { TextModelPrice } from "../../src/catalog/types.ts";
 
-type Expected = Omit<MediaRow, "id" | "name">;
+type Expected = Omit<MediaRow, "id" | "name" | "deprecated" | "shutdown_date">;
+
+/** The legacy models of spec Versioning 3: `deprecated: true` (D35); the built-in catalog has no shutdown date. */
+const DEPRECATED = new Set(["imgB-1.1-ultra", "imgA-v3"]);
 
 /** Every media row as the spec and D18 describe it (USD numbers). */
 const EXPECTED_ROWS: Record<string, Expected> = {
@@ -220,10 +223,13 @@ describe("GET /v1/pricing document", () => {
         "pricing_mode",
         "usd_per_call",
         "detail",
+        "deprecated",
+        "shutdown_date",
       ]);
       assert.equal(typeof row.name, "string");
-      const { id: _id, name: _name, ...priced } = row;
+      const { id: _id, name: _name, deprecated, shutdown_date, ...priced } = row;
       assert.deepEqual(priced, expected);
+      assert.deepEqual({ deprecated, shutdown_date }, { deprecated: DEPRECATED.has(id), shutdown_date: null });
     });
   }
 

@@ -1,7 +1,9 @@
 /**
  * Jobs on real sources (D27, D28): failover under one hold, the handle recorded when a source accepts,
  * resume by polling without a second submit (after a stop, and after a lapsed lease), waiting when every
- * source is full, and moderation refusals. The sources here are in-process fakes of the
+ * source is full, moderation refusals, a source without the upstream model (D35: the next source is tried;
+ * none left: the job fails naming the model) and a job a source ended for its input (never moved on). The
+ * sources here are in-process fakes of the
  * `VisualJobSource` interface; the protocol adapters have their own contract tests against loopback fakes.
  */
 import assert from "node:assert/strict";
@@ -22,7 +24,12 @@ import { BACKENDS } from "../helpers/backends.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 /** How a fake source treats a prompt: read from markers in the prompt, per source. */
-type Script = { submit?: "ok" | "retryable" | "refuse" | "unsupported" | "slow" | "moderated"; end?: "ok" | "retryable" | "moderated"; polls?: number; megapixels?: number };
+type Script = {
+  submit?: "ok" | "retryable" | "refuse" | "unsupported" | "slow" | "moderated" | "notfound";
+  end?: "ok" | "retryable" | "moderated" | "input" | "notfound";
+  polls?: number;
+  megapixels?: number;
+};
 
 /** An in-process source: records submits, polls and cancels; ends each job after `polls` polls. */
 class FakeSource implements VisualJobSource {
@@ -54,6 +61,8 @@ class FakeSource implements VisualJobSource {
     if (script.submit === "unsupported") throw new UpstreamError(`${this.name}: takes at most 8 reference images`, false, { unsupported: true });
     // A synchronous source (OpenAI images) refuses the content in the submit call itself.
     if (script.submit === "moderated") throw new UpstreamError(`${this.name}: 400 content_policy_violation`, false, { contentRejected: true });
+    // D35: the source says the upstream model (endpoint) does not exist.
+    if (script.submit === "notfound") throw new UpstreamError(`${this.name}: 404 no such model`, false, { modelNotFound: true, upstreamModel: `${this.name}/flux-9` });
     this.submits.push(req);
     const requestId = `${this.name}-${this.submits.length}`;
     this.#jobs.set(requestId, { script, polls: 0, prompt: req.prompt });
@@ -72,6 +81,9 @@ class FakeSource implements VisualJobSource {
     if (job.polls < (job.script.polls ?? 1)) return { state: "running", progress: job.polls / (job.script.polls ?? 1) };
     if (job.script.end === "retryable") return { state: "failed", retryable: true, contentRejected: false, message: "worker crashed" };
     if (job.script.end === "moderated") return { state: "failed", retryable: false, contentRejected: true, message: "flagged" };
+    // The source ended the job for its input (fal COMPLETED with `error_type`, BFL `Error`): not retryable.
+    if (job.script.end === "input") return { state: "failed", retryable: false, contentRejected: false, message: "422 image_size is invalid" };
+    if (job.script.end === "notfound") throw new UpstreamError(`${this.name}: 404 no such model`, false, { modelNotFound: true, upstreamModel: `${this.name}/flux-9` });
     const png = renderPng({ prompt: job.prompt, width: 64, height: 64, index: 0 });
     return {
       state: "succeeded",
@@ -246,6 +258,61 @@ for (const { name: backend, skip } of BACKENDS) {
         assert.doesNotMatch(done.json.error.message, /Bearer|Key /);
         if (!prompt.includes("second:")) assert.equal(second.submits.length, secondBefore, `${prompt}: no failover`);
       }
+    });
+
+    test("D35: a source without the upstream model is skipped for the next under the same hold; a poll saying so too", async () => {
+      for (const prompt of ["first:notfound/ok", "first:ok/notfound"]) {
+        const secondBefore = second.submits.length;
+        const { u, id, hold } = await submit(prompt);
+        const done = await gw.waitForJob(u.api_key, id);
+        assert.equal(done.json.status, "succeeded", `${prompt}: ${JSON.stringify(done.json)}`);
+        assert.equal(done.json.fallback_layer, 1, prompt);
+        assert.equal((await row(id)).upstream_source, "second", prompt);
+        assert.equal(second.submits.length, secondBefore + 1, prompt);
+        const kinds = await ledgerKinds(u.user_id);
+        assert.deepEqual(kinds.slice(1), ["hold", "hold_release", "charge"], `${prompt}: one hold, one charge`);
+        assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000 - hold);
+      }
+    });
+
+    test("D35: no source left with the model: failed provider_error naming the model and the upstream id, nothing charged", async () => {
+      for (const prompt of ["first:notfound/ok second:notfound/ok", "first:ok/notfound second:ok/notfound", "first:unsupported/ok second:notfound/ok"]) {
+        const { u, id } = await submit(prompt);
+        const done = await gw.waitForJob(u.api_key, id);
+        assert.equal(done.json.status, "failed", `${prompt}: ${JSON.stringify(done.json)}`);
+        assert.equal(done.json.error.code, "provider_error", prompt);
+        assert.match(done.json.error.message, /^No upstream source serves imgB-1\.1-ultra: the source answered that its upstream model second\/flux-9 does not exist\. The hold was released\.$/, prompt);
+        assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
+        assert.equal(await ledgerSum(gw.services.db.kysely, u.user_id), 500_000);
+        assert.deepEqual((await ledgerKinds(u.user_id)).slice(1), ["hold", "hold_release"], prompt);
+      }
+    });
+
+    test("D35: a source without the model and the other one full: the job waits for the full one", async () => {
+      second.full = true;
+      const { u, id } = await submit("first:notfound/ok");
+      try {
+        for (let i = 0; i < 400 && (await row(id)).not_before === null; i++) await new Promise((r) => setTimeout(r, 10));
+        assert.equal((await row(id)).status, "pending");
+      } finally {
+        second.full = false;
+      }
+      const done = await gw.waitForJob(u.api_key, id);
+      assert.equal(done.json.status, "succeeded", JSON.stringify(done.json));
+      assert.equal(done.json.fallback_layer, 1);
+    });
+
+    test("D27, D35: a job the source ended for its input is not moved to the next source: failed provider_error, nothing charged", async () => {
+      const secondBefore = second.submits.length;
+      const { u, id } = await submit("first:ok/input");
+      const done = await gw.waitForJob(u.api_key, id);
+      assert.equal(done.json.status, "failed", JSON.stringify(done.json));
+      assert.equal(done.json.error.code, "provider_error");
+      assert.match(done.json.error.message, /422 image_size is invalid/);
+      assert.equal(done.json.fallback_layer, 0);
+      assert.equal(second.submits.length, secondBefore, "nothing sent to the next source");
+      assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
+      assert.equal(await ledgerSum(gw.services.db.kysely, u.user_id), 500_000);
     });
 
     test("imgB-2-pro is charged for the megapixels the source reports (D26)", async () => {

@@ -1,7 +1,7 @@
 /**
  * `GET /v1/admin/upstreams` (D25): one row per configured source (`UPSTREAMS`, then `TEXT_UPSTREAMS`)
- * with its circuit, calls in flight and statistics (error rate, p50 and p95 over the window); never a key
- * or a URL; operator token required.
+ * with its circuit, calls in flight, statistics (error rate, p50 and p95 over the window) and its latest
+ * failure (`last_error`, D35); never a key or a URL; operator token required.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -32,9 +32,9 @@ test("rows for every source, in configuration order, without keys or URLs", asyn
   assert.equal(res.status, 200);
   assert.equal(res.json.object, "list");
   assert.deepEqual(res.json.data, [
-    { name: "fal-main", protocol: "fal", families: ["imgA", "imgB"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, error_rate: null, p50_ms: null, p95_ms: null, window_s: 300 },
-    { name: "bfl-eu", protocol: "bfl", families: ["imgB"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, error_rate: null, p50_ms: null, p95_ms: null, window_s: 300 },
-    { name: "text-1", protocol: "openai", families: ["txtA"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, error_rate: null, p50_ms: null, p95_ms: null, window_s: 300 },
+    { name: "fal-main", protocol: "fal", families: ["imgA", "imgB"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, error_rate: null, p50_ms: null, p95_ms: null, window_s: 300, last_error: null },
+    { name: "bfl-eu", protocol: "bfl", families: ["imgB"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, error_rate: null, p50_ms: null, p95_ms: null, window_s: 300, last_error: null },
+    { name: "text-1", protocol: "openai", families: ["txtA"], circuit: "closed", in_flight: 0, successes: 0, failures: 0, error_rate: null, p50_ms: null, p95_ms: null, window_s: 300, last_error: null },
   ]);
   const text = Buffer.from(res.bytes).toString("utf8");
   for (const secret of [FAL_KEY, LITERAL_KEY, TEXT_KEY, "SECRET", "example", "127.0.0.1"]) assert.ok(!text.includes(secret), `answer shows ${secret}`);
@@ -66,6 +66,30 @@ test("the rows follow the registry: calls, failures and an open circuit", async 
   assert.equal(bfl.error_rate, 1);
   assert.equal(bfl.p95_ms, null);
   assert.equal(bfl.circuit, "open");
+  assert.equal(fal.last_error, null);
+  assert.equal(bfl.last_error.code, "upstream_error");
+  assert.equal(bfl.last_error.message, "502 bad gateway");
+});
+
+test("last_error: the latest failure of any kind (D35), its code, a redacted one-line message and its time", async () => {
+  const reg = gw.services.upstreams;
+  const before = Date.now();
+  const err = await reg
+    .run("fal-main", () =>
+      Promise.reject(new UpstreamError(`fal answered 404 for https://queue.fal.example/fal-ai/veo3?key=${FAL_KEY} - no such endpoint (${FAL_KEY})`, false, { modelNotFound: true, upstreamModel: "fal-ai/veo3" })),
+    )
+    .catch((e: unknown) => e);
+  assert.ok(err instanceof UpstreamError && err.modelNotFound);
+  const res = await gw.request("GET", "/v1/admin/upstreams", { token: ADMIN_TOKEN });
+  assert.equal(res.status, 200);
+  const fal = res.json.data[0];
+  assert.equal(fal.circuit, "closed", "a source without one model keeps its circuit closed");
+  assert.equal(fal.last_error.code, "model_not_found");
+  assert.equal(fal.last_error.message, "fal answered 404 for /fal-ai/veo3 - no such endpoint ([redacted])");
+  const at = Date.parse(fal.last_error.at);
+  assert.ok(at >= before - 1000 && at <= Date.now() + 1000, fal.last_error.at);
+  const text = Buffer.from(res.bytes).toString("utf8");
+  for (const secret of [FAL_KEY, LITERAL_KEY, TEXT_KEY, "SECRET", "?key=", "example"]) assert.ok(!text.includes(secret), `answer shows ${secret}`);
 });
 
 test("operator token required: 401 without or with a wrong token", async () => {

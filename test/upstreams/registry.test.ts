@@ -2,12 +2,13 @@
  * The source registry (src/upstreams/registry.ts, D25, D27): the circuit opens after 5 consecutive
  * retryable failures and lets one trial through after 30 s, a success resets the count, a non-retryable
  * failure neither counts nor resets; a source at max_concurrency is skipped, not failed; statistics of
- * the last 5 minutes. Time is Node's mocked `Date` (no test waits 30 s).
+ * the last 5 minutes; a source without the upstream model (D35) is a failure that never opens the circuit;
+ * each source's `last_error` (D35). Time is Node's mocked `Date` (no test waits 30 s).
  */
 import { afterEach, beforeEach, describe, mock, test } from "node:test";
 import assert from "node:assert/strict";
 import type { UpstreamSource } from "../../src/upstreams/config.ts";
-import { CallWindow, ConcurrencyGate, SourceUnavailableError, UpstreamRegistry } from "../../src/upstreams/registry.ts";
+import { CallWindow, ConcurrencyGate, describeFailure, LAST_ERROR_MESSAGE_CHARS, SourceUnavailableError, UpstreamRegistry } from "../../src/upstreams/registry.ts";
 import { UpstreamError } from "../../src/upstreams/types.ts";
 
 const KEY = "sk-registry-SECRET-42";
@@ -264,6 +265,7 @@ describe("registry", () => {
       failures: 0,
       p50_ms: null,
       p95_ms: null,
+      last_error: null,
     });
     assert.ok(!JSON.stringify(rows).includes(KEY));
     assert.ok(!JSON.stringify(rows).includes("queue.example"));
@@ -305,5 +307,97 @@ describe("half-open trial ending in an input refusal", () => {
     mock.timers.tick(30_000);
     assert.equal(await attempt(reg, "a", rejected), "rejected");
     assert.equal(reg.get("a")?.circuit, "closed");
+  });
+});
+
+describe("a source without the upstream model (D35)", () => {
+  beforeEach(() => mock.timers.enable({ apis: ["Date"], now: Date.parse("2026-11-20T10:00:00Z") }));
+  afterEach(() => mock.timers.reset());
+
+  const notFound = (id = "gpt-image-1") => () => Promise.reject(new UpstreamError(`404 model_not_found: The model ${id} does not exist`, false, { modelNotFound: true, upstreamModel: id }));
+
+  test("non-retryable: never opens the circuit, counts as a failure, is the last_error, logs a warning naming source and id", async () => {
+    const warnings: { fields: Record<string, unknown>; message: string }[] = [];
+    const reg = new UpstreamRegistry([source("a")], { failureThreshold: 2, log: { warn: (fields, message) => warnings.push({ fields, message }) } });
+    const err = await reg.run("a", notFound()).catch((e: unknown) => e);
+    assert.ok(err instanceof UpstreamError && err.modelNotFound && !err.retryable);
+    for (let i = 0; i < 10; i++) assert.equal(await attempt(reg, "a", notFound()), "rejected");
+    assert.equal(reg.get("a")?.circuit, "closed", "a healthy source without one model keeps its circuit closed");
+    assert.equal(await attempt(reg, "a", ok), "ok", "other models on the source work");
+    const row = reg.snapshot()[0]!;
+    assert.equal(row.failures, 11);
+    assert.equal(row.successes, 1);
+    assert.deepEqual(row.last_error, { code: "model_not_found", message: "404 model_not_found: The model gpt-image-1 does not exist", at: "2026-11-20T10:00:00.000Z" });
+    assert.equal(warnings.length, 11);
+    assert.deepEqual(warnings[0]!.fields, { source: "a", upstream_model: "gpt-image-1" });
+    assert.match(warnings[0]!.message, /source a .*gpt-image-1/);
+    assert.ok(!JSON.stringify(warnings).includes(KEY));
+  });
+
+  test("it neither counts toward nor resets the count of retryable failures", async () => {
+    const reg = new UpstreamRegistry([source("a")]);
+    for (let i = 0; i < 4; i++) await attempt(reg, "a", retryable);
+    await attempt(reg, "a", notFound());
+    assert.equal(reg.get("a")?.circuit, "closed");
+    await attempt(reg, "a", retryable);
+    assert.equal(reg.get("a")?.circuit, "open");
+  });
+});
+
+describe("last_error (D35)", () => {
+  beforeEach(() => mock.timers.enable({ apis: ["Date"], now: Date.parse("2026-11-20T10:00:00Z") }));
+  afterEach(() => mock.timers.reset());
+
+  /** An adapter error as the keyed adapters raise it: `kind` and `status` beside the flags. */
+  function adapterError(message: string, fields: { kind: string; status?: number | null; retryable?: boolean; contentRejected?: boolean }): UpstreamError {
+    return Object.assign(new UpstreamError(message, fields.retryable ?? true, { contentRejected: fields.contentRejected ?? false }), { kind: fields.kind, status: fields.status ?? null });
+  }
+
+  test("the latest failure of any kind, with a code per kind; a success keeps it; refusals and unsupported requests are no failure", async () => {
+    const reg = new UpstreamRegistry([source("a", { maxConcurrency: 1 })], { failureThreshold: 100 });
+    assert.equal(reg.snapshot()[0]!.last_error, null);
+    const cases: [UpstreamError | Error, string][] = [
+      [adapterError("fal answered 503: overloaded", { kind: "http", status: 503 }), "http_503"],
+      [adapterError("the call took longer than 30000 ms", { kind: "timeout" }), "timeout"],
+      [adapterError("connection refused", { kind: "network" }), "network_error"],
+      [adapterError("the answer is not JSON", { kind: "malformed" }), "malformed_answer"],
+      [adapterError("moderation: refused", { kind: "http", status: 400, retryable: false, contentRejected: true }), "content_rejected"],
+      [adapterError("400: bad prompt", { kind: "http", status: 422, retryable: false }), "http_422"],
+      [new UpstreamError("something else", true), "upstream_error"],
+      [new UpstreamError("the voice is gone", false, { voiceUnavailable: true }), "voice_unavailable"],
+      [new UpstreamError("no such endpoint fal-ai/veo3", false, { modelNotFound: true, upstreamModel: "fal-ai/veo3" }), "model_not_found"],
+      [new TypeError("a bug"), "internal_error"],
+    ];
+    for (const [err, code] of cases) {
+      mock.timers.tick(1000);
+      await attempt(reg, "a", () => Promise.reject(err));
+      const last = reg.snapshot()[0]!.last_error;
+      assert.equal(last?.code, code, err.message);
+      assert.equal(last?.message, err.message);
+      assert.equal(last?.at, new Date(Date.now()).toISOString());
+    }
+    const before = reg.snapshot()[0]!.last_error;
+    await attempt(reg, "a", ok);
+    await attempt(reg, "a", () => Promise.reject(new UpstreamError("takes at most 8 references", true, { unsupported: true })));
+    const ac = new AbortController();
+    ac.abort();
+    await reg.run("a", () => Promise.reject(new Error("aborted")), ac.signal).catch(() => {});
+    let finish!: () => void;
+    const held = reg.run("a", () => new Promise<void>((r) => (finish = r)));
+    assert.equal(await attempt(reg, "a", ok), "busy");
+    finish();
+    await held;
+    assert.deepEqual(reg.snapshot()[0]!.last_error, before, "kept: a success, an unsupported request, the caller's abort and a refusal change nothing");
+  });
+
+  test("the message never shows the key or a URL (only its path); one line, at most 200 characters", async () => {
+    const reg = new UpstreamRegistry([source("a")]);
+    const raw = `GET https://user:${KEY}@queue.example/requests/1?key=${KEY}&x=1#frag failed\n  with ${KEY} at http://10.0.0.1:8080/v1/x?token=abc`;
+    await attempt(reg, "a", () => Promise.reject(new UpstreamError(raw, true)));
+    const last = reg.snapshot()[0]!.last_error!;
+    assert.equal(last.message, "GET /requests/1 failed with [redacted] at /v1/x");
+    await attempt(reg, "a", () => Promise.reject(new UpstreamError("x".repeat(500), true)));
+    assert.equal(reg.snapshot()[0]!.last_error!.message.length, LAST_ERROR_MESSAGE_CHARS);
+    assert.equal(describeFailure(new UpstreamError(`key ${KEY}`, true), KEY, 0).message, "key [redacted]");
   });
 });

@@ -127,7 +127,7 @@ export interface paths {
         };
         /**
          * Upstream sources: circuit, error rate and latency
-         * @description One row per configured source (`UPSTREAMS`, then `TEXT_UPSTREAMS`; D25), this process's view. Counts and latencies cover the last `window_s` seconds. Keys and URLs are never shown. An empty list: every family is served by the simulator.
+         * @description One row per configured source (`UPSTREAMS`, then `TEXT_UPSTREAMS`; D25), this process's view. Counts and latencies cover the last `window_s` seconds; `last_error` is the latest failure of any age (D35). Keys and URLs are never shown. An empty list: every family is served by the simulator.
          */
         get: operations["adminListUpstreams"];
         put?: never;
@@ -951,7 +951,7 @@ export interface paths {
         };
         /**
          * Live model list
-         * @description Enabled models of every modality, sorted by id; disabled models are omitted.
+         * @description Enabled models of every modality, sorted by id; disabled models are omitted. Each carries its lifecycle (D35): `deprecated` and `shutdown_date`; from its shutdown date a model answers 410 `model_retired` (it stays listed).
          */
         get: operations["listModels"];
         put?: never;
@@ -1897,6 +1897,18 @@ export interface operations {
                             families: string[];
                             /** @description Calls running now. */
                             in_flight: number;
+                            /** @description The source's latest failed call since this process started (D35), or null. */
+                            last_error: {
+                                /**
+                                 * Format: date-time
+                                 * @description When it failed.
+                                 */
+                                at: string;
+                                /** @description `model_not_found` (the source has no such upstream model or endpoint: the family's next source is tried, the circuit stays closed), `http_<status>` (for example `http_503`), `timeout`, `network_error`, `malformed_answer`, `content_rejected`, `voice_unavailable`, `refused`, `upstream_error` or `internal_error`. */
+                                code: string;
+                                /** @description What failed, on one line, at most 200 characters; never a key; a URL is cut to its path. */
+                                message: string;
+                            } | null;
                             /** @description The source's name. */
                             name: string;
                             /** @description Median duration of the window's successful calls, ms; null without one. */
@@ -3068,6 +3080,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body too large: `invalid_request` (body over the limit). */
             413: {
                 headers: {
@@ -3251,6 +3276,19 @@ export interface operations {
             };
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -3466,7 +3504,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `voice_unavailable`: the designed or cloned voice is gone from the upstream source that made it (nothing charged). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35); `voice_unavailable`: the designed or cloned voice is gone from the upstream source that made it (nothing charged). */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -3680,6 +3718,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body too large: `invalid_request` (file over 25 MB or download over 100 MB). */
             413: {
                 headers: {
@@ -3849,6 +3900,19 @@ export interface operations {
             };
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -4030,6 +4094,19 @@ export interface operations {
             };
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -4241,6 +4318,19 @@ export interface operations {
             };
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -6500,6 +6590,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body too large: `invalid_request` (body over the limit). */
             413: {
                 headers: {
@@ -6971,6 +7074,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body too large: `invalid_request` (body over 25 MB). */
             413: {
                 headers: {
@@ -7177,6 +7293,19 @@ export interface operations {
             };
             /** @description Conflict: `idempotency_conflict`. */
             409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -7995,6 +8124,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body too large: `invalid_request` (body over the limit). */
             413: {
                 headers: {
@@ -8095,6 +8237,8 @@ export interface operations {
                             capabilities: string[];
                             /** @description Unix time. */
                             created?: number;
+                            /** @description Deprecated: a legacy model, or one with a shutdown date; newer models are preferred for new projects. */
+                            deprecated: boolean;
                             /** @description Model id. */
                             id: string;
                             /** @description Legacy model. */
@@ -8111,6 +8255,11 @@ export interface operations {
                             object: "model";
                             /** @description Model family. */
                             owned_by: string;
+                            /**
+                             * Format: date
+                             * @description The day (`YYYY-MM-DD`, UTC) from which the model answers 410 `model_retired`; null when none is scheduled.
+                             */
+                            shutdown_date: string | null;
                             /** @description Lowest tier that may use it. */
                             tier_min?: number;
                         }[];
@@ -8313,6 +8462,8 @@ export interface operations {
                     "application/json": {
                         /** @description Image, video and audio models, sorted by `id`. */
                         media: {
+                            /** @description Deprecated (D35): a legacy model, or one with a shutdown date. */
+                            deprecated: boolean;
                             /** @description Shape by `pricing_mode` (for example `provider_cost`, `markup` for per-image). */
                             detail: {
                                 [key: string]: unknown;
@@ -8331,6 +8482,11 @@ export interface operations {
                              * @enum {string}
                              */
                             pricing_mode: "per-image" | "per-second" | "per-minute" | "per-quality" | "per-mp" | "per-char" | "per-song" | "per-call";
+                            /**
+                             * Format: date
+                             * @description The day (`YYYY-MM-DD`, UTC) from which the model answers 410 `model_retired`; null when none is scheduled.
+                             */
+                            shutdown_date: string | null;
                             /** @description Representative cost of one typical call, USD. */
                             usd_per_call: number;
                         }[];
@@ -9153,6 +9309,19 @@ export interface operations {
             };
             /** @description Conflict: `idempotency_conflict`. */
             409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;

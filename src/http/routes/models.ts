@@ -1,8 +1,9 @@
 /**
  * The live model list (spec "Other endpoints", Versioning 6; D23): `GET /v1/models` (filters `tier` and
  * `capability`; disabled models omitted), `GET /v1/models/recommend?agent=` and `GET /v1/capabilities`.
- * Everything is read from the catalog.
+ * Everything is read from the catalog; each model carries its lifecycle (D35: `deprecated`, `shutdown_date`).
  */
+import { lifecycleOf } from "../../catalog/lifecycle.ts";
 import { enabledModels } from "../../catalog/models.ts";
 import { TEXT_ALIASES, TEXT_MODELS } from "../../catalog/text-models.ts";
 import type { App } from "../types.ts";
@@ -18,6 +19,10 @@ interface ModelEntry {
   capabilities: string[];
   tier_min: number;
   legacy: boolean;
+  /** D35: legacy, or scheduled to shut down. */
+  deprecated: boolean;
+  /** D35: `YYYY-MM-DD` (UTC) from which the model answers 410 `model_retired`, or null. */
+  shutdown_date: string | null;
   aliases: string[];
 }
 
@@ -39,6 +44,7 @@ function allModels(): ModelEntry[] {
     // Video needs tier 1 (tier 0 has no video concurrency).
     tier_min: m.capability === "video" ? 1 : 0,
     legacy: m.legacy,
+    ...lifecycleOf(m.id, m.legacy),
     aliases: "aliases" in m ? m.aliases : [],
   }));
   const text: ModelEntry[] = TEXT_MODELS.filter((m) => m.enabled).map((m) => ({
@@ -50,6 +56,7 @@ function allModels(): ModelEntry[] {
     capabilities: [...m.capabilities],
     tier_min: m.tierMin,
     legacy: false,
+    ...lifecycleOf(m.id, false),
     aliases: aliasesOf(m.id),
   }));
   return [...text, ...media].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

@@ -229,7 +229,7 @@ export const listUpstreamsSchema = route({
   operationId: "adminListUpstreams",
   summary: "Upstream sources: circuit, error rate and latency",
   description:
-    "One row per configured source (`UPSTREAMS`, then `TEXT_UPSTREAMS`; D25), this process's view. Counts and latencies cover the last `window_s` seconds. Keys and URLs are never shown. An empty list: every family is served by the simulator.",
+    "One row per configured source (`UPSTREAMS`, then `TEXT_UPSTREAMS`; D25), this process's view. Counts and latencies cover the last `window_s` seconds; `last_error` is the latest failure of any age (D35). Keys and URLs are never shown. An empty list: every family is served by the simulator.",
   tags: ["operator"],
   access: "admin",
   responses: {
@@ -249,8 +249,19 @@ export const listUpstreamsSchema = route({
             p50_ms: nullable(int("Median duration of the window's successful calls, ms; null without one.")),
             p95_ms: nullable(int("95th percentile (nearest rank) of the same durations, ms; null without one.")),
             window_s: int("The window, seconds."),
+            last_error: nullable(
+              obj(
+                {
+                  code: str("`model_not_found` (the source has no such upstream model or endpoint: the family's next source is tried, the circuit stays closed), `http_<status>` (for example `http_503`), `timeout`, `network_error`, `malformed_answer`, `content_rejected`, `voice_unavailable`, `refused`, `upstream_error` or `internal_error`."),
+                  message: str("What failed, on one line, at most 200 characters; never a key; a URL is cut to its path."),
+                  at: isoTime("When it failed."),
+                },
+                ["code", "message", "at"],
+                { description: "The source's latest failed call since this process started (D35), or null." },
+              ),
+            ),
           },
-          ["name", "protocol", "families", "circuit", "in_flight", "successes", "failures", "error_rate", "p50_ms", "p95_ms", "window_s"],
+          ["name", "protocol", "families", "circuit", "in_flight", "successes", "failures", "error_rate", "p50_ms", "p95_ms", "window_s", "last_error"],
         ),
       ),
     ),

@@ -1,7 +1,7 @@
 /**
  * Route schemas of the public catalog documents (spec "GET /v1/pricing", "GET /v1/limits/tiers").
  */
-import { arr, bool, errors, int, num, obj, ok, oneOf, ref, route, str } from "./common.ts";
+import { arr, bool, errors, int, nullable, num, obj, ok, oneOf, ref, route, str } from "./common.ts";
 
 /** `GET /v1/pricing`. */
 export const getPricingSchema = route({
@@ -28,8 +28,10 @@ export const getPricingSchema = route({
                 pricing_mode: oneOf(["per-image", "per-second", "per-minute", "per-quality", "per-mp", "per-char", "per-song", "per-call"], "How the model is priced."),
                 usd_per_call: num("Representative cost of one typical call, USD."),
                 detail: obj({}, [], { description: "Shape by `pricing_mode` (for example `provider_cost`, `markup` for per-image).", additionalProperties: true }),
+                deprecated: bool("Deprecated (D35): a legacy model, or one with a shutdown date."),
+                shutdown_date: nullable(str("The day (`YYYY-MM-DD`, UTC) from which the model answers 410 `model_retired`; null when none is scheduled.", { format: "date" })),
               },
-              ["id", "name", "modality", "pricing_mode", "usd_per_call", "detail"],
+              ["id", "name", "modality", "pricing_mode", "usd_per_call", "detail", "deprecated", "shutdown_date"],
             ),
             "Image, video and audio models, sorted by `id`.",
           ),

@@ -209,6 +209,7 @@ const STATUS_TEXT: Record<number, string> = {
   403: "Forbidden",
   404: "Not found",
   409: "Conflict",
+  410: "Gone",
   413: "Body too large",
   415: "Unsupported media type",
   414: "Path too long",
@@ -223,6 +224,8 @@ export function errors(table: Record<number, string>): Record<string, ResponseDo
   return Object.fromEntries(Object.entries(table).map(([status, codes]) => [status, error(Number(status), codes)]));
 }
 export const AUTH_ERR = { 401: "`auth_error`", 429: "`rate_limited`" };
+/** The 410 of a paid route naming a model (D35): the model's shutdown date has come. */
+export const MODEL_RETIRED = "`model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35)";
 
 // ------------------------------------------------------------------------------------ shared headers
 

@@ -1,7 +1,7 @@
 /**
  * Route schemas of the model list, recommendation and capabilities.
  */
-import { arr, AUTH_ERR, bool, errors, int, LIST, obj, ok, oneOf, route, str, queryInt } from "./common.ts";
+import { arr, AUTH_ERR, bool, errors, int, LIST, nullable, obj, ok, oneOf, route, str, queryInt } from "./common.ts";
 
 /** The kinds of agent `GET /v1/models/recommend` knows (its route holds the recommendations). */
 export const AGENTS = ["coding", "chat", "research", "agent", "cheap"];
@@ -10,7 +10,8 @@ export const AGENTS = ["coding", "chat", "research", "agent", "cheap"];
 export const listModelsSchema = route({
   operationId: "listModels",
   summary: "Live model list",
-  description: "Enabled models of every modality, sorted by id; disabled models are omitted.",
+  description:
+    "Enabled models of every modality, sorted by id; disabled models are omitted. Each carries its lifecycle (D35): `deprecated` and `shutdown_date`; from its shutdown date a model answers 410 `model_retired` (it stays listed).",
   tags: ["models"],
   access: "keyOrSession",
   query: obj({ tier: queryInt("Only models usable on this tier, 0 to 4.", "^[0-4]$", "tier must be 0 to 4."), capability: str("Only models with this capability (for example `chat`, `tools`, `speech`, `image`, `video`).") }),
@@ -28,9 +29,11 @@ export const listModelsSchema = route({
             capabilities: arr(str("Capability."), "What the model can do."),
             tier_min: int("Lowest tier that may use it."),
             legacy: bool("Legacy model."),
+            deprecated: bool("Deprecated: a legacy model, or one with a shutdown date; newer models are preferred for new projects."),
+            shutdown_date: nullable(str("The day (`YYYY-MM-DD`, UTC) from which the model answers 410 `model_retired`; null when none is scheduled.", { format: "date" })),
             aliases: arr(str("Alias."), "Aliases resolving to it."),
           },
-          ["id", "object", "owned_by", "capabilities"],
+          ["id", "object", "owned_by", "capabilities", "deprecated", "shutdown_date"],
         ),
       ),
     ),

@@ -3,7 +3,7 @@
  */
 import { DEFAULT_VOICE_CLONE_MODEL, DEFAULT_VOICE_DESIGN_MODEL } from "../../catalog/models.ts";
 import { VOICE_DESIGN_BODY } from "../../contracts/voices.ts";
-import { arr, AUTH_ERR, binary, COST_HEADERS, errors, FALLBACK_HEADERS, json, nullable, obj, ok, oneOf, priceText, ref, route, SIMULATE, str, usd } from "./common.ts";
+import { arr, AUTH_ERR, binary, COST_HEADERS, errors, FALLBACK_HEADERS, json, MODEL_RETIRED, nullable, obj, ok, oneOf, priceText, ref, route, SIMULATE, str, usd } from "./common.ts";
 
 const VOICE_CLONE_FORM = obj(
   {
@@ -67,6 +67,7 @@ export const designVoiceSchema = route({
       401: "`auth_error`",
       402: `\`insufficient_credits\` (balance below ${priceText(DEFAULT_VOICE_DESIGN_MODEL)}), \`key_spend_limit\` (the key's spend limit, D34)`,
       403: "`model_not_allowed` (not in the key's `models`, D34)",
+      410: MODEL_RETIRED,
       429: "`rate_limited`",
       500: "`ownership_write_failed`",
       502: "`provider_error`",
@@ -94,6 +95,7 @@ export const cloneVoiceSchema = route({
       401: "`auth_error`",
       402: `\`insufficient_credits\` (balance below ${priceText(DEFAULT_VOICE_CLONE_MODEL)}), \`key_spend_limit\` (the key's spend limit, D34)`,
       403: "`model_not_allowed` (not in the key's `models`, D34)",
+      410: MODEL_RETIRED,
       413: "`invalid_request` (file over 10 MB)",
       415: "`invalid_request` (not MP3, WAV or M4A)",
       429: "`rate_limited`",

@@ -1,7 +1,8 @@
 /**
  * Operator: upstream health (`GET /v1/admin/upstreams`, docs/operator-api.md, D25): per configured source,
- * its circuit, calls in flight, and over the last window its error rate and median / 95th percentile
- * latency. Refreshed every 5 seconds; the figures are the answering process's own view.
+ * its circuit, calls in flight, over the last window its error rate and median / 95th percentile latency,
+ * and its latest failure (`last_error`, D35). Refreshed every 5 seconds; the figures are the answering
+ * process's own view.
  */
 import { useQuery } from "@tanstack/react-query";
 import { api, type paths } from "../../api.ts";
@@ -32,7 +33,21 @@ const COLUMNS: Column<Upstream>[] = [
   { header: "Error rate", cell: (u) => (u.error_rate === null ? "—" : `${(u.error_rate * 100).toFixed(1)} %`), numeric: true },
   { header: "p50", cell: (u) => ms(u.p50_ms), numeric: true },
   { header: "p95", cell: (u) => ms(u.p95_ms), numeric: true },
+  { header: "Last error", cell: (u) => <LastError error={u.last_error} /> },
 ];
+
+/** A source's latest failure: its code, when, and the message (D35); a dash when none. */
+function LastError({ error }: { error: Upstream["last_error"] }) {
+  if (error === null) return <>—</>;
+  const at = new Date(error.at);
+  return (
+    <span title={error.message}>
+      <code>{error.code}</code> at <time dateTime={error.at}>{at.toLocaleString()}</time>
+      <br />
+      <small>{error.message}</small>
+    </span>
+  );
+}
 
 /** A time of day to the second, in the browser's zone: the refresh is every few seconds. */
 function UpdatedAt({ ms }: { ms: number }) {
