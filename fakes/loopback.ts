@@ -127,7 +127,9 @@ export async function startLoopbackServer(
   handle: (req: http.IncomingMessage, res: http.ServerResponse, raw: Buffer) => Promise<void>,
 ): Promise<LoopbackServer> {
   const maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
+  const logRequests = process.env.FAKE_LOG_REQUESTS === "1";
   const server = http.createServer((req, res) => {
+    if (logRequests) logWhenAnswered(req, res);
     const chunks: Buffer[] = [];
     let size = 0;
     req.on("data", (chunk: Buffer) => {
@@ -155,6 +157,20 @@ export async function startLoopbackServer(
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * With `FAKE_LOG_REQUESTS=1` (set by `npm run fake-upstreams`), one line per answered request on stdout:
+ * `fake :18480 POST /fal-ai/flux-2-pro -> 404 (3 ms)`. The path only: no header, no body, no key.
+ */
+function logWhenAnswered(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const started = performance.now();
+  const port = req.socket.localPort ?? 0;
+  res.on("close", () => {
+    const ms = Math.round(performance.now() - started);
+    const status = res.headersSent ? String(res.statusCode) : "dropped";
+    process.stdout.write(`fake :${port} ${req.method ?? "GET"} ${req.url ?? "/"} -> ${status} (${ms} ms)\n`);
+  });
 }
 
 /** Answers `code` with `body` as JSON (and `content-length`), plus `headers`. */

@@ -24,7 +24,8 @@
  * Environment: FAKE_FAL_PORT (default 18480), FAKE_BFL_PORT (18481), FAKE_OPENAI_PORT (18482),
  * FAKE_ELEVENLABS_PORT (18483), FAKE_ELEVENLABS_BACKUP_PORT (18484), FAKE_MINIMAX_PORT (18485),
  * FAKE_OPENAI_AUDIO_PORT (18486), FAKE_HOST (127.0.0.1), FAKE_KEY (the key every fake accepts, default
- * `fake-key`). A port of 0 picks a free one.
+ * `fake-key`). A port of 0 picks a free one. Each fake prints one line per request it answers (method, path,
+ * status; `FAKE_LOG_REQUESTS=0` turns them off).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
@@ -36,6 +37,8 @@ import { startMiniMaxFake } from "../fakes/minimax.ts";
 import { startOpenAIAudioFake } from "../fakes/openai-audio.ts";
 
 const env = process.env;
+// One line per request each fake answers (fakes/loopback.ts); FAKE_LOG_REQUESTS=0 silences them.
+env.FAKE_LOG_REQUESTS ??= "1";
 const host = env.FAKE_HOST ?? "127.0.0.1";
 const key = env.FAKE_KEY ?? "fake-key";
 const markers = (name: string): string[] => (env[name] ?? "").split(",").map((m) => m.trim()).filter((m) => m !== "");
