@@ -106,8 +106,18 @@ export interface Config {
   logLevel: string;
   /** Largest request body, bytes (spec: media request body 25 MB). */
   bodyLimitBytes: number;
-  /** `BODY_BUDGET_MB` (default 64): bytes of large request bodies one process receives at once (body-budget.ts). */
+  /**
+   * `BODY_BUDGET_MB` (default 64, at least the body limit's 25): bytes of request bodies one process holds
+   * at once, counted as they arrive (body-budget.ts).
+   */
   bodyBudgetBytes: number;
+  /** `BODY_IDLE_TIMEOUT_S` (default 15): a request body that sends nothing for this long is abandoned (408). */
+  bodyIdleTimeoutMs: number;
+  /**
+   * `REQUEST_TIMEOUT_S` (default 300, 0: none): the longest a whole request (head and body) may take to
+   * arrive (Fastify's `requestTimeout`, Node's `server.requestTimeout`); then 408 and the connection closed.
+   */
+  requestTimeoutMs: number;
   /**
    * `METRICS_TOKEN`: with it, `GET /metrics` on the API port needs `Authorization: Bearer <token>`
    * (at least 16 characters). Null: the API port does not serve metrics.
@@ -411,7 +421,9 @@ export function loadConfig(env: Env = process.env): Config {
     simImages: oneOf(env, "SIM_IMAGES", ["draw", "placeholder"] as const, "draw"),
     logLevel: env.LOG_LEVEL || "info",
     bodyLimitBytes: 25 * 1024 * 1024,
-    bodyBudgetBytes: int(env, "BODY_BUDGET_MB", 64, 1, 100_000) * 1024 * 1024,
+    bodyBudgetBytes: int(env, "BODY_BUDGET_MB", 64, 25, 100_000) * 1024 * 1024,
+    bodyIdleTimeoutMs: int(env, "BODY_IDLE_TIMEOUT_S", 15, 1, 3600) * 1000,
+    requestTimeoutMs: int(env, "REQUEST_TIMEOUT_S", 300, 0, 86_400) * 1000,
     metricsToken: metricsToken(env),
     authCacheMs: int(env, "AUTH_CACHE_MS", 2000, 0, 60_000),
     trustProxy: env.TRUST_PROXY ? env.TRUST_PROXY.split(",").map((x) => x.trim()).filter((x) => x !== "") : null,

@@ -52,6 +52,10 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
         ? false
         : { level: services.config.logLevel },
     bodyLimit: services.config.bodyLimitBytes,
+    // The longest a whole request (head and body) may take to arrive: a body that trickles in cannot
+    // hold its share of the body budget for longer (body-budget.ts). Node answers 408 through
+    // `clientErrorHandler` and closes the connection. Not the time to answer: handlers are not bounded here.
+    requestTimeout: services.config.requestTimeoutMs,
     // `request.ip` (brute-force limits) is the TCP peer unless the peer is a trusted proxy (TRUST_PROXY).
     trustProxy: services.config.trustProxy ?? false,
     // Bodies are validated as sent: no type coercion ("5" is not 5), unknown fields are ignored.
@@ -78,9 +82,17 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // Node enforces `requestTimeout` only when `headersTimeout` (60 s) is not longer: `createServer` refuses
+  // other options, but Fastify sets `requestTimeout` after creation, so a shorter one lowers the head's here.
+  const { requestTimeoutMs } = services.config;
+  if (requestTimeoutMs > 0 && app.server.headersTimeout > requestTimeoutMs) app.server.headersTimeout = requestTimeoutMs;
+
   app.decorateRequest("principal", null);
-  // Large bodies take part in a process-wide byte budget before they are read (body-budget.ts).
-  app.addHook("onRequest", new BodyBudget(services.config.bodyBudgetBytes, services.config.bodyLimitBytes).onRequest);
+  // Request bodies count in a process-wide byte budget as they arrive, and a body that stops arriving
+  // is abandoned (body-budget.ts): Fastify's parsers read them through this hook's metered stream.
+  const bodyBudget = new BodyBudget(services.config.bodyBudgetBytes, services.config.bodyLimitBytes, services.config.bodyIdleTimeoutMs);
+  app.decorate("bodyBudget", bodyBudget);
+  app.addHook("preParsing", bodyBudget.preParsing);
   // Before every other hook: a request arriving while the gateway shuts down answers 503, and an
   // `Expect` other than 100-continue answers 417, both in the D1 body.
   refuseWhileClosing(app);

@@ -7,6 +7,7 @@
  */
 import type { FastifyRequest } from "fastify";
 import { AppError } from "../errors.ts";
+import { watchRawBody } from "./body-budget.ts";
 
 /** A read form: the one file part (bytes) if any, and the text fields by name (the last one wins). */
 export interface MultipartForm {
@@ -21,33 +22,53 @@ const LIMIT_CODES = new Set(["FST_REQ_FILE_TOO_LARGE", "FST_FILES_LIMIT", "FST_P
 
 /**
  * Reads every part of a multipart request. At most one file part, named `fileField`: another file part
- * throws `unexpectedFile(fieldname)` after draining it.
+ * throws `unexpectedFile(fieldname)` after draining it. The body's bytes count in the process's body
+ * budget as they arrive and a body that stops arriving is abandoned (body-budget.ts `watchRawBody`): then
+ * the read stops and the budget's error is thrown (503 `service_unavailable` or 408, closing the connection).
  * @throws AppError 400 `invalid_request` for a malformed body; the parser's 413 errors as they are;
- *   the AppError of `unexpectedFile`.
+ *   the AppError of `unexpectedFile`; the body budget's 503 or 408.
  */
 export async function readMultipart(
   req: FastifyRequest,
   opts: { fileField: string; unexpectedFile: (fieldname: string) => AppError },
 ): Promise<MultipartForm> {
   const form: MultipartForm = { file: null, fields: {}, nonText: new Set() };
+  // Both start in this tick: the parser pipes the request, then the watch observes it flowing.
+  const reading = readParts(req, opts, form);
+  const watch = watchRawBody(req);
   try {
-    for await (const part of req.parts()) {
-      if (part.type === "file") {
-        if (part.fieldname !== opts.fileField || form.file !== null) {
-          part.file.resume();
-          throw opts.unexpectedFile(part.fieldname);
-        }
-        form.file = new Uint8Array(await part.toBuffer());
-      } else if (typeof part.value === "string") {
-        form.fields[part.fieldname] = part.value;
-      } else {
-        form.nonText.add(part.fieldname);
-      }
-    }
+    await Promise.race([
+      reading,
+      watch.failure.then((err) => {
+        // Stop feeding the parser; the abandoned read settles when the connection closes.
+        req.raw.unpipe();
+        reading.catch(() => {});
+        throw err;
+      }),
+    ]);
   } catch (err) {
     throw malformed(err);
+  } finally {
+    watch.stop();
   }
   return form;
+}
+
+/** The loop of {@link readMultipart}: fills `form` from the parts as they come. */
+async function readParts(req: FastifyRequest, opts: { fileField: string; unexpectedFile: (fieldname: string) => AppError }, form: MultipartForm): Promise<void> {
+  for await (const part of req.parts()) {
+    if (part.type === "file") {
+      if (part.fieldname !== opts.fileField || form.file !== null) {
+        part.file.resume();
+        throw opts.unexpectedFile(part.fieldname);
+      }
+      form.file = new Uint8Array(await part.toBuffer());
+    } else if (typeof part.value === "string") {
+      form.fields[part.fieldname] = part.value;
+    } else {
+      form.nonText.add(part.fieldname);
+    }
+  }
 }
 
 /**

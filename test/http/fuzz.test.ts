@@ -4,6 +4,11 @@
  * checks for every answer: never a 5xx; a 4xx always has the D1 body; a 4xx never moves money; at the
  * end the process still answers, a paid call still works, and every balance equals its ledger sum.
  *
+ * About one body in three is sent chunked (`Transfer-Encoding: chunked`, issue 27 point 5), split at
+ * random points and padded (JSON allows trailing blanks) to random sizes up to 3 MB, so the body budget and
+ * every parser meet bodies without a declared length: they too must never answer a 5xx. Throughout the
+ * run, three slow chunked uploads trickle a byte at a time: they must cost only what they sent.
+ *
  * Seeded and bounded: `FUZZ_SEED` (default 20261123) and `FUZZ_RUNS` (runs per operation, default 60).
  * A failure prints the seed and the shrunk request.
  */
@@ -13,6 +18,7 @@ import fc from "fast-check";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
 import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
+import { RawConnection } from "../helpers/raw-http.ts";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
@@ -62,14 +68,43 @@ const requestArb = fc.record({
     undefined,
   ),
   auth: fc.constantFrom("key", "session", "other-key", "garbage", "none", "admin"),
+  // Sent chunked: where to cut the body, and how many blanks to add (random sizes, a few large ones).
+  chunked: fc.option(
+    fc.record({
+      cuts: fc.array(fc.nat(), { maxLength: 12 }),
+      pad: fc.oneof({ weight: 6, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.integer({ min: 1, max: 64 * 1024 }) }, { weight: 1, arbitrary: fc.integer({ min: 64 * 1024, max: 3 * 1024 * 1024 }) }),
+    }),
+    { nil: undefined, freq: 2 },
+  ),
   idempotencyKey: fc.option(fc.string({ maxLength: 200 }).filter((s) => /^[\x20-\x7e]*$/.test(s)), { nil: undefined }),
 });
+
+/** `text` as a chunked request body: padded with `pad` blanks, cut at `cuts` (points modulo its length). */
+function chunkedBody(text: string, cuts: number[], pad: number): ReadableStream<Uint8Array> {
+  const bytes = Buffer.from(text + " ".repeat(pad));
+  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+  const pieces: Uint8Array[] = [];
+  let at = 0;
+  for (const p of [...points, bytes.length]) {
+    if (p > at) pieces.push(bytes.subarray(at, p));
+    at = Math.max(at, p);
+  }
+  return new ReadableStream({
+    pull(controller) {
+      const next = pieces.shift();
+      if (next === undefined) controller.close();
+      else controller.enqueue(next);
+    },
+  });
+}
 
 describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () => {
   let gw: TestGateway;
   let operations: Operation[];
   let user: { user_id: string; api_key: string; session_token: string };
   let other: { user_id: string; api_key: string };
+  const slow: RawConnection[] = [];
+  let trickle: NodeJS.Timeout | undefined;
 
   before(async () => {
     gw = await startGateway("sqlite", { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN });
@@ -85,16 +120,30 @@ describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () =>
     await gw.deposit(user.user_id, 20);
     // Generous request windows, so the fuzz reaches the handlers instead of the rate limiter.
     for (const id of [user.user_id, other.user_id]) await liftLimits(id);
+    // Slow uploads in the background: a byte every 200 ms, never finished.
+    for (let i = 0; i < 3; i++) {
+      const conn = await RawConnection.open(gw.url);
+      conn.write(`POST /v1/images/generations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${other.api_key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n`);
+      slow.push(conn);
+    }
+    trickle = setInterval(() => {
+      for (const conn of slow) conn.write("1\r\n \r\n");
+    }, 200);
   });
 
   async function liftLimits(id: string) {
     const r = await gw.request("PUT", `/v1/admin/users/${id}/limits`, { token: ADMIN_TOKEN, body: { rpm: 1_000_000, per_model_rpm: 1_000_000 } });
     assert.equal(r.status, 200, JSON.stringify(r.json));
   }
-  after(() => gw?.close());
+  after(() => {
+    clearInterval(trickle);
+    for (const conn of slow) conn.destroy();
+    return gw?.close();
+  });
 
   test("never a 5xx, always the D1 body on a 4xx, never a charge on a 4xx", async (t) => {
     const statuses = new Map<number, number>();
+    let chunkedSent = 0;
     const db = gw.services.db.kysely;
     const tokens: Record<string, string | undefined> = {
       key: user.api_key,
@@ -117,14 +166,18 @@ describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () =>
           if (r.contentType && r.body !== undefined) headers["content-type"] = r.contentType;
           if (r.idempotencyKey !== undefined) headers["idempotency-key"] = r.idempotencyKey;
           const before = await getBalance(db, user.user_id);
+          const withBody = op.method !== "GET" && op.method !== "DELETE" && r.body !== undefined;
+          const chunked = withBody && r.chunked !== undefined;
+          if (chunked) chunkedSent++;
           const res = await fetch(`${gw.url}${path}${qs ? `?${qs}` : ""}`, {
             method: op.method,
             headers,
-            body: op.method === "GET" || op.method === "DELETE" ? undefined : r.body,
-          });
+            body: !withBody ? undefined : chunked ? chunkedBody(r.body ?? "", r.chunked?.cuts ?? [], r.chunked?.pad ?? 0) : r.body,
+            duplex: "half",
+          } as RequestInit);
           const text = await res.text();
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-          const where = `${op.method} ${path} -> ${res.status}: ${text.slice(0, 300)}`;
+          const where = `${op.method} ${path}${chunked ? " (chunked)" : ""} -> ${res.status}: ${text.slice(0, 300)}`;
           assert.ok(res.status < 500, where);
           if (res.status >= 400) {
             assert.match(res.headers.get("content-type") ?? "", /application\/json/, where);
@@ -139,7 +192,8 @@ describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () =>
         { numRuns: RUNS, seed: SEED, endOnFailure: true },
       );
     }
-    t.diagnostic(`${operations.length} operations; answers by status: ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
+    t.diagnostic(`${operations.length} operations, ${chunkedSent} bodies sent chunked; answers by status: ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
+    assert.ok(chunkedSent > 0, "some bodies were sent chunked");
   });
 
   test("afterwards the process answers, a paid call works, and balances equal their ledgers", async () => {
