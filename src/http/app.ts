@@ -9,7 +9,7 @@ import { errors } from "../errors.ts";
 import { newTimeOrderedId } from "../ids.ts";
 import { httpDuration, httpRequests } from "../metrics.ts";
 import type { Services } from "../services.ts";
-import { requireAdmin, requireAuth } from "./auth.ts";
+import { requireAdmin, requireAuth, settleDeferredWindows } from "./auth.ts";
 import { errorHandler, SCHEMA_ERROR_KEYWORDS } from "./error-handler.ts";
 import { registerOpenApi } from "./openapi.ts";
 import { boundedJsonParser, type StringBodyParser } from "./json-body.ts";
@@ -79,6 +79,9 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest("principal", null);
+  // A model call whose request windows waited for the key's allow-list and never reached its guard is
+  // counted as it answers (auth.ts, D34 order of checks).
+  app.addHook("onSend", settleDeferredWindows);
   // Large bodies take part in a process-wide byte budget before they are read (body-budget.ts).
   app.addHook("onRequest", new BodyBudget(services.config.bodyBudgetBytes, services.config.bodyLimitBytes).onRequest);
   // Before every other hook: a request arriving while the gateway shuts down answers 503, and an
