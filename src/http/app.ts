@@ -127,7 +127,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   });
 
   // Before any route: @fastify/swagger collects the routes registered after it.
-  await registerOpenApi(app, { publicBaseUrl: services.config.publicBaseUrl });
+  await registerOpenApi(app, { publicBaseUrl: services.config.publicBaseUrl, adminToken: services.config.adminToken });
   await app.register(async (pub) => {
     authPublicRoutes(pub, services);
     catalogRoutes(pub);

@@ -195,10 +195,6 @@ export function guardOf(services: Services, request: FastifyRequest): CallGuard 
 }
 
 /**
- * `onRequest` hook of the operator API (D9): without `GATEWAY_ADMIN_TOKEN` the API does not exist (404);
- * with it, the bearer must equal the token (constant-time), else 401 `auth_error`.
- */
-/**
  * `GET /metrics` on the API port (issue "Hardening" 4): needs `Authorization: Bearer $METRICS_TOKEN`.
  * @throws AppError 404 `not_found` when no token is configured (metrics are then not served on this
  *   port; `METRICS_PORT` serves them on their own listener), 401 `auth_error` for a missing or wrong token.
@@ -214,13 +210,28 @@ export function requireMetricsToken(services: Services) {
   };
 }
 
-export function requireAdmin(services: Services) {
-  const token = services.config.adminToken;
+/**
+ * Whether a request's bearer (`Authorization: Bearer`, or `x-api-key`) is the operator token `token`
+ * (`GATEWAY_ADMIN_TOKEN`, D9), compared in constant time; always false when no token is configured.
+ */
+export function operatorTokenCheck(token: string | null): (request: FastifyRequest) => boolean {
   const expected = token === null ? null : Buffer.from(token);
-  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
-    if (expected === null) throw errors.notFound();
+  return (request) => {
+    if (expected === null) return false;
     const given = Buffer.from(bearerOf(request) ?? "");
-    const ok = given.length === expected.length && timingSafeEqual(given, expected);
-    if (!ok) throw errors.auth("Invalid operator token.");
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  };
+}
+
+/**
+ * `onRequest` hook of the operator API (D9): without `GATEWAY_ADMIN_TOKEN` the API does not exist (404);
+ * with it, the bearer must equal the token (constant-time), else 401 `auth_error`.
+ */
+export function requireAdmin(services: Services) {
+  const configured = services.config.adminToken !== null;
+  const isOperator = operatorTokenCheck(services.config.adminToken);
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    if (!configured) throw errors.notFound();
+    if (!isOperator(request)) throw errors.auth("Invalid operator token.");
   };
 }
