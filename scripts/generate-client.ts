@@ -1,7 +1,9 @@
 /**
  * `npm run generate:client`: regenerates the typed client's types (`packages/client/src/schema.ts`) from
- * the OpenAPI document the gateway serves (issue 9). The app is built on a throw-away SQLite database and
- * blob folder without listening; `app.swagger()` is turned into TypeScript by openapi-typescript.
+ * the OpenAPI document the gateway serves (issue 9), the whole of it: the operator API too, which
+ * `GET /openapi.json` lists only for the operator token (src/http/openapi.ts). The app is built on a
+ * throw-away SQLite database and blob folder without listening; `app.swagger()` (the whole document) is
+ * turned into TypeScript by openapi-typescript.
  *
  * `renderClientSchema()` is also used by `test/http/client.test.ts`, which fails when the committed file
  * differs from a fresh rendering (the client is stale: run this script and commit the result).
@@ -24,7 +26,7 @@ const HEADER = `/**
  */
 `;
 
-/** The OpenAPI document of a gateway built with default settings (no server is started). */
+/** The whole OpenAPI document (operator API included) of a gateway built with default settings (no server is started). */
 export async function buildOpenApiDocument(): Promise<OpenAPI3> {
   const dir = mkdtempSync(join(tmpdir(), "gw-openapi-"));
   const services = await createServices(

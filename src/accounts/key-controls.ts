@@ -3,7 +3,8 @@
  * per minute. Parsed here from `POST /v1/auth/keys` and `PATCH /v1/auth/keys/{key_id}` bodies, stored on
  * the key's row, carried by the authenticated principal, and enforced where each belongs: expiry and rpm
  * by the auth hook, the allow-list by the call guard (limits/), the spend limit with the hold
- * (billing/key-spend.ts).
+ * (billing/key-spend.ts). A key with an allow-list has the rpm of its model calls counted by the call
+ * guard right after the allow-list (http/auth.ts, D34 order of checks).
  */
 import { countedSpendOfKeys, periodStart, SPEND_PERIODS } from "../billing/key-spend.ts";
 import type { KeyControlsBody } from "../contracts/auth.ts";

@@ -6,7 +6,7 @@
 import { type Kysely, sql } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
 import type { Database } from "../storage/schema.ts";
-import { keepUnitsSet, type PgHoldArgs, type PgUsageEnd, type PgUsageRow, unitColumnList, unitValueList } from "./ledger-pg.repository.ts";
+import { keepUnitsSet, type PgHoldArgs, type PgUsageEnd, type PgUsageRow, rearmAfterCredit, unitColumnList, unitValueList } from "./ledger-pg.repository.ts";
 
 /** A capture of `final` micro-USD, or with `final` null a release of the whole hold. */
 export interface PgSettleArgs {
@@ -128,7 +128,8 @@ export async function batchSettlements(db: Kysely<Database>, calls: PgSettleArgs
         sum(h.amount_micros - coalesce(inp.final, 0)) over (partition by h.account_id order by h.ord) as upto
       from h join inp on inp.ord = h.ord join lk on lk.id = h.account_id
     ), acc as (
-      update accounts set balance_micros = accounts.balance_micros + t.total
+      -- D34: an account back above its low-balance threshold is armed again in the same statement
+      update accounts set balance_micros = accounts.balance_micros + t.total, ${rearmAfterCredit(sql`t.total`)}
       from (select account_id, sum(delta) as total from d group by account_id) t
       where accounts.id = t.account_id
     ), k as (

@@ -38,6 +38,15 @@ export function keepUnitsSet(value: (c: UnitColumn) => RawBuilder<unknown>, oldP
   return sql.join(UNIT_COLUMNS.map((c) => sql`${sql.raw(c)} = coalesce(${value(c)}, ${sql.raw(oldPrefix + c)})`));
 }
 
+/**
+ * D34: the SET item of an UPDATE of `accounts` that adds `credit` (an SQL expression, micro-USD >= 0) to
+ * the balance: the low-balance alert is armed again when the new balance is above its threshold, as
+ * ledger.repository.ts `rearmedAfterCredit` does for the portable statements.
+ */
+export function rearmAfterCredit(credit: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`low_balance_armed = case when accounts.balance_micros + ${credit} > accounts.low_balance_micros then 1 else accounts.low_balance_armed end`;
+}
+
 /** A hold as {@link pgPlaceHold} (and the batched form, ledger-pg-batch.ts) takes it; amounts in micro-USD, times in ms. */
 export interface PgHoldArgs {
   holdId: string;
@@ -140,7 +149,8 @@ export async function pgCaptureHold(
       where id = ${a.holdId} and status = 'open' and amount_micros >= ${a.final}::bigint
       returning account_id, amount_micros, job_id, request_id, reference, key_id, key_period_start
     ), acc as (
-      update accounts set balance_micros = accounts.balance_micros + h.amount_micros - ${a.final}::bigint
+      update accounts set balance_micros = accounts.balance_micros + h.amount_micros - ${a.final}::bigint,
+        ${rearmAfterCredit(sql`(h.amount_micros - ${a.final}::bigint)`)}
       from h where accounts.id = h.account_id
       returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference, h.key_id, h.key_period_start
     )${usageCte}${uncountKeyCte(a.final)}
@@ -174,7 +184,7 @@ export async function pgReleaseHold(
       where id = ${a.holdId} and status = 'open'
       returning account_id, amount_micros, job_id, request_id, reference, key_id, key_period_start
     ), acc as (
-      update accounts set balance_micros = accounts.balance_micros + h.amount_micros
+      update accounts set balance_micros = accounts.balance_micros + h.amount_micros, ${rearmAfterCredit(sql`h.amount_micros`)}
       from h where accounts.id = h.account_id
       returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference, h.key_id, h.key_period_start
     )${usageCte}${uncountKeyCte(0)}

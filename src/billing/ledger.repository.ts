@@ -4,12 +4,28 @@
  * forms of ledger-pg.repository.ts). Amounts are micro-USD, times epoch ms. What to write, in what order,
  * and which errors to raise stays in ledger.ts; these functions only run the statements and map the rows.
  */
-import type { Kysely, Transaction } from "kysely";
+import type { ExpressionBuilder, Kysely, Transaction } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
 import { type Param, prepare } from "../storage/prepared.ts";
 import type { Database, LedgerKind } from "../storage/schema.ts";
 import type { Executor } from "./executor.ts";
 import type { Micros } from "../money.ts";
+
+/**
+ * D34: the account's `low_balance_armed` once `credit` (micro-USD, >= 0) is added to its balance: armed
+ * again when the new balance is above its alert threshold, else as it was (no threshold: as it was). Set
+ * by every statement that gives money back (credits, captures, releases), so a recovery re-arms the alert
+ * in its own transaction and the next fall below sends `balance.low` whatever the timing
+ * (webhooks/balance-alerts.ts).
+ */
+export function rearmedAfterCredit(eb: ExpressionBuilder<Database, "accounts">, credit: number) {
+  return eb
+    .case()
+    .when(eb(eb("balance_micros", "+", credit), ">", eb.ref("low_balance_micros")))
+    .then(eb.lit(1))
+    .else(eb.ref("low_balance_armed"))
+    .end();
+}
 
 // Hot-path statements, compiled once per database (storage/prepared.ts).
 const debitStmt = prepare((db, p) =>
@@ -23,12 +39,15 @@ const debitStmt = prepare((db, p) =>
 const creditStmt = prepare((db, p) =>
   db
     .updateTable("accounts")
-    .set((eb) => ({ balance_micros: eb("balance_micros", "+", p<number>(0)) }))
+    .set((eb) => ({ balance_micros: eb("balance_micros", "+", p<number>(0)), low_balance_armed: rearmedAfterCredit(eb, p<number>(0)) }))
     .where("id", "=", p<string>(1))
     .returning("balance_micros"),
 );
 
-/** Adds `delta` (signed micro-USD) to the balance if the result stays >= 0; returns the new balance or null. */
+/**
+ * Adds `delta` (signed micro-USD) to the balance if the result stays >= 0; returns the new balance or null.
+ * A credit (delta >= 0) back above the low-balance threshold re-arms the alert ({@link rearmedAfterCredit}).
+ */
 export async function moveBalance(
   trx: Transaction<Database>,
   accountId: string,
@@ -41,7 +60,8 @@ export async function moveBalance(
 
 /**
  * Adds `amountMicros` (> 0) to the balance, and for a deposit to the cumulative deposits that drive the
- * tier too. Returns the balance after, or null when there is no such account.
+ * tier too; a balance back above the low-balance threshold re-arms the alert ({@link rearmedAfterCredit}).
+ * Returns the balance after, or null when there is no such account.
  */
 export async function creditBalance(trx: Transaction<Database>, accountId: string, amountMicros: Micros, deposit: boolean): Promise<Micros | null> {
   const row = await trx
@@ -51,8 +71,9 @@ export async function creditBalance(trx: Transaction<Database>, accountId: strin
         ? {
             balance_micros: eb("balance_micros", "+", amountMicros),
             total_deposits_micros: eb("total_deposits_micros", "+", amountMicros),
+            low_balance_armed: rearmedAfterCredit(eb, amountMicros),
           }
-        : { balance_micros: eb("balance_micros", "+", amountMicros) },
+        : { balance_micros: eb("balance_micros", "+", amountMicros), low_balance_armed: rearmedAfterCredit(eb, amountMicros) },
     )
     .where("id", "=", accountId)
     .returning("balance_micros")

@@ -9,7 +9,7 @@ import { errors } from "../errors.ts";
 import { newTimeOrderedId } from "../ids.ts";
 import { httpDuration, httpRequests } from "../metrics.ts";
 import type { Services } from "../services.ts";
-import { requireAdmin, requireAuth } from "./auth.ts";
+import { requireAdmin, requireAuth, settleDeferredWindows } from "./auth.ts";
 import { errorHandler, SCHEMA_ERROR_KEYWORDS } from "./error-handler.ts";
 import { registerOpenApi } from "./openapi.ts";
 import { boundedJsonParser, type StringBodyParser } from "./json-body.ts";
@@ -93,6 +93,9 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   const bodyBudget = new BodyBudget(services.config.bodyBudgetBytes, services.config.bodyLimitBytes, services.config.bodyIdleTimeoutMs);
   app.decorate("bodyBudget", bodyBudget);
   app.addHook("preParsing", bodyBudget.preParsing);
+  // A model call whose request windows waited for the key's allow-list and never reached its guard is
+  // counted as it answers (auth.ts, D34 order of checks).
+  app.addHook("onSend", settleDeferredWindows);
   // Before every other hook: a request arriving while the gateway shuts down answers 503, and an
   // `Expect` other than 100-continue answers 417, both in the D1 body.
   refuseWhileClosing(app);
@@ -136,7 +139,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   });
 
   // Before any route: @fastify/swagger collects the routes registered after it.
-  await registerOpenApi(app, { publicBaseUrl: services.config.publicBaseUrl });
+  await registerOpenApi(app, { publicBaseUrl: services.config.publicBaseUrl, adminToken: services.config.adminToken });
   await app.register(async (pub) => {
     authPublicRoutes(pub, services);
     catalogRoutes(pub);

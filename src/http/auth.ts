@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../accounts/auth-cache.ts";
 import type { CallContext } from "../billing/usage.ts";
 import { AppError, errors } from "../errors.ts";
-import { type CallGuard, guardFor } from "../limits/limiter.ts";
+import { type CallGuard, type DeferredWindows, guardFor } from "../limits/limiter.ts";
 import type { Services } from "../services.ts";
 
 declare module "fastify" {
@@ -15,7 +15,17 @@ declare module "fastify" {
     /** Set by the auth hooks for authenticated routes. */
     principal: Principal | null;
   }
+  interface FastifyContextConfig {
+    /**
+     * The route calls a model through the call guard ({@link guardOf}); for a key with a model allow-list
+     * its request windows are counted after the allow-list check (D34 order). See {@link MODEL_CALL}.
+     */
+    modelCall?: boolean;
+  }
 }
+
+/** Route options `config` of a route that calls a model through {@link guardOf} (D34 order of checks). */
+export const MODEL_CALL = { modelCall: true } as const;
 
 /** The bearer secret of `Authorization: Bearer <secret>` (or `x-api-key`, D23), or null. */
 export function bearerOf(request: FastifyRequest): string | null {
@@ -30,9 +40,109 @@ export function bearerOf(request: FastifyRequest): string | null {
 }
 
 /**
+ * Counts one request of `principal` in its per-minute windows: the key's own `rpm` window (D34) first,
+ * then the account's (D13, D15), whose headers go on `reply`.
+ * @throws AppError 429 `rate_limited` over either (with `Retry-After`; the account's with its headers too).
+ */
+async function countWindows(services: Services, principal: Principal, reply: FastifyReply): Promise<void> {
+  try {
+    const keyRpm = principal.key?.rpm ?? null;
+    if (keyRpm !== null && principal.keyId !== null) await services.limiter.keyRequest(principal.keyId, keyRpm);
+    reply.headers({ ...(await services.limiter.request(principal.accountId, principal.limits)) });
+  } catch (err) {
+    if (err instanceof AppError) reply.headers(err.headers);
+    throw err;
+  }
+}
+
+/**
+ * The request windows of a call to a model made with a key that has a model allow-list (D34: expiry,
+ * model allow-list, key rpm, account limits, ...): the auth hook leaves them to the call guard, which
+ * counts them once the model is allowed and skips them when it is not, so a refused model never answers
+ * 429 and never takes a place in a window. A request that ends before its guard ran (a body the route
+ * refuses) is counted by {@link settleDeferredWindows} as it answers, without refusing it.
+ */
+class PendingWindows implements DeferredWindows {
+  #state: "pending" | "counted" | "skipped" = "pending";
+  readonly #services: Services;
+  readonly #principal: Principal;
+  readonly #reply: FastifyReply;
+
+  constructor(services: Services, principal: Principal, reply: FastifyReply) {
+    this.#services = services;
+    this.#principal = principal;
+    this.#reply = reply;
+  }
+
+  async count(): Promise<void> {
+    if (this.#state !== "pending") return;
+    this.#state = "counted";
+    await countWindows(this.#services, this.#principal, this.#reply);
+  }
+
+  skip(): void {
+    if (this.#state === "pending") this.#state = "skipped";
+  }
+
+  /**
+   * As the answer goes out: counts a request still pending as {@link countWindows} would, without
+   * refusing it (its answer was decided before the windows were reached), and puts the account window's
+   * D13 headers on the answer (read without counting for a request the allow-list refused). Never throws.
+   */
+  async settle(): Promise<void> {
+    const { limiter } = this.#services;
+    const p = this.#principal;
+    const rateHeaders = (h: Record<string, string>) => Object.fromEntries(Object.entries(h).filter(([k]) => k.toLowerCase().startsWith("x-ratelimit-")));
+    if (this.#state === "counted") return;
+    try {
+      let count = this.#state === "pending";
+      this.#state = "counted";
+      const keyRpm = p.key?.rpm ?? null;
+      if (count && keyRpm !== null && p.keyId !== null) {
+        // Over the key's rpm the account's window is not counted, as in countWindows.
+        count = await limiter.keyRequest(p.keyId, keyRpm).then(
+          () => true,
+          (err: unknown) => {
+            if (err instanceof AppError) return false;
+            throw err;
+          },
+        );
+      }
+      if (count) {
+        // (A callback never returns the reply: it is a thenable that settles once this answer is sent.)
+        const headers = await limiter.request(p.accountId, p.limits).catch((err: unknown) => {
+          if (!(err instanceof AppError)) throw err;
+          return rateHeaders(err.headers);
+        });
+        this.#reply.headers({ ...headers });
+      } else this.#reply.headers({ ...(await limiter.requestHeaders(p.accountId, p.limits)) });
+    } catch {
+      // The limit store failed while the answer is already decided: it goes out without the headers.
+    }
+  }
+}
+
+const deferred = new WeakMap<FastifyRequest, PendingWindows>();
+
+/**
+ * `onSend` hook of the app: settles the request windows a model call left to its guard (see
+ * {@link PendingWindows}); nothing for other requests.
+ */
+export async function settleDeferredWindows(request: FastifyRequest, _reply: FastifyReply, payload: unknown): Promise<unknown> {
+  const pending = deferred.get(request);
+  if (pending !== undefined) {
+    deferred.delete(request);
+    await pending.settle();
+  }
+  return payload;
+}
+
+/**
  * `onRequest` hook: an API key (or, with `allowSession`, a session token) is required; 401 `auth_error`
  * otherwise, and for a key past its `expires_at` (D34). A key with its own `rpm` (D34) counts in its own
- * window before the account's (429 `rate_limited` over either). Every answer behind it, errors included, carries `X-Svc-Request-Id` (the request's id,
+ * window before the account's (429 `rate_limited` over either); on a {@link MODEL_CALL} route with a key
+ * that has a model allow-list, both are counted by the call guard after the allow-list check instead
+ * (D34 order). Every answer behind it, errors included, carries `X-Svc-Request-Id` (the request's id,
  * `req_<random>`, made once by the app's `genReqId`; D29), and every answer to a test-mode key
  * `X-Svc-Test-Mode: true` (D32).
  */
@@ -51,15 +161,13 @@ export function requireAuth(services: Services, opts: { allowSession: boolean })
     request.principal = principal;
     if (principal.mode === "test") reply.header("x-svc-test-mode", "true");
     // D13/D15: every authenticated request counts in the account's per-minute window and carries its
-    // headers; D34: a key with its own rpm counts in the key's window first.
-    try {
-      const keyRpm = principal.key?.rpm ?? null;
-      if (keyRpm !== null && principal.keyId !== null) await services.limiter.keyRequest(principal.keyId, keyRpm);
-      reply.headers({ ...(await services.limiter.request(principal.accountId, principal.limits)) });
-    } catch (err) {
-      if (err instanceof AppError) reply.headers(err.headers);
-      throw err;
+    // headers; D34: a key with its own rpm counts in the key's window first, and the model allow-list
+    // comes before both (a model call of a key with an allow-list is counted by its guard).
+    if ((principal.key?.models ?? null) !== null && request.routeOptions.config?.modelCall === true) {
+      deferred.set(request, new PendingWindows(services, principal, reply));
+      return;
     }
+    await countWindows(services, principal, reply);
   };
 }
 
@@ -83,13 +191,9 @@ export function callOf(request: FastifyRequest): CallContext {
 /** The caller's limits for services: the key's model allow-list (D34), per-model windows and audio pool slots (D12). */
 export function guardOf(services: Services, request: FastifyRequest): CallGuard {
   const p = principalOf(request);
-  return guardFor(services.limiter, p.accountId, p.limits, p.key?.models ?? null);
+  return guardFor(services.limiter, p.accountId, p.limits, p.key?.models ?? null, deferred.get(request) ?? null);
 }
 
-/**
- * `onRequest` hook of the operator API (D9): without `GATEWAY_ADMIN_TOKEN` the API does not exist (404);
- * with it, the bearer must equal the token (constant-time), else 401 `auth_error`.
- */
 /**
  * `GET /metrics` on the API port (issue "Hardening" 4): needs `Authorization: Bearer $METRICS_TOKEN`.
  * @throws AppError 404 `not_found` when no token is configured (metrics are then not served on this
@@ -106,13 +210,28 @@ export function requireMetricsToken(services: Services) {
   };
 }
 
-export function requireAdmin(services: Services) {
-  const token = services.config.adminToken;
+/**
+ * Whether a request's bearer (`Authorization: Bearer`, or `x-api-key`) is the operator token `token`
+ * (`GATEWAY_ADMIN_TOKEN`, D9), compared in constant time; always false when no token is configured.
+ */
+export function operatorTokenCheck(token: string | null): (request: FastifyRequest) => boolean {
   const expected = token === null ? null : Buffer.from(token);
-  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
-    if (expected === null) throw errors.notFound();
+  return (request) => {
+    if (expected === null) return false;
     const given = Buffer.from(bearerOf(request) ?? "");
-    const ok = given.length === expected.length && timingSafeEqual(given, expected);
-    if (!ok) throw errors.auth("Invalid operator token.");
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  };
+}
+
+/**
+ * `onRequest` hook of the operator API (D9): without `GATEWAY_ADMIN_TOKEN` the API does not exist (404);
+ * with it, the bearer must equal the token (constant-time), else 401 `auth_error`.
+ */
+export function requireAdmin(services: Services) {
+  const configured = services.config.adminToken !== null;
+  const isOperator = operatorTokenCheck(services.config.adminToken);
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    if (!configured) throw errors.notFound();
+    if (!isOperator(request)) throw errors.auth("Invalid operator token.");
   };
 }

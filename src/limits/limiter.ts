@@ -155,6 +155,15 @@ export class Limiter {
   }
 
   /**
+   * The D13 headers of `accountId`'s per-minute window without counting in it: the answer to a request
+   * that takes no place in the window (a model the key's allow-list refuses, D34).
+   */
+  async requestHeaders(accountId: string, limits: EffectiveLimits): Promise<RateHeaders> {
+    const now = await this.#guarded(() => this.store.peek(`rpm:${accountId}`), { count: 0, resetMs: 60_000 });
+    return headersOf(limits.rpm, now);
+  }
+
+  /**
    * Counts one request made with API key `keyId` in the key's own per-minute window of `rpm` (D34: every
    * authenticated request made with it).
    * @throws AppError 429 `rate_limited` with `Retry-After` when the key used its `rpm`.
@@ -284,6 +293,18 @@ export interface CallGuard {
   admit(modelId: string, pool: AudioPool): Promise<() => Promise<void>>;
 }
 
+/**
+ * The per-minute request windows of one request (the key's rpm, then the account's) when their counting
+ * waits for the model allow-list (D34: checks run in the order expiry, model allow-list, key rpm, account
+ * limits, ...). The guard calls exactly one of them, once, when it checks the allow-list.
+ */
+export interface DeferredWindows {
+  /** The model is allowed: counts the request in its windows now (a second call does nothing). @throws AppError 429 `rate_limited`. */
+  count(): Promise<void>;
+  /** The allow-list refused the model: the request takes no place in any window. */
+  skip(): void;
+}
+
 /** A guard that limits nothing (internal callers, unit tests). */
 export const NO_LIMITS: CallGuard = {
   model: async () => {},
@@ -300,16 +321,34 @@ export function modelAllowed(models: readonly string[] | null, modelId: string):
   return models.some((m) => (m.endsWith("*") ? modelId.startsWith(m.slice(0, -1)) : m === modelId || resolveTextModelId(m) === modelId));
 }
 
-/** The guard of `accountId` with `limits` and the key's model allow-list (`models`, null for all). */
-export function guardFor(limiter: Limiter, accountId: string, limits: EffectiveLimits, models: readonly string[] | null = null): CallGuard {
+/**
+ * The guard of `accountId` with `limits` and the key's model allow-list (`models`, null for all). With
+ * `windows`, the request's own per-minute windows are counted by the guard right after the allow-list
+ * check (skipped when it refuses), before the per-model window (D34 order of checks).
+ */
+export function guardFor(
+  limiter: Limiter,
+  accountId: string,
+  limits: EffectiveLimits,
+  models: readonly string[] | null = null,
+  windows: DeferredWindows | null = null,
+): CallGuard {
+  /** The allow-list, then the request's deferred windows. @throws AppError 403 `model_not_allowed`, 429. */
+  const allowed = async (modelId: string): Promise<void> => {
+    if (!modelAllowed(models, modelId)) {
+      windows?.skip();
+      throw errors.modelNotAllowed(modelId);
+    }
+    await windows?.count();
+  };
   return {
     model: async (modelId) => {
-      if (!modelAllowed(models, modelId)) throw errors.modelNotAllowed(modelId);
+      await allowed(modelId);
       await limiter.model(accountId, limits, modelId);
     },
     slot: (pool) => limiter.acquireSlot(accountId, limits, pool),
     admit: async (modelId, pool) => {
-      if (!modelAllowed(models, modelId)) throw errors.modelNotAllowed(modelId);
+      await allowed(modelId);
       const [window, slot] = await Promise.allSettled([limiter.model(accountId, limits, modelId), limiter.acquireSlot(accountId, limits, pool)]);
       if (window.status === "rejected") {
         if (slot.status === "fulfilled") await slot.value();

@@ -7,9 +7,15 @@
  * transaction; disarmed and above arms it again. Whoever runs it first wins, so the event is written once
  * per fall whatever the number of processes, and only if the fall committed.
  *
- * When it runs: after every ledger change made outside a caller's transaction (the ledger tells
+ * Re-arming: every ledger statement that gives money back (deposits, Stripe top-ups, operator credits,
+ * refunds, hold releases and captures; billing/ledger.repository.ts `rearmedAfterCredit` and its
+ * PostgreSQL forms) arms the alert again in its own UPDATE when the new balance is above the threshold.
+ * So a recovery is never waiting for a check, and the next fall below, however soon, sends its event; a
+ * fall never sends two, since only a recovery re-arms.
+ *
+ * Firing: after every hold made outside a caller's transaction (the ledger tells
  * {@link BalanceAlerts.touch}), for accounts this process knows to have a threshold; and a sweep every few
- * seconds finds every account whose state is due (changes made inside transactions, such as job holds, or
+ * seconds finds every account whose state is due (holds made inside transactions, such as job holds, or
  * by another process, or lost with a crash), so no fall is missed for longer than the sweep interval.
  */
 import type { Kysely } from "kysely";

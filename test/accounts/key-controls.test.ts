@@ -181,6 +181,62 @@ for (const backend of BACKENDS) {
       assert.equal((await gw.request("GET", "/v1/auth/me", { token: k.api_key })).status, 200, "no key rpm any more");
     });
 
+    test("D34 order: the allow-list comes before the key's rpm, and a refused model takes no place in any window", async () => {
+      const u = await account();
+      const k = await newKey(u.api_key, { models: ["alpha-*"], rpm: 3 });
+      const remaining = (r: { headers: Headers }) => Number(r.headers.get("x-ratelimit-remaining"));
+      const start = remaining(await gw.request("GET", "/v1/auth/me", { token: u.api_key }));
+      // Refused models, on a synchronous call, a chat and a job: none counts in the key's or the account's window.
+      for (let i = 0; i < 4; i++) {
+        for (const [path, body] of [
+          ["/v1/audio/speech", BETA_SPEECH],
+          ["/v1/chat/completions", { model: "fast", messages: [{ role: "user", content: "hi" }] }],
+          ["/v1/images/generations", { model: "imgA-v4", prompt: "a lighthouse" }],
+        ] as const) {
+          const r = await gw.request("POST", path, { token: k.api_key, body });
+          assert.equal(r.status, 403, `${path}: ${JSON.stringify(r.json)}`);
+          assert.equal(r.json.error.code, "model_not_allowed");
+          assert.equal(remaining(r), start, "the 403 carries the account window's headers, unchanged");
+        }
+      }
+      // The key's rpm is whole: three allowed calls, then 429.
+      for (let i = 0; i < 3; i++) {
+        const r = await gw.request("POST", "/v1/audio/speech", { token: k.api_key, body: SPEECH });
+        assert.equal(r.status, 200, `allowed call ${i + 1}: ${JSON.stringify(r.json)}`);
+        assert.equal(remaining(r), start - 1 - i, "each allowed call counts once in the account's window");
+      }
+      const over = await gw.request("POST", "/v1/audio/speech", { token: k.api_key, body: SPEECH });
+      assert.equal(over.status, 429);
+      assert.equal(over.json.error.code, "rate_limited");
+      // With the rpm used up, a refused model still answers the allow-list's 403, not 429.
+      for (const [path, body] of [
+        ["/v1/audio/speech", BETA_SPEECH],
+        ["/v1/messages", { model: "fast", max_tokens: 16, messages: [{ role: "user", content: "hi" }] }],
+        ["/v1/videos/generations", { model: "vidA-2.5-pro", prompt: "waves" }],
+      ] as const) {
+        const r = await gw.request("POST", path, { token: k.api_key, body });
+        assert.equal(r.status, 403, `${path}: ${JSON.stringify(r.json)}`);
+        assert.equal(r.json.error.code, "model_not_allowed");
+        assert.equal(r.headers.get("retry-after"), null);
+      }
+      assert.equal((await gw.request("GET", "/v1/auth/me", { token: k.api_key })).status, 429, "other requests still meet the used-up rpm");
+      assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200, "the account's other key goes on");
+    });
+
+    test("a model call refused before its model is checked (a malformed body) still counts in the key's rpm", async () => {
+      const u = await account();
+      const k = await newKey(u.api_key, { models: ["alpha-*"], rpm: 2 });
+      const bad = await gw.request("POST", "/v1/audio/speech", { token: k.api_key, body: { ...SPEECH, input: 5 } });
+      assert.equal(bad.status, 400, JSON.stringify(bad.json));
+      assert.ok(bad.headers.get("x-ratelimit-remaining") !== null, "a 400 carries the D13 headers");
+      assert.equal((await gw.request("POST", "/v1/audio/speech", { token: k.api_key, body: SPEECH })).status, 200);
+      const over = await gw.request("POST", "/v1/audio/speech", { token: k.api_key, body: SPEECH });
+      assert.equal(over.status, 429, "the malformed call took the first place");
+      const none = await newKey(u.api_key, { rpm: 1 });
+      assert.equal((await gw.request("POST", "/v1/audio/speech", { token: none.api_key, body: SPEECH })).status, 200);
+      assert.equal((await gw.request("POST", "/v1/audio/speech", { token: none.api_key, body: SPEECH })).status, 429, "a key without an allow-list counts as the request arrives");
+    });
+
     test("50 parallel calls on a key whose limit covers 3: exactly 3 succeed, the rest 402 key_spend_limit, the spend never passes the limit", async () => {
       const u = await account();
       const price = await priceOf(u.api_key, SPEECH);

@@ -1,12 +1,14 @@
 /**
  * The OpenAPI document (D23: `GET /openapi.json` is public and lists every path of the spec and D8) and
  * the reference docs at `GET /docs`: public, self-contained (no external URL), assets served by the
- * gateway. Documenting routes must not change what they accept.
+ * gateway. Documenting routes must not change what they accept. The operator API (D9) is listed only for
+ * the operator token: anyone else, a wrong token included, gets the public document.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { compileErrors, validate } from "@readme/openapi-parser";
-import { startGateway, type TestGateway } from "../helpers/gateway.ts";
+import { publicDocument } from "../../src/http/openapi.ts";
+import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 /** Every operation the document must list: the spec's endpoints, D8 and the operations endpoints. */
 const EXPECTED: [method: string, path: string][] = [
@@ -51,7 +53,7 @@ const EXPECTED: [method: string, path: string][] = [
   ["get", "/openapi.json"],
 ];
 
-/** The operator API (D23 allows leaving it out; it is listed so the console uses the typed client). */
+/** The operator API (D23 allows leaving it out: listed for the operator token only, and in the typed client). */
 const OPERATOR: [method: string, path: string][] = [
   ["get", "/v1/admin/users"],
   ["get", "/v1/admin/users/{user_id}"],
@@ -89,13 +91,23 @@ type Json = any;
 
 describe("OpenAPI document and reference docs", () => {
   let gw: TestGateway;
+  /** The whole document, as the operator token reads it. */
   let doc: Json;
+  /** The public document, as anyone else reads it. */
+  let pub: Json;
+  const fetchDoc = async (path: string, authorization?: string) => {
+    const res = await fetch(`${gw.url}${path}`, { headers: authorization === undefined ? {} : { authorization } });
+    assert.equal(res.status, 200, `GET ${path}`);
+    return { headers: res.headers, json: (await res.json()) as Json };
+  };
+  const adminPaths = (d: Json) => Object.keys(d.paths).filter((p) => p.startsWith("/v1/admin"));
   before(async () => {
     gw = await startGateway("sqlite");
     const res = await gw.request("GET", "/openapi.json");
     assert.equal(res.status, 200, "GET /openapi.json without a key");
     assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
-    doc = res.json;
+    pub = res.json;
+    doc = (await fetchDoc("/openapi.json", `Bearer ${ADMIN_TOKEN}`)).json;
   });
   after(async () => {
     await gw?.close();
@@ -116,17 +128,91 @@ describe("OpenAPI document and reference docs", () => {
     assert.ok(operation("post", "/v1/messages").security.some((s: Json) => "xApiKey" in s));
   });
 
-  test("a valid OpenAPI 3.1 document (@readme/openapi-parser)", async () => {
-    const result = await validate(structuredClone(doc));
-    assert.ok(result.valid, result.valid ? "" : compileErrors(result));
-    assert.deepEqual(result.warnings, []);
+  test("valid OpenAPI 3.1 documents, the public one and the operator's (@readme/openapi-parser)", async () => {
+    for (const d of [pub, doc]) {
+      const result = await validate(structuredClone(d));
+      assert.ok(result.valid, result.valid ? "" : compileErrors(result));
+      assert.deepEqual(result.warnings, []);
+    }
   });
 
-  test("every endpoint of the spec and D8 is listed with its methods, the operator API too, /docs is not", () => {
+  test("every endpoint of the spec and D8 is listed with its methods, the operator API too for the operator token, /docs is not", () => {
     for (const [method, path] of EXPECTED) assert.ok(operation(method, path), `${method.toUpperCase()} ${path} documented`);
+    for (const [method, path] of EXPECTED) assert.deepEqual(pub.paths[path]?.[method], operation(method, path), `${method.toUpperCase()} ${path} public`);
     for (const [method, path] of OPERATOR) assert.ok(operation(method, path), `${method.toUpperCase()} ${path} documented`);
     const paths = Object.keys(doc.paths);
     assert.ok(!paths.some((p) => p.startsWith("/docs")), "docs routes hidden");
+  });
+
+  test("the public document leaves the operator API out: its paths, its tag, its security scheme", async () => {
+    assert.deepEqual(adminPaths(pub), []);
+    assert.deepEqual(Object.keys(pub.paths).sort(), Object.keys(doc.paths).filter((p) => !p.startsWith("/v1/admin")).sort(), "nothing else is left out");
+    assert.ok(!pub.tags.some((t: Json) => t.name === "operator"));
+    assert.equal(pub.components.securitySchemes.adminToken, undefined);
+    assert.ok(!JSON.stringify(pub).includes("adminToken"), "no operation refers to the operator's scheme");
+    assert.deepEqual(Object.keys(pub.components.schemas).sort(), Object.keys(doc.components.schemas).sort(), "the operator API uses no schema of its own today");
+    const anonymous = await fetch(`${gw.url}/openapi.json`);
+    assert.equal(anonymous.headers.get("cache-control"), "public, max-age=300");
+    assert.match(anonymous.headers.get("vary") ?? "", /authorization/i);
+  });
+
+  test("the operator token gets the whole document, never cached by others; a wrong token or a customer's key the public one", async () => {
+    const operator = await fetchDoc("/openapi.json", `Bearer ${ADMIN_TOKEN}`);
+    assert.equal(adminPaths(operator.json).length, new Set(OPERATOR.map(([, p]) => p)).size);
+    assert.equal(operator.headers.get("cache-control"), "private, no-store");
+    assert.match(operator.headers.get("vary") ?? "", /authorization/i);
+    const u = await gw.register();
+    for (const authorization of [`Bearer ${ADMIN_TOKEN}x`, `Bearer ${ADMIN_TOKEN.slice(0, -1)}`, "Bearer wrong", `Bearer ${u.api_key}`, `Bearer ${u.session_token}`, `Basic ${ADMIN_TOKEN}`]) {
+      const res = await fetchDoc("/openapi.json", authorization);
+      assert.deepEqual(res.json, pub, authorization.slice(0, 12));
+      assert.equal(res.headers.get("cache-control"), "public, max-age=300");
+    }
+  });
+
+  test("/docs/json and /docs/yaml (what Swagger UI loads) follow the same rule", async () => {
+    assert.deepEqual((await fetchDoc("/docs/json")).json, pub);
+    assert.deepEqual(adminPaths((await fetchDoc("/docs/json", `Bearer ${ADMIN_TOKEN}`)).json).length, adminPaths(doc).length);
+    assert.deepEqual((await fetchDoc("/docs/json", "Bearer wrong")).json, pub);
+    const yaml = await (await fetch(`${gw.url}/docs/yaml`)).text();
+    assert.match(yaml, /\/v1\/auth\/me/);
+    assert.doesNotMatch(yaml, /\/v1\/admin|adminToken/);
+    assert.match(await (await fetch(`${gw.url}/docs/yaml`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text(), /\/v1\/admin\/users/);
+  });
+
+  test("without GATEWAY_ADMIN_TOKEN nobody gets the operator API", async (t) => {
+    const plain = await startGateway("sqlite", { GATEWAY_ADMIN_TOKEN: "" });
+    t.after(() => plain.close());
+    for (const headers of [{}, { authorization: `Bearer ${ADMIN_TOKEN}` }, { authorization: "Bearer " }]) {
+      const d = (await (await fetch(`${plain.url}/openapi.json`, { headers })).json()) as Json;
+      assert.deepEqual(adminPaths(d), []);
+    }
+  });
+
+  test("publicDocument: a schema only the operator API uses goes, with what only it references; shared and unused ones stay", () => {
+    const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+    const answer = (schema: Json) => ({ responses: { 200: { description: "ok", content: { "application/json": { schema } } } } });
+    const whole = {
+      openapi: "3.1.0",
+      tags: [{ name: "auth" }, { name: "operator" }],
+      paths: {
+        "/v1/me": { get: { tags: ["auth"], security: [{ apiKey: [] }], ...answer(ref("Shared")) } },
+        "/v1/admin/x": { get: { tags: ["operator"], security: [{ adminToken: [] }], ...answer(ref("OpOnly")) }, parameters: [] },
+        // A path with a public and an operator operation keeps the public one.
+        "/v1/mixed": { get: { tags: ["auth"], ...answer(ref("Shared")) }, post: { security: [{ adminToken: [] }], ...answer(ref("Shared")) } },
+      },
+      components: {
+        securitySchemes: { apiKey: { type: "http" }, adminToken: { type: "http" } },
+        schemas: { Shared: { type: "object" }, OpOnly: { type: "object", properties: { n: ref("Nested") } }, Nested: { type: "string" }, Unused: { type: "number" } },
+      },
+    };
+    const before = structuredClone(whole);
+    const out = publicDocument(whole) as Json;
+    assert.deepEqual(whole, before, "the whole document is not changed");
+    assert.deepEqual(Object.keys(out.paths), ["/v1/me", "/v1/mixed"]);
+    assert.deepEqual(Object.keys(out.paths["/v1/mixed"]), ["get"]);
+    assert.deepEqual(out.tags, [{ name: "auth" }]);
+    assert.deepEqual(Object.keys(out.components.securitySchemes), ["apiKey"]);
+    assert.deepEqual(Object.keys(out.components.schemas).sort(), ["Shared", "Unused"]);
   });
 
   test("the operator API: tag `operator`, the operator token's own bearer scheme, no customer key", () => {
@@ -292,6 +378,6 @@ describe("OpenAPI document and reference docs", () => {
     assert.match(init, /validatorUrl: null/);
     const spec = await fetch(`${gw.url}/docs/json`);
     assert.equal(spec.status, 200);
-    assert.deepEqual(Object.keys(((await spec.json()) as Json).paths).sort(), Object.keys(doc.paths).sort());
+    assert.deepEqual(Object.keys(((await spec.json()) as Json).paths).sort(), Object.keys(pub.paths).sort());
   });
 });

@@ -69,5 +69,26 @@ for (const kind of stores) {
       assert.equal(await inUse(store, account), 0);
       assert.equal((await store.peek(`mrpm:${account}:alpha-flash-v2-5`)).count, 0);
     });
+
+    test("deferred request windows (D34 order): skipped for a refused model, counted once after the allow-list for an allowed one", async () => {
+      const store = kind.make();
+      opened.push(store);
+      const account = `acc_${randomBytes(4).toString("hex")}`;
+      const seen: string[] = [];
+      const windows = {
+        count: async () => {
+          seen.push(`count mrpm=${(await store.peek(`mrpm:${account}:beta-speech-turbo`)).count}`);
+          await store.hit(`rpm:${account}`, 1);
+        },
+        skip: () => void seen.push("skip"),
+      };
+      const guard = guardFor(new Limiter(store, "closed", quiet), account, { ...TIERS[1]!, perModelRpm: 5 }, ["beta-*"], windows);
+      await assert.rejects(guard.model("alpha-flash-v2-5"), (err: unknown) => err instanceof AppError && err.code === "model_not_allowed");
+      assert.deepEqual(seen, ["skip"]);
+      const release = await guard.admit("beta-speech-turbo", "beta");
+      await release();
+      assert.deepEqual(seen, ["skip", "count mrpm=0"], "counted after the allow-list, before the per-model window");
+      assert.equal((await store.peek(`mrpm:${account}:beta-speech-turbo`)).count, 1);
+    });
   });
 }

@@ -102,7 +102,9 @@ test("operator token required: 401 without or with a wrong token", async () => {
 });
 
 test("the route is in the OpenAPI document under the operator tag and the operator token's scheme", async () => {
-  const doc = (await (await fetch(`${gw.url}/openapi.json`)).json()) as { paths: Record<string, { get: { tags: string[]; security: unknown } }> };
+  const doc = (await (await fetch(`${gw.url}/openapi.json`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as {
+    paths: Record<string, { get: { tags: string[]; security: unknown } }>;
+  };
   const op = doc.paths["/v1/admin/upstreams"]!.get;
   assert.deepEqual(op.tags, ["operator"]);
   assert.deepEqual(op.security, [{ adminToken: [] }]);

@@ -50,7 +50,7 @@ export interface paths {
         };
         /**
          * This OpenAPI document
-         * @description Readable reference: `GET /docs`.
+         * @description The public API. Sent with the operator token (`Authorization: Bearer <GATEWAY_ADMIN_TOKEN>`), the document also lists the operator API (tag `operator`); any other caller, a wrong token included, gets the public document. Readable reference: `GET /docs`.
          */
         get: operations["openapi"];
         put?: never;
@@ -490,7 +490,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description `mode: "test"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the key's rpm and the account's per-minute window (429, counted when the request arrives), the model allow-list (403 `model_not_allowed`), the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance.
+         * @description `mode: "test"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the model allow-list (403 `model_not_allowed`; a refused model takes no place in any per-minute window), the key's rpm, the account's per-minute window, the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance.
          */
         post: operations["createKey"];
         delete?: never;

@@ -8,7 +8,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import { type AudioSource, MAX_UPLOAD_BYTES, runAudioText } from "../../text/audio-text.ts";
-import { principalOf } from "../auth.ts";
+import { MODEL_CALL, principalOf } from "../auth.ts";
 import { audioOf, callContext } from "../call-context.ts";
 import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
 import { readMultipart } from "../multipart.ts";
@@ -69,6 +69,6 @@ export async function audioTextRoutes(app: App, services: Services): Promise<voi
     }
     return reply.send({ text: out.text });
   };
-  app.post("/v1/audio/transcriptions", { schema: createTranscriptionSchema, validatorCompiler: formReadByRoute }, handle("transcribe"));
-  app.post("/v1/audio/understand", { schema: understandAudioSchema, validatorCompiler: formReadByRoute }, handle("understand"));
+  app.post("/v1/audio/transcriptions", { schema: createTranscriptionSchema, validatorCompiler: formReadByRoute, config: MODEL_CALL }, handle("transcribe"));
+  app.post("/v1/audio/understand", { schema: understandAudioSchema, validatorCompiler: formReadByRoute, config: MODEL_CALL }, handle("understand"));
 }

@@ -10,7 +10,7 @@ import type { Services } from "../../services.ts";
 import { runChat, startChatStream } from "../../text/chat.ts";
 import { parseOpenAIChat } from "../../text/openai-chat.ts";
 import type { ChatResult } from "../../upstreams/chat-types.ts";
-import { principalOf } from "../auth.ts";
+import { MODEL_CALL, principalOf } from "../auth.ts";
 import { paidCallOf } from "../call-context.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { createChatCompletionSchema } from "../schemas/text.ts";
@@ -57,7 +57,7 @@ export function chatDeps(services: Services, req: FastifyRequest) {
 }
 
 export function chatRoutes(app: App, services: Services): void {
-  app.post("/v1/chat/completions", { schema: createChatCompletionSchema }, async (req, reply) => {
+  app.post("/v1/chat/completions", { schema: createChatCompletionSchema, config: MODEL_CALL }, async (req, reply) => {
     const deps = chatDeps(services, req);
     const input = parseOpenAIChat(req.body);
     const p = principalOf(req);

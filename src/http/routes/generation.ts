@@ -9,7 +9,7 @@ import { createSfx } from "../../audio/sfx.ts";
 import { microsToUsd } from "../../money.ts";
 import { blobUrl } from "../../jobs/outputs.ts";
 import type { Services } from "../../services.ts";
-import { principalOf } from "../auth.ts";
+import { MODEL_CALL, principalOf } from "../auth.ts";
 import { audioOf, callContext } from "../call-context.ts";
 import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
 import { createMusicSchema, createSoundEffectSchema } from "../schemas/audio.ts";
@@ -43,7 +43,7 @@ export function generationRoutes(app: App, services: Services): void {
     return reply.type(out.contentType).send(Buffer.from(out.body.buffer, out.body.byteOffset, out.body.byteLength));
   };
 
-  app.post("/v1/audio/music", { schema: createMusicSchema }, async (req, reply) => {
+  app.post("/v1/audio/music", { schema: createMusicSchema, config: MODEL_CALL }, async (req, reply) => {
     const out = await createMusic(depsOf(req), principalOf(req), req.body ?? {}, {
       ...callContext(services, req, reply),
       saveToBlob: saveToBlobOf(req.query),
@@ -51,7 +51,7 @@ export function generationRoutes(app: App, services: Services): void {
     return send(out, reply);
   });
 
-  app.post("/v1/audio/sfx", { schema: createSoundEffectSchema }, async (req, reply) => {
+  app.post("/v1/audio/sfx", { schema: createSoundEffectSchema, config: MODEL_CALL }, async (req, reply) => {
     const out = await createSfx(depsOf(req), principalOf(req), req.body ?? {}, {
       ...callContext(services, req, reply),
       saveToBlob: saveToBlobOf(req.query),

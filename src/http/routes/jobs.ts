@@ -13,7 +13,7 @@ import { checkReferenceHosts, type JobSpec, validateImageJob, validateVideoJob }
 import { pollAfterSeconds, watchJob } from "../../jobs/watch.ts";
 import type { Services } from "../../services.ts";
 import { checkWebhookUrl } from "../../webhooks/urls.ts";
-import { principalOf } from "../auth.ts";
+import { MODEL_CALL, principalOf } from "../auth.ts";
 import { jobWaits } from "../job-waits.ts";
 import { paidCallOf } from "../call-context.ts";
 import {
@@ -52,11 +52,11 @@ export function jobRoutes(app: App, services: Services): void {
     return reply.code(out.replayed ? 200 : 202).send(job);
   };
 
-  app.post("/v1/images/generations", { schema: createImageJobSchema }, async (req, reply) => submit(req, reply, req.body, validateImageJob));
-  app.post("/v1/videos/generations", { schema: createVideoJobSchema }, async (req, reply) =>
+  app.post("/v1/images/generations", { schema: createImageJobSchema, config: MODEL_CALL }, async (req, reply) => submit(req, reply, req.body, validateImageJob));
+  app.post("/v1/videos/generations", { schema: createVideoJobSchema, config: MODEL_CALL }, async (req, reply) =>
     submit(req, reply, req.body, (b) => validateVideoJob(b, { genmediaOnly: false })),
   );
-  app.post("/v1/genmedia/jobs", { schema: createGenmediaJobSchema }, async (req, reply) =>
+  app.post("/v1/genmedia/jobs", { schema: createGenmediaJobSchema, config: MODEL_CALL }, async (req, reply) =>
     submit(req, reply, req.body, (b) => validateVideoJob(b, { genmediaOnly: true })),
   );
 }

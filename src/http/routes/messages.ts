@@ -10,7 +10,7 @@ import { parseAnthropicMessages } from "../../text/anthropic-messages.ts";
 import { runChat, startChatStream } from "../../text/chat.ts";
 import type { ChatResult } from "../../upstreams/chat-types.ts";
 import type { App } from "../types.ts";
-import { principalOf } from "../auth.ts";
+import { MODEL_CALL, principalOf } from "../auth.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { createMessageSchema } from "../schemas/text.ts";
 import { chatDeps, chatOptions, openEventStream } from "./chat.ts";
@@ -35,7 +35,7 @@ function toolInput(args: string): unknown {
 }
 
 export function messagesRoutes(app: App, services: Services): void {
-  app.post("/v1/messages", { schema: createMessageSchema }, async (req, reply) => {
+  app.post("/v1/messages", { schema: createMessageSchema, config: MODEL_CALL }, async (req, reply) => {
     const deps = chatDeps(services, req);
     const input = parseAnthropicMessages(req.body);
     const p = principalOf(req);

@@ -6,7 +6,7 @@
 import { Readable } from "node:stream";
 import { createSpeech } from "../../audio/speech.ts";
 import type { Services } from "../../services.ts";
-import { principalOf } from "../auth.ts";
+import { MODEL_CALL, principalOf } from "../auth.ts";
 import { audioOf, callContext } from "../call-context.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { createSpeechSchema } from "../schemas/audio.ts";
@@ -14,7 +14,7 @@ import type { App } from "../types.ts";
 
 export function speechRoutes(app: App, services: Services): void {
   const isAlphaVoice = (voiceId: string) => services.voiceLibrary.isAlphaVoice(voiceId);
-  app.post("/v1/audio/speech", { schema: createSpeechSchema }, async (req, reply) => {
+  app.post("/v1/audio/speech", { schema: createSpeechSchema, config: MODEL_CALL }, async (req, reply) => {
     const audio = audioOf(services, req);
     const deps = { db: services.db.kysely, paidCalls: services.paidCalls, speak: audio.speech.bind(audio), isAlphaVoice };
     const out = await createSpeech(deps, principalOf(req).accountId, req.body ?? {}, callContext(services, req, reply));

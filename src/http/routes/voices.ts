@@ -8,7 +8,7 @@ import { designVoice } from "../../audio/voice-design.ts";
 import { microsToUsd } from "../../money.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
-import { principalOf } from "../auth.ts";
+import { MODEL_CALL, principalOf } from "../auth.ts";
 import { abortOnClose, audioOf, callContext, simulateHeader } from "../call-context.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { readMultipart } from "../multipart.ts";
@@ -28,7 +28,7 @@ export function voiceRoutes(app: App, services: Services): void {
     return reply.send(out.body);
   });
 
-  app.post("/v1/audio/voice-design", { schema: designVoiceSchema }, async (req, reply) => {
+  app.post("/v1/audio/voice-design", { schema: designVoiceSchema, config: MODEL_CALL }, async (req, reply) => {
     const out = await designVoice(
       { db: services.db.kysely, paidCalls: services.paidCalls, adapter: audioOf(services, req) },
       principalOf(req).accountId,
@@ -54,7 +54,7 @@ export async function voiceCloneRoutes(app: App, services: Services): Promise<vo
     throwFileSizeLimit: true,
     limits: { fileSize: MAX_REFERENCE_BYTES, files: 1, fields: 10, fieldSize: 4096, parts: 12, headerPairs: 100 },
   });
-  app.post("/v1/audio/voice-clone", { schema: cloneVoiceSchema, validatorCompiler: formReadByRoute }, async (req, reply) => {
+  app.post("/v1/audio/voice-clone", { schema: cloneVoiceSchema, validatorCompiler: formReadByRoute, config: MODEL_CALL }, async (req, reply) => {
     if (!req.isMultipart()) {
       throw errors.invalidRequest("Send multipart/form-data with the reference audio in the part 'file'.", "file");
     }

@@ -138,7 +138,7 @@ export const createKeySchema = route({
   access: "keyOrSession",
   description:
     "`mode: \"test\"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. " +
-    "The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the key's rpm and the account's per-minute window (429, counted when the request arrives), the model allow-list (403 `model_not_allowed`), the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance.",
+    "The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the model allow-list (403 `model_not_allowed`; a refused model takes no place in any per-minute window), the key's rpm, the account's per-minute window, the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance.",
   body: json(CREATE_KEY_BODY),
   responses: {
     201: ok(

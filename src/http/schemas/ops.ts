@@ -43,7 +43,8 @@ export const metricsSchema = route({
 export const openapiSchema = route({
   operationId: "openapi",
   summary: "This OpenAPI document",
-  description: "Readable reference: `GET /docs`.",
+  description:
+    "The public API. Sent with the operator token (`Authorization: Bearer <GATEWAY_ADMIN_TOKEN>`), the document also lists the operator API (tag `operator`); any other caller, a wrong token included, gets the public document. Readable reference: `GET /docs`.",
   tags: ["operations"],
   access: "public",
   responses: { 200: ok("OpenAPI 3.1 document.", { type: "object" }) },
