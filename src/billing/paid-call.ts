@@ -341,6 +341,11 @@ export class PaidCalls {
     this.#events = events;
   }
 
+  /** The gateway's balance listeners (null: none): told by writes made outside this flow, e.g. a job submit's hold. */
+  get events(): BalanceEvents | null {
+    return this.#events;
+  }
+
   #drainedCheck(): void {
     if (this.#unsettled.size === 0 && this.#placing === 0) this.#onDrained?.();
   }

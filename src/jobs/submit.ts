@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { type Executor, inTransaction } from "../billing/ledger.ts";
+import type { BalanceEvents } from "../billing/balance-events.ts";
 import { holdOrRefuse } from "../billing/paid-call.ts";
 import { formatUsd } from "../money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
@@ -129,12 +130,12 @@ function committedViewRow(row: NewJob, started: boolean): JobViewRow {
  * otherwise the hold, the job's `pending` usage record (D29, the submit's request id) and the job row are
  * written in one transaction after the queue cap is checked. A test-mode call (`call.mode`, D32) places
  * no hold and is not gated by the balance; its job records the mode so the runner serves it with the
- * simulator.
+ * simulator. `deps.events`, when given, hears of the hold once it committed (D34 low-balance alerts).
  * @returns the job and whether it was a replay (200) or new (202).
  * @throws AppError 402 `insufficient_balance`, 409 `idempotency_conflict`, 429 `rate_limited`.
  */
 export async function submitJob(
-  deps: { db: Executor; publicBaseUrl: string; starter?: JobStarter | null },
+  deps: { db: Executor; publicBaseUrl: string; starter?: JobStarter | null; events?: BalanceEvents | null },
   principal: { accountId: string; keyId: string | null; limits?: EffectiveLimits },
   spec: JobSpec,
   body: unknown,
@@ -234,6 +235,9 @@ export async function submitJob(
     if (reserved && !started) starter?.unreserve();
   }
   if (started && starter) starter.adopt(claimedOf(row));
+  // The hold was written in the submit's transaction, which balance listeners do not hear: tell them now
+  // that it committed, so a low-balance alert (D34) fires on this fall, not at the next sweep.
+  if (row.hold_id !== null) deps.events?.changed(deps.db, principal.accountId);
   // The job as committed: no second read (its queue place was counted in the transaction).
   return { job: jobView(deps.publicBaseUrl, committedViewRow(row, started), queuePosition), replayed: false, started };
 }

@@ -46,7 +46,7 @@ export function jobRoutes(app: App, services: Services): void {
     if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
     // A job this process's runner can take at once starts in the submit's own transaction; one left
     // pending is claimed by the runner, nudged here.
-    const out = await submitJob({ ...deps, starter: services.jobStarter() }, principalOf(req), spec, body, simulate, call);
+    const out = await submitJob({ ...deps, starter: services.jobStarter(), events: services.paidCalls.events }, principalOf(req), spec, body, simulate, call);
     if (!out.replayed && !out.started) services.nudgeRunner();
     const job = await honourWait(req, reply, out.job);
     return reply.code(out.replayed ? 200 : 202).send(job);
