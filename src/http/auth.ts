@@ -188,8 +188,16 @@ export function callOf(request: FastifyRequest): CallContext {
   return { requestId: request.id, keyId: p.keyId, mode: p.mode, keySpend };
 }
 
-/** The caller's limits for services: the key's model allow-list (D34), per-model windows and audio pool slots (D12). */
+/**
+ * The caller's limits for services: the key's model allow-list (D34), per-model windows and audio pool slots (D12).
+ * @throws Error (a programming error, 500) on a route registered without `config: MODEL_CALL`.
+ */
 export function guardOf(services: Services, request: FastifyRequest): CallGuard {
+  // A route that calls a model without the MODEL_CALL flag would count a key's windows before its
+  // allow-list (the old order): refuse to build its guard, so the route's first test says so.
+  if (request.routeOptions.config.modelCall !== true) {
+    throw new Error(`route ${request.routeOptions.url ?? "?"} takes a call guard without config: MODEL_CALL (http/auth.ts)`);
+  }
   const p = principalOf(request);
   return guardFor(services.limiter, p.accountId, p.limits, p.key?.models ?? null, deferred.get(request) ?? null);
 }
