@@ -29,7 +29,7 @@ console.log(`stripe fake        ${fake.url} (accepts the key ${apiKey})`);
 console.log(`delivers events to ${webhookUrl}\n`);
 console.log("Run the gateway against it, in another terminal:\n");
 console.log(`  STRIPE_SECRET_KEY=${apiKey} STRIPE_WEBHOOK_SECRET=${webhookSecret} STRIPE_API_BASE=${fake.url} npm start\n`);
-console.log("Then open a session with an API key and pay it (README, \"Payments (Stripe Checkout)\"):\n");
+console.log("Then open a session with an API key and pay it (docs/payments.md):\n");
 console.log(`  curl -s -X POST http://127.0.0.1:8080/v1/billing/checkout -H "Authorization: Bearer $API_KEY" -d '{"amount_usd": 25}'`);
 console.log(`  curl -s -X POST ${fake.url}/__fake/checkout/sessions/<id>/pay\n`);
 console.log("Ctrl-C prints how many requests the fake received.");

@@ -238,10 +238,10 @@ test("the example file of deploy/ parses with every protocol, env: keys, models 
   });
 });
 
-test("README.md and deploy/README.md show the example file as it is", () => {
+test("docs/upstreams.md and deploy/README.md show the example file as it is", () => {
   const root = join(import.meta.dirname, "../..");
   const example = readFileSync(join(root, "deploy/upstreams.example.json"), "utf8").trim();
-  for (const doc of ["README.md", "deploy/README.md"]) {
+  for (const doc of ["docs/upstreams.md", "deploy/README.md"]) {
     const blocks = [...readFileSync(join(root, doc), "utf8").matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1]!.trim());
     assert.ok(blocks.includes(example), `${doc} lacks the example of deploy/upstreams.example.json`);
   }
