@@ -18,6 +18,9 @@
  * shared cores a ratio alone hides where the time goes.
  *
  * `BENCH_CPU_PROF_DIR`: when set, the gateway runs with `--cpu-prof` and writes its profile there.
+ * `BENCH_SIM_IMAGES=draw`: the simulator draws every image from its prompt (as `npm start` does: a
+ * 1024x1024 PNG per job) instead of the placeholder, so the figure is the simulator's image jobs per
+ * second with the drawing included (issue 28).
  */
 import { spawn } from "node:child_process";
 import { Pool } from "undici";
@@ -185,7 +188,8 @@ export async function benchJobs(backend: "sqlite" | "postgres"): Promise<void> {
   const total = Number(process.env.BENCH_JOBS ?? 2000);
   const profDir = process.env.BENCH_CPU_PROF_DIR;
   const nodeArgs = profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir] : [];
-  const gw = await startGatewayProcess(backend, { SIM_IMAGES: "placeholder" }, nodeArgs);
+  const simImages = process.env.BENCH_SIM_IMAGES === "draw" ? "draw" : "placeholder";
+  const gw = await startGatewayProcess(backend, { SIM_IMAGES: simImages }, nodeArgs);
   let bare: Awaited<ReturnType<typeof startBareJobServer>> | null = null;
   try {
     const users = await Promise.all(Array.from({ length: USERS }, () => benchUser(gw.url)));
@@ -212,7 +216,8 @@ export async function benchJobs(backend: "sqlite" | "postgres"): Promise<void> {
     await runJobs(bare.url, keys, USERS * WARMUP_PER_USER, "warm-up");
     const b = await runJobs(bare.url, keys, total, "bench");
 
-    console.log(`\n## image jobs on ${backend}: ${total} ${MODEL} jobs from ${USERS} customers, zero-cost upstream (SIM_IMAGES=placeholder, SIM_LATENCY_SCALE=0)`);
+    const upstream = simImages === "draw" ? "simulator drawing each image" : "zero-cost upstream";
+    console.log(`\n## image jobs on ${backend}: ${total} ${MODEL} jobs from ${USERS} customers, ${upstream} (SIM_IMAGES=${simImages}, SIM_LATENCY_SCALE=0)`);
     console.log("each job: a submit, then GET /v1/jobs/{id} with Prefer: wait=60 until it ended; each customer submits one at a time and follows its jobs alongside");
     report("gateway", g);
     report("bare node:http, same two answers", b);

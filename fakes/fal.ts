@@ -487,7 +487,7 @@ export async function startFalFake(options: FalFakeOptions = {}): Promise<FalFak
       const durationSec = videoDuration(input.duration, endpointId);
       const portrait = input.aspect_ratio === "9:16";
       const id = addFile("output.mp4", "video/mp4", async () =>
-        renderMp4({ prompt, durationSec, orientation: portrait ? "portrait" : "landscape", audio: input.generate_audio === true, seed: endpointId }).body,
+        (await renderMp4({ prompt, durationSec, orientation: portrait ? "portrait" : "landscape", audio: input.generate_audio === true, seed: endpointId })).body,
       );
       const out: Record<string, unknown> = { video: await fileEntry(id) };
       if (endpointId.startsWith("bytedance/seedance")) out.seed = seedOf(job.id);

@@ -91,7 +91,7 @@ import type http from "node:http";
 import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson, startLoopbackServer } from "./loopback.ts";
 import type { LoopbackFakeRequest } from "./loopback.ts";
 import { encodeAudio } from "../src/upstreams/simulator/encode.ts";
-import { renderMp4 } from "../src/upstreams/simulator/video.ts";
+import { renderMp4, videoSize } from "../src/upstreams/simulator/video.ts";
 import type { AudioFormat } from "../src/upstreams/types.ts";
 
 /** Options of {@link startMiniMaxFake}. */
@@ -497,24 +497,26 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
       task.fileId = String(200_000_000_000_000 + randomInt(0, 2 ** 40));
       files.set(task.fileId, { id: task.fileId, purpose: "video_generation", filename: "output.mp4", bytes: 0, createdAt: Math.floor(Date.now() / 1000), taskId: task.id });
     }
-    const [w, h] = task.resolution === "1080P" ? [1920, 1080] : task.resolution === "768P" ? [1366, 768] : [910, 512];
-    state("Success", { file_id: task.fileId, video_width: w, video_height: h });
+    // The size of the clip this fake serves (the simulator's renderMp4), not the resolution a real
+    // 1080P/768P task would have: a client that checks the file against these fields sees them agree.
+    const { width, height } = videoSize("16:9");
+    state("Success", { file_id: task.fileId, video_width: width, video_height: height });
   };
 
-  const mp4Of = (task: VideoTask): Uint8Array => {
+  const mp4Of = async (task: VideoTask): Promise<Uint8Array> => {
     let body = mp4s.get(task.id);
     if (body === undefined) {
-      body = renderMp4({ prompt: task.prompt === "" ? task.id : task.prompt, durationSec: task.duration, seed: "minimax" }).body;
+      body = (await renderMp4({ prompt: task.prompt === "" ? task.id : task.prompt, durationSec: task.duration, aspect: "16:9", seed: "minimax" })).body;
       mp4s.set(task.id, body);
     }
     return body;
   };
 
-  const retrieve = (res: http.ServerResponse, url: URL): void => {
+  const retrieve = async (res: http.ServerResponse, url: URL): Promise<void> => {
     const file = files.get(url.searchParams.get("file_id") ?? "");
     if (file === undefined) return invalid(res, "file_id not found");
     const task = file.taskId === null ? undefined : tasks.get(file.taskId);
-    const bytes = task === undefined ? file.bytes : mp4Of(task).byteLength;
+    const bytes = task === undefined ? file.bytes : (await mp4Of(task)).byteLength;
     const expires = Math.floor(Date.now() / 1000) + 9 * 3600;
     const download = task === undefined ? "" : `${cdn}/download/${file.id}/output.mp4?Expires=${expires}&OSSAccessKeyId=FAKE&Signature=${alnum(24)}`;
     answer(res, { file: { file_id: rawNumber(file.id), bytes, created_at: file.createdAt, filename: file.filename, purpose: file.purpose, download_url: download }, base_resp: ok });
@@ -545,7 +547,7 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
       const file = files.get(segments[1] ?? "");
       const task = file?.taskId === null || file === undefined ? undefined : tasks.get(file.taskId);
       if (task === undefined) return sendJson(res, 404, { error: "NoSuchKey" });
-      const mp4 = mp4Of(task);
+      const mp4 = await mp4Of(task);
       res.writeHead(200, { "content-type": "video/mp4", "content-length": String(mp4.byteLength) });
       res.end(mp4);
       return;

@@ -37,9 +37,9 @@ describe("pngDimensions", () => {
 });
 
 describe("mp4DurationSec", () => {
-  test("the length of MP4s rendered by the simulator", () => {
-    for (const seconds of [3, 7, 10]) {
-      const mp4 = renderMp4({ prompt: "waves", durationSec: seconds }).body;
+  test("the length of MP4s rendered by the simulator", async () => {
+    for (const seconds of [1, 3]) {
+      const mp4 = (await renderMp4({ prompt: "waves", durationSec: seconds })).body;
       assert.equal(mp4DurationSec(mp4), seconds);
     }
   });

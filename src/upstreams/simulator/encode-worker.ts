@@ -1,6 +1,7 @@
 /**
  * `worker_threads` entry of the simulator's speech encoder: renders long clips off the event loop.
- * It also renders music and sound effects ({@link MediaWorkerRequest}, used by `media.ts`).
+ * It also renders music and sound effects ({@link MediaWorkerRequest}, used by `media.ts`) and simulated
+ * videos ({@link VideoWorkerRequest}, used by `visual.ts`).
  *
  * Protocol (one job at a time per worker): the parent posts a {@link EncodeWorkerRequest}; the worker
  * answers with zero or more `chunk` messages (encoded bytes, in order, their buffers transferred), then
@@ -10,6 +11,7 @@
 import { parentPort } from "node:worker_threads";
 import { renderSpeechChunks, type SpeechRenderJob } from "./speech/render.ts";
 import { type MediaRenderJob, renderMediaChunks } from "./media-render.ts";
+import { type RenderVideoOptions, renderMp4 } from "./video.ts";
 
 /** Parent -> worker: render `job`; answers carry the same `id`. */
 export interface EncodeWorkerRequest {
@@ -23,6 +25,12 @@ export interface MediaWorkerRequest {
   media: MediaRenderJob;
 }
 
+/** Parent -> worker: render the simulated video `video` (one `chunk`, the MP4 file, then `done`). */
+export interface VideoWorkerRequest {
+  id: number;
+  video: RenderVideoOptions;
+}
+
 /** Worker -> parent messages. */
 export type EncodeWorkerMessage =
   | { id: number; type: "chunk"; bytes: Uint8Array }
@@ -31,7 +39,21 @@ export type EncodeWorkerMessage =
 
 if (parentPort) {
   const port = parentPort;
-  port.on("message", (req: EncodeWorkerRequest | MediaWorkerRequest) => {
+  port.on("message", (req: EncodeWorkerRequest | MediaWorkerRequest | VideoWorkerRequest) => {
+    if ("video" in req) {
+      renderMp4(req.video).then(
+        (v) => {
+          const bytes = v.body.byteOffset === 0 && v.body.byteLength === v.body.buffer.byteLength ? v.body : v.body.slice();
+          port.postMessage({ id: req.id, type: "chunk", bytes } satisfies EncodeWorkerMessage, [bytes.buffer as ArrayBuffer]);
+          port.postMessage({ id: req.id, type: "done", durationSec: v.durationSec } satisfies EncodeWorkerMessage);
+        },
+        (err: unknown) => {
+          const message = err instanceof Error ? err.message : String(err);
+          port.postMessage({ id: req.id, type: "error", message } satisfies EncodeWorkerMessage);
+        },
+      );
+      return;
+    }
     try {
       const { durationSec, chunks } =
         "media" in req ? renderMediaChunks(req.media) : renderSpeechChunks(req.job);

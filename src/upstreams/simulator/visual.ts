@@ -4,8 +4,10 @@
  *
  * - Real media: PNG (`image/png`) or SVG (`image/svg+xml`, `req.output === "svg"`) images from
  *   {@link renderPngAsync} / {@link renderSvg}, at exactly the requested pixel size up to 2048 px per
- *   side ({@link fitRenderSize}); playable MP4 video (`video/mp4`, H.264 320x180 or 180x320, AAC audio
- *   for the models with sound) of the requested length from {@link renderMp4}. Always bytes, never an
+ *   side ({@link fitRenderSize}), drawn from the prompt (subject, palette, composition, the prompt as a
+ *   caption: `images/plan.ts`); playable MP4 video (`video/mp4`, H.264 drawn from the prompt with
+ *   motion, 640 px on the long side at the requested aspect ratio, AAC audio for the models with
+ *   sound) of the requested length from {@link renderMp4}, rendered on a worker thread. Always bytes, never an
  *   upstream URL. Output is deterministic per request (model, prompt, size, index, reference URLs and
  *   a pass-through `parameters.seed`).
  * - Latency, multiplied by `latencyScale` (`SIM_LATENCY_SCALE`): {@link SIM_VISUAL_TIMING}, with a
@@ -26,10 +28,12 @@
 import { createRng, seedFrom } from "./rng.ts";
 import { simulatedDelaySec, simulateLatency } from "./delay.ts";
 import { renderPlaceholderPng, renderPngAsync } from "./images/png.ts";
-import { ByteLruCache } from "./render-cache.ts";
+import { ByteLruCache, RenderCache } from "./render-cache.ts";
 import { fitRenderSize, sizeForAspect } from "./images/size.ts";
 import { renderSvg } from "./images/svg.ts";
-import { MAX_VIDEO_SEC, renderMp4, videoOrientationOf } from "./video.ts";
+import { MAX_VIDEO_SEC, type RenderVideoOptions, videoAspectOf, videoSize } from "./video.ts";
+import type { VideoWorkerRequest } from "./encode-worker.ts";
+import { concatBytes } from "../util.ts";
 import {
   type ImageRequest,
   type MediaOutput,
@@ -43,6 +47,16 @@ import {
 export { renderPng, renderPngAsync } from "./images/png.ts";
 export { renderSvg } from "./images/svg.ts";
 export { renderMp4 } from "./video.ts";
+
+/** A rendered video in the render cache: the MP4 bytes and the movie length (seconds). */
+interface VideoClip {
+  bytes: number;
+  body: Uint8Array;
+  durationSec: number;
+}
+
+/** Byte budget of the cache of rendered videos (a 5 s clip is about 100 KB). */
+const VIDEO_CACHE_BYTES = 32 * 1024 * 1024;
 
 /** Simulated delays in seconds, before multiplication by `latencyScale`. */
 export const SIM_VISUAL_TIMING = {
@@ -132,10 +146,39 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
   private readonly closing = new AbortController();
   /** Placeholder PNGs by `WxH`, or null when images are drawn. */
   private readonly placeholders: ByteLruCache<{ bytes: number; body: Uint8Array }> | null;
+  /** Videos render on worker threads (about 10 ms of CPU per frame), one rendering per identical request. */
+  private readonly videos = new RenderCache<RenderVideoOptions, VideoClip>({
+    maxBytes: VIDEO_CACHE_BYTES,
+    workers: 1,
+    closedMessage: "simulated visual upstream is closed",
+    label: () => "video",
+    workerRequest: (id, video): VideoWorkerRequest => ({ id, video }),
+    renderInline: () => {
+      throw new Error("simulated videos render on a worker");
+    },
+    isSmall: () => false,
+    clipOf: (parts, durationSec) => {
+      const body = concatBytes(parts);
+      return { bytes: body.length, body, durationSec };
+    },
+  });
 
   constructor(opts: SimulatedVisualUpstreamOptions) {
     this.scale = Number.isFinite(opts.latencyScale) && opts.latencyScale > 0 ? opts.latencyScale : 0;
     this.placeholders = opts.images === "placeholder" ? new ByteLruCache(PLACEHOLDER_CACHE_BYTES) : null;
+  }
+
+  /** The MP4 of `video`, rendered on the worker pool (or shared with an identical rendering). */
+  private async renderVideo(video: RenderVideoOptions, signal: AbortSignal): Promise<VideoClip> {
+    const key = JSON.stringify(video);
+    const got = this.videos.obtain(key, video);
+    if (!("consumers" in got)) return got;
+    this.videos.join(got);
+    try {
+      return await this.videos.wait(got, signal);
+    } finally {
+      this.videos.release(got);
+    }
   }
 
   /** The placeholder PNG of a size (encoded on first use); callers share the bytes and must not change them. */
@@ -228,9 +271,9 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
 
   /**
    * Generates one clip after about (45 + 3 x durationSec) s x scale:
-   * `{kind: "bytes", contentType: "video/mp4", body, width, height, durationSec}` (320x180, or 180x320
-   * when the pass-through parameters ask for a portrait aspect, see {@link videoOrientationOf}; sound
-   * per {@link simulatedVideoHasAudio}). Image-to-video requests (`imageUrl` set) get the same kind of
+   * `{kind: "bytes", contentType: "video/mp4", body, width, height, durationSec}` at {@link videoSize}
+   * of the aspect ratio asked by the pass-through parameters ({@link videoAspectOf}), else 16:9
+   * (640x360); sound per {@link simulatedVideoHasAudio}. Image-to-video requests (`imageUrl` set) get the same kind of
    * clip. Throws {@link UpstreamError} for `simulate: "fail"` or a duration outside (0, 60] s (not
    * retryable), and `signal.reason` on abort. `onProgress`: see the module comment.
    */
@@ -245,21 +288,23 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
     if (!(Number.isFinite(sec) && sec > 0 && sec <= MAX_VIDEO_SEC)) {
       throw new UpstreamError(`video duration must be in (0, ${MAX_VIDEO_SEC}] seconds, got ${sec}`, false);
     }
-    const video = renderMp4({
+    const options: RenderVideoOptions = {
       prompt: req.prompt,
       durationSec: sec,
-      orientation: videoOrientationOf(parameters),
+      aspect: videoAspectOf(parameters) ?? "16:9",
       audio: simulatedVideoHasAudio(req.model, parameters),
       seed: [req.model, seedParam(parameters), req.imageUrl ?? ""].join("\n"),
-    });
+    };
+    const clip = await this.renderVideo(options, sig);
+    const size = videoSize(options.aspect);
     onProgress?.(1);
     return {
       kind: "bytes",
-      contentType: video.contentType,
-      body: video.body,
-      width: video.width,
-      height: video.height,
-      durationSec: video.durationSec,
+      contentType: "video/mp4",
+      body: clip.body,
+      width: size.width,
+      height: size.height,
+      durationSec: clip.durationSec,
     };
   }
 
@@ -267,6 +312,7 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
     if (!this.closing.signal.aborted) {
       this.closing.abort(new DOMException("simulated visual upstream closed", "AbortError"));
     }
+    await this.videos.close();
   }
 }
 

@@ -10,7 +10,9 @@ import { loadConfig } from "../../../src/config.ts";
 import { renderPng, renderPngAsync } from "../../../src/upstreams/simulator/images/png.ts";
 import { fitRenderSize, sizeForAspect } from "../../../src/upstreams/simulator/images/size.ts";
 import { renderSvg } from "../../../src/upstreams/simulator/images/svg.ts";
-import { renderMp4, videoOrientationOf } from "../../../src/upstreams/simulator/video.ts";
+import { motifOf } from "../../../src/upstreams/simulator/images/plan.ts";
+import { wrapCaption } from "../../../src/upstreams/simulator/images/font.ts";
+import { renderMp4, videoAspectOf, videoOrientationOf, videoSize } from "../../../src/upstreams/simulator/video.ts";
 import { createSimulatedVisualUpstream, simulatedVideoHasAudio } from "../../../src/upstreams/simulator/visual.ts";
 import { type ImageRequest, type MediaOutput, UpstreamError, type VideoRequest } from "../../../src/upstreams/types.ts";
 
@@ -87,6 +89,34 @@ async function mp4Tracks(bytes: Uint8Array): Promise<{ video: number[]; audio: n
     width: video[0]?.video?.pixelWidth,
     height: video[0]?.video?.pixelHeight,
   };
+}
+
+/** The RGB pixels of a PNG written by the simulator (filters None, Sub and Up only). */
+function pngPixels(bytes: Uint8Array): { width: number; height: number; rgb: Uint8Array } {
+  const png = parsePng(bytes);
+  const { width: w, height: h, raw } = png;
+  const rgb = new Uint8Array(w * h * 3);
+  for (let y = 0; y < h; y++) {
+    const f = raw[y * (w * 3 + 1)];
+    for (let i = 0; i < w * 3; i++) {
+      const v = raw[y * (w * 3 + 1) + 1 + i];
+      const left = i >= 3 ? rgb[y * w * 3 + i - 3] : 0;
+      const up = y > 0 ? rgb[(y - 1) * w * 3 + i] : 0;
+      assert.ok(f <= 2, `filter ${f}`);
+      rgb[y * w * 3 + i] = (v + (f === 1 ? left : f === 2 ? up : 0)) & 0xff;
+    }
+  }
+  return { width: w, height: h, rgb };
+}
+
+/** Share of pixels (0..1) whose colour differs by more than 48 (sum over channels) between two pictures. */
+function differingShare(a: Uint8Array, b: Uint8Array): number {
+  assert.equal(a.length, b.length);
+  let n = 0;
+  for (let i = 0; i < a.length; i += 3) {
+    if (Math.abs(a[i] - b[i]) + Math.abs(a[i + 1] - b[i + 1]) + Math.abs(a[i + 2] - b[i + 2]) > 48) n++;
+  }
+  return n / (a.length / 3);
 }
 
 /** A minimal well-formedness check: every start tag is closed in order; one root element. */
@@ -175,6 +205,52 @@ describe("simulated PNG images", () => {
     assert.notDeepEqual(renderPng({ ...base, seed: "other" }), a);
   });
 
+  test("the prompt decides the picture: different prompts differ in most pixels, the same prompt and seed give the same bytes", () => {
+    const opts = { width: 512, height: 384, seed: "imgA-v4", index: 0 };
+    const prompts = ["a lighthouse at dawn", "a red fox in the snow", "city skyline at night", "a bouquet of yellow flowers"];
+    const pics = prompts.map((prompt) => pngPixels(renderPng({ ...opts, prompt })).rgb);
+    for (let i = 0; i < pics.length; i++) {
+      for (let j = i + 1; j < pics.length; j++) {
+        const share = differingShare(pics[i], pics[j]);
+        assert.ok(share > 0.3, `${prompts[i]} / ${prompts[j]}: ${(share * 100).toFixed(1)}% of pixels differ`);
+      }
+    }
+    assert.deepEqual(renderPng({ ...opts, prompt: prompts[0] }), renderPng({ ...opts, prompt: prompts[0] }));
+  });
+
+  test("subjects from the prompt's words; the prompt is written at the bottom", () => {
+    assert.equal(motifOf("a lighthouse at dawn"), "lighthouse");
+    assert.equal(motifOf("a red fox in the snow"), "animal");
+    assert.equal(motifOf("a fox by the lighthouse"), "animal");
+    assert.equal(motifOf("tokyo city skyline at night"), "city");
+    assert.equal(motifOf("portrait of an old man"), "face");
+    assert.equal(motifOf("a red sports car"), "car");
+    assert.equal(motifOf("misty pine forest"), "forest");
+    assert.equal(motifOf("snowy mountain peaks"), "mountain");
+    assert.equal(motifOf("a sailboat on the ocean"), "sea");
+    assert.equal(motifOf("the full moon"), "sky");
+    assert.equal(motifOf("a vase of roses"), "flower");
+    assert.equal(motifOf("an eagle"), "bird");
+    assert.equal(motifOf("synthwave vibes"), "abstract");
+    // Only the caption changes: the band at the bottom differs, the scene above it does not.
+    const a = pngPixels(renderPng({ prompt: "a lighthouse at dawn", width: 800, height: 600, seed: "s" }));
+    const b = pngPixels(renderPng({ prompt: "a lighthouse at dawn", width: 800, height: 600, seed: "s", index: 0 }));
+    assert.deepEqual(a.rgb, b.rgb);
+    const c = pngPixels(renderPng({ prompt: "A LIGHTHOUSE AT DAWN", width: 800, height: 600, seed: "s" }));
+    const row = 800 * 3;
+    const share = differingShare(a.rgb.subarray(520 * row), c.rgb.subarray(520 * row));
+    assert.ok(share > 0.03, `the caption differs: ${share}`);
+    assert.equal(differingShare(a.rgb.subarray(0, 400 * row), c.rgb.subarray(0, 400 * row)), 0, "the scene is the same");
+  });
+
+  test("captions wrap on words and are cut with an ellipsis", () => {
+    assert.deepEqual(wrapCaption("a lighthouse at dawn", 40, 2), ["a lighthouse at dawn"]);
+    assert.deepEqual(wrapCaption("one two three four five", 9, 2), ["one two", "three..."]);
+    assert.deepEqual(wrapCaption("  café\n crème  ", 40, 2), ["cafe creme"]);
+    assert.deepEqual(wrapCaption("", 40, 2), []);
+    assert.deepEqual(wrapCaption("supercalifragilistic", 10, 1), ["superca..."]);
+  });
+
   test("the picture is not flat: many distinct colours, not noise (compresses well)", () => {
     const bytes = renderPng({ prompt: "starry night over a lake", width: 512, height: 512 });
     const png = parsePng(bytes);
@@ -239,9 +315,9 @@ describe("simulated SVG images", () => {
 // ---------------------------------------------------------------------------------------------------
 
 describe("simulated MP4 video", () => {
-  for (const sec of [1, 5, 10]) {
-    test(`${sec} s: ftyp, moov, mdat; the video track lasts ${sec} s`, async () => {
-      const v = renderMp4({ prompt: "waves on a beach", durationSec: sec });
+  for (const sec of [1, 5]) {
+    test(`${sec} s: ftyp, moov, mdat; the video track lasts ${sec} s; 640x360`, async () => {
+      const v = await renderMp4({ prompt: "waves on a beach", durationSec: sec });
       assert.equal(v.contentType, "video/mp4");
       assert.equal(v.durationSec, sec);
       assert.deepEqual(
@@ -252,28 +328,49 @@ describe("simulated MP4 video", () => {
       assert.equal(tracks.video.length, 1);
       assert.equal(tracks.audio.length, 0);
       assert.ok(Math.abs(tracks.video[0] - sec) < 0.1, `duration ${tracks.video[0]}`);
-      assert.equal(tracks.width, 320);
-      assert.equal(tracks.height, 180);
+      assert.equal(tracks.width, 640);
+      assert.equal(tracks.height, 360);
+      assert.deepEqual([v.width, v.height], [640, 360]);
     });
   }
 
-  test("with audio: both tracks last the requested time; portrait clips are 180x320", async () => {
-    const v = renderMp4({ prompt: "a dancer", durationSec: 6, orientation: "portrait", audio: true });
-    assert.equal(v.width, 180);
-    assert.equal(v.height, 320);
+  test("with audio: both tracks last the requested time; portrait clips are 360x640", async () => {
+    const v = await renderMp4({ prompt: "a dancer", durationSec: 6, orientation: "portrait", audio: true });
+    assert.equal(v.width, 360);
+    assert.equal(v.height, 640);
     assert.equal(v.hasAudio, true);
     const tracks = await mp4Tracks(v.body);
     assert.ok(Math.abs(tracks.video[0] - 6) < 0.1, `video ${tracks.video[0]}`);
     assert.equal(tracks.audio.length, 1);
     assert.ok(Math.abs(tracks.audio[0] - 6) < 0.1, `audio ${tracks.audio[0]}`);
-    assert.equal(tracks.width, 180);
+    assert.equal(tracks.width, 360);
   });
 
-  test("deterministic; the size grows with the length; invalid lengths are refused", () => {
-    const a = renderMp4({ prompt: "p", durationSec: 3 });
-    assert.deepEqual(renderMp4({ prompt: "p", durationSec: 3 }).body, a.body);
-    assert.ok(renderMp4({ prompt: "p", durationSec: 6 }).body.length > a.body.length * 1.5);
-    for (const bad of [0, -1, Number.NaN, 61]) assert.throws(() => renderMp4({ prompt: "p", durationSec: bad }), RangeError);
+  test("deterministic; the prompt changes the clip; the size grows with the length; invalid lengths are refused", async () => {
+    const a = await renderMp4({ prompt: "a lighthouse at dawn", durationSec: 2 });
+    assert.deepEqual((await renderMp4({ prompt: "a lighthouse at dawn", durationSec: 2 })).body, a.body);
+    assert.notDeepEqual((await renderMp4({ prompt: "a red fox in the snow", durationSec: 2 })).body, a.body);
+    assert.ok((await renderMp4({ prompt: "a lighthouse at dawn", durationSec: 4 })).body.length > a.body.length * 1.3);
+    for (const bad of [0, -1, Number.NaN, 61]) await assert.rejects(renderMp4({ prompt: "p", durationSec: bad }), RangeError);
+  });
+
+  test("the requested aspect ratio, at least 640 px on the long side", async () => {
+    for (const [aspect, w, h] of [
+      ["16:9", 640, 360],
+      ["9:16", 360, 640],
+      ["1:1", 640, 640],
+      ["4:3", 640, 480],
+      ["21:9", 640, 274],
+    ] as const) {
+      assert.deepEqual(videoSize(aspect), { width: w, height: h }, aspect);
+      assert.ok(Math.max(w, h) >= 640);
+    }
+    const v = await renderMp4({ prompt: "a red car", durationSec: 1, aspect: "1:1" });
+    const tracks = await mp4Tracks(v.body);
+    assert.deepEqual([tracks.width, tracks.height, v.width, v.height], [640, 640, 640, 640]);
+    assert.equal(videoAspectOf({ aspect_ratio: "4:3" }), "4:3");
+    assert.equal(videoAspectOf({ size: "1280x720" }), "1280:720");
+    assert.equal(videoAspectOf({}), null);
   });
 
   test("orientation and audio choices", () => {
@@ -377,13 +474,12 @@ describe("simulated visual upstream", () => {
     const up = createSimulatedVisualUpstream({ latencyScale: 0 });
     for (const [model, sec] of [
       ["vidC-02-768p", 6],
-      ["vidA-3-pro-audio", 5],
-      ["vidD-3-fast", 10],
+      ["vidA-3-pro-audio", 2],
     ] as const) {
       const out = bytesOf(await up.generateVideo(videoRequest({ model, durationSec: sec })));
       assert.equal(out.contentType, "video/mp4");
       assert.equal(out.durationSec, sec);
-      assert.deepEqual([out.width, out.height], [320, 180]);
+      assert.deepEqual([out.width, out.height], [640, 360]);
       const tracks = await mp4Tracks(out.body);
       assert.ok(Math.abs(tracks.video[0] - sec) < 0.1, `${model}: ${tracks.video[0]}`);
       assert.equal(tracks.audio.length, model === "vidA-3-pro-audio" ? 1 : 0, model);
@@ -391,7 +487,8 @@ describe("simulated visual upstream", () => {
     const portrait = bytesOf(
       await up.generateVideo(videoRequest({ imageUrl: "https://example.com/first.png", parameters: { aspect_ratio: "9:16" } })),
     );
-    assert.deepEqual([portrait.width, portrait.height], [180, 320]);
+    assert.deepEqual([portrait.width, portrait.height], [360, 640]);
+    assert.deepEqual([(await mp4Tracks(portrait.body)).width, (await mp4Tracks(portrait.body)).height], [360, 640]);
     await assert.rejects(up.generateVideo(videoRequest({ durationSec: 0 })), (e: unknown) => e instanceof UpstreamError && !e.retryable);
     await up.close();
   });

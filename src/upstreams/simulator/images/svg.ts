@@ -1,5 +1,10 @@
-/** SVG output of the simulated images: the same scene plan drawn as vector shapes. */
+/** SVG output of the simulated images: the same scene plan drawn as vector shapes, the caption as text. */
+import { LINE_HEIGHT } from "./font.ts";
 import { gradientLine, planImage, type RenderImageOptions, type Rgb, ridgeAt } from "./plan.ts";
+import { captionLayout } from "./raster.ts";
+
+/** Pixels per layout cell of the caption: the PNG's raster cell (see `png.ts`), so both place it alike. */
+const CAPTION_CELL = 4;
 import { checkSize } from "./size.ts";
 
 /** Escapes text for XML content/attributes and drops characters XML 1.0 forbids. */
@@ -26,7 +31,8 @@ function hex(c: Rgb): string {
 /**
  * Renders the picture of `opts` as a standalone SVG document (UTF-8 text, `image/svg+xml`): an
  * `<svg xmlns=... width height viewBox="0 0 width height">` root with a `<title>` (the prompt, at most
- * 200 characters), a gradient background and the plan's shapes in pixel units. Deterministic; same
+ * 200 characters), a gradient background, the plan's shapes in pixel units and the caption as
+ * `<text>` lines on a dark band (laid out as in the PNG). Deterministic; same
  * composition as {@link renderPng}. Throws `RangeError` for sizes that are not integers in 1..4096.
  */
 export function renderSvg(opts: RenderImageOptions): string {
@@ -82,6 +88,20 @@ export function renderSvg(opts: RenderImageOptions): string {
         );
         break;
       }
+      case "ellipse": {
+        const deg = (s.angle * 180) / Math.PI;
+        out.push(
+          `<ellipse cx="${num(s.cx * w)}" cy="${num(s.cy * h)}" rx="${num(s.rx * unit)}" ry="${num(s.ry * unit)}" ` +
+            `transform="rotate(${num(deg)} ${num(s.cx * w)} ${num(s.cy * h)})" ${fill}/>`,
+        );
+        break;
+      }
+      case "poly": {
+        const pts: string[] = [];
+        for (let i = 0; i < s.pts.length; i += 2) pts.push(`${num(s.pts[i] * w)},${num(s.pts[i + 1] * h)}`);
+        out.push(`<polygon points="${pts.join(" ")}" ${fill}/>`);
+        break;
+      }
       case "hill": {
         const steps = 96;
         const pts: string[] = [`M0 ${h}`];
@@ -94,6 +114,18 @@ export function renderSvg(opts: RenderImageOptions): string {
         break;
       }
     }
+  }
+  const layout = captionLayout(plan.caption, Math.ceil(w / CAPTION_CELL), Math.ceil(h / CAPTION_CELL));
+  if (layout !== null) {
+    const k = layout.scale * CAPTION_CELL;
+    const top = layout.top * CAPTION_CELL;
+    out.push(`<rect x="0" y="${num(top)}" width="${w}" height="${num(h - top)}" fill="#0c0c10" fill-opacity="0.55"/>`);
+    layout.lines.forEach((line, i) => {
+      const y = top + 4 * k + i * LINE_HEIGHT * k + 8 * k;
+      out.push(
+        `<text x="${num(4 * k)}" y="${num(y)}" font-family="monospace" font-size="${num(10 * k)}" fill="#ffffff">${xmlText(line)}</text>`,
+      );
+    });
   }
   out.push("</svg>");
   return `${out.join("\n")}\n`;

@@ -210,6 +210,14 @@ function parseTracks(buf: Uint8Array): SourceTrack[] {
     .map((trak) => readTrack(f, trak));
 }
 
+/** The first track with handler `handler` of the MP4 file `bytes`; throws when it has none or no samples. */
+export function parseTrack(bytes: Uint8Array, handler: "vide" | "soun"): SourceTrack {
+  const t = parseTracks(bytes).find((x) => x.handler === handler);
+  if (!t) throw new Error(`MP4 has no ${handler} track`);
+  if (t.samples.length === 0) throw new Error("MP4 track has no samples");
+  return t;
+}
+
 /** Parsed clip tracks by `file#handler`. */
 const clipCache = new Map<string, SourceTrack>();
 
