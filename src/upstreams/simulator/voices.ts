@@ -51,6 +51,16 @@ export const DEMO_ALPHA_VOICES = [
     labels: { gender: "male", age: "old", accent: "american", use_case: "audiobook" },
     description: "Gravelly storyteller with a slow pace.",
   },
+  // ElevenLabs' own default voice "George", with its real id (the id of the ElevenLabs SDK's examples and
+  // the gateway README's): the same call then works on the simulator, on the ElevenLabs fake and on
+  // ElevenLabs itself.
+  {
+    voice_id: "JBFqnCBsd6RMkjVDRZzb",
+    name: "George",
+    category: "premade",
+    labels: { gender: "male", age: "middle_aged", accent: "british", use_case: "narration" },
+    description: "Warm, captivating British storyteller.",
+  },
 ] as const;
 
 /** The alpha demo voice used by tests and docs (first record of the alpha list). */
