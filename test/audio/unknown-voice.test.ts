@@ -6,7 +6,7 @@
  * answered: D20 makes any id outside the alpha library a beta voice, so the call is held and the hold
  * released in full, D27.) On the simulator and on the gateway configured with
  * `UPSTREAMS` on the loopback fakes of ElevenLabs and MiniMax (real HTTP, no seams). ElevenLabs' default
- * voice "George" (`JBFqnCBsd6RMkjVDRZzb`, the README's) speaks on both.
+ * voice "George" (`JBFqnCBsd6RMkjVDRZzb`) and MiniMax's `English_Graceful_Lady` speak on both.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -89,10 +89,16 @@ describe("unknown speech voices on the simulator", () => {
     assert.match(alpha, /provider=beta/);
   });
 
-  test("ElevenLabs' default voice George is an alpha voice of the simulator", async () => {
+  test("ElevenLabs' George and MiniMax's English_Graceful_Lady are voices of the simulator's libraries", async () => {
     const r = await gw.request("POST", "/v1/audio/speech", { token: user.api_key, body: { input: "Hello.", voice_id: GEORGE } });
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.equal(r.headers.get("x-svc-model"), "alpha-multilingual-v2");
+    const b = await gw.request("POST", "/v1/audio/speech", { token: user.api_key, body: { model: "beta-speech-hd", input: "Hello.", voice_id: "English_Graceful_Lady" } });
+    assert.equal(b.status, 200, JSON.stringify(b.json));
+    for (const [provider, id] of [["alpha", GEORGE], ["beta", "English_Graceful_Lady"]] as const) {
+      const list = await gw.request("GET", `/v1/audio/voices?provider=${provider}`, { token: user.api_key });
+      assert.ok((list.json.data as { voice_id: string }[]).some((v) => v.voice_id === id), `${id} listed`);
+    }
   });
 });
 
