@@ -40,8 +40,8 @@
  * The fake renders MP3, PCM and mu-law; a valid Opus, WAV or A-law name answers 400
  * `fake_unsupported_format` (the fake's limit, not ElevenLabs').
  *
- * The catalog: 120 account voices (the first is `21m00Tcm4TlvDq8ikWAM` "Rachel" of the SDK's
- * `tests/wire/voices.test.ts`; premade voices have `description: null` as ElevenLabs sends it; every
+ * The catalog: 120 account voices (the first two are ElevenLabs' default voices `21m00Tcm4TlvDq8ikWAM`
+ * "Rachel" of the SDK's `tests/wire/voices.test.ts` and `JBFqnCBsd6RMkjVDRZzb` "George" of its README; premade voices have `description: null` as ElevenLabs sends it; every
  * tenth voice has no `labels`) and 2900 library voices (the first is `sB1b5zUrxQVAFl2PhZFp` "Alita" of
  * the same file), ids of 20 letters and digits, deterministic. Library voices 1 to 10 are also the
  * last account voices (the fake's choice, so a listing has duplicates to drop).
@@ -186,15 +186,26 @@ const NAMES = ["Aria", "Roger", "Sarah", "Laura", "Charlie", "George", "Callum",
 
 const pick = <T>(list: readonly T[], i: number): T => list[i % list.length]!;
 
+/**
+ * ElevenLabs' own default (premade) voices that open the account's list, with their real ids: "Rachel" of
+ * the SDK's `tests/wire/voices.test.ts`, and "George", the voice of the SDK's README examples (also the
+ * gateway README's, so they run on the fakes as written).
+ */
+const PREMADE_VOICES: readonly (readonly [string, string])[] = [
+  ["21m00Tcm4TlvDq8ikWAM", "Rachel"],
+  ["JBFqnCBsd6RMkjVDRZzb", "George"],
+];
+
 /** The account's voices (`Voice` of the SDK, with the fields a listing carries). */
 function accountVoices(): Record<string, unknown>[] {
   const voices: Record<string, unknown>[] = [];
   for (let i = 0; i < FAKE_ACCOUNT_VOICES; i++) {
-    const voiceId = i === 0 ? "21m00Tcm4TlvDq8ikWAM" : voiceIdOf(`account:${i}`);
-    const category = pick(CATEGORIES, i);
+    const premade = PREMADE_VOICES[i];
+    const voiceId = premade?.[0] ?? voiceIdOf(`account:${i}`);
+    const category = premade === undefined ? pick(CATEGORIES, i) : "premade";
     const voice: Record<string, unknown> = {
       voice_id: voiceId,
-      name: i === 0 ? "Rachel" : `${pick(NAMES, i)} ${i}`,
+      name: premade?.[1] ?? `${pick(NAMES, i)} ${i}`,
       samples: null,
       category,
       fine_tuning: { is_allowed_to_fine_tune: category === "professional", state: {}, verification_failures: [], verification_attempts_count: 0, manual_verification_requested: false },

@@ -75,11 +75,12 @@ export const errors = {
   voiceRequired: () => new AppError(400, "voice_required", "voice_id (or voice) is required.", "voice_id"),
   inputTooLong: (measured: number, max: number) =>
     new AppError(400, "input_too_long", `input is ${measured} characters; the maximum is ${max}.`, "input"),
-  voiceModelMismatch: (voiceProvider: string, model: string) =>
+  /** D20; `message` replaces the generic one (speech words it by what the voice is). */
+  voiceModelMismatch: (voiceProvider: string, model: string, message?: string) =>
     new AppError(
       400,
       "voice_model_mismatch",
-      `A ${voiceProvider} voice cannot be used with model '${model}'; ${voiceProvider} voices work only with ${voiceProvider}-* speech models.`,
+      message ?? `A ${voiceProvider} voice cannot be used with model '${model}'; ${voiceProvider} voices work only with ${voiceProvider}-* speech models.`,
       "voice_id",
     ),
   notAMusicModel: (model: string) =>
@@ -126,8 +127,9 @@ export const errors = {
       `${model} was retired on ${date} (its shutdown date) and is no longer served; choose another model (GET /v1/models). Nothing was charged.`,
       "model",
     ),
-  voiceUnavailable: () =>
-    new AppError(410, "voice_unavailable", "This voice is no longer available at the upstream that created it; nothing was charged.", "voice_id"),
+  /** D27; `message` replaces the generic one (speech names the source for a voice it never had). */
+  voiceUnavailable: (message = "This voice is no longer available at the upstream that created it; nothing was charged.") =>
+    new AppError(410, "voice_unavailable", message, "voice_id"),
   // 404
   notFound: (message = "No such route.") => new AppError(404, "not_found", message),
   userNotFound: () => new AppError(404, "user_not_found", "No such user."),

@@ -13,7 +13,7 @@ import { DEFAULT_SPEECH_MODEL, getModelOf } from "../catalog/models.ts";
 import { quoteSpeech } from "../catalog/quote.ts";
 import type { SpeechModel } from "../catalog/types.ts";
 import type { SpeechRequestBody } from "../contracts/audio.ts";
-import { errors } from "../errors.ts";
+import { AppError, errors } from "../errors.ts";
 import type { AudioFormat, AudioResult, SimulateMode, SpeechRequest, VoiceSettings } from "../upstreams/types.ts";
 import { firstChunkThen } from "../upstreams/first-chunk.ts";
 import type { Served } from "../upstreams/sync-failover.ts";
@@ -36,6 +36,16 @@ export interface SpeechDeps {
   speak(family: "alpha" | "beta", req: SpeechRequest, home: string | null | undefined, signal?: AbortSignal): Promise<Served<AudioResult>>;
   /** Whether a voice id is an alpha library voice; null when the library cannot tell (D20). */
   isAlphaVoice(voiceId: string): Promise<boolean | null>;
+  /**
+   * Whether a voice id is in the beta library (its listed system voices); null when it cannot tell. Only
+   * words the answer about a voice that is not an alpha voice (D20 makes any such id a beta voice).
+   */
+  isBetaVoice(voiceId: string): Promise<boolean | null>;
+  /**
+   * Where `provider`'s voices come from, as a phrase for messages ("the ElevenLabs source 'el-main'",
+   * "the built-in simulator"): names and protocols only (audio/voice-library.ts `servedBy`).
+   */
+  servedBy(provider: "alpha" | "beta"): string;
 }
 
 /** A finished speech call. Amounts in micro-USD. */
@@ -105,8 +115,11 @@ export function validateSpeech(body: SpeechBody): ValidSpeech {
  * models; owned and other voices are beta, usable only with beta-speech-* and, when owned, only by
  * their owner), holds the quote, calls the upstream and captures.
  *
- * @throws AppError 400 (see {@link validateSpeech}, `voice_model_mismatch`), 402 `billing_error`,
- *   403 `voice_not_owned`, 502 `provider_error` (hold released).
+ * @throws AppError 400 (see {@link validateSpeech}, `voice_model_mismatch`, worded by what the voice is:
+ *   owned, of the other library, or listed by neither library), 402 `billing_error`, 403 `voice_not_owned`,
+ *   410 `voice_unavailable` (an owned voice its source forgot, or a library or system voice the family's
+ *   source does not know: the message names the source and how to list its voices), 502 `provider_error`
+ *   (hold released).
  */
 export async function createSpeech(
   deps: SpeechDeps,
@@ -132,7 +145,7 @@ export async function createSpeech(
     const alpha = await deps.isAlphaVoice(req.voiceId);
     voiceProvider = (alpha ?? model.voiceProvider === "alpha") ? "alpha" : "beta";
   }
-  if (voiceProvider !== model.voiceProvider) throw errors.voiceModelMismatch(voiceProvider, model.id);
+  if (voiceProvider !== model.voiceProvider) throw await mismatch(deps, req.voiceId, model.id, voiceProvider, owned !== null);
 
   const releaseSlot = await guard.admit(model.id, model.audioPool);
   let streaming = false;
@@ -140,10 +153,74 @@ export async function createSpeech(
     const out = await speakWithSlot(deps, accountId, req, { upstreamVoiceId, home }, opts, releaseSlot);
     streaming = out.audio.kind === "stream";
     return out;
+  } catch (err) {
+    // A library or system voice the family's source does not have: say so, and where the voices are
+    // listed (an owned voice keeps the D27 message: its source forgot it).
+    if (home === undefined && err instanceof AppError && err.code === "voice_unavailable") {
+      const unknown = errors.voiceUnavailable(unknownToSourceMessage(deps, req.voiceId, model.id, model.voiceProvider));
+      (unknown as Error).cause = err;
+      throw unknown;
+    }
+    throw err;
   } finally {
     // A stream keeps its slot until its last chunk (released by the stream itself).
     if (!streaming) await releaseSlot();
   }
+}
+
+/** How to list `provider`'s voices: the API call and the CLI command (packages/cli `voices`). */
+function howToList(provider: "alpha" | "beta"): string {
+  return `list them with GET /v1/audio/voices?provider=${provider} or \`npx gateway voices --provider ${provider}\``;
+}
+
+/**
+ * The 400 `voice_model_mismatch` (D20) for a voice whose provider is not the model's, worded by what the
+ * voice is: the caller's own (designed or cloned, a beta voice), a voice of the other library, or a voice
+ * no library lists. D20 makes an id outside the alpha library a beta voice, so an unknown id with an
+ * alpha model keeps this code; the message then says the id is unknown to the source(s) serving the
+ * model, names them, and how to list their voices, instead of calling it a beta voice.
+ */
+async function mismatch(deps: SpeechDeps, voiceId: string, modelId: string, voiceProvider: "alpha" | "beta", owned: boolean): Promise<AppError> {
+  const wanted = voiceProvider === "alpha" ? "beta" : "alpha";
+  const pick = `Model '${modelId}' needs an ${wanted} voice: ${howToList(wanted)}. Nothing was charged.`;
+  if (owned) {
+    return errors.voiceModelMismatch(
+      voiceProvider,
+      modelId,
+      `Voice '${voiceId}' is one of your designed or cloned voices, which are beta voices: they work only with beta-speech-* models, not with '${modelId}'. Nothing was charged.`,
+    );
+  }
+  if (voiceProvider === "alpha") {
+    return errors.voiceModelMismatch(
+      voiceProvider,
+      modelId,
+      `Voice '${voiceId}' is an alpha voice (from ${deps.servedBy("alpha")}); alpha voices work only with alpha-* models, not with '${modelId}'. ${pick}`,
+    );
+  }
+  // Not an alpha library voice: a voice of the beta library, or one neither library lists.
+  const beta = await deps.isBetaVoice(voiceId);
+  if (beta === true) {
+    return errors.voiceModelMismatch(
+      voiceProvider,
+      modelId,
+      `Voice '${voiceId}' is a beta voice (from ${deps.servedBy("beta")}); beta voices work only with beta-speech-* models, not with '${modelId}'. ${pick}`,
+    );
+  }
+  const notBeta = beta === false ? `, nor in the beta voice library (from ${deps.servedBy("beta")})` : "";
+  return errors.voiceModelMismatch(
+    voiceProvider,
+    modelId,
+    `Voice '${voiceId}' is not known: it is not in the alpha voice library, whose voices come from ${deps.servedBy("alpha")}${notBeta}. ${pick}`,
+  );
+}
+
+/**
+ * The message of the 410 `voice_unavailable` for a library or system voice the family's source answered
+ * it does not have (ElevenLabs `voice_not_found`, MiniMax 2042): the voice is unknown to the source(s)
+ * serving the model; how to list theirs.
+ */
+function unknownToSourceMessage(deps: SpeechDeps, voiceId: string, modelId: string, family: "alpha" | "beta"): string {
+  return `Voice '${voiceId}' is not known to ${deps.servedBy(family)}, which serves model '${modelId}' (${family} voices): ${howToList(family)}. Nothing was charged.`;
 }
 
 /**

@@ -11,6 +11,26 @@ import type { SimulateMode, VoiceLibraryAdapter } from "../upstreams/types.ts";
 export type VoiceProvider = "alpha" | "beta";
 export type LibraryQuery = VoiceProvider | "all";
 
+/**
+ * A configured source a provider's voices come from: its `UPSTREAMS` name and protocol (never a key or a
+ * URL). What an answer about an unknown voice names.
+ */
+export interface VoiceSourceName {
+  name: string;
+  protocol: string;
+}
+
+/**
+ * What the library reads: the catalogs ({@link VoiceLibraryAdapter}) and, optionally, which configured
+ * sources each provider's catalog comes from (none: the built-in simulator's).
+ */
+export type VoiceCatalogSource = VoiceLibraryAdapter & {
+  sourcesOf?(provider: VoiceProvider): readonly VoiceSourceName[];
+};
+
+/** How a protocol's company writes its name, for messages. */
+const PROTOCOL_NAMES: Readonly<Record<string, string>> = { elevenlabs: "ElevenLabs", minimax: "MiniMax", openai: "OpenAI", fal: "fal", bfl: "Black Forest Labs" };
+
 /** Cache lifetime per provider, ms (spec: 5 minutes). */
 export const VOICE_CACHE_TTL_MS = 5 * 60_000;
 
@@ -46,7 +66,7 @@ interface Body {
 
 /** Voice library with a per-provider cache. `now` is injectable for tests (ms). */
 export class VoiceLibrary {
-  readonly #adapter: VoiceLibraryAdapter;
+  readonly #adapter: VoiceCatalogSource;
   readonly #now: () => number;
   readonly #cache = new Map<VoiceProvider, Entry>();
   readonly #inflight = new Map<VoiceProvider, Promise<Entry>>();
@@ -54,7 +74,7 @@ export class VoiceLibrary {
   readonly #bodies = new Map<string, { tag: string; body: Promise<Body> }>();
   #serial = 0;
 
-  constructor(adapter: VoiceLibraryAdapter, now: () => number = Date.now) {
+  constructor(adapter: VoiceCatalogSource, now: () => number = Date.now) {
     this.#adapter = adapter;
     this.#now = now;
   }
@@ -104,6 +124,39 @@ export class VoiceLibrary {
     } catch {
       return null;
     }
+  }
+
+  /**
+   * Whether `voiceId` is a voice of the beta library (the system voices its catalog lists): used only to
+   * word an answer about a voice that is not an alpha voice (D20 still makes any such id a beta voice).
+   * Reads the cached beta list (fetched when the cache is empty, refreshed behind a stale one); null when
+   * the catalog is unavailable.
+   */
+  async isBetaVoice(voiceId: string): Promise<boolean | null> {
+    const stale = this.#cache.get("beta");
+    if (stale !== undefined) {
+      if (stale.expiresAt <= this.#now()) this.#get("beta", null).catch(() => {});
+      return stale.ids.has(voiceId);
+    }
+    try {
+      return (await this.#get("beta", null)).entry.ids.has(voiceId);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Where `provider`'s voices come from, as a phrase for messages: "the ElevenLabs source 'el-main'",
+   * "the ElevenLabs sources 'el-main' and 'el-backup'", or "the built-in simulator" when no configured
+   * source lists that provider's voices (D10). Names and protocols only, never keys or URLs.
+   */
+  servedBy(provider: VoiceProvider): string {
+    const sources = this.#adapter.sourcesOf?.(provider) ?? [];
+    if (sources.length === 0) return "the built-in simulator";
+    const protocols = [...new Set(sources.map((s) => PROTOCOL_NAMES[s.protocol] ?? s.protocol))];
+    const names = sources.map((s) => `'${s.name}'`);
+    const list = names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} and ${names.at(-1)}`;
+    return `the ${protocols.join("/")} source${sources.length === 1 ? "" : "s"} ${list}`;
   }
 
   /**

@@ -193,9 +193,10 @@ export class AudioRouter {
   /**
    * The voice library of `provider` as a {@link VoiceLibraryAdapter} (what the 5-minute cache of
    * `GET /v1/audio/voices` reads): the family's sources with failover, else the simulator's catalog.
-   * `isAlphaVoice` answers null when the alpha catalog is a real source's (only the cached list knows).
+   * `isAlphaVoice` answers null when the alpha catalog is a real source's (only the cached list knows);
+   * `sourcesOf` names the sources a catalog comes from (for answers about an unknown voice).
    */
-  readonly library: VoiceLibraryAdapter = {
+  readonly library: VoiceLibraryAdapter & { sourcesOf(provider: "alpha" | "beta"): { name: string; protocol: string }[] } = {
     listVoices: async (provider: "alpha" | "beta", simulate?: SimulateMode | null): Promise<VoiceRecord[]> => {
       if (!this.#isReal(provider, (s) => s.listVoices)) return this.#sim.voices.listVoices(provider, simulate);
       const slots = this.#plan(provider, (s) => s.listVoices?.bind(s), () => this.#sim.voices.listVoices(provider, simulate));
@@ -203,6 +204,15 @@ export class AudioRouter {
     },
     isAlphaVoice: (voiceId: string): boolean | null =>
       this.#isReal("alpha", (s) => s.listVoices) ? null : this.#sim.voices.isAlphaVoice(voiceId),
+    /**
+     * The configured sources `provider`'s catalog comes from (name and protocol, in configuration order;
+     * never a key or URL); empty when the simulator's catalog is served (D10).
+     */
+    sourcesOf: (provider: "alpha" | "beta"): { name: string; protocol: string }[] =>
+      this.#registry
+        .sourcesFor(provider)
+        .filter((state) => this.#sources.get(state.name)?.listVoices !== undefined)
+        .map((state) => ({ name: state.name, protocol: state.source.protocol })),
   };
 
   /** True when the simulator's alpha catalog is the one served (its previews are the gateway's own). */

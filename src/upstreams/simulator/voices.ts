@@ -5,7 +5,10 @@
  * names, a category, filter labels, a preview URL and a free-text description. Beta: exactly
  * {@link BETA_VOICE_COUNT} system voices with readable ids `beta_<name>_<n>` and tag descriptions
  * `[energy, language, gender]`. The same inputs always give the same catalogs; the first records of
- * each list are fixed demo voices (see {@link DEMO_ALPHA_VOICES} and {@link DEMO_BETA_VOICES}).
+ * each list are fixed demo voices (see {@link DEMO_ALPHA_VOICES} and {@link DEMO_BETA_VOICES}). One demo
+ * voice of each list carries a real provider id (ElevenLabs' "George" `JBFqnCBsd6RMkjVDRZzb`, MiniMax's
+ * `English_Graceful_Lady`), so the README's calls work as written on the simulator, on the loopback
+ * fakes (`npm run fake-upstreams`) and on the providers.
  */
 
 import type { VoiceRecord } from "../types.ts";
@@ -51,6 +54,16 @@ export const DEMO_ALPHA_VOICES = [
     labels: { gender: "male", age: "old", accent: "american", use_case: "audiobook" },
     description: "Gravelly storyteller with a slow pace.",
   },
+  // ElevenLabs' own default voice "George", with its real id (the id of the ElevenLabs SDK's examples and
+  // the gateway README's): the same call then works on the simulator, on the ElevenLabs fake and on
+  // ElevenLabs itself.
+  {
+    voice_id: "JBFqnCBsd6RMkjVDRZzb",
+    name: "George",
+    category: "premade",
+    labels: { gender: "male", age: "middle_aged", accent: "british", use_case: "narration" },
+    description: "Warm, captivating British storyteller.",
+  },
 ] as const;
 
 /** The alpha demo voice used by tests and docs (first record of the alpha list). */
@@ -62,6 +75,9 @@ export const DEMO_BETA_VOICES = [
   { voice_id: "beta_leo_1", name: "Leo", description: ["energetic", "english", "male"] },
   { voice_id: "beta_sofia_1", name: "Sofia", description: ["calm", "spanish", "female"] },
   { voice_id: "beta_kai_1", name: "Kai", description: ["bright", "japanese", "neutral"] },
+  // MiniMax's own system voice "Graceful Lady", with its real id: the same beta call then works on the
+  // simulator, on the MiniMax fake and on MiniMax itself (the gateway README's beta example).
+  { voice_id: "English_Graceful_Lady", name: "Graceful Lady", description: ["calm", "english", "female"] },
 ] as const;
 
 /** The beta demo voice used by tests and docs (first record of the beta list). */
