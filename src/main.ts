@@ -116,6 +116,14 @@ async function migrateOnly(): Promise<void> {
   }
 }
 
+// The runtime is Node 24 (the `node` dev dependency, which `npm start` and the other scripts run). The
+// `engines` floor of package.json (22.19) is what installing needs; a direct `node src/main.ts` on an
+// older Node stops here with a message instead of failing somewhere later.
+if (Number(process.versions.node.split(".")[0]) < 24) {
+  console.error(`the gateway runs on Node.js 24 (this is ${process.version}): start it with 'npm start' (the project's own Node 24) or run ./node_modules/.bin/node src/main.ts`);
+  process.exit(2);
+}
+
 const role = process.argv[2] ?? "serve";
 const roles: Record<string, () => Promise<void>> = { serve, worker, migrate: migrateOnly };
 const run = roles[role];
