@@ -148,7 +148,12 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     opsRoutes(pub, services);
   });
   // The web console's static files (issue 15), in their own scope: @fastify/static decorates its reply.
-  await app.register(async (web) => consoleRoutes(web));
+  // `GET /` (and its automatic `HEAD /`) sends a browser opening the gateway's address to the console
+  // (issue 28): a 302, so the root may answer something else one day without browsers remembering it.
+  await app.register(async (web) => {
+    web.get("/", { schema: { hide: true } }, async (_req, reply) => reply.redirect("/console/", 302));
+    await consoleRoutes(web);
+  });
   await app.register(async (acc) => {
     acc.addHook("onRequest", requireAuth(services, { allowSession: true }));
     accountRoutes(acc, services);

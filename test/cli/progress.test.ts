@@ -6,7 +6,10 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { MediaJob } from "../../packages/client/src/index.ts";
 import { extensionOf, extensionOfFormat, keyValues, table } from "../../packages/cli/src/format.ts";
-import { describeJob, formatElapsed, ProgressReporter, renderLine } from "../../packages/cli/src/progress.ts";
+import { describeJob, ellipsize, formatElapsed, ProgressReporter, renderLine } from "../../packages/cli/src/progress.ts";
+
+/** A job id as the gateway makes them (`job_` and 30 characters). */
+const LONG_ID = "job_0Vc8E5adxjL7G4wpfJkslT99CQ5xrU";
 
 function job(fields: Partial<MediaJob>): MediaJob {
   return {
@@ -105,9 +108,68 @@ describe("progress on a terminal: one line redrawn", () => {
     const b = renderLine(job({ status: "processing" }), 0, 5);
     assert.match(a, /\[████░{20}\]/);
     assert.match(b, /\[░{5}████░{15}\]/);
-    assert.equal([...renderLine(job({ status: "processing", progress: 0.25 }), 0, 0, 30)].length, 29);
+    assert.ok([...renderLine(job({ status: "processing", progress: 0.25 }), 0, 0, 30)].length <= 29);
     assert.equal([...renderLine(job({ status: "processing" }), 0, 0, 0)].length <= 79, true, "a width of 0 is taken as 80");
     assert.match(renderLine(job({ status: "pending" }), 0, 0), /waiting to start/);
+  });
+
+  test("renderLine fits every width from 40 columns: percentage and time always whole, never longer than the width less one", () => {
+    const states: Partial<MediaJob>[] = [
+      { status: "pending", queue_position: 12 },
+      { status: "pending" },
+      { status: "processing", progress: 0.76 },
+      { status: "processing", progress: 1 },
+      { status: "processing" },
+      { status: "succeeded" },
+    ];
+    for (const state of states) {
+      const j = job({ ...state, id: LONG_ID });
+      for (const elapsed of [7_000, 3_723_000]) {
+        for (let columns = 40; columns <= 200; columns++) {
+          for (const frame of [0, 3, 17]) {
+            const line = renderLine(j, elapsed, frame, columns);
+            const where = `${JSON.stringify(state)} at ${columns} columns: ${JSON.stringify(line)}`;
+            assert.ok([...line].length <= columns - 1, where);
+            assert.ok(line.endsWith(`  ${formatElapsed(elapsed)}`), where);
+            if (typeof state.progress === "number") assert.match(line, new RegExp(` ${Math.floor(state.progress * 100)}%  `), where);
+            if (state.queue_position !== undefined) assert.match(line, /#12 in queue/, where);
+            assert.ok(!line.includes("\n"), where);
+          }
+        }
+      }
+    }
+  });
+
+  test("renderLine: the bar shrinks, then the id is cut in the middle, then the bar goes (a real 34-character id)", () => {
+    const j = job({ id: LONG_ID, status: "processing", progress: 0.76 });
+    // 120 columns: everything, a 24-cell bar.
+    assert.equal(renderLine(j, 7000, 0, 120), `⠋ ${LONG_ID}  processing  [${"█".repeat(18)}${"░".repeat(6)}]  76%  00:07`);
+    // 80 columns (the report of issue 28): the whole id, a shorter bar, the percentage and the time.
+    const at80 = renderLine(j, 7000, 0, 80);
+    assert.equal(at80, `⠋ ${LONG_ID}  processing  [${"█".repeat(11)}${"░".repeat(4)}]  76%  00:07`);
+    assert.equal([...at80].length, 79);
+    // 60 columns: the id cut in the middle so that a bar of 8 cells stays.
+    assert.equal(renderLine(j, 7000, 0, 60), "⠋ job_0Vc8E5…lT99CQ5xrU  processing  [██████░░]  76%  00:07");
+    // 40 columns: no bar, the id cut.
+    assert.equal(renderLine(j, 7000, 0, 40), "⠋ job_0V…Q5xrU  processing   76%  00:07");
+    // 30 columns: the status goes; 20: only the spinner, the percentage and the time; 10: the time.
+    assert.equal(renderLine(j, 7000, 0, 30), "⠋ job_0Vc…CQ5xrU   76%  00:07");
+    assert.equal(renderLine(j, 7000, 0, 20), "⠋   76%  00:07");
+    assert.equal(renderLine(j, 7000, 0, 10), "⠋ 00:07");
+    // The moving block shrinks with the bar.
+    assert.equal(renderLine(job({ id: LONG_ID, status: "processing" }), 7000, 0, 80), `⠋ ${LONG_ID}  processing  [████${"░".repeat(16)}]  00:07`);
+    assert.equal(renderLine(job({ id: LONG_ID, status: "processing" }), 7000, 0, 60), "⠋ job_0Vc8E5adx…kslT99CQ5xrU  processing  [████░░░░]  00:07");
+    // A pending job keeps its queue position; `waiting to start` goes before the id is cut short.
+    assert.equal(renderLine(job({ id: LONG_ID, status: "pending", queue_position: 3 }), 7000, 0, 40), "⠋ job_…xrU  pending  #3 in queue  00:07");
+    assert.equal(renderLine(job({ id: LONG_ID, status: "pending" }), 7000, 0, 60), "⠋ job_0Vc8E5…T99CQ5xrU  pending     waiting to start  00:07");
+    assert.equal(renderLine(job({ id: LONG_ID, status: "pending" }), 7000, 0, 40), "⠋ job_0Vc8E5…lT99CQ5xrU  pending  00:07");
+  });
+
+  test("ellipsize keeps the start and the end", () => {
+    assert.equal(ellipsize("job_abcdef", 20), "job_abcdef");
+    assert.equal(ellipsize("job_abcdefghij", 9), "job_…ghij");
+    assert.equal(ellipsize("abcdef", 1), "…");
+    assert.equal(ellipsize("abcdef", 0), "");
   });
 
   test("formatElapsed", () => {

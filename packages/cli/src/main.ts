@@ -101,7 +101,14 @@ function redacting(io: CliIo, secret: string): CliIo {
   const clean = (text: string) => text.replaceAll(secret, "[GATEWAY_API_KEY]");
   return {
     stdout: { write: (text) => io.stdout.write(clean(text)) },
-    stderr: { isTTY: io.stderr.isTTY, columns: io.stderr.columns, write: (text) => io.stderr.write(clean(text)) },
+    stderr: {
+      isTTY: io.stderr.isTTY,
+      // Read at each redraw: the terminal may be resized while a job runs.
+      get columns() {
+        return io.stderr.columns;
+      },
+      write: (text) => io.stderr.write(clean(text)),
+    },
   };
 }
 
@@ -115,7 +122,14 @@ export async function runCli(): Promise<void> {
   });
   const io: CliIo = {
     stdout: { write: (text) => void process.stdout.write(text) },
-    stderr: { isTTY: process.stderr.isTTY === true, columns: process.stderr.columns, write: (text) => void process.stderr.write(text) },
+    stderr: {
+      isTTY: process.stderr.isTTY === true,
+      // The terminal's width now (Node updates it on SIGWINCH), so a resized terminal gets lines that fit.
+      get columns() {
+        return process.stderr.columns;
+      },
+      write: (text) => void process.stderr.write(text),
+    },
   };
   process.exitCode = await main(process.argv.slice(2), process.env, io, controller.signal);
 }

@@ -11,12 +11,11 @@ export interface ProgressSink {
   write(text: string): void;
   /** Whether the sink is a terminal (redraw in place) or not (plain lines). */
   isTTY: boolean;
-  /** Terminal width in characters, when known. */
+  /** Terminal width in characters, when known; read at every redraw (the CLI's sink follows a resized terminal). */
   columns?: number;
 }
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-const BAR_WIDTH = 24;
 /** Erase from the cursor to the end of the line (ANSI EL). */
 const CLEAR_LINE = "\x1b[K";
 
@@ -39,31 +38,104 @@ export function describeJob(job: MediaJob): string {
   return job.status;
 }
 
+/** Fewest cells inside a bar's brackets; below this the bar is dropped rather than drawn. */
+const MIN_BAR = 8;
+/** Fewest characters of a job id kept (with an ellipsis in the middle) while the bar is still drawn. */
+const LABEL_WITH_BAR = 12;
+/** Fewest characters of a job id kept at all (`job_…xrU`-like); below this the id is dropped. */
+const MIN_LABEL = 6;
+
 /**
- * The terminal line for `job` at `elapsedMs`: spinner frame `frame`, the job id, the status, then a
- * bar: filled to `progress` when the job reports it, a block moving back and forth while it does not,
- * and `#N in queue` for a pending job. Cut to `columns` characters.
+ * `text` cut to `max` characters with `…` in the middle: the start (the `job_` prefix) and the end (the
+ * random part that tells two time-ordered ids apart) stay. Counts code points.
+ */
+export function ellipsize(text: string, max: number): string {
+  const chars = [...text];
+  if (chars.length <= max) return text;
+  if (max <= 1) return "…".slice(0, Math.max(0, max));
+  const head = Math.ceil((max - 1) / 2);
+  const tail = max - 1 - head;
+  return `${chars.slice(0, head).join("")}…${tail > 0 ? chars.slice(-tail).join("") : ""}`;
+}
+
+/**
+ * The terminal line for `job` at `elapsedMs`, at most `columns - 1` characters (the last column is left
+ * free: writing it makes some terminals wrap), so the line never wraps. A `columns` of 0 or undefined
+ * (a pseudo-terminal that reports no width) is taken as 80. The line is: spinner frame `frame`, the job
+ * id, the status, then the detail: a bar filled to `progress` and the percentage when the job reports it,
+ * a block moving back and forth while it does not, `#N in queue` (or `waiting to start`) while pending;
+ * last the elapsed time.
+ *
+ * As the width shrinks (issue 28, from 80 columns down to 40 and below), parts give way in this order:
+ * the bar shrinks from 24 cells to {@link MIN_BAR}; the job id is cut in the middle with an ellipsis
+ * down to {@link LABEL_WITH_BAR}; the bar is dropped (the id gets its room back, cut to fit down to
+ * {@link MIN_LABEL}); the status loses its padding and `waiting to start` goes; then the status word and
+ * the id go. The spinner, the percentage (or queue position) and the elapsed time always stay; under
+ * about 20 columns only the spinner and the time are left, cut to the width.
  */
 export function renderLine(job: MediaJob, elapsedMs: number, frame: number, columns?: number): string {
+  const width = Math.max(1, (columns || 80) - 1);
   const spin = SPINNER[frame % SPINNER.length];
-  let detail: string;
-  if (job.status === "pending") {
-    detail = typeof job.queue_position === "number" ? `#${job.queue_position} in queue` : "waiting to start";
-  } else if (job.status === "processing" && typeof job.progress === "number") {
+  const time = formatElapsed(elapsedMs);
+  const id = job.id;
+  const status = job.status;
+  /** What must stay after the status: the percentage or the queue position; empty when none. */
+  let figure = "";
+  /** What may go first: `waiting to start`. */
+  let optional = "";
+  /** The bar of `inner` cells between brackets, or null when the state has none. */
+  let bar: ((inner: number) => string) | null = null;
+  if (status === "pending") {
+    if (typeof job.queue_position === "number") figure = `#${job.queue_position} in queue`;
+    else optional = "waiting to start";
+  } else if (status === "processing" && typeof job.progress === "number") {
     const p = clamp01(job.progress);
-    const filled = Math.round(p * BAR_WIDTH);
-    detail = `[${"█".repeat(filled)}${"░".repeat(BAR_WIDTH - filled)}] ${String(Math.floor(p * 100)).padStart(3)}%`;
-  } else if (job.status === "processing") {
+    figure = `${String(Math.floor(p * 100)).padStart(3)}%`;
+    bar = (inner) => {
+      const filled = Math.round(p * inner);
+      return `[${"█".repeat(filled)}${"░".repeat(inner - filled)}]`;
+    };
+  } else if (status === "processing") {
     // No progress reported: a block moving back and forth says "alive" without claiming a fraction.
-    const span = BAR_WIDTH - 4;
-    const pos = span - Math.abs((frame % (2 * span)) - span);
-    detail = `[${"░".repeat(pos)}████${"░".repeat(span - pos)}]`;
-  } else {
-    detail = "";
+    bar = (inner) => {
+      const block = Math.min(4, Math.max(1, inner - 4));
+      const span = inner - block;
+      const pos = span - Math.abs((frame % (2 * span)) - span);
+      return `[${"░".repeat(pos)}${"█".repeat(block)}${"░".repeat(span - pos)}]`;
+    };
   }
-  const line = [`${spin} ${job.id}`, job.status.padEnd(10), detail, formatElapsed(elapsedMs)].filter((part) => part !== "").join("  ");
-  // A terminal that reports no width (0 under some pseudo-terminals) is taken as 80 wide.
-  return [...line].slice(0, Math.max(20, (columns || 80) - 1)).join("");
+
+  /** The line of one layout: empty parts are left out, the bar and figure are one part joined by a space. */
+  const compose = (label: string, statusText: string, barText: string, extra: string) => {
+    const detail = [barText, figure, extra].filter((x) => x !== "").join(barText !== "" && figure !== "" ? " " : "  ");
+    return [label === "" ? spin : `${spin} ${label}`, statusText, detail, time].filter((x) => x !== "").join("  ");
+  };
+  const len = (text: string) => [...text].length;
+
+  // 1. Everything, the bar as long as it fits (24 down to MIN_BAR), then the id cut down to LABEL_WITH_BAR.
+  const padded = status.padEnd(10);
+  if (bar !== null) {
+    const bare = len(compose("x", padded, "[]", optional)) - 1; // with an empty id and an empty bar
+    const room = width - bare;
+    const inner = Math.min(24, room - len(id));
+    if (inner >= MIN_BAR) return compose(id, padded, bar(inner), optional);
+    const labelRoom = room - MIN_BAR;
+    if (labelRoom >= LABEL_WITH_BAR) return compose(ellipsize(id, labelRoom), padded, bar(MIN_BAR), optional);
+  }
+  // 2. No bar: the id cut to fit, with the padded status, then the plain one without `waiting to start`.
+  for (const [statusText, extra] of [
+    [padded, optional],
+    [status, ""],
+  ] as const) {
+    const labelRoom = width - (len(compose("x", statusText, "", extra)) - 1);
+    if (labelRoom >= MIN_LABEL || labelRoom >= len(id)) return compose(ellipsize(id, labelRoom), statusText, "", extra);
+  }
+  // 3. The status word goes, then the id; last, the line is cut to the width.
+  const noStatus = width - (len(compose("x", "", "", "")) - 1);
+  if (figure !== "" && noStatus >= MIN_LABEL) return compose(ellipsize(id, noStatus), "", "", "");
+  const lean = compose("", figure === "" ? status : "", "", "");
+  if (len(lean) <= width) return lean;
+  return [...`${spin} ${time}`].slice(0, width).join("");
 }
 
 /**
