@@ -53,7 +53,10 @@ const COLUMNS: Column<MediaJob>[] = [
     header: "Job",
     cell: (j) => (
       <Link to={`/jobs/${encodeURIComponent(j.id)}`} aria-label={`Details of ${j.id}`}>
-        <code>{j.id}</code>
+        {/* Shortened to fit the table (the full id is the link's name, its title and on the detail page). */}
+        <code className="job-id" title={j.id}>
+          {j.id}
+        </code>
       </Link>
     ),
   },
