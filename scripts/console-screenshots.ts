@@ -71,7 +71,12 @@ try {
   await api.POST("/v1/chat/completions", { body: { model: "txtA-large", messages: [{ role: "user", content: "Say hello." }], max_tokens: 20 } });
   const job = await api.POST("/v1/images/generations", { body: { model: "imgA-v4", prompt: "a lighthouse at dusk, watercolour" } });
   if (job.data) await h.gw.waitForJob(user.api_key, job.data.id);
-  await api.POST("/v1/auth/keys", { body: { name: "staging", mode: "test" } });
+  const staging = await api.POST("/v1/auth/keys", { body: { name: "staging", mode: "test" } });
+  // A test-mode image: the gallery and the job say "no money moved" for it.
+  if (staging.data) {
+    const testJob = await h.gw.client(staging.data.api_key).POST("/v1/images/generations", { body: { model: "imgA-v4", prompt: "a red fox in the snow" } });
+    if (testJob.data) await h.gw.waitForJob(staging.data.api_key, testJob.data.id);
+  }
   // A key with every control (D34), and what a call with it spent against its limit.
   const limited = await api.POST("/v1/auth/keys", {
     body: { name: "ci runner", spend_limit_usd: 0.05, spend_limit_period: "day", expires_at: new Date(Date.now() + 30 * 86_400_000).toISOString(), models: ["txtA-*"], rpm: 30 },
@@ -92,6 +97,13 @@ try {
     ...(lastRequest.data?.data[0] ? [[`/usage/${lastRequest.data.data[0].id}`, "request detail"] as [string, string]] : []),
     [`/operator/accounts/${user.user_id}`, "operator account"],
   ];
+  // A second account with nothing yet, for the empty states (and their next steps).
+  const newcomer = await h.gw.register();
+  await fetch(`${h.gw.url}/v1/admin/users/${newcomer.user_id}/limits`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ rpm: 100000, per_model_rpm: 100000 }),
+  });
 
   for (const width of WIDTHS) {
     const page = await h.context.newPage();
@@ -113,8 +125,11 @@ try {
     await page.reload();
     await settle(page);
     const links: [string, string][] = [];
-    for (const a of await page.getByRole("navigation", { name: "Main" }).getByRole("link").all()) {
-      links.push([(await a.getAttribute("href")) ?? "/console/", (await a.textContent()) ?? ""]);
+    // includeHidden: under 900 px the navigation is a closed menu.
+    for (const a of await page.getByRole("navigation", { name: "Main", includeHidden: true }).getByRole("link", { includeHidden: true }).all()) {
+      const href = (await a.getAttribute("href")) ?? "/console/";
+      // The console's pages only (not the API reference at /docs).
+      if (href.startsWith("/console")) links.push([href, (await a.textContent()) ?? ""]);
     }
     for (const [href, label] of links) {
       await page.goto(new URL(href, h.gw.url).href);
@@ -125,6 +140,30 @@ try {
       await page.goto(h.url(path));
       await settle(page);
       written.push(await shoot(page, slug("", label), width));
+    }
+    // States behind a click: the create-key dialog, a gallery card's share menu, the compact menu.
+    await page.goto(h.url("/keys"));
+    await settle(page);
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.getByRole("dialog", { name: "Create a key" }).waitFor();
+    written.push(await shoot(page, "keys-create-dialog", width));
+    await page.goto(h.url("/gallery"));
+    await settle(page);
+    await page.getByRole("button", { name: /^Share / }).first().click();
+    written.push(await shoot(page, "gallery-share-menu", width));
+    if (width === 375) {
+      await page.goto(h.url("/"));
+      await settle(page);
+      await page.getByRole("button", { name: "Menu" }).click();
+      written.push(await shoot(page, "menu-open", width));
+    }
+    // A new account's empty states.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await h.signIn(page, newcomer.email);
+    for (const path of ["/", "/jobs", "/gallery", "/usage"]) {
+      await page.goto(h.url(path));
+      await settle(page);
+      written.push(await shoot(page, `empty-${slug(path, "overview")}`, width));
     }
     await page.close();
   }

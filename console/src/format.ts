@@ -28,6 +28,27 @@ export function formatUsd(amountUsd: number, locale?: string): string {
   return f.format(amountUsd === 0 ? 0 : amountUsd);
 }
 
+/** The to-the-cent USD formatter for `locale`, kept per locale. */
+const centFormatters = new Map<string, Intl.NumberFormat>();
+
+/**
+ * `amountUsd` to the cent, for summaries (a balance, a period's total, a job card): `$12.50`, `$0.05`.
+ * An amount that is not zero but rounds to zero cents reads `<$0.01` (`-<$0.01` below zero), never a
+ * misleading `$0.00`. The exact amount is {@link formatUsd}'s, shown where it matters (ledger, request
+ * details) and in the title of a rounded amount (`<Usd amount cents>`). Not a number: an em dash.
+ */
+export function formatUsdCents(amountUsd: number, locale?: string): string {
+  if (!Number.isFinite(amountUsd)) return "—";
+  const key = locale ?? "";
+  let f = centFormatters.get(key);
+  if (!f) {
+    f = new Intl.NumberFormat(locale, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 2 });
+    centFormatters.set(key, f);
+  }
+  if (amountUsd !== 0 && Math.abs(amountUsd) < 0.005) return `${amountUsd < 0 ? "-" : ""}<${f.format(0.01)}`;
+  return f.format(amountUsd === 0 ? 0 : amountUsd);
+}
+
 /** The IANA time zone of the browser (`Europe/Berlin`), sent as `tz` to the usage endpoints (D29). */
 export function browserTimeZone(): string {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";

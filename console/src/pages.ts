@@ -13,6 +13,14 @@ import type { ComponentType } from "react";
  */
 export type NavGroup = "public" | "customer" | "operator";
 
+/**
+ * The navigation section a page is listed under, by purpose: `build` (overview, playground, keys),
+ * `observe` (usage, jobs, gallery), `billing` (billing, ledger), `integrate` (webhooks), `reference`
+ * (pricing, tiers), `operator` (the operator's pages). Pages without one are listed by their group:
+ * customer pages under `build`, public ones under `reference`, operator ones under `operator`.
+ */
+export type NavSection = "build" | "observe" | "billing" | "integrate" | "reference" | "operator";
+
 /** What a page file exports as `page`. */
 export interface PageMeta {
   /** The route under `/console`, react-router syntax: `/keys`, `/jobs/:id`. `/` is the overview. */
@@ -27,6 +35,8 @@ export interface PageMeta {
   nav?: boolean;
   /** A shorter navigation label than the title. */
   navLabel?: string;
+  /** The navigation section (see {@link NavSection}); default by `group`. */
+  section?: NavSection;
 }
 
 /** The shape of a module under `src/pages/`. */
@@ -67,4 +77,16 @@ export const PAGES: Page[] = collectPages(import.meta.glob<PageModule>("./pages/
 /** The pages shown in the navigation, by group. */
 export function navPages(group: NavGroup): Page[] {
   return PAGES.filter((p) => p.group === group && p.nav !== false);
+}
+
+const DEFAULT_SECTION: Record<NavGroup, NavSection> = { customer: "build", public: "reference", operator: "operator" };
+
+/** The navigation section of `page`: its own, else its group's default. */
+export function sectionOf(page: PageMeta): NavSection {
+  return page.section ?? DEFAULT_SECTION[page.group];
+}
+
+/** The pages of `groups` shown in the navigation under `section`, in registry order. */
+export function sectionPages(section: NavSection, groups: readonly NavGroup[]): Page[] {
+  return PAGES.filter((p) => p.nav !== false && groups.includes(p.group) && sectionOf(p) === section);
 }

@@ -7,7 +7,7 @@
  */
 import type { Executor } from "../billing/ledger.ts";
 import { prepare } from "../storage/prepared.ts";
-import type { JobStatus, JobsTable } from "../storage/schema.ts";
+import type { JobStatus, JobsTable, KeyMode } from "../storage/schema.ts";
 import { olderThanJob } from "./outputs.repository.ts";
 
 /** The columns a job's public view (D3, jobs.ts `jobView`) is rendered from. */
@@ -26,7 +26,8 @@ export type JobViewRow = Pick<
   | "error_message"
   | "idempotency_key"
   | "duration_sec"
-> & { fallback_layer: number; progress?: number | null };
+  | "request_json"
+> & { fallback_layer: number; progress?: number | null; mode: KeyMode };
 
 const VIEW_COLUMNS = [
   "id",
@@ -44,6 +45,8 @@ const VIEW_COLUMNS = [
   "duration_sec",
   "fallback_layer",
   "progress",
+  "request_json",
+  "mode",
 ] as const;
 
 /** Statuses that occupy a concurrency slot or a queue place. */

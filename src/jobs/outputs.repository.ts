@@ -8,7 +8,7 @@ import type { Executor } from "../billing/ledger.ts";
 import type { Database } from "../storage/schema.ts";
 
 /** The columns of a gallery item (outputs.ts `toItem`). */
-const OUTPUT_COLUMNS = ["id", "kind", "model", "output_json", "duration_sec", "cost_micros", "created_at"] as const;
+const OUTPUT_COLUMNS = ["id", "kind", "model", "output_json", "duration_sec", "cost_micros", "created_at", "request_json", "mode"] as const;
 
 /** A succeeded job's output row, as read for the gallery and the share page. */
 export interface OutputRow {
@@ -19,6 +19,10 @@ export interface OutputRow {
   duration_sec: number | null;
   cost_micros: number | null;
   created_at: number;
+  /** The validated request (JSON text): the item's prompt comes from it. */
+  request_json: string;
+  /** The mode of the key that made the job (D32). */
+  mode: string;
 }
 
 /**

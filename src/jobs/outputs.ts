@@ -26,6 +26,26 @@ export interface GalleryItem {
   cost_usd: number | null;
   created_at: string;
   share_url: string;
+  /** `test` when a test-mode key made it (D32): priced, no money moved. */
+  mode: "live" | "test";
+  /** The prompt (stored speech: its text), or null. */
+  prompt: string | null;
+}
+
+/**
+ * The prompt of a job's stored request (`jobs.request_json`): its `prompt`, else its `text` (speech and
+ * sound effects stored with `save_to_blob`), else null (also for unreadable JSON).
+ */
+export function promptOf(requestJson: string | null | undefined): string | null {
+  if (!requestJson) return null;
+  try {
+    const r = JSON.parse(requestJson) as { prompt?: unknown; text?: unknown };
+    if (typeof r.prompt === "string" && r.prompt !== "") return r.prompt;
+    if (typeof r.text === "string" && r.text !== "") return r.text;
+  } catch {
+    // A request that does not parse has no prompt to show.
+  }
+  return null;
 }
 
 /** Public URL of a stored blob. */
@@ -49,6 +69,8 @@ function toItem(publicBaseUrl: string, r: OutputRow): GalleryItem {
     cost_usd: r.cost_micros === null ? null : microsToUsd(Number(r.cost_micros)),
     created_at: new Date(Number(r.created_at)).toISOString(),
     share_url: `${publicBaseUrl}/share/${r.id}`,
+    mode: r.mode === "test" ? "test" : "live",
+    prompt: promptOf(r.request_json),
   };
 }
 

@@ -122,6 +122,8 @@ function committedViewRow(row: NewJob, started: boolean): JobViewRow {
     duration_sec: row.duration_sec,
     fallback_layer: 0,
     progress: null,
+    request_json: row.request_json,
+    mode: row.mode,
   };
 }
 

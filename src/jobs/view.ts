@@ -7,9 +7,9 @@ import type { Executor } from "../billing/ledger.ts";
 import { microsToUsd } from "../money.ts";
 import { effectiveLimits } from "../accounts/limits.ts";
 import { type EffectiveLimits, mediaCaps } from "../limits/effective.ts";
-import type { JobsTable } from "../storage/schema.ts";
+import type { JobsTable, KeyMode } from "../storage/schema.ts";
 import { type JobViewRow, pendingMediaJobs } from "./jobs.repository.ts";
-import { blobUrl, type JobOutput } from "./outputs.ts";
+import { blobUrl, type JobOutput, promptOf } from "./outputs.ts";
 
 /** The job object of D3. Amounts in USD. */
 export interface JobView {
@@ -34,6 +34,10 @@ export interface JobView {
   queue_position: number | null;
   /** A `processing` job's fraction done, 0..1, when the upstream says; null otherwise. D30. */
   progress: number | null;
+  /** The mode of the key that submitted the job (D32): `test` jobs are priced but move no money. */
+  mode: KeyMode;
+  /** The job's prompt (a stored speech output: its text), or null when the request had none. */
+  prompt: string | null;
 }
 
 /**
@@ -92,6 +96,8 @@ export function jobView(publicBaseUrl: string, r: JobViewRow, queuePosition: num
     fallback_layer: Number(r.fallback_layer),
     queue_position: r.status === "pending" ? queuePosition : null,
     progress: r.status === "processing" && r.progress !== null && r.progress !== undefined ? Number(r.progress) : null,
+    mode: r.mode === "test" ? "test" : "live",
+    prompt: promptOf(r.request_json),
   };
 }
 

@@ -28,6 +28,8 @@ function job(fields: Partial<MediaJob>): MediaJob {
     fallback_layer: 0,
     queue_position: null,
     progress: null,
+    mode: "live",
+    prompt: null,
     ...fields,
   };
 }

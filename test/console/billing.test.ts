@@ -38,6 +38,8 @@ describe("console billing and key controls (payments on)", { skip: browserSkip }
     const user = await h.signUp(page);
     await h.deposit(user.userId, 10);
     await page.goto(h.url("/keys"));
+    // The list comes first; "Create key" opens the form in a dialog.
+    await page.getByRole("button", { name: "Create key" }).click();
     const form = createForm();
     await form.getByLabel("Name").fill("limited");
     await form.getByLabel("Spend limit (USD)").fill("5");
@@ -59,8 +61,11 @@ describe("console billing and key controls (payments on)", { skip: browserSkip }
     await row.getByText("txtA-large", { exact: true }).waitFor();
     await row.getByText("imgA-*", { exact: true }).waitFor();
     await row.getByRole("cell", { name: "never", exact: true }).first().waitFor();
-    // The create form is empty again.
+    // The dialog closed with the creation; opened again, its form is empty.
+    await page.getByRole("button", { name: "Create key" }).click();
     assert.equal(await form.getByLabel("Spend limit (USD)").inputValue(), "");
+    await form.getByRole("button", { name: "Cancel" }).click();
+    await form.waitFor({ state: "detached" });
 
     // Edit: a lower limit per month, no model list, an expiry; an rpm over the account's is refused at its field.
     await row.getByRole("button", { name: /^Edit limited/ }).click();
@@ -185,5 +190,11 @@ describe("console billing (payments off)", { skip: browserSkip }, () => {
     await page.getByLabel("Alert threshold (USD)").fill("1");
     await page.getByRole("button", { name: "Save alert" }).click();
     await page.getByRole("button", { name: "Remove alert" }).waitFor();
+    // The overview offers no top-up that cannot work.
+    await page.goto(h.url("/"));
+    await page.getByRole("article", { name: "Balance" }).getByText("Card top-ups are off on this gateway").waitFor();
+    // (Link buttons have the role `button`, Pico's convention.)
+    assert.equal(await page.getByRole("button", { name: "Top up" }).count(), 0);
+    assert.equal(await page.getByRole("link", { name: "Top up" }).count(), 0);
   });
 });

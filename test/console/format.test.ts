@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { formatCount, formatDateTime, formatUsd, isoDateDaysAgo } from "../../console/src/format.ts";
+import { formatCount, formatDateTime, formatUsd, formatUsdCents, isoDateDaysAgo } from "../../console/src/format.ts";
 import { fromLocalInput, modelsText, parseModels, parseNumberInput, periodPhrase, toLocalInput } from "../../console/src/key-controls.ts";
 
 describe("console formats", () => {
@@ -19,6 +19,18 @@ describe("console formats", () => {
     assert.equal(formatUsd(-0, "en-US"), "$0.00");
     assert.equal(formatUsd(Number.NaN, "en-US"), "—");
     assert.equal(formatUsd(3.5, "de-DE"), "3,50\u00a0$");
+  });
+
+  test("USD to the cent for summaries: a small non-zero amount never reads $0.00", () => {
+    assert.equal(formatUsdCents(12.5, "en-US"), "$12.50");
+    assert.equal(formatUsdCents(0.054, "en-US"), "$0.05");
+    assert.equal(formatUsdCents(25.496, "en-US"), "$25.50");
+    assert.equal(formatUsdCents(1234.567891, "en-US"), "$1,234.57");
+    assert.equal(formatUsdCents(0.0002, "en-US"), "<$0.01");
+    assert.equal(formatUsdCents(-0.0002, "en-US"), "-<$0.01");
+    assert.equal(formatUsdCents(0, "en-US"), "$0.00");
+    assert.equal(formatUsdCents(-0, "en-US"), "$0.00");
+    assert.equal(formatUsdCents(Number.NaN, "en-US"), "—");
   });
 
   test("dates and times in the given zone", () => {

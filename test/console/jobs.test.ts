@@ -14,6 +14,7 @@ import { browserSkip, type ConsoleHarness, startConsole } from "./harness.ts";
 /** Creates a live key on the console's keys page and returns its secret (shown once). */
 async function createKey(h: ConsoleHarness, page: Page, name: string): Promise<string> {
   await page.goto(h.url("/keys"));
+  await page.getByRole("button", { name: "Create key" }).click();
   await page.getByLabel("Name").fill(name);
   await page.getByRole("button", { name: "Create key" }).click();
   const secret = await page.getByRole("textbox", { name: `New live key “${name}”` }).inputValue();
@@ -55,8 +56,11 @@ describe("console jobs and gallery", { skip: browserSkip }, () => {
     const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: `Details of ${id}` }) });
     await row.getByRole("cell", { name: /succeeded/ }).waitFor();
     await row.getByRole("cell", { name: "imgA-v4", exact: true }).waitFor();
-    // The charge of a succeeded imgA-v4 image (0.054 USD), at full precision.
-    await row.getByRole("cell", { name: "$0.054" }).waitFor();
+    // The charge of a succeeded imgA-v4 image (0.054 USD): to the cent in the list, exact in its title
+    // (and on the detail page).
+    const amount = row.getByRole("cell", { name: "$0.05", exact: true });
+    await amount.waitFor();
+    assert.equal(await amount.locator("[title]").getAttribute("title"), "$0.054");
     assert.equal(await row.getByRole("button", { name: `Cancel ${id}` }).count(), 0, "an ended job has no cancel button");
 
     // Filters are kept in the URL and survive a reload.
@@ -102,6 +106,8 @@ describe("console jobs and gallery", { skip: browserSkip }, () => {
     assert.ok(readFileSync(saved).length > 0, "the download saved the file");
     assert.match(download.suggestedFilename(), /\.(png|jpe?g|webp|svg)$/);
 
+    // One share action per card: the button opens the link with its copy button.
+    await card.getByRole("button", { name: `Share ${id}` }).click();
     const share = card.getByRole("textbox", { name: `Share link of ${id}` });
     const shareUrl = await share.inputValue();
     assert.equal(shareUrl, `${h.gw.url}/share/${id}`);
@@ -136,12 +142,31 @@ describe("console jobs and gallery", { skip: browserSkip }, () => {
     await page.getByRole("textbox", { name: `Share link of ${id}` }).waitFor();
   });
 
-  test("empty states: a new account has no jobs and an empty gallery", async () => {
+  test("empty states: a new account has no jobs and an empty gallery, each with a next step", async () => {
     await h.signUp(page);
     await page.goto(h.url("/jobs"));
     await page.getByText("No jobs yet.").waitFor();
+    await page.getByRole("button", { name: "Make an image in the playground" }).waitFor();
+    // The example call names this gateway's own address.
+    await page.getByText(`export GATEWAY_URL=${h.gw.url}`).waitFor();
     await page.goto(h.url("/gallery"));
     await page.getByText("Nothing in the gallery yet.").waitFor();
+    await page.getByRole("button", { name: "Make an image in the playground" }).waitFor();
+  });
+
+  test("a test-mode image: its prompt in the gallery, and no money moved (never \"charged\") on its card and detail page", async () => {
+    const user = await h.signUp(page);
+    const created = await h.gw.request("POST", "/v1/auth/keys", { token: user.apiKey, body: { name: "sandbox", mode: "test" } });
+    const testKey = created.json.api_key as string;
+    const id = await submitImage(h, testKey, "a red fox in the snow, test mode");
+    await h.gw.waitForJob(testKey, id);
+    await page.goto(h.url("/gallery"));
+    const card = page.getByRole("article").filter({ has: page.getByRole("link", { name: `Details of ${id}` }) });
+    await card.getByRole("heading", { name: "a red fox in the snow, test mode" }).waitFor();
+    await card.getByText("test: no money moved").waitFor();
+    await page.goto(h.url(`/jobs/${id}`));
+    await page.getByRole("definition").filter({ hasText: "test key: no money moved" }).waitFor();
+    assert.equal(await page.getByRole("term").filter({ hasText: /^Charged$/ }).count(), 0);
   });
 });
 

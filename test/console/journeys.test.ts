@@ -80,6 +80,8 @@ describe("console journeys", { skip: browserSkip }, () => {
   test("keys: create a test key (secret shown once), see it listed, revoke it after a confirmation", async () => {
     await h.signUp(page);
     await page.goto(h.url("/keys"));
+    // The list comes first; "Create key" opens the form in a dialog.
+    await page.getByRole("button", { name: "Create key" }).click();
     await page.getByLabel("Name").fill("ci runner");
     await page.getByRole("radio", { name: /^Test/ }).check();
     await page.getByRole("button", { name: "Create key" }).click();

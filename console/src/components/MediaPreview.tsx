@@ -4,7 +4,7 @@
  * copy button. The output URLs are the gateway's permanent public file URLs (`/v1/files/...`).
  */
 import "./jobs-media.css";
-import { useId, useRef } from "react";
+import { useEffect, useId, useRef, useState } from "react";
 import { CopyButton } from "./CopyButton.tsx";
 
 /** The file name a download suggests: the URL's last path segment (`<job>-0.png`). */
@@ -67,6 +67,51 @@ export function ShareLink({ jobId, url }: { jobId: string; url: string }) {
           Open the share page
         </a>
       </small>
+    </div>
+  );
+}
+
+/**
+ * One share action for a card of a list (the gallery): a "Share" button opening a small panel with the
+ * public link (a read-only labelled field), a copy button and a link to open the page; Escape, a click
+ * outside or the button again closes it. Where one job is shown (its detail page) use {@link ShareLink}.
+ */
+export function ShareMenu({ jobId, url }: { jobId: string; url: string }) {
+  const [open, setOpen] = useState(false);
+  const panelId = useId();
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!open) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === "Escape") setOpen(false);
+    };
+    const onClick = (e: MouseEvent) => {
+      if (box.current && !box.current.contains(e.target as Node)) setOpen(false);
+    };
+    window.addEventListener("keydown", onKey);
+    window.addEventListener("mousedown", onClick);
+    return () => {
+      window.removeEventListener("keydown", onKey);
+      window.removeEventListener("mousedown", onClick);
+    };
+  }, [open]);
+  return (
+    <div className="share-menu" ref={box}>
+      <button
+        type="button"
+        className="secondary outline small"
+        aria-expanded={open}
+        aria-controls={panelId}
+        aria-label={`Share ${jobId}`}
+        onClick={() => setOpen((o) => !o)}
+      >
+        Share
+      </button>
+      {open && (
+        <div id={panelId} className="share-panel">
+          <ShareLink jobId={jobId} url={url} />
+        </div>
+      )}
     </div>
   );
 }

@@ -33,9 +33,26 @@ export function ErrorNotice({ error, retry }: { error: unknown; retry?: () => vo
   );
 }
 
-/** What an empty list says. */
+/** What an empty list says: a sentence, or a block with its next step (see {@link EmptyState}). */
 export function Empty({ children }: { children: ReactNode }) {
-  return <p className="empty">{children}</p>;
+  if (typeof children === "string") return <p className="empty">{children}</p>;
+  return <div className="empty">{children}</div>;
+}
+
+/**
+ * An empty state that offers the next step: what is missing (`title`, a sentence), why or how it fills
+ * (`children`), the actions (links or buttons, the first one primary), and `after` them another way (an
+ * example call).
+ */
+export function EmptyState({ title, children, actions, after }: { title: string; children?: ReactNode; actions?: ReactNode; after?: ReactNode }) {
+  return (
+    <div className="empty-state">
+      <p className="empty-title">{title}</p>
+      {children}
+      {actions && <p className="empty-actions">{actions}</p>}
+      {after}
+    </div>
+  );
 }
 
 /**

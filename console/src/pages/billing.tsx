@@ -21,39 +21,15 @@ import { Usd } from "../components/values.tsx";
 import { formatUsd } from "../format.ts";
 import { parseNumberInput } from "../key-controls.ts";
 import type { PageMeta } from "../pages.ts";
+import { usePayments } from "../payments.ts";
 
-export const page: PageMeta = { path: "/billing", title: "Billing", group: "customer", order: 10 };
+export const page: PageMeta = { path: "/billing", title: "Billing", group: "customer", order: 10, section: "billing" };
 
 /** The preset amounts of a top-up, USD. */
 const PRESETS = [10, 25, 100];
 
-/**
- * Whether card top-ups are on (`GET /v1/billing/checkout`: its limits, or 404 when payments are off):
- * `on` with the limits, `off`, `asking`, or `unknown` (another answer, a 429 say: the form shows, and a
- * 404 to a checkout turns it off).
- */
-function useCheckout(): { state: "asking" | "on" | "off" | "unknown"; limits: { min: number; max: number } | null; setOff: () => void } {
-  const queryClient = useQueryClient();
-  const settings = useQuery({
-    queryKey: ["checkout-settings"],
-    queryFn: async () => {
-      const { data, response } = await api.GET("/v1/billing/checkout");
-      if (response.status === 404) return { state: "off" as const, limits: null };
-      if (data) return { state: "on" as const, limits: { min: data.min_usd, max: data.max_usd } };
-      return { state: "unknown" as const, limits: null };
-    },
-    staleTime: 10 * 60_000,
-    retry: false,
-  });
-  return {
-    state: settings.isPending ? "asking" : settings.isError ? "unknown" : settings.data.state,
-    limits: settings.data?.limits ?? null,
-    setOff: () => queryClient.setQueryData(["checkout-settings"], { state: "off", limits: null }),
-  };
-}
-
 function TopUp() {
-  const { state, limits, setOff } = useCheckout();
+  const { state, limits, setOff } = usePayments();
   const billingHref = useHref("/billing");
   const [amount, setAmount] = useState("25");
   const checkout = useMutation({
@@ -134,11 +110,12 @@ function Balance() {
         {(m) => (
           <>
             <p className="big-number">
-              <Usd amount={m.balance_usd} />
+              <Usd amount={m.balance_usd} cents />
             </p>
             <p>
               <small>
-                Deposited in total: <Usd amount={m.total_deposits_usd} />. Every deposit and charge is in the <Link to="/ledger">ledger</Link>.
+                Deposited in total: <Usd amount={m.total_deposits_usd} cents />. Every deposit and charge, to the micro-dollar, is in the{" "}
+                <Link to="/ledger">ledger</Link>.
               </small>
             </p>
           </>

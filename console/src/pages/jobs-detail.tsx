@@ -38,6 +38,12 @@ function JobView({ fetched }: { fetched: MediaJob }) {
               </dd>
             </>
           )}
+          {job.prompt !== null && (
+            <>
+              <dt>Prompt</dt>
+              <dd className="prompt">{job.prompt}</dd>
+            </>
+          )}
           <dt>Model</dt>
           <dd>{job.model}</dd>
           <dt>Kind</dt>
@@ -50,14 +56,27 @@ function JobView({ fetched }: { fetched: MediaJob }) {
           <dd>
             <DateTime iso={job.updated_at} />
           </dd>
-          <dt>Held at submit</dt>
-          <dd>
-            <Usd amount={job.hold_usd} />
-          </dd>
-          <dt>Charged</dt>
-          <dd>
-            <JobAmount job={job} />
-          </dd>
+          {job.mode === "test" ? (
+            <>
+              <dt>Mode</dt>
+              <dd className="mode-test">test key: no money moved</dd>
+              <dt>Priced at</dt>
+              <dd>
+                <Usd amount={job.cost_usd ?? job.hold_usd} /> <small>(what a live key would have been {job.cost_usd === null ? "held" : "charged"})</small>
+              </dd>
+            </>
+          ) : (
+            <>
+              <dt>Held at submit</dt>
+              <dd>
+                <Usd amount={job.hold_usd} />
+              </dd>
+              <dt>Charged</dt>
+              <dd>
+                <JobAmount job={job} />
+              </dd>
+            </>
+          )}
           {job.output?.duration_sec !== undefined && (
             <>
               <dt>Length</dt>

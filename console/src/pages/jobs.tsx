@@ -12,13 +12,14 @@ import { api, unwrap } from "../api.ts";
 import { type Column, DataTable, CursorPager } from "../components/DataTable.tsx";
 import { FilterSelect } from "../components/FilterSelect.tsx";
 import { CancelJobButton, JobStatus } from "../components/JobStatus.tsx";
-import { QueryView } from "../components/states.tsx";
+import { EmptyState, QueryView } from "../components/states.tsx";
+import { FirstCall } from "../components/FirstCall.tsx";
 import { useCursor, useUrlFilters } from "../components/url-state.ts";
-import { DateTime, Usd } from "../components/values.tsx";
-import { JOB_STATUSES, type JobStatus as Status, type MediaJob, useLiveJob } from "../job-events.ts";
+import { Charge, DateTime, Usd } from "../components/values.tsx";
+import { isTerminal, JOB_STATUSES, type JobStatus as Status, type MediaJob, useLiveJob } from "../job-events.ts";
 import type { PageMeta } from "../pages.ts";
 
-export const page: PageMeta = { path: "/jobs", title: "Jobs", group: "customer", order: 30 };
+export const page: PageMeta = { path: "/jobs", title: "Jobs", group: "customer", order: 30, section: "observe" };
 
 const KINDS = ["image", "video", "audio"] as const;
 type Kind = (typeof KINDS)[number];
@@ -31,13 +32,17 @@ function Live({ job, children }: { job: MediaJob; children: (live: MediaJob) => 
   return <>{children(live)}</>;
 }
 
-/** A job's amount: the charge once it succeeded, the hold while it runs, nothing after a release. */
-export function JobAmount({ job }: { job: MediaJob }) {
-  if (job.cost_usd !== null) return <Usd amount={job.cost_usd} />;
+/**
+ * A job's amount: the charge once it succeeded, the hold while it runs, nothing after a release; for a
+ * test-mode job (D32) "test: no money moved" with the price it would have had. `cents` rounds for a list.
+ */
+export function JobAmount({ job, cents = false }: { job: MediaJob; cents?: boolean }) {
+  if (job.mode === "test") return <Charge mode="test" amount={job.cost_usd ?? (isTerminal(job.status) ? null : job.hold_usd)} cents={cents} />;
+  if (job.cost_usd !== null) return <Usd amount={job.cost_usd} cents={cents} />;
   if (job.status === "pending" || job.status === "processing")
     return (
       <span title="Held from the balance until the job ends">
-        <Usd amount={job.hold_usd} /> <small>held</small>
+        <Usd amount={job.hold_usd} cents={cents} /> <small>held</small>
       </span>
     );
   return <span title="Nothing charged">—</span>;
@@ -48,15 +53,19 @@ const COLUMNS: Column<MediaJob>[] = [
     header: "Job",
     cell: (j) => (
       <Link to={`/jobs/${encodeURIComponent(j.id)}`} aria-label={`Details of ${j.id}`}>
-        <code>{j.id}</code>
+        {/* Shortened to fit the table (the full id is the link's name, its title and on the detail page). */}
+        <code className="job-id" title={j.id}>
+          {j.id}
+        </code>
       </Link>
     ),
   },
   { header: "Model", cell: (j) => j.model },
   { header: "Kind", cell: (j) => j.kind },
+  { header: "Prompt", cell: (j) => <span className="prompt-cell" title={j.prompt ?? undefined}>{j.prompt ?? "—"}</span> },
   { header: "Status", cell: (j) => <Live job={j}>{(l) => <JobStatus job={l} />}</Live> },
   { header: "Created", cell: (j) => <DateTime iso={j.created_at} /> },
-  { header: "Amount", numeric: true, cell: (j) => <Live job={j}>{(l) => <JobAmount job={l} />}</Live> },
+  { header: "Amount", numeric: true, cell: (j) => <Live job={j}>{(l) => <JobAmount job={l} cents />}</Live> },
   { header: "Actions", cell: (j) => <Live job={j}>{(l) => <CancelJobButton job={l} />}</Live> },
 ];
 
@@ -104,7 +113,23 @@ export default function Jobs() {
       <QueryView
         query={jobs}
         isEmpty={(d) => d.data.length === 0 && !cursor.hasPrevious}
-        empty={filtered ? "No job matches these filters." : "No jobs yet. Submit an image or video job with an API key, and it shows here."}
+        empty={
+          filtered ? (
+            "No job matches these filters."
+          ) : (
+            <EmptyState
+              after={<FirstCall />}
+              title="No jobs yet."
+              actions={
+                <Link to="/playground/media" role="button">
+                  Make an image in the playground
+                </Link>
+              }
+            >
+              <p>Image and video jobs you submit, and audio you keep with <code>save_to_blob</code>, show here and update live.</p>
+            </EmptyState>
+          )
+        }
         loadingLabel="Loading jobs…"
       >
         {(d) => (

@@ -28,7 +28,7 @@ import {
 } from "../key-controls.ts";
 import type { PageMeta } from "../pages.ts";
 
-export const page: PageMeta = { path: "/keys", title: "API keys", navLabel: "Keys", group: "customer", order: 20 };
+export const page: PageMeta = { path: "/keys", title: "API keys", navLabel: "Keys", group: "customer", order: 45, section: "build" };
 
 type Key = paths["/v1/auth/keys"]["get"]["responses"][200]["content"]["application/json"]["data"][number];
 type Mode = Key["mode"];
@@ -165,7 +165,30 @@ function ControlFields({ idPrefix, draft, set, errors }: { idPrefix: string; dra
   );
 }
 
-function CreateKey() {
+type CreatedKey = paths["/v1/auth/keys"]["post"]["responses"][201]["content"]["application/json"];
+
+/**
+ * The create form in a modal dialog, opened by the page's "Create key" button: name, mode and optional
+ * controls. On success the dialog closes and the page shows the secret once (`onCreated`); a refusal
+ * stays in the dialog, under the field it names.
+ */
+function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose: () => void; onCreated: (key: CreatedKey) => void }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (open && !d.open) d.showModal();
+    if (!open && d.open) d.close();
+  }, [open]);
+  return (
+    <dialog ref={ref} aria-labelledby="create-key-title" onCancel={(e) => (e.preventDefault(), onClose())}>
+      {/* A fresh form (and mutation state) each time the dialog opens. */}
+      {open && <CreateKeyForm onClose={onClose} onCreated={onCreated} />}
+    </dialog>
+  );
+}
+
+function CreateKeyForm({ onClose, onCreated }: { onClose: () => void; onCreated: (key: CreatedKey) => void }) {
   const queryClient = useQueryClient();
   const [mode, setMode] = useState<Mode>("live");
   const [draft, setDraft] = useState<Draft>(EMPTY_DRAFT);
@@ -184,9 +207,9 @@ function CreateKey() {
           },
         }),
       ),
-    onSuccess: () => {
-      setDraft(EMPTY_DRAFT);
+    onSuccess: (data) => {
       void queryClient.invalidateQueries({ queryKey: ["keys"] });
+      onCreated(data);
     },
   });
   const errors = fieldErrors(create.error, FIELDS, "create-key");
@@ -195,49 +218,43 @@ function CreateKey() {
     create.mutate();
   };
   return (
-    <section aria-labelledby="create-key-title">
+    <article>
       <h2 id="create-key-title">Create a key</h2>
-      {create.isSuccess && (
-        <SecretReveal label={`New ${create.data.mode} key${create.data.name ? ` “${create.data.name}”` : ""}`} secret={create.data.api_key}>
-          <button type="button" className="secondary outline" onClick={() => create.reset()}>
-            Done, hide it
-          </button>
-        </SecretReveal>
-      )}
       <form onSubmit={submit} aria-labelledby="create-key-title">
-        <div className="grid">
-          <div>
-            <label htmlFor="key-name">Name</label>
-            <input
-              id="key-name"
-              type="text"
-              maxLength={64}
-              placeholder="e.g. production server"
-              value={draft.name}
-              onChange={(e) => setDraft({ ...draft, name: e.target.value })}
-              {...errors.input("name")}
-            />
-            <FieldError errors={errors} field="name" />
-          </div>
-          <fieldset>
-            <legend>Mode</legend>
-            <label>
-              <input type="radio" name="key-mode" value="live" checked={mode === "live"} onChange={() => setMode("live")} />
-              Live: real calls, charged to the balance
-            </label>
-            <label>
-              <input type="radio" name="key-mode" value="test" checked={mode === "test"} onChange={() => setMode("test")} />
-              Test: simulated calls, no money moves
-            </label>
-          </fieldset>
-        </div>
+        <label htmlFor="key-name">Name</label>
+        <input
+          id="key-name"
+          type="text"
+          maxLength={64}
+          placeholder="e.g. production server"
+          value={draft.name}
+          onChange={(e) => setDraft({ ...draft, name: e.target.value })}
+          {...errors.input("name")}
+        />
+        <FieldError errors={errors} field="name" />
+        <fieldset>
+          <legend>Mode</legend>
+          <label>
+            <input type="radio" name="key-mode" value="live" checked={mode === "live"} onChange={() => setMode("live")} />
+            Live: real calls, charged to the balance
+          </label>
+          <label>
+            <input type="radio" name="key-mode" value="test" checked={mode === "test"} onChange={() => setMode("test")} />
+            Test: simulated calls, no money moves
+          </label>
+        </fieldset>
         <ControlFields idPrefix="create-key" draft={draft} set={(d) => setDraft({ ...draft, ...d })} errors={errors} />
         <OtherError errors={errors} />
-        <button type="submit" aria-busy={create.isPending} disabled={create.isPending}>
-          Create key
-        </button>
+        <footer>
+          <button type="button" className="secondary" onClick={onClose} disabled={create.isPending}>
+            Cancel
+          </button>
+          <button type="submit" aria-busy={create.isPending} disabled={create.isPending}>
+            Create key
+          </button>
+        </footer>
       </form>
-    </section>
+    </article>
   );
 }
 
@@ -414,7 +431,7 @@ function KeyList() {
   return (
     <section aria-labelledby="keys-title">
       <h2 id="keys-title">Your keys</h2>
-      <QueryView query={keys} isEmpty={(d) => d.data.length === 0} empty="No keys. Create one above.">
+      <QueryView query={keys} isEmpty={(d) => d.data.length === 0} empty="No keys yet. Create one to call the API; a test key makes simulated calls and moves no money.">
         {(d) => <DataTable columns={columns} rows={d.data} rowKey={(k) => k.key_id} />}
       </QueryView>
       <p>
@@ -440,10 +457,35 @@ function KeyList() {
 }
 
 export default function Keys() {
+  const [creating, setCreating] = useState(false);
+  const [created, setCreated] = useState<CreatedKey | null>(null);
   return (
     <>
-      <CreateKey />
+      <div className="page-intro">
+        <p className="lead">Keys authenticate your API calls. A live key spends your balance; a test key gets simulated answers and moves no money.</p>
+        {/* Hidden while the dialog is open: its form has the "Create key" button then. */}
+        {!creating && (
+          <button type="button" className="page-action" onClick={() => (setCreated(null), setCreating(true))}>
+            Create key
+          </button>
+        )}
+      </div>
+      {created && (
+        <SecretReveal label={`New ${created.mode} key${created.name ? ` “${created.name}”` : ""}`} secret={created.api_key}>
+          <button type="button" className="secondary outline" onClick={() => setCreated(null)}>
+            Done, hide it
+          </button>
+        </SecretReveal>
+      )}
       <KeyList />
+      <CreateKeyDialog
+        open={creating}
+        onClose={() => setCreating(false)}
+        onCreated={(k) => {
+          setCreated(k);
+          setCreating(false);
+        }}
+      />
     </>
   );
 }

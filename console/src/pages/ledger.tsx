@@ -17,7 +17,7 @@ import { formatUsd } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
 import "./ledger.css";
 
-export const page: PageMeta = { path: "/ledger", title: "Ledger", group: "customer", order: 50 };
+export const page: PageMeta = { path: "/ledger", title: "Ledger", group: "customer", order: 50, section: "billing" };
 
 /** One ledger entry as `GET /v1/billing/ledger` (and `GET /v1/requests/{id}`) answers it. */
 export type LedgerEntry = paths["/v1/billing/ledger"]["get"]["responses"][200]["content"]["application/json"]["data"][number];

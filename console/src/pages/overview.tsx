@@ -10,14 +10,17 @@ import { Link } from "react-router";
 import { api, type Schemas, unwrap } from "../api.ts";
 import { BarChart } from "../components/BarChart.tsx";
 import { type Column, DataTable } from "../components/DataTable.tsx";
-import { ErrorNotice, Loading, QueryView } from "../components/states.tsx";
+import { EmptyState, ErrorNotice, Loading, QueryView } from "../components/states.tsx";
+import { FirstCall } from "../components/FirstCall.tsx";
 import { TopupNotice } from "../components/TopupNotice.tsx";
 import { DateTime, Usd } from "../components/values.tsx";
-import { browserTimeZone, formatCount, formatUsd, isoDateDaysAgo } from "../format.ts";
+import { usePayments } from "../payments.ts";
+import { JobAmount } from "./jobs.tsx";
+import { browserTimeZone, formatCount, formatUsdCents, isoDateDaysAgo } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
 import { tierJobs } from "../tiers.ts";
 
-export const page: PageMeta = { path: "/", title: "Overview", group: "customer", order: 0 };
+export const page: PageMeta = { path: "/", title: "Overview", group: "customer", order: 0, section: "build" };
 
 /** Spend by model since `daysBack - 1` days before today (today included), in the browser's zone. */
 function useSpend(days: number) {
@@ -31,6 +34,7 @@ function useSpend(days: number) {
 
 function Balance() {
   const me = useQuery({ queryKey: ["me"], queryFn: () => unwrap(api.GET("/v1/auth/me")) });
+  const payments = usePayments();
   return (
     <article aria-labelledby="balance-title">
       <h2 id="balance-title">Balance</h2>
@@ -38,17 +42,21 @@ function Balance() {
         {(m) => (
           <>
             <p className="big-number">
-              <Usd amount={m.balance_usd} />
+              <Usd amount={m.balance_usd} cents />
             </p>
             <p>
               <small>
-                Deposited in total: <Usd amount={m.total_deposits_usd} /> · {m.email}
+                Deposited in total: <Usd amount={m.total_deposits_usd} cents /> · {m.email}
               </small>
             </p>
             <p className="card-actions">
-              <Link to="/billing" role="button" className="secondary">
-                Top up
-              </Link>
+              {payments.state === "on" && (
+                <Link to="/billing" role="button">
+                  Top up
+                </Link>
+              )}
+              {payments.state === "off" && <small>Card top-ups are off on this gateway: the operator adds deposits.</small>}
+              <Link to="/ledger">Ledger</Link>
               <Link to="/billing#alert-title">Low-balance alert</Link>
             </p>
           </>
@@ -96,19 +104,31 @@ function Spend() {
   if (week.data === undefined || month.data === undefined) return <Loading label="Loading spend…" />;
   // Every model of the 30 days (a superset of the 7), most expensive first.
   const models = [...month.data.data].sort((a, b) => b.cost_usd - a.cost_usd).map((g) => g.group);
-  if (models.length === 0) return <p className="empty">No paid calls in the last 30 days.</p>;
+  if (models.length === 0)
+    return (
+      <EmptyState
+        title="No paid calls in the last 30 days."
+        actions={
+          <Link to="/playground" role="button">
+            Try the playground
+          </Link>
+        }
+      >
+        <p>Your spend by model shows here once you make calls with a live key.</p>
+      </EmptyState>
+    );
   const cost = (rows: { group: string; cost_usd: number }[]) => models.map((m) => rows.find((r) => r.group === m)?.cost_usd ?? 0);
   return (
     <>
       <p>
-        Last 7 days: <Usd amount={week.data.total.cost_usd} /> in {formatCount(week.data.total.requests)} calls · last 30 days:{" "}
-        <Usd amount={month.data.total.cost_usd} /> in {formatCount(month.data.total.requests)} calls.
+        Last 7 days: <Usd amount={week.data.total.cost_usd} cents /> in {formatCount(week.data.total.requests)} calls · last 30 days:{" "}
+        <Usd amount={month.data.total.cost_usd} cents /> in {formatCount(month.data.total.requests)} calls. <Link to="/usage">Usage details</Link>
       </p>
       <BarChart
         label="Spend by model"
         categoryLabel="Model"
         categories={models}
-        format={formatUsd}
+        format={formatUsdCents}
         series={[
           { label: "Last 7 days", values: cost(week.data.data), color: "#1e88e5" },
           { label: "Last 30 days", values: cost(month.data.data), color: "#90caf9" },
@@ -123,17 +143,46 @@ type Job = Schemas["MediaJob"];
 const JOB_COLUMNS: Column<Job>[] = [
   { header: "Created", cell: (j) => <DateTime iso={j.created_at} /> },
   { header: "Model", cell: (j) => j.model },
-  { header: "Kind", cell: (j) => j.kind },
+  { header: "Prompt", cell: (j) => <span className="prompt-cell">{j.prompt ?? "—"}</span> },
   { header: "Status", cell: (j) => <span className={`status status-${j.status}`}>{j.status}</span> },
-  { header: "Cost", numeric: true, cell: (j) => (j.cost_usd === null ? <small>held <Usd amount={j.hold_usd} /></small> : <Usd amount={j.cost_usd} />) },
-  { header: "Job id", cell: (j) => <code>{j.id}</code> },
+  { header: "Cost", numeric: true, cell: (j) => <JobAmount job={j} cents /> },
+  {
+    header: "Job",
+    cell: (j) => (
+      <Link to={`/jobs/${encodeURIComponent(j.id)}`} aria-label={`Details of ${j.id}`}>
+        details
+      </Link>
+    ),
+  },
 ];
 
 function RecentJobs() {
   const jobs = useQuery({ queryKey: ["jobs", { limit: 5 }], queryFn: () => unwrap(api.GET("/v1/jobs", { params: { query: { limit: "5" } } })) });
   return (
-    <QueryView query={jobs} isEmpty={(d) => d.data.length === 0} empty="No image or video jobs yet.">
-      {(d) => <DataTable columns={JOB_COLUMNS} rows={d.data} rowKey={(j) => j.id} />}
+    <QueryView
+      query={jobs}
+      isEmpty={(d) => d.data.length === 0}
+      empty={
+        <EmptyState
+          after={<FirstCall />}
+          title="No image or video jobs yet."
+          actions={
+            <Link to="/playground/media" role="button">
+              Make an image in the playground
+            </Link>
+          }
+        >
+        </EmptyState>
+      }
+    >
+      {(d) => (
+        <>
+          <DataTable columns={JOB_COLUMNS} rows={d.data} rowKey={(j) => j.id} />
+          <p>
+            <Link to="/jobs">All jobs</Link> · <Link to="/gallery">Gallery</Link>
+          </p>
+        </>
+      )}
     </QueryView>
   );
 }

@@ -18,7 +18,7 @@ import { useSession } from "../session.ts";
 import { type AudioClip, speak, type SpeechBody } from "./playground/calls.ts";
 import { createPlaygroundKey, PLAYGROUND_KEY_NAME, type PlaygroundKey, savePlaygroundKey, usePlaygroundKey } from "./playground/key.ts";
 
-export const page: PageMeta = { path: "/playground", title: "Playground: speech", navLabel: "Playground", group: "customer", order: 40 };
+export const page: PageMeta = { path: "/playground", title: "Playground: speech", navLabel: "Playground", group: "customer", order: 40, section: "build" };
 
 const TOOLS = [
   { path: "/playground", label: "Speech" },

@@ -10,7 +10,7 @@ import { useUrlFilters } from "../components/url-state.ts";
 import { Usd } from "../components/values.tsx";
 import type { PageMeta } from "../pages.ts";
 
-export const page: PageMeta = { path: "/pricing", title: "Pricing", group: "public", order: 10 };
+export const page: PageMeta = { path: "/pricing", title: "Pricing", group: "public", order: 10, section: "reference" };
 
 type Catalog = paths["/v1/pricing"]["get"]["responses"][200]["content"]["application/json"];
 type TextRow = Catalog["text"][number];

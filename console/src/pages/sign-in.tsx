@@ -32,32 +32,55 @@ export default function SignIn() {
     login.mutate();
   };
   return (
-    <div className="narrow">
-      {session.ended === "expired" && (
-        <p role="status" className="notice">
-          Your session has ended. Sign in again to continue.
+    <div className="auth-layout">
+      <section className="auth-intro" aria-labelledby="about-title">
+        <h2 id="about-title">One API for generated media</h2>
+        <p>
+          Media Gateway is a paid HTTP API in front of several generative-media providers: speech, music and sound effects, images, video and
+          chat, behind one key and billed per call from a prepaid balance.
         </p>
-      )}
-      <form onSubmit={submit}>
-        <label htmlFor="signin-email">Email</label>
-        <input id="signin-email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
-        <label htmlFor="signin-password">Password</label>
-        <input
-          id="signin-password"
-          type="password"
-          autoComplete="current-password"
-          required
-          value={password}
-          onChange={(e) => setPassword(e.target.value)}
-        />
-        {login.isError && <ErrorNotice error={login.error} />}
-        <button type="submit" aria-busy={login.isPending} disabled={login.isPending}>
-          Sign in
-        </button>
-      </form>
-      <p>
-        No account yet? <Link to="/register">Register</Link>: it comes with a signup credit.
-      </p>
+        <p>Signed in, you can:</p>
+        <ul>
+          <li>create API keys (live, or test keys that move no money);</li>
+          <li>try every model in the playground;</li>
+          <li>follow your jobs, usage and spend, and browse the gallery of what you made;</li>
+          <li>top up, set a low-balance alert and connect webhooks.</li>
+        </ul>
+        <p>
+          <small>
+            See the <Link to="/pricing">pricing</Link> and the <a href="/docs">API reference</a> without an account.
+          </small>
+        </p>
+      </section>
+      <article className="auth-card">
+        {session.ended === "expired" && (
+          <p role="status" className="notice">
+            Your session has ended. Sign in again to continue.
+          </p>
+        )}
+        <form onSubmit={submit}>
+          <label htmlFor="signin-email">Email</label>
+          <input id="signin-email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
+          <label htmlFor="signin-password">Password</label>
+          <input
+            id="signin-password"
+            type="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
+          {login.isError && <ErrorNotice error={login.error} />}
+          <button type="submit" aria-busy={login.isPending} disabled={login.isPending}>
+            Sign in
+          </button>
+        </form>
+        <p>
+          <small>
+            No account yet? <Link to="/register">Register</Link>: it comes with a signup credit.
+          </small>
+        </p>
+      </article>
     </div>
   );
 }

@@ -11,7 +11,7 @@ import { formatCount } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
 import { tierJobs } from "../tiers.ts";
 
-export const page: PageMeta = { path: "/tiers", title: "Tiers and limits", navLabel: "Tiers", group: "public", order: 20 };
+export const page: PageMeta = { path: "/tiers", title: "Tiers and limits", navLabel: "Tiers", group: "public", order: 20, section: "reference" };
 
 type Tier = Schemas["TierRow"];
 

@@ -8,7 +8,7 @@ import { Link, useParams } from "react-router";
 import { api, unwrap } from "../api.ts";
 import { DataTable } from "../components/DataTable.tsx";
 import { Empty, QueryView } from "../components/states.tsx";
-import { DateTime, Usd } from "../components/values.tsx";
+import { Charge, DateTime, Usd } from "../components/values.tsx";
 import type { PageMeta } from "../pages.ts";
 import { JobLink, ledgerColumns } from "./ledger.tsx";
 import { formatLatency, formatUnits, keyName, useKeys } from "./usage.tsx";
@@ -54,8 +54,16 @@ export default function UsageRequest() {
                 <dt>Units</dt>
                 <dd>{formatUnits(r.units)}</dd>
                 <dt>Cost</dt>
-                <dd>{r.cost_usd === null ? "not settled yet" : <Usd amount={r.cost_usd} />}</dd>
-                <dt>Held</dt>
+                <dd>
+                  {r.mode === "test" ? (
+                    <Charge mode="test" amount={r.cost_usd ?? r.hold_usd} />
+                  ) : r.cost_usd === null ? (
+                    "not settled yet"
+                  ) : (
+                    <Usd amount={r.cost_usd} />
+                  )}
+                </dd>
+                <dt>{r.mode === "test" ? "Would have held" : "Held"}</dt>
                 <dd>
                   <Usd amount={r.hold_usd} />
                 </dd>

@@ -15,15 +15,16 @@ import { Link, useSearchParams } from "react-router";
 import { api, type paths, unwrap } from "../api.ts";
 import { type Column, DataTable, CursorPager } from "../components/DataTable.tsx";
 import { FilterSelect } from "../components/FilterSelect.tsx";
-import { ErrorNotice, Loading, QueryView } from "../components/states.tsx";
+import { EmptyState, ErrorNotice, Loading, QueryView } from "../components/states.tsx";
+import { FirstCall } from "../components/FirstCall.tsx";
 import { useCursor, useUrlFilters } from "../components/url-state.ts";
-import { DateTime, Usd } from "../components/values.tsx";
+import { Charge, DateTime, Usd } from "../components/values.tsx";
 import { browserTimeZone, formatCount, isoDateDaysAgo } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
 import { JobLink, RequestLink } from "./ledger.tsx";
 import "./ledger.css";
 
-export const page: PageMeta = { path: "/usage", title: "Usage", group: "customer", order: 40 };
+export const page: PageMeta = { path: "/usage", title: "Usage", group: "customer", order: 25, section: "observe" };
 
 type RequestsQuery = NonNullable<paths["/v1/requests"]["get"]["parameters"]["query"]>;
 /** One usage record (D29) as `GET /v1/requests` answers it. */
@@ -136,7 +137,7 @@ function Totals({ period, model, keyId, status, keys }: { period: Period; model:
   const columns: Column<(typeof groups)[number]>[] = [
     { header: "Model", cell: (g) => <Link to={`?${withModel(params, g.group)}`} aria-label={`Show only ${g.group}`}>{g.group}</Link> },
     { header: "Requests", numeric: true, cell: (g) => formatCount(g.requests) },
-    { header: "Cost", numeric: true, cell: (g) => <Usd amount={g.cost_usd} /> },
+    { header: "Cost", numeric: true, cell: (g) => <Usd amount={g.cost_usd} cents /> },
   ];
   return (
     <>
@@ -148,14 +149,14 @@ function Totals({ period, model, keyId, status, keys }: { period: Period; model:
         <div>
           <dt>Cost in the period</dt>
           <dd>
-            <Usd amount={byModel.data.total.cost_usd} />
+            <Usd amount={byModel.data.total.cost_usd} cents />
           </dd>
         </div>
         {modelRow && (
           <div>
             <dt>{model}</dt>
             <dd>
-              {requestCount(modelRow.requests)}, <Usd amount={modelRow.cost_usd} />
+              {requestCount(modelRow.requests)}, <Usd amount={modelRow.cost_usd} cents />
             </dd>
           </div>
         )}
@@ -165,7 +166,7 @@ function Totals({ period, model, keyId, status, keys }: { period: Period; model:
             <dd>
               {keyRow ? (
                 <>
-                  {requestCount(keyRow.requests)}, <Usd amount={keyRow.cost_usd} />
+                  {requestCount(keyRow.requests)}, <Usd amount={keyRow.cost_usd} cents />
                 </>
               ) : byKey.isError ? (
                 "unavailable"
@@ -291,7 +292,20 @@ export default function Usage() {
     },
     { header: "Status", cell: (r) => <StatusBadge status={r.status} /> },
     { header: "Units", cell: (r) => formatUnits(r.units) },
-    { header: "Cost", numeric: true, cell: (r) => (r.cost_usd === null ? <small>held <Usd amount={r.hold_usd} /></small> : <Usd amount={r.cost_usd} />) },
+    {
+      header: "Cost",
+      numeric: true,
+      cell: (r) =>
+        r.mode === "test" ? (
+          <Charge mode="test" amount={r.cost_usd ?? r.hold_usd} />
+        ) : r.cost_usd === null ? (
+          <small>
+            held <Usd amount={r.hold_usd} />
+          </small>
+        ) : (
+          <Usd amount={r.cost_usd} />
+        ),
+    },
     { header: "Latency", numeric: true, cell: (r) => formatLatency(r.latency_ms) },
     { header: "Key", cell: (r) => <span title={keyName(keys.data?.data, r.key_id)}>{keyShortName(keys.data?.data, r.key_id)}</span> },
     {
@@ -367,7 +381,23 @@ export default function Usage() {
             <QueryView
               query={requests}
               isEmpty={(d) => d.data.length === 0 && !cursor.hasPrevious}
-              empty="No requests match these filters."
+              empty={
+                filters.model || filters.key_id || filters.status ? (
+                  "No requests match these filters."
+                ) : (
+                  <EmptyState
+                    after={<FirstCall kind="chat" />}
+                    title={mode === "test" ? "No test-mode calls in this period." : "No calls in this period."}
+                    actions={
+                      <Link to="/playground" role="button">
+                        Try the playground
+                      </Link>
+                    }
+                  >
+                    <p>Every call made with your keys shows here: speech, music, chat, images and videos, with its cost.</p>
+                  </EmptyState>
+                )
+              }
               loadingLabel="Loading requests…"
             >
               {(d) => (

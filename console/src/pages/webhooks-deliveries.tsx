@@ -15,7 +15,7 @@ import { formatCount } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
 import { EVENT_TYPES } from "./webhooks.tsx";
 
-export const page: PageMeta = { path: "/webhooks/deliveries", title: "Webhook deliveries", navLabel: "Deliveries", group: "customer", order: 61 };
+export const page: PageMeta = { path: "/webhooks/deliveries", title: "Webhook deliveries", navLabel: "Deliveries", group: "customer", order: 61, section: "integrate" };
 
 type Query = NonNullable<paths["/v1/webhooks/deliveries"]["get"]["parameters"]["query"]>;
 type Delivery = paths["/v1/webhooks/deliveries"]["get"]["responses"][200]["content"]["application/json"]["data"][number];

@@ -15,7 +15,7 @@ import { ErrorNotice, QueryView } from "../components/states.tsx";
 import { DateTime } from "../components/values.tsx";
 import type { PageMeta } from "../pages.ts";
 
-export const page: PageMeta = { path: "/webhooks", title: "Webhooks", group: "customer", order: 60 };
+export const page: PageMeta = { path: "/webhooks", title: "Webhooks", group: "customer", order: 60, section: "integrate" };
 
 type Endpoint = paths["/v1/webhooks"]["get"]["responses"][200]["content"]["application/json"]["data"][number];
 type EventType = Endpoint["events"][number];
@@ -136,7 +136,7 @@ function EndpointList() {
           </button>
         </SecretReveal>
       )}
-      <QueryView query={endpoints} isEmpty={(d) => d.data.length === 0} empty="No endpoints yet. Add one above to receive job and balance events.">
+      <QueryView query={endpoints} isEmpty={(d) => d.data.length === 0} empty="No endpoints yet. Add one below to receive job and balance events.">
         {(d) => <DataTable columns={columns} rows={d.data} rowKey={(ep) => ep.id} />}
       </QueryView>
       <p>
@@ -198,8 +198,8 @@ function DefaultSecret() {
 export default function Webhooks() {
   return (
     <>
-      <CreateEndpoint />
       <EndpointList />
+      <CreateEndpoint />
       <DefaultSecret />
     </>
   );

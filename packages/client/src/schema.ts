@@ -1279,7 +1279,9 @@ export interface components {
          *       "idempotency_key": null,
          *       "fallback_layer": 0,
          *       "queue_position": 2,
-         *       "progress": null
+         *       "progress": null,
+         *       "mode": "live",
+         *       "prompt": "a lighthouse at dawn"
          *     }
          * @example {
          *       "id": "job_8Hc3nR5yQe0uV6aB",
@@ -1299,7 +1301,9 @@ export interface components {
          *       "idempotency_key": "render-42",
          *       "fallback_layer": 0,
          *       "queue_position": null,
-         *       "progress": null
+         *       "progress": null,
+         *       "mode": "test",
+         *       "prompt": "a red fox running through fresh snow"
          *     }
          */
         MediaJob: {
@@ -1329,6 +1333,11 @@ export interface components {
              * @enum {string}
              */
             kind: "image" | "video" | "audio";
+            /**
+             * @description `test` when a test-mode key submitted the job (D32): priced, served by the simulator, no money moved.
+             * @enum {string}
+             */
+            mode: "live" | "test";
             /** @description Model id. */
             model: string;
             /**
@@ -1348,6 +1357,8 @@ export interface components {
             } | null;
             /** @description A `processing` job's fraction done, 0 to 1, when the upstream says (0 while it waits in the upstream's own queue); null otherwise. */
             progress: number | null;
+            /** @description The prompt the job was submitted with (stored speech: its text); null when it had none. */
+            prompt: string | null;
             /** @description A `pending` job's place among your pending jobs of its pool (image, video, or the combined pool of tier 4) in the order they start: 1 starts next. Null for any other status. */
             queue_position: number | null;
             /**
@@ -6839,8 +6850,15 @@ export interface operations {
                              * @enum {string}
                              */
                             kind: "image" | "video" | "audio";
+                            /**
+                             * @description `test` when a test-mode key made it (D32): priced, but no money moved.
+                             * @enum {string}
+                             */
+                            mode: "live" | "test";
                             /** @description Model id. */
                             model: string;
+                            /** @description The prompt the job was made from (stored speech: its text); null when it had none. */
+                            prompt: string | null;
                             /** @description Public share page. */
                             share_url: string;
                             /** @description The (first) output. */

@@ -53,6 +53,8 @@ export const COMPONENTS: Record<string, Schema> = {
         int("A `pending` job's place among your pending jobs of its pool (image, video, or the combined pool of tier 4) in the order they start: 1 starts next. Null for any other status.", { minimum: 1 }),
       ),
       progress: nullable(num("A `processing` job's fraction done, 0 to 1, when the upstream says (0 while it waits in the upstream's own queue); null otherwise.", { minimum: 0, maximum: 1 })),
+      mode: oneOf(["live", "test"], "`test` when a test-mode key submitted the job (D32): priced, served by the simulator, no money moved."),
+      prompt: nullable(str("The prompt the job was submitted with (stored speech: its text); null when it had none.")),
     },
     [
       "id",
@@ -70,6 +72,8 @@ export const COMPONENTS: Record<string, Schema> = {
       "fallback_layer",
       "queue_position",
       "progress",
+      "mode",
+      "prompt",
     ],
     {
       description: "An image or video job (D3, D30).",
@@ -90,6 +94,8 @@ export const COMPONENTS: Record<string, Schema> = {
           fallback_layer: 0,
           queue_position: 2,
           progress: null,
+          mode: "live",
+          prompt: "a lighthouse at dawn",
         },
         {
           id: "job_8Hc3nR5yQe0uV6aB",
@@ -107,6 +113,8 @@ export const COMPONENTS: Record<string, Schema> = {
           fallback_layer: 0,
           queue_position: null,
           progress: null,
+          mode: "test",
+          prompt: "a red fox running through fresh snow",
         },
       ],
     },

@@ -68,14 +68,25 @@ function JobView({ job, prompt }: { job: MediaJob; prompt: string }) {
             <img key={url} src={url} alt={`Generated image ${job.output!.urls.length > 1 ? `${i + 1} ` : ""}for “${prompt}”`} style={{ maxWidth: "100%", height: "auto" }} />
           ),
         )}
-      <dl className="limits">
-        <dt>Held</dt>
-        <dd>
-          <Usd amount={job.hold_usd} />
-        </dd>
-        <dt>Charged</dt>
-        <dd>{job.cost_usd === null ? (done ? "nothing" : "on success") : <Usd amount={job.cost_usd} />}</dd>
-      </dl>
+      {job.mode === "test" ? (
+        <dl className="limits">
+          <dt>Priced at</dt>
+          <dd>
+            <Usd amount={job.cost_usd ?? job.hold_usd} />
+          </dd>
+          <dt>Money moved</dt>
+          <dd className="mode-test">none (test key)</dd>
+        </dl>
+      ) : (
+        <dl className="limits">
+          <dt>Held</dt>
+          <dd>
+            <Usd amount={job.hold_usd} />
+          </dd>
+          <dt>Charged</dt>
+          <dd>{job.cost_usd === null ? (done ? "nothing" : "on success") : <Usd amount={job.cost_usd} />}</dd>
+        </dl>
+      )}
       <p>
         <Link to={`/jobs/${job.id}`}>See the job</Link>
         {job.output && (
