@@ -9,20 +9,20 @@ import { CopyButton } from "./CopyButton.tsx";
 /** What the first call makes: an image job (jobs, gallery) or any call (usage). */
 export type FirstCallKind = "image" | "chat";
 
-/** The shell lines of the first call of `kind` on `origin`, the key left as `$GATEWAY_KEY`. */
+/** The shell lines of the first call of `kind` on `origin`, the key left as `$GATEWAY_API_KEY`. */
 export function firstCallText(kind: FirstCallKind, origin: string): string {
-  const head = [`export GATEWAY_URL=${origin}`, "export GATEWAY_KEY=gw_live_...   # a key from the Keys page", ""];
+  const head = [`export GATEWAY_URL=${origin}`, "export GATEWAY_API_KEY=gw_...   # a key from the Keys page", ""];
   if (kind === "chat")
     return [
       ...head,
       'curl "$GATEWAY_URL/v1/chat/completions" \\',
-      '  -H "Authorization: Bearer $GATEWAY_KEY" -H "Content-Type: application/json" \\',
+      '  -H "Authorization: Bearer $GATEWAY_API_KEY" -H "Content-Type: application/json" \\',
       `  -d '{"model":"txtA-small","messages":[{"role":"user","content":"Say hello"}]}'`,
     ].join("\n");
   return [
     ...head,
     'curl "$GATEWAY_URL/v1/images/generations" \\',
-    '  -H "Authorization: Bearer $GATEWAY_KEY" -H "Content-Type: application/json" \\',
+    '  -H "Authorization: Bearer $GATEWAY_API_KEY" -H "Content-Type: application/json" \\',
     `  -d '{"model":"imgA-v4","prompt":"a lighthouse at dawn"}'`,
   ].join("\n");
 }
