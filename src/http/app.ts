@@ -25,6 +25,7 @@ import { generationRoutes } from "./routes/generation.ts";
 import { audioTextRoutes } from "./routes/audio-text.ts";
 import { chatRoutes } from "./routes/chat.ts";
 import { consoleRoutes } from "./routes/console.ts";
+import { elevenLabsRoutes } from "./routes/elevenlabs.ts";
 import { jobReadRoutes, jobRoutes } from "./routes/jobs.ts";
 import { messagesRoutes } from "./routes/messages.ts";
 import { modelRoutes } from "./routes/models.ts";
@@ -176,6 +177,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     await keyed.register(async (scope) => voiceCloneRoutes(scope, services));
     await keyed.register(async (scope) => audioTextRoutes(scope, services));
   });
+  // The ElevenLabs dialect (D36): its own auth (`xi-api-key`), error shapes and not-found handler.
+  await app.register(async (el) => elevenLabsRoutes(el, services), { prefix: "/elevenlabs" });
   await app.register(async (admin) => {
     admin.addHook("onRequest", requireAdmin(services));
     adminRoutes(admin, services);

@@ -144,12 +144,14 @@ export async function settleDeferredWindows(request: FastifyRequest, _reply: Fas
  * that has a model allow-list, both are counted by the call guard after the allow-list check instead
  * (D34 order). Every answer behind it, errors included, carries `X-Svc-Request-Id` (the request's id,
  * `req_<random>`, made once by the app's `genReqId`; D29), and every answer to a test-mode key
- * `X-Svc-Test-Mode: true` (D32).
+ * `X-Svc-Test-Mode: true` (D32). `secretOf` reads the secret (default {@link bearerOf}; the ElevenLabs
+ * dialect also reads `xi-api-key`, D36).
  */
-export function requireAuth(services: Services, opts: { allowSession: boolean }) {
+export function requireAuth(services: Services, opts: { allowSession: boolean; secretOf?: (request: FastifyRequest) => string | null }) {
+  const secretOf = opts.secretOf ?? bearerOf;
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     reply.header("x-svc-request-id", request.id);
-    const secret = bearerOf(request);
+    const secret = secretOf(request);
     if (secret === null) throw errors.auth("Missing API key: send Authorization: Bearer <API_KEY>.");
     const principal = await services.auth.authenticate(services.db.kysely, secret, opts);
     if (principal === null) throw errors.auth("Invalid API key.");

@@ -140,6 +140,7 @@ export async function registerOpenApi(app: App, opts: { publicBaseUrl: string; a
           apiKey: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <API_KEY>`." },
           sessionToken: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <SESSION_TOKEN>` (account endpoints and job reads: list, get, cancel, events)." },
           xApiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "The API key in `x-api-key` (`POST /v1/messages`)." },
+          xiApiKey: { type: "apiKey", in: "header", name: "xi-api-key", description: "The API key in `xi-api-key` (the ElevenLabs dialect, `/elevenlabs/*`)." },
           adminToken: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <GATEWAY_ADMIN_TOKEN>` (the operator API only)." },
         },
         schemas: COMPONENTS,

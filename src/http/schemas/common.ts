@@ -44,6 +44,7 @@ export const TAGS = {
   outputs: "Stored outputs: gallery, share pages and files.",
   text: "Chat in the OpenAI and Anthropic formats.",
   models: "The live model list.",
+  elevenlabs: "The ElevenLabs dialect (D36): `new ElevenLabsClient({ baseUrl: \"<gateway>/elevenlabs\", apiKey: \"<API key>\" })` works unchanged; the key goes in `xi-api-key`, errors come in ElevenLabs' shape.",
   operations: "Health, readiness, metrics and this document.",
   operator: "The operator API (`Authorization: Bearer $GATEWAY_ADMIN_TOKEN`): accounts, deposits, tiers, limits, upstream health and revenue. Without `GATEWAY_ADMIN_TOKEN` these routes answer 404.",
 } as const;

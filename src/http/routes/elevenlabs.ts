@@ -1,0 +1,282 @@
+/**
+ * The ElevenLabs dialect (D36): `/elevenlabs/*` routes that take ElevenLabs' requests, as
+ * `@elevenlabs/elevenlabs-js` sends them, translate them to the native services (the same paid-call flow
+ * as `POST /v1/audio/speech`: hold, charge or release, usage record, limits, test mode) and answer in
+ * ElevenLabs' shapes. Registered as its own scope (prefix `/elevenlabs`) with its own auth hook (the key
+ * in `xi-api-key` or `Authorization: Bearer`), error handler (`{"detail": {"status", "message"}}`, 422 in
+ * FastAPI's shape for a request failing the schema) and not-found handler; the native routes are unchanged.
+ */
+import { Readable } from "node:stream";
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { getAccount } from "../../accounts/accounts.ts";
+import { createSpeech, type SpeechBody } from "../../audio/speech.ts";
+import { DEFAULT_SPEECH_MODEL, enabledModels, getModel } from "../../catalog/models.ts";
+import { tierRow } from "../../catalog/tiers.ts";
+import type { SpeechModel } from "../../catalog/types.ts";
+import { AppError, errors } from "../../errors.ts";
+import { formatUsd } from "../../money.ts";
+import type { Services } from "../../services.ts";
+import type { AudioFormat } from "../../upstreams/types.ts";
+import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../auth.ts";
+import { audioOf, callContext } from "../call-context.ts";
+import { setCostHeaders } from "../cost-headers.ts";
+import { toAppError } from "../error-handler.ts";
+import { elModelsSchema, elSpeechSchema, elSpeechStreamSchema, elSubscriptionSchema, elUserSchema } from "../schemas/elevenlabs.ts";
+import type { App } from "../types.ts";
+
+/**
+ * ElevenLabs model ids and the catalog models they name (D36). Catalog ids are accepted as they are.
+ */
+export const ELEVENLABS_MODEL_IDS: Readonly<Record<string, string>> = Object.freeze({
+  eleven_v3: "alpha-v3",
+  eleven_multilingual_v2: "alpha-multilingual-v2",
+  eleven_flash_v2_5: "alpha-flash-v2-5",
+  eleven_turbo_v2_5: "alpha-turbo-v2-5",
+  music_v1: "alpha-music",
+  music_v2: "alpha-music",
+  music_v2_5: "alpha-music",
+  eleven_text_to_sound_v2: "alpha-sfx",
+});
+
+/** The catalog id an ElevenLabs `model_id` names; anything else is passed on as a catalog id (the service refuses an unknown one). */
+export function catalogModelOf(modelId: string): string {
+  return Object.hasOwn(ELEVENLABS_MODEL_IDS, modelId) ? ELEVENLABS_MODEL_IDS[modelId] : modelId;
+}
+
+/** ElevenLabs' id of a catalog speech model (the first entry of {@link ELEVENLABS_MODEL_IDS} naming it). */
+function elevenLabsIdOf(catalogId: string): string {
+  return Object.keys(ELEVENLABS_MODEL_IDS).find((k) => ELEVENLABS_MODEL_IDS[k] === catalogId) ?? catalogId;
+}
+
+/** The key of a dialect request: `xi-api-key` (what the SDK sends), else `Authorization: Bearer` / `x-api-key`. */
+export function xiKeyOf(request: FastifyRequest): string | null {
+  const xi = request.headers["xi-api-key"];
+  if (typeof xi === "string" && xi.length > 0) return xi;
+  return bearerOf(request);
+}
+
+/** Ajv's error item as Fastify hands it over. */
+interface ValidationItem {
+  instancePath?: string;
+  keyword?: string;
+  params?: Record<string, unknown>;
+  message?: string;
+}
+
+const LOC_PART: Record<string, string> = { body: "body", querystring: "query", params: "path", headers: "header" };
+
+/** One FastAPI 422 item (`loc`, `msg`, `type`) of an Ajv failure in `context`. */
+function fastApiItem(v: ValidationItem, context: string): { loc: (string | number)[]; msg: string; type: string } {
+  const path = (v.instancePath ?? "").split("/").slice(1).map((seg) => (/^\d+$/.test(seg) ? Number(seg) : seg));
+  const missing = v.params?.missingProperty;
+  const loc = [LOC_PART[context] ?? context, ...path, ...(typeof missing === "string" ? [missing] : [])];
+  switch (v.keyword) {
+    case "required":
+      return { loc, msg: "Field required", type: "missing" };
+    case "type": {
+      const t = String(v.params?.type ?? "value");
+      const kind = t === "number" ? "float" : t === "integer" ? "int" : t === "boolean" ? "bool" : t === "object" ? "dict" : t;
+      return { loc, msg: `Input should be a valid ${t}`, type: `${kind}_type` };
+    }
+    case "minimum":
+      return { loc, msg: `Input should be greater than or equal to ${String(v.params?.limit)}`, type: "greater_than_equal" };
+    case "maximum":
+      return { loc, msg: `Input should be less than or equal to ${String(v.params?.limit)}`, type: "less_than_equal" };
+    case "minLength":
+      return { loc, msg: `String should have at least ${String(v.params?.limit)} character`, type: "string_too_short" };
+    case "maxLength":
+      return { loc, msg: `String should have at most ${String(v.params?.limit)} characters`, type: "string_too_long" };
+    case "enum":
+      return { loc, msg: `Input should be ${((v.params?.allowedValues as unknown[]) ?? []).map((x) => `'${String(x)}'`).join(", ")}`, type: "enum" };
+    default:
+      return { loc, msg: v.message ?? "Invalid value", type: "value_error" };
+  }
+}
+
+/**
+ * Error handler of the dialect's scope (D36): a request failing its schema answers 422 with FastAPI's
+ * `{"detail": [{loc, msg, type}]}`; every other error the native status with
+ * `{"detail": {"status": <native error.code>, "message"}}` and the native headers (`Retry-After`, ...).
+ */
+export function elevenLabsErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  const e = err as Partial<FastifyError> & { validation?: ValidationItem[]; validationContext?: string };
+  if (reply.sent || reply.raw.headersSent) {
+    reply.raw.destroy();
+    return;
+  }
+  if (Array.isArray(e.validation) && e.validation.length > 0) {
+    const context = e.validationContext ?? "body";
+    void reply
+      .code(422)
+      .header("content-type", "application/json; charset=utf-8")
+      .send({ detail: e.validation.map((v) => fastApiItem(v, context)) });
+    return;
+  }
+  const appErr = toAppError(err);
+  if (appErr.status >= 500) {
+    if (err instanceof AppError) request.log.warn({ status: appErr.status, code: appErr.code }, appErr.message);
+    else request.log.error({ err }, "request failed");
+  }
+  void reply
+    .code(appErr.status)
+    .headers(appErr.headers)
+    .header("content-type", "application/json; charset=utf-8")
+    .send({ detail: { status: appErr.code, message: appErr.message } });
+}
+
+/** Start of the current calendar month, UTC, epoch ms. */
+function monthStartMs(now = Date.now()): number {
+  const d = new Date(now);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+/** The characters of live speech calls charged to `accountId` this calendar month (UTC). */
+async function charactersThisMonth(services: Services, accountId: string): Promise<number> {
+  const row = await services.db.kysely
+    .selectFrom("usage_records")
+    .select((eb) => eb.fn.sum<number | string | null>("characters").as("chars"))
+    .where("account_id", "=", accountId)
+    .where("mode", "=", "live")
+    .where("status", "=", "succeeded")
+    .where("created_at", ">=", monthStartMs())
+    .executeTakeFirst();
+  return Number(row?.chars ?? 0);
+}
+
+/**
+ * The account as ElevenLabs' `Subscription` (D36): `tier` the tier's name, `character_count` this month's
+ * billed characters, `character_limit` what the balance buys at the default speech model's price.
+ * @throws AppError 401 `auth_error` for an account that is gone.
+ */
+async function subscriptionOf(services: Services, accountId: string) {
+  const account = await getAccount(services.db.kysely, accountId);
+  if (!account) throw errors.auth();
+  const model = getModel(DEFAULT_SPEECH_MODEL) as SpeechModel;
+  const perKchar = model.pricing.mode === "per-char" ? model.pricing.microsPerKchar : 0;
+  const balance = Math.max(0, account.balanceMicros);
+  return {
+    account,
+    subscription: {
+      tier: tierRow(account.tier).name,
+      character_count: await charactersThisMonth(services, accountId),
+      character_limit: perKchar > 0 ? Math.floor((balance * 1000) / perKchar) : 0,
+      max_credit_limit_extension: 0,
+      can_extend_character_limit: false,
+      allowed_to_extend_character_limit: false,
+      voice_slots_used: 0,
+      professional_voice_slots_used: 0,
+      professional_voice_slots_used_in_workspace: 0,
+      voice_limit: 0,
+      voice_add_edit_counter: 0,
+      professional_voice_limit: 0,
+      can_extend_voice_limit: false,
+      can_use_instant_voice_cloning: false,
+      can_use_professional_voice_cloning: false,
+      current_overage: { amount: "0", currency: "usd" },
+      status: "active",
+      open_invoices: [],
+      has_open_invoices: false,
+    },
+  };
+}
+
+/** The dialect's text-to-speech body (types checked by the route schema). */
+interface ElSpeechBody {
+  text: string;
+  model_id?: string;
+  voice_settings?: { stability?: number; similarity_boost?: number; style?: number; use_speaker_boost?: boolean };
+}
+
+/** The routes of the dialect, registered under the prefix `/elevenlabs` (see the module comment). */
+export async function elevenLabsRoutes(app: App, services: Services): Promise<void> {
+  app.setErrorHandler(elevenLabsErrorHandler);
+  app.addHook("onRequest", requireAuth(services, { allowSession: false, secretOf: xiKeyOf }));
+  app.setNotFoundHandler((request) => {
+    throw errors.notFound(`No route ${request.method} ${request.url.split("?")[0]}.`);
+  });
+
+  const library = services.voiceLibrary;
+  const speechDeps = (req: FastifyRequest) => {
+    const audio = audioOf(services, req);
+    return {
+      db: services.db.kysely,
+      paidCalls: services.paidCalls,
+      speak: audio.speech.bind(audio),
+      isAlphaVoice: (id: string) => library.isAlphaVoice(id),
+      isBetaVoice: (id: string) => library.isBetaVoice(id),
+      servedBy: (p: "alpha" | "beta") => library.servedBy(p),
+    };
+  };
+
+  const speak = (stream: boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
+    const { voice_id } = req.params as { voice_id: string };
+    const { output_format } = req.query as { output_format?: AudioFormat };
+    const body = req.body as ElSpeechBody;
+    const s = body.voice_settings;
+    const native: SpeechBody = {
+      model: catalogModelOf(body.model_id ?? "eleven_multilingual_v2") as SpeechBody["model"],
+      text: body.text,
+      voice_id,
+      ...(output_format ? { response_format: output_format } : {}),
+      ...(s
+        ? {
+            voice_settings: {
+              ...(s.stability !== undefined ? { stability: s.stability } : {}),
+              ...(s.similarity_boost !== undefined ? { similarity_boost: s.similarity_boost } : {}),
+              ...(s.style !== undefined ? { style: s.style } : {}),
+              ...(s.use_speaker_boost !== undefined ? { use_speaker_boost: s.use_speaker_boost } : {}),
+            },
+          }
+        : {}),
+      stream,
+    };
+    const out = await createSpeech(speechDeps(req), principalOf(req).accountId, native, callContext(services, req, reply));
+    setCostHeaders(reply.header("content-type", out.contentType), out)
+      .header("request-id", req.id)
+      .header("character-cost", String(out.charsBilled));
+    if (out.audio.kind === "bytes") return reply.send(Buffer.from(out.audio.body.buffer, out.audio.body.byteOffset, out.audio.body.byteLength));
+    return reply.send(Readable.from(out.audio.chunks, { objectMode: false }));
+  };
+  app.post("/v1/text-to-speech/:voice_id", { schema: elSpeechSchema, config: MODEL_CALL }, speak(false));
+  app.post("/v1/text-to-speech/:voice_id/stream", { schema: elSpeechStreamSchema, config: MODEL_CALL }, speak(true));
+
+  app.get("/v1/models", { schema: elModelsSchema }, async () =>
+    enabledModels()
+      .filter((m): m is SpeechModel => m.capability === "speech" && (m as SpeechModel).voiceProvider === "alpha")
+      .map((m) => ({
+        model_id: elevenLabsIdOf(m.id),
+        name: m.name,
+        can_be_finetuned: false,
+        can_do_text_to_speech: true,
+        can_do_voice_conversion: false,
+        can_use_style: true,
+        can_use_speaker_boost: true,
+        serves_pro_voices: false,
+        token_cost_factor: 1,
+        description: `The gateway's ${m.id}: ${m.pricing.mode === "per-char" ? `${formatUsd(m.pricing.microsPerKchar)} USD per 1000 characters` : "see GET /v1/pricing"}.`,
+        requires_alpha_access: false,
+        max_characters_request_free_user: m.maxInputChars,
+        max_characters_request_subscribed_user: m.maxInputChars,
+        maximum_text_length_per_request: m.maxInputChars,
+        languages: [{ language_id: "en", name: "English" }],
+        concurrency_group: "standard",
+      })),
+  );
+
+  app.get("/v1/user/subscription", { schema: elSubscriptionSchema }, async (req) => (await subscriptionOf(services, principalOf(req).accountId)).subscription);
+
+  app.get("/v1/user", { schema: elUserSchema }, async (req) => {
+    const { account, subscription } = await subscriptionOf(services, principalOf(req).accountId);
+    return {
+      user_id: account.id,
+      workspace_id: account.id,
+      subscription,
+      is_new_user: false,
+      can_use_delayed_payment_methods: false,
+      is_onboarding_completed: true,
+      is_onboarding_checklist_completed: true,
+      created_at: Math.floor(account.createdAt / 1000),
+      seat_type: "workspace_admin",
+    };
+  });
+}

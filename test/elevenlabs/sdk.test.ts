@@ -1,0 +1,221 @@
+/**
+ * The ElevenLabs dialect (D36) proven with `@elevenlabs/elevenlabs-js` itself, unchanged, against a real
+ * gateway on loopback (simulator): speech and speech streaming with exact money (balance, ledger, usage
+ * record), models, user and subscription, and the error shapes (unknown key, balance too low, bad body,
+ * unknown model), and a test-mode key that moves no money.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { ElevenLabsClient, ElevenLabsError } from "@elevenlabs/elevenlabs-js";
+import { usdToMicros } from "../../src/money.ts";
+import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
+import { startGateway, type TestGateway } from "../helpers/gateway.ts";
+
+/** Every byte of a web stream. */
+async function drain(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) parts.push(Buffer.from(chunk));
+  return Buffer.concat(parts);
+}
+
+describe("the ElevenLabs SDK against the gateway (D36)", () => {
+  let gw: TestGateway;
+  let user: { user_id: string; api_key: string };
+  let el: ElevenLabsClient;
+
+  const micros = (usd: string | null): number => {
+    const m = usdToMicros(usd ?? "");
+    assert.ok(m !== null, `a USD amount: ${usd}`);
+    return m;
+  };
+  async function balanceOf(token: string): Promise<number> {
+    const r = await gw.request("GET", "/v1/auth/me", { token });
+    return micros(r.json.balance_usd);
+  }
+  async function ledgerSum(accountId: string): Promise<number> {
+    const row = await gw.services.db.kysely
+      .selectFrom("ledger_entries")
+      .select((eb) => eb.fn.sum<number | string>("amount_micros").as("s"))
+      .where("account_id", "=", accountId)
+      .executeTakeFirst();
+    return Number(row?.s ?? 0);
+  }
+  async function usageOf(requestId: string) {
+    return gw.services.db.kysely.selectFrom("usage_records").selectAll().where("id", "=", requestId).executeTakeFirstOrThrow();
+  }
+  async function ledgerCount(accountId: string): Promise<number> {
+    const rows = await gw.services.db.kysely.selectFrom("ledger_entries").select("id").where("account_id", "=", accountId).execute();
+    return rows.length;
+  }
+  /** The SDK error of a call that must fail. */
+  async function failure(call: Promise<unknown>): Promise<ElevenLabsError> {
+    try {
+      await call;
+    } catch (err) {
+      assert.ok(err instanceof ElevenLabsError, `an ElevenLabsError: ${String(err)}`);
+      return err;
+    }
+    assert.fail("the call succeeded");
+  }
+
+  before(async () => {
+    gw = await startGateway("sqlite");
+    user = await gw.register();
+    await gw.deposit(user.user_id, 5);
+    el = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: user.api_key });
+  });
+  after(async () => {
+    await gw?.close();
+  });
+
+  test("textToSpeech.convert: audio bytes, ElevenLabs' headers, exact money", async () => {
+    const before = await balanceOf(user.api_key);
+    const text = "Hello from the gateway.";
+    const { data, rawResponse } = await el.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text }).withRawResponse();
+    const audio = await drain(data);
+    assert.ok(audio.length > 0);
+    const h = rawResponse.headers;
+    assert.equal(h.get("content-type"), "audio/mpeg");
+    assert.equal(h.get("x-svc-model"), "alpha-multilingual-v2", "the default model_id eleven_multilingual_v2");
+    assert.equal(h.get("character-cost"), String(text.length));
+    assert.equal(h.get("x-svc-chars-billed"), String(text.length));
+    const requestId = h.get("request-id");
+    assert.match(requestId ?? "", /^req_/);
+    assert.equal(h.get("x-svc-request-id"), requestId);
+    const cost = micros(h.get("x-svc-cost-usd"));
+    // 0.405 USD per 1000 characters, exactly.
+    assert.equal(cost, Math.ceil((text.length * 405_000) / 1000));
+    const after = await balanceOf(user.api_key);
+    assert.equal(before - after, cost);
+    assert.equal(micros(h.get("x-svc-balance-usd")), after);
+    assert.equal(await ledgerSum(user.user_id), after);
+    const usage = await usageOf(requestId ?? "");
+    assert.equal(usage.kind, "speech");
+    assert.equal(usage.status, "succeeded");
+    assert.equal(usage.cost_micros, cost);
+    assert.equal(usage.characters, text.length);
+  });
+
+  test("textToSpeech.stream with an ElevenLabs model id and output format; a catalog id is accepted too", async () => {
+    const before = await balanceOf(user.api_key);
+    const { data, rawResponse } = await el.textToSpeech
+      .stream(DEMO_ALPHA_VOICE_ID, { text: "Streaming words.", modelId: "eleven_flash_v2_5", outputFormat: "pcm_16000" })
+      .withRawResponse();
+    assert.ok((await drain(data)).length > 0);
+    assert.equal(rawResponse.headers.get("x-svc-model"), "alpha-flash-v2-5");
+    assert.equal(rawResponse.headers.get("content-type"), "audio/pcm");
+    const cost = micros(rawResponse.headers.get("x-svc-cost-usd"));
+    assert.equal(cost, Math.ceil((16 * 200_000) / 1000));
+    const mid = await balanceOf(user.api_key);
+    assert.equal(before - mid, cost);
+
+    const second = await el.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "v3", modelId: "alpha-v3" }).withRawResponse();
+    await drain(second.data);
+    assert.equal(second.rawResponse.headers.get("x-svc-model"), "alpha-v3");
+    const after = await balanceOf(user.api_key);
+    assert.equal(mid - after, micros(second.rawResponse.headers.get("x-svc-cost-usd")));
+    assert.equal(await ledgerSum(user.user_id), after);
+  });
+
+  test("models.list: the alpha speech models as ElevenLabs models", async () => {
+    const models = await el.models.list();
+    const ids = models.map((m) => m.modelId);
+    for (const id of ["eleven_v3", "eleven_multilingual_v2", "eleven_flash_v2_5", "eleven_turbo_v2_5"]) assert.ok(ids.includes(id), id);
+    const m = models.find((x) => x.modelId === "eleven_multilingual_v2");
+    assert.equal(m?.canDoTextToSpeech, true);
+    assert.equal(m?.maximumTextLengthPerRequest, 5000);
+    assert.ok((m?.languages ?? []).length > 0);
+  });
+
+  test("user.get and user.subscription.get: tier name, characters this month, what the balance buys", async () => {
+    const me = (await gw.request("GET", "/v1/auth/me", { token: user.api_key })).json;
+    const usage = await gw.services.db.kysely.selectFrom("usage_records").select("characters").where("account_id", "=", user.user_id).where("status", "=", "succeeded").execute();
+    const chars = usage.reduce((s, r) => s + (r.characters ?? 0), 0);
+    const balance = micros(me.balance_usd);
+    const sub = await el.user.subscription.get();
+    assert.equal(sub.tier, me.tier_name);
+    assert.equal(sub.status, "active");
+    assert.equal(sub.characterCount, chars);
+    assert.equal(sub.characterLimit, Math.floor((balance * 1000) / 405_000));
+    assert.deepEqual(sub.currentOverage, { amount: "0", currency: "usd" });
+    assert.equal(sub.hasOpenInvoices, false);
+    const u = await el.user.get();
+    assert.equal(u.userId, user.user_id);
+    assert.equal(u.subscription.tier, me.tier_name);
+    assert.equal(u.subscription.characterCount, chars);
+    assert.equal(typeof u.createdAt, "number");
+  });
+
+  test("an unknown key: 401 in ElevenLabs' shape, through the SDK's error class", async () => {
+    const bad = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: "gw_not_a_real_key" });
+    const err = await failure(bad.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "hi" }));
+    assert.equal(err.statusCode, 401);
+    assert.equal((err.body as { detail: { status: string } }).detail.status, "auth_error");
+    assert.equal(typeof (err.body as { detail: { message: string } }).detail.message, "string");
+    const err2 = await failure(bad.user.get());
+    assert.equal(err2.statusCode, 401);
+    // Authorization: Bearer works too; the native routes keep the D1 body.
+    const r = await fetch(`${gw.url}/elevenlabs/v1/user`, { headers: { authorization: `Bearer ${user.api_key}` } });
+    assert.equal(r.status, 200);
+    const native = await gw.request("GET", "/v1/auth/me", { token: "gw_not_a_real_key" });
+    assert.equal(native.status, 401);
+    assert.equal(native.json.error.code, "auth_error");
+  });
+
+  test("a balance too low: 402 billing_error, nothing charged", async () => {
+    const poor = await gw.register();
+    const client = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: poor.api_key });
+    const before = await balanceOf(poor.api_key);
+    const entries = await ledgerCount(poor.user_id);
+    const err = await failure(client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "a".repeat(2000) }));
+    assert.equal(err.statusCode, 402);
+    assert.equal((err.body as { detail: { status: string } }).detail.status, "billing_error");
+    assert.equal(await balanceOf(poor.api_key), before);
+    assert.equal(await ledgerCount(poor.user_id), entries);
+    assert.equal(await ledgerSum(poor.user_id), before);
+  });
+
+  test("a bad body: 422 in FastAPI's shape, nothing charged; an unknown model: 400 with the native code", async () => {
+    const before = await balanceOf(user.api_key);
+    const err = await failure(el.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "hi", voiceSettings: { stability: 2 } }));
+    assert.equal(err.statusCode, 422);
+    const detail = (err.body as { detail: { loc: unknown[]; msg: string; type: string }[] }).detail;
+    assert.deepEqual(detail[0].loc, ["body", "voice_settings", "stability"]);
+    assert.equal(detail[0].type, "less_than_equal");
+    assert.equal(typeof detail[0].msg, "string");
+
+    const empty = await fetch(`${gw.url}/elevenlabs/v1/text-to-speech/${DEMO_ALPHA_VOICE_ID}`, {
+      method: "POST",
+      headers: { "xi-api-key": user.api_key, "content-type": "application/json" },
+      body: JSON.stringify({ model_id: "eleven_v3" }),
+    });
+    assert.equal(empty.status, 422);
+    assert.deepEqual(await empty.json(), { detail: [{ loc: ["body", "text"], msg: "Field required", type: "missing" }] });
+
+    const unknown = await failure(el.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "hi", modelId: "eleven_nonexistent" }));
+    assert.equal(unknown.statusCode, 400);
+    assert.equal((unknown.body as { detail: { status: string } }).detail.status, "not_a_tts_model");
+    assert.equal(await balanceOf(user.api_key), before);
+  });
+
+  test("a test-mode key: audio, no money moved", async () => {
+    const created = await gw.request("POST", "/v1/auth/keys", { token: user.api_key, body: { mode: "test" } });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    const client = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: created.json.api_key as string });
+    const before = await balanceOf(user.api_key);
+    const entries = await ledgerCount(user.user_id);
+    const { data, rawResponse } = await client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "Just testing." }).withRawResponse();
+    assert.ok((await drain(data)).length > 0);
+    assert.equal(rawResponse.headers.get("x-svc-test-mode"), "true");
+    assert.equal(await balanceOf(user.api_key), before);
+    assert.equal(await ledgerCount(user.user_id), entries);
+    const usage = await usageOf(rawResponse.headers.get("request-id") ?? "");
+    assert.equal(usage.mode, "test");
+  });
+
+  test("an unknown dialect route: 404 in ElevenLabs' shape", async () => {
+    const r = await fetch(`${gw.url}/elevenlabs/v1/nothing-here`, { headers: { "xi-api-key": user.api_key } });
+    assert.equal(r.status, 404);
+    assert.equal(((await r.json()) as { detail: { status: string } }).detail.status, "not_found");
+  });
+});
