@@ -117,6 +117,36 @@ describe("the ElevenLabs SDK against the gateway (D36)", () => {
     assert.equal(await ledgerSum(user.user_id), after);
   });
 
+  test("textToSoundEffects.convert and music.compose: audio bytes, exact money, the native kinds", async () => {
+    let balance = await balanceOf(user.api_key);
+    const sfx = await el.textToSoundEffects.convert({ text: "a door creaking open", durationSeconds: 2 }).withRawResponse();
+    assert.ok((await drain(sfx.data)).length > 0);
+    const sh = sfx.rawResponse.headers;
+    assert.equal(sh.get("x-svc-model"), "alpha-sfx");
+    assert.match(sh.get("request-id") ?? "", /^req_/);
+    const sfxCost = micros(sh.get("x-svc-cost-usd"));
+    let after = await balanceOf(user.api_key);
+    assert.equal(balance - after, sfxCost);
+    assert.equal((await usageOf(sh.get("request-id") ?? "")).kind, "sfx");
+    balance = after;
+
+    const music = await el.music.compose({ prompt: "calm lo-fi piano", musicLengthMs: 10_000, modelId: "music_v1" }).withRawResponse();
+    assert.ok((await drain(music.data)).length > 0);
+    const mh = music.rawResponse.headers;
+    assert.equal(mh.get("x-svc-model"), "alpha-music");
+    assert.equal(mh.get("x-svc-duration-sec"), "10");
+    const musicCost = micros(mh.get("x-svc-cost-usd"));
+    after = await balanceOf(user.api_key);
+    assert.equal(balance - after, musicCost);
+    assert.equal((await usageOf(mh.get("request-id") ?? "")).kind, "music");
+    assert.equal(await ledgerSum(user.user_id), after);
+
+    const bad = await failure(el.textToSoundEffects.convert({ text: "boom", durationSeconds: 60 }));
+    assert.equal(bad.statusCode, 422);
+    assert.deepEqual((bad.body as { detail: { loc: unknown[] }[] }).detail[0].loc, ["body", "duration_seconds"]);
+    assert.equal(await balanceOf(user.api_key), after);
+  });
+
   test("models.list: the alpha speech models as ElevenLabs models", async () => {
     const models = await el.models.list();
     const ids = models.map((m) => m.modelId);

@@ -9,10 +9,14 @@
 import { Readable } from "node:stream";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { getAccount } from "../../accounts/accounts.ts";
+import type { AudioOutcome } from "../../audio/generate.ts";
+import { createMusic } from "../../audio/music.ts";
+import { createSfx } from "../../audio/sfx.ts";
 import { createSpeech, type SpeechBody } from "../../audio/speech.ts";
 import { DEFAULT_SPEECH_MODEL, enabledModels, getModel } from "../../catalog/models.ts";
 import { tierRow } from "../../catalog/tiers.ts";
 import type { SpeechModel } from "../../catalog/types.ts";
+import type { MusicRequestBody, SfxRequestBody } from "../../contracts/audio.ts";
 import { AppError, errors } from "../../errors.ts";
 import { formatUsd } from "../../money.ts";
 import type { Services } from "../../services.ts";
@@ -21,7 +25,7 @@ import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../auth.ts";
 import { audioOf, callContext } from "../call-context.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { toAppError } from "../error-handler.ts";
-import { elModelsSchema, elSpeechSchema, elSpeechStreamSchema, elSubscriptionSchema, elUserSchema } from "../schemas/elevenlabs.ts";
+import { elModelsSchema, elMusicSchema, elSoundSchema, elSpeechSchema, elSpeechStreamSchema, elSubscriptionSchema, elUserSchema } from "../schemas/elevenlabs.ts";
 import type { App } from "../types.ts";
 
 /**
@@ -239,6 +243,45 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
   };
   app.post("/v1/text-to-speech/:voice_id", { schema: elSpeechSchema, config: MODEL_CALL }, speak(false));
   app.post("/v1/text-to-speech/:voice_id/stream", { schema: elSpeechStreamSchema, config: MODEL_CALL }, speak(true));
+
+  const genDeps = (req: FastifyRequest) => {
+    const audio = audioOf(services, req);
+    return { db: services.db.kysely, paidCalls: services.paidCalls, blobs: services.blobs, music: audio.music.bind(audio), sfx: audio.sfx.bind(audio) };
+  };
+  const sendAudio = (out: AudioOutcome, req: FastifyRequest, reply: FastifyReply) =>
+    setCostHeaders(reply, out)
+      .header("request-id", req.id)
+      .type(out.contentType)
+      .send(Buffer.from(out.body.buffer, out.body.byteOffset, out.body.byteLength));
+  const formatOf = (req: FastifyRequest) => {
+    const { output_format } = req.query as { output_format?: AudioFormat };
+    return output_format ? { response_format: output_format } : {};
+  };
+
+  app.post("/v1/sound-generation", { schema: elSoundSchema, config: MODEL_CALL }, async (req, reply) => {
+    const body = req.body as { text: string; duration_seconds?: number; prompt_influence?: number; model_id?: string };
+    const native: SfxRequestBody = {
+      model: catalogModelOf(body.model_id ?? "eleven_text_to_sound_v2") as SfxRequestBody["model"],
+      prompt: body.text,
+      ...(body.duration_seconds !== undefined ? { duration_seconds: body.duration_seconds } : {}),
+      ...(body.prompt_influence !== undefined ? { prompt_influence: body.prompt_influence } : {}),
+      ...formatOf(req),
+    };
+    const out = await createSfx(genDeps(req), principalOf(req), native, { ...callContext(services, req, reply), saveToBlob: false });
+    return sendAudio(out, req, reply);
+  });
+
+  app.post("/v1/music", { schema: elMusicSchema, config: MODEL_CALL }, async (req, reply) => {
+    const body = req.body as { prompt: string; music_length_ms?: number; model_id?: string };
+    const native: MusicRequestBody = {
+      model: catalogModelOf(body.model_id ?? "music_v2") as MusicRequestBody["model"],
+      prompt: body.prompt,
+      ...(body.music_length_ms !== undefined ? { music_length_ms: body.music_length_ms } : {}),
+      ...formatOf(req),
+    };
+    const out = await createMusic(genDeps(req), principalOf(req), native, { ...callContext(services, req, reply), saveToBlob: false });
+    return sendAudio(out, req, reply);
+  });
 
   app.get("/v1/models", { schema: elModelsSchema }, async () =>
     enabledModels()

@@ -217,3 +217,48 @@ export const elUserSchema = {
     ...COMMON_ERRORS,
   },
 };
+
+const generatedDoc = (operationId: string, summary: string, native: string, body: ReturnType<typeof obj>) => ({
+  operationId,
+  summary,
+  description: `ElevenLabs' ${summary.replace("ElevenLabs: ", "")} (D36), billed as \`${native}\` with the mapped model.`,
+  tags: ["elevenlabs"],
+  security: DIALECT_SECURITY,
+  querystring: OUTPUT_FORMAT,
+  body,
+  response: {
+    200: { description: "The audio.", headers: { ...AUDIO_HEADERS, "X-Svc-Duration-Sec": str("Duration billed, seconds.") }, content: AUDIO_CONTENT },
+    ...PAID_ERRORS,
+  },
+});
+
+/** `POST /elevenlabs/v1/sound-generation` (ElevenLabs' `CreateSoundEffectRequest`); other fields are ignored. */
+export const elSoundSchema = generatedDoc(
+  "elevenLabsSoundGeneration",
+  "ElevenLabs: sound effect",
+  "POST /v1/audio/sfx",
+  obj(
+    {
+      text: str("Description of the sound (at most 500 characters).", { minLength: 1 }),
+      duration_seconds: num("Length in seconds, 0.5 to 22; the model picks one when omitted.", { minimum: 0.5, maximum: 22 }),
+      prompt_influence: num("0 (creative) to 1 (strict).", { minimum: 0, maximum: 1 }),
+      model_id: str("`eleven_text_to_sound_v2` or a catalog sound-effect model id.", { default: "eleven_text_to_sound_v2" }),
+    },
+    ["text"],
+  ),
+);
+
+/** `POST /elevenlabs/v1/music` (ElevenLabs' `BodyComposeMusicV1MusicPost`, prompt form); other fields are ignored. */
+export const elMusicSchema = generatedDoc(
+  "elevenLabsComposeMusic",
+  "ElevenLabs: music",
+  "POST /v1/audio/music",
+  obj(
+    {
+      prompt: str("Description of the music.", { minLength: 1 }),
+      music_length_ms: int("Requested length, ms (the model's range is checked: `invalid_duration`)."),
+      model_id: str("`music_v1`, `music_v2`, `music_v2_5` or a catalog music model id.", { default: "music_v2" }),
+    },
+    ["prompt"],
+  ),
+);
