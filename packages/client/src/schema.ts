@@ -4,6 +4,146 @@
  * src/http/schemas/ and regenerate; test/http/client.test.ts fails when this file is stale.
  */
 export interface paths {
+    "/elevenlabs/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ElevenLabs: models
+         * @description The alpha speech models as ElevenLabs `Model` objects (D36).
+         */
+        get: operations["elevenLabsListModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/elevenlabs/v1/music": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * ElevenLabs: music
+         * @description ElevenLabs' music (D36), billed as `POST /v1/audio/music` with the mapped model.
+         */
+        post: operations["elevenLabsComposeMusic"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/elevenlabs/v1/sound-generation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * ElevenLabs: sound effect
+         * @description ElevenLabs' sound effect (D36), billed as `POST /v1/audio/sfx` with the mapped model.
+         */
+        post: operations["elevenLabsSoundGeneration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/elevenlabs/v1/text-to-speech/{voice_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * ElevenLabs: text to speech
+         * @description ElevenLabs' text to speech (D36), billed as `POST /v1/audio/speech` with the mapped model.
+         */
+        post: operations["elevenLabsTextToSpeech"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/elevenlabs/v1/text-to-speech/{voice_id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * ElevenLabs: text to speech, streamed
+         * @description ElevenLabs' text to speech, streamed (D36), billed as `POST /v1/audio/speech` with the mapped model.
+         */
+        post: operations["elevenLabsTextToSpeechStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/elevenlabs/v1/user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ElevenLabs: user
+         * @description The account as an ElevenLabs `User` (D36).
+         */
+        get: operations["elevenLabsGetUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/elevenlabs/v1/user/subscription": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ElevenLabs: subscription
+         * @description The account as an ElevenLabs `Subscription` (D36).
+         */
+        get: operations["elevenLabsGetSubscription"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1461,6 +1601,1346 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    elevenLabsListModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The models. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Always false. */
+                        can_be_finetuned?: boolean;
+                        /** @description True. */
+                        can_do_text_to_speech: boolean;
+                        /** @description Always false. */
+                        can_do_voice_conversion?: boolean;
+                        /** @description True. */
+                        can_use_speaker_boost?: boolean;
+                        /** @description True. */
+                        can_use_style?: boolean;
+                        /** @description `standard`. */
+                        concurrency_group?: string;
+                        /** @description The catalog id and price. */
+                        description?: string;
+                        /** @description Languages. */
+                        languages: {
+                            /** @description Language code. */
+                            language_id: string;
+                            /** @description Language name. */
+                            name: string;
+                        }[];
+                        /** @description Character limit of one request. */
+                        max_characters_request_free_user?: number;
+                        /** @description Character limit of one request. */
+                        max_characters_request_subscribed_user?: number;
+                        /** @description Character limit of one request. */
+                        maximum_text_length_per_request?: number;
+                        /** @description ElevenLabs' id of the model. */
+                        model_id: string;
+                        /** @description The catalog model's name. */
+                        name: string;
+                        /** @description Always false. */
+                        requires_alpha_access?: boolean;
+                        /** @description Always false. */
+                        serves_pro_voices?: boolean;
+                        /** @description 1. */
+                        token_cost_factor?: number;
+                    }[];
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    elevenLabsComposeMusic: {
+        parameters: {
+            query?: {
+                /** @description Audio format of the answer (ElevenLabs' names). */
+                output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `music_v1`, `music_v2`, `music_v2_5` or a catalog music model id.
+                     * @default music_v2
+                     */
+                    model_id?: string;
+                    /** @description Requested length, ms (the model's range is checked: `invalid_duration`). */
+                    music_length_ms?: number;
+                    /** @description Description of the music. */
+                    prompt: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The audio. */
+            200: {
+                headers: {
+                    /** @description The request id (as `X-Svc-Request-Id`). */
+                    "request-id"?: string;
+                    /** @description Balance after the charge, USD. */
+                    "X-Svc-Balance-USD"?: string;
+                    /** @description Amount charged for this call, USD. */
+                    "X-Svc-Cost-USD"?: string;
+                    /** @description Duration billed, seconds. */
+                    "X-Svc-Duration-Sec"?: string;
+                    /** @description Resolved model id. */
+                    "X-Svc-Model"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/basic": string;
+                    "audio/mpeg": string;
+                    "audio/pcm": string;
+                };
+            };
+            /** @description The native codes: `not_a_tts_model`, `input_too_long`, `voice_model_mismatch`, `invalid_request`, ... */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `billing_error`, `key_spend_limit`: nothing charged. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `model_not_allowed`, `voice_not_owned`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `model_retired`, `voice_unavailable`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description The body or query fails the schema. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description Where the failing value is. */
+                            loc: string[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `provider_error`: the upstream failed, nothing charged. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    elevenLabsSoundGeneration: {
+        parameters: {
+            query?: {
+                /** @description Audio format of the answer (ElevenLabs' names). */
+                output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Length in seconds, 0.5 to 22; the model picks one when omitted. */
+                    duration_seconds?: number;
+                    /**
+                     * @description `eleven_text_to_sound_v2` or a catalog sound-effect model id.
+                     * @default eleven_text_to_sound_v2
+                     */
+                    model_id?: string;
+                    /** @description 0 (creative) to 1 (strict). */
+                    prompt_influence?: number;
+                    /** @description Description of the sound (at most 500 characters). */
+                    text: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The audio. */
+            200: {
+                headers: {
+                    /** @description The request id (as `X-Svc-Request-Id`). */
+                    "request-id"?: string;
+                    /** @description Balance after the charge, USD. */
+                    "X-Svc-Balance-USD"?: string;
+                    /** @description Amount charged for this call, USD. */
+                    "X-Svc-Cost-USD"?: string;
+                    /** @description Duration billed, seconds. */
+                    "X-Svc-Duration-Sec"?: string;
+                    /** @description Resolved model id. */
+                    "X-Svc-Model"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/basic": string;
+                    "audio/mpeg": string;
+                    "audio/pcm": string;
+                };
+            };
+            /** @description The native codes: `not_a_tts_model`, `input_too_long`, `voice_model_mismatch`, `invalid_request`, ... */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `billing_error`, `key_spend_limit`: nothing charged. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `model_not_allowed`, `voice_not_owned`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `model_retired`, `voice_unavailable`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description The body or query fails the schema. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description Where the failing value is. */
+                            loc: string[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `provider_error`: the upstream failed, nothing charged. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    elevenLabsTextToSpeech: {
+        parameters: {
+            query?: {
+                /** @description Audio format of the answer (ElevenLabs' names). */
+                output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
+            };
+            header?: never;
+            path: {
+                /** @description A voice of the alpha library (`GET /elevenlabs/v1/voices`). */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description An ElevenLabs model id (`eleven_multilingual_v2`, `eleven_v3`, `eleven_flash_v2_5`, `eleven_turbo_v2_5`) or a catalog speech model id.
+                     * @default eleven_multilingual_v2
+                     */
+                    model_id?: string;
+                    /** @description Text to speak (at most the model's limit, 5000 characters). */
+                    text: string;
+                    /** @description Voice tuning. */
+                    voice_settings?: {
+                        /** @description 0 to 1. */
+                        similarity_boost?: number;
+                        /** @description Accepted and ignored. */
+                        speed?: number;
+                        /** @description 0 to 1. */
+                        stability?: number;
+                        /** @description 0 to 1. */
+                        style?: number;
+                        /** @description Speaker boost. */
+                        use_speaker_boost?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The audio. */
+            200: {
+                headers: {
+                    /** @description Characters billed. */
+                    "character-cost"?: string;
+                    /** @description The request id (as `X-Svc-Request-Id`). */
+                    "request-id"?: string;
+                    /** @description Balance after the charge, USD. */
+                    "X-Svc-Balance-USD"?: string;
+                    /** @description Characters billed. */
+                    "X-Svc-Chars-Billed"?: string;
+                    /** @description Amount charged for this call, USD. */
+                    "X-Svc-Cost-USD"?: string;
+                    /** @description Resolved model id. */
+                    "X-Svc-Model"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/basic": string;
+                    "audio/mpeg": string;
+                    "audio/pcm": string;
+                };
+            };
+            /** @description The native codes: `not_a_tts_model`, `input_too_long`, `voice_model_mismatch`, `invalid_request`, ... */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `billing_error`, `key_spend_limit`: nothing charged. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `model_not_allowed`, `voice_not_owned`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `model_retired`, `voice_unavailable`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description The body or query fails the schema. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description Where the failing value is. */
+                            loc: string[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `provider_error`: the upstream failed, nothing charged. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    elevenLabsTextToSpeechStream: {
+        parameters: {
+            query?: {
+                /** @description Audio format of the answer (ElevenLabs' names). */
+                output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
+            };
+            header?: never;
+            path: {
+                /** @description A voice of the alpha library (`GET /elevenlabs/v1/voices`). */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description An ElevenLabs model id (`eleven_multilingual_v2`, `eleven_v3`, `eleven_flash_v2_5`, `eleven_turbo_v2_5`) or a catalog speech model id.
+                     * @default eleven_multilingual_v2
+                     */
+                    model_id?: string;
+                    /** @description Text to speak (at most the model's limit, 5000 characters). */
+                    text: string;
+                    /** @description Voice tuning. */
+                    voice_settings?: {
+                        /** @description 0 to 1. */
+                        similarity_boost?: number;
+                        /** @description Accepted and ignored. */
+                        speed?: number;
+                        /** @description 0 to 1. */
+                        stability?: number;
+                        /** @description 0 to 1. */
+                        style?: number;
+                        /** @description Speaker boost. */
+                        use_speaker_boost?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The audio. */
+            200: {
+                headers: {
+                    /** @description Characters billed. */
+                    "character-cost"?: string;
+                    /** @description The request id (as `X-Svc-Request-Id`). */
+                    "request-id"?: string;
+                    /** @description Balance after the charge, USD. */
+                    "X-Svc-Balance-USD"?: string;
+                    /** @description Characters billed. */
+                    "X-Svc-Chars-Billed"?: string;
+                    /** @description Amount charged for this call, USD. */
+                    "X-Svc-Cost-USD"?: string;
+                    /** @description Resolved model id. */
+                    "X-Svc-Model"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/basic": string;
+                    "audio/mpeg": string;
+                    "audio/pcm": string;
+                };
+            };
+            /** @description The native codes: `not_a_tts_model`, `input_too_long`, `voice_model_mismatch`, `invalid_request`, ... */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `billing_error`, `key_spend_limit`: nothing charged. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `model_not_allowed`, `voice_not_owned`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `model_retired`, `voice_unavailable`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `invalid_request`: body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description The body or query fails the schema. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description Where the failing value is. */
+                            loc: string[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `provider_error`: the upstream failed, nothing charged. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    elevenLabsGetUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false. */
+                        can_use_delayed_payment_methods: boolean;
+                        /** @description When the account was made, Unix seconds. */
+                        created_at: number;
+                        /** @description false. */
+                        is_new_user: boolean;
+                        /** @description true. */
+                        is_onboarding_checklist_completed: boolean;
+                        /** @description true. */
+                        is_onboarding_completed: boolean;
+                        /** @description `workspace_admin`. */
+                        seat_type: string;
+                        subscription: {
+                            /** @description false. */
+                            allowed_to_extend_character_limit: boolean;
+                            /** @description false. */
+                            can_extend_character_limit: boolean;
+                            /** @description false. */
+                            can_extend_voice_limit: boolean;
+                            /** @description false. */
+                            can_use_instant_voice_cloning: boolean;
+                            /** @description false. */
+                            can_use_professional_voice_cloning: boolean;
+                            /** @description Speech characters billed this calendar month (UTC). */
+                            character_count: number;
+                            /** @description Characters the balance buys at the default speech model's price. */
+                            character_limit: number;
+                            current_overage: {
+                                /** @description `0`. */
+                                amount: string;
+                                /** @description `usd`. */
+                                currency: string;
+                            };
+                            /** @description false. */
+                            has_open_invoices: boolean;
+                            /** @description 0. */
+                            max_credit_limit_extension: number;
+                            /** @description Empty. */
+                            open_invoices: Record<string, never>[];
+                            /** @description 0. */
+                            professional_voice_limit: number;
+                            /** @description 0. */
+                            professional_voice_slots_used: number;
+                            /** @description 0. */
+                            professional_voice_slots_used_in_workspace: number;
+                            /** @description `active`. */
+                            status: string;
+                            /** @description The gateway tier's name (`tier_name` of `GET /v1/auth/me`). */
+                            tier: string;
+                            /** @description 0. */
+                            voice_add_edit_counter: number;
+                            /** @description 0. */
+                            voice_limit: number;
+                            /** @description 0. */
+                            voice_slots_used: number;
+                        };
+                        /** @description The account id. */
+                        user_id: string;
+                        /** @description The account id. */
+                        workspace_id: string;
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    elevenLabsGetSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false. */
+                        allowed_to_extend_character_limit: boolean;
+                        /** @description false. */
+                        can_extend_character_limit: boolean;
+                        /** @description false. */
+                        can_extend_voice_limit: boolean;
+                        /** @description false. */
+                        can_use_instant_voice_cloning: boolean;
+                        /** @description false. */
+                        can_use_professional_voice_cloning: boolean;
+                        /** @description Speech characters billed this calendar month (UTC). */
+                        character_count: number;
+                        /** @description Characters the balance buys at the default speech model's price. */
+                        character_limit: number;
+                        current_overage: {
+                            /** @description `0`. */
+                            amount: string;
+                            /** @description `usd`. */
+                            currency: string;
+                        };
+                        /** @description false. */
+                        has_open_invoices: boolean;
+                        /** @description 0. */
+                        max_credit_limit_extension: number;
+                        /** @description Empty. */
+                        open_invoices: Record<string, never>[];
+                        /** @description 0. */
+                        professional_voice_limit: number;
+                        /** @description 0. */
+                        professional_voice_slots_used: number;
+                        /** @description 0. */
+                        professional_voice_slots_used_in_workspace: number;
+                        /** @description `active`. */
+                        status: string;
+                        /** @description The gateway tier's name (`tier_name` of `GET /v1/auth/me`). */
+                        tier: string;
+                        /** @description 0. */
+                        voice_add_edit_counter: number;
+                        /** @description 0. */
+                        voice_limit: number;
+                        /** @description 0. */
+                        voice_slots_used: number;
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
     health: {
         parameters: {
             query?: never;
