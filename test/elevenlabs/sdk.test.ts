@@ -248,4 +248,21 @@ describe("the ElevenLabs SDK against the gateway (D36)", () => {
     assert.equal(r.status, 404);
     assert.equal(((await r.json()) as { detail: { status: string } }).detail.status, "not_found");
   });
+
+  test("voice creation stays native: voices/add and text-to-voice answer 404 endpoint_not_supported naming the native route", async () => {
+    for (const [path, native] of [
+      ["/elevenlabs/v1/voices/add", "/v1/audio/voice-clone"],
+      ["/elevenlabs/v1/text-to-voice/create-previews", "/v1/audio/voice-design"],
+      ["/elevenlabs/v1/text-to-voice", "/v1/audio/voice-design"],
+    ] as const) {
+      const fresh = await gw.register();
+      const before = await balanceOf(fresh.api_key);
+      const r = await fetch(`${gw.url}${path}`, { method: "POST", headers: { "xi-api-key": fresh.api_key, "content-type": "application/json" }, body: "{}" });
+      assert.equal(r.status, 404, path);
+      const { detail } = (await r.json()) as { detail: { status: string; message: string } };
+      assert.equal(detail.status, "endpoint_not_supported", path);
+      assert.ok(detail.message.includes(native), detail.message);
+      assert.equal(await balanceOf(fresh.api_key), before);
+    }
+  });
 });

@@ -196,7 +196,13 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
   app.setErrorHandler(elevenLabsErrorHandler);
   app.addHook("onRequest", requireAuth(services, { allowSession: false, secretOf: xiKeyOf }));
   app.setNotFoundHandler((request) => {
-    throw errors.notFound(`No route ${request.method} ${request.url.split("?")[0]}.`);
+    const path = request.url.split("?")[0] ?? "";
+    // Voice creation stays on the native routes (its voices are beta voices, D36).
+    const native = path === "/elevenlabs/v1/voices/add" ? "POST /v1/audio/voice-clone" : path.startsWith("/elevenlabs/v1/text-to-voice") ? "POST /v1/audio/voice-design" : null;
+    if (native !== null) {
+      throw new AppError(404, "endpoint_not_supported", `${request.method} ${path} is not served by the ElevenLabs dialect: voices are created on the gateway's native route, ${native}.`);
+    }
+    throw errors.notFound(`No route ${request.method} ${path}.`);
   });
 
   const library = services.voiceLibrary;
