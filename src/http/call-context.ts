@@ -31,6 +31,35 @@ export function audioOf(services: Services, request: FastifyRequest): AudioRoute
   return principalOf(request).mode === "test" ? services.audio.testMode : services.audio;
 }
 
+/**
+ * What the speech service (`createSpeech`) needs for one request: the database, the paid-call flow, the
+ * caller's audio router ({@link audioOf}) and the voice library's questions (alpha or beta voice, and which
+ * sources serve each family, for the unknown-voice messages). Shared by `/v1/audio/speech` and the
+ * ElevenLabs dialect (D36).
+ */
+export function speechDepsOf(services: Services, request: FastifyRequest) {
+  const audio = audioOf(services, request);
+  const library = services.voiceLibrary;
+  return {
+    db: services.db.kysely,
+    paidCalls: services.paidCalls,
+    speak: audio.speech.bind(audio),
+    isAlphaVoice: (voiceId: string) => library.isAlphaVoice(voiceId),
+    isBetaVoice: (voiceId: string) => library.isBetaVoice(voiceId),
+    servedBy: (provider: "alpha" | "beta") => library.servedBy(provider),
+  };
+}
+
+/**
+ * What the music and sound-effect services (`createMusic`, `createSfx`) need for one request: the database,
+ * the paid-call flow, the blob store (`save_to_blob`) and the caller's audio router. Shared by
+ * `/v1/audio/music`, `/v1/audio/sfx` and the ElevenLabs dialect (D36).
+ */
+export function generationDepsOf(services: Services, request: FastifyRequest) {
+  const audio = audioOf(services, request);
+  return { db: services.db.kysely, paidCalls: services.paidCalls, blobs: services.blobs, music: audio.music.bind(audio), sfx: audio.sfx.bind(audio) };
+}
+
 /** The options of a paid call that need no reply: simulator control, the caller's limits and its call context. */
 export interface PaidCallOptions {
   /** `X-Svc-Simulate` (D10), or null. */

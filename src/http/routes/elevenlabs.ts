@@ -22,7 +22,7 @@ import { formatUsd } from "../../money.ts";
 import type { Services } from "../../services.ts";
 import type { AudioFormat } from "../../upstreams/types.ts";
 import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../auth.ts";
-import { audioOf, callContext } from "../call-context.ts";
+import { callContext, generationDepsOf, speechDepsOf } from "../call-context.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { toAppError } from "../error-handler.ts";
 import { elModelsSchema, elMusicSchema, elSoundSchema, elSpeechSchema, elSpeechStreamSchema, elSubscriptionSchema, elUserSchema } from "../schemas/elevenlabs.ts";
@@ -205,19 +205,6 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
     throw errors.notFound(`No route ${request.method} ${path}.`);
   });
 
-  const library = services.voiceLibrary;
-  const speechDeps = (req: FastifyRequest) => {
-    const audio = audioOf(services, req);
-    return {
-      db: services.db.kysely,
-      paidCalls: services.paidCalls,
-      speak: audio.speech.bind(audio),
-      isAlphaVoice: (id: string) => library.isAlphaVoice(id),
-      isBetaVoice: (id: string) => library.isBetaVoice(id),
-      servedBy: (p: "alpha" | "beta") => library.servedBy(p),
-    };
-  };
-
   const speak = (stream: boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
     const { voice_id } = req.params as { voice_id: string };
     const { output_format } = req.query as { output_format?: AudioFormat };
@@ -240,7 +227,7 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
         : {}),
       stream,
     };
-    const out = await createSpeech(speechDeps(req), principalOf(req).accountId, native, callContext(services, req, reply));
+    const out = await createSpeech(speechDepsOf(services, req), principalOf(req).accountId, native, callContext(services, req, reply));
     setCostHeaders(reply.header("content-type", out.contentType), out)
       .header("request-id", req.id)
       .header("character-cost", String(out.charsBilled));
@@ -250,10 +237,6 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
   app.post("/v1/text-to-speech/:voice_id", { schema: elSpeechSchema, config: MODEL_CALL }, speak(false));
   app.post("/v1/text-to-speech/:voice_id/stream", { schema: elSpeechStreamSchema, config: MODEL_CALL }, speak(true));
 
-  const genDeps = (req: FastifyRequest) => {
-    const audio = audioOf(services, req);
-    return { db: services.db.kysely, paidCalls: services.paidCalls, blobs: services.blobs, music: audio.music.bind(audio), sfx: audio.sfx.bind(audio) };
-  };
   const sendAudio = (out: AudioOutcome, req: FastifyRequest, reply: FastifyReply) =>
     setCostHeaders(reply, out)
       .header("request-id", req.id)
@@ -273,7 +256,7 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
       ...(body.prompt_influence !== undefined ? { prompt_influence: body.prompt_influence } : {}),
       ...formatOf(req),
     };
-    const out = await createSfx(genDeps(req), principalOf(req), native, { ...callContext(services, req, reply), saveToBlob: false });
+    const out = await createSfx(generationDepsOf(services, req), principalOf(req), native, { ...callContext(services, req, reply), saveToBlob: false });
     return sendAudio(out, req, reply);
   });
 
@@ -285,7 +268,7 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
       ...(body.music_length_ms !== undefined ? { music_length_ms: body.music_length_ms } : {}),
       ...formatOf(req),
     };
-    const out = await createMusic(genDeps(req), principalOf(req), native, { ...callContext(services, req, reply), saveToBlob: false });
+    const out = await createMusic(generationDepsOf(services, req), principalOf(req), native, { ...callContext(services, req, reply), saveToBlob: false });
     return sendAudio(out, req, reply);
   });
 

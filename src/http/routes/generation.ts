@@ -10,7 +10,7 @@ import { microsToUsd } from "../../money.ts";
 import { blobUrl } from "../../jobs/outputs.ts";
 import type { Services } from "../../services.ts";
 import { MODEL_CALL, principalOf } from "../auth.ts";
-import { audioOf, callContext } from "../call-context.ts";
+import { callContext, generationDepsOf } from "../call-context.ts";
 import { roundedSeconds, setCostHeaders } from "../cost-headers.ts";
 import { createMusicSchema, createSoundEffectSchema } from "../schemas/audio.ts";
 import type { App } from "../types.ts";
@@ -22,10 +22,7 @@ function saveToBlobOf(query: unknown): boolean {
 }
 
 export function generationRoutes(app: App, services: Services): void {
-  const depsOf = (req: FastifyRequest) => {
-    const audio = audioOf(services, req);
-    return { db: services.db.kysely, paidCalls: services.paidCalls, blobs: services.blobs, music: audio.music.bind(audio), sfx: audio.sfx.bind(audio) };
-  };
+  const depsOf = (req: FastifyRequest) => generationDepsOf(services, req);
   const send = (out: AudioOutcome, reply: FastifyReply) => {
     setCostHeaders(reply, out);
     if (out.stored) {

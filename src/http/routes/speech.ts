@@ -7,20 +7,14 @@ import { Readable } from "node:stream";
 import { createSpeech } from "../../audio/speech.ts";
 import type { Services } from "../../services.ts";
 import { MODEL_CALL, principalOf } from "../auth.ts";
-import { audioOf, callContext } from "../call-context.ts";
+import { callContext, speechDepsOf } from "../call-context.ts";
 import { setCostHeaders } from "../cost-headers.ts";
 import { createSpeechSchema } from "../schemas/audio.ts";
 import type { App } from "../types.ts";
 
 export function speechRoutes(app: App, services: Services): void {
-  const library = services.voiceLibrary;
-  const isAlphaVoice = (voiceId: string) => library.isAlphaVoice(voiceId);
-  const isBetaVoice = (voiceId: string) => library.isBetaVoice(voiceId);
-  const servedBy = (provider: "alpha" | "beta") => library.servedBy(provider);
   app.post("/v1/audio/speech", { schema: createSpeechSchema, config: MODEL_CALL }, async (req, reply) => {
-    const audio = audioOf(services, req);
-    const deps = { db: services.db.kysely, paidCalls: services.paidCalls, speak: audio.speech.bind(audio), isAlphaVoice, isBetaVoice, servedBy };
-    const out = await createSpeech(deps, principalOf(req).accountId, req.body ?? {}, callContext(services, req, reply));
+    const out = await createSpeech(speechDepsOf(services, req), principalOf(req).accountId, req.body ?? {}, callContext(services, req, reply));
     setCostHeaders(reply.header("content-type", out.contentType), out);
     if (out.audio.kind === "bytes")
       return reply.send(
