@@ -25,7 +25,7 @@ import { generationRoutes } from "./routes/generation.ts";
 import { audioTextRoutes } from "./routes/audio-text.ts";
 import { chatRoutes } from "./routes/chat.ts";
 import { consoleRoutes } from "./routes/console.ts";
-import { elevenLabsRoutes } from "./routes/elevenlabs.ts";
+import { elevenLabsRoutes } from "./dialects/elevenlabs/routes.ts";
 import { jobReadRoutes, jobRoutes } from "./routes/jobs.ts";
 import { messagesRoutes } from "./routes/messages.ts";
 import { modelRoutes } from "./routes/models.ts";

@@ -8,25 +8,25 @@
  */
 import { Readable } from "node:stream";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { getAccount } from "../../accounts/accounts.ts";
-import type { AudioOutcome } from "../../audio/generate.ts";
-import { createMusic } from "../../audio/music.ts";
-import { createSfx } from "../../audio/sfx.ts";
-import { createSpeech, type SpeechBody } from "../../audio/speech.ts";
-import { DEFAULT_SPEECH_MODEL, enabledModels, getModel } from "../../catalog/models.ts";
-import { tierRow } from "../../catalog/tiers.ts";
-import type { SpeechModel } from "../../catalog/types.ts";
-import type { MusicRequestBody, SfxRequestBody } from "../../contracts/audio.ts";
-import { AppError, errors } from "../../errors.ts";
-import { formatUsd } from "../../money.ts";
-import type { Services } from "../../services.ts";
-import type { AudioFormat } from "../../upstreams/types.ts";
-import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../auth.ts";
-import { callContext, generationDepsOf, speechDepsOf } from "../call-context.ts";
-import { setCostHeaders } from "../cost-headers.ts";
-import { toAppError } from "../error-handler.ts";
-import { elModelsSchema, elMusicSchema, elSoundSchema, elSpeechSchema, elSpeechStreamSchema, elSubscriptionSchema, elUserSchema } from "../schemas/elevenlabs.ts";
-import type { App } from "../types.ts";
+import { getAccount } from "../../../accounts/accounts.ts";
+import type { AudioOutcome } from "../../../audio/generate.ts";
+import { createMusic } from "../../../audio/music.ts";
+import { createSfx } from "../../../audio/sfx.ts";
+import { createSpeech, type SpeechBody } from "../../../audio/speech.ts";
+import { DEFAULT_SPEECH_MODEL, enabledModels, getModel } from "../../../catalog/models.ts";
+import { tierRow } from "../../../catalog/tiers.ts";
+import type { SpeechModel } from "../../../catalog/types.ts";
+import type { MusicRequestBody, SfxRequestBody } from "../../../contracts/audio.ts";
+import { AppError, errors } from "../../../errors.ts";
+import { formatUsd } from "../../../money.ts";
+import type { Services } from "../../../services.ts";
+import type { AudioFormat } from "../../../upstreams/types.ts";
+import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../../auth.ts";
+import { callContext, generationDepsOf, speechDepsOf } from "../../call-context.ts";
+import { setCostHeaders } from "../../cost-headers.ts";
+import { toAppError } from "../../error-handler.ts";
+import { elModelsSchema, elMusicSchema, elSoundSchema, elSpeechSchema, elSpeechStreamSchema, elSubscriptionSchema, elUserSchema } from "./schemas.ts";
+import type { App } from "../../types.ts";
 
 /**
  * ElevenLabs model ids and the catalog models they name (D36). Catalog ids are accepted as they are.

@@ -4,8 +4,8 @@
  * shape (`ElevenLabsError`, a 422 `ElevenLabsValidationError` for a body failing its schema), never the D1
  * body, so they are built here rather than with `route()` of `common.ts`, whose error answers are D1's.
  */
-import { AUDIO_FORMATS } from "../../upstreams/types.ts";
-import { arr, AUDIO_CONTENT, bool, COST_HEADERS, int, num, obj, oneOf, SECURITY, str } from "./common.ts";
+import { AUDIO_FORMATS } from "../../../upstreams/types.ts";
+import { arr, AUDIO_CONTENT, bool, COST_HEADERS, int, num, obj, oneOf, SECURITY, str } from "../../schemas/common.ts";
 
 /** The `security` of every dialect route: `xi-api-key` or `Authorization: Bearer` with a gateway API key. */
 const DIALECT_SECURITY = [{ xiApiKey: [] }, ...SECURITY.key];
