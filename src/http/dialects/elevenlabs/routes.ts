@@ -22,10 +22,22 @@ import { formatUsd } from "../../../money.ts";
 import type { Services } from "../../../services.ts";
 import type { AudioFormat } from "../../../upstreams/types.ts";
 import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../../auth.ts";
-import { callContext, generationDepsOf, speechDepsOf } from "../../call-context.ts";
+import { callContext, generationDepsOf, simulateHeader, speechDepsOf } from "../../call-context.ts";
 import { setCostHeaders } from "../../cost-headers.ts";
 import { toAppError } from "../../error-handler.ts";
-import { elModelsSchema, elMusicSchema, elSoundSchema, elSpeechSchema, elSpeechStreamSchema, elSubscriptionSchema, elUserSchema } from "./schemas.ts";
+import {
+  elGetVoiceSchema,
+  elListVoicesSchema,
+  elModelsSchema,
+  elMusicSchema,
+  elSearchVoicesSchema,
+  elSoundSchema,
+  elSpeechSchema,
+  elSpeechStreamSchema,
+  elSubscriptionSchema,
+  elUserSchema,
+} from "./schemas.ts";
+import { DEFAULT_VOICE_SETTINGS, searchVoices, type VoiceSearch, voiceOf, voicesOf } from "./voices.ts";
 import type { App } from "../../types.ts";
 
 /**
@@ -65,6 +77,8 @@ interface ValidationItem {
   keyword?: string;
   params?: Record<string, unknown>;
   message?: string;
+  /** The schema of the failing value (Ajv's `verbose`): its `x-error-message`, when set, words a pattern failure. */
+  parentSchema?: Record<string, unknown>;
 }
 
 const LOC_PART: Record<string, string> = { body: "body", querystring: "query", params: "path", headers: "header" };
@@ -92,8 +106,10 @@ function fastApiItem(v: ValidationItem, context: string): { loc: (string | numbe
       return { loc, msg: `String should have at most ${String(v.params?.limit)} characters`, type: "string_too_long" };
     case "enum":
       return { loc, msg: `Input should be ${((v.params?.allowedValues as unknown[]) ?? []).map((x) => `'${String(x)}'`).join(", ")}`, type: "enum" };
-    default:
-      return { loc, msg: v.message ?? "Invalid value", type: "value_error" };
+    default: {
+      const worded = v.parentSchema?.["x-error-message"];
+      return { loc, msg: typeof worded === "string" ? worded : (v.message ?? "Invalid value"), type: "value_error" };
+    }
   }
 }
 
@@ -310,5 +326,15 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
       created_at: Math.floor(account.createdAt / 1000),
       seat_type: "workspace_admin",
     };
+  });
+
+  const simulateOf = (req: FastifyRequest) => simulateHeader(req.headers["x-svc-simulate"]);
+  app.get("/v1/voices", { schema: elListVoicesSchema }, async (req) => ({ voices: await voicesOf(services, principalOf(req).accountId, simulateOf(req)) }));
+  app.get("/v2/voices", { schema: elSearchVoicesSchema }, async (req) => searchVoices(services, principalOf(req).accountId, req.query as VoiceSearch, simulateOf(req)));
+  app.get("/v1/voices/:voice_id", { schema: elGetVoiceSchema }, async (req) => {
+    const { voice_id } = req.params as { voice_id: string };
+    const { with_settings } = req.query as { with_settings?: "true" | "false" };
+    const voice = await voiceOf(services, principalOf(req).accountId, voice_id, simulateOf(req));
+    return with_settings === "true" ? { ...voice, settings: DEFAULT_VOICE_SETTINGS } : voice;
   });
 }
