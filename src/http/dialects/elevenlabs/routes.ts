@@ -37,32 +37,9 @@ import {
   elSubscriptionSchema,
   elUserSchema,
 } from "./schemas.ts";
+import { catalogModelOf, elevenLabsIdOf } from "./models.ts";
 import { DEFAULT_VOICE_SETTINGS, searchVoices, type VoiceSearch, voiceOf, voicesOf } from "./voices.ts";
 import type { App } from "../../types.ts";
-
-/**
- * ElevenLabs model ids and the catalog models they name (D36). Catalog ids are accepted as they are.
- */
-export const ELEVENLABS_MODEL_IDS: Readonly<Record<string, string>> = Object.freeze({
-  eleven_v3: "alpha-v3",
-  eleven_multilingual_v2: "alpha-multilingual-v2",
-  eleven_flash_v2_5: "alpha-flash-v2-5",
-  eleven_turbo_v2_5: "alpha-turbo-v2-5",
-  music_v1: "alpha-music",
-  music_v2: "alpha-music",
-  music_v2_5: "alpha-music",
-  eleven_text_to_sound_v2: "alpha-sfx",
-});
-
-/** The catalog id an ElevenLabs `model_id` names; anything else is passed on as a catalog id (the service refuses an unknown one). */
-export function catalogModelOf(modelId: string): string {
-  return Object.hasOwn(ELEVENLABS_MODEL_IDS, modelId) ? ELEVENLABS_MODEL_IDS[modelId] : modelId;
-}
-
-/** ElevenLabs' id of a catalog speech model (the first entry of {@link ELEVENLABS_MODEL_IDS} naming it). */
-function elevenLabsIdOf(catalogId: string): string {
-  return Object.keys(ELEVENLABS_MODEL_IDS).find((k) => ELEVENLABS_MODEL_IDS[k] === catalogId) ?? catalogId;
-}
 
 /** The key of a dialect request: `xi-api-key` (what the SDK sends), else `Authorization: Bearer` / `x-api-key`. */
 export function xiKeyOf(request: FastifyRequest): string | null {
