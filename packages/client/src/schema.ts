@@ -144,6 +144,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/elevenlabs/v1/voices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ElevenLabs: voices
+         * @description Every voice the caller can list (D36): their designed and cloned voices, newest first, then the alpha library. Not billed.
+         */
+        get: operations["elevenLabsListVoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/elevenlabs/v1/voices/{voice_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ElevenLabs: one voice
+         * @description A voice the caller can use (D36): an alpha library voice, one of their own, or a beta system voice. Not billed.
+         */
+        get: operations["elevenLabsGetVoice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/elevenlabs/v2/voices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ElevenLabs: search voices
+         * @description ElevenLabs' v2 voice search (D36) over the caller's voices and the alpha library: `search` in name, description and labels; filters; `sort`; pages of `page_size` with an opaque `next_page_token`. Other filters are accepted and ignored. Not billed.
+         */
+        get: operations["elevenLabsSearchVoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -2909,6 +2969,545 @@ export interface operations {
             };
             /** @description `rate_limited`. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    elevenLabsListVoices: {
+        parameters: {
+            query?: {
+                /** @description Accepted and ignored. */
+                show_legacy?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The voices. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The voices. */
+                        voices: {
+                            /** @description Empty. */
+                            available_for_tiers?: string[];
+                            /** @description `premade`, `professional`, `generated` (designed), `cloned`, ... */
+                            category: string;
+                            /** @description When the caller made the voice, Unix seconds; null for library voices. */
+                            created_at_unix?: number | null;
+                            /** @description What the voice sounds like. */
+                            description?: string | null;
+                            /** @description The models the voice speaks with (empty for beta voices). */
+                            high_quality_base_model_ids?: string[];
+                            /** @description false. */
+                            is_legacy?: boolean;
+                            /** @description True for the caller's own voices. */
+                            is_owner?: boolean;
+                            /** @description `gender`, `age`, `accent`, `use_case`; `provider: beta` for voices that speak with the beta models. */
+                            labels: {
+                                [key: string]: string;
+                            };
+                            /** @description The voice's name. */
+                            name: string;
+                            /** @description A short MP3 sample, or null. */
+                            preview_url?: string | null;
+                            /** @description ElevenLabs' default settings when `with_settings=true`, else null. */
+                            settings?: {
+                                /** @description 0 to 1. */
+                                similarity_boost?: number;
+                                /** @description Speed. */
+                                speed?: number;
+                                /** @description 0 to 1. */
+                                stability?: number;
+                                /** @description 0 to 1. */
+                                style?: number;
+                                /** @description Speaker boost. */
+                                use_speaker_boost?: boolean;
+                            } | null;
+                            /** @description Empty. */
+                            verified_languages?: Record<string, never>[];
+                            /** @description The voice id: an alpha library voice, or one of the caller's designed or cloned voices (`svc_...`). */
+                            voice_id: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description The body or query fails the schema. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description Where the failing value is. */
+                            loc: string[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `provider_error`: the upstream failed, nothing charged. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    elevenLabsGetVoice: {
+        parameters: {
+            query?: {
+                /** @description Include ElevenLabs' default `settings`. */
+                with_settings?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                /** @description A voice of the alpha library (`GET /elevenlabs/v1/voices`). */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The voice. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Empty. */
+                        available_for_tiers?: string[];
+                        /** @description `premade`, `professional`, `generated` (designed), `cloned`, ... */
+                        category: string;
+                        /** @description When the caller made the voice, Unix seconds; null for library voices. */
+                        created_at_unix?: number | null;
+                        /** @description What the voice sounds like. */
+                        description?: string | null;
+                        /** @description The models the voice speaks with (empty for beta voices). */
+                        high_quality_base_model_ids?: string[];
+                        /** @description false. */
+                        is_legacy?: boolean;
+                        /** @description True for the caller's own voices. */
+                        is_owner?: boolean;
+                        /** @description `gender`, `age`, `accent`, `use_case`; `provider: beta` for voices that speak with the beta models. */
+                        labels: {
+                            [key: string]: string;
+                        };
+                        /** @description The voice's name. */
+                        name: string;
+                        /** @description A short MP3 sample, or null. */
+                        preview_url?: string | null;
+                        /** @description ElevenLabs' default settings when `with_settings=true`, else null. */
+                        settings?: {
+                            /** @description 0 to 1. */
+                            similarity_boost?: number;
+                            /** @description Speed. */
+                            speed?: number;
+                            /** @description 0 to 1. */
+                            stability?: number;
+                            /** @description 0 to 1. */
+                            style?: number;
+                            /** @description Speaker boost. */
+                            use_speaker_boost?: boolean;
+                        } | null;
+                        /** @description Empty. */
+                        verified_languages?: Record<string, never>[];
+                        /** @description The voice id: an alpha library voice, or one of the caller's designed or cloned voices (`svc_...`). */
+                        voice_id: string;
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `voice_not_found`, `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description The body or query fails the schema. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description Where the failing value is. */
+                            loc: string[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `provider_error`: the upstream failed, nothing charged. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    elevenLabsSearchVoices: {
+        parameters: {
+            query?: {
+                /** @description An accent label. */
+                accent?: string;
+                /** @description An age label. */
+                age?: string;
+                /** @description `premade`, `professional`, `generated`, `cloned`. */
+                category?: string;
+                /** @description A gender label. */
+                gender?: string;
+                /** @description Accepted; `total_count` is always given. */
+                include_total_count?: "true" | "false";
+                /** @description The token of the previous page's answer. */
+                next_page_token?: string;
+                /** @description Voices per page, 1 to 100 (default 10). */
+                page_size?: string;
+                /** @description Case-insensitive text in the name, description or labels. */
+                search?: string;
+                /** @description Sort field; without it, the caller's voices then the library's order. */
+                sort?: "created_at_unix" | "name";
+                /** @description Sort direction. */
+                sort_direction?: "asc" | "desc";
+                use_cases?: string | string[];
+                voice_ids?: string | string[];
+                /** @description `personal`, `workspace`, `non-default`, `saved`: the caller's voices; `default`: the library; `community`: none. */
+                voice_type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of voices. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Whether another page follows. */
+                        has_more: boolean;
+                        /** @description The next page's token, or null. */
+                        next_page_token: string | null;
+                        /** @description Voices matching the filters. */
+                        total_count: number;
+                        /** @description The page's voices. */
+                        voices: {
+                            /** @description Empty. */
+                            available_for_tiers?: string[];
+                            /** @description `premade`, `professional`, `generated` (designed), `cloned`, ... */
+                            category: string;
+                            /** @description When the caller made the voice, Unix seconds; null for library voices. */
+                            created_at_unix?: number | null;
+                            /** @description What the voice sounds like. */
+                            description?: string | null;
+                            /** @description The models the voice speaks with (empty for beta voices). */
+                            high_quality_base_model_ids?: string[];
+                            /** @description false. */
+                            is_legacy?: boolean;
+                            /** @description True for the caller's own voices. */
+                            is_owner?: boolean;
+                            /** @description `gender`, `age`, `accent`, `use_case`; `provider: beta` for voices that speak with the beta models. */
+                            labels: {
+                                [key: string]: string;
+                            };
+                            /** @description The voice's name. */
+                            name: string;
+                            /** @description A short MP3 sample, or null. */
+                            preview_url?: string | null;
+                            /** @description ElevenLabs' default settings when `with_settings=true`, else null. */
+                            settings?: {
+                                /** @description 0 to 1. */
+                                similarity_boost?: number;
+                                /** @description Speed. */
+                                speed?: number;
+                                /** @description 0 to 1. */
+                                stability?: number;
+                                /** @description 0 to 1. */
+                                style?: number;
+                                /** @description Speaker boost. */
+                                use_speaker_boost?: boolean;
+                            } | null;
+                            /** @description Empty. */
+                            verified_languages?: Record<string, never>[];
+                            /** @description The voice id: an alpha library voice, or one of the caller's designed or cloned voices (`svc_...`). */
+                            voice_id: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `invalid_request`: a `next_page_token` this gateway did not give out. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description The body or query fails the schema. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description Where the failing value is. */
+                            loc: string[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `provider_error`: the upstream failed, nothing charged. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
