@@ -27,7 +27,7 @@ import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, errors } from "../errors.ts";
 import type { App } from "./types.ts";
-import { elevenLabsErrorHandler } from "./dialects/elevenlabs/routes.ts";
+import { elevenLabsErrorHandler } from "./dialects/elevenlabs/errors.ts";
 import { errorHandler } from "./error-handler.ts";
 
 /**

@@ -5,7 +5,7 @@
  * body, so they are built here rather than with `route()` of `common.ts`, whose error answers are D1's.
  */
 import { AUDIO_FORMATS } from "../../../upstreams/types.ts";
-import { arr, AUDIO_CONTENT, bool, COST_HEADERS, int, nullable, num, obj, oneOf, queryInt, SECURITY, str } from "../../schemas/common.ts";
+import { arr, AUDIO_CONTENT, bool, COST_HEADERS, int, nullable, num, obj, oneOf, queryInt, type Schema, SECURITY, str } from "../../schemas/common.ts";
 
 /** The `security` of every dialect route: `xi-api-key` or `Authorization: Bearer` with a gateway API key. */
 const DIALECT_SECURITY = [{ xiApiKey: [] }, ...SECURITY.key];
@@ -218,7 +218,7 @@ export const elUserSchema = {
   },
 };
 
-const generatedDoc = (operationId: string, summary: string, native: string, body: ReturnType<typeof obj>) => ({
+const generatedDoc = <B extends Schema>(operationId: string, summary: string, native: string, body: B) => ({
   operationId,
   summary,
   description: `ElevenLabs' ${summary.replace("ElevenLabs: ", "")} (D36), billed as \`${native}\` with the mapped model.`,
