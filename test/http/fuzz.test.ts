@@ -192,6 +192,12 @@ describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () =>
                 ? detail.length > 0 && detail.every((d: { loc?: unknown; msg?: unknown; type?: unknown }) => Array.isArray(d.loc) && typeof d.msg === "string" && typeof d.type === "string")
                 : typeof detail === "object" && detail !== null && typeof (detail as { status?: unknown }).status === "string" && typeof (detail as { message?: unknown }).message === "string";
               assert.ok(elevenLabsShape, where);
+            } else if (path.startsWith("/fal/")) {
+              // The fal dialect answers in fal's shape (D38): {detail, error_type}, FastAPI's list for an
+              // input fal would refuse, or the D1 body for a refusal made before routing.
+              const { detail, error_type, error } = JSON.parse(text) as { detail?: unknown; error_type?: unknown; error?: { code?: unknown } };
+              const falShape = Array.isArray(detail) ? detail.length > 0 : typeof detail === "string" && typeof error_type === "string";
+              assert.ok(falShape || typeof error?.code === "string", where);
             } else {
               const body = JSON.parse(text) as { error?: Record<string, unknown> };
               const e = body.error;
