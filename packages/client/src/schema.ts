@@ -204,6 +204,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/fal/proxy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * fal proxy: a request's status or result
+         * @description `.../requests/<id>/status`: `IN_QUEUE` (202, `queue_position`), `IN_PROGRESS` (202) or `COMPLETED` (200; a failed job carries `error` and `error_type`). `.../requests/<id>`: the endpoint's output JSON with the gateway's rehosted URLs and the `x-fal-request-id` header; a failed job answers 422 `{detail, error_type}`; a job still running 400. Requests are found by id; the target's `<owner>/<alias>` must be that of the job's endpoint.
+         */
+        get: operations["falProxyGet"];
+        /**
+         * fal proxy: cancel a request
+         * @description `.../requests/<id>/cancel`: the job is cancelled as `POST /v1/jobs/{id}/cancel` does (D30: it ends `failed` with `canceled`, the whole hold released, the upstream request withdrawn) and the answer is 202 `{status: "CANCELLATION_REQUESTED"}`; a job that already ended answers 400 `{status: "ALREADY_COMPLETED"}`. The client's empty JSON body is accepted.
+         */
+        put: operations["falProxyPut"];
+        /**
+         * fal proxy: submit a request to the queue, or run an endpoint
+         * @description With `x-fal-target-url: https://queue.fal.run/<endpoint id>` the endpoint's input becomes an image or video job (the same holds, charges, limits and webhooks as `POST /v1/images/generations` and `POST /v1/videos/generations`), answered in fal's queue shape with the job id as `request_id`. With `https://fal.run/<endpoint id>` the job is submitted and awaited, and the answer is the endpoint's output JSON. Endpoint ids name catalog models through the fal column of the default id table (both text-to-x and image-to-x variants; for example `fal-ai/flux-2-pro` is `imgB-2-pro`, `fal-ai/veo3.1/fast` is `vidD-3-fast`). A `?fal_webhook=` on the target becomes the job's `webhook_url` (D31 events).
+         */
+        post: operations["falProxyPost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -3535,6 +3563,663 @@ export interface operations {
                             /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
                             status: string;
                         };
+                    };
+                };
+            };
+        };
+    };
+    falProxyGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job (D5). */
+                "idempotency-key"?: string;
+                /**
+                 * @description The fal address the client would have called: `https://queue.fal.run/<endpoint id>` (submit), `https://queue.fal.run/<owner>/<alias>/requests/<id>/status`, `.../requests/<id>` (result), `.../requests/<id>/cancel`, or `https://fal.run/<endpoint id>` (run). Any other address, or none, answers 400 `invalid_request` and nothing is sent anywhere.
+                 * @example https://queue.fal.run/fal-ai/flux-2-pro
+                 */
+                "x-fal-target-url"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `COMPLETED` status, or the result's output JSON. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description fal's cancel URL of the request. */
+                        cancel_url?: string;
+                        /** @description A failed request: the job's error message. */
+                        error?: string;
+                        /** @description A failed request: the job's `error.code` (`provider_error`, `canceled`, `expired`, ...). */
+                        error_type?: string;
+                        /** @description Always empty. */
+                        logs: Record<string, never>[];
+                        metrics?: Record<string, never>;
+                        /** @description The request id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        request_id: string;
+                        /** @description fal's result URL of the request (the client sends it through the proxy). */
+                        response_url?: string;
+                        /**
+                         * @description Ended: succeeded, or failed with `error` and `error_type`.
+                         * @enum {string}
+                         */
+                        status: "COMPLETED";
+                        /** @description fal's status URL of the request. */
+                        status_url?: string;
+                    } | ({
+                        /** @description The images. */
+                        images: {
+                            /** @description Its media type. */
+                            content_type: string;
+                            /** @description Bytes (videos). */
+                            file_size?: number;
+                            /** @description Pixels (PNG). */
+                            height?: number;
+                            /** @description The gateway's rehosted file (`/v1/files/...`). */
+                            url: string;
+                            /** @description Pixels (PNG). */
+                            width?: number;
+                        }[];
+                        /** @description The prompt. */
+                        prompt?: string;
+                    } | {
+                        video: {
+                            /** @description Its media type. */
+                            content_type: string;
+                            /** @description Bytes (videos). */
+                            file_size?: number;
+                            /** @description Pixels (PNG). */
+                            height?: number;
+                            /** @description The gateway's rehosted file (`/v1/files/...`). */
+                            url: string;
+                            /** @description Pixels (PNG). */
+                            width?: number;
+                        };
+                    });
+                };
+            };
+            /** @description `IN_QUEUE` or `IN_PROGRESS` status. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description fal's cancel URL of the request. */
+                        cancel_url?: string;
+                        /** @description Requests of the caller's pool that start before this one (0: next). */
+                        queue_position: number;
+                        /** @description The request id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        request_id: string;
+                        /** @description fal's result URL of the request (the client sends it through the proxy). */
+                        response_url?: string;
+                        /**
+                         * @description Waiting to start.
+                         * @enum {string}
+                         */
+                        status: "IN_QUEUE";
+                        /** @description fal's status URL of the request. */
+                        status_url?: string;
+                    } | {
+                        /** @description fal's cancel URL of the request. */
+                        cancel_url?: string;
+                        /** @description Always empty. */
+                        logs: Record<string, never>[];
+                        /** @description Fraction done, 0..1, when the upstream says (the gateway's addition). */
+                        progress?: number | null;
+                        /** @description The request id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        request_id: string;
+                        /** @description fal's result URL of the request (the client sends it through the proxy). */
+                        response_url?: string;
+                        /**
+                         * @description Running.
+                         * @enum {string}
+                         */
+                        status: "IN_PROGRESS";
+                        /** @description fal's status URL of the request. */
+                        status_url?: string;
+                    };
+                };
+            };
+            /** @description `invalid_request`: a refused or missing `x-fal-target-url` (nothing was sent anywhere), a bad idempotency key; the native 400s of a submit (`invalid_prompt`, `invalid_duration`, `invalid_image_url`, ...). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description An unknown endpoint id (`Application '<id>' not found`), or `job_not_found` for an unknown request id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `invalid_request`: body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description The result of a failed job: its message and `error.code` (`provider_error`, `canceled`, `expired`, ...). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `rate_limited` (see `Retry-After`). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `api_error`: an internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+        };
+    };
+    falProxyPut: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job (D5). */
+                "idempotency-key"?: string;
+                /**
+                 * @description The fal address the client would have called: `https://queue.fal.run/<endpoint id>` (submit), `https://queue.fal.run/<owner>/<alias>/requests/<id>/status`, `.../requests/<id>` (result), `.../requests/<id>/cancel`, or `https://fal.run/<endpoint id>` (run). Any other address, or none, answers 400 `invalid_request` and nothing is sent anywhere.
+                 * @example https://queue.fal.run/fal-ai/flux-2-pro
+                 */
+                "x-fal-target-url"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description fal's word for it.
+                         * @enum {string}
+                         */
+                        status: "CANCELLATION_REQUESTED";
+                    };
+                };
+            };
+            /** @description `ALREADY_COMPLETED` (the job had ended; `error_type` `job_not_cancelable`), or a refused target (`invalid_request`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code. */
+                        error_type?: string;
+                        /**
+                         * @description The job had ended.
+                         * @enum {string}
+                         */
+                        status?: "ALREADY_COMPLETED";
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description An unknown endpoint id (`Application '<id>' not found`), or `job_not_found` for an unknown request id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `invalid_request`: body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `rate_limited` (see `Retry-After`). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `api_error`: an internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+        };
+    };
+    falProxyPost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job (D5). */
+                "idempotency-key"?: string;
+                /**
+                 * @description The fal address the client would have called: `https://queue.fal.run/<endpoint id>` (submit), `https://queue.fal.run/<owner>/<alias>/requests/<id>/status`, `.../requests/<id>` (result), `.../requests/<id>/cancel`, or `https://fal.run/<endpoint id>` (run). Any other address, or none, answers 400 `invalid_request` and nothing is sent anywhere.
+                 * @example https://queue.fal.run/fal-ai/flux-2-pro
+                 */
+                "x-fal-target-url"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The endpoint's fal input (`prompt`, `image_url`, `duration`, `aspect_ratio`, `image_size`, `num_images`, ...). */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "prompt": "a lighthouse at dusk",
+                 *       "image_size": "landscape_16_9"
+                 *     }
+                 */
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description A submit: `IN_QUEUE` with the request id and fal's follow-up URLs. A run: the endpoint's output JSON. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description fal's cancel URL of the request. */
+                        cancel_url?: string;
+                        /** @description Requests of the caller's pool that start before this one (0: next). */
+                        queue_position: number;
+                        /** @description The request id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        request_id: string;
+                        /** @description fal's result URL of the request (the client sends it through the proxy). */
+                        response_url?: string;
+                        /**
+                         * @description Waiting to start.
+                         * @enum {string}
+                         */
+                        status: "IN_QUEUE";
+                        /** @description fal's status URL of the request. */
+                        status_url?: string;
+                    } | ({
+                        /** @description The images. */
+                        images: {
+                            /** @description Its media type. */
+                            content_type: string;
+                            /** @description Bytes (videos). */
+                            file_size?: number;
+                            /** @description Pixels (PNG). */
+                            height?: number;
+                            /** @description The gateway's rehosted file (`/v1/files/...`). */
+                            url: string;
+                            /** @description Pixels (PNG). */
+                            width?: number;
+                        }[];
+                        /** @description The prompt. */
+                        prompt?: string;
+                    } | {
+                        video: {
+                            /** @description Its media type. */
+                            content_type: string;
+                            /** @description Bytes (videos). */
+                            file_size?: number;
+                            /** @description Pixels (PNG). */
+                            height?: number;
+                            /** @description The gateway's rehosted file (`/v1/files/...`). */
+                            url: string;
+                            /** @description Pixels (PNG). */
+                            width?: number;
+                        };
+                    });
+                };
+            };
+            /** @description A run whose job had not ended after the wait: as a submit's answer (poll the queue). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description fal's cancel URL of the request. */
+                        cancel_url?: string;
+                        /** @description Requests of the caller's pool that start before this one (0: next). */
+                        queue_position: number;
+                        /** @description The request id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        request_id: string;
+                        /** @description fal's result URL of the request (the client sends it through the proxy). */
+                        response_url?: string;
+                        /**
+                         * @description Waiting to start.
+                         * @enum {string}
+                         */
+                        status: "IN_QUEUE";
+                        /** @description fal's status URL of the request. */
+                        status_url?: string;
+                    };
+                };
+            };
+            /** @description `invalid_request`: a refused or missing `x-fal-target-url` (nothing was sent anywhere), a bad idempotency key; the native 400s of a submit (`invalid_prompt`, `invalid_duration`, `invalid_image_url`, ...). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `insufficient_balance`, `key_spend_limit`: nothing charged. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `model_not_allowed` (the key's allow-list, D34). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description An unknown endpoint id (`Application '<id>' not found`), or `job_not_found` for an unknown request id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `idempotency_conflict`: the idempotency key was used with another input. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `model_retired`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `invalid_request`: body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description An input the endpoint refuses (fal's validation shape); or, for a run, `{detail, error_type}` of the job that failed (nothing charged). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description `body`, then the field. */
+                            loc: (string | number)[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `literal_error`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    } | {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `rate_limited` (see `Retry-After`). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `api_error`: an internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
                     };
                 };
             };
