@@ -366,4 +366,24 @@ describe("the ElevenLabs SDK against the gateway (D36)", () => {
     assert.equal((await failure(client.voices.get(voiceId))).statusCode, 404);
     assert.deepEqual((await client.voices.search({ voiceType: "personal" })).voices, []);
   });
+
+  test("per-key controls (D34) through the dialect: a model outside the key's list 403, a spend limit 402, nothing charged", async () => {
+    const made = await gw.request("POST", "/v1/auth/keys", { token: user.api_key, body: { name: "flash-only", models: ["alpha-flash-v2-5"], spend_limit_usd: 0.01, spend_limit_period: "total" } });
+    assert.equal(made.status, 201, JSON.stringify(made.json));
+    const client = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: made.json.api_key as string });
+    const before = await balanceOf(user.api_key);
+    const entries = await ledgerCount(user.user_id);
+    const refused = await failure(client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "Not this model." }));
+    assert.equal(refused.statusCode, 403);
+    assert.equal((refused.body as { detail: { status: string } }).detail.status, "model_not_allowed");
+    // 0.2 USD per 1000 characters: 100 characters cost 0.02 USD, over the key's 0.01.
+    const over = await failure(client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "a".repeat(100), modelId: "eleven_flash_v2_5" }));
+    assert.equal(over.statusCode, 402);
+    assert.equal((over.body as { detail: { status: string } }).detail.status, "key_spend_limit");
+    assert.equal(await balanceOf(user.api_key), before);
+    assert.equal(await ledgerCount(user.user_id), entries);
+    const ok = await client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "Within it.", modelId: "eleven_flash_v2_5" }).withRawResponse();
+    assert.ok((await drain(ok.data)).length > 0);
+    assert.equal(before - (await balanceOf(user.api_key)), micros(ok.rawResponse.headers.get("x-svc-cost-usd")));
+  });
 });
