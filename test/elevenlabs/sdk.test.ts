@@ -10,6 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { ElevenLabsClient, ElevenLabsError } from "@elevenlabs/elevenlabs-js";
 import { usdToMicros } from "../../src/money.ts";
 import { DEMO_ALPHA_VOICE_ID, DEMO_BETA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
+import { BACKENDS } from "../helpers/backends.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 /** Every byte of a web stream. */
@@ -19,7 +20,7 @@ async function drain(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
-describe("the ElevenLabs SDK against the gateway (D36)", () => {
+for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway (D36), ${backend.name}`, { skip: backend.skip }, () => {
   let gw: TestGateway;
   let user: { user_id: string; api_key: string };
   let el: ElevenLabsClient;
@@ -60,7 +61,7 @@ describe("the ElevenLabs SDK against the gateway (D36)", () => {
   }
 
   before(async () => {
-    gw = await startGateway("sqlite");
+    gw = await startGateway(backend.name);
     user = await gw.register();
     await gw.deposit(user.user_id, 20);
     // Tier 0 allows 30 requests a minute; this file makes more (an enterprise limit, D22).
