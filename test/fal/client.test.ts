@@ -11,6 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { ApiError, createFalClient, type FalClient, ValidationError } from "@fal-ai/client";
 import { type FalFake, startFalFake } from "../../fakes/fal.ts";
 import { pngDimensions } from "../../src/upstreams/media-probe.ts";
+import { BACKENDS } from "../helpers/backends.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 const FAL_KEY = "fal-test-key-0123456789abcdef";
@@ -378,11 +379,12 @@ scenarios(
 let falGw: TestGateway | undefined;
 let falFake: FalFake | undefined;
 scenarios(
-  "@fal-ai/client through the gateway's fal proxy, a fal source behind it (loopback fake)",
+  "@fal-ai/client through the gateway's fal proxy, a fal source behind it (loopback fake), PostgreSQL",
   async () => {
     falFake = await startFalFake({ apiKey: FAL_KEY, queueMs: 20, runMs: 40 });
+    // On PostgreSQL when it answers (the simulator half runs on SQLite): both databases serve the dialect.
     falGw = await startGateway(
-      "sqlite",
+      BACKENDS[1]?.skip ? "sqlite" : "postgres",
       {
         FAL_TEST_KEY: FAL_KEY,
         UPSTREAMS: JSON.stringify([{ name: "fal-local", protocol: "fal", base_url: falFake.url, api_key: "env:FAL_TEST_KEY", families: ["imgA", "imgB", "vidA", "vidD"], max_concurrency: 4 }]),
