@@ -192,7 +192,7 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: "generate_image",
     title: "Generate an image",
-    description: `Submits an image job and waits up to 60 seconds for it: answers the images (base64) and their stored URLs, or, if the job is still running, the job to follow with get_job. Prices: ${priceList("image")}. Usually takes 5 to 30 seconds. The price is held at submit and charged only on success (a failed job is refunded). ${ANSWER.replace("request_id", "job_id")}; a refusal costs nothing.`,
+    description: `Submits an image job and waits up to 55 seconds for it: answers the images (base64) and their stored URLs, or, if the job is still running, the job to follow with get_job. Prices: ${priceList("image")}. Usually takes 5 to 30 seconds. The price is held at submit and charged only on success (a failed job is refunded). ${ANSWER.replace("request_id", "job_id")}; a refusal costs nothing.`,
     inputSchema: bodyOf(createImageJobSchema) as Schema,
     annotations: PAID,
   },
