@@ -198,6 +198,12 @@ describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () =>
               const { detail, error_type } = JSON.parse(text) as { detail?: unknown; error_type?: unknown };
               const falShape = Array.isArray(detail) ? detail.length > 0 : typeof detail === "string" && typeof error_type === "string";
               assert.ok(falShape, where);
+            } else if (path === "/mcp") {
+              // The MCP server (D39): a refusal before any JSON-RPC (key, rate limit, body size) is the D1
+              // body; a protocol error (not JSON, not a JSON-RPC message, a batch) is a JSON-RPC error.
+              const { jsonrpc, error } = JSON.parse(text) as { jsonrpc?: unknown; error?: { code?: unknown; message?: unknown; type?: unknown } };
+              const ok = jsonrpc === "2.0" ? typeof error?.code === "number" && typeof error.message === "string" : typeof error?.code === "string" && typeof error.type === "string";
+              assert.ok(ok, where);
             } else {
               const body = JSON.parse(text) as { error?: Record<string, unknown> };
               const e = body.error;
