@@ -4,11 +4,19 @@
  * and their prices), the MCP tools (`tools.ts`) and the gateway's public address, so it changes when they
  * do; a test keeps it in step with the catalog.
  */
+import { SIGNUP_CREDIT_MICROS } from "../../../accounts/registration.ts";
 import { DEFAULT_MUSIC_MODEL, DEFAULT_SFX_MODEL, DEFAULT_SPEECH_MODEL, enabledModels } from "../../../catalog/models.ts";
 import type { ModelRecord } from "../../../catalog/types.ts";
 import { TEXT_MODELS } from "../../../catalog/text-models.ts";
-import { DEMO_ALPHA_VOICE_ID } from "../../../upstreams/simulator/voices.ts";
+import { formatUsd } from "../../../money.ts";
+import { DEMO_ALPHA_VOICE_ID, DEMO_ALPHA_VOICES } from "../../../upstreams/simulator/voices.ts";
 import { priceList, TOOLS } from "./tools.ts";
+
+/**
+ * The voice of the speech example: ElevenLabs' "George", whose real id is also in the simulator's alpha
+ * library, so the example works on the simulator, on the fakes and on ElevenLabs.
+ */
+const EXAMPLE_VOICE_ID = DEMO_ALPHA_VOICES.find((v) => v.name === "George")?.voice_id ?? DEMO_ALPHA_VOICE_ID;
 
 /** The catalog ids of the enabled models of `capability`. */
 function idsOf(capability: ModelRecord["capability"]): string[] {
@@ -38,7 +46,7 @@ export function buildLlmsTxt(publicBaseUrl: string): string {
     "",
     "## Authenticate",
     "",
-    `- Create an account: \`POST ${base}/v1/auth/register\` with \`{"email", "password"}\`; the answer holds an API key (\`gw_...\`). Operators add balance; new accounts get a small signup credit.`,
+    `- Create an account: \`POST ${base}/v1/auth/register\` with \`{"email", "password"}\`; the answer holds an API key (\`gw_...\`). New accounts get ${formatUsd(SIGNUP_CREDIT_MICROS)} USD of signup credit; the operator adds deposits, or \`POST /v1/billing/checkout\` opens a card payment when payments are on.`,
     "- Send the key on every call: `Authorization: Bearer <API key>`. A missing or wrong key answers 401 with `{\"error\": {\"code\": \"auth_error\", ...}}`.",
     '- Test-mode keys (`POST /v1/auth/keys {"name": "ci", "mode": "test"}`, `gw_test_...`) are served by the built-in simulator and priced as usual, but move no money.',
     "- Every paid answer carries `X-Svc-Cost-USD` (what this call cost) and `X-Svc-Balance-USD` (the balance after it); errors never charge. Too low a balance answers 402.",
@@ -49,7 +57,7 @@ export function buildLlmsTxt(publicBaseUrl: string): string {
     "",
     `Prices: ${priceList("speech")}. Voices: \`GET /v1/audio/voices?provider=alpha|beta\`.`,
     "",
-    curl(base, "/v1/audio/speech", { model: DEFAULT_SPEECH_MODEL, input: "Hello from the gateway.", voice_id: DEMO_ALPHA_VOICE_ID }, " -o hello.mp3"),
+    curl(base, "/v1/audio/speech", { model: DEFAULT_SPEECH_MODEL, input: "Hello from the gateway.", voice_id: EXAMPLE_VOICE_ID }, " -o hello.mp3"),
     "",
     `### Music: \`POST /v1/audio/music\``,
     "",
