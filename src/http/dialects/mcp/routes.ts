@@ -67,14 +67,26 @@ function serverFor(ctx: ToolCallContext): McpServer {
   return mcp;
 }
 
-/** The `Request` the SDK's transport reads: the method, URL and headers of `request` (its body goes separately, parsed). */
+/** The request headers the SDK's transport reads (content negotiation and the protocol's own). */
+const TRANSPORT_HEADERS = ["accept", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id"] as const;
+
+/**
+ * The `Request` the SDK's transport reads: the method and path of `request` and the headers it looks at
+ * ({@link TRANSPORT_HEADERS}); its body goes separately, already parsed. The origin is fixed: the
+ * transport's host checks are off, and a `Host` header that is no valid URL must not fail the request.
+ */
 function webRequestOf(request: FastifyRequest): Request {
   const headers = new Headers();
-  for (const [name, value] of Object.entries(request.headers)) {
-    if (value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  for (const name of TRANSPORT_HEADERS) {
+    const value = request.headers[name];
+    if (typeof value !== "string") continue;
+    try {
+      headers.set(name, value);
+    } catch {
+      // A value Headers refuses is left out: the transport then answers as if it were missing.
+    }
   }
-  return new Request(`http://${request.host}${request.url}`, { method: request.method, headers });
+  return new Request(`http://gateway${request.url}`, { method: request.method, headers });
 }
 
 /** Whether a parsed body is one JSON-RPC `tools/call` request. */
