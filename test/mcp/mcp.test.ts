@@ -498,6 +498,17 @@ for (const backend of BACKENDS) {
       assert.equal(raw.status, 200);
       assert.equal(raw.headers.get("x-svc-test-mode"), "true");
       assert.equal(raw.json.result.structuredContent.request_id, raw.headers.get("x-svc-request-id"));
+    // A paid tool call carries the native cost headers too.
+    const paid = await gw.request("POST", "/mcp", {
+      token: testKey,
+      headers: { ...MCP_HEADERS, "mcp-protocol-version": "2025-06-18" },
+      body: { jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "generate_sound_effect", arguments: { prompt: "a gong" } } },
+    });
+    const sc = paid.json.result.structuredContent;
+    assert.equal(paid.headers.get("x-svc-model"), "alpha-sfx");
+    assert.equal(micros(paid.headers.get("x-svc-cost-usd")), micros(sc.cost_usd));
+    assert.equal(micros(paid.headers.get("x-svc-balance-usd")), micros(sc.balance_usd));
+    assert.equal(paid.headers.get("x-svc-test-mode"), "true");
     });
 
     test("protocol errors are JSON-RPC errors: an unknown tool or method, a body that is not JSON, a batch", async () => {

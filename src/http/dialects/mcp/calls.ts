@@ -36,6 +36,7 @@ import type { Services } from "../../../services.ts";
 import { checkWebhookUrl } from "../../../webhooks/urls.ts";
 import { principalOf } from "../../auth.ts";
 import { callContext, generationDepsOf, paidCallOf, simulateHeader, speechDepsOf } from "../../call-context.ts";
+import { roundedSeconds, setCostHeaders } from "../../cost-headers.ts";
 import { schemaError, toAppError } from "../../error-handler.ts";
 import type { jobWaits } from "../../job-waits.ts";
 import { allModels } from "../../routes/models.ts";
@@ -175,7 +176,8 @@ function audioResult(ctx: ToolCallContext, out: { model: string; costMicros: Mic
 /** {@link audioResult} of a music or sound-effect outcome (stored: the tools always store). */
 function storedAudio(ctx: ToolCallContext, out: AudioOutcome): CallToolResult {
   if (out.stored === null) throw errors.storageFailed();
-  return audioResult(ctx, { ...out, jobId: out.stored.jobId, key: out.stored.key }, { duration_sec: Math.round(out.durationSec * 1000) / 1000 });
+  setCostHeaders(ctx.reply, out);
+  return audioResult(ctx, { ...out, jobId: out.stored.jobId, key: out.stored.key }, { duration_sec: roundedSeconds(out.durationSec) });
 }
 
 /**
@@ -340,6 +342,7 @@ const RUN: Record<ToolName, (ctx: ToolCallContext, args: Args) => Promise<CallTo
     const deps = { ...speechDepsOf(services, request), blobs: services.blobs };
     const out = await createSpeech(deps, principalOf(request).accountId, args as SpeechRequestBody, { ...callContext(services, request, reply), saveToBlob: true });
     if (out.stored === null || out.audio.kind !== "bytes") throw errors.storageFailed();
+    setCostHeaders(ctx.reply, out);
     return audioResult(ctx, { ...out, body: out.audio.body, jobId: out.stored.jobId, key: out.stored.key }, { characters: out.charsBilled });
   },
 

@@ -3,7 +3,7 @@
  * JSON-RPC 2.0: a protocol error (a body that is not JSON, an unknown method or tool, a batch) is a JSON-RPC
  * error, while a refusal made before any JSON-RPC (a missing or invalid key, the rate limit) is the D1 body.
  */
-import { errors, int, json, obj, oneOf, route, str, typed } from "../../schemas/common.ts";
+import { COST_HEADERS, errors, FALLBACK_HEADERS, H, int, json, obj, oneOf, route, str, typed } from "../../schemas/common.ts";
 import { TOOL_NAMES } from "./tools.ts";
 
 /** A JSON-RPC 2.0 error answer. */
@@ -55,7 +55,11 @@ export const mcpSchema = route({
     }),
   ),
   responses: {
-    200: { description: "The JSON-RPC answer.", content: json(JSON_RPC_ANSWER) },
+    200: {
+      description: "The JSON-RPC answer. The answer to a paid synchronous tool call (speech, music, sound effect) also carries the native cost headers.",
+      headers: { ...COST_HEADERS, "X-Svc-Chars-Billed": str("Characters billed (speech)."), "X-Svc-Duration-Sec": H.duration, ...FALLBACK_HEADERS },
+      content: json(JSON_RPC_ANSWER),
+    },
     202: { description: "A notification or response was accepted (no body)." },
     400: { description: "A JSON-RPC error: the body is not JSON (`-32700`), not a JSON-RPC message, or a batch (`-32600`).", content: json(JSON_RPC_ERROR) },
     406: { description: "A JSON-RPC error: `Accept` must list both `application/json` and `text/event-stream`.", content: json(JSON_RPC_ERROR) },
