@@ -150,10 +150,12 @@ for (const backend of BACKENDS) {
       const bodyOf = (path: string) => publishedSchema(doc.paths[path].post.requestBody.content["application/json"].schema);
       assert.deepEqual(byName.get("generate_image")?.inputSchema, bodyOf("/v1/images/generations"));
       assert.deepEqual(byName.get("submit_video")?.inputSchema, bodyOf("/v1/videos/generations"));
-      // The audio tools take the route's fields less the aliases (`text` for `input`, ...) and `stream`.
+      // The audio tools take the route's fields less the aliases (`text` for `input`, ...) and `stream`, in MP3.
       const speechProps = Object.keys(byName.get("generate_speech")?.inputSchema.properties ?? {});
       assert.deepEqual(speechProps, Object.keys(bodyOf("/v1/audio/speech").properties as object).filter((k) => !["text", "voice", "stream"].includes(k)));
-      assert.deepEqual(byName.get("get_job")?.inputSchema.required, ["job_id"]);
+      const formats = (byName.get("generate_music")?.inputSchema.properties as { response_format: { enum: string[] } }).response_format.enum;
+    assert.ok(formats.length > 0 && formats.every((f) => f.startsWith("mp3_")));
+    assert.deepEqual(byName.get("get_job")?.inputSchema.required, ["job_id"]);
       assert.deepEqual(
         TOOLS.map((t) => t.name),
         [...TOOL_NAMES],
@@ -376,6 +378,7 @@ for (const backend of BACKENDS) {
         ["generate_speech", { input: "hi" }, "voice_required"],
         ["generate_speech", { input: "hi", voice_id: DEMO_ALPHA_VOICE_ID, voice_settings: { stability: 2 } }, "invalid_request"],
         ["generate_image", { model: "imgA-v4", prompt: "" }, "invalid_prompt"],
+      ["generate_sound_effect", { prompt: "a bell", response_format: "pcm_16000" }, "invalid_request"],
         ["submit_video", { model: "vidD-3-fast", prompt: "x", duration: 99 }, "invalid_duration"],
         ["estimate_cost", { endpoint: "/v1/audio/speech", body: { input: "hi", voice_id: "v", model: "nope" } }, "not_a_tts_model"],
         ["estimate_cost", { endpoint: "/v1/nope", body: {} }, "invalid_request"],

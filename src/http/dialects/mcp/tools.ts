@@ -8,6 +8,7 @@ import { enabledModels } from "../../../catalog/models.ts";
 import { quoteImage } from "../../../catalog/quote.ts";
 import type { ModelRecord } from "../../../catalog/types.ts";
 import { formatUsd } from "../../../money.ts";
+import { AUDIO_FORMATS } from "../../../upstreams/types.ts";
 import { createMusicSchema, createSoundEffectSchema, createSpeechSchema } from "../../schemas/audio.ts";
 import { int, obj, oneOf, type Schema, str } from "../../schemas/common.ts";
 import { createImageJobSchema, createVideoJobSchema, getJobSchema } from "../../schemas/jobs.ts";
@@ -66,6 +67,24 @@ function without(schema: Record<string, unknown>, drop: readonly string[], extra
   const kept = Object.fromEntries(Object.entries(props).filter(([k]) => !drop.includes(k)));
   const required = Array.isArray(schema.required) ? (schema.required as string[]).filter((k) => !drop.includes(k)) : undefined;
   return { ...schema, properties: kept, ...(required && required.length > 0 ? { required } : {}), ...extra } as unknown as Schema;
+}
+
+/** The MP3 formats of `AUDIO_FORMATS`: the audio tools answer and store MP3 (a stored output is one). */
+const MP3_FORMATS = AUDIO_FORMATS.filter((f) => f.startsWith("mp3_"));
+
+/**
+ * An audio route's body as a tool takes it: without `drop`, and `response_format` narrowed to the MP3
+ * formats (the native route serves any format, but keeps only MP3 when it stores, as these tools do).
+ */
+function audioTool(schema: Record<string, unknown>, drop: readonly string[]): Schema {
+  const props = schema.properties as Record<string, Record<string, unknown>>;
+  const format = {
+    ...props.response_format,
+    enum: MP3_FORMATS,
+    description: "MP3 format of the answer and of the stored file.",
+    "x-error-message": `response_format must be one of ${MP3_FORMATS.join(", ")}.`,
+  };
+  return without({ ...schema, properties: { ...props, response_format: format } }, drop);
 }
 
 /** A model's price as an agent reads it, from its catalog record ("0.405 USD per 1000 characters"). */
@@ -172,21 +191,21 @@ export const TOOLS: readonly ToolDef[] = [
     name: "generate_speech",
     title: "Generate speech",
     description: `Text to speech with a voice from list_voices (voice_id and input are required). Prices: ${priceList("speech")}; the characters of input are counted after NFC. Takes one to a few seconds. Answers the audio (MP3, base64) and the stored file's URL. ${ANSWER} and job_id (the stored output); a refusal is an error result with the gateway's code and costs nothing.`,
-    inputSchema: without(bodyOf(createSpeechSchema), ["text", "voice", "stream"]),
+    inputSchema: audioTool(bodyOf(createSpeechSchema), ["text", "voice", "stream"]),
     annotations: PAID,
   },
   {
     name: "generate_music",
     title: "Generate music",
     description: `Music from a prompt (beta models also take lyrics). Prices: ${priceList("music")}. Takes about 10 to 60 seconds. Answers the audio (MP3, base64) and the stored file's URL. ${ANSWER} and job_id (the stored output); a refusal costs nothing.`,
-    inputSchema: without(bodyOf(createMusicSchema), ["duration_ms"]),
+    inputSchema: audioTool(bodyOf(createMusicSchema), ["duration_ms"]),
     annotations: PAID,
   },
   {
     name: "generate_sound_effect",
     title: "Generate a sound effect",
     description: `A sound effect from a description (prompt is required). Price: ${priceList("sfx")}, whatever the duration. Takes a few seconds. Answers the audio (MP3, base64) and the stored file's URL. ${ANSWER} and job_id (the stored output); a refusal costs nothing.`,
-    inputSchema: without(bodyOf(createSoundEffectSchema), ["text"]),
+    inputSchema: audioTool(bodyOf(createSoundEffectSchema), ["text"]),
     annotations: PAID,
   },
   {
