@@ -6,6 +6,7 @@
  */
 import { enabledModels } from "../../../catalog/models.ts";
 import { quoteImage } from "../../../catalog/quote.ts";
+import { TIERS } from "../../../catalog/tiers.ts";
 import type { ModelRecord } from "../../../catalog/types.ts";
 import { formatUsd } from "../../../money.ts";
 import { AUDIO_FORMATS } from "../../../upstreams/types.ts";
@@ -134,6 +135,14 @@ export const ESTIMATE_ENDPOINTS = {
 /** A path `estimate_cost` quotes. */
 export type EstimateEndpoint = keyof typeof ESTIMATE_ENDPOINTS;
 
+/** Which accounts make videos, from the tier matrix: "Tier 0 accounts cannot make videos (deposits of 10 USD reach Tier 1)." */
+function videoTierNote(): string {
+  const first = TIERS.findIndex((t) => t.videoConcurrent > 0);
+  if (first <= 0) return "";
+  const t = TIERS[first];
+  return `${TIERS.slice(0, first).map((x) => x.name).join(", ")} accounts cannot make videos (deposits of ${formatUsd(t.minDepositMicros)} USD in all reach ${t.name}).`;
+}
+
 const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 const PAID = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
 
@@ -218,7 +227,7 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: "submit_video",
     title: "Submit a video job",
-    description: `Submits a video job and answers at once with its job_id; follow it with get_job (every 10 to 30 seconds) until its status is succeeded (output.url is the MP4), failed or refunded; cancel_job gives the whole hold back while it has not ended. Prices: ${priceList("video")}, each model with its own durations. Takes one to several minutes. Tier 0 accounts cannot make videos (a deposit of 10 USD reaches tier 1). The price is held at submit and charged only on success. ${ANSWER.replace("request_id", "job_id")}.`,
+    description: `Submits a video job and answers at once with its job_id; follow it with get_job (every 10 to 30 seconds) until its status is succeeded (output.url is the MP4), failed or refunded; cancel_job gives the whole hold back while it has not ended. Prices: ${priceList("video")}, each model with its own durations. Takes one to several minutes. ${videoTierNote()} The price is held at submit and charged only on success. ${ANSWER.replace("request_id", "job_id")}.`,
     inputSchema: bodyOf(createVideoJobSchema) as Schema,
     annotations: PAID,
   },
