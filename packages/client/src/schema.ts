@@ -249,6 +249,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/llms.txt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Guide for AI agents (llms.txt)
+         * @description A short Markdown guide for agents, generated from the catalog (D39): what the gateway is, how to authenticate, the main endpoints with an example each and their prices, the dialects, the MCP endpoint, and links to `/openapi.json` and `/docs`.
+         */
+        get: operations["llmsTxt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * MCP server (Streamable HTTP, stateless)
+         * @description The Model Context Protocol server of the gateway (D39), for AI agents: connect an MCP client (for example the official SDK's `StreamableHTTPClientTransport`) to `<gateway>/mcp` with `Authorization: Bearer <API key>`. Stateless: every request stands alone (no `Mcp-Session-Id`), answers are JSON (no event stream), and `GET /mcp` is not served (405). Tools list models, quote a call (`estimate_cost`), read the balance, list voices, generate speech, music, sound effects and images, and submit, follow and cancel video jobs; each call is billed, limited and logged exactly as the native endpoint it uses, and a test-mode key (`gw_test_...`) moves no money. Send one JSON-RPC message per request (no batches).
+         */
+        post: operations["mcp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -4261,6 +4301,283 @@ export interface operations {
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    llmsTxt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The guide. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/markdown": string;
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description One JSON-RPC 2.0 message of the MCP protocol (`initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `ping`, ...). Its shape is checked by the protocol: a malformed message answers a JSON-RPC error. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": 1,
+                 *       "method": "tools/call",
+                 *       "params": {
+                 *         "name": "get_balance",
+                 *         "arguments": {}
+                 *       }
+                 *     }
+                 */
+                "application/json": Record<string, never> | unknown[];
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC answer. The answer to a paid synchronous tool call (speech, music, sound effect) also carries the native cost headers. */
+            200: {
+                headers: {
+                    /** @description Balance after the charge, USD. */
+                    "X-Svc-Balance-USD"?: string;
+                    /** @description Characters billed (speech). */
+                    "X-Svc-Chars-Billed"?: string;
+                    /** @description Amount charged for this call, USD. */
+                    "X-Svc-Cost-USD"?: string;
+                    /** @description Duration used for billing, seconds. */
+                    "X-Svc-Duration-Sec"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
+                    /** @description Resolved model id. */
+                    "X-Svc-Model"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error?: {
+                            /** @description `-32700` parse error, `-32600` invalid request (also a batch: send one message per request), `-32601` unknown method, `-32602` invalid params (an unknown tool), `-32603` internal error, `-32000` a transport refusal (`Accept` or `Content-Type`). */
+                            code: number;
+                            /** @description More about the error, when any. */
+                            data?: unknown;
+                            /** @description What went wrong. */
+                            message: string;
+                        };
+                        /** @description The request's id. */
+                        id?: string | number | null;
+                        /**
+                         * @description Always `2.0`.
+                         * @enum {string}
+                         */
+                        jsonrpc: "2.0";
+                        /** @description The method's result. `tools/call` answers a tool result: `content` (text, `audio` and `image` items in base64, `resource_link` items to stored files), `structuredContent` (always `cost_usd`, `balance_usd` and `request_id` or `job_id`) and `isError: true` for a refusal (the native `error` object; nothing charged). Tools: `list_models`, `estimate_cost`, `get_balance`, `list_voices`, `generate_speech`, `generate_music`, `generate_sound_effect`, `generate_image`, `submit_video`, `get_job`, `cancel_job`. */
+                        result?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description A notification or response was accepted (no body). */
+            202: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description A JSON-RPC error: the body is not JSON (`-32700`), not a JSON-RPC message, or a batch (`-32600`). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description `-32700` parse error, `-32600` invalid request (also a batch: send one message per request), `-32601` unknown method, `-32602` invalid params (an unknown tool), `-32603` internal error, `-32000` a transport refusal (`Accept` or `Content-Type`). */
+                            code: number;
+                            /** @description More about the error, when any. */
+                            data?: unknown;
+                            /** @description What went wrong. */
+                            message: string;
+                        };
+                        /** @description The request's id; null when the body could not be read. */
+                        id?: string | number | null;
+                        /**
+                         * @description Always `2.0`.
+                         * @enum {string}
+                         */
+                        jsonrpc: "2.0";
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (missing, unknown or expired key), before any JSON-RPC. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A JSON-RPC error: `Accept` must list both `application/json` and `text/event-stream`. */
+            406: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description `-32700` parse error, `-32600` invalid request (also a batch: send one message per request), `-32601` unknown method, `-32602` invalid params (an unknown tool), `-32603` internal error, `-32000` a transport refusal (`Accept` or `Content-Type`). */
+                            code: number;
+                            /** @description More about the error, when any. */
+                            data?: unknown;
+                            /** @description What went wrong. */
+                            message: string;
+                        };
+                        /** @description The request's id; null when the body could not be read. */
+                        id?: string | number | null;
+                        /**
+                         * @description Always `2.0`.
+                         * @enum {string}
+                         */
+                        jsonrpc: "2.0";
+                    };
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A JSON-RPC error: `Content-Type` must be `application/json`. */
+            415: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description `-32700` parse error, `-32600` invalid request (also a batch: send one message per request), `-32601` unknown method, `-32602` invalid params (an unknown tool), `-32603` internal error, `-32000` a transport refusal (`Accept` or `Content-Type`). */
+                            code: number;
+                            /** @description More about the error, when any. */
+                            data?: unknown;
+                            /** @description What went wrong. */
+                            message: string;
+                        };
+                        /** @description The request's id; null when the body could not be read. */
+                        id?: string | number | null;
+                        /**
+                         * @description Always `2.0`.
+                         * @enum {string}
+                         */
+                        jsonrpc: "2.0";
+                    };
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited` (the key's or the account's requests per minute), for a message other than `tools/call`: a tool call over the limit answers 200 with a tool result `isError: true` and the same error. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
                     [name: string]: unknown;
                 };
                 content: {
