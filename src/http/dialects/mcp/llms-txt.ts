@@ -89,7 +89,7 @@ export function buildLlmsTxt(publicBaseUrl: string): string {
     "",
     "## Vendor dialects (their official SDKs work unchanged)",
     "",
-    `- ElevenLabs: \`new ElevenLabsClient({ baseUrl: "${base}/elevenlabs", apiKey })\` (speech, sound effects, music, voices, models; ElevenLabs model ids such as `eleven_multilingual_v2`).`,
+    `- ElevenLabs: \`new ElevenLabsClient({ baseUrl: "${base}/elevenlabs", apiKey })\` (speech, sound effects, music, voices, models; ElevenLabs model ids such as \`eleven_multilingual_v2\`).`,
     `- OpenAI: \`new OpenAI({ baseURL: "${base}/openai/v1", apiKey })\` (chat, speech, transcription, images, videos); \`${base}/v1\` serves OpenAI's Videos API too.`,
     `- fal: \`fal.config({ credentials: apiKey, proxyUrl: { url: "${base}/fal/proxy", when: "always" } })\` with \`@fal-ai/client\`.`,
     "",
