@@ -26,6 +26,7 @@ import { audioTextRoutes } from "./routes/audio-text.ts";
 import { chatRoutes } from "./routes/chat.ts";
 import { consoleRoutes } from "./routes/console.ts";
 import { elevenLabsRoutes } from "./dialects/elevenlabs/routes.ts";
+import { openAIRoutes } from "./dialects/openai/routes.ts";
 import { jobReadRoutes, jobRoutes } from "./routes/jobs.ts";
 import { messagesRoutes } from "./routes/messages.ts";
 import { modelRoutes } from "./routes/models.ts";
@@ -179,6 +180,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   });
   // The ElevenLabs dialect (D36): its own auth (`xi-api-key`), error shapes and not-found handler.
   await app.register(async (el) => elevenLabsRoutes(el, services), { prefix: "/elevenlabs" });
+  // The OpenAI dialect (D37): `/v1/videos` (OpenAI's Videos API) and the whole dialect under `/openai/v1`.
+  await app.register(async (oa) => openAIRoutes(oa, services));
   await app.register(async (admin) => {
     admin.addHook("onRequest", requireAdmin(services));
     adminRoutes(admin, services);

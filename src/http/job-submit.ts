@@ -14,10 +14,11 @@ import { principalOf } from "./auth.ts";
 import { paidCallOf } from "./call-context.ts";
 import { withIdempotencyKey } from "./idempotency.ts";
 
-/** What a submit answers: the job, whether it replayed an idempotency key (200) or is new (202). */
+/** What a submit answers: the job, whether it replayed an idempotency key (200) or is new (202), and the validated spec. */
 export interface SubmittedJob {
   job: JobView;
   replayed: boolean;
+  spec: JobSpec;
 }
 
 /**
@@ -45,5 +46,5 @@ export async function submitFromRequest<B extends MediaJobRequest>(
   const deps = { db: services.db.kysely, publicBaseUrl: services.config.publicBaseUrl };
   const out = await submitJob({ ...deps, starter: services.jobStarter(), events: services.paidCalls.events }, principalOf(req), spec, keyed, simulate, call);
   if (!out.replayed && !out.started) services.nudgeRunner();
-  return { job: out.job, replayed: out.replayed };
+  return { job: out.job, replayed: out.replayed, spec };
 }
