@@ -228,16 +228,18 @@ describe("the openai SDK's videos against the gateway (D37)", () => {
   test("refusals hold nothing: bad seconds, unknown model, a non-image upload, tier 0", async () => {
     const before = await balance();
     const holdsBefore = await holdsOf();
-    const cases: [Promise<unknown>, number, string][] = [
-      [client.videos.create({ prompt: "x", seconds: sec("12") }), 400, "invalid_duration"],
-      [client.videos.create({ prompt: "x", model: "sora-2" }), 400, "invalid_model"],
-      [client.videos.create({ prompt: "   " }), 400, "invalid_prompt"],
-      [client.videos.create({ prompt: "x", input_reference: await toFile(Buffer.from("GIF89a not allowed"), "a.gif") }), 400, "invalid_request"],
-      [client.videos.create({ prompt: "x", input_reference: { image_url: "http://127.0.0.1/a.png" } }), 400, "invalid_image_url"],
-      [client.videos.create({ prompt: "x", input_reference: await toFile(Buffer.alloc(10 * 1024 * 1024 + 1), "big.png") }), 413, "invalid_request"],
+    const gif = await toFile(Buffer.from("GIF89a not allowed"), "a.gif");
+    const big = await toFile(Buffer.alloc(10 * 1024 * 1024 + 1), "big.png");
+    const cases: [() => Promise<unknown>, number, string][] = [
+      [() => client.videos.create({ prompt: "x", seconds: sec("12") }), 400, "invalid_duration"],
+      [() => client.videos.create({ prompt: "x", model: "sora-2" }), 400, "invalid_model"],
+      [() => client.videos.create({ prompt: "   " }), 400, "invalid_prompt"],
+      [() => client.videos.create({ prompt: "x", input_reference: gif }), 400, "invalid_request"],
+      [() => client.videos.create({ prompt: "x", input_reference: { image_url: "http://127.0.0.1/a.png" } }), 400, "invalid_image_url"],
+      [() => client.videos.create({ prompt: "x", input_reference: big }), 413, "invalid_request"],
     ];
     for (const [call, status, code] of cases) {
-      const err = await failure(call);
+      const err = await failure(call());
       assert.equal(err.status, status, `${code}: ${JSON.stringify(err.error)}`);
       assert.equal((err.error as { code?: string }).code, code);
     }
