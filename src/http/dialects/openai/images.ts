@@ -76,6 +76,15 @@ export async function openAIImageRoutes(app: App, services: Services): Promise<v
   const own = ownUploadUrl(services.config.publicBaseUrl);
   const deps = { db: services.db.kysely, publicBaseUrl: services.config.publicBaseUrl, changes: services.jobChanges };
 
+  /** The stored image `key` as base64, or null when there is none. */
+  const readBase64 = async (key: string | null): Promise<string | null> => {
+    const read = key === null ? null : await services.blobs.get(key);
+    if (read === null) return null;
+    const chunks: Buffer[] = [];
+    for await (const chunk of read.body) chunks.push(Buffer.from(chunk as Uint8Array));
+    return Buffer.concat(chunks).toString("base64");
+  };
+
   /** Submits `body`, waits for its job and answers it in OpenAI's shape. */
   const run = async (req: FastifyRequest, reply: FastifyReply, body: ImageJobRequest, format: "url" | "b64_json") => {
     const out = await submitFromRequest(services, req, body, (b) => validateImageJob(b, { ownUrl: own }), { ownUrl: own });
@@ -99,13 +108,14 @@ export async function openAIImageRoutes(app: App, services: Services): Promise<v
     const created = Math.floor(Date.parse(job.created_at) / 1000);
     if (format === "url") return reply.send({ created, data: urls.map((url) => ({ url })) });
     const prefix = `${services.config.publicBaseUrl}/v1/files/`;
-    const data = [];
+    const data: ({ b64_json: string } | { url: string })[] = [];
     for (const url of urls) {
-      const read = url.startsWith(prefix) ? await services.blobs.get(url.slice(prefix.length)) : null;
-      if (read === null) throw errors.internal();
-      const chunks: Buffer[] = [];
-      for await (const chunk of read.body) chunks.push(Buffer.from(chunk as Uint8Array));
-      data.push({ b64_json: Buffer.concat(chunks).toString("base64") });
+      // The job is charged: an image whose bytes cannot be read back is answered as its URL, never a 5xx.
+      const b64 = await readBase64(url.startsWith(prefix) ? url.slice(prefix.length) : null).catch((err: unknown) => {
+        req.log.warn({ err, jobId: job.id }, "a generated image could not be read back for b64_json; answered as its URL");
+        return null;
+      });
+      data.push(b64 === null ? { url } : { b64_json: b64 });
     }
     return reply.send({ created, data });
   };
