@@ -178,7 +178,7 @@ const IMAGE_FIELDS = {
 };
 
 export const openAIImagesSchema = route({
-  operationId: "openaiCreateImage",
+  operationId: "createImage",
   summary: "Generate images, synchronously (OpenAI Images API)",
   description:
     "`openai.images.generate` with `baseURL: <gateway>/openai/v1`. Submits an image job (hold, charge on success, as `POST /v1/images/generations`), waits for it to end (at most the runner's give-up time) and answers in OpenAI's shape. A failed job answers its error with 502 and charges nothing.",
@@ -199,7 +199,7 @@ export const openAIImagesSchema = route({
 });
 
 export const openAIImageEditsSchema = route({
-  operationId: "openaiEditImage",
+  operationId: "editImage",
   summary: "Edit images, synchronously (OpenAI Images API)",
   description: `\`openai.images.edit\`: the uploads (\`image\`, or \`image[]\` up to 10; ${UPLOAD_LIMIT}) are the job's reference images. Otherwise as \`images.generate\`.`,
   tags: ["openai"],
