@@ -93,6 +93,18 @@ describe("the openai SDK's images and videos on the fal and openai sources (D37)
     assert.equal(await balance(), start - 54_000);
   });
 
+  test("images.edit with gpt-image-2: 400 invalid_model (imgC takes no reference images), nothing sent or held", async () => {
+    const start = await balance();
+    const calls = openai.requests.length;
+    const err = await client.images.edit({ image: await toFile(tinyPng(), "photo.png", { type: "image/png" }), prompt: "edit", model: "gpt-image-2" }).catch((e: unknown) => e);
+    assert.ok(err instanceof APIError, String(err));
+    assert.equal(err.status, 400);
+    assert.equal((err.error as { code?: string }).code, "invalid_model");
+    assert.match(err.message, /imgC-q1 takes no reference images/);
+    assert.equal(openai.requests.length, calls);
+    assert.equal(await balance(), start);
+  });
+
   test("videos.create with an uploaded first frame on fal: image-to-video with the gateway's URL, charged once", async () => {
     const start = await balance();
     const calls = fal.submits().length;
