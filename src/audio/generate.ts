@@ -4,7 +4,7 @@
  * invariant 4): upstream errors answer 502 `provider_error`, storage errors 500 `storage_error`.
  */
 import type { Executor } from "../billing/ledger.ts";
-import { callUpstream, type PaidCalls } from "../billing/paid-call.ts";
+import { callUpstream, type PaidCalls, type PaidHold } from "../billing/paid-call.ts";
 import { formatUsd, type Micros } from "../money.ts";
 import { type CallContext, type UsageKind, usageFor } from "../billing/usage.ts";
 import { errors } from "../errors.ts";
@@ -111,32 +111,70 @@ async function generateInSlot(deps: GenerateDeps, args: GenerateArgs): Promise<A
       return { ...outcome, balanceMicros: settled.balanceAfterMicros, stored: null };
     }
 
-    const key = `audio/${jobId}.mp3`;
-    try {
-      await deps.blobs.put(key, result.body, { contentType: result.contentType });
-    } catch {
-      throw errors.storageFailed();
-    }
-    try {
-      // The job row and the charge commit together.
-      const settled = await hold.capture(args.priceMicros, async (trx) => {
-        await insertSucceededAudioJob(trx, {
-          id: jobId,
-          accountId: args.accountId,
-          apiKeyId: args.apiKeyId,
-          model: args.model,
-          holdId: hold.id,
-          costMicros: args.priceMicros,
-          requestJson: JSON.stringify(args.request),
-          outputJson: JSON.stringify({ key, content_type: result.contentType, keys: [key] }),
-          durationSec,
-          now: Date.now(),
-        });
-      });
-      return { ...outcome, balanceMicros: settled.balanceAfterMicros, stored: { jobId, key, contentType: result.contentType } };
-    } catch {
-      await deps.blobs.delete(key).catch(() => {});
-      throw errors.storageFailed();
-    }
+    const stored = await captureStoredAudio(deps.blobs, hold, {
+      jobId,
+      apiKeyId: args.apiKeyId,
+      model: args.model,
+      priceMicros: args.priceMicros,
+      request: args.request,
+      durationSec,
+      body: result.body,
+      contentType: result.contentType,
+    });
+    return { ...outcome, ...stored };
   });
+}
+
+/** A paid audio call's output to keep as a stored job (`save_to_blob`; D8, D17). Amounts in micro-USD, durations in seconds. */
+export interface AudioToStore {
+  /** The job id the hold was placed with (its ledger entries carry it). */
+  jobId: string;
+  apiKeyId: string | null;
+  model: string;
+  priceMicros: Micros;
+  /** The validated request, recorded on the job. */
+  request: unknown;
+  durationSec: number;
+  body: Uint8Array;
+  contentType: string;
+}
+
+/**
+ * Stores an audio output (MP3, key `audio/<job id>.mp3`) and captures `priceMicros` in the transaction that
+ * inserts its succeeded `audio` job, so the job row and the charge commit together. Shared by music and
+ * sound effects ({@link generatePaidAudio}) and speech (`speech.ts`).
+ * @throws AppError 500 `storage_error` when the blob or the capture fails (the blob is removed; the caller's
+ *   `withHold` releases the hold).
+ */
+export async function captureStoredAudio(
+  blobs: BlobStore,
+  hold: PaidHold,
+  a: AudioToStore,
+): Promise<{ balanceMicros: Micros; stored: StoredOutput }> {
+  const key = `audio/${a.jobId}.mp3`;
+  try {
+    await blobs.put(key, a.body, { contentType: a.contentType });
+  } catch {
+    throw errors.storageFailed();
+  }
+  try {
+    const settled = await hold.capture(a.priceMicros, async (trx) => {
+      await insertSucceededAudioJob(trx, {
+        id: a.jobId,
+        accountId: hold.accountId,
+        apiKeyId: a.apiKeyId,
+        model: a.model,
+        holdId: hold.id,
+        costMicros: a.priceMicros,
+        requestJson: JSON.stringify(a.request),
+        outputJson: JSON.stringify({ key, content_type: a.contentType, keys: [key] }),
+        durationSec: a.durationSec,
+        now: Date.now(),
+      });
+    });
+    return { balanceMicros: settled.balanceAfterMicros, stored: { jobId: a.jobId, key, contentType: a.contentType } };
+  } catch {
+    await blobs.delete(key).catch(() => {});
+    throw errors.storageFailed();
+  }
 }

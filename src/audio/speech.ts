@@ -20,6 +20,9 @@ import type { Served } from "../upstreams/sync-failover.ts";
 import { codePoints } from "./text-limits.ts";
 import { findOwnedVoice } from "./voices.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
+import { newId } from "../ids.ts";
+import type { BlobStore } from "../storage/blob-store.ts";
+import { captureStoredAudio, type StoredOutput } from "./generate.ts";
 
 /** The speech request body as received (types already checked by the route schema): the contract's type. */
 export type SpeechBody = SpeechRequestBody;
@@ -46,6 +49,22 @@ export interface SpeechDeps {
    * "the built-in simulator"): names and protocols only (audio/voice-library.ts `servedBy`).
    */
   servedBy(provider: "alpha" | "beta"): string;
+  /** Where a stored output goes (`saveToBlob`); only needed by callers that store. */
+  blobs?: BlobStore;
+}
+
+/** The options of one speech call: simulator control, abort signal, limits, call context, and whether to store the output. */
+export interface SpeechCallOptions {
+  simulate: SimulateMode | null;
+  signal?: AbortSignal;
+  guard?: CallGuard;
+  call?: CallContext;
+  /**
+   * Keep the audio as a stored output (a succeeded `audio` job in the gallery, its MP3 in the blob store,
+   * as `save_to_blob` does for music and sound effects): the call is not streamed and a non-MP3
+   * `response_format` is served as `mp3_44100_128`. Needs `deps.blobs`. Used by the MCP server (D39).
+   */
+  saveToBlob?: boolean;
 }
 
 /** A finished speech call. Amounts in micro-USD. */
@@ -60,6 +79,8 @@ export interface SpeechOutcome {
   fallbackLayer: 0 | 1;
   /** Complete bytes, or a stream whose first chunk has already arrived. */
   audio: { kind: "bytes"; body: Uint8Array } | { kind: "stream"; chunks: AsyncIterable<Uint8Array> };
+  /** The stored output (`saveToBlob`), else null. */
+  stored: StoredOutput | null;
 }
 
 /** A validated request, ready to quote. */
@@ -125,9 +146,11 @@ export async function createSpeech(
   deps: SpeechDeps,
   accountId: string,
   body: SpeechBody,
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
+  opts: SpeechCallOptions,
 ): Promise<SpeechOutcome> {
-  const req = validateSpeech(body);
+  const valid = validateSpeech(body);
+  // A stored output is one complete MP3 (as music and sound effects store theirs).
+  const req = opts.saveToBlob === true ? { ...valid, stream: false, format: valid.format.startsWith("mp3_") ? valid.format : ("mp3_44100_128" as const) } : valid;
   const guard = opts.guard ?? NO_LIMITS;
   const { model } = req;
 
@@ -233,14 +256,18 @@ async function speakWithSlot(
   accountId: string,
   req: ValidSpeech,
   voice: { upstreamVoiceId: string; home: string | null | undefined },
-  opts: { simulate: SimulateMode | null; signal?: AbortSignal; call?: CallContext },
+  opts: SpeechCallOptions,
   releaseSlot: () => Promise<void>,
 ): Promise<SpeechOutcome> {
   const { model } = req;
   const cost = quoteSpeech(model, req.chars);
   const onInsufficient = () => errors.billing(`This request costs ${formatUsd(cost)} USD; the balance is too low.`);
   const usage = usageFor(opts.call, "speech", { characters: req.chars });
-  return deps.paidCalls.withHold(deps.db, { accountId, amountMicros: cost, reference: model.id, usage }, { onInsufficient }, async (hold) => {
+  const blobs = opts.saveToBlob === true ? deps.blobs : undefined;
+  if (opts.saveToBlob === true && blobs === undefined) throw new Error("createSpeech: saveToBlob needs deps.blobs");
+  // A stored output is a job: its ledger entries carry the job id from the hold on (D17).
+  const jobId = blobs !== undefined ? newId("job") : null;
+  return deps.paidCalls.withHold(deps.db, { accountId, amountMicros: cost, reference: model.id, jobId, usage }, { onInsufficient }, async (hold) => {
     const served = await callUpstream(model.id, () =>
       deps.speak(
         model.voiceProvider,
@@ -261,15 +288,23 @@ async function speakWithSlot(
     // Wait for the first audio before charging.
     const rest = result.kind === "stream" ? await afterFirstChunk(result.chunks) : null;
     hold.note({ fallbackLayer: served.fallbackLayer });
+    const common = { model: model.id, charsBilled: req.chars, costMicros: cost, contentType: result.contentType, fallbackLayer: served.fallbackLayer };
+    if (jobId !== null && blobs !== undefined && result.kind === "bytes") {
+      const request = { model: model.id, text: req.text, voice_id: req.voiceId, response_format: req.format };
+      const kept = await captureStoredAudio(blobs, hold, {
+        jobId,
+        apiKeyId: opts.call?.keyId ?? null,
+        model: model.id,
+        priceMicros: cost,
+        request,
+        durationSec: result.durationSec,
+        body: result.body,
+        contentType: result.contentType,
+      });
+      return { ...common, balanceMicros: kept.balanceMicros, stored: kept.stored, audio: { kind: "bytes", body: result.body } };
+    }
     const settled = await hold.capture(cost);
-    const base = {
-      model: model.id,
-      charsBilled: req.chars,
-      costMicros: cost,
-      balanceMicros: settled.balanceAfterMicros,
-      contentType: result.contentType,
-      fallbackLayer: served.fallbackLayer,
-    };
+    const base = { ...common, balanceMicros: settled.balanceAfterMicros, stored: null };
     if (result.kind === "bytes") return { ...base, audio: { kind: "bytes", body: result.body } };
     return { ...base, audio: { kind: "stream", chunks: keepSlot(hold.stream(rest ?? result.chunks), releaseSlot) } };
   });

@@ -6,7 +6,7 @@
 import { promisify } from "node:util";
 import { gzip as gzipCb } from "node:zlib";
 import { errors } from "../errors.ts";
-import type { SimulateMode, VoiceLibraryAdapter } from "../upstreams/types.ts";
+import type { SimulateMode, VoiceLibraryAdapter, VoiceRecord } from "../upstreams/types.ts";
 
 export type VoiceProvider = "alpha" | "beta";
 export type LibraryQuery = VoiceProvider | "all";
@@ -50,6 +50,8 @@ export interface LibraryAnswer {
 }
 
 interface Entry {
+  /** The provider's records as listed (read by the ElevenLabs dialect, D36). */
+  records: readonly VoiceRecord[];
   /** The provider's records serialized as a JSON array without its brackets ("{...},{...}"). */
   items: string;
   /** The voice ids of the records (the speech endpoint's membership test, D20). */
@@ -89,6 +91,7 @@ export class VoiceLibrary {
         .listVoices(provider, simulate)
         .then((records) => {
           const entry = {
+            records,
             items: JSON.stringify(records).slice(1, -1),
             ids: new Set(records.map((r) => r.voice_id)),
             expiresAt: this.#now() + VOICE_CACHE_TTL_MS,
@@ -157,6 +160,19 @@ export class VoiceLibrary {
     const names = sources.map((s) => `'${s.name}'`);
     const list = names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} and ${names.at(-1)}`;
     return `the ${protocols.join("/")} source${sources.length === 1 ? "" : "s"} ${list}`;
+  }
+
+  /**
+   * The records of `provider`'s voices (from the cache, fetched on a miss), in the catalog's order: what
+   * the ElevenLabs dialect pages and searches (D36).
+   * @throws AppError 502 `provider_error` when the catalog is unavailable.
+   */
+  async records(provider: VoiceProvider, simulate: SimulateMode | null): Promise<readonly VoiceRecord[]> {
+    try {
+      return (await this.#get(provider, simulate)).entry.records;
+    } catch {
+      throw errors.provider("The voice catalog is unavailable.");
+    }
   }
 
   /**

@@ -47,3 +47,18 @@ export async function insertOwnedVoice(
     })
     .execute();
 }
+
+/** The designed and cloned voices of `accountId`, oldest first (`createdAt` epoch ms). */
+export async function ownedVoiceRows(
+  db: Executor,
+  accountId: string,
+): Promise<{ id: string; name: string | null; source: "design" | "clone"; description: string | null; createdAt: number }[]> {
+  const rows = await db
+    .selectFrom("voices")
+    .select(["id", "name", "source", "description", "created_at"])
+    .where("account_id", "=", accountId)
+    .orderBy("created_at")
+    .orderBy("id")
+    .execute();
+  return rows.map((r) => ({ id: r.id, name: r.name, source: r.source, description: r.description, createdAt: Number(r.created_at) }));
+}

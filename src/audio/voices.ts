@@ -3,7 +3,7 @@
  * voices.repository.ts) reads the `voices` table.
  */
 import type { Executor } from "../billing/ledger.ts";
-import { ownedVoiceRow } from "./voices.repository.ts";
+import { ownedVoiceRow, ownedVoiceRows } from "./voices.repository.ts";
 
 /** Prefix of designed and cloned voice ids (`svc_<random>`). */
 export const OWNED_VOICE_PREFIX = "svc_";
@@ -20,4 +20,18 @@ export async function findOwnedVoice(db: Executor, voiceId: string): Promise<Own
   if (!voiceId.startsWith(OWNED_VOICE_PREFIX)) return null;
   const row = await ownedVoiceRow(db, voiceId);
   return row ? { accountId: row.accountId, upstreamVoiceId: row.upstreamVoiceId ?? voiceId, upstreamSource: row.upstreamSource } : null;
+}
+
+/** A designed or cloned voice as its owner lists it (`createdAt` epoch ms). */
+export interface OwnedVoiceSummary {
+  voiceId: string;
+  name: string | null;
+  source: "design" | "clone";
+  description: string | null;
+  createdAt: number;
+}
+
+/** The designed and cloned voices `accountId` owns, oldest first (D20; listed by the ElevenLabs dialect, D36). */
+export async function listOwnedVoices(db: Executor, accountId: string): Promise<OwnedVoiceSummary[]> {
+  return (await ownedVoiceRows(db, accountId)).map((r) => ({ voiceId: r.id, name: r.name, source: r.source, description: r.description, createdAt: r.createdAt }));
 }

@@ -27,6 +27,8 @@ import { chatRoutes } from "./routes/chat.ts";
 import { consoleRoutes } from "./routes/console.ts";
 import { elevenLabsRoutes } from "./dialects/elevenlabs/routes.ts";
 import { openAIRoutes } from "./dialects/openai/routes.ts";
+import { falRoutes } from "./dialects/fal/routes.ts";
+import { agentRoutes } from "./dialects/mcp/routes.ts";
 import { jobReadRoutes, jobRoutes } from "./routes/jobs.ts";
 import { messagesRoutes } from "./routes/messages.ts";
 import { modelRoutes } from "./routes/models.ts";
@@ -182,6 +184,10 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   await app.register(async (el) => elevenLabsRoutes(el, services), { prefix: "/elevenlabs" });
   // The OpenAI dialect (D37): `/v1/videos` (OpenAI's Videos API) and the whole dialect under `/openai/v1`.
   await app.register(async (oa) => openAIRoutes(oa, services));
+  // The fal dialect (D38): fal's proxy protocol at /fal/proxy, its own auth (`Authorization: Key`) and error shapes.
+  await app.register(async (fal) => falRoutes(fal, services), { prefix: "/fal" });
+  // The MCP server and the agents' guide (D39): `POST /mcp` behind the API-key hook, the public `GET /llms.txt`.
+  await app.register(async (agents) => agentRoutes(agents, services));
   await app.register(async (admin) => {
     admin.addHook("onRequest", requireAdmin(services));
     adminRoutes(admin, services);

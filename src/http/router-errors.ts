@@ -27,7 +27,18 @@ import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, errors } from "../errors.ts";
 import type { App } from "./types.ts";
+import { elevenLabsErrorHandler } from "./dialects/elevenlabs/errors.ts";
+import { falErrorHandler } from "./dialects/fal/routes.ts";
 import { errorHandler } from "./error-handler.ts";
+
+/**
+ * The error handlers of the dialects that answer errors in their vendor's shape, by path prefix: a router
+ * failure under that prefix answers in the dialect's shape (D36, D38), like the dialect's own errors.
+ */
+const DIALECT_ERROR_HANDLERS: readonly { prefix: string; handler: typeof errorHandler }[] = [
+  { prefix: "/elevenlabs/", handler: elevenLabsErrorHandler },
+  { prefix: "/fal/", handler: falErrorHandler },
+];
 
 /** The D1 error for a router failure (Fastify error code `code`), or null when it is not one of them. */
 function routerError(code: string | undefined): AppError | null {
@@ -44,10 +55,11 @@ function routerError(code: string | undefined): AppError | null {
 /**
  * Fastify's `frameworkErrors` hook: renders the router's errors through the one error handler.
  * Errors it does not know (an async constraint failing) leave as a 500 `api_error`. The request was
- * read whole, so the connection stays open.
+ * read whole, so the connection stays open. Under a dialect's prefix the dialect's handler renders them.
  */
 export function frameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  errorHandler(routerError(err.code) ?? err, request, reply);
+  const dialect = DIALECT_ERROR_HANDLERS.find((d) => request.url.startsWith(d.prefix));
+  (dialect?.handler ?? errorHandler)(routerError(err.code) ?? err, request, reply);
 }
 
 /** The D1 error for a Node `clientError` code (`HPE_*` parser codes, request timeout). */

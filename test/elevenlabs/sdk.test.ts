@@ -2,14 +2,16 @@
  * The ElevenLabs dialect (D36) proven with `@elevenlabs/elevenlabs-js` itself, unchanged, against a real
  * gateway on loopback (simulator): speech and speech streaming with exact money (balance, ledger, usage
  * record), models, user and subscription, and the error shapes (unknown key, balance too low, bad body,
- * unknown model), and a test-mode key that moves no money.
+ * unknown model), a test-mode key that moves no money, voices (v1 list, v2 search and paging, one voice, the
+ * caller's own designed voice) and beta voices.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ElevenLabsClient, ElevenLabsError } from "@elevenlabs/elevenlabs-js";
 import { usdToMicros } from "../../src/money.ts";
-import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
-import { startGateway, type TestGateway } from "../helpers/gateway.ts";
+import { DEMO_ALPHA_VOICE_ID, DEMO_BETA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
+import { BACKENDS } from "../helpers/backends.ts";
+import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 /** Every byte of a web stream. */
 async function drain(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
@@ -18,7 +20,7 @@ async function drain(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
-describe("the ElevenLabs SDK against the gateway (D36)", () => {
+for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway (D36), ${backend.name}`, { skip: backend.skip }, () => {
   let gw: TestGateway;
   let user: { user_id: string; api_key: string };
   let el: ElevenLabsClient;
@@ -59,9 +61,11 @@ describe("the ElevenLabs SDK against the gateway (D36)", () => {
   }
 
   before(async () => {
-    gw = await startGateway("sqlite");
+    gw = await startGateway(backend.name);
     user = await gw.register();
-    await gw.deposit(user.user_id, 5);
+    await gw.deposit(user.user_id, 20);
+    // Tier 0 allows 30 requests a minute; this file makes more (an enterprise limit, D22).
+    assert.equal((await gw.request("PUT", `/v1/admin/users/${user.user_id}/limits`, { token: ADMIN_TOKEN, body: { rpm: 100_000 } })).status, 200);
     el = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: user.api_key });
   });
   after(async () => {
@@ -264,5 +268,123 @@ describe("the ElevenLabs SDK against the gateway (D36)", () => {
       assert.ok(detail.message.includes(native), detail.message);
       assert.equal(await balanceOf(fresh.api_key), before);
     }
+  });
+
+  test("voices.getAll, voices.search (filters, paging to the end) and voices.get, not billed", async () => {
+    const before = await balanceOf(user.api_key);
+    const all = await el.voices.getAll();
+    assert.ok(all.voices.length >= 1000, `the alpha library: ${all.voices.length}`);
+    const george = all.voices.find((v) => v.voiceId === DEMO_ALPHA_VOICE_ID);
+    assert.equal(george?.category, "premade");
+    assert.equal(typeof george?.labels?.accent, "string");
+    assert.ok(george?.previewUrl?.includes(`/v1/audio/voices/alpha/${DEMO_ALPHA_VOICE_ID}/preview.mp3`));
+    assert.ok(george?.highQualityBaseModelIds?.includes("eleven_multilingual_v2"));
+
+    // Every page of a search, in pages of 7: the union is exactly the matching voices, each once.
+    const matching = all.voices.filter((v) => [v.name ?? "", v.description ?? "", ...Object.values(v.labels ?? {})].some((t) => t.toLowerCase().includes("british")));
+    assert.ok(matching.length > 7, "more than a page");
+    const seen: string[] = [];
+    let token: string | undefined;
+    let pages = 0;
+    do {
+      const page = await el.voices.search({ search: "British", pageSize: 7, ...(token ? { nextPageToken: token } : {}) });
+      assert.equal(page.totalCount, matching.length);
+      assert.ok(page.voices.length <= 7);
+      seen.push(...page.voices.map((v) => v.voiceId));
+      assert.equal(page.hasMore, page.nextPageToken !== undefined && page.nextPageToken !== null);
+      token = page.nextPageToken ?? undefined;
+      pages += 1;
+    } while (token && pages < 100);
+    assert.deepEqual(seen, matching.map((v) => v.voiceId));
+
+    const byId = await el.voices.search({ voiceIds: [DEMO_ALPHA_VOICE_ID], voiceType: "default" });
+    assert.deepEqual(byId.voices.map((v) => v.voiceId), [DEMO_ALPHA_VOICE_ID]);
+    assert.equal(byId.hasMore, false);
+    const sorted = await el.voices.search({ sort: "name", sortDirection: "asc", pageSize: 20, category: "premade" });
+    const names = sorted.voices.map((v) => v.name ?? "");
+    assert.deepEqual(names, [...names].sort((a, b) => a.localeCompare(b)));
+    assert.ok(sorted.voices.every((v) => v.category === "premade"));
+
+    const one = await el.voices.get(DEMO_ALPHA_VOICE_ID, { withSettings: true });
+    assert.equal(one.name, george?.name);
+    assert.deepEqual(one.settings, { stability: 0.5, similarityBoost: 0.75, style: 0, useSpeakerBoost: true, speed: 1 });
+    assert.equal((await el.voices.get(DEMO_ALPHA_VOICE_ID)).settings, undefined);
+    const beta = await el.voices.get(DEMO_BETA_VOICE_ID);
+    assert.equal(beta.labels?.provider, "beta");
+
+    const missing = await failure(el.voices.get("no-such-voice"));
+    assert.equal(missing.statusCode, 404);
+    assert.equal((missing.body as { detail: { status: string } }).detail.status, "voice_not_found");
+    const badToken = await failure(el.voices.search({ nextPageToken: "not-ours" }));
+    assert.equal(badToken.statusCode, 400);
+    const badSize = await failure(el.voices.search({ pageSize: 500 }));
+    assert.equal(badSize.statusCode, 422);
+    assert.deepEqual((badSize.body as { detail: { loc: unknown[] }[] }).detail[0].loc, ["query", "page_size"]);
+    assert.equal(await balanceOf(user.api_key), before, "listing voices is not billed");
+  });
+
+  test("a beta voice: refused with an ElevenLabs model (400 voice_model_mismatch, nothing charged), spoken with a beta model", async () => {
+    const before = await balanceOf(user.api_key);
+    const err = await failure(el.textToSpeech.convert(DEMO_BETA_VOICE_ID, { text: "Hello." }));
+    assert.equal(err.statusCode, 400);
+    assert.equal((err.body as { detail: { status: string } }).detail.status, "voice_model_mismatch");
+    assert.equal(await balanceOf(user.api_key), before);
+
+    const text = "A beta voice through the ElevenLabs SDK.";
+    const { data, rawResponse } = await el.textToSpeech.convert(DEMO_BETA_VOICE_ID, { text, modelId: "beta-speech-hd" }).withRawResponse();
+    assert.ok((await drain(data)).length > 0);
+    const h = rawResponse.headers;
+    assert.equal(h.get("x-svc-model"), "beta-speech-hd");
+    assert.equal(h.get("character-cost"), String(text.length));
+    const cost = micros(h.get("x-svc-cost-usd"));
+    assert.ok(cost > 0);
+    const after = await balanceOf(user.api_key);
+    assert.equal(before - after, cost);
+    assert.equal(await ledgerSum(user.user_id), after);
+    assert.equal((await usageOf(h.get("request-id") ?? "")).cost_micros, cost);
+  });
+
+  test("a voice designed on the native route is the caller's own voice in the dialect and speaks with a beta model", async () => {
+    const designed = await gw.request("POST", "/v1/audio/voice-design", { token: user.api_key, body: { description: "a calm old sailor with a deep voice", name: "Sailor" } });
+    assert.equal(designed.status, 200, JSON.stringify(designed.json));
+    const voiceId = designed.json.voice_id as string;
+    const mine = await el.voices.search({ voiceType: "personal" });
+    assert.deepEqual(mine.voices.map((v) => v.voiceId), [voiceId]);
+    assert.equal(mine.voices[0].category, "generated");
+    assert.equal(mine.voices[0].isOwner, true);
+    assert.equal(mine.voices[0].name, "Sailor");
+    assert.equal((await el.voices.getAll()).voices[0].voiceId, voiceId, "own voices come first");
+    assert.equal((await el.voices.get(voiceId)).name, "Sailor");
+
+    const before = await balanceOf(user.api_key);
+    const { data, rawResponse } = await el.textToSpeech.convert(voiceId, { text: "Ahoy.", modelId: "beta-speech-turbo" }).withRawResponse();
+    assert.ok((await drain(data)).length > 0);
+    assert.equal(before - (await balanceOf(user.api_key)), micros(rawResponse.headers.get("x-svc-cost-usd")));
+
+    // Another account neither sees nor learns about it.
+    const other = await gw.register();
+    const client = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: other.api_key });
+    assert.equal((await failure(client.voices.get(voiceId))).statusCode, 404);
+    assert.deepEqual((await client.voices.search({ voiceType: "personal" })).voices, []);
+  });
+
+  test("per-key controls (D34) through the dialect: a model outside the key's list 403, a spend limit 402, nothing charged", async () => {
+    const made = await gw.request("POST", "/v1/auth/keys", { token: user.api_key, body: { name: "flash-only", models: ["alpha-flash-v2-5"], spend_limit_usd: 0.01, spend_limit_period: "total" } });
+    assert.equal(made.status, 201, JSON.stringify(made.json));
+    const client = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: made.json.api_key as string });
+    const before = await balanceOf(user.api_key);
+    const entries = await ledgerCount(user.user_id);
+    const refused = await failure(client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "Not this model." }));
+    assert.equal(refused.statusCode, 403);
+    assert.equal((refused.body as { detail: { status: string } }).detail.status, "model_not_allowed");
+    // 0.2 USD per 1000 characters: 100 characters cost 0.02 USD, over the key's 0.01.
+    const over = await failure(client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "a".repeat(100), modelId: "eleven_flash_v2_5" }));
+    assert.equal(over.statusCode, 402);
+    assert.equal((over.body as { detail: { status: string } }).detail.status, "key_spend_limit");
+    assert.equal(await balanceOf(user.api_key), before);
+    assert.equal(await ledgerCount(user.user_id), entries);
+    const ok = await client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "Within it.", modelId: "eleven_flash_v2_5" }).withRawResponse();
+    assert.ok((await drain(ok.data)).length > 0);
+    assert.equal(before - (await balanceOf(user.api_key)), micros(ok.rawResponse.headers.get("x-svc-cost-usd")));
   });
 });

@@ -185,14 +185,24 @@ describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () =>
             assert.match(res.headers.get("content-type") ?? "", /application\/json/, where);
             if (path.startsWith("/elevenlabs/")) {
               // The ElevenLabs dialect answers in ElevenLabs' shape (D36): {detail: {status, message}}, or
-              // FastAPI's {detail: [{loc, msg, type}]} for a request failing the schema. A refusal made before
-              // routing (a path that is not a valid URL, a segment too long) is still in the D1 shape
-              // (issue 29 leaves it to do).
-              const { detail, error } = JSON.parse(text) as { detail?: unknown; error?: { code?: unknown } };
+              // FastAPI's {detail: [{loc, msg, type}]} for a request failing the schema; refusals made before
+              // routing (a path that is not a valid URL, a segment too long) included.
+              const { detail } = JSON.parse(text) as { detail?: unknown };
               const elevenLabsShape = Array.isArray(detail)
                 ? detail.length > 0 && detail.every((d: { loc?: unknown; msg?: unknown; type?: unknown }) => Array.isArray(d.loc) && typeof d.msg === "string" && typeof d.type === "string")
                 : typeof detail === "object" && detail !== null && typeof (detail as { status?: unknown }).status === "string" && typeof (detail as { message?: unknown }).message === "string";
-              const ok = elevenLabsShape || typeof error?.code === "string";
+              assert.ok(elevenLabsShape, where);
+            } else if (path.startsWith("/fal/")) {
+              // The fal dialect answers in fal's shape (D38): {detail, error_type}, or FastAPI's list for an
+              // input fal would refuse; refusals made before routing included.
+              const { detail, error_type } = JSON.parse(text) as { detail?: unknown; error_type?: unknown };
+              const falShape = Array.isArray(detail) ? detail.length > 0 : typeof detail === "string" && typeof error_type === "string";
+              assert.ok(falShape, where);
+            } else if (path === "/mcp") {
+              // The MCP server (D39): a refusal before any JSON-RPC (key, rate limit, body size) is the D1
+              // body; a protocol error (not JSON, not a JSON-RPC message, a batch) is a JSON-RPC error.
+              const { jsonrpc, error } = JSON.parse(text) as { jsonrpc?: unknown; error?: { code?: unknown; message?: unknown; type?: unknown } };
+              const ok = jsonrpc === "2.0" ? typeof error?.code === "number" && typeof error.message === "string" : typeof error?.code === "string" && typeof error.type === "string";
               assert.ok(ok, where);
             } else {
               const body = JSON.parse(text) as { error?: Record<string, unknown> };

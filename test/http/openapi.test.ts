@@ -80,6 +80,7 @@ const PUBLIC = new Set([
   "get /readyz",
   "get /metrics",
   "get /openapi.json",
+  "get /llms.txt",
   // Called by Stripe, verified by its signature (D33).
   "post /v1/billing/stripe/webhook",
 ]);

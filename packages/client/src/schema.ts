@@ -144,6 +144,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/elevenlabs/v1/voices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ElevenLabs: voices
+         * @description Every voice the caller can list (D36): their designed and cloned voices, newest first, then the alpha library. Not billed.
+         */
+        get: operations["elevenLabsListVoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/elevenlabs/v1/voices/{voice_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ElevenLabs: one voice
+         * @description A voice the caller can use (D36): an alpha library voice, one of their own, or a beta system voice. Not billed.
+         */
+        get: operations["elevenLabsGetVoice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/elevenlabs/v2/voices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ElevenLabs: search voices
+         * @description ElevenLabs' v2 voice search (D36) over the caller's voices and the alpha library: `search` in name, description and labels; filters; `sort`; pages of `page_size` with an opaque `next_page_token`. Other filters are accepted and ignored. Not billed.
+         */
+        get: operations["elevenLabsSearchVoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/fal/proxy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * fal proxy: a request's status or result
+         * @description `.../requests/<id>/status`: `IN_QUEUE` (202, `queue_position`), `IN_PROGRESS` (202) or `COMPLETED` (200; a failed job carries `error` and `error_type`). `.../requests/<id>`: the endpoint's output JSON with the gateway's rehosted URLs and the `x-fal-request-id` header; a failed job answers 422 `{detail, error_type}`; a job still running 400. Requests are found by id; the target's `<owner>/<alias>` must be that of the job's endpoint.
+         */
+        get: operations["falProxyGet"];
+        /**
+         * fal proxy: cancel a request
+         * @description `.../requests/<id>/cancel`: the job is cancelled as `POST /v1/jobs/{id}/cancel` does (D30: it ends `failed` with `canceled`, the whole hold released, the upstream request withdrawn) and the answer is 202 `{status: "CANCELLATION_REQUESTED"}`; a job that already ended answers 400 `{status: "ALREADY_COMPLETED"}`. The client's empty JSON body is accepted.
+         */
+        put: operations["falProxyPut"];
+        /**
+         * fal proxy: submit a request to the queue, or run an endpoint
+         * @description With `x-fal-target-url: https://queue.fal.run/<endpoint id>` the endpoint's input becomes an image or video job (the same holds, charges, limits and webhooks as `POST /v1/images/generations` and `POST /v1/videos/generations`), answered in fal's queue shape with the job id as `request_id`. With `https://fal.run/<endpoint id>` the job is submitted and awaited, and the answer is the endpoint's output JSON. Endpoint ids name catalog models through the fal column of the default id table (both text-to-x and image-to-x variants; for example `fal-ai/flux-2-pro` is `imgB-2-pro`, `fal-ai/veo3.1/fast` is `vidD-3-fast`). A `?fal_webhook=` on the target becomes the job's `webhook_url` (D31 events).
+         */
+        post: operations["falProxyPost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -155,6 +243,46 @@ export interface paths {
         get: operations["health"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/llms.txt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Guide for AI agents (llms.txt)
+         * @description A short Markdown guide for agents, generated from the catalog (D39): what the gateway is, how to authenticate, the main endpoints with an example each and their prices, the dialects, the MCP endpoint, and links to `/openapi.json` and `/docs`.
+         */
+        get: operations["llmsTxt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * MCP server (Streamable HTTP, stateless)
+         * @description The Model Context Protocol server of the gateway (D39), for AI agents: connect an MCP client (for example the official SDK's `StreamableHTTPClientTransport`) to `<gateway>/mcp` with `Authorization: Bearer <API key>`. Stateless: every request stands alone (no `Mcp-Session-Id`), answers are JSON (no event stream), and `GET /mcp` is not served (405). Tools list models, quote a call (`estimate_cost`), read the balance, list voices, generate speech, music, sound effects and images, and submit, follow and cancel video jobs; each call is billed, limited and logged exactly as the native endpoint it uses, and a test-mode key (`gw_test_...`) moves no money. Send one JSON-RPC message per request (no batches).
+         */
+        post: operations["mcp"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2941,6 +3069,1202 @@ export interface operations {
             };
         };
     };
+    elevenLabsListVoices: {
+        parameters: {
+            query?: {
+                /** @description Accepted and ignored. */
+                show_legacy?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The voices. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The voices. */
+                        voices: {
+                            /** @description Empty. */
+                            available_for_tiers?: string[];
+                            /** @description `premade`, `professional`, `generated` (designed), `cloned`, ... */
+                            category: string;
+                            /** @description When the caller made the voice, Unix seconds; null for library voices. */
+                            created_at_unix?: number | null;
+                            /** @description What the voice sounds like. */
+                            description?: string | null;
+                            /** @description The models the voice speaks with (empty for beta voices). */
+                            high_quality_base_model_ids?: string[];
+                            /** @description false. */
+                            is_legacy?: boolean;
+                            /** @description True for the caller's own voices. */
+                            is_owner?: boolean;
+                            /** @description `gender`, `age`, `accent`, `use_case`; `provider: beta` for voices that speak with the beta models. */
+                            labels: {
+                                [key: string]: string;
+                            };
+                            /** @description The voice's name. */
+                            name: string;
+                            /** @description A short MP3 sample, or null. */
+                            preview_url?: string | null;
+                            /** @description ElevenLabs' default settings when `with_settings=true`, else null. */
+                            settings?: {
+                                /** @description 0 to 1. */
+                                similarity_boost?: number;
+                                /** @description Speed. */
+                                speed?: number;
+                                /** @description 0 to 1. */
+                                stability?: number;
+                                /** @description 0 to 1. */
+                                style?: number;
+                                /** @description Speaker boost. */
+                                use_speaker_boost?: boolean;
+                            } | null;
+                            /** @description Empty. */
+                            verified_languages?: Record<string, never>[];
+                            /** @description The voice id: an alpha library voice, or one of the caller's designed or cloned voices (`svc_...`). */
+                            voice_id: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description The body or query fails the schema. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description Where the failing value is. */
+                            loc: string[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `provider_error`: the upstream failed, nothing charged. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    elevenLabsGetVoice: {
+        parameters: {
+            query?: {
+                /** @description Include ElevenLabs' default `settings`. */
+                with_settings?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                /** @description A voice of the alpha library (`GET /elevenlabs/v1/voices`). */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The voice. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Empty. */
+                        available_for_tiers?: string[];
+                        /** @description `premade`, `professional`, `generated` (designed), `cloned`, ... */
+                        category: string;
+                        /** @description When the caller made the voice, Unix seconds; null for library voices. */
+                        created_at_unix?: number | null;
+                        /** @description What the voice sounds like. */
+                        description?: string | null;
+                        /** @description The models the voice speaks with (empty for beta voices). */
+                        high_quality_base_model_ids?: string[];
+                        /** @description false. */
+                        is_legacy?: boolean;
+                        /** @description True for the caller's own voices. */
+                        is_owner?: boolean;
+                        /** @description `gender`, `age`, `accent`, `use_case`; `provider: beta` for voices that speak with the beta models. */
+                        labels: {
+                            [key: string]: string;
+                        };
+                        /** @description The voice's name. */
+                        name: string;
+                        /** @description A short MP3 sample, or null. */
+                        preview_url?: string | null;
+                        /** @description ElevenLabs' default settings when `with_settings=true`, else null. */
+                        settings?: {
+                            /** @description 0 to 1. */
+                            similarity_boost?: number;
+                            /** @description Speed. */
+                            speed?: number;
+                            /** @description 0 to 1. */
+                            stability?: number;
+                            /** @description 0 to 1. */
+                            style?: number;
+                            /** @description Speaker boost. */
+                            use_speaker_boost?: boolean;
+                        } | null;
+                        /** @description Empty. */
+                        verified_languages?: Record<string, never>[];
+                        /** @description The voice id: an alpha library voice, or one of the caller's designed or cloned voices (`svc_...`). */
+                        voice_id: string;
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `voice_not_found`, `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description The body or query fails the schema. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description Where the failing value is. */
+                            loc: string[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `provider_error`: the upstream failed, nothing charged. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    elevenLabsSearchVoices: {
+        parameters: {
+            query?: {
+                /** @description An accent label. */
+                accent?: string;
+                /** @description An age label. */
+                age?: string;
+                /** @description `premade`, `professional`, `generated`, `cloned`. */
+                category?: string;
+                /** @description A gender label. */
+                gender?: string;
+                /** @description Accepted; `total_count` is always given. */
+                include_total_count?: "true" | "false";
+                /** @description The token of the previous page's answer. */
+                next_page_token?: string;
+                /** @description Voices per page, 1 to 100 (default 10). */
+                page_size?: string;
+                /** @description Case-insensitive text in the name, description or labels. */
+                search?: string;
+                /** @description Sort field; without it, the caller's voices then the library's order. */
+                sort?: "created_at_unix" | "name";
+                /** @description Sort direction. */
+                sort_direction?: "asc" | "desc";
+                use_cases?: string | string[];
+                voice_ids?: string | string[];
+                /** @description `personal`, `workspace`, `non-default`, `saved`: the caller's voices; `default`: the library; `community`: none. */
+                voice_type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of voices. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Whether another page follows. */
+                        has_more: boolean;
+                        /** @description The next page's token, or null. */
+                        next_page_token: string | null;
+                        /** @description Voices matching the filters. */
+                        total_count: number;
+                        /** @description The page's voices. */
+                        voices: {
+                            /** @description Empty. */
+                            available_for_tiers?: string[];
+                            /** @description `premade`, `professional`, `generated` (designed), `cloned`, ... */
+                            category: string;
+                            /** @description When the caller made the voice, Unix seconds; null for library voices. */
+                            created_at_unix?: number | null;
+                            /** @description What the voice sounds like. */
+                            description?: string | null;
+                            /** @description The models the voice speaks with (empty for beta voices). */
+                            high_quality_base_model_ids?: string[];
+                            /** @description false. */
+                            is_legacy?: boolean;
+                            /** @description True for the caller's own voices. */
+                            is_owner?: boolean;
+                            /** @description `gender`, `age`, `accent`, `use_case`; `provider: beta` for voices that speak with the beta models. */
+                            labels: {
+                                [key: string]: string;
+                            };
+                            /** @description The voice's name. */
+                            name: string;
+                            /** @description A short MP3 sample, or null. */
+                            preview_url?: string | null;
+                            /** @description ElevenLabs' default settings when `with_settings=true`, else null. */
+                            settings?: {
+                                /** @description 0 to 1. */
+                                similarity_boost?: number;
+                                /** @description Speed. */
+                                speed?: number;
+                                /** @description 0 to 1. */
+                                stability?: number;
+                                /** @description 0 to 1. */
+                                style?: number;
+                                /** @description Speaker boost. */
+                                use_speaker_boost?: boolean;
+                            } | null;
+                            /** @description Empty. */
+                            verified_languages?: Record<string, never>[];
+                            /** @description The voice id: an alpha library voice, or one of the caller's designed or cloned voices (`svc_...`). */
+                            voice_id: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `invalid_request`: a `next_page_token` this gateway did not give out. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`, `endpoint_not_supported`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description The body or query fails the schema. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description Where the failing value is. */
+                            loc: string[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `rate_limited`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `provider_error`: the upstream failed, nothing charged. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    falProxyGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job (D5). */
+                "idempotency-key"?: string;
+                /**
+                 * @description The fal address the client would have called: `https://queue.fal.run/<endpoint id>` (submit), `https://queue.fal.run/<owner>/<alias>/requests/<id>/status`, `.../requests/<id>` (result), `.../requests/<id>/cancel`, or `https://fal.run/<endpoint id>` (run). Any other address, or none, answers 400 `invalid_request` and nothing is sent anywhere.
+                 * @example https://queue.fal.run/fal-ai/flux-2-pro
+                 */
+                "x-fal-target-url"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `COMPLETED` status, or the result's output JSON. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description fal's cancel URL of the request. */
+                        cancel_url?: string;
+                        /** @description A failed request: the job's error message. */
+                        error?: string;
+                        /** @description A failed request: the job's `error.code` (`provider_error`, `canceled`, `expired`, ...). */
+                        error_type?: string;
+                        /** @description Always empty. */
+                        logs: Record<string, never>[];
+                        metrics?: Record<string, never>;
+                        /** @description The request id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        request_id: string;
+                        /** @description fal's result URL of the request (the client sends it through the proxy). */
+                        response_url?: string;
+                        /**
+                         * @description Ended: succeeded, or failed with `error` and `error_type`.
+                         * @enum {string}
+                         */
+                        status: "COMPLETED";
+                        /** @description fal's status URL of the request. */
+                        status_url?: string;
+                    } | ({
+                        /** @description The images. */
+                        images: {
+                            /** @description Its media type. */
+                            content_type: string;
+                            /** @description Bytes (videos). */
+                            file_size?: number;
+                            /** @description Pixels (PNG). */
+                            height?: number;
+                            /** @description The gateway's rehosted file (`/v1/files/...`). */
+                            url: string;
+                            /** @description Pixels (PNG). */
+                            width?: number;
+                        }[];
+                        /** @description The prompt. */
+                        prompt?: string;
+                    } | {
+                        video: {
+                            /** @description Its media type. */
+                            content_type: string;
+                            /** @description Bytes (videos). */
+                            file_size?: number;
+                            /** @description Pixels (PNG). */
+                            height?: number;
+                            /** @description The gateway's rehosted file (`/v1/files/...`). */
+                            url: string;
+                            /** @description Pixels (PNG). */
+                            width?: number;
+                        };
+                    });
+                };
+            };
+            /** @description `IN_QUEUE` or `IN_PROGRESS` status. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description fal's cancel URL of the request. */
+                        cancel_url?: string;
+                        /** @description Requests of the caller's pool that start before this one (0: next). */
+                        queue_position: number;
+                        /** @description The request id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        request_id: string;
+                        /** @description fal's result URL of the request (the client sends it through the proxy). */
+                        response_url?: string;
+                        /**
+                         * @description Waiting to start.
+                         * @enum {string}
+                         */
+                        status: "IN_QUEUE";
+                        /** @description fal's status URL of the request. */
+                        status_url?: string;
+                    } | {
+                        /** @description fal's cancel URL of the request. */
+                        cancel_url?: string;
+                        /** @description Always empty. */
+                        logs: Record<string, never>[];
+                        /** @description Fraction done, 0..1, when the upstream says (the gateway's addition). */
+                        progress?: number | null;
+                        /** @description The request id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        request_id: string;
+                        /** @description fal's result URL of the request (the client sends it through the proxy). */
+                        response_url?: string;
+                        /**
+                         * @description Running.
+                         * @enum {string}
+                         */
+                        status: "IN_PROGRESS";
+                        /** @description fal's status URL of the request. */
+                        status_url?: string;
+                    };
+                };
+            };
+            /** @description `invalid_request`: a refused or missing `x-fal-target-url` (nothing was sent anywhere), a bad idempotency key; the native 400s of a submit (`invalid_prompt`, `invalid_duration`, `invalid_image_url`, ...). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description An unknown endpoint id (`Application '<id>' not found`), or `job_not_found` for an unknown request id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `invalid_request`: body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description The result of a failed job: its message and `error.code` (`provider_error`, `canceled`, `expired`, ...). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `rate_limited` (see `Retry-After`). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `api_error`: an internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+        };
+    };
+    falProxyPut: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job (D5). */
+                "idempotency-key"?: string;
+                /**
+                 * @description The fal address the client would have called: `https://queue.fal.run/<endpoint id>` (submit), `https://queue.fal.run/<owner>/<alias>/requests/<id>/status`, `.../requests/<id>` (result), `.../requests/<id>/cancel`, or `https://fal.run/<endpoint id>` (run). Any other address, or none, answers 400 `invalid_request` and nothing is sent anywhere.
+                 * @example https://queue.fal.run/fal-ai/flux-2-pro
+                 */
+                "x-fal-target-url"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description fal's word for it.
+                         * @enum {string}
+                         */
+                        status: "CANCELLATION_REQUESTED";
+                    };
+                };
+            };
+            /** @description `ALREADY_COMPLETED` (the job had ended; `error_type` `job_not_cancelable`), or a refused target (`invalid_request`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code. */
+                        error_type?: string;
+                        /**
+                         * @description The job had ended.
+                         * @enum {string}
+                         */
+                        status?: "ALREADY_COMPLETED";
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description An unknown endpoint id (`Application '<id>' not found`), or `job_not_found` for an unknown request id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `invalid_request`: body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `rate_limited` (see `Retry-After`). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `api_error`: an internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+        };
+    };
+    falProxyPost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job (D5). */
+                "idempotency-key"?: string;
+                /**
+                 * @description The fal address the client would have called: `https://queue.fal.run/<endpoint id>` (submit), `https://queue.fal.run/<owner>/<alias>/requests/<id>/status`, `.../requests/<id>` (result), `.../requests/<id>/cancel`, or `https://fal.run/<endpoint id>` (run). Any other address, or none, answers 400 `invalid_request` and nothing is sent anywhere.
+                 * @example https://queue.fal.run/fal-ai/flux-2-pro
+                 */
+                "x-fal-target-url"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The endpoint's fal input (`prompt`, `image_url`, `duration`, `aspect_ratio`, `image_size`, `num_images`, ...). */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "prompt": "a lighthouse at dusk",
+                 *       "image_size": "landscape_16_9"
+                 *     }
+                 */
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description A submit: `IN_QUEUE` with the request id and fal's follow-up URLs. A run: the endpoint's output JSON. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description fal's cancel URL of the request. */
+                        cancel_url?: string;
+                        /** @description Requests of the caller's pool that start before this one (0: next). */
+                        queue_position: number;
+                        /** @description The request id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        request_id: string;
+                        /** @description fal's result URL of the request (the client sends it through the proxy). */
+                        response_url?: string;
+                        /**
+                         * @description Waiting to start.
+                         * @enum {string}
+                         */
+                        status: "IN_QUEUE";
+                        /** @description fal's status URL of the request. */
+                        status_url?: string;
+                    } | ({
+                        /** @description The images. */
+                        images: {
+                            /** @description Its media type. */
+                            content_type: string;
+                            /** @description Bytes (videos). */
+                            file_size?: number;
+                            /** @description Pixels (PNG). */
+                            height?: number;
+                            /** @description The gateway's rehosted file (`/v1/files/...`). */
+                            url: string;
+                            /** @description Pixels (PNG). */
+                            width?: number;
+                        }[];
+                        /** @description The prompt. */
+                        prompt?: string;
+                    } | {
+                        video: {
+                            /** @description Its media type. */
+                            content_type: string;
+                            /** @description Bytes (videos). */
+                            file_size?: number;
+                            /** @description Pixels (PNG). */
+                            height?: number;
+                            /** @description The gateway's rehosted file (`/v1/files/...`). */
+                            url: string;
+                            /** @description Pixels (PNG). */
+                            width?: number;
+                        };
+                    });
+                };
+            };
+            /** @description A run whose job had not ended after the wait: as a submit's answer (poll the queue). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description fal's cancel URL of the request. */
+                        cancel_url?: string;
+                        /** @description Requests of the caller's pool that start before this one (0: next). */
+                        queue_position: number;
+                        /** @description The request id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        request_id: string;
+                        /** @description fal's result URL of the request (the client sends it through the proxy). */
+                        response_url?: string;
+                        /**
+                         * @description Waiting to start.
+                         * @enum {string}
+                         */
+                        status: "IN_QUEUE";
+                        /** @description fal's status URL of the request. */
+                        status_url?: string;
+                    };
+                };
+            };
+            /** @description `invalid_request`: a refused or missing `x-fal-target-url` (nothing was sent anywhere), a bad idempotency key; the native 400s of a submit (`invalid_prompt`, `invalid_duration`, `invalid_image_url`, ...). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `auth_error`: missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `insufficient_balance`, `key_spend_limit`: nothing charged. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `model_not_allowed` (the key's allow-list, D34). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description An unknown endpoint id (`Application '<id>' not found`), or `job_not_found` for an unknown request id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `idempotency_conflict`: the idempotency key was used with another input. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `model_retired`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `invalid_request`: body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description An input the endpoint refuses (fal's validation shape); or, for a run, `{detail, error_type}` of the job that failed (nothing charged). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The failures. */
+                        detail: {
+                            /** @description `body`, then the field. */
+                            loc: (string | number)[];
+                            /** @description What is wrong. */
+                            msg: string;
+                            /** @description The kind of failure (`missing`, `literal_error`, `string_type`, ...). */
+                            type: string;
+                        }[];
+                    } | {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `rate_limited` (see `Retry-After`). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `api_error`: an internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+            /** @description `limits_unavailable`, `service_unavailable`. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description The gateway's error code (`auth_error`, `insufficient_balance`, `invalid_request`, `provider_error`, `canceled`, ...). */
+                        error_type?: string;
+                    };
+                };
+            };
+        };
+    };
     health: {
         parameters: {
             query?: never;
@@ -2977,6 +4301,283 @@ export interface operations {
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    llmsTxt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The guide. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/markdown": string;
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description One JSON-RPC 2.0 message of the MCP protocol (`initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `ping`, ...). Its shape is checked by the protocol: a malformed message answers a JSON-RPC error. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": 1,
+                 *       "method": "tools/call",
+                 *       "params": {
+                 *         "name": "get_balance",
+                 *         "arguments": {}
+                 *       }
+                 *     }
+                 */
+                "application/json": Record<string, never> | unknown[];
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC answer. The answer to a paid synchronous tool call (speech, music, sound effect) also carries the native cost headers. */
+            200: {
+                headers: {
+                    /** @description Balance after the charge, USD. */
+                    "X-Svc-Balance-USD"?: string;
+                    /** @description Characters billed (speech). */
+                    "X-Svc-Chars-Billed"?: string;
+                    /** @description Amount charged for this call, USD. */
+                    "X-Svc-Cost-USD"?: string;
+                    /** @description Duration used for billing, seconds. */
+                    "X-Svc-Duration-Sec"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
+                    /** @description Resolved model id. */
+                    "X-Svc-Model"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error?: {
+                            /** @description `-32700` parse error, `-32600` invalid request (also a batch: send one message per request), `-32601` unknown method, `-32602` invalid params (an unknown tool), `-32603` internal error, `-32000` a transport refusal (`Accept` or `Content-Type`). */
+                            code: number;
+                            /** @description More about the error, when any. */
+                            data?: unknown;
+                            /** @description What went wrong. */
+                            message: string;
+                        };
+                        /** @description The request's id. */
+                        id?: string | number | null;
+                        /**
+                         * @description Always `2.0`.
+                         * @enum {string}
+                         */
+                        jsonrpc: "2.0";
+                        /** @description The method's result. `tools/call` answers a tool result: `content` (text, `audio` and `image` items in base64, `resource_link` items to stored files), `structuredContent` (always `cost_usd`, `balance_usd` and `request_id` or `job_id`) and `isError: true` for a refusal (the native `error` object; nothing charged). Tools: `list_models`, `estimate_cost`, `get_balance`, `list_voices`, `generate_speech`, `generate_music`, `generate_sound_effect`, `generate_image`, `submit_video`, `get_job`, `cancel_job`. */
+                        result?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description A notification or response was accepted (no body). */
+            202: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description A JSON-RPC error: the body is not JSON (`-32700`), not a JSON-RPC message, or a batch (`-32600`). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description `-32700` parse error, `-32600` invalid request (also a batch: send one message per request), `-32601` unknown method, `-32602` invalid params (an unknown tool), `-32603` internal error, `-32000` a transport refusal (`Accept` or `Content-Type`). */
+                            code: number;
+                            /** @description More about the error, when any. */
+                            data?: unknown;
+                            /** @description What went wrong. */
+                            message: string;
+                        };
+                        /** @description The request's id; null when the body could not be read. */
+                        id?: string | number | null;
+                        /**
+                         * @description Always `2.0`.
+                         * @enum {string}
+                         */
+                        jsonrpc: "2.0";
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (missing, unknown or expired key), before any JSON-RPC. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A JSON-RPC error: `Accept` must list both `application/json` and `text/event-stream`. */
+            406: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description `-32700` parse error, `-32600` invalid request (also a batch: send one message per request), `-32601` unknown method, `-32602` invalid params (an unknown tool), `-32603` internal error, `-32000` a transport refusal (`Accept` or `Content-Type`). */
+                            code: number;
+                            /** @description More about the error, when any. */
+                            data?: unknown;
+                            /** @description What went wrong. */
+                            message: string;
+                        };
+                        /** @description The request's id; null when the body could not be read. */
+                        id?: string | number | null;
+                        /**
+                         * @description Always `2.0`.
+                         * @enum {string}
+                         */
+                        jsonrpc: "2.0";
+                    };
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A JSON-RPC error: `Content-Type` must be `application/json`. */
+            415: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @description `-32700` parse error, `-32600` invalid request (also a batch: send one message per request), `-32601` unknown method, `-32602` invalid params (an unknown tool), `-32603` internal error, `-32000` a transport refusal (`Accept` or `Content-Type`). */
+                            code: number;
+                            /** @description More about the error, when any. */
+                            data?: unknown;
+                            /** @description What went wrong. */
+                            message: string;
+                        };
+                        /** @description The request's id; null when the body could not be read. */
+                        id?: string | number | null;
+                        /**
+                         * @description Always `2.0`.
+                         * @enum {string}
+                         */
+                        jsonrpc: "2.0";
+                    };
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited` (the key's or the account's requests per minute), for a message other than `tools/call`: a tool call over the limit answers 200 with a tool result `isError: true` and the same error. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
                     [name: string]: unknown;
                 };
                 content: {

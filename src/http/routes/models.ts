@@ -10,7 +10,7 @@ import type { App } from "../types.ts";
 import { getCapabilitiesSchema, listModelsSchema, recommendModelSchema } from "../schemas/models.ts";
 
 /** One entry of `GET /v1/models`. */
-interface ModelEntry {
+export interface ModelEntry {
   id: string;
   object: "model";
   created: number;
@@ -29,7 +29,8 @@ interface ModelEntry {
 /** A fixed creation time: the catalog has no per-model dates. */
 const CREATED = 1_767_225_600;
 
-function allModels(): ModelEntry[] {
+/** Every enabled model (text and media) as `GET /v1/models` lists it, sorted by id; also the MCP tool `list_models` (D39). */
+export function allModels(): ModelEntry[] {
   const aliasesOf = (id: string) =>
     Object.entries(TEXT_ALIASES)
       .filter(([, target]) => target === id)

@@ -86,6 +86,12 @@ export interface FalVideoModel {
   fields: Readonly<Record<string, unknown>>;
   /** Fields the gateway sets on the image-to-video variant only. */
   imageFields?: Readonly<Record<string, unknown>>;
+  /**
+   * The row fal's endpoint serves when an input omits the fields that tell apart rows sharing that
+   * endpoint (fal's own default: Kling v3 `generate_audio` true, Hailuo-02 standard `resolution` 768P).
+   * Read only when the table is read backwards (the fal dialect, D38).
+   */
+  falDefault?: boolean;
 }
 
 /** How an image model's row maps a request. */
@@ -139,7 +145,7 @@ export const FAL_MODELS: Readonly<Record<string, FalModel>> = deepFreeze({
   // vidA: Kling. Spec prices are fal's x 1.35; v3 audio on/off is the price difference.
   "vidA-2.5-pro": { ...kling25, fields: {} },
   "vidA-3-pro": { ...kling3, fields: { generate_audio: false } },
-  "vidA-3-pro-audio": { ...kling3, fields: { generate_audio: true } },
+  "vidA-3-pro-audio": { ...kling3, fields: { generate_audio: true }, falDefault: true },
   // vidB: Seedance 2.0, priced with bundled audio at 720p.
   "vidB-2-pro": {
     kind: "video",
@@ -176,6 +182,7 @@ export const FAL_MODELS: Readonly<Record<string, FalModel>> = deepFreeze({
     durationFormat: "plain",
     fields: {},
     imageFields: { resolution: "768P" },
+    falDefault: true,
   },
   "vidC-02-1080p": {
     kind: "video",

@@ -7,7 +7,8 @@
  * FastAPI's shape for a request failing the schema) and not-found handler; the native routes are unchanged.
  */
 import { Readable } from "node:stream";
-import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import type { Static } from "typebox";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { getAccount } from "../../../accounts/accounts.ts";
 import type { AudioOutcome } from "../../../audio/generate.ts";
 import { createMusic } from "../../../audio/music.ts";
@@ -22,110 +23,31 @@ import { formatUsd } from "../../../money.ts";
 import type { Services } from "../../../services.ts";
 import type { AudioFormat } from "../../../upstreams/types.ts";
 import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../../auth.ts";
-import { callContext, generationDepsOf, speechDepsOf } from "../../call-context.ts";
+import { callContext, generationDepsOf, simulateHeader, speechDepsOf } from "../../call-context.ts";
 import { setCostHeaders } from "../../cost-headers.ts";
-import { toAppError } from "../../error-handler.ts";
-import { elModelsSchema, elMusicSchema, elSoundSchema, elSpeechSchema, elSpeechStreamSchema, elSubscriptionSchema, elUserSchema } from "./schemas.ts";
+import {
+  type EL_SPEECH_BODY,
+  elGetVoiceSchema,
+  elListVoicesSchema,
+  elModelsSchema,
+  elMusicSchema,
+  elSearchVoicesSchema,
+  elSoundSchema,
+  elSpeechSchema,
+  elSpeechStreamSchema,
+  elSubscriptionSchema,
+  elUserSchema,
+} from "./schemas.ts";
+import { elevenLabsErrorHandler } from "./errors.ts";
+import { catalogModelOf, elevenLabsIdOf } from "./models.ts";
+import { DEFAULT_VOICE_SETTINGS, searchVoices, voiceOf, voicesOf } from "./voices.ts";
 import type { App } from "../../types.ts";
-
-/**
- * ElevenLabs model ids and the catalog models they name (D36). Catalog ids are accepted as they are.
- */
-export const ELEVENLABS_MODEL_IDS: Readonly<Record<string, string>> = Object.freeze({
-  eleven_v3: "alpha-v3",
-  eleven_multilingual_v2: "alpha-multilingual-v2",
-  eleven_flash_v2_5: "alpha-flash-v2-5",
-  eleven_turbo_v2_5: "alpha-turbo-v2-5",
-  music_v1: "alpha-music",
-  music_v2: "alpha-music",
-  music_v2_5: "alpha-music",
-  eleven_text_to_sound_v2: "alpha-sfx",
-});
-
-/** The catalog id an ElevenLabs `model_id` names; anything else is passed on as a catalog id (the service refuses an unknown one). */
-export function catalogModelOf(modelId: string): string {
-  return Object.hasOwn(ELEVENLABS_MODEL_IDS, modelId) ? ELEVENLABS_MODEL_IDS[modelId] : modelId;
-}
-
-/** ElevenLabs' id of a catalog speech model (the first entry of {@link ELEVENLABS_MODEL_IDS} naming it). */
-function elevenLabsIdOf(catalogId: string): string {
-  return Object.keys(ELEVENLABS_MODEL_IDS).find((k) => ELEVENLABS_MODEL_IDS[k] === catalogId) ?? catalogId;
-}
 
 /** The key of a dialect request: `xi-api-key` (what the SDK sends), else `Authorization: Bearer` / `x-api-key`. */
 export function xiKeyOf(request: FastifyRequest): string | null {
   const xi = request.headers["xi-api-key"];
   if (typeof xi === "string" && xi.length > 0) return xi;
   return bearerOf(request);
-}
-
-/** Ajv's error item as Fastify hands it over. */
-interface ValidationItem {
-  instancePath?: string;
-  keyword?: string;
-  params?: Record<string, unknown>;
-  message?: string;
-}
-
-const LOC_PART: Record<string, string> = { body: "body", querystring: "query", params: "path", headers: "header" };
-
-/** One FastAPI 422 item (`loc`, `msg`, `type`) of an Ajv failure in `context`. */
-function fastApiItem(v: ValidationItem, context: string): { loc: (string | number)[]; msg: string; type: string } {
-  const path = (v.instancePath ?? "").split("/").slice(1).map((seg) => (/^\d+$/.test(seg) ? Number(seg) : seg));
-  const missing = v.params?.missingProperty;
-  const loc = [LOC_PART[context] ?? context, ...path, ...(typeof missing === "string" ? [missing] : [])];
-  switch (v.keyword) {
-    case "required":
-      return { loc, msg: "Field required", type: "missing" };
-    case "type": {
-      const t = String(v.params?.type ?? "value");
-      const kind = t === "number" ? "float" : t === "integer" ? "int" : t === "boolean" ? "bool" : t === "object" ? "dict" : t;
-      return { loc, msg: `Input should be a valid ${t}`, type: `${kind}_type` };
-    }
-    case "minimum":
-      return { loc, msg: `Input should be greater than or equal to ${String(v.params?.limit)}`, type: "greater_than_equal" };
-    case "maximum":
-      return { loc, msg: `Input should be less than or equal to ${String(v.params?.limit)}`, type: "less_than_equal" };
-    case "minLength":
-      return { loc, msg: `String should have at least ${String(v.params?.limit)} character`, type: "string_too_short" };
-    case "maxLength":
-      return { loc, msg: `String should have at most ${String(v.params?.limit)} characters`, type: "string_too_long" };
-    case "enum":
-      return { loc, msg: `Input should be ${((v.params?.allowedValues as unknown[]) ?? []).map((x) => `'${String(x)}'`).join(", ")}`, type: "enum" };
-    default:
-      return { loc, msg: v.message ?? "Invalid value", type: "value_error" };
-  }
-}
-
-/**
- * Error handler of the dialect's scope (D36): a request failing its schema answers 422 with FastAPI's
- * `{"detail": [{loc, msg, type}]}`; every other error the native status with
- * `{"detail": {"status": <native error.code>, "message"}}` and the native headers (`Retry-After`, ...).
- */
-export function elevenLabsErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
-  const e = err as Partial<FastifyError> & { validation?: ValidationItem[]; validationContext?: string };
-  if (reply.sent || reply.raw.headersSent) {
-    reply.raw.destroy();
-    return;
-  }
-  if (Array.isArray(e.validation) && e.validation.length > 0) {
-    const context = e.validationContext ?? "body";
-    void reply
-      .code(422)
-      .header("content-type", "application/json; charset=utf-8")
-      .send({ detail: e.validation.map((v) => fastApiItem(v, context)) });
-    return;
-  }
-  const appErr = toAppError(err);
-  if (appErr.status >= 500) {
-    if (err instanceof AppError) request.log.warn({ status: appErr.status, code: appErr.code }, appErr.message);
-    else request.log.error({ err }, "request failed");
-  }
-  void reply
-    .code(appErr.status)
-    .headers(appErr.headers)
-    .header("content-type", "application/json; charset=utf-8")
-    .send({ detail: { status: appErr.code, message: appErr.message } });
 }
 
 /** Start of the current calendar month, UTC, epoch ms. */
@@ -184,12 +106,8 @@ async function subscriptionOf(services: Services, accountId: string) {
   };
 }
 
-/** The dialect's text-to-speech body (types checked by the route schema). */
-interface ElSpeechBody {
-  text: string;
-  model_id?: string;
-  voice_settings?: { stability?: number; similarity_boost?: number; style?: number; use_speaker_boost?: boolean };
-}
+/** The dialect's text-to-speech body, as its schema types it. */
+type ElSpeechBody = Static<typeof EL_SPEECH_BODY>;
 
 /** The routes of the dialect, registered under the prefix `/elevenlabs` (see the module comment). */
 export async function elevenLabsRoutes(app: App, services: Services): Promise<void> {
@@ -205,16 +123,14 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
     throw errors.notFound(`No route ${request.method} ${path}.`);
   });
 
-  const speak = (stream: boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
-    const { voice_id } = req.params as { voice_id: string };
-    const { output_format } = req.query as { output_format?: AudioFormat };
-    const body = req.body as ElSpeechBody;
+  /** Answers a text-to-speech request (`stream`: the streaming route) with the audio and ElevenLabs' headers. */
+  const speak = async (req: FastifyRequest, reply: FastifyReply, voiceId: string, format: AudioFormat | undefined, body: ElSpeechBody, stream: boolean) => {
     const s = body.voice_settings;
     const native: SpeechBody = {
       model: catalogModelOf(body.model_id ?? "eleven_multilingual_v2") as SpeechBody["model"],
       text: body.text,
-      voice_id,
-      ...(output_format ? { response_format: output_format } : {}),
+      voice_id: voiceId,
+      ...(format ? { response_format: format } : {}),
       ...(s
         ? {
             voice_settings: {
@@ -234,39 +150,40 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
     if (out.audio.kind === "bytes") return reply.send(Buffer.from(out.audio.body.buffer, out.audio.body.byteOffset, out.audio.body.byteLength));
     return reply.send(Readable.from(out.audio.chunks, { objectMode: false }));
   };
-  app.post("/v1/text-to-speech/:voice_id", { schema: elSpeechSchema, config: MODEL_CALL }, speak(false));
-  app.post("/v1/text-to-speech/:voice_id/stream", { schema: elSpeechStreamSchema, config: MODEL_CALL }, speak(true));
+  app.post("/v1/text-to-speech/:voice_id", { schema: elSpeechSchema, config: MODEL_CALL }, (req, reply) =>
+    speak(req, reply, req.params.voice_id, req.query.output_format, req.body, false),
+  );
+  app.post("/v1/text-to-speech/:voice_id/stream", { schema: elSpeechStreamSchema, config: MODEL_CALL }, (req, reply) =>
+    speak(req, reply, req.params.voice_id, req.query.output_format, req.body, true),
+  );
 
   const sendAudio = (out: AudioOutcome, req: FastifyRequest, reply: FastifyReply) =>
     setCostHeaders(reply, out)
       .header("request-id", req.id)
       .type(out.contentType)
       .send(Buffer.from(out.body.buffer, out.body.byteOffset, out.body.byteLength));
-  const formatOf = (req: FastifyRequest) => {
-    const { output_format } = req.query as { output_format?: AudioFormat };
-    return output_format ? { response_format: output_format } : {};
-  };
+  const formatOf = (format: AudioFormat | undefined) => (format ? { response_format: format } : {});
 
   app.post("/v1/sound-generation", { schema: elSoundSchema, config: MODEL_CALL }, async (req, reply) => {
-    const body = req.body as { text: string; duration_seconds?: number; prompt_influence?: number; model_id?: string };
+    const body = req.body;
     const native: SfxRequestBody = {
       model: catalogModelOf(body.model_id ?? "eleven_text_to_sound_v2") as SfxRequestBody["model"],
       prompt: body.text,
       ...(body.duration_seconds !== undefined ? { duration_seconds: body.duration_seconds } : {}),
       ...(body.prompt_influence !== undefined ? { prompt_influence: body.prompt_influence } : {}),
-      ...formatOf(req),
+      ...formatOf(req.query.output_format),
     };
     const out = await createSfx(generationDepsOf(services, req), principalOf(req), native, { ...callContext(services, req, reply), saveToBlob: false });
     return sendAudio(out, req, reply);
   });
 
   app.post("/v1/music", { schema: elMusicSchema, config: MODEL_CALL }, async (req, reply) => {
-    const body = req.body as { prompt: string; music_length_ms?: number; model_id?: string };
+    const body = req.body;
     const native: MusicRequestBody = {
       model: catalogModelOf(body.model_id ?? "music_v2") as MusicRequestBody["model"],
       prompt: body.prompt,
       ...(body.music_length_ms !== undefined ? { music_length_ms: body.music_length_ms } : {}),
-      ...formatOf(req),
+      ...formatOf(req.query.output_format),
     };
     const out = await createMusic(generationDepsOf(services, req), principalOf(req), native, { ...callContext(services, req, reply), saveToBlob: false });
     return sendAudio(out, req, reply);
@@ -310,5 +227,15 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
       created_at: Math.floor(account.createdAt / 1000),
       seat_type: "workspace_admin",
     };
+  });
+
+  const simulateOf = (req: FastifyRequest) => simulateHeader(req.headers["x-svc-simulate"]);
+  app.get("/v1/voices", { schema: elListVoicesSchema }, async (req) => ({ voices: await voicesOf(services, principalOf(req).accountId, simulateOf(req)) }));
+  app.get("/v2/voices", { schema: elSearchVoicesSchema }, async (req) => searchVoices(services, principalOf(req).accountId, req.query, simulateOf(req)));
+  app.get("/v1/voices/:voice_id", { schema: elGetVoiceSchema }, async (req) => {
+    const { voice_id } = req.params;
+    const { with_settings } = req.query;
+    const voice = await voiceOf(services, principalOf(req).accountId, voice_id, simulateOf(req));
+    return with_settings === "true" ? { ...voice, settings: DEFAULT_VOICE_SETTINGS } : voice;
   });
 }

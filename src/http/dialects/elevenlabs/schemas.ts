@@ -5,7 +5,7 @@
  * body, so they are built here rather than with `route()` of `common.ts`, whose error answers are D1's.
  */
 import { AUDIO_FORMATS } from "../../../upstreams/types.ts";
-import { arr, AUDIO_CONTENT, bool, COST_HEADERS, int, num, obj, oneOf, SECURITY, str } from "../../schemas/common.ts";
+import { arr, AUDIO_CONTENT, bool, COST_HEADERS, int, nullable, num, obj, oneOf, queryInt, type Schema, SECURITY, str } from "../../schemas/common.ts";
 
 /** The `security` of every dialect route: `xi-api-key` or `Authorization: Bearer` with a gateway API key. */
 const DIALECT_SECURITY = [{ xiApiKey: [] }, ...SECURITY.key];
@@ -218,7 +218,7 @@ export const elUserSchema = {
   },
 };
 
-const generatedDoc = (operationId: string, summary: string, native: string, body: ReturnType<typeof obj>) => ({
+const generatedDoc = <B extends Schema>(operationId: string, summary: string, native: string, body: B) => ({
   operationId,
   summary,
   description: `ElevenLabs' ${summary.replace("ElevenLabs: ", "")} (D36), billed as \`${native}\` with the mapped model.`,
@@ -262,3 +262,115 @@ export const elMusicSchema = generatedDoc(
     ["prompt"],
   ),
 );
+
+/** A boolean in a query string: `true` or `false`. */
+const QUERY_BOOL = (description: string) => oneOf(["true", "false"], description);
+
+/** An ElevenLabs `Voice` as the dialect answers it (src/http/dialects/elevenlabs/voices.ts). */
+const EL_VOICE = obj(
+  {
+    voice_id: str("The voice id: an alpha library voice, or one of the caller's designed or cloned voices (`svc_...`)."),
+    name: str("The voice's name."),
+    category: str("`premade`, `professional`, `generated` (designed), `cloned`, ..."),
+    labels: obj({}, [], { description: "`gender`, `age`, `accent`, `use_case`; `provider: beta` for voices that speak with the beta models.", additionalProperties: str("A label.") }),
+    description: nullable(str("What the voice sounds like.")),
+    preview_url: nullable(str("A short MP3 sample, or null.")),
+    available_for_tiers: arr(str("A tier."), "Empty."),
+    settings: nullable(
+      obj(
+        { stability: num("0 to 1."), similarity_boost: num("0 to 1."), style: num("0 to 1."), use_speaker_boost: bool("Speaker boost."), speed: num("Speed.") },
+        [],
+        { description: "ElevenLabs' default settings when `with_settings=true`, else null." },
+      ),
+    ),
+    high_quality_base_model_ids: arr(str("An ElevenLabs model id."), "The models the voice speaks with (empty for beta voices)."),
+    verified_languages: arr(obj({}), "Empty."),
+    is_owner: bool("True for the caller's own voices."),
+    is_legacy: bool("false."),
+    created_at_unix: nullable(int("When the caller made the voice, Unix seconds; null for library voices.")),
+  },
+  ["voice_id", "name", "category", "labels"],
+);
+
+/** `GET /elevenlabs/v1/voices`. */
+export const elListVoicesSchema = {
+  operationId: "elevenLabsListVoices",
+  summary: "ElevenLabs: voices",
+  description: "Every voice the caller can list (D36): their designed and cloned voices, newest first, then the alpha library. Not billed.",
+  tags: ["elevenlabs"],
+  security: DIALECT_SECURITY,
+  querystring: obj({ show_legacy: QUERY_BOOL("Accepted and ignored.") }),
+  response: {
+    200: { description: "The voices.", content: { "application/json": { schema: obj({ voices: arr(EL_VOICE, "The voices.") }, ["voices"]) } } },
+    ...COMMON_ERRORS,
+    422: PAID_ERRORS[422],
+    502: PAID_ERRORS[502],
+  },
+};
+
+const stringOrList = (description: string) => ({ anyOf: [str(description), arr(str(description), description)] });
+
+/** `GET /elevenlabs/v2/voices`. */
+export const elSearchVoicesSchema = {
+  operationId: "elevenLabsSearchVoices",
+  summary: "ElevenLabs: search voices",
+  description:
+    "ElevenLabs' v2 voice search (D36) over the caller's voices and the alpha library: `search` in name, description and labels; filters; `sort`; pages of `page_size` with an opaque `next_page_token`. Other filters are accepted and ignored. Not billed.",
+  tags: ["elevenlabs"],
+  security: DIALECT_SECURITY,
+  querystring: obj({
+    page_size: queryInt("Voices per page, 1 to 100 (default 10).", "^(100|[1-9][0-9]?)$", "page_size must be an integer from 1 to 100."),
+    next_page_token: str("The token of the previous page's answer.", { maxLength: 64 }),
+    search: str("Case-insensitive text in the name, description or labels.", { maxLength: 200 }),
+    sort: oneOf(["created_at_unix", "name"], "Sort field; without it, the caller's voices then the library's order."),
+    sort_direction: oneOf(["asc", "desc"], "Sort direction.", { default: "desc" }),
+    voice_type: str("`personal`, `workspace`, `non-default`, `saved`: the caller's voices; `default`: the library; `community`: none.", { maxLength: 32 }),
+    category: str("`premade`, `professional`, `generated`, `cloned`.", { maxLength: 32 }),
+    gender: str("A gender label.", { maxLength: 32 }),
+    age: str("An age label.", { maxLength: 32 }),
+    accent: str("An accent label.", { maxLength: 64 }),
+    use_cases: stringOrList("A use-case label (repeated or comma-separated)."),
+    voice_ids: stringOrList("Voice ids to look up (repeated or comma-separated)."),
+    include_total_count: QUERY_BOOL("Accepted; `total_count` is always given."),
+  }),
+  response: {
+    200: {
+      description: "One page of voices.",
+      content: {
+        "application/json": {
+          schema: obj(
+            {
+              voices: arr(EL_VOICE, "The page's voices."),
+              has_more: bool("Whether another page follows."),
+              total_count: int("Voices matching the filters.", { minimum: 0 }),
+              next_page_token: nullable(str("The next page's token, or null.")),
+            },
+            ["voices", "has_more", "total_count", "next_page_token"],
+          ),
+        },
+      },
+    },
+    ...COMMON_ERRORS,
+    400: errorAnswer("`invalid_request`: a `next_page_token` this gateway did not give out."),
+    422: PAID_ERRORS[422],
+    502: PAID_ERRORS[502],
+  },
+};
+
+/** `GET /elevenlabs/v1/voices/{voice_id}`. */
+export const elGetVoiceSchema = {
+  operationId: "elevenLabsGetVoice",
+  summary: "ElevenLabs: one voice",
+  description: "A voice the caller can use (D36): an alpha library voice, one of their own, or a beta system voice. Not billed.",
+  tags: ["elevenlabs"],
+  security: DIALECT_SECURITY,
+  params: VOICE_PARAMS,
+  querystring: obj({ with_settings: QUERY_BOOL("Include ElevenLabs' default `settings`.") }),
+  response: {
+    200: { description: "The voice.", content: { "application/json": { schema: EL_VOICE } } },
+    ...COMMON_ERRORS,
+    404: errorAnswer("`voice_not_found`, `not_found`, `endpoint_not_supported`."),
+    422: PAID_ERRORS[422],
+    502: PAID_ERRORS[502],
+  },
+};
