@@ -26,6 +26,7 @@ import { audioTextRoutes } from "./routes/audio-text.ts";
 import { chatRoutes } from "./routes/chat.ts";
 import { consoleRoutes } from "./routes/console.ts";
 import { elevenLabsRoutes } from "./dialects/elevenlabs/routes.ts";
+import { openAIRoutes } from "./dialects/openai/routes.ts";
 import { falRoutes } from "./dialects/fal/routes.ts";
 import { agentRoutes } from "./dialects/mcp/routes.ts";
 import { jobReadRoutes, jobRoutes } from "./routes/jobs.ts";
@@ -181,6 +182,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   });
   // The ElevenLabs dialect (D36): its own auth (`xi-api-key`), error shapes and not-found handler.
   await app.register(async (el) => elevenLabsRoutes(el, services), { prefix: "/elevenlabs" });
+  // The OpenAI dialect (D37): `/v1/videos` (OpenAI's Videos API) and the whole dialect under `/openai/v1`.
+  await app.register(async (oa) => openAIRoutes(oa, services));
   // The fal dialect (D38): fal's proxy protocol at /fal/proxy, its own auth (`Authorization: Key`) and error shapes.
   await app.register(async (fal) => falRoutes(fal, services), { prefix: "/fal" });
   // The MCP server and the agents' guide (D39): `POST /mcp` behind the API-key hook, the public `GET /llms.txt`.

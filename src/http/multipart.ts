@@ -33,8 +33,58 @@ export async function readMultipart(
   opts: { fileField: string; unexpectedFile: (fieldname: string) => AppError },
 ): Promise<MultipartForm> {
   const form: MultipartForm = { file: null, fields: {}, nonText: new Set() };
+  await readWatched(req, readParts(req, opts, form));
+  return form;
+}
+
+/** One file part of a {@link MultipartFiles} form. */
+export interface MultipartFile {
+  /** The part's form name (`image`, `image[]`, `input_reference`, ...). */
+  field: string;
+  bytes: Uint8Array;
+}
+
+/** A read form with any number of file parts, in the order sent, and the text fields (the last one wins). */
+export interface MultipartFiles {
+  files: MultipartFile[];
+  fields: Record<string, string>;
+}
+
+/**
+ * Reads every part of a multipart request that may carry several file parts (the OpenAI dialect's image
+ * uploads, D37): file parts whose name `isFileField` accepts are kept, at most `maxFiles` of them; another
+ * file part, or one more, throws `unexpectedFile(fieldname)` after draining it. Same body budget, limits and
+ * malformed-body handling as {@link readMultipart}.
+ * @throws as {@link readMultipart}.
+ */
+export async function readMultipartFiles(
+  req: FastifyRequest,
+  opts: { isFileField: (fieldname: string) => boolean; maxFiles: number; unexpectedFile: (fieldname: string) => AppError },
+): Promise<MultipartFiles> {
+  const form: MultipartFiles = { files: [], fields: {} };
+  const loop = async () => {
+    for await (const part of req.parts()) {
+      if (part.type === "file") {
+        if (!opts.isFileField(part.fieldname) || form.files.length >= opts.maxFiles) {
+          part.file.resume();
+          throw opts.unexpectedFile(part.fieldname);
+        }
+        form.files.push({ field: part.fieldname, bytes: new Uint8Array(await part.toBuffer()) });
+      } else if (typeof part.value === "string") {
+        form.fields[part.fieldname] = part.value;
+      }
+    }
+  };
+  await readWatched(req, loop());
+  return form;
+}
+
+/**
+ * Runs `reading` (a loop over the request's parts, started in this tick) while the body's bytes count in
+ * the process's body budget (body-budget.ts `watchRawBody`); a budget failure stops the read.
+ */
+async function readWatched(req: FastifyRequest, reading: Promise<void>): Promise<void> {
   // Both start in this tick: the parser pipes the request, then the watch observes it flowing.
-  const reading = readParts(req, opts, form);
   const watch = watchRawBody(req);
   try {
     await Promise.race([
@@ -51,7 +101,6 @@ export async function readMultipart(
   } finally {
     watch.stop();
   }
-  return form;
 }
 
 /** The loop of {@link readMultipart}: fills `form` from the parts as they come. */

@@ -113,25 +113,33 @@ export interface JobListFilter {
   status: JobsTable["status"] | null;
   kind: JobsTable["kind"] | null;
   model: string | null;
+  /** `desc` (default): newest first; `asc`: oldest first (the OpenAI dialect's `order`, D37). */
+  order?: "asc" | "desc";
 }
 
 /**
  * At most `limit` jobs of `accountId` matching `filter`, newest first (`created_at`, then `id`), older
- * than job `after` (null, or not the account's job: from the newest).
+ * than job `after` (null, or not the account's job: from the newest); with `order: "asc"` oldest first,
+ * newer than job `after`.
  */
 export async function accountJobs(db: Executor, accountId: string, filter: JobListFilter, limit: number, after: string | null): Promise<JobViewRow[]> {
+  const asc = filter.order === "asc";
   let q = db
     .selectFrom("jobs")
     .select([...VIEW_COLUMNS])
     .where("account_id", "=", accountId)
-    .orderBy("created_at", "desc")
-    .orderBy("id", "desc")
+    .orderBy("created_at", asc ? "asc" : "desc")
+    .orderBy("id", asc ? "asc" : "desc")
     .limit(limit);
   if (filter.status !== null) q = q.where("status", "=", filter.status);
   if (filter.kind !== null) q = q.where("kind", "=", filter.kind);
   if (filter.model !== null) q = q.where("model", "=", filter.model);
-  q = await olderThanJob(db, q, accountId, after);
-  return q.execute();
+  if (!asc) return (await olderThanJob(db, q, accountId, after)).execute();
+  if (after === null) return q.execute();
+  const anchor = await db.selectFrom("jobs").select(["created_at", "id"]).where("id", "=", after).where("account_id", "=", accountId).executeTakeFirst();
+  if (!anchor) return q.execute();
+  const at = Number(anchor.created_at);
+  return q.where((eb) => eb.or([eb("created_at", ">", at), eb.and([eb("created_at", "=", at), eb("id", ">", anchor.id)])])).execute();
 }
 
 /** The job submitted with `(apiKeyId, key)`, with its request's hash and owner, or undefined. */
@@ -186,4 +194,14 @@ export async function jobStatusOf(db: Executor, jobId: string, accountId: string
 export async function upstreamHandleOf(db: Executor, jobId: string): Promise<string | null> {
   const row = await db.selectFrom("jobs").select("upstream_handle_json").where("id", "=", jobId).executeTakeFirstOrThrow();
   return row.upstream_handle_json;
+}
+
+/** The status and stored output of job `jobId` of `accountId`, or undefined (delete-output.ts). */
+export async function jobOutputOf(db: Executor, jobId: string, accountId: string): Promise<Pick<JobsTable, "status" | "output_json"> | undefined> {
+  return db.selectFrom("jobs").select(["status", "output_json"]).where("id", "=", jobId).where("account_id", "=", accountId).executeTakeFirst();
+}
+
+/** Clears job `jobId`'s stored output when it is still `outputJson` (two racing deletes clear it once). */
+export async function clearJobOutput(db: Executor, jobId: string, outputJson: string): Promise<void> {
+  await db.updateTable("jobs").set({ output_json: null, updated_at: Date.now() }).where("id", "=", jobId).where("output_json", "=", outputJson).execute();
 }

@@ -12,6 +12,7 @@ import type { Executor } from "../billing/ledger.ts";
 import type { JobsTable } from "../storage/schema.ts";
 import { accountJobs, activeJobCounts, jobWithPlace } from "./jobs.repository.ts";
 import { jobNotFound } from "./outputs.ts";
+import { decodeJobRequest, type JobRequest } from "./request.ts";
 import { combinedPool, type JobOwner, jobView, type JobView, limitsOfOwner, ownerOf, queuePositions } from "./view.ts";
 
 // The job API in one import for its callers (routes, services): the view (view.ts) and the submit (submit.ts).
@@ -24,16 +25,7 @@ export { canonicalHash, type JobStarter, submitJob } from "./submit.ts";
  * @throws AppError 404 `job_not_found` (also for another account's job, D2).
  */
 export async function getJob(db: Executor, publicBaseUrl: string, owner: string | JobOwner, jobId: string): Promise<JobView> {
-  const o = ownerOf(owner);
-  const r = await jobWithPlace(db, jobId, o.accountId);
-  if (!r) throw jobNotFound();
-  let position: number | null = null;
-  if (r.status === "pending" && (r.kind === "image" || r.kind === "video")) {
-    // The pool is the kind, or image and video together on a combined pool (tier 4), per the limits.
-    const combined = combinedPool(await limitsOfOwner(db, o));
-    position = Number((combined ? r.ahead_pool : r.ahead_kind) ?? 0) + 1;
-  }
-  return jobView(publicBaseUrl, r, position);
+  return (await getJobWithRequest(db, publicBaseUrl, owner, jobId)).job;
 }
 
 /** Filters and page of {@link listJobs}. */
@@ -45,6 +37,8 @@ export interface JobListQuery {
   status: JobsTable["status"] | null;
   kind: JobsTable["kind"] | null;
   model: string | null;
+  /** `desc` (default): newest first; `asc`: oldest first, after the job `after` (D37). */
+  order?: "asc" | "desc";
 }
 
 /**
@@ -58,12 +52,44 @@ export async function listJobs(
   publicBaseUrl: string,
   owner: string | JobOwner,
   query: JobListQuery,
-): Promise<{ jobs: JobView[]; hasMore: boolean }> {
+): Promise<{ jobs: JobView[]; requests: (JobRequest | null)[]; hasMore: boolean }> {
   const o = ownerOf(owner);
   const rows = await accountJobs(db, o.accountId, query, query.limit + 1, query.after);
   const page = rows.slice(0, query.limit);
   const positions = page.some((r) => r.status === "pending") ? await queuePositions(db, o) : new Map<string, number>();
-  return { jobs: page.map((r) => jobView(publicBaseUrl, r, positions.get(r.id) ?? null)), hasMore: rows.length > query.limit };
+  return {
+    jobs: page.map((r) => jobView(publicBaseUrl, r, positions.get(r.id) ?? null)),
+    requests: page.map((r) => requestOfRow(r.request_json)),
+    hasMore: rows.length > query.limit,
+  };
+}
+
+/** A row's stored request (request.ts), or null when it has none that decodes (an audio output's row). */
+function requestOfRow(json: string | null | undefined): JobRequest | null {
+  if (!json) return null;
+  try {
+    return decodeJobRequest(json);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * {@link getJob} with the job's stored request (request.ts `JobRequest`): what a dialect renders besides
+ * the D3 object (the OpenAI dialect's `seconds` and `size`, D37). Null for a row without one.
+ * @throws AppError 404 `job_not_found` (also for another account's job, D2).
+ */
+export async function getJobWithRequest(db: Executor, publicBaseUrl: string, owner: string | JobOwner, jobId: string): Promise<{ job: JobView; request: JobRequest | null }> {
+  const o = ownerOf(owner);
+  const r = await jobWithPlace(db, jobId, o.accountId);
+  if (!r) throw jobNotFound();
+  let position: number | null = null;
+  if (r.status === "pending" && (r.kind === "image" || r.kind === "video")) {
+    // The pool is the kind, or image and video together on a combined pool (tier 4), per the limits.
+    const combined = combinedPool(await limitsOfOwner(db, o));
+    position = Number((combined ? r.ahead_pool : r.ahead_kind) ?? 0) + 1;
+  }
+  return { job: jobView(publicBaseUrl, r, position), request: requestOfRow(r.request_json) };
 }
 
 /** Running and queued jobs of an account by kind (for `GET /v1/auth/limits`). */

@@ -74,7 +74,15 @@ export function parseSize(size: unknown): { aspect: AspectRatio; width: number; 
 // blank: `invalid_prompt`), `n` and `duration` ranges, `quality`, `idempotency_key` (1 to 128),
 // `parameters` (an object), URL syntax and the model lists. What needs the model stays here.
 
-function checkImageUrl(v: unknown, param: string): string {
+/**
+ * A predicate naming the reference URLs the gateway itself serves (the OpenAI dialect's uploads, D37): they
+ * are accepted as they are (the gateway checked their bytes when they were uploaded) and their host is not
+ * resolved. Only a dialect that stored the upload passes one; native requests have none.
+ */
+export type OwnReferenceUrl = (url: string) => boolean;
+
+function checkImageUrl(v: unknown, param: string, own?: OwnReferenceUrl): string {
+  if (typeof v === "string" && own?.(v) === true) return v;
   if (typeof v === "string" && validateUrlSyntax(v, {}) === null) {
     // An https URL refused for its host is an address rule, not a syntax error: say which.
     const literal = ipLiteralOf(v);
@@ -139,7 +147,8 @@ export type JobSpec = ImageJobSpec | VideoJobSpec;
  * @throws AppError 400 `invalid_model`, `invalid_prompt`, `image_url_required`, `too_many_references`,
  *   `invalid_image_url`, `invalid_request` (n, quality, parameters, idempotency key).
  */
-export function validateImageJob(body: ImageJobRequest): ImageJobSpec {
+export function validateImageJob(body: ImageJobRequest, opts: { ownUrl?: OwnReferenceUrl } = {}): ImageJobSpec {
+  const own = opts.ownUrl;
   const modelId = body.model;
   if (typeof modelId !== "string" || modelId === "") throw bad("invalid_model", "model is required.", "model");
   const model = getModelOf(modelId, "image");
@@ -166,12 +175,12 @@ export function validateImageJob(body: ImageJobRequest): ImageJobSpec {
     if (body.image_urls.length > model.maxImageUrls) {
       throw bad("too_many_references", `image_urls has ${body.image_urls.length} entries; the maximum is ${model.maxImageUrls}.`, "image_urls");
     }
-    imageUrls = body.image_urls.map((u, i) => checkImageUrl(u, `image_urls[${i}]`));
+    imageUrls = body.image_urls.map((u, i) => checkImageUrl(u, `image_urls[${i}]`, own));
   }
   if (imageUrls.length === 0 && body.image_url !== undefined && body.image_url !== null) {
-    imageUrls = [checkImageUrl(body.image_url, "image_url")];
+    imageUrls = [checkImageUrl(body.image_url, "image_url", own)];
   } else if (body.image_url !== undefined && body.image_url !== null) {
-    checkImageUrl(body.image_url, "image_url");
+    checkImageUrl(body.image_url, "image_url", own);
   }
   if (model.imageRequired && imageUrls.length === 0) {
     throw bad("image_url_required", `${model.id} needs image_url or image_urls.`, "image_url");
@@ -191,7 +200,7 @@ export function validateImageJob(body: ImageJobRequest): ImageJobSpec {
  * @throws AppError 400 `invalid_model`, `invalid_prompt`, `invalid_duration`, `image_url_required`,
  *   `invalid_image_url`, `invalid_request`.
  */
-export function validateVideoJob(body: VideoJobRequest, opts: { genmediaOnly: boolean }): VideoJobSpec {
+export function validateVideoJob(body: VideoJobRequest, opts: { genmediaOnly: boolean; ownUrl?: OwnReferenceUrl }): VideoJobSpec {
   const modelId = body.model;
   if (typeof modelId !== "string" || modelId === "") throw bad("invalid_model", "model is required.", "model");
   const model = getModelOf(modelId, "video");
@@ -215,7 +224,7 @@ export function validateVideoJob(body: VideoJobRequest, opts: { genmediaOnly: bo
     }
     durationSec = d as number;
   }
-  const imageUrl = body.image_url === undefined || body.image_url === null ? null : checkImageUrl(body.image_url, "image_url");
+  const imageUrl = body.image_url === undefined || body.image_url === null ? null : checkImageUrl(body.image_url, "image_url", opts.ownUrl);
   if (model.imageRequired && imageUrl === null) {
     throw bad("image_url_required", `${model.id} is image-to-video only: image_url is required.`, "image_url");
   }
@@ -251,12 +260,14 @@ export const systemResolver: HostResolver = async (host) => (await lookup(host, 
  * does not resolve, resolves to nothing, or to any private, loopback, link-local or other non-public
  * address is refused. (The download re-checks every address it connects to, so a name that changes to
  * an internal address later is refused then too: safe-fetch.ts.)
+ * URLs `own` names (the gateway's own uploads, D37) are not resolved.
  * @throws AppError 400 `invalid_image_url` with `param` `image_url` or `image_urls[i]`.
  */
-export async function checkReferenceHosts(spec: JobSpec, resolve: HostResolver = systemResolver): Promise<void> {
+export async function checkReferenceHosts(spec: JobSpec, resolve: HostResolver = systemResolver, own?: OwnReferenceUrl): Promise<void> {
   const urls = spec.kind === "image" ? spec.imageUrls : spec.imageUrl === null ? [] : [spec.imageUrl];
   await Promise.all(
     urls.map(async (u, i) => {
+      if (own?.(u) === true) return;
       const param = spec.kind === "image" && urls.length > 1 ? `image_urls[${i}]` : "image_url";
       // `localhost.` is `localhost`: a trailing dot names the same host.
       const host = new URL(u).hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "");

@@ -8,14 +8,13 @@ import { PassThrough } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { MediaJobRequest } from "../../contracts/jobs.ts";
 import { cancelJob } from "../../jobs/cancel.ts";
-import { getJob, type JobView, listJobs, submitJob } from "../../jobs/jobs.ts";
-import { checkReferenceHosts, type JobSpec, validateImageJob, validateVideoJob } from "../../jobs/validate.ts";
+import { getJob, type JobView, listJobs } from "../../jobs/jobs.ts";
+import { type JobSpec, validateImageJob, validateVideoJob } from "../../jobs/validate.ts";
 import { pollAfterSeconds, watchJob } from "../../jobs/watch.ts";
 import type { Services } from "../../services.ts";
-import { checkWebhookUrl } from "../../webhooks/urls.ts";
 import { MODEL_CALL, principalOf } from "../auth.ts";
+import { submitFromRequest } from "../job-submit.ts";
 import { jobWaits } from "../job-waits.ts";
-import { paidCallOf } from "../call-context.ts";
 import {
   cancelJobSchema,
   createGenmediaJobSchema,
@@ -32,22 +31,15 @@ const KEEP_ALIVE_MS = 15_000;
 
 /**
  * The job submits (images, videos, genmedia): API key only, since a submit spends money under a key's
- * identity (usage records carry the key, D29/D32).
+ * identity (usage records carry the key, D29/D32). The `Idempotency-Key` header stands in for a missing
+ * `idempotency_key` (D37, job-submit.ts).
  */
 export function jobRoutes(app: App, services: Services): void {
-  const { deps, honourWait } = jobWaits(app, services);
+  const { honourWait } = jobWaits(app, services);
 
-  /** Submits the job of `body` (the request's validated body) as `validate` reads it. */
+  /** Submits the job of `body` (the request's validated body) as `validate` reads it; `Prefer: wait` honoured. */
   const submit = async <B extends MediaJobRequest>(req: FastifyRequest, reply: FastifyReply, body: B, validate: (body: B) => JobSpec) => {
-    const spec = validate(body);
-    const { simulate, guard, call } = paidCallOf(services, req);
-    await guard.model(spec.model.id);
-    await checkReferenceHosts(spec, services.resolveHost);
-    if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
-    // A job this process's runner can take at once starts in the submit's own transaction; one left
-    // pending is claimed by the runner, nudged here.
-    const out = await submitJob({ ...deps, starter: services.jobStarter(), events: services.paidCalls.events }, principalOf(req), spec, body, simulate, call);
-    if (!out.replayed && !out.started) services.nudgeRunner();
+    const out = await submitFromRequest(services, req, body, validate);
     const job = await honourWait(req, reply, out.job);
     return reply.code(out.replayed ? 200 : 202).send(job);
   };

@@ -45,6 +45,7 @@ export const TAGS = {
   text: "Chat in the OpenAI and Anthropic formats.",
   models: "The live model list.",
   elevenlabs: "The ElevenLabs dialect (D36): `new ElevenLabsClient({ baseUrl: \"<gateway>/elevenlabs\", apiKey: \"<API key>\" })` works unchanged; the key goes in `xi-api-key`, errors come in ElevenLabs' shape.",
+  openai: "The OpenAI dialect (D37): `new OpenAI({ baseURL: \"<gateway>/v1\", apiKey: \"<API key>\" })` drives video jobs through `client.videos.*` (OpenAI's Videos API at `/v1/videos`); with `baseURL: \"<gateway>/openai/v1\"` chat, speech, transcription, models and videos answer there too, and `client.images.generate` / `client.images.edit` answer synchronously. Send `Idempotency-Key` to retry a create safely.",
   fal: "The fal dialect (D38): `createFalClient({ credentials: \"<API key>\", proxyUrl: { url: \"<gateway>/fal/proxy\", when: \"always\" } })` of `@fal-ai/client` generates through the gateway with fal's endpoint ids and inputs; answers and errors come in fal's queue shapes, request ids are job ids.",
   agents: "For AI agents (D39): the MCP server at `POST /mcp` (Streamable HTTP, stateless; the gateway's tools, billed as the native calls) and the guide `GET /llms.txt`.",
   operations: "Health, readiness, metrics and this document.",

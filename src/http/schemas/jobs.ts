@@ -29,8 +29,16 @@ const PREFER = str(
 );
 /** The answer header that confirms a `Prefer: wait`. */
 const PREFERENCE_APPLIED = { "Preference-Applied": str("`wait=N` when a `Prefer: wait=N` was honoured (N as applied, at most 60).", { examples: ["wait=30"] }) };
-/** Headers of a job submission: the simulator control and `Prefer`. */
-const SUBMIT_HEADERS = obj({ ...SIMULATE.properties, prefer: PREFER });
+/**
+ * `Idempotency-Key` (D37): the body's `idempotency_key` for clients that can only set a header; the body
+ * field wins when both are given. Shared with the OpenAI dialect's creates.
+ */
+export const IDEMPOTENCY_KEY_HEADER = str(
+  "Replaying the same key returns the same job without a new hold or charge, exactly as the body's `idempotency_key` (which wins when both are given). 1 to 128 characters.",
+  { minLength: 1, maxLength: 128, examples: ["render-42"], "x-error-message": "The Idempotency-Key header must be a string of 1 to 128 characters." },
+);
+/** Headers of a job submission: the simulator control, `Prefer` and `Idempotency-Key`. */
+const SUBMIT_HEADERS = obj({ ...SIMULATE.properties, prefer: PREFER, "idempotency-key": IDEMPOTENCY_KEY_HEADER });
 
 /** Error answers every job submission shares besides its 400 codes. */
 const SUBMIT_ERRORS = {
