@@ -309,6 +309,239 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/openai/v1/audio/speech": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Text to speech
+         * @description Synchronous. Priced per 1000 input characters by model (see `GET /v1/pricing`). A designed or cloned voice may only be used by its owner, and is served only by the upstream source that made it. With `stream: true` (beta models) the audio arrives chunk by chunk. `X-Svc-Fallback: true` and `X-Svc-Fallback-Layer: 1` when a later source of the family served the call.
+         */
+        post: operations["openai_createSpeech"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/audio/transcriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Speech to text
+         * @description The audio as multipart part `file` (up to 25 MB) or as JSON `audio_url` (https, up to 100 MB). Billed per started minute, 1-minute minimum (0.0009 USD per minute).
+         */
+        post: operations["openai_createTranscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/audio/understand": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask a question about audio
+         * @description Audio scene question answering. Billed per started minute, 1-minute minimum (0.0006 USD per minute).
+         */
+        post: operations["openai_understandAudio"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/capabilities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Gateway capabilities */
+        get: operations["openai_getCapabilities"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Chat (OpenAI chat-completions format)
+         * @description Every text model answers here. Priced per token (cached input at 10%; an identical prompt prefix of at least 1024 tokens within 5 minutes is cached). With `stream: true` the answer is `text/event-stream`.
+         */
+        post: operations["openai_createChatCompletion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/images/edits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Edit images, synchronously (OpenAI Images API)
+         * @description `openai.images.edit`: the uploads (`image`, or `image[]` up to 10; PNG, JPEG or WebP, at most 10 MB, stored on the gateway and passed to the upstream as a URL on the gateway's host) are the job's reference images. Otherwise as `images.generate`.
+         */
+        post: operations["openai_editImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/images/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate images, synchronously (OpenAI Images API)
+         * @description `openai.images.generate` with `baseURL: <gateway>/openai/v1`. Submits an image job (hold, charge on success, as `POST /v1/images/generations`), waits for it to end (at most the runner's give-up time) and answers in OpenAI's shape. A failed job answers its error with 502 and charges nothing.
+         */
+        post: operations["openai_createImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live model list
+         * @description Enabled models of every modality, sorted by id; disabled models are omitted. Each carries its lifecycle (D35): `deprecated` and `shutdown_date`; from its shutdown date a model answers 410 `model_retired` (it stays listed).
+         */
+        get: operations["openai_listModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/models/recommend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Recommended model for a kind of agent */
+        get: operations["openai_recommendModel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/videos": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List videos (OpenAI Videos API) */
+        get: operations["openai_listVideos"];
+        put?: never;
+        /**
+         * Create a video (OpenAI Videos API)
+         * @description `openai.videos.create` of the `openai` SDK. A video job with the holds, charges, limits, webhooks and usage of `POST /v1/videos/generations`: the hold is placed now, the charge made on success. The first frame comes from `input_reference`: an uploaded image (PNG, JPEG or WebP, at most 10 MB, stored on the gateway and passed to the upstream as a URL on the gateway's host) or `input_reference[image_url]` (an https URL of a public host, or a `data:` URL). Send `Idempotency-Key` to retry safely.
+         */
+        post: operations["openai_createVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/videos/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a video (OpenAI Videos API) */
+        get: operations["openai_getVideo"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a video (OpenAI Videos API)
+         * @description A video that is still queued or in progress is cancelled (`POST /v1/jobs/{id}/cancel`: its whole hold released); a finished one has its stored MP4 deleted. The job and its billing records stay.
+         */
+        delete: operations["openai_deleteVideo"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openai/v1/videos/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download a video's MP4 (OpenAI Videos API) */
+        get: operations["openai_getVideoContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -1333,6 +1566,65 @@ export interface paths {
          * @description The same groups as `GET /v1/usage`: a header row `group,requests,cost_usd,characters,seconds,images,input_tokens,output_tokens,cached_tokens,minutes`, then one row per group.
          */
         get: operations["getUsageCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/videos": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List videos (OpenAI Videos API) */
+        get: operations["listVideos"];
+        put?: never;
+        /**
+         * Create a video (OpenAI Videos API)
+         * @description `openai.videos.create` of the `openai` SDK. A video job with the holds, charges, limits, webhooks and usage of `POST /v1/videos/generations`: the hold is placed now, the charge made on success. The first frame comes from `input_reference`: an uploaded image (PNG, JPEG or WebP, at most 10 MB, stored on the gateway and passed to the upstream as a URL on the gateway's host) or `input_reference[image_url]` (an https URL of a public host, or a `data:` URL). Send `Idempotency-Key` to retry safely.
+         */
+        post: operations["createVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/videos/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a video (OpenAI Videos API) */
+        get: operations["getVideo"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a video (OpenAI Videos API)
+         * @description A video that is still queued or in progress is cancelled (`POST /v1/jobs/{id}/cancel`: its whole hold released); a finished one has its stored MP4 deleted. The job and its billing records stay.
+         */
+        delete: operations["deleteVideo"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/videos/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download a video's MP4 (OpenAI Videos API) */
+        get: operations["getVideoContent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4634,6 +4926,2540 @@ export interface operations {
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_createSpeech: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                "x-svc-simulate"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description `input` (or `text`) and `voice_id` (or `voice`) are required. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Text to speak (alias `text`); required. At most the model's limit (5000 for most models; Unicode code points after NFC, answered `input_too_long`).
+                     * @example Hello from the gateway.
+                     */
+                    input?: string;
+                    /**
+                     * @description Speech model. alpha voices work only with `alpha-*` models; beta voices and your own designed or cloned voices only with `beta-speech-*`.
+                     * @default alpha-multilingual-v2
+                     * @example alpha-multilingual-v2
+                     * @enum {string}
+                     */
+                    model?: "alpha-v3" | "alpha-multilingual-v2" | "alpha-flash-v2-5" | "alpha-turbo-v2-5" | "beta-speech-hd" | "beta-speech-turbo";
+                    /**
+                     * @description Audio format of the answer.
+                     * @default mp3_44100_128
+                     * @enum {string}
+                     */
+                    response_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
+                    /**
+                     * @description Deliver the audio progressively (beta speech models only; ignored by others). The answer is still one complete stream.
+                     * @default false
+                     */
+                    stream?: boolean;
+                    /** @description Alias of `input`. */
+                    text?: string;
+                    /** @description Alias of `voice_id`. */
+                    voice?: string;
+                    /** @description Voice id from the voice library, or one of your designed or cloned voices (alias `voice`). Required (`voice_required`); there is no default voice. */
+                    voice_id?: string;
+                    /** @description Voice tuning. */
+                    voice_settings?: {
+                        /** @description Similarity boost, 0 to 1. */
+                        similarity_boost?: number;
+                        /** @description Stability, 0 to 1. */
+                        stability?: number;
+                        /** @description Style, 0 to 1. */
+                        style?: number;
+                        /** @description Speaker boost. */
+                        use_speaker_boost?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The audio (`Content-Type` matches `response_format`). */
+            200: {
+                headers: {
+                    /** @description Balance after the charge, USD. */
+                    "X-Svc-Balance-USD"?: string;
+                    /** @description Input characters used for pricing. */
+                    "X-Svc-Chars-Billed"?: string;
+                    /** @description Amount charged for this call, USD. */
+                    "X-Svc-Cost-USD"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
+                    /** @description Resolved model id. */
+                    "X-Svc-Model"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/basic": string;
+                    "audio/mpeg": string;
+                    "audio/pcm": string;
+                };
+            };
+            /** @description Invalid request: `not_a_tts_model`, `voice_required`, `input_too_long`, `voice_model_mismatch`, `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35); `voice_unavailable`: the designed or cloned voice is gone from the upstream source that made it (nothing charged). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upstream provider failure: `provider_error`. */
+            502: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_createTranscription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                "x-svc-simulate"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description Where to download the audio (up to 100 MB; private addresses are refused).
+                     */
+                    audio_url: string;
+                    /**
+                     * @description Transcription model or alias.
+                     * @default transcribe
+                     */
+                    model?: string;
+                    /**
+                     * @description Answer format.
+                     * @default json
+                     * @enum {string}
+                     */
+                    response_format?: "json" | "text" | "verbose_json";
+                };
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The audio file (up to 25 MB); the duration is read from the audio.
+                     */
+                    file: string;
+                    /**
+                     * @description Transcription model or alias.
+                     * @default transcribe
+                     */
+                    model?: string;
+                    /**
+                     * @description Answer format.
+                     * @default json
+                     * @enum {string}
+                     */
+                    response_format?: "json" | "text" | "verbose_json";
+                };
+            };
+        };
+        responses: {
+            /** @description The transcript: `{text}`; `response_format=text` answers plain text, `verbose_json` adds `duration` and `segments`. */
+            200: {
+                headers: {
+                    /** @description Balance after the charge, USD. */
+                    "X-Svc-Balance-USD"?: string;
+                    /** @description Amount charged for this call, USD. */
+                    "X-Svc-Cost-USD"?: string;
+                    /** @description Duration used for billing, seconds. */
+                    "X-Svc-Duration-Sec"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
+                    /** @description Resolved model id. */
+                    "X-Svc-Model"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The transcript. */
+                        text: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    "text/plain": string;
+                };
+            };
+            /** @description Invalid request: `invalid_request`, `invalid_model`, `audio_unreadable`, `invalid_audio_url`, `audio_url_unreachable`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (file over 25 MB or download over 100 MB). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upstream provider failure: `provider_error`. */
+            502: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_understandAudio: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                "x-svc-simulate"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The audio file (up to 25 MB); the duration is read from the audio.
+                     */
+                    file: string;
+                    /**
+                     * @description Audio-understanding model or alias.
+                     * @default audio-understand
+                     */
+                    model?: string;
+                    /** @description The question about the audio. */
+                    prompt: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The answer. */
+            200: {
+                headers: {
+                    /** @description Balance after the charge, USD. */
+                    "X-Svc-Balance-USD"?: string;
+                    /** @description Amount charged for this call, USD. */
+                    "X-Svc-Cost-USD"?: string;
+                    /** @description Duration used for billing, seconds. */
+                    "X-Svc-Duration-Sec"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
+                    /** @description Resolved model id. */
+                    "X-Svc-Model"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Audio duration used for billing, seconds. */
+                        duration_sec: number;
+                        /** @description Resolved model id. */
+                        model: string;
+                        /** @description The answer. */
+                        text: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (file or prompt missing), `invalid_model`, `audio_unreadable`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (file over 25 MB). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upstream provider failure: `provider_error`. */
+            502: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_getCapabilities: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Capabilities, endpoints, aliases, streaming and fallback support. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Text alias -> model id. */
+                        aliases?: {
+                            [key: string]: string;
+                        };
+                        /** @description Every capability of the enabled models. */
+                        capabilities: string[];
+                        /** @description Main endpoints. */
+                        endpoints: string[];
+                        /** @description Fallback headers and layers. */
+                        fallback?: {
+                            [key: string]: unknown;
+                        };
+                        /**
+                         * @description Always `capabilities`.
+                         * @enum {string}
+                         */
+                        object: "capabilities";
+                        /** @description Streaming support. */
+                        streaming?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_createChatCompletion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                "x-svc-simulate"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Alias of `max_tokens`. */
+                    max_completion_tokens?: number;
+                    /**
+                     * @description Output token limit, forwarded unchanged; the service imposes no cap.
+                     * @default 4096
+                     */
+                    max_tokens?: number;
+                    /** @description The conversation. */
+                    messages: {
+                        /** @description Text, or an array of text parts `{type: "text", text}`; may be null for an assistant message with tool calls. */
+                        content?: string | {
+                            /** @description Text. */
+                            text: string;
+                            /**
+                             * @description Part type.
+                             * @enum {string}
+                             */
+                            type: "text";
+                        }[] | null;
+                        /**
+                         * @description Author of the message.
+                         * @enum {string}
+                         */
+                        role: "system" | "developer" | "user" | "assistant" | "tool";
+                        /** @description The call this `tool` message answers (required for role `tool`). */
+                        tool_call_id?: string;
+                        /** @description Assistant tool calls. */
+                        tool_calls?: {
+                            function?: {
+                                /** @description JSON arguments. */
+                                arguments?: string;
+                                /** @description Function name. */
+                                name?: string;
+                            };
+                            /** @description Call id. */
+                            id?: string;
+                            /**
+                             * @description Always `function`.
+                             * @enum {string}
+                             */
+                            type?: "function";
+                        }[];
+                    }[];
+                    /**
+                     * @description Text model id (`txtA-large`, `txtA-small`, `txtB-flash`, `txtB-pro`, `txtC-coder`, `txtC-mini`, `txtD-agent`, `txtD-lite`) or alias (`best`, `fast`, `code`, `cheap`, `agent`); the answer names the concrete id.
+                     * @example fast
+                     */
+                    model: string;
+                    /**
+                     * @description Answer as server-sent events (`chat.completion.chunk`, then `data: [DONE]`).
+                     * @default false
+                     */
+                    stream?: boolean;
+                    stream_options?: {
+                        /** @description Send a last chunk with `usage` and `choices: []` before `[DONE]`. */
+                        include_usage?: boolean;
+                    };
+                    /** @description Sampling temperature. */
+                    temperature?: number;
+                    /** @description `auto`, `none`, `required` or `{type: "function", function: {name}}`. */
+                    tool_choice?: string | Record<string, never>;
+                    /** @description Functions the model may call. */
+                    tools?: {
+                        function: {
+                            /** @description What it does. */
+                            description?: string;
+                            /** @description Function name. */
+                            name: string;
+                            /** @description JSON Schema of the arguments. */
+                            parameters?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                        /**
+                         * @description Always `function`.
+                         * @enum {string}
+                         */
+                        type: "function";
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The completion, or server-sent events when `stream` is true. */
+            200: {
+                headers: {
+                    /** @description Balance after the charge, USD. */
+                    "X-Svc-Balance-USD"?: string;
+                    /** @description Amount charged for this call, USD. */
+                    "X-Svc-Cost-USD"?: string;
+                    /** @description `true` when a substitute served the request. */
+                    "X-Svc-Fallback"?: string;
+                    /** @description 1 = same model from another source, 2, 3 = a different model of equivalent quality. */
+                    "X-Svc-Fallback-Layer"?: string;
+                    /** @description Resolved model id. */
+                    "X-Svc-Model"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One choice. */
+                        choices: {
+                            /**
+                             * @description Why the model stopped.
+                             * @enum {string}
+                             */
+                            finish_reason?: "stop" | "length" | "tool_calls";
+                            /** @description Always 0. */
+                            index?: number;
+                            logprobs?: null;
+                            message?: {
+                                /** @description Answer text. */
+                                content?: string | null;
+                                refusal?: null;
+                                /**
+                                 * @description Always `assistant`.
+                                 * @enum {string}
+                                 */
+                                role?: "assistant";
+                                /** @description Tool calls. */
+                                tool_calls?: {
+                                    [key: string]: unknown;
+                                }[];
+                            };
+                        }[];
+                        /** @description Unix time. */
+                        created: number;
+                        /** @description Completion id, `chatcmpl-...`. */
+                        id: string;
+                        /** @description Concrete model id (an alias resolves). */
+                        model: string;
+                        /**
+                         * @description Always `chat.completion`.
+                         * @enum {string}
+                         */
+                        object: "chat.completion";
+                        usage: {
+                            /** @description Output tokens. */
+                            completion_tokens?: number;
+                            /** @description Input tokens, cached ones included. */
+                            prompt_tokens?: number;
+                            prompt_tokens_details?: {
+                                /** @description Input tokens served from the prompt cache (billed at 10%). */
+                                cached_tokens?: number;
+                            };
+                            /** @description Sum of both. */
+                            total_tokens?: number;
+                        };
+                    };
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid request: `invalid_request`, `invalid_model`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upstream provider failure: `provider_error`. */
+            502: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_editImage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Replaying the same key returns the same job without a new hold or charge, exactly as the body's `idempotency_key` (which wins when both are given). 1 to 128 characters.
+                 * @example render-42
+                 */
+                "idempotency-key"?: string;
+                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                "x-svc-simulate"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description As the `Idempotency-Key` header; wins over it. */
+                    idempotency_key?: string;
+                    /**
+                     * Format: binary
+                     * @description The image to edit (PNG, JPEG or WebP, at most 10 MB, stored on the gateway and passed to the upstream as a URL on the gateway's host); `image[]` repeated for several (up to 10, `imgB-2-pro`).
+                     */
+                    image: string;
+                    /**
+                     * @description An image model that takes reference images (`imgB-edit-pro`, `imgB-2-pro`); default `imgB-edit-pro`.
+                     * @default imgB-edit-pro
+                     */
+                    model?: string;
+                    /**
+                     * @description Images, 1 to 4, billed per image.
+                     * @default 1
+                     */
+                    n?: number;
+                    /** @description What to draw, 1 to 4000 characters. */
+                    prompt: string;
+                    /**
+                     * @description `url` (default): the image on the gateway; `b64_json`: the bytes in the answer.
+                     * @default url
+                     * @enum {string}
+                     */
+                    response_format?: "url" | "b64_json";
+                    /** @description `auto`, `WIDTHxHEIGHT` or an aspect such as `16:9` (as `POST /v1/images/generations`). */
+                    size?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The images. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unix seconds. */
+                        created: number;
+                        /** @description One entry per image. */
+                        data: {
+                            /** @description The image, base64 (`response_format` `b64_json`). */
+                            b64_json?: string;
+                            /** @description The image on the gateway (`response_format` `url`). */
+                            url?: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_model`, `invalid_prompt`, `image_url_required`, `too_many_references`, `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `insufficient_balance`, `key_spend_limit`. */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed`. */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_conflict`. */
+            409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (an image over 10 MB). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upstream provider failure: the failed job's `error.code` (`provider_error`, `content_rejected`, ...): nothing was charged. */
+            502: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_createImage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Replaying the same key returns the same job without a new hold or charge, exactly as the body's `idempotency_key` (which wins when both are given). 1 to 128 characters.
+                 * @example render-42
+                 */
+                "idempotency-key"?: string;
+                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                "x-svc-simulate"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description As the `Idempotency-Key` header; wins over it. */
+                    idempotency_key?: string;
+                    /**
+                     * @description An image model of the catalog (imgA-v4, imgA-v4-pro, imgA-v4-vector, imgA-v4-vector-pro, imgB-2-pro, imgB-edit-pro, imgC-v3, imgB-1.1-ultra, imgA-v3, imgC-q1); `gpt-image-2` names `imgC-q1`. Default `imgC-q1`.
+                     * @default imgC-q1
+                     */
+                    model?: string;
+                    /**
+                     * @description Images, 1 to 4, billed per image.
+                     * @default 1
+                     */
+                    n?: number;
+                    /** @description What to draw, 1 to 4000 characters. */
+                    prompt: string;
+                    /** @description `low`, `medium`, `high` (`imgC-q1`'s tiers); `standard` is `medium`, `hd` `high`, `auto` the default. */
+                    quality?: string;
+                    /**
+                     * @description `url` (default): the image on the gateway; `b64_json`: the bytes in the answer.
+                     * @default url
+                     * @enum {string}
+                     */
+                    response_format?: "url" | "b64_json";
+                    /** @description `auto`, `WIDTHxHEIGHT` or an aspect such as `16:9` (as `POST /v1/images/generations`). */
+                    size?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The images. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unix seconds. */
+                        created: number;
+                        /** @description One entry per image. */
+                        data: {
+                            /** @description The image, base64 (`response_format` `b64_json`). */
+                            b64_json?: string;
+                            /** @description The image on the gateway (`response_format` `url`). */
+                            url?: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_model`, `invalid_prompt`, `image_url_required`, `too_many_references`, `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `insufficient_balance`, `key_spend_limit`. */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed`. */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_conflict`. */
+            409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (an image over 10 MB). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upstream provider failure: the failed job's `error.code` (`provider_error`, `content_rejected`, ...): nothing was charged. */
+            502: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_listModels: {
+        parameters: {
+            query?: {
+                /** @description Only models with this capability (for example `chat`, `tools`, `speech`, `image`, `video`). */
+                capability?: string;
+                /** @description Only models usable on this tier, 0 to 4. */
+                tier?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The models. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /** @description Aliases resolving to it. */
+                            aliases?: string[];
+                            /** @description What the model can do. */
+                            capabilities: string[];
+                            /** @description Unix time. */
+                            created?: number;
+                            /** @description Deprecated: a legacy model, or one with a shutdown date; newer models are preferred for new projects. */
+                            deprecated: boolean;
+                            /** @description Model id. */
+                            id: string;
+                            /** @description Legacy model. */
+                            legacy?: boolean;
+                            /**
+                             * @description Modality.
+                             * @enum {string}
+                             */
+                            modality?: "text" | "audio" | "image" | "video";
+                            /**
+                             * @description Always `model`.
+                             * @enum {string}
+                             */
+                            object: "model";
+                            /** @description Model family. */
+                            owned_by: string;
+                            /**
+                             * Format: date
+                             * @description The day (`YYYY-MM-DD`, UTC) from which the model answers 410 `model_retired`; null when none is scheduled.
+                             */
+                            shutdown_date: string | null;
+                            /** @description Lowest tier that may use it. */
+                            tier_min?: number;
+                        }[];
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (tier outside 0-4). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_recommendModel: {
+        parameters: {
+            query?: {
+                /** @description Kind of agent. */
+                agent?: "coding" | "chat" | "research" | "agent" | "cheap";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recommendation. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Kind of agent. */
+                        agent: string;
+                        /** @description Alias that follows the recommendation. */
+                        alias: string;
+                        /** @description Concrete model id. */
+                        model: string;
+                        /**
+                         * @description Always `model.recommendation`.
+                         * @enum {string}
+                         */
+                        object: "model.recommendation";
+                        /** @description Why. */
+                        reason: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (unknown agent). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_listVideos: {
+        parameters: {
+            query?: {
+                /** @description The id of the last video of the previous page. */
+                after?: string;
+                /**
+                 * @description Page size, 1 to 100 (default 20).
+                 * @example 20
+                 */
+                limit?: string;
+                /** @description By creation time; default `desc` (newest first). */
+                order?: "asc" | "desc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the caller's videos. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The videos. */
+                        data: {
+                            /** @description Unix seconds when the job ended. */
+                            completed_at: number | null;
+                            /** @description Unix seconds. */
+                            created_at: number;
+                            error: {
+                                /** @description The job's `error.code`. */
+                                code: string;
+                                /** @description What went wrong. */
+                                message: string;
+                            } | null;
+                            /** @description Always null: outputs do not expire. */
+                            expires_at: null;
+                            /** @description The job id. */
+                            id: string;
+                            /** @description The catalog model id. */
+                            model: string;
+                            /**
+                             * @description Always `video`.
+                             * @enum {string}
+                             */
+                            object: "video";
+                            /** @description Percent done, 0 to 100. */
+                            progress: number;
+                            /** @description The prompt. */
+                            prompt: string | null;
+                            /** @description Always null. */
+                            remixed_from_video_id: null;
+                            /** @description The requested duration, seconds. */
+                            seconds: string;
+                            /** @description `WxH` of the requested aspect ratio. */
+                            size: string;
+                            /**
+                             * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
+                             * @enum {string}
+                             */
+                            status: "queued" | "in_progress" | "completed" | "failed";
+                        }[];
+                        /** @description The first video's id. */
+                        first_id: string | null;
+                        /** @description Whether more videos follow. */
+                        has_more: boolean;
+                        /** @description The last video's id: `after` of the next page. */
+                        last_id: string | null;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_createVideo: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Replaying the same key returns the same job without a new hold or charge, exactly as the body's `idempotency_key` (which wins when both are given). 1 to 128 characters.
+                 * @example render-42
+                 */
+                "idempotency-key"?: string;
+                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                "x-svc-simulate"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description As the `Idempotency-Key` header; wins over it. */
+                    idempotency_key?: string;
+                    input_reference?: {
+                        /** @description The first frame's URL (https or a `data:` URL). */
+                        image_url?: string;
+                    };
+                    /**
+                     * @description A video model of the catalog (vidA-2.5-pro, vidA-3-pro, vidA-3-pro-audio, vidB-2-pro, vidB-2-fast, vidC-02-512p, vidC-02-768p, vidC-02-1080p, vidD-3-fast, vidD-3); default `vidD-3-fast`.
+                     * @default vidD-3-fast
+                     */
+                    model?: string;
+                    /** @description What happens in the video, 1 to 4000 characters. */
+                    prompt: string;
+                    /** @description Duration in whole seconds, 1 to 10 (as a string or a number; the model's rules apply: `vidC-02-*` take 6 or 10). Default: the model's. */
+                    seconds?: string;
+                    /**
+                     * @description `WIDTHxHEIGHT`, mapped to the nearest of 16:9, 9:16, 1:1, 4:3, 3:4, 21:9 (the `aspect_ratio` parameter).
+                     * @example 1280x720
+                     * @example 720x1280
+                     */
+                    size?: string;
+                };
+                "multipart/form-data": {
+                    /** @description As the `Idempotency-Key` header; wins over it. */
+                    idempotency_key?: string;
+                    /**
+                     * Format: binary
+                     * @description The first frame (PNG, JPEG or WebP, at most 10 MB, stored on the gateway and passed to the upstream as a URL on the gateway's host).
+                     */
+                    input_reference?: string;
+                    /** @description Or the first frame's URL (https or a `data:` URL). */
+                    "input_reference[image_url]"?: string;
+                    /**
+                     * @description A video model of the catalog (vidA-2.5-pro, vidA-3-pro, vidA-3-pro-audio, vidB-2-pro, vidB-2-fast, vidC-02-512p, vidC-02-768p, vidC-02-1080p, vidD-3-fast, vidD-3); default `vidD-3-fast`.
+                     * @default vidD-3-fast
+                     */
+                    model?: string;
+                    /** @description What happens in the video, 1 to 4000 characters. */
+                    prompt: string;
+                    /** @description Duration in whole seconds, 1 to 10 (as a string or a number; the model's rules apply: `vidC-02-*` take 6 or 10). Default: the model's. */
+                    seconds?: string;
+                    /**
+                     * @description `WIDTHxHEIGHT`, mapped to the nearest of 16:9, 9:16, 1:1, 4:3, 3:4, 21:9 (the `aspect_ratio` parameter).
+                     * @example 1280x720
+                     * @example 720x1280
+                     */
+                    size?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The video (a new job, or the job of a replayed idempotency key). */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unix seconds when the job ended. */
+                        completed_at: number | null;
+                        /** @description Unix seconds. */
+                        created_at: number;
+                        error: {
+                            /** @description The job's `error.code`. */
+                            code: string;
+                            /** @description What went wrong. */
+                            message: string;
+                        } | null;
+                        /** @description Always null: outputs do not expire. */
+                        expires_at: null;
+                        /** @description The job id. */
+                        id: string;
+                        /** @description The catalog model id. */
+                        model: string;
+                        /**
+                         * @description Always `video`.
+                         * @enum {string}
+                         */
+                        object: "video";
+                        /** @description Percent done, 0 to 100. */
+                        progress: number;
+                        /** @description The prompt. */
+                        prompt: string | null;
+                        /** @description Always null. */
+                        remixed_from_video_id: null;
+                        /** @description The requested duration, seconds. */
+                        seconds: string;
+                        /** @description `WxH` of the requested aspect ratio. */
+                        size: string;
+                        /**
+                         * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
+                         * @enum {string}
+                         */
+                        status: "queued" | "in_progress" | "completed" | "failed";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_model`, `invalid_prompt`, `invalid_duration`, `image_url_required`, `invalid_image_url`, `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `insufficient_balance`, `key_spend_limit`. */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed`. */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_conflict`. */
+            409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (an image over 10 MB). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited` (tier 0 has no video; the queue is full). */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_getVideo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The video's id (the gateway's job id).
+                 * @example job_4kQ9xv2LmP7sT1wZ
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The video. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unix seconds when the job ended. */
+                        completed_at: number | null;
+                        /** @description Unix seconds. */
+                        created_at: number;
+                        error: {
+                            /** @description The job's `error.code`. */
+                            code: string;
+                            /** @description What went wrong. */
+                            message: string;
+                        } | null;
+                        /** @description Always null: outputs do not expire. */
+                        expires_at: null;
+                        /** @description The job id. */
+                        id: string;
+                        /** @description The catalog model id. */
+                        model: string;
+                        /**
+                         * @description Always `video`.
+                         * @enum {string}
+                         */
+                        object: "video";
+                        /** @description Percent done, 0 to 100. */
+                        progress: number;
+                        /** @description The prompt. */
+                        prompt: string | null;
+                        /** @description Always null. */
+                        remixed_from_video_id: null;
+                        /** @description The requested duration, seconds. */
+                        seconds: string;
+                        /** @description `WxH` of the requested aspect ratio. */
+                        size: string;
+                        /**
+                         * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
+                         * @enum {string}
+                         */
+                        status: "queued" | "in_progress" | "completed" | "failed";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found` (unknown, another user's, or not a video). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_deleteVideo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The video's id (the gateway's job id).
+                 * @example job_4kQ9xv2LmP7sT1wZ
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Always true. */
+                        deleted: boolean;
+                        /** @description The video's id. */
+                        id: string;
+                        /**
+                         * @description Always `video.deleted`.
+                         * @enum {string}
+                         */
+                        object: "video.deleted";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found`. */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    openai_getVideoContent: {
+        parameters: {
+            query?: {
+                /** @description `video` (the default) is the only variant. */
+                variant?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The video's id (the gateway's job id).
+                 * @example job_4kQ9xv2LmP7sT1wZ
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The MP4. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The requested range. */
+            206: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a variant other than `video`). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found`, `not_found` (the content was deleted). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `video_not_ready`. */
+            409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Range not satisfiable: `range_not_satisfiable`. */
+            416: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10029,6 +12855,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Replaying the same key returns the same job without a new hold or charge, exactly as the body's `idempotency_key` (which wins when both are given). 1 to 128 characters.
+                 * @example render-42
+                 */
+                "idempotency-key"?: string;
+                /**
                  * @description `wait=N` (1-60; more counts as 60): the answer waits up to N seconds for the job to end (`succeeded`, `failed`, `refunded`, `expired`) and then shows it; the status code stays the same. Other preferences are ignored.
                  * @example wait=30
                  */
@@ -10244,6 +13075,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Replaying the same key returns the same job without a new hold or charge, exactly as the body's `idempotency_key` (which wins when both are given). 1 to 128 characters.
+                 * @example render-42
+                 */
+                "idempotency-key"?: string;
                 /**
                  * @description `wait=N` (1-60; more counts as 60): the answer waits up to N seconds for the job to end (`succeeded`, `failed`, `refunded`, `expired`) and then shows it; the status code stays the same. Other preferences are ignored.
                  * @example wait=30
@@ -12270,10 +15106,855 @@ export interface operations {
             };
         };
     };
+    listVideos: {
+        parameters: {
+            query?: {
+                /** @description The id of the last video of the previous page. */
+                after?: string;
+                /**
+                 * @description Page size, 1 to 100 (default 20).
+                 * @example 20
+                 */
+                limit?: string;
+                /** @description By creation time; default `desc` (newest first). */
+                order?: "asc" | "desc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the caller's videos. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The videos. */
+                        data: {
+                            /** @description Unix seconds when the job ended. */
+                            completed_at: number | null;
+                            /** @description Unix seconds. */
+                            created_at: number;
+                            error: {
+                                /** @description The job's `error.code`. */
+                                code: string;
+                                /** @description What went wrong. */
+                                message: string;
+                            } | null;
+                            /** @description Always null: outputs do not expire. */
+                            expires_at: null;
+                            /** @description The job id. */
+                            id: string;
+                            /** @description The catalog model id. */
+                            model: string;
+                            /**
+                             * @description Always `video`.
+                             * @enum {string}
+                             */
+                            object: "video";
+                            /** @description Percent done, 0 to 100. */
+                            progress: number;
+                            /** @description The prompt. */
+                            prompt: string | null;
+                            /** @description Always null. */
+                            remixed_from_video_id: null;
+                            /** @description The requested duration, seconds. */
+                            seconds: string;
+                            /** @description `WxH` of the requested aspect ratio. */
+                            size: string;
+                            /**
+                             * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
+                             * @enum {string}
+                             */
+                            status: "queued" | "in_progress" | "completed" | "failed";
+                        }[];
+                        /** @description The first video's id. */
+                        first_id: string | null;
+                        /** @description Whether more videos follow. */
+                        has_more: boolean;
+                        /** @description The last video's id: `after` of the next page. */
+                        last_id: string | null;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createVideo: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Replaying the same key returns the same job without a new hold or charge, exactly as the body's `idempotency_key` (which wins when both are given). 1 to 128 characters.
+                 * @example render-42
+                 */
+                "idempotency-key"?: string;
+                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                "x-svc-simulate"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description As the `Idempotency-Key` header; wins over it. */
+                    idempotency_key?: string;
+                    input_reference?: {
+                        /** @description The first frame's URL (https or a `data:` URL). */
+                        image_url?: string;
+                    };
+                    /**
+                     * @description A video model of the catalog (vidA-2.5-pro, vidA-3-pro, vidA-3-pro-audio, vidB-2-pro, vidB-2-fast, vidC-02-512p, vidC-02-768p, vidC-02-1080p, vidD-3-fast, vidD-3); default `vidD-3-fast`.
+                     * @default vidD-3-fast
+                     */
+                    model?: string;
+                    /** @description What happens in the video, 1 to 4000 characters. */
+                    prompt: string;
+                    /** @description Duration in whole seconds, 1 to 10 (as a string or a number; the model's rules apply: `vidC-02-*` take 6 or 10). Default: the model's. */
+                    seconds?: string;
+                    /**
+                     * @description `WIDTHxHEIGHT`, mapped to the nearest of 16:9, 9:16, 1:1, 4:3, 3:4, 21:9 (the `aspect_ratio` parameter).
+                     * @example 1280x720
+                     * @example 720x1280
+                     */
+                    size?: string;
+                };
+                "multipart/form-data": {
+                    /** @description As the `Idempotency-Key` header; wins over it. */
+                    idempotency_key?: string;
+                    /**
+                     * Format: binary
+                     * @description The first frame (PNG, JPEG or WebP, at most 10 MB, stored on the gateway and passed to the upstream as a URL on the gateway's host).
+                     */
+                    input_reference?: string;
+                    /** @description Or the first frame's URL (https or a `data:` URL). */
+                    "input_reference[image_url]"?: string;
+                    /**
+                     * @description A video model of the catalog (vidA-2.5-pro, vidA-3-pro, vidA-3-pro-audio, vidB-2-pro, vidB-2-fast, vidC-02-512p, vidC-02-768p, vidC-02-1080p, vidD-3-fast, vidD-3); default `vidD-3-fast`.
+                     * @default vidD-3-fast
+                     */
+                    model?: string;
+                    /** @description What happens in the video, 1 to 4000 characters. */
+                    prompt: string;
+                    /** @description Duration in whole seconds, 1 to 10 (as a string or a number; the model's rules apply: `vidC-02-*` take 6 or 10). Default: the model's. */
+                    seconds?: string;
+                    /**
+                     * @description `WIDTHxHEIGHT`, mapped to the nearest of 16:9, 9:16, 1:1, 4:3, 3:4, 21:9 (the `aspect_ratio` parameter).
+                     * @example 1280x720
+                     * @example 720x1280
+                     */
+                    size?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The video (a new job, or the job of a replayed idempotency key). */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unix seconds when the job ended. */
+                        completed_at: number | null;
+                        /** @description Unix seconds. */
+                        created_at: number;
+                        error: {
+                            /** @description The job's `error.code`. */
+                            code: string;
+                            /** @description What went wrong. */
+                            message: string;
+                        } | null;
+                        /** @description Always null: outputs do not expire. */
+                        expires_at: null;
+                        /** @description The job id. */
+                        id: string;
+                        /** @description The catalog model id. */
+                        model: string;
+                        /**
+                         * @description Always `video`.
+                         * @enum {string}
+                         */
+                        object: "video";
+                        /** @description Percent done, 0 to 100. */
+                        progress: number;
+                        /** @description The prompt. */
+                        prompt: string | null;
+                        /** @description Always null. */
+                        remixed_from_video_id: null;
+                        /** @description The requested duration, seconds. */
+                        seconds: string;
+                        /** @description `WxH` of the requested aspect ratio. */
+                        size: string;
+                        /**
+                         * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
+                         * @enum {string}
+                         */
+                        status: "queued" | "in_progress" | "completed" | "failed";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_model`, `invalid_prompt`, `invalid_duration`, `image_url_required`, `invalid_image_url`, `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `insufficient_balance`, `key_spend_limit`. */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `model_not_allowed`. */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_conflict`. */
+            409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (an image over 10 MB). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited` (tier 0 has no video; the queue is full). */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getVideo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The video's id (the gateway's job id).
+                 * @example job_4kQ9xv2LmP7sT1wZ
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The video. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unix seconds when the job ended. */
+                        completed_at: number | null;
+                        /** @description Unix seconds. */
+                        created_at: number;
+                        error: {
+                            /** @description The job's `error.code`. */
+                            code: string;
+                            /** @description What went wrong. */
+                            message: string;
+                        } | null;
+                        /** @description Always null: outputs do not expire. */
+                        expires_at: null;
+                        /** @description The job id. */
+                        id: string;
+                        /** @description The catalog model id. */
+                        model: string;
+                        /**
+                         * @description Always `video`.
+                         * @enum {string}
+                         */
+                        object: "video";
+                        /** @description Percent done, 0 to 100. */
+                        progress: number;
+                        /** @description The prompt. */
+                        prompt: string | null;
+                        /** @description Always null. */
+                        remixed_from_video_id: null;
+                        /** @description The requested duration, seconds. */
+                        seconds: string;
+                        /** @description `WxH` of the requested aspect ratio. */
+                        size: string;
+                        /**
+                         * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
+                         * @enum {string}
+                         */
+                        status: "queued" | "in_progress" | "completed" | "failed";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found` (unknown, another user's, or not a video). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteVideo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The video's id (the gateway's job id).
+                 * @example job_4kQ9xv2LmP7sT1wZ
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Always true. */
+                        deleted: boolean;
+                        /** @description The video's id. */
+                        id: string;
+                        /**
+                         * @description Always `video.deleted`.
+                         * @enum {string}
+                         */
+                        object: "video.deleted";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found`. */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getVideoContent: {
+        parameters: {
+            query?: {
+                /** @description `video` (the default) is the only variant. */
+                variant?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The video's id (the gateway's job id).
+                 * @example job_4kQ9xv2LmP7sT1wZ
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The MP4. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description The requested range. */
+            206: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "video/mp4": string;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a variant other than `video`). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found`, `not_found` (the content was deleted). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `video_not_ready`. */
+            409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Range not satisfiable: `range_not_satisfiable`. */
+            416: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createVideoJob: {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Replaying the same key returns the same job without a new hold or charge, exactly as the body's `idempotency_key` (which wins when both are given). 1 to 128 characters.
+                 * @example render-42
+                 */
+                "idempotency-key"?: string;
                 /**
                  * @description `wait=N` (1-60; more counts as 60): the answer waits up to N seconds for the job to end (`succeeded`, `failed`, `refunded`, `expired`) and then shows it; the status code stays the same. Other preferences are ignored.
                  * @example wait=30
