@@ -5,9 +5,9 @@
  * `x-fal-target-url` (targets.ts); the dialect translates:
  * - submit (`queue.fal.run/<endpoint id>`) and run (`fal.run/<endpoint id>`): the endpoint id and input
  *   become a native image or video job (endpoints.ts, read backwards from the fal adapter's table),
- *   submitted exactly as `POST /v1/images/generations` / `POST /v1/videos/generations` submit theirs
- *   (validation, the key's allow-list, reference hosts, webhook URL, `submitJob`: hold, caps,
- *   idempotency, usage record), so the job shows in `GET /v1/jobs` and the console;
+ *   submitted through the native routes' submit sequence (`src/http/job-submit.ts`: validation, the
+ *   `Idempotency-Key` header, the key's allow-list, reference hosts, webhook URL, hold, caps, usage
+ *   record), so the job shows in `GET /v1/jobs` and the console;
  * - status, result, cancel (`queue.fal.run/<owner>/<alias>/requests/<id>/...`): the job of that id
  *   (D30 reads and cancel), rendered in fal's shapes (answers.ts).
  * No money logic, limits or upstream calls of its own. Registered as its own scope (prefix `/fal`) with
@@ -16,16 +16,15 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { cancelJob } from "../../../jobs/cancel.ts";
-import { getJob, type JobView, submitJob } from "../../../jobs/jobs.ts";
+import { getJob, type JobView } from "../../../jobs/jobs.ts";
 import { GIVE_UP_MS } from "../../../jobs/sweep.ts";
-import { checkReferenceHosts, type JobSpec, validateImageJob, validateVideoJob } from "../../../jobs/validate.ts";
+import { validateImageJob, validateVideoJob } from "../../../jobs/validate.ts";
 import { waitForJobEnd } from "../../../jobs/watch.ts";
 import { AppError, errors } from "../../../errors.ts";
 import type { Services } from "../../../services.ts";
-import { checkWebhookUrl } from "../../../webhooks/urls.ts";
 import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../../auth.ts";
-import { paidCallOf } from "../../call-context.ts";
 import { toAppError } from "../../error-handler.ts";
+import { submitFromRequest } from "../../job-submit.ts";
 import { jobWaits } from "../../job-waits.ts";
 import { boundedJsonParser, type StringBodyParser } from "../../json-body.ts";
 import type { App } from "../../types.ts";
@@ -73,8 +72,6 @@ export function falErrorHandler(err: unknown, request: FastifyRequest, reply: Fa
 /** The longest a run (`fal.run`) waits for its job: past both give-up times the job has ended. */
 const RUN_WAIT_MS = { image: 2 * GIVE_UP_MS.image + 60_000, video: 2 * GIVE_UP_MS.video + 60_000 } as const;
 
-/** Longest idempotency key (as the native body's `idempotency_key`). */
-const IDEMPOTENCY_KEY_MAX = 128;
 /** Longest prompt, code points (as the native body's `prompt`). */
 const PROMPT_MAX = 4000;
 /** Longest webhook URL (as the native body's `webhook_url`). */
@@ -83,16 +80,6 @@ const WEBHOOK_URL_MAX = 2048;
 /** 400 `invalid_request` for a refused target: nothing is sent anywhere. */
 function refused(reason: string): AppError {
   return errors.invalidRequest(`Refused: ${reason}. The fal proxy serves queue submit, status, result and cancel on https://queue.fal.run and runs on https://fal.run (D38).`, "x-fal-target-url");
-}
-
-/** The `Idempotency-Key` header of a submit, or null. @throws AppError 400 `invalid_request` when it is empty or too long. */
-function idempotencyKeyOf(request: FastifyRequest): string | null {
-  const v = request.headers["idempotency-key"];
-  if (v === undefined) return null;
-  if (typeof v !== "string" || v.length < 1 || v.length > IDEMPOTENCY_KEY_MAX) {
-    throw errors.invalidRequest(`Idempotency-Key must be a string of 1 to ${IDEMPOTENCY_KEY_MAX} characters.`, "idempotency_key");
-  }
-  return v;
 }
 
 /** The job of a follow-up call, if it is the caller's and its endpoint's app is the target's; else 404 `job_not_found`. */
@@ -117,25 +104,23 @@ export async function falRoutes(app: App, services: Services): Promise<void> {
 
   const { deps, watcher } = jobWaits(app, services);
 
-  /** Submits the job of a submit or run target, as the native job routes do; the job and its endpoint's app. */
+  /**
+   * Submits the job of a submit or run target through the native submit sequence (`job-submit.ts`: the
+   * `Idempotency-Key` header, allow-list, reference and webhook checks, hold); the job and its endpoint's app.
+   * The length rules the native route schema holds (prompt, webhook URL) are checked here first.
+   */
   const submit = async (req: FastifyRequest, target: Extract<FalTarget, { endpointId: string }>) => {
-    const idempotencyKey = idempotencyKeyOf(req);
     if (target.webhookUrl !== null && target.webhookUrl.length > WEBHOOK_URL_MAX) {
       throw new AppError(400, "invalid_webhook_url", `fal_webhook must be an https:// URL of at most ${WEBHOOK_URL_MAX} characters.`, "webhook_url");
     }
-    const request = jobRequestOf(target.endpointId, req.body, { idempotencyKey, webhookUrl: target.webhookUrl });
+    const request = jobRequestOf(target.endpointId, req.body, { idempotencyKey: null, webhookUrl: target.webhookUrl });
     if (request === null) throw new AppError(404, "not_found", `Application '${target.endpointId}' not found`);
     const prompt = request.body.prompt;
     if ([...prompt].length > PROMPT_MAX || !/\S/.test(prompt)) throw new AppError(400, "invalid_prompt", `prompt must be text of 1 to ${PROMPT_MAX} characters.`, "prompt");
-    const spec: JobSpec = request.kind === "image" ? validateImageJob(request.body) : validateVideoJob(request.body, { genmediaOnly: false });
-    const { simulate, guard, call } = paidCallOf(services, req);
-    await guard.model(spec.model.id);
-    await checkReferenceHosts(spec, services.resolveHost);
-    if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
-    // The idempotency hash covers the endpoint and the input as sent: the same input to another endpoint is another request.
-    const hashed = { endpoint_id: target.endpointId, input: req.body ?? null, webhook_url: target.webhookUrl };
-    const out = await submitJob({ ...deps, starter: services.jobStarter(), events: services.paidCalls.events }, principalOf(req), spec, hashed, simulate, call);
-    if (!out.replayed && !out.started) services.nudgeRunner();
+    const out =
+      request.kind === "image"
+        ? await submitFromRequest(services, req, request.body, validateImageJob)
+        : await submitFromRequest(services, req, request.body, (body) => validateVideoJob(body, { genmediaOnly: false }));
     return { job: out.job, app: appOf(target.endpointId) };
   };
 

@@ -27,18 +27,18 @@ import type { MusicRequestBody, SfxRequestBody, SpeechRequestBody } from "../../
 import type { VoiceDesignRequestBody } from "../../../contracts/voices.ts";
 import { AppError, errors } from "../../../errors.ts";
 import { cancelJob } from "../../../jobs/cancel.ts";
-import { getJob, type JobView, submitJob } from "../../../jobs/jobs.ts";
+import { getJob, type JobView } from "../../../jobs/jobs.ts";
 import { blobUrl } from "../../../jobs/outputs.ts";
-import { checkReferenceHosts, type JobSpec, validateImageJob, validateVideoJob } from "../../../jobs/validate.ts";
+import { type JobSpec, validateImageJob, validateVideoJob } from "../../../jobs/validate.ts";
 import { waitForJobEnd } from "../../../jobs/watch.ts";
 import { type Micros, microsToUsd } from "../../../money.ts";
 import type { Services } from "../../../services.ts";
-import { checkWebhookUrl } from "../../../webhooks/urls.ts";
 import { principalOf } from "../../auth.ts";
-import { callContext, generationDepsOf, paidCallOf, simulateHeader, speechDepsOf } from "../../call-context.ts";
+import { callContext, generationDepsOf, simulateHeader, speechDepsOf } from "../../call-context.ts";
 import { roundedSeconds, setCostHeaders } from "../../cost-headers.ts";
 import { schemaError, toAppError } from "../../error-handler.ts";
 import type { jobWaits } from "../../job-waits.ts";
+import { submitFromRequest } from "../../job-submit.ts";
 import { allModels } from "../../routes/models.ts";
 import type { Schema } from "../../schemas/common.ts";
 import { ESTIMATE_ENDPOINTS, type EstimateEndpoint, type ToolName, toolNamed } from "./tools.ts";
@@ -236,20 +236,13 @@ async function jobResult(ctx: ToolCallContext, job: JobView, images: boolean, fa
 }
 
 /**
- * Submits a media job as the native submit routes do (`src/http/routes/jobs.ts`): validate, the key's
- * model allow-list, reference and webhook URL checks, then `submitJob` (idempotency, queue caps, hold).
+ * Submits a media job through the native submit sequence (`src/http/job-submit.ts`): validate, the key's
+ * model allow-list, reference and webhook URL checks, then the submit (idempotency, an `Idempotency-Key`
+ * header of the MCP request included, queue caps, hold).
  * @throws AppError as the native route answers (400, 402 `insufficient_balance`, 403, 409, 429, ...).
  */
 async function submit<B extends MediaJobRequest>(ctx: ToolCallContext, body: B, validate: (body: B) => JobSpec): Promise<JobView> {
-  const { services, request } = ctx;
-  const spec = validate(body);
-  const { simulate, guard, call } = paidCallOf(services, request);
-  await guard.model(spec.model.id);
-  await checkReferenceHosts(spec, services.resolveHost);
-  if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
-  const out = await submitJob({ ...ctx.waits.deps, starter: services.jobStarter(), events: services.paidCalls.events }, principalOf(request), spec, body, simulate, call);
-  if (!out.replayed && !out.started) services.nudgeRunner();
-  return out.job;
+  return (await submitFromRequest(ctx.services, ctx.request, body, validate)).job;
 }
 
 /** The quote of `body` at `endpoint`, micro-USD, and the model it names; validated as the endpoint validates it. */
