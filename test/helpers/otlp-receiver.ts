@@ -19,6 +19,9 @@ export interface ReceivedSpan {
   statusCode: number;
   /** `service.name` of the resource that sent it. */
   service: string;
+  /** Start and end, ms since the epoch (fractional). */
+  startMs: number;
+  endMs: number;
 }
 
 export interface OtlpReceiver {
@@ -64,6 +67,8 @@ interface ExportBody {
         kind?: number;
         attributes?: KeyValue[];
         status?: { code?: number };
+        startTimeUnixNano?: string | number;
+        endTimeUnixNano?: string | number;
       }[];
     }[];
   }[];
@@ -96,6 +101,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, valueOf(a.value)])),
               statusCode: s.status?.code ?? 0,
               service,
+              startMs: Number(BigInt(s.startTimeUnixNano ?? 0) / 1000n) / 1000,
+              endMs: Number(BigInt(s.endTimeUnixNano ?? 0) / 1000n) / 1000,
             });
           }
         }

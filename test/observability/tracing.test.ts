@@ -13,6 +13,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { type ElevenLabsFake, startElevenLabsFake } from "../../fakes/elevenlabs.ts";
+import { loadConfig } from "../../src/config.ts";
 import { BACKENDS } from "../helpers/backends.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp-receiver.ts";
@@ -308,5 +309,33 @@ describe("tracing with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (
     // The SERVER span still holds no user text.
     const server = otlp.spans.find((s) => s.kind === "server" && s.attributes["http.route"] === "/v1/chat/completions")!;
     assert.ok(!Object.values(server.attributes).some((v) => String(v).includes(PROMPT)));
+  });
+});
+
+describe("tracing configuration (D40)", () => {
+  test("the OTEL_* variables: endpoint, signal path, headers, resource, capture, disabled, protocol", () => {
+    assert.equal(loadConfig({}).tracing, null);
+    assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "TRUE" }).tracing, null);
+    const on = loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/",
+      OTEL_EXPORTER_OTLP_HEADERS: "x-token=a%20b,other=1",
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: "other=2",
+      OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=prod",
+    }).tracing;
+    assert.deepEqual(on, {
+      url: "http://collector:4318/v1/traces",
+      headers: { "x-token": "a b", other: "2" },
+      serviceName: "media-gateway",
+      resourceAttributes: { "deployment.environment.name": "prod" },
+      timeoutMs: 10_000,
+      captureContent: false,
+    });
+    const traces = loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://c.example/custom/path", OTEL_EXPORTER_OTLP_ENDPOINT: "http://ignored", OTEL_SERVICE_NAME: "edge", OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: "true" }).tracing;
+    assert.equal(traces?.url, "https://c.example/custom/path");
+    assert.equal(traces?.serviceName, "edge");
+    assert.equal(traces?.captureContent, true);
+    assert.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }), /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/json/);
+    assert.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }), /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/);
+    assert.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_HEADERS: "novalue" }), /OTEL_EXPORTER_OTLP_HEADERS must be a comma list/);
   });
 });
