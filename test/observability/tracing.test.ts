@@ -8,7 +8,9 @@
  * - an image job with a `webhook_url`: the submit's SERVER span, the runner's `job.run` span, its upstream
  *   span and capture, and the webhook delivery in one trace; the webhook request carries `traceparent`;
  * - no key, password, session token, prompt or input text in any attribute;
- * - off (no endpoint, or `OTEL_SDK_DISABLED=true`): nothing exported, no `traceparent` sent anywhere.
+ * - off (no endpoint, or `OTEL_SDK_DISABLED=true`): nothing exported, no `traceparent` sent anywhere;
+ * - a job left pending and claimed later continues its submit's trace (the row's `traceparent`);
+ * - content capture on: a chat attempt's span carries the messages; the `OTEL_*` settings as config.ts reads them.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -311,6 +313,44 @@ describe("tracing with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (
     assert.ok(!Object.values(server.attributes).some((v) => String(v).includes(PROMPT)));
   });
 });
+
+for (const backend of BACKENDS) {
+  describe(`a job claimed later by the runner continues its submit's trace on ${backend.name} (D40)`, { skip: backend.skip }, () => {
+    let otlp: OtlpReceiver;
+    let gw: TestGateway;
+    before(async () => {
+      otlp = await startOtlpReceiver();
+      // No runner at submit: the job stays pending, and the runner started afterwards claims it from the row.
+      gw = await startGateway(backend.name, { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url }, { runner: false });
+    });
+    after(async () => {
+      await gw?.close();
+      await otlp?.close();
+    });
+
+    test("the claimed job's job.run span is a child of the submit's SERVER span", async () => {
+      const u = await gw.register();
+      await gw.deposit(u.user_id, 20);
+      const submit = await gw.request("POST", "/v1/images/generations", { token: u.api_key, body: { model: "imgA-v4", prompt: PROMPT } });
+      assert.equal(submit.status, 202);
+      assert.equal(submit.json.status, "pending");
+      const row = await gw.services.db.kysely.selectFrom("jobs").select("traceparent").where("id", "=", submit.json.id).executeTakeFirstOrThrow();
+      assert.match(String(row.traceparent), W3C);
+      gw.services.startRunner({ pollMs: 50, sweepMs: 500, heartbeatMs: 200 });
+      const done = await gw.waitForJob(u.api_key, submit.json.id);
+      assert.equal(done.json.status, "succeeded");
+      await gw.services.tracing!.flush();
+      const server = otlp.spans.find((s) => s.kind === "server" && s.attributes["gw.request.id"] === submit.headers.get("x-svc-request-id"));
+      assert.ok(server);
+      assert.equal(W3C.exec(String(row.traceparent))![1], server.traceId);
+      const run = otlp.spans.find((s) => s.name === "job.run" && s.attributes["gw.job.id"] === submit.json.id);
+      assert.ok(run);
+      assert.equal(run.traceId, server.traceId);
+      assert.equal(run.parentSpanId, server.spanId);
+      assert.ok(childrenOf(otlp.spans, run).some((s) => s.name === "billing.capture"));
+    });
+  });
+}
 
 describe("tracing configuration (D40)", () => {
   test("the OTEL_* variables: endpoint, signal path, headers, resource, capture, disabled, protocol", () => {
