@@ -10,6 +10,8 @@ import tseslint from "typescript-eslint";
 // import each other, and adding a folder means choosing its place here.
 // - base: the leaf modules (money.ts, errors.ts, ids.ts, metrics.ts, config.ts, memory.ts), which may import only
 //   each other and packages;
+// - observability: tracing (D40) behind one interface (observability/tracing.ts; the OpenTelemetry SDK in
+//   otel.ts), above base and below everything that opens spans: adapters, billing, jobs, webhooks, http;
 // - storage: the database (connection, dialects, schema, migrations, job queue; each service folder keeps its
 //   own SQL in its `*.repository.ts` modules) and the blob stores; then catalog: model records,
 //   prices, limits and tiers;
@@ -24,6 +26,7 @@ import tseslint from "typescript-eslint";
 // - services.ts builds them, http/ serves them, main.ts starts the process.
 const LAYERS = [
   { layer: "base", files: ["src/errors.ts", "src/ids.ts", "src/metrics.ts", "src/config.ts", "src/memory.ts", "src/money.ts"] },
+  { layer: "observability", folder: "src/observability" },
   { layer: "storage", folder: "src/storage" },
   { layer: "catalog", folder: "src/catalog" },
   { layer: "upstreams", folder: "src/upstreams" },

@@ -158,6 +158,38 @@ export interface Config {
    * `configureModelLifecycle`), which lies above this module.
    */
   modelShutdownDates: Readonly<Record<string, string>>;
+  /** OpenTelemetry tracing (D40), or null: off (neither OTLP endpoint variable is set). */
+  tracing: TracingConfig | null;
+}
+
+/**
+ * OpenTelemetry tracing (D40) from the standard `OTEL_*` variables. On when `OTEL_EXPORTER_OTLP_ENDPOINT`
+ * or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (and `OTEL_SDK_DISABLED` is not `true`); spans go out
+ * over OTLP/HTTP with JSON bodies.
+ */
+export interface TracingConfig {
+  /**
+   * Where spans are posted: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as it is, else
+   * `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces` appended (the OTLP rule for the signal path).
+   */
+  url: string;
+  /**
+   * Headers of every export (`OTEL_EXPORTER_OTLP_HEADERS`, then `OTEL_EXPORTER_OTLP_TRACES_HEADERS`,
+   * `key=value` pairs, comma separated, values URL-decoded). They may hold a collector's token: never log them.
+   */
+  headers: Record<string, string>;
+  /** `OTEL_SERVICE_NAME` (default `media-gateway`): the resource's `service.name`. */
+  serviceName: string;
+  /** `OTEL_RESOURCE_ATTRIBUTES`: more resource attributes (`key=value` pairs, comma separated). */
+  resourceAttributes: Record<string, string>;
+  /** `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` / `OTEL_EXPORTER_OTLP_TIMEOUT` (default 10000): one export's limit, ms. */
+  timeoutMs: number;
+  /**
+   * `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`: the upstream spans carry the call's input
+   * (chat messages, the text to speak, a prompt) as `gen_ai.input.messages`. Default false: no user text
+   * in any span.
+   */
+  captureContent: boolean;
 }
 
 /**
@@ -318,6 +350,67 @@ function modelShutdownDates(env: Env): Record<string, string> {
   return out;
 }
 
+/** `key=value,key2=value2` (the OTEL list syntax), values URL-decoded; `name` is the variable, for the error. */
+function keyValueList(env: Env, name: string): Record<string, string> {
+  const raw = env[name];
+  const out: Record<string, string> = {};
+  if (raw === undefined || raw.trim() === "") return out;
+  for (const part of raw.split(",")) {
+    const at = part.indexOf("=");
+    const key = at < 0 ? "" : part.slice(0, at).trim();
+    if (key === "") throw new Error(`${name} must be a comma list of key=value pairs`);
+    let value = part.slice(at + 1).trim();
+    try {
+      value = decodeURIComponent(value);
+    } catch {
+      // Not percent-encoded: taken as written.
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+/** An absolute http(s) URL, or an Error naming the variable (never its value: it may hold credentials). */
+function httpUrl(raw: string, name: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = null;
+  }
+  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:")) throw new Error(`${name} must be an http(s) URL`);
+  return url.toString();
+}
+
+/**
+ * The tracing settings of D40, or null when tracing is off: no OTLP endpoint, or `OTEL_SDK_DISABLED=true`.
+ * @throws Error naming the variable for an invalid URL, header list or timeout, or a protocol other than
+ *   `http/json` (the exporter this gateway ships speaks OTLP/HTTP with JSON bodies only).
+ */
+function tracingConfig(env: Env): TracingConfig | null {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if ((traces === undefined || traces === "") && (base === undefined || base === "")) return null;
+  if ((env.OTEL_SDK_DISABLED ?? "").trim().toLowerCase() === "true") return null;
+  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || "http/json";
+  if (protocol !== "http/json") {
+    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/json (this gateway exports OTLP over HTTP with JSON bodies), got '${protocol}'`);
+  }
+  const url =
+    traces !== undefined && traces !== ""
+      ? httpUrl(traces, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+      : `${httpUrl(base!, "OTEL_EXPORTER_OTLP_ENDPOINT").replace(/\/+$/, "")}/v1/traces`;
+  const timeoutName = env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT ? "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT" : "OTEL_EXPORTER_OTLP_TIMEOUT";
+  return {
+    url,
+    headers: { ...keyValueList(env, "OTEL_EXPORTER_OTLP_HEADERS"), ...keyValueList(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS") },
+    serviceName: env.OTEL_SERVICE_NAME || "media-gateway",
+    resourceAttributes: keyValueList(env, "OTEL_RESOURCE_ATTRIBUTES"),
+    timeoutMs: int(env, timeoutName, 10_000, 1, 600_000),
+    captureContent: (env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT ?? "").trim().toLowerCase() === "true",
+  };
+}
+
 /** Micro-USD in a cent. */
 const MICROS_PER_CENT = 10_000;
 /** Stripe's smallest and largest USD charge (0.50 and 999,999.99 USD), micro-USD. */
@@ -440,5 +533,6 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryScheduleS: webhookRetrySchedule(env),
     payments: paymentsConfig(env),
     modelShutdownDates: modelShutdownDates(env),
+    tracing: tracingConfig(env),
   };
 }

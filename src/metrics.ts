@@ -1,7 +1,9 @@
 /**
  * Prometheus metrics (prom-client) for `GET /metrics`: HTTP requests by route and status with latency
  * histograms, upstream latency and errors by model, ledger amounts by entry kind, audio pool slots held by
- * this process, and (read from the database at scrape time) open holds and jobs by status.
+ * this process, and (read from the database at scrape time) open holds and jobs by status. For the latency
+ * tail (issue 33): the duration of each billing step (hold, capture, release: the database's share of a
+ * paid call) and the event loop's delay, as histograms.
  */
 import client from "prom-client";
 
@@ -99,4 +101,49 @@ export async function observeUpstream<T>(model: string, fn: () => Promise<T>): P
     upstreamErrors.inc({ model });
     throw err;
   }
+}
+
+export const billingDuration = new client.Histogram({
+  name: "gateway_billing_duration_seconds",
+  help: "Time a billing step took (hold, capture, release), database round trips and group-commit waits included.",
+  labelNames: ["step"] as const,
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [registry],
+});
+
+export const eventLoopDelay = new client.Histogram({
+  name: "gateway_event_loop_delay_seconds",
+  help: "How late the event loop ran a timer due every 20 ms: the stalls every request of the process waited through.",
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+  registers: [registry],
+});
+
+/** Times one billing step (`hold`, `capture`, `release`) into {@link billingDuration}, whatever its outcome. */
+export async function observeBilling<T>(step: "hold" | "capture" | "release", fn: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    return await fn();
+  } finally {
+    billingDuration.observe({ step }, (performance.now() - started) / 1000);
+  }
+}
+
+/** Milliseconds between two samples of the event-loop delay. */
+const LOOP_SAMPLE_MS = 20;
+let loopSampler: NodeJS.Timeout | null = null;
+
+/**
+ * Starts sampling the event loop's delay into {@link eventLoopDelay} (once per process; later calls do
+ * nothing): a timer due every {@link LOOP_SAMPLE_MS} ms records how late it ran. Unreferenced: it never
+ * keeps the process alive.
+ */
+export function monitorEventLoopDelay(): void {
+  if (loopSampler !== null) return;
+  let due = performance.now() + LOOP_SAMPLE_MS;
+  loopSampler = setInterval(() => {
+    const now = performance.now();
+    eventLoopDelay.observe(Math.max(0, now - due) / 1000);
+    due = now + LOOP_SAMPLE_MS;
+  }, LOOP_SAMPLE_MS);
+  loopSampler.unref();
 }

@@ -46,6 +46,8 @@ import { createTopups, type Topups } from "./accounts/topups.ts";
 import { BalanceAlerts } from "./webhooks/balance-alerts.ts";
 import { WebhookDeliveryLoop } from "./webhooks/delivery.ts";
 import type { WebhookUrlPolicy } from "./webhooks/urls.ts";
+import type { Tracing } from "./observability/tracing.ts";
+import { monitorEventLoopDelay } from "./metrics.ts";
 
 /** How long a shutdown waits for running paid calls to settle their holds before closing the database, ms. */
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -113,6 +115,11 @@ export interface Services {
    * names, to withdraw the request there when the job is canceled (D28, D30).
    */
   jobSourceNamed(name: string): SourceSlot | undefined;
+  /**
+   * Tracing (D40), or null when it is off (no OTLP endpoint configured): the HTTP layer's request spans use
+   * it; the runner and the webhook loop continue a job's trace with it.
+   */
+  tracing: Tracing | null;
   /** Starts this process's job runner (and sweep) and its webhook delivery loop (D31). */
   startRunner(opts?: RunnerOptions): JobRunner;
   /** Tells this process's webhook delivery loop, if any, that a delivery is due now (a replay). */
@@ -149,6 +156,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // First: an invalid MODEL_SHUTDOWN_DATES (D35) or UPSTREAMS (D25) stops the start before anything is opened.
   configureModelLifecycle(config.modelShutdownDates);
   const log = pino({ level: config.logLevel });
+  // The SDK is loaded only when tracing is on (D40): off, the process never imports it.
+  const tracing: Tracing | null = config.tracing === null ? null : (await import("./observability/otel.ts")).createOtelTracing(config.tracing);
+  // The event-loop delay histogram of GET /metrics (one sampler per process, whatever the gateways in it).
+  monitorEventLoopDelay();
   const upstreams = new UpstreamRegistry(loadUpstreams(config), { log });
   const jobSources = overrides.jobSources ?? visualJobSources(upstreams);
   const realAudioSources = audioSources(upstreams);
@@ -203,6 +214,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       }),
     allowPrivate: config.webhookAllowPrivate,
     retryScheduleS: config.webhookRetryScheduleS,
+    tracing,
   });
   // D34: a balance falling below an alert threshold writes `balance.low` into the outbox; send it now.
   const alerts = new BalanceAlerts(db.kysely, log);
@@ -231,6 +243,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     chatPlanFor,
     upstreams,
     sweep,
+    tracing,
     jobSourceNamed: (name) => jobSources.sourceNamed(name),
     startRunner(opts) {
       runner ??= new JobRunner(
@@ -244,6 +257,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           sweep,
           log,
           changes: jobChanges,
+          tracing,
         },
         { leaseMs: config.jobLeaseS * 1000, ...opts },
       );
@@ -275,6 +289,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       for (const u of textUpstreams) await u.adapter.close();
       await jobSources.close?.();
       await db.close();
+      // Last: the spans of the work drained above are sent before the process goes.
+      await tracing?.shutdown().catch((err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, "sending the last spans failed"));
     },
   };
 }

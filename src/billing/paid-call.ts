@@ -21,7 +21,8 @@ import type { Transaction } from "kysely";
 import { AppError, errors } from "../errors.ts";
 import { modelNotFoundMessage } from "../upstreams/sync-failover.ts";
 import { UpstreamError } from "../upstreams/types.ts";
-import { observeUpstream } from "../metrics.ts";
+import { observeBilling, observeUpstream } from "../metrics.ts";
+import { annotateRequest, currentScope, inSpan, runInScope, type TraceScope } from "../observability/tracing.ts";
 import type { Database } from "../storage/schema.ts";
 import {
   captureHold,
@@ -83,12 +84,27 @@ export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficien
     return null;
   }
   try {
-    return await placeHold(db, req, events);
+    const hold = await billingStep("hold", () => placeHold(db, req, events));
+    annotateRequest({ "gw.hold_usd": hold.amountMicros / 1_000_000 });
+    return hold;
   } catch (err) {
     if (err instanceof InsufficientFundsError) throw onInsufficient(err);
     if (err instanceof KeySpendLimitError) throw keySpendLimitError(err);
     throw err;
   }
+}
+
+/**
+ * Runs one billing step: timed into `gateway_billing_duration_seconds` and, when the work is traced, in a
+ * `billing.{step}` span of its request or job (D40).
+ */
+function billingStep<T>(step: "hold" | "capture" | "release", fn: () => Promise<T>): Promise<T> {
+  return observeBilling(step, () => inSpan(`billing.${step}`, {}, fn));
+}
+
+/** Runs `fn` inside `scope` (a hold's, for a stream settling after its request's handler returned); `fn()` without one. */
+function inScopeOf<T>(scope: TraceScope | undefined, fn: () => T): T {
+  return scope === undefined ? fn() : runInScope(scope, fn);
 }
 
 /** The 402 `key_spend_limit` of D34, naming the limit, its period and what is left of it. */
@@ -121,14 +137,18 @@ export async function settleCapture(
   writes?: CaptureWrites,
   usage?: Omit<UsageEnd, "costMicros"> | null,
 ): Promise<Settlement> {
-  // Without writes the capture is one statement on PostgreSQL (billing/ledger-pg.repository.ts): no transaction
-  // around it, so a synchronous call settles in a single round trip.
-  if (!writes) return captureHold(db, holdId, finalMicros, usage);
-  return inTransaction(db, async (trx) => {
-    const settled = await captureHold(trx, holdId, finalMicros, usage);
-    await writes(trx);
-    return settled;
+  const settled = await billingStep("capture", () => {
+    // Without writes the capture is one statement on PostgreSQL (billing/ledger-pg.repository.ts): no transaction
+    // around it, so a synchronous call settles in a single round trip.
+    if (!writes) return captureHold(db, holdId, finalMicros, usage);
+    return inTransaction(db, async (trx) => {
+      const out = await captureHold(trx, holdId, finalMicros, usage);
+      await writes(trx);
+      return out;
+    });
   });
+  annotateRequest({ "gw.cost_usd": settled.chargedMicros / 1_000_000 });
+  return settled;
 }
 
 /**
@@ -136,7 +156,7 @@ export async function settleCapture(
  * @throws database errors.
  */
 export async function settleRelease(db: Executor, holdId: string): Promise<Settlement | null> {
-  return releaseHold(db, holdId);
+  return billingStep("release", () => releaseHold(db, holdId));
 }
 
 /** How a {@link PaidHold.stream} settles. */
@@ -175,6 +195,8 @@ export class PaidHold {
   #charged: Micros = 0;
   #streaming = false;
   #note: { units?: Units; fallbackLayer?: number } = {};
+  /** The trace scope the hold was placed in (D40): a stream settles in it after its handler returned. */
+  readonly #scope: TraceScope | undefined = currentScope();
 
   /** Made by {@link PaidCalls.withHold}, which counts it in `calls` until it is settled. */
   constructor(
@@ -244,8 +266,10 @@ export class PaidHold {
         if (writes) await writes(trx);
         return { chargedMicros: charged, balanceAfterMicros: (await getBalance(trx, this.accountId)) ?? 0 };
       });
+      annotateRequest({ "gw.cost_usd": charged / 1_000_000, "gw.test_mode": true }, this.#scope);
     } else {
-      settled = await settleCapture(this.#db, this.id, charged, writes, end);
+      const id = this.id;
+      settled = await inScopeOf(this.#scope, () => settleCapture(this.#db, id, charged, writes, end));
     }
     this.#state = "captured";
     this.#charged = charged;
@@ -257,7 +281,8 @@ export class PaidHold {
   async release(): Promise<void> {
     if (this.#state !== "open") return;
     const end = this.#end("failed");
-    if (this.id !== null) await releaseHold(this.#db, this.id, end);
+    const id = this.id;
+    if (id !== null) await inScopeOf(this.#scope, () => billingStep("release", () => releaseHold(this.#db, id, end)));
     else if (this.requestId !== null && end) await finishUsage(this.#db, this.requestId, { ...end, costMicros: 0 });
     this.#state = "released";
     this.#calls.settled(this);

@@ -12,6 +12,7 @@ import type { Services } from "../services.ts";
 import { requireAdmin, requireAuth, settleDeferredWindows } from "./auth.ts";
 import { errorHandler, SCHEMA_ERROR_KEYWORDS } from "./error-handler.ts";
 import { registerOpenApi } from "./openapi.ts";
+import { traceRequests } from "./tracing.ts";
 import { boundedJsonParser, type StringBodyParser } from "./json-body.ts";
 import { clientErrorHandler, expectationFailed, frameworkError, refuseWhileClosing } from "./router-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
@@ -92,6 +93,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   if (requestTimeoutMs > 0 && app.server.headersTimeout > requestTimeoutMs) app.server.headersTimeout = requestTimeoutMs;
 
   app.decorateRequest("principal", null);
+  // D40: a SERVER span per request when tracing is on (no hook at all when it is off).
+  if (services.tracing !== null) traceRequests(app, services.tracing);
   // Request bodies count in a process-wide byte budget as they arrive, and a body that stops arriving
   // is abandoned (body-budget.ts): Fastify's parsers read them through this hook's metered stream.
   const bodyBudget = new BodyBudget(services.config.bodyBudgetBytes, services.config.bodyLimitBytes, services.config.bodyIdleTimeoutMs);

@@ -26,6 +26,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { JobSourceSlot } from "../upstreams/sources.ts";
 import { modelNotFoundMessage } from "../upstreams/sync-failover.ts";
+import { inAttemptSpan } from "../observability/tracing.ts";
 import {
   type ImageRequest,
   UpstreamError,
@@ -102,6 +103,7 @@ export async function runDurable(
 ): Promise<DurableOutcome> {
   let layer = job.layer;
   let handle = job.handle;
+  let attempts = 0;
   for (;;) {
     let slot: SourceSlot | null = null;
     let acquired = false;
@@ -120,13 +122,26 @@ export async function runDurable(
         // sweep does not take the runner for dead meanwhile.
         const beat = setInterval(() => void hooks.heartbeat().catch(() => false), timing.pollMs);
         try {
-          const h = await candidate
-            .call(() =>
-              job.kind === "image"
-                ? candidate.source.submitImage(job.request as ImageRequest, signal)
-                : candidate.source.submitVideo(job.request as VideoRequest, signal),
-            )
-            .finally(() => clearInterval(beat));
+          // D40: each submit to a source is one CLIENT span of the job's trace.
+          const attempt = ++attempts;
+          const h = await inAttemptSpan(
+            () => ({
+              operation: job.kind === "image" ? "generate_image" : "generate_video",
+              model: job.request.model,
+              provider: candidate.protocol ?? "unknown",
+              source: candidate.name,
+              baseUrl: candidate.baseUrl ?? null,
+              attempt,
+              fallbackLayer: i === 0 ? 0 : 1,
+              content: () => job.request.prompt,
+            }),
+            () =>
+              candidate.call(() =>
+                job.kind === "image"
+                  ? candidate.source.submitImage(job.request as ImageRequest, signal)
+                  : candidate.source.submitVideo(job.request as VideoRequest, signal),
+              ),
+          ).finally(() => clearInterval(beat));
           handle = h;
           layer = i;
           slot = candidate;

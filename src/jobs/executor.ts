@@ -11,6 +11,7 @@
  */
 import type { Kysely } from "kysely";
 import { observeUpstream } from "../metrics.ts";
+import { type AttemptInfo, inAttemptSpan, type Tracing } from "../observability/tracing.ts";
 import type { ClaimedJob } from "../storage/job-queue.ts";
 import { deferJob } from "../storage/job-queue.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
@@ -49,6 +50,8 @@ export interface RunnerDeps {
   log: RunnerLog;
   /** The gateway's job feed (changes.ts, D30), which its watchers and cancels share. */
   changes: JobChangeFeed;
+  /** Tracing (D40), or null/absent when off: a job's work continues the trace of its submit. */
+  tracing?: Tracing | null;
 }
 
 /** What running a job needs of its runner. */
@@ -132,9 +135,15 @@ export async function executeJob(ctx: ExecutionContext, job: ClaimedJob, control
   let outputs: MediaOutput[];
   try {
     if (isVideoRequest(request)) {
-      outputs = [await observeUpstream(job.model, () => deps.visual.generateVideo(request, controller.signal, onProgress))];
+      outputs = [
+        await inAttemptSpan(simulatorAttempt(job, "generate_video", request.prompt), () =>
+          observeUpstream(job.model, () => deps.visual.generateVideo(request, controller.signal, onProgress)),
+        ),
+      ];
     } else {
-      outputs = await observeUpstream(job.model, () => deps.visual.generateImages(request, controller.signal, onProgress));
+      outputs = await inAttemptSpan(simulatorAttempt(job, "generate_image", request.prompt), () =>
+        observeUpstream(job.model, () => deps.visual.generateImages(request, controller.signal, onProgress)),
+      );
     }
   } catch (err) {
     clearTimeout(giveUp);
@@ -163,6 +172,11 @@ export async function executeJob(ctx: ExecutionContext, job: ClaimedJob, control
   }
   clearTimeout(giveUp);
   await deliverJob(deliveryContext(ctx), job, request, outputs, null);
+}
+
+/** The CLIENT span (D40) of a job served by the simulator: one attempt, no source. */
+function simulatorAttempt(job: ClaimedJob, operation: "generate_image" | "generate_video", prompt: string): () => AttemptInfo {
+  return () => ({ operation, model: job.model, provider: "simulator", source: null, attempt: 1, fallbackLayer: 0, content: () => prompt });
 }
 
 /** The delivery's context from the runner's. */

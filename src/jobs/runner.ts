@@ -28,6 +28,7 @@ import { DEFAULT_POLL_TIMING, type PollTiming } from "./durable.ts";
 import { type ExecutionContext, executeJob, LostError, type RunnerDeps, StopError } from "./executor.ts";
 import type { JobStarter } from "./submit.ts";
 import { sweepJobs } from "./sweep.ts";
+import { inTrace } from "../observability/tracing.ts";
 
 export type { RunnerDeps, RunnerLog } from "./executor.ts";
 export type { OutputFetcher } from "./rehost.ts";
@@ -263,7 +264,11 @@ export class JobRunner implements JobStarter {
   #launch(job: ClaimedJob): void {
     const controller = new AbortController();
     this.#inFlight.set(job.id, controller);
-    const p = executeJob(this.#execution, job, controller)
+    // D40: the job's work is a span of its submit's trace (the row's traceparent), whatever request or
+    // claim started it here.
+    const p = inTrace(this.#deps.tracing, job.traceparent, "job.run", "consumer", { "gw.job.id": job.id, "gw.job.kind": job.kind, "gw.account.id": job.account_id, "gw.test_mode": job.mode === "test" }, () =>
+      executeJob(this.#execution, job, controller),
+    )
       .catch((err: unknown) => this.#deps.log.error({ err, job: job.id }, "job processing failed"))
       .finally(() => {
         this.#inFlight.delete(job.id);

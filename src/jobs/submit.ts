@@ -13,6 +13,7 @@ import { type CallContext, usageFor } from "../billing/usage.ts";
 import { TIERS } from "../catalog/tiers.ts";
 import { AppError, errors } from "../errors.ts";
 import { newTimeOrderedId } from "../ids.ts";
+import { currentTraceparent } from "../observability/tracing.ts";
 import { effectiveLimits } from "../accounts/limits.ts";
 import { type EffectiveLimits, mediaCaps } from "../limits/effective.ts";
 import { isUniqueViolation } from "../storage/db.ts";
@@ -101,6 +102,7 @@ function claimedOf(row: NewJob): ClaimedJob {
     fallback_layer: 0,
     mode: row.mode,
     webhook_url: row.webhook_url,
+    traceparent: row.traceparent,
   };
 }
 
@@ -180,6 +182,8 @@ export async function submitJob(
     idempotency_key: idemKey,
     duration_sec: spec.kind === "video" ? spec.durationSec : null,
     webhook_url: spec.webhookUrl,
+    // D40: the runner and the webhook deliveries continue the submit's trace.
+    traceparent: currentTraceparent(),
     now: Date.now(),
   };
   // A place on this process's runner, taken before the transaction so that a job found startable in it

@@ -15,7 +15,7 @@ import type { AccountsTable, Database, JobsTable } from "./schema.ts";
 export type ClaimedJob = Pick<
   JobsTable,
   "id" | "account_id" | "kind" | "model" | "hold_id" | "hold_micros" | "request_json" | "started_at" | "upstream_handle_json"
-> & { fallback_layer: number; mode: "live" | "test"; webhook_url: string | null };
+> & { fallback_layer: number; mode: "live" | "test"; webhook_url: string | null; traceparent: string | null };
 
 const CLAIM_COLUMNS = [
   "id",
@@ -30,6 +30,7 @@ const CLAIM_COLUMNS = [
   "fallback_layer",
   "mode",
   "webhook_url",
+  "traceparent",
 ] as const;
 
 /** Concurrency caps of an account: per kind, or one combined pool (tier 4). */
@@ -147,7 +148,7 @@ export async function claimJobs(
     // In the queue's order (RETURNING's order is unspecified): the oldest job starts first.
     const order = new Map(chosen.map((id, i) => [id, i]));
     return claimed
-      .map((c) => ({ ...c, fallback_layer: Number(c.fallback_layer), webhook_url: c.webhook_url ?? null }))
+      .map((c) => ({ ...c, fallback_layer: Number(c.fallback_layer), webhook_url: c.webhook_url ?? null, traceparent: c.traceparent ?? null }))
       .sort((a, b) => order.get(a.id)! - order.get(b.id)!);
   });
   return { jobs: [...taken, ...fresh], capped: [...capped] };
@@ -191,7 +192,7 @@ async function takeOverLapsed(db: Kysely<Database>, workerId: string, limit: num
       .executeTakeFirst();
     if (Number(res.numUpdatedRows) === 1) {
       const { heartbeat_at: _seen, ...job } = j;
-      out.push({ ...job, fallback_layer: Number(job.fallback_layer), webhook_url: job.webhook_url ?? null });
+      out.push({ ...job, fallback_layer: Number(job.fallback_layer), webhook_url: job.webhook_url ?? null, traceparent: job.traceparent ?? null });
     }
   }
   return out;
@@ -228,6 +229,8 @@ export interface NewJob {
   idempotency_key: string | null;
   duration_sec: number | null;
   webhook_url: string | null;
+  /** The submit's W3C `traceparent` (D40), or null when it was not traced. */
+  traceparent: string | null;
   /** created_at and updated_at; also started_at and heartbeat_at when it starts at once. */
   now: number;
 }
@@ -289,6 +292,7 @@ export async function insertJobWithinCaps(trx: Transaction<Database>, job: NewJo
         job.idempotency_key,
         job.duration_sec,
         job.webhook_url,
+        job.traceparent,
       )
     ).rows[0];
     return {
@@ -326,6 +330,7 @@ export async function insertJobWithinCaps(trx: Transaction<Database>, job: NewJo
     started ? job.now : null,
     started ? caps.startOn : null,
     job.webhook_url,
+    job.traceparent,
   );
   return { inserted: true, started, active, running, ahead };
 }
@@ -399,6 +404,7 @@ const insertJob = prepare((db, p) =>
     heartbeat_at: p<number | null>(14),
     worker_id: p<string | null>(15),
     webhook_url: p<string | null>(16),
+    traceparent: p<string | null>(17),
   }),
 );
 
@@ -406,7 +412,7 @@ const insertJob = prepare((db, p) =>
  * PostgreSQL: the counts and the insert of {@link insertJobWithinCaps} in one statement (a data-modifying
  * CTE). Parameters: 0 account, 1 now, 2 job id, 3 kind, 4 concurrency cap, 5 concurrency + queue cap,
  * 6 may start, 7 runner, 8 key, 9 model, 10 hold, 11 hold amount, 12 mode, 13 request, 14 request hash,
- * 15 idempotency key, 16 duration, 17 webhook URL. Answers the counts and the inserted job's status (null
+ * 15 idempotency key, 16 duration, 17 webhook URL, 18 traceparent. Answers the counts and the inserted job's status (null
  * when refused).
  */
 const pgSubmit = (() => {
@@ -437,6 +443,7 @@ const pgSubmit = (() => {
             "heartbeat_at",
             "worker_id",
             "webhook_url",
+            "traceparent",
           ])
           .expression(
             qb
@@ -461,6 +468,7 @@ const pgSubmit = (() => {
                 sql<number | null>`case when ${start} then ${p<number>(1)}::bigint end`.as("heartbeat_at"),
                 sql<string | null>`case when ${start} then ${p<string | null>(7)}::text end`.as("worker_id"),
                 sql<string | null>`${p<string | null>(17)}::text`.as("webhook_url"),
+                sql<string | null>`${p<string | null>(18)}::text`.as("traceparent"),
               ])
               .where(sql<boolean>`c.n < ${p<number>(5)}::bigint`),
           )

@@ -186,6 +186,8 @@ export interface JobsTable {
   not_before: number | null;
   /** How far a `processing` job is, 0..1, as the runner last learned it from the upstream; null when unknown. D30. */
   progress: number | null;
+  /** The W3C `traceparent` of the submit's request (D40): the runner and the webhooks continue its trace; null untraced. */
+  traceparent: Generated<string | null>;
   /** Where this job's webhook events go besides the account's endpoints (D31), or null. */
   webhook_url: Generated<string | null>;
   /** The mode of the key that submitted it (D32): a `test` job is served by the simulator and holds nothing. */

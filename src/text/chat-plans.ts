@@ -9,7 +9,7 @@ import type { TextSource } from "../upstreams/sources.ts";
 import { buildFallbackPlan, type FallbackStep, type ModelSource } from "./fallback.ts";
 
 /** The source name of the simulated chat upstream in fallback plans (parenthesized, unlike upstream names). */
-const SIMULATOR_SOURCE = "(simulator)";
+export const SIMULATOR_SOURCE = "(simulator)";
 
 /**
  * The fallback plan of a text model, as `Services.chatPlanFor` gives it: layer 0 its first source, 1 its

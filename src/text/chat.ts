@@ -14,10 +14,12 @@ import { getTextModel, quoteTextCall, type TextModel } from "../catalog/text-mod
 import { AppError, errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
 import { observeUpstream } from "../metrics.ts";
+import { annotateSpan, type AttemptInfo, inAttemptSpan, tokenUsage } from "../observability/tracing.ts";
 import { modelNotFoundMessage } from "../upstreams/sync-failover.ts";
 import { type SimulateMode, UpstreamError } from "../upstreams/types.ts";
 import { countMessageTokens } from "../upstreams/tokens.ts";
 import { type FallbackLayer, type FallbackStep, runWithFallback, streamWithFallback } from "./fallback.ts";
+import { SIMULATOR_SOURCE } from "./chat-plans.ts";
 import type { ChatDelta, ChatMessage, ChatRequest, ChatResult, ChatUsage, ToolDefinition } from "../upstreams/chat-types.ts";
 
 /** Default output cap when the caller gives none (spec: 4096; no cap of ours otherwise). */
@@ -119,6 +121,25 @@ function modelOf(p: Prepared, step: FallbackStep): TextModel {
   return getTextModel(step.model) ?? p.model;
 }
 
+/** Each attempt of the plan in its CLIENT span (D40), when the call is traced. */
+function attemptSpans(p: Prepared) {
+  return <T>(step: FallbackStep, attempt: number, run: () => Promise<T>): Promise<T> => inAttemptSpan(() => chatAttempt(p, step, attempt), run);
+}
+
+/** The CLIENT span of one chat attempt (D40): the step's model at its source, and its place in the plan. */
+function chatAttempt(p: Prepared, step: FallbackStep, attempt: number): AttemptInfo {
+  return {
+    operation: "chat",
+    model: p.model.id,
+    provider: step.source === SIMULATOR_SOURCE ? "simulator" : "openai",
+    source: step.source === SIMULATOR_SOURCE ? null : step.source,
+    attempt,
+    fallbackLayer: step.layer,
+    upstreamModel: step.upstreamModel,
+    content: () => JSON.stringify(p.request.messages),
+  };
+}
+
 /** The charge for the actual usage at the prices of the model that answered, micro-USD (capped at the hold by the capture). */
 function usageCost(used: TextModel, usage: ChatUsage): Micros {
   return quoteTextCall(used, {
@@ -168,8 +189,12 @@ export async function runChat(deps: ChatDeps, accountId: string, input: ChatInpu
     try {
       won = await runWithFallback(
         deps.planFor(p.model),
-        (step) => observeUpstream(step.model, () => step.adapter.chat(requestFor(p, step), opts.signal)),
-        { signal: opts.signal },
+        async (step) => {
+          const result = await observeUpstream(step.model, () => step.adapter.chat(requestFor(p, step), opts.signal));
+          annotateSpan(tokenUsage(result.usage));
+          return result;
+        },
+        { signal: opts.signal, around: attemptSpans(p) },
       );
     } catch (err) {
       throw allFailed(p, err);
@@ -210,8 +235,10 @@ export async function startChatStream(deps: ChatDeps, accountId: string, input: 
   return deps.paidCalls.withHold(deps.db, p.hold, { onInsufficient: p.onInsufficient }, async (hold) => {
     let started;
     try {
+      // An attempt's span ends once its first delta arrived (or it failed): the stream's own end is the request's.
       started = await streamWithFallback(deps.planFor(p.model), (step) => step.adapter.chatStream(requestFor(p, step), opts.signal), {
         signal: opts.signal,
+        around: attemptSpans(p),
       });
     } catch (err) {
       throw allFailed(p, err);

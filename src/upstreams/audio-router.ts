@@ -54,6 +54,10 @@ export interface SimulatedAudio {
   audioText: AudioTextAdapter;
 }
 
+/** The catalog's voice design and cloning models (one each): what their upstream spans name (D40). */
+const VOICE_DESIGN_MODEL = "beta-voice-design";
+const VOICE_CLONE_MODEL = "beta-voice-clone";
+
 /** The audio families of D25 that synchronous calls draw from. */
 export type AudioFamily = "alpha" | "beta" | "transcribe" | "understand";
 
@@ -151,43 +155,48 @@ export class AudioRouter {
         return { ...out, chunks: await firstChunkThen(out.chunks, release, "speech") };
       },
       signal,
+      { operation: "text_to_speech", model: req.model, content: () => req.text },
     );
   }
 
   /** Music of `family` (`alpha-music` on alpha, beta models on beta). @throws UpstreamError, AppError 429. */
   async music(family: "alpha" | "beta", req: MusicRequest, signal?: AbortSignal): Promise<Served<AudioBytes>> {
     const slots = this.#plan(family, (s) => s.music?.bind(s), (r: MusicRequest, sg?: AbortSignal) => this.#sim.media.music(r, sg));
-    return runOnSources(this.#registry, slots, (music) => music(req, signal), signal);
+    return runOnSources(this.#registry, slots, (music) => music(req, signal), signal, {
+      operation: "generate_music",
+      model: req.model,
+      content: () => JSON.stringify({ prompt: req.prompt, lyrics: req.lyrics }),
+    });
   }
 
   /** Sound effects (alpha). @throws UpstreamError, AppError 429. */
   async sfx(family: "alpha", req: SfxRequest, signal?: AbortSignal): Promise<Served<AudioBytes>> {
     const slots = this.#plan(family, (s) => s.sfx?.bind(s), (r: SfxRequest, sg?: AbortSignal) => this.#sim.media.sfx(r, sg));
-    return runOnSources(this.#registry, slots, (sfx) => sfx(req, signal), signal);
+    return runOnSources(this.#registry, slots, (sfx) => sfx(req, signal), signal, { operation: "generate_sound_effect", model: req.model, content: () => req.prompt });
   }
 
   /** Voice design (beta). `source` of the answer is where the voice now lives. @throws UpstreamError, AppError 429. */
   async designVoice(req: VoiceDesignRequest, signal?: AbortSignal): Promise<Served<{ upstreamVoiceId: string }>> {
     const slots = this.#plan("beta", (s) => s.designVoice?.bind(s), (r: VoiceDesignRequest, sg?: AbortSignal) => this.#sim.voiceCreation.designVoice(r, sg));
-    return runOnSources(this.#registry, slots, (design) => design(req, signal), signal);
+    return runOnSources(this.#registry, slots, (design) => design(req, signal), signal, { operation: "design_voice", model: VOICE_DESIGN_MODEL, content: () => req.description });
   }
 
   /** Voice cloning (beta). `source` of the answer is where the voice now lives. @throws UpstreamError, AppError 429. */
   async cloneVoice(req: VoiceCloneRequest, signal?: AbortSignal): Promise<Served<{ upstreamVoiceId: string }>> {
     const slots = this.#plan("beta", (s) => s.cloneVoice?.bind(s), (r: VoiceCloneRequest, sg?: AbortSignal) => this.#sim.voiceCreation.cloneVoice(r, sg));
-    return runOnSources(this.#registry, slots, (clone) => clone(req, signal), signal);
+    return runOnSources(this.#registry, slots, (clone) => clone(req, signal), signal, { operation: "clone_voice", model: VOICE_CLONE_MODEL });
   }
 
   /** Transcription (`transcribe` family, pool host_1). @throws UpstreamError, AppError 429. */
   async transcribe(req: AudioTextRequest, signal?: AbortSignal): Promise<Served<{ text: string }>> {
     const slots = this.#plan("transcribe", (s) => s.transcribe?.bind(s), (r: AudioTextRequest, sg?: AbortSignal) => this.#sim.audioText.transcribe(r, sg));
-    return runOnSources(this.#registry, slots, (run) => run(req, signal), signal);
+    return runOnSources(this.#registry, slots, (run) => run(req, signal), signal, { operation: "transcribe", model: req.model });
   }
 
   /** Audio understanding (`understand` family, pool host_2). @throws UpstreamError, AppError 429. */
   async understand(req: AudioTextRequest, signal?: AbortSignal): Promise<Served<{ text: string }>> {
     const slots = this.#plan("understand", (s) => s.understand?.bind(s), (r: AudioTextRequest, sg?: AbortSignal) => this.#sim.audioText.understand(r, sg));
-    return runOnSources(this.#registry, slots, (run) => run(req, signal), signal);
+    return runOnSources(this.#registry, slots, (run) => run(req, signal), signal, { operation: "understand_audio", model: req.model, content: () => req.prompt ?? "" });
   }
 
   /**

@@ -33,6 +33,7 @@ import { adapterDispatcher, DEFAULT_CONNECT_TIMEOUT_MS, loadUndici } from "./und
 import { isOwnOrTrustedHost, trustedHostMatcher } from "./hosts.ts";
 import { UpstreamError, type VisualJobSourceConfig } from "./types.ts";
 import { errorCode, isRecord, parseBaseUrl, readBody, readText, redactSecret } from "./util.ts";
+import { noteUpstreamRequest, traceHeaders } from "../observability/tracing.ts";
 
 export { DEFAULT_CONNECT_TIMEOUT_MS } from "./undici.ts";
 
@@ -260,13 +261,15 @@ export function createKeyedHttp<E extends UpstreamError>(config: KeyedHttpConfig
     const idle = streaming ? new IdleTimer(timeoutMs) : null;
     const parts = [headerTimeout.signal, ...(idle === null ? [] : [idle.signal]), ...(callerSignal === undefined ? [] : [callerSignal])];
     const signals: CallSignals = { caller: callerSignal, timeout: headerTimeout.signal, idle };
-    const headers: Record<string, string> = {
+    // D40: the call carries the current span's `traceparent` (when the work is traced).
+    const headers: Record<string, string> = traceHeaders({
       ...config.authHeaders(apiKey),
       accept: opts.accept ?? "application/json",
       "user-agent": "media-gateway",
-    };
+    });
     let payload: string | UndiciFormData | undefined;
     if (body !== undefined && "json" in body) {
+      noteUpstreamRequest(body.json);
       headers["content-type"] = "application/json";
       payload = JSON.stringify(body.json);
     } else if (body !== undefined) {

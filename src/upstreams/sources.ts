@@ -29,6 +29,9 @@ import type { VisualJobSource, VisualJobSourceAdapter } from "./types.ts";
 export interface JobSourceSlot {
   /** The source's name (`UPSTREAMS` entry `name`). */
   name: string;
+  /** Its protocol and base URL, as its upstream spans name them (D40); absent for test doubles. */
+  protocol?: string;
+  baseUrl?: string;
   source: VisualJobSource;
   /** Takes one of the source's places; false when it is at `max_concurrency` (the source is skipped). */
   tryAcquire(): boolean;
@@ -124,6 +127,8 @@ export function visualJobSources(upstreams: UpstreamRegistry): JobSources {
     const source = build(cfg, factory);
     slots.set(cfg.name, {
       name: cfg.name,
+      protocol: cfg.protocol,
+      baseUrl: cfg.baseUrl,
       source,
       tryAcquire: () => state.gate.tryAcquire(),
       release: () => state.gate.release(),

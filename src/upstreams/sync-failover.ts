@@ -19,6 +19,16 @@ import { errors } from "../errors.ts";
 import type { SourceState, UpstreamRegistry } from "./registry.ts";
 import { SourceUnavailableError } from "./registry.ts";
 import { UpstreamError } from "./types.ts";
+import { type GenAiOperation, inAttemptSpan } from "../observability/tracing.ts";
+
+/** What the CLIENT span of each attempt names (D40): the operation and the catalog model asked for. */
+export interface AttemptTrace {
+  operation: GenAiOperation;
+  /** The catalog id. */
+  model: string;
+  /** The call's input, read only when content capture is on (D40). */
+  content?: () => string;
+}
 
 /** One place a synchronous call can be served: a configured source (with its registry state) or the simulator. */
 export interface SyncSlot<A> {
@@ -83,6 +93,9 @@ export function modelNotFoundMessage(model: string, err: UpstreamError): string 
  *   every slot said it has no such model, and the last of those errors is rethrown (the service's 502
  *   names the model: `callUpstream` in billing/paid-call.ts).
  *
+ * With `trace`, each attempt made (a source skipped at its cap or with an open circuit is none) runs in a
+ * CLIENT span of the caller's trace (D40).
+ *
  * @throws RangeError when `slots` is empty; AppError 429 `rate_limited`; the attempt's errors as above.
  */
 export async function runOnSources<A, T>(
@@ -90,17 +103,19 @@ export async function runOnSources<A, T>(
   slots: readonly SyncSlot<A>[],
   attempt: (adapter: A, ctx: AttemptContext) => Promise<T>,
   signal?: AbortSignal,
+  trace?: AttemptTrace,
 ): Promise<Served<T>> {
   if (slots.length === 0) throw new RangeError("runOnSources: no source");
   // The last failure of each kind: a source at its cap, a source without the model, any other.
   let sawBusy = false;
   let notFound: unknown = null;
   let other: unknown = null;
+  const made = { attempts: 0 };
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[i]!;
     const fallbackLayer: 0 | 1 = i === 0 ? 0 : 1;
     try {
-      const value = await attemptOn(registry, slot, attempt, signal);
+      const value = await attemptOn(registry, slot, traced(attempt, slot, fallbackLayer, made, trace), signal);
       return { value, source: slot.name, fallbackLayer };
     } catch (err) {
       if (!triesNextSource(err) || signal?.aborted === true) throw err;
@@ -116,6 +131,31 @@ export async function runOnSources<A, T>(
     throw errors.rateLimited("Every upstream source of this model is at its concurrency limit; retry shortly.", BUSY_RETRY_AFTER_S);
   }
   throw notFound;
+}
+
+/** `attempt` in a CLIENT span of its own (D40) when the call is traced; `attempt` itself otherwise. */
+function traced<A, T>(
+  attempt: (adapter: A, ctx: AttemptContext) => Promise<T>,
+  slot: SyncSlot<A>,
+  fallbackLayer: 0 | 1,
+  made: { attempts: number },
+  trace: AttemptTrace | undefined,
+): (adapter: A, ctx: AttemptContext) => Promise<T> {
+  if (trace === undefined) return attempt;
+  return (adapter, ctx) =>
+    inAttemptSpan(
+      () => ({
+        operation: trace.operation,
+        model: trace.model,
+        provider: slot.state?.source.protocol ?? "simulator",
+        source: slot.name,
+        baseUrl: slot.state?.source.baseUrl ?? null,
+        attempt: ++made.attempts,
+        fallbackLayer,
+        content: trace.content,
+      }),
+      () => attempt(adapter, ctx),
+    );
 }
 
 /** One attempt on one slot: through the source's gate and circuit, or straight to the simulator. */

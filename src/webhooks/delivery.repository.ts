@@ -61,6 +61,8 @@ export interface OutboxEvent {
   dataJson: string | null;
   /** Epoch ms. */
   createdAt: number;
+  /** The job's W3C `traceparent` (D40): its deliveries continue the submit's trace; null otherwise. */
+  traceparent: string | null;
 }
 
 /**
@@ -68,8 +70,13 @@ export interface OutboxEvent {
  * @throws Error (Kysely's NoResultError) when there is none (an event is deleted only with its deliveries).
  */
 export async function eventOfDelivery(db: Kysely<Database>, id: string): Promise<OutboxEvent> {
-  const e = await db.selectFrom("webhook_events").select(["id", "type", "job_id", "data_json", "created_at"]).where("id", "=", id).executeTakeFirstOrThrow();
-  return { id: e.id, type: e.type, jobId: e.job_id, dataJson: e.data_json, createdAt: Number(e.created_at) };
+  const e = await db
+    .selectFrom("webhook_events")
+    .leftJoin("jobs", "jobs.id", "webhook_events.job_id")
+    .select(["webhook_events.id", "webhook_events.type", "webhook_events.job_id", "webhook_events.data_json", "webhook_events.created_at", "jobs.traceparent"])
+    .where("webhook_events.id", "=", id)
+    .executeTakeFirstOrThrow();
+  return { id: e.id, type: e.type, jobId: e.job_id, dataJson: e.data_json, createdAt: Number(e.created_at), traceparent: e.traceparent ?? null };
 }
 
 /** Keeps the rendered `dataJson` of event `id` unless it has some already. */

@@ -19,6 +19,7 @@ import { defaultSecret } from "./endpoints.ts";
 import type { DeliveryAttempt } from "./deliveries.ts";
 import { type Claimed, claimDueDeliveries, endpointSigning, eventOfDelivery, keepEventData, recordAttempt } from "./delivery.repository.ts";
 import { eventBody } from "./events.ts";
+import { annotateSpan, failSpan, inTrace, traceHeaders, type Tracing } from "../observability/tracing.ts";
 
 /** What the loop needs from the process. */
 export interface DeliveryLoopDeps {
@@ -35,6 +36,8 @@ export interface DeliveryLoopDeps {
   allowPrivate: boolean;
   /** `WEBHOOK_RETRY_SCHEDULE_S`: seconds before each retry, in order. */
   retryScheduleS: readonly number[];
+  /** Tracing (D40), or null/absent when off: a job's deliveries are CLIENT spans of its submit's trace. */
+  tracing?: Tracing | null;
 }
 
 /** Tuning of the loop; the defaults are D31's. */
@@ -186,12 +189,25 @@ export class WebhookDeliveryLoop {
     const started = performance.now();
     const took = () => Math.round(performance.now() - started);
     try {
-      const res = await safePost(d.url, body, {
-        headers,
-        timeoutMs: this.#timeoutMs,
-        allowHttp: this.#deps.allowPrivate,
-        allowPrivateAddresses: this.#deps.allowPrivate,
-      });
+      // D40: one CLIENT span per attempt, in the job's trace; the request carries its `traceparent`.
+      const res = await inTrace(
+        this.#deps.tracing,
+        event.traceparent,
+        "webhook.deliver",
+        "client",
+        { "gw.webhook.event_id": event.id, "gw.webhook.event_type": event.type, "gw.webhook.delivery_id": d.id, "gw.account.id": d.account_id },
+        async () => {
+          const answer = await safePost(d.url, body, {
+            headers: traceHeaders(headers),
+            timeoutMs: this.#timeoutMs,
+            allowHttp: this.#deps.allowPrivate,
+            allowPrivateAddresses: this.#deps.allowPrivate,
+          });
+          annotateSpan({ "http.response.status_code": answer.status });
+          if (answer.status < 200 || answer.status > 299) failSpan(`http_${answer.status}`);
+          return answer;
+        },
+      );
       const ok = res.status >= 200 && res.status <= 299;
       return { statusCode: res.status, error: ok ? null : `http_${res.status}`, durationMs: took() };
     } catch (err) {

@@ -32,6 +32,7 @@
  */
 import type { Dispatcher, FormData as UndiciFormData } from "undici";
 import { adapterDispatcher, DEFAULT_CONNECT_TIMEOUT_MS, loadUndici } from "../undici.ts";
+import { noteUpstreamRequest, traceHeaders } from "../../observability/tracing.ts";
 import { UpstreamError } from "../types.ts";
 import { BodyTooLargeError, errorCode, isRecord, parseBaseUrl, readText, redactSecret } from "../util.ts";
 
@@ -219,11 +220,13 @@ export function createOpenAICompatibleApi(config: OpenAICompatibleConfig): OpenA
   async function send(path: string, payload: string | UndiciFormData, call: CallSignal, model: string | null): Promise<OkResponse> {
     if (call.caller?.aborted === true) throw call.caller.reason;
     let res: OkResponse;
-    const headers: Record<string, string> = {
+    // D40: the call carries the current span's `traceparent` (when the work is traced).
+    const headers: Record<string, string> = traceHeaders({
       authorization: `Bearer ${apiKey}`,
       accept: "application/json, text/event-stream",
       "user-agent": "media-gateway",
-    };
+    });
+    if (model !== null) noteUpstreamRequest({ model });
     // A form's content-type (with its boundary) is written by undici.
     if (typeof payload === "string") headers["content-type"] = "application/json";
     try {
