@@ -11,6 +11,7 @@ import { httpDuration, httpRequests } from "../metrics.ts";
 import type { Services } from "../services.ts";
 import { requireAdmin, requireAuth, settleDeferredWindows } from "./auth.ts";
 import { errorHandler, SCHEMA_ERROR_KEYWORDS } from "./error-handler.ts";
+import { idempotentCallRoutes } from "./idempotent-calls.ts";
 import { registerOpenApi } from "./openapi.ts";
 import { boundedJsonParser, type StringBodyParser } from "./json-body.ts";
 import { clientErrorHandler, expectationFailed, frameworkError, refuseWhileClosing } from "./router-errors.ts";
@@ -144,6 +145,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
 
   // Before any route: @fastify/swagger collects the routes registered after it.
   await registerOpenApi(app, { publicBaseUrl: services.config.publicBaseUrl, adminToken: services.config.adminToken });
+  // Before the route scopes: `Idempotency-Key` on every synchronous model call (D37, idempotent-calls.ts).
+  idempotentCallRoutes(app, services);
   await app.register(async (pub) => {
     authPublicRoutes(pub, services);
     catalogRoutes(pub);
