@@ -42,6 +42,13 @@ export const ANSWER_TTL_MS = 24 * 3600 * 1000;
 export const LEASE_MS = 30_000;
 /** How often a running claim renews its lease, ms. */
 const RENEW_EVERY_MS = 10_000;
+/**
+ * After its client hung up, how long a claim waits for its answer's end once the call's usage record is
+ * settled (the answer of a call that ended may still be on its way out), ms.
+ */
+const ABANDONED_GRACE_MS = 2000;
+/** How often an abandoned claim looks at its call's usage record, ms. */
+const ABANDONED_POLL_MS = 500;
 /** Expired rows one sweep pass forgets at most (the next pass takes the rest). */
 const SWEEP_BATCH = 500;
 /** Usage statuses of a call that charged nothing (D29): its answer is not kept. */
@@ -80,13 +87,17 @@ export function idempotencyInProgress(): AppError {
     "idempotency_in_progress",
     "A request with this Idempotency-Key is still running; retry when it has answered.",
     "Idempotency-Key",
-    { "retry-after": "1" },
+    // `x-should-retry`: the `openai` SDK retries a 409 by default, and this one is worth retrying.
+    { "retry-after": "1", "x-should-retry": "true" },
   );
 }
 
 /** 409 `idempotency_conflict` (D2): the key was used with another request. */
 export function idempotencyConflict(): AppError {
-  return new AppError(409, "idempotency_conflict", "This Idempotency-Key was used with a different request (method, path or body).", "Idempotency-Key");
+  // `x-should-retry: false`: the same request again can only conflict again (the `openai` SDK reads it).
+  return new AppError(409, "idempotency_conflict", "This Idempotency-Key was used with a different request (method, path or body).", "Idempotency-Key", {
+    "x-should-retry": "false",
+  });
 }
 
 /** An async iterable fed chunk by chunk: the body of an answer as it streams, for {@link BlobStore.put}. */
@@ -141,6 +152,7 @@ export class CallClaim {
   readonly #calls: IdempotentCalls;
   readonly #id: CallIdentity;
   #timer: NodeJS.Timeout | null;
+  #watch: NodeJS.Timeout | null = null;
   #body: { queue: ChunkQueue; stored: Promise<string | null>; key: string } | null = null;
   #ended = false;
 
@@ -181,8 +193,37 @@ export class CallClaim {
     if (this.#ended) return false;
     this.#ended = true;
     if (this.#timer !== null) clearInterval(this.#timer);
+    if (this.#watch !== null) clearInterval(this.#watch);
     this.#timer = null;
+    this.#watch = null;
     return true;
+  }
+
+  /**
+   * The client hung up before the answer ended. The call may still end (and be charged): the claim stays
+   * until {@link complete} is called as before, so a retry meanwhile is told the first request still runs
+   * rather than running it twice. It is released once the call's usage record is settled and no answer
+   * ended within {@link ABANDONED_GRACE_MS} (a stream cut off by the hang-up never ends), or after
+   * `maxWaitMs` (the longest a synchronous call runs) whatever happens.
+   */
+  abandoned(maxWaitMs: number): void {
+    if (this.#ended || this.#watch !== null) return;
+    const since = Date.now();
+    let settledAt: number | null = null;
+    let looking = false;
+    this.#watch = setInterval(() => {
+      if (looking) return;
+      looking = true;
+      void usageStatusOf(this.#calls.db, this.#id.requestId)
+        .then((status) => {
+          const now = Date.now();
+          if (status !== null && status !== "pending" && status !== "processing") settledAt ??= now;
+          if ((settledAt !== null && now - settledAt >= ABANDONED_GRACE_MS) || now - since >= maxWaitMs) return this.release();
+        })
+        .catch(() => {})
+        .finally(() => (looking = false));
+    }, ABANDONED_POLL_MS);
+    this.#watch.unref();
   }
 
   /**
@@ -246,6 +287,9 @@ export class IdempotentCalls {
   readonly leaseMs: number;
   readonly ttlMs: number;
 
+  /**
+   * `leaseMs` (default {@link LEASE_MS}) and `ttlMs` (default {@link ANSWER_TTL_MS}) are for tests.
+   */
   constructor(db: Kysely<Database>, blobs: BlobStore, opts: { leaseMs?: number; ttlMs?: number } = {}) {
     this.db = db;
     this.blobs = blobs;

@@ -91,9 +91,10 @@ function bytesOf(chunk: unknown, encoding: unknown): Uint8Array | null {
 /**
  * Records the answer written to `res` for `claim`: the status and kept headers at `writeHead`, every body
  * chunk as it is written (passed on unchanged), and on `end` the stored answer before the end reaches the
- * client (the end waits for the store). A response that closes before its end releases the key.
+ * client (the end waits for the store). A response that closes before its end keeps the key until the call
+ * ended (`CallClaim.abandoned`, at most `maxCallMs`, ms).
  */
-function recordAnswer(res: ServerResponse, claim: CallClaim): void {
+function recordAnswer(res: ServerResponse, claim: CallClaim, maxCallMs: number): void {
   let status = 0;
   let headers: Record<string, string> | null = null;
   let ending = false;
@@ -134,8 +135,9 @@ function recordAnswer(res: ServerResponse, claim: CallClaim): void {
     return this;
   } as ServerResponse["end"];
 
+  // A client that hangs up first (an SDK's timeout) retries: the call keeps its key until it ends.
   res.once("close", () => {
-    if (!ending) void claim.release().catch(() => {});
+    if (!ending) claim.abandoned(maxCallMs);
   });
 }
 
@@ -181,7 +183,7 @@ async function requestHashOf(req: FastifyRequest): Promise<string> {
  * @throws AppError 400 `invalid_request` for a bad header; 409 `idempotency_in_progress` or
  *   `idempotency_conflict`; a multipart body's read errors.
  */
-function gateOf(calls: IdempotentCalls) {
+function gateOf(calls: IdempotentCalls, maxCallMs: number) {
   return async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const key = idempotencyHeaderOf(req);
     if (key === null) return undefined;
@@ -194,7 +196,7 @@ function gateOf(calls: IdempotentCalls) {
       requestId: req.id,
     });
     if (start.kind === "run") {
-      recordAnswer(reply.raw, start.claim);
+      recordAnswer(reply.raw, start.claim, maxCallMs);
       return undefined;
     }
     const a = start.answer;
@@ -209,6 +211,8 @@ const IDEMPOTENT_CALL_HEADER = str(
   { minLength: 1, maxLength: 128, examples: ["retry-7f3a"], "x-error-message": "The Idempotency-Key header must be a string of 1 to 128 characters." },
 );
 const REPLAYED_DOC = str("`true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again.");
+const RETRY_AFTER_DOC = str("`1` on `idempotency_in_progress`: seconds to wait before retrying.");
+const SHOULD_RETRY_DOC = str("`true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries).");
 const CONFLICTS = "`idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request)";
 
 interface ResponseDoc {
@@ -234,6 +238,10 @@ function documented(schema: Record<string, unknown>): Record<string, unknown> {
   } else if (like !== undefined) {
     response["409"] = { ...like, description: `Conflict: ${CONFLICTS}.` };
   }
+  const conflict = response["409"];
+  if (conflict !== undefined) {
+    response["409"] = { ...conflict, headers: { ...(conflict.headers ?? {}), "Retry-After": RETRY_AFTER_DOC, "x-should-retry": SHOULD_RETRY_DOC } };
+  }
   return { ...schema, headers: { ...headers, properties: { ...(headers.properties ?? {}), "idempotency-key": IDEMPOTENT_CALL_HEADER } }, response };
 }
 
@@ -243,7 +251,8 @@ function documented(schema: Record<string, unknown>): Record<string, unknown> {
  */
 export function idempotentCallRoutes(app: App, services: Services): void {
   const calls = new IdempotentCalls(services.db.kysely, services.blobs);
-  const gate = gateOf(calls);
+  // No synchronous call outlives the sweep's bound on its hold (services.ts): nor does a claim whose client left.
+  const gate = gateOf(calls, services.sweep.sweepSyncHoldsAfterS * 1000);
   app.addHook("onRoute", (route: RouteOptions) => {
     const config = route.config as { modelCall?: boolean; ownIdempotency?: boolean } | undefined;
     if (config?.modelCall !== true || config.ownIdempotency === true) return;

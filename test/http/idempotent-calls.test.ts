@@ -176,11 +176,39 @@ for (const backend of BACKENDS) {
         assert.equal(b.json.error.code, "idempotency_in_progress");
         assert.equal(b.json.error.type, "invalid_request_error");
         assert.equal(b.headers.get("retry-after"), "1");
+        assert.equal(b.headers.get("x-should-retry"), "true");
       }
       await assertChargedOnce(u.user_id, m0, ok[0]);
       const later = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body, headers });
       assertReplay(ok[0], later);
       await assertChargedOnce(u.user_id, m0, ok[0]);
+    });
+
+    test("a client that hangs up mid-call keeps its key until the call ended; the retry then runs once", async () => {
+      const u = await account();
+      const m0 = await money(u.user_id);
+      const body = { input: "Hanging up early.", voice_id: DEMO_ALPHA_VOICE_ID };
+      const controller = new AbortController();
+      const gone = fetch(`${gw.url}/v1/audio/speech`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${u.api_key}`, "content-type": "application/json", "idempotency-key": "gone-1", "x-svc-simulate": "slow" },
+        body: JSON.stringify(body),
+        signal: controller.signal,
+      }).catch(() => null);
+      await new Promise((r) => setTimeout(r, 300));
+      controller.abort();
+      assert.equal(await gone, null);
+      let retry: TestResponse | null = null;
+      for (let i = 0; i < 40; i++) {
+        retry = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body, headers: { "Idempotency-Key": "gone-1" } });
+        if (retry.status !== 409) break;
+        assert.equal(retry.json.error.code, "idempotency_in_progress");
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      assert.equal(retry?.status, 200);
+      const m1 = await money(u.user_id);
+      assert.equal(m1.charges - m0.charges, 1, "the abandoned call was not charged, its retry once");
+      assert.equal(m0.balance - m1.balance, Math.round(Number(retry?.headers.get("x-svc-cost-usd")) * 1_000_000));
     });
 
     test("the same key with another request is 409 idempotency_conflict, nothing charged", async () => {
@@ -193,6 +221,7 @@ for (const backend of BACKENDS) {
       assert.equal(other.status, 409);
       assert.equal(other.json.error.code, "idempotency_conflict");
       assert.equal(other.json.error.param, "Idempotency-Key");
+      assert.equal(other.headers.get("x-should-retry"), "false");
       // Another route under the same key is another request too.
       const music = await gw.request("POST", "/v1/audio/music", { token: u.api_key, body: { prompt: "x", music_length_ms: 1000 }, headers });
       assert.equal(music.status, 409);
