@@ -10,7 +10,7 @@
  *   of two concurrent inserts win) and gets a {@link CallClaim}; a repeat of the same request gets the stored
  *   answer, or 409 `idempotency_in_progress` while the first still runs; another request under the key is
  *   409 `idempotency_conflict` (D2).
- * - The claim holds a lease ({@link LEASE_MS}) renewed while its request runs, so a process that dies mid-call
+ * - The claim holds a lease ({@link LEASE_MS}) renewed every third of it while its request runs, so a process that dies mid-call
  *   frees the key within a lease; the next request takes the row over.
  * - {@link CallClaim.complete} stores a successful answer for {@link ANSWER_TTL_MS} (24 h); a call that failed
  *   (any 4xx or 5xx, or a 2xx whose usage record ended unpaid: a stream that broke off) is released instead,
@@ -40,8 +40,6 @@ import {
 export const ANSWER_TTL_MS = 24 * 3600 * 1000;
 /** A running claim's lease, ms: a claimant that stops renewing it (its process died) frees the key this long after. */
 export const LEASE_MS = 30_000;
-/** How often a running claim renews its lease, ms. */
-const RENEW_EVERY_MS = 10_000;
 /**
  * After its client hung up, how long a claim waits for its answer's end once the call's usage record is
  * settled (the answer of a call that ended may still be on its way out), ms.
@@ -159,9 +157,10 @@ export class CallClaim {
   constructor(calls: IdempotentCalls, id: CallIdentity) {
     this.#calls = calls;
     this.#id = id;
+    // Three renewals a lease (every 10 s by default): one lost write does not lose the key.
     this.#timer = setInterval(() => {
       void calls.renew(id).catch(() => {});
-    }, RENEW_EVERY_MS);
+    }, Math.max(10, Math.floor(calls.leaseMs / 3)));
     this.#timer.unref();
   }
 
@@ -312,8 +311,10 @@ export class IdempotentCalls {
       // Released between the insert and the read: try the insert again.
       if (row === undefined) continue;
       if (row.expires_at <= now) {
-        if (await takeOver(this.db, { owner: row.owner, expiresAt: row.expires_at }, claim)) return { kind: "run", claim: new CallClaim(this, id) };
-        continue;
+        if (!(await takeOver(this.db, { owner: row.owner, expiresAt: row.expires_at }, claim))) continue;
+        // The expired answer's body goes with it (the sweep would have deleted both).
+        if (row.blob_key !== null) await this.blobs.delete(row.blob_key).catch(() => {});
+        return { kind: "run", claim: new CallClaim(this, id) };
       }
       if (row.request_hash !== id.requestHash) throw idempotencyConflict();
       if (row.state === "running") throw idempotencyInProgress();

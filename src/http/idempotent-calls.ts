@@ -98,14 +98,17 @@ function recordAnswer(res: ServerResponse, claim: CallClaim, maxCallMs: number):
   let status = 0;
   let headers: Record<string, string> | null = null;
   let ending = false;
+  // Only a 2xx answer is kept: another one's body is not stored at all.
+  let keep = false;
   const head = (code: number, given?: OutgoingHttpHeaders | readonly unknown[]) => {
     if (headers !== null) return;
     status = code;
     headers = keptHeaders(res.getHeaders(), given);
-    claim.startBody(headers["content-type"] ?? "application/octet-stream");
+    keep = code >= 200 && code <= 299;
+    if (keep) claim.startBody(headers["content-type"] ?? "application/octet-stream");
   };
   const tee = (chunk: unknown, encoding: unknown) => {
-    const bytes = bytesOf(chunk, encoding);
+    const bytes = keep ? bytesOf(chunk, encoding) : null;
     if (bytes !== null && bytes.byteLength > 0) claim.push(bytes);
   };
 

@@ -12,7 +12,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ElevenLabsClient, ElevenLabsError } from "@elevenlabs/elevenlabs-js";
 import OpenAI from "openai";
-import { sweepIdempotentCalls } from "../../src/billing/idempotent-calls.ts";
+import { IdempotentCalls, sweepIdempotentCalls } from "../../src/billing/idempotent-calls.ts";
+import type { AppError } from "../../src/errors.ts";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
 import { DEMO_ALPHA_VOICE_ID, DEMO_BETA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
 import { makeWav } from "../helpers/audio-fixtures.ts";
@@ -385,6 +386,28 @@ for (const backend of BACKENDS) {
       assert.equal(taken.status, 200);
       const again = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body, headers: { "Idempotency-Key": "dead-1" } });
       assertReplay(taken, again);
+    });
+
+    test("a running claim renews its lease; once it stops, the next request takes the key over", async () => {
+      const calls = new IdempotentCalls(gw.services.db.kysely, gw.services.blobs, { leaseMs: 150 });
+      const id = { scope: "key_lease_test", key: "lease-1", accountId: "acct_none", requestHash: "h", requestId: "req_lease_a" };
+      const first = await calls.begin(id);
+      assert.equal(first.kind, "run");
+      await new Promise((r) => setTimeout(r, 600));
+      // Four leases later the claim still holds the key: its renewals kept it.
+      await assert.rejects(calls.begin({ ...id, requestId: "req_lease_b" }), (err: AppError) => err.code === "idempotency_in_progress");
+      await assert.rejects(calls.begin({ ...id, requestHash: "other", requestId: "req_lease_c" }), (err: AppError) => err.code === "idempotency_conflict");
+      // A claimant that stops renewing (its process died) loses the key after its lease.
+      const row = await gw.services.db.kysely.selectFrom("idempotent_calls").select("expires_at").where("idem_key", "=", "lease-1").executeTakeFirstOrThrow();
+      assert.ok(Number(row.expires_at) > Date.now());
+      if (first.kind === "run") await first.claim.release();
+      const again = await calls.begin({ ...id, requestId: "req_lease_d" });
+      assert.equal(again.kind, "run");
+      if (again.kind === "run") again.claim.abandoned(0);
+      await new Promise((r) => setTimeout(r, 800));
+      const after = await calls.begin({ ...id, requestHash: "other", requestId: "req_lease_e" });
+      assert.equal(after.kind, "run", "an abandoned claim past its wait frees the key");
+      if (after.kind === "run") await after.claim.release();
     });
 
     test("a bad header is 400 and holds nothing", async () => {
