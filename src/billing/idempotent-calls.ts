@@ -10,8 +10,9 @@
  *   of two concurrent inserts win) and gets a {@link CallClaim}; a repeat of the same request gets the stored
  *   answer, or 409 `idempotency_in_progress` while the first still runs; another request under the key is
  *   409 `idempotency_conflict` (D2).
- * - The claim holds a lease ({@link LEASE_MS}) renewed every third of it while its request runs, so a process that dies mid-call
- *   frees the key within a lease; the next request takes the row over.
+ * - The claim holds a lease ({@link LEASE_MS}) renewed every third of it while its request runs, so a process
+ *   that dies mid-call frees the key within a lease; the next request takes the row over. A client that hangs
+ *   up keeps its key until its call ended ({@link CallClaim.abandoned}): its retry waits instead of paying twice.
  * - {@link CallClaim.complete} stores a successful answer for {@link ANSWER_TTL_MS} (24 h); a call that failed
  *   (any 4xx or 5xx, or a 2xx whose usage record ended unpaid: a stream that broke off) is released instead,
  *   so a retry runs afresh. Nothing was charged for it.
