@@ -2,7 +2,7 @@
  * Idempotent synchronous paid calls (D37): a request that places a hold and answers directly (speech, music,
  * sound effects, voice design and cloning, chat, messages, transcription, understanding) sent with an
  * `Idempotency-Key` runs once per `(scope, key)`; a retry of it replays the stored answer with no new hold,
- * charge or usage record. The state lives in the database (`idempotent_calls`, migration 016) so every
+ * charge or usage record. The state lives in the database (`idempotent_calls`, migration 015) so every
  * gateway process agrees, and the answer's body in the blob store (audio can be megabytes). The HTTP layer
  * (http/idempotent-calls.ts) decides which routes take part and records the answers; this module knows no HTTP.
  *

@@ -21,7 +21,7 @@ import * as m010 from "./migrations/010_job_progress.ts";
 import * as m011 from "./migrations/011_operator_indexes.ts";
 import * as m012 from "./migrations/012_key_controls.ts";
 import * as m013 from "./migrations/013_topups.ts";
-import * as m016 from "./migrations/016_idempotent_calls.ts";
+import * as m015 from "./migrations/015_idempotent_calls.ts";
 import type { Database } from "./schema.ts";
 import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
 import { pgStatementName } from "./prepared.ts";
@@ -113,7 +113,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, dialect: Dialect): Pr
   "011_operator_indexes": m011,
   "012_key_controls": m012,
   "013_topups": m013,
-  "016_idempotent_calls": m016,
+  "015_idempotent_calls": m015,
 };
 
 /**
