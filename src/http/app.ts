@@ -11,6 +11,7 @@ import { httpDuration, httpRequests } from "../metrics.ts";
 import type { Services } from "../services.ts";
 import { requireAdmin, requireAuth, settleDeferredWindows } from "./auth.ts";
 import { errorHandler, SCHEMA_ERROR_KEYWORDS } from "./error-handler.ts";
+import { idempotentCallRoutes } from "./idempotent-calls.ts";
 import { registerOpenApi } from "./openapi.ts";
 import { traceRequests } from "./tracing.ts";
 import { boundedJsonParser, type StringBodyParser } from "./json-body.ts";
@@ -147,6 +148,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
 
   // Before any route: @fastify/swagger collects the routes registered after it.
   await registerOpenApi(app, { publicBaseUrl: services.config.publicBaseUrl, adminToken: services.config.adminToken });
+  // Before the route scopes: `Idempotency-Key` on every synchronous model call (D37, idempotent-calls.ts).
+  idempotentCallRoutes(app, services);
   await app.register(async (pub) => {
     authPublicRoutes(pub, services);
     catalogRoutes(pub);

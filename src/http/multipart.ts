@@ -63,13 +63,13 @@ export async function readMultipartFiles(
 ): Promise<MultipartFiles> {
   const form: MultipartFiles = { files: [], fields: {} };
   const loop = async () => {
-    for await (const part of req.parts()) {
+    for await (const part of formParts(req)) {
       if (part.type === "file") {
         if (!opts.isFileField(part.fieldname) || form.files.length >= opts.maxFiles) {
-          part.file.resume();
+          part.drain();
           throw opts.unexpectedFile(part.fieldname);
         }
-        form.files.push({ field: part.fieldname, bytes: new Uint8Array(await part.toBuffer()) });
+        form.files.push({ field: part.fieldname, bytes: await part.bytes() });
       } else if (typeof part.value === "string") {
         form.fields[part.fieldname] = part.value;
       }
@@ -80,10 +80,81 @@ export async function readMultipartFiles(
 }
 
 /**
+ * One part of a form as the readers see it, read from the request or from the parts read ahead of the
+ * route ({@link readAheadParts}).
+ */
+type FormPart =
+  | { type: "file"; fieldname: string; drain(): void; bytes(): Promise<Uint8Array> }
+  | { type: "field"; fieldname: string; value: unknown };
+
+/** A part read ahead of the route, bytes and all. */
+export interface ReadAheadPart {
+  type: "file" | "field";
+  fieldname: string;
+  /** The file part's file name (empty for fields). */
+  filename: string;
+  /** The part's declared media type. */
+  mimetype: string;
+  /** A file part's bytes (null for fields). */
+  bytes: Uint8Array | null;
+  /** A field's value (a string, or what a part declared as JSON parsed to). */
+  value: unknown;
+}
+
+const readAhead = new WeakMap<FastifyRequest, ReadAheadPart[]>();
+
+/**
+ * Reads every part of a multipart request before its route does (the idempotent-call gate hashes them,
+ * http/idempotent-calls.ts, D37) and keeps them: the route's reader ({@link readMultipart},
+ * {@link readMultipartFiles}) then reads these instead of the spent body, with its own rules. The scope's
+ * parser limits, the body budget and the malformed-body answer apply as when the route reads.
+ * @throws as {@link readMultipart} (the parser's 413 errors, 400 `invalid_request` for a malformed body,
+ *   the body budget's 503 or 408).
+ */
+export async function readAheadParts(req: FastifyRequest): Promise<ReadAheadPart[]> {
+  const kept = readAhead.get(req);
+  if (kept !== undefined) return kept;
+  const parts: ReadAheadPart[] = [];
+  const loop = async () => {
+    for await (const part of req.parts()) {
+      if (part.type === "file") {
+        parts.push({ type: "file", fieldname: part.fieldname, filename: part.filename, mimetype: part.mimetype, bytes: new Uint8Array(await part.toBuffer()), value: null });
+      } else {
+        parts.push({ type: "field", fieldname: part.fieldname, filename: "", mimetype: part.mimetype, bytes: null, value: part.value });
+      }
+    }
+  };
+  await readWatched(req, loop());
+  readAhead.set(req, parts);
+  return parts;
+}
+
+/** The parts of `req`: those read ahead of the route when there are, else as they arrive. */
+async function* formParts(req: FastifyRequest): AsyncGenerator<FormPart> {
+  const ahead = readAhead.get(req);
+  if (ahead !== undefined) {
+    for (const p of ahead) {
+      const bytes = p.bytes ?? new Uint8Array(0);
+      yield p.type === "file" ? { type: "file", fieldname: p.fieldname, drain: () => {}, bytes: async () => bytes } : { type: "field", fieldname: p.fieldname, value: p.value };
+    }
+    return;
+  }
+  for await (const part of req.parts()) {
+    if (part.type === "file") {
+      yield { type: "file", fieldname: part.fieldname, drain: () => part.file.resume(), bytes: async () => new Uint8Array(await part.toBuffer()) };
+    } else {
+      yield { type: "field", fieldname: part.fieldname, value: part.value };
+    }
+  }
+}
+
+/**
  * Runs `reading` (a loop over the request's parts, started in this tick) while the body's bytes count in
  * the process's body budget (body-budget.ts `watchRawBody`); a budget failure stops the read.
  */
 async function readWatched(req: FastifyRequest, reading: Promise<void>): Promise<void> {
+  // Parts read ahead of the route are in memory: no body left to watch.
+  if (readAhead.has(req)) return await reading;
   // Both start in this tick: the parser pipes the request, then the watch observes it flowing.
   const watch = watchRawBody(req);
   try {
@@ -105,13 +176,13 @@ async function readWatched(req: FastifyRequest, reading: Promise<void>): Promise
 
 /** The loop of {@link readMultipart}: fills `form` from the parts as they come. */
 async function readParts(req: FastifyRequest, opts: { fileField: string; unexpectedFile: (fieldname: string) => AppError }, form: MultipartForm): Promise<void> {
-  for await (const part of req.parts()) {
+  for await (const part of formParts(req)) {
     if (part.type === "file") {
       if (part.fieldname !== opts.fileField || form.file !== null) {
-        part.file.resume();
+        part.drain();
         throw opts.unexpectedFile(part.fieldname);
       }
-      form.file = new Uint8Array(await part.toBuffer());
+      form.file = await part.bytes();
     } else if (typeof part.value === "string") {
       form.fields[part.fieldname] = part.value;
     } else {

@@ -29,6 +29,7 @@ import { type ExecutionContext, executeJob, LostError, type RunnerDeps, StopErro
 import type { JobStarter } from "./submit.ts";
 import { sweepJobs } from "./sweep.ts";
 import { inTrace } from "../observability/tracing.ts";
+import { sweepIdempotentCalls } from "../billing/idempotent-calls.ts";
 
 export type { RunnerDeps, RunnerLog } from "./executor.ts";
 export type { OutputFetcher } from "./rehost.ts";
@@ -229,6 +230,8 @@ export class JobRunner implements JobStarter {
           .cancel(handle, AbortSignal.timeout(10_000))
           .catch((err: unknown) => this.#deps.log.warn({ err, source: handle.source }, "upstream cancel after sweep failed"));
       }
+      // Stored answers of idempotent synchronous calls past their 24 h, with their blobs (D37).
+      await sweepIdempotentCalls(this.#deps.db, this.#deps.blobs);
     } catch (err) {
       this.#deps.log.error({ err }, "sweep failed");
     }

@@ -325,6 +325,33 @@ export interface TopupsTable {
   created_at: number;
 }
 
+/**
+ * A synchronous paid call made with an `Idempotency-Key` (D37, billing/idempotent-calls.ts): claimed while it
+ * runs, then its stored answer until it expires.
+ */
+export interface IdempotentCallsTable {
+  /** Whose key it is: the API key's id, or `account:<id>` for a session's call. */
+  scope: string;
+  /** The `Idempotency-Key` header, 1 to 128 characters. */
+  idem_key: string;
+  account_id: string;
+  /** Hex SHA-256 of the request (method, URL, body or form parts): another request under the key is a 409. */
+  request_hash: string;
+  /** `running` while the first request runs, `done` once its answer is stored. */
+  state: "running" | "done";
+  /** The request id (`req_...`) of the request that claimed the key: only it completes or releases the row. */
+  owner: string;
+  /** The stored answer's HTTP status (done rows). */
+  status: number | null;
+  /** The stored answer's headers, a JSON object of lower-case names to values (done rows). */
+  headers_json: string | null;
+  /** The blob holding the stored answer's body (done rows). */
+  blob_key: string | null;
+  created_at: number;
+  /** Running: the end of the claimant's lease (renewed while it runs); done: when the answer is forgotten. */
+  expires_at: number;
+}
+
 export interface Database {
   voices: VoicesTable;
   jobs: JobsTable;
@@ -339,4 +366,5 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   usage_records: UsageRecordsTable;
   topups: TopupsTable;
+  idempotent_calls: IdempotentCallsTable;
 }

@@ -13,6 +13,7 @@ import { type JobSpec, validateImageJob, validateVideoJob } from "../../jobs/val
 import { pollAfterSeconds, watchJob } from "../../jobs/watch.ts";
 import type { Services } from "../../services.ts";
 import { MODEL_CALL, principalOf } from "../auth.ts";
+import { OWN_IDEMPOTENCY } from "../idempotent-calls.ts";
 import { submitFromRequest } from "../job-submit.ts";
 import { jobWaits } from "../job-waits.ts";
 import {
@@ -44,11 +45,11 @@ export function jobRoutes(app: App, services: Services): void {
     return reply.code(out.replayed ? 200 : 202).send(job);
   };
 
-  app.post("/v1/images/generations", { schema: createImageJobSchema, config: MODEL_CALL }, async (req, reply) => submit(req, reply, req.body, validateImageJob));
-  app.post("/v1/videos/generations", { schema: createVideoJobSchema, config: MODEL_CALL }, async (req, reply) =>
+  app.post("/v1/images/generations", { schema: createImageJobSchema, config: { ...MODEL_CALL, ...OWN_IDEMPOTENCY } }, async (req, reply) => submit(req, reply, req.body, validateImageJob));
+  app.post("/v1/videos/generations", { schema: createVideoJobSchema, config: { ...MODEL_CALL, ...OWN_IDEMPOTENCY } }, async (req, reply) =>
     submit(req, reply, req.body, (b) => validateVideoJob(b, { genmediaOnly: false })),
   );
-  app.post("/v1/genmedia/jobs", { schema: createGenmediaJobSchema, config: MODEL_CALL }, async (req, reply) =>
+  app.post("/v1/genmedia/jobs", { schema: createGenmediaJobSchema, config: { ...MODEL_CALL, ...OWN_IDEMPOTENCY } }, async (req, reply) =>
     submit(req, reply, req.body, (b) => validateVideoJob(b, { genmediaOnly: true })),
   );
 }

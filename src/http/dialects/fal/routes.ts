@@ -23,6 +23,7 @@ import { waitForJobEnd } from "../../../jobs/watch.ts";
 import { AppError, errors } from "../../../errors.ts";
 import type { Services } from "../../../services.ts";
 import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../../auth.ts";
+import { OWN_IDEMPOTENCY } from "../../idempotent-calls.ts";
 import { toAppError } from "../../error-handler.ts";
 import { submitFromRequest } from "../../job-submit.ts";
 import { jobWaits } from "../../job-waits.ts";
@@ -131,7 +132,7 @@ export async function falRoutes(app: App, services: Services): Promise<void> {
     return reply.code(422).send(failureOf(job));
   };
 
-  app.post("/proxy", { schema: falPostSchema, config: MODEL_CALL }, async (req, reply) => {
+  app.post("/proxy", { schema: falPostSchema, config: { ...MODEL_CALL, ...OWN_IDEMPOTENCY } }, async (req, reply) => {
     const target = readTarget(req.method, req.headers["x-fal-target-url"]);
     if (typeof target === "string") throw refused(target);
     if (target.call !== "submit" && target.call !== "run") throw refused(`${req.method} is not a ${target.call} call`);

@@ -18,6 +18,7 @@ import { AppError } from "../../../errors.ts";
 import pkg from "../../../../package.json" with { type: "json" };
 import type { Services } from "../../../services.ts";
 import { MODEL_CALL, requireAuth } from "../../auth.ts";
+import { OWN_IDEMPOTENCY } from "../../idempotent-calls.ts";
 import { errorHandler } from "../../error-handler.ts";
 import { jobWaits } from "../../job-waits.ts";
 import type { App } from "../../types.ts";
@@ -124,7 +125,8 @@ async function mcpRoutes(app: App, services: Services): Promise<void> {
   const waits = jobWaits(app, services);
 
   // MODEL_CALL: tools call models through the call guard (a key's allow-list before its request windows, D34).
-  app.post("/mcp", { schema: mcpSchema, config: MODEL_CALL }, async (request, reply) => {
+  // OWN_IDEMPOTENCY: every tool call is one POST /mcp; the synchronous-call gate (idempotent-calls.ts) leaves it out.
+  app.post("/mcp", { schema: mcpSchema, config: { ...MODEL_CALL, ...OWN_IDEMPOTENCY } }, async (request, reply) => {
     // One message per request: the usage record of a paid tool call is this request's id (D29, D39).
     if (Array.isArray(request.body)) {
       return reply.code(400).send(jsonRpcError(ErrorCode.InvalidRequest, "Batches are not supported: send one JSON-RPC message per request."));

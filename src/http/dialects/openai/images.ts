@@ -14,6 +14,7 @@ import { validateImageJob } from "../../../jobs/validate.ts";
 import { isTerminal, waitForJobEnd } from "../../../jobs/watch.ts";
 import type { Services } from "../../../services.ts";
 import { MODEL_CALL, principalOf } from "../../auth.ts";
+import { OWN_IDEMPOTENCY } from "../../idempotent-calls.ts";
 import { submitFromRequest } from "../../job-submit.ts";
 import { jobWaits } from "../../job-waits.ts";
 import { formReadByRoute } from "../../schemas/common.ts";
@@ -120,14 +121,14 @@ export async function openAIImageRoutes(app: App, services: Services): Promise<v
     return reply.send({ created, data });
   };
 
-  app.post("/v1/images/generations", { schema: openAIImagesSchema, validatorCompiler: formReadByRoute, config: MODEL_CALL }, async (req, reply) => {
+  app.post("/v1/images/generations", { schema: openAIImagesSchema, validatorCompiler: formReadByRoute, config: { ...MODEL_CALL, ...OWN_IDEMPOTENCY } }, async (req, reply) => {
     const form = await readCreateForm(req, []);
     const f = form.fields;
     const body: ImageJobRequest = { model: catalogImageModel(stringField(f, "model", 200) ?? DEFAULT_IMAGE_MODEL) as ImageJobRequest["model"], ...commonFields(f) };
     return run(req, reply, body, responseFormatOf(f));
   });
 
-  app.post("/v1/images/edits", { schema: openAIImageEditsSchema, validatorCompiler: formReadByRoute, config: MODEL_CALL }, async (req, reply) => {
+  app.post("/v1/images/edits", { schema: openAIImageEditsSchema, validatorCompiler: formReadByRoute, config: { ...MODEL_CALL, ...OWN_IDEMPOTENCY } }, async (req, reply) => {
     const form = await readCreateForm(req, ["image", "image[]"]);
     const f = form.fields;
     const model = catalogImageModel(stringField(f, "model", 200) ?? DEFAULT_EDIT_MODEL);

@@ -16,6 +16,7 @@ import { parseSize, validateVideoJob } from "../../../jobs/validate.ts";
 import type { Services } from "../../../services.ts";
 import type { AspectRatio } from "../../../upstreams/types.ts";
 import { MODEL_CALL, principalOf } from "../../auth.ts";
+import { OWN_IDEMPOTENCY } from "../../idempotent-calls.ts";
 import { submitFromRequest } from "../../job-submit.ts";
 import { sendBlob } from "../../range.ts";
 import { formReadByRoute } from "../../schemas/common.ts";
@@ -130,7 +131,7 @@ async function nativeVideoBody(services: Services, req: FastifyRequest): Promise
 export async function openAIVideoRoutes(app: App, services: Services): Promise<void> {
   const own = ownUploadUrl(services.config.publicBaseUrl);
 
-  app.post("/v1/videos", { schema: createVideoSchema, validatorCompiler: formReadByRoute, config: MODEL_CALL }, async (req) => {
+  app.post("/v1/videos", { schema: createVideoSchema, validatorCompiler: formReadByRoute, config: { ...MODEL_CALL, ...OWN_IDEMPOTENCY } }, async (req) => {
     const body = await nativeVideoBody(services, req);
     const out = await submitFromRequest(services, req, body, (b) => validateVideoJob(b, { genmediaOnly: false, ownUrl: own }), { ownUrl: own });
     // The job is accepted: rendered from what the submit knows, with no read that could fail after the hold.
