@@ -2149,7 +2149,13 @@ export interface operations {
                 /** @description Audio format of the answer (ElevenLabs' names). */
                 output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2172,6 +2178,8 @@ export interface operations {
             /** @description The audio. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description The request id (as `X-Svc-Request-Id`). */
                     "request-id"?: string;
                     /** @description Balance after the charge, USD. */
@@ -2257,6 +2265,26 @@ export interface operations {
             /** @description `not_found`, `endpoint_not_supported`. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2377,7 +2405,13 @@ export interface operations {
                 /** @description Audio format of the answer (ElevenLabs' names). */
                 output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2402,6 +2436,8 @@ export interface operations {
             /** @description The audio. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description The request id (as `X-Svc-Request-Id`). */
                     "request-id"?: string;
                     /** @description Balance after the charge, USD. */
@@ -2487,6 +2523,26 @@ export interface operations {
             /** @description `not_found`, `endpoint_not_supported`. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2607,7 +2663,13 @@ export interface operations {
                 /** @description Audio format of the answer (ElevenLabs' names). */
                 output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description A voice of the alpha library (`GET /elevenlabs/v1/voices`). */
                 voice_id: string;
@@ -2646,6 +2708,8 @@ export interface operations {
                 headers: {
                     /** @description Characters billed. */
                     "character-cost"?: string;
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description The request id (as `X-Svc-Request-Id`). */
                     "request-id"?: string;
                     /** @description Balance after the charge, USD. */
@@ -2731,6 +2795,26 @@ export interface operations {
             /** @description `not_found`, `endpoint_not_supported`. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2851,7 +2935,13 @@ export interface operations {
                 /** @description Audio format of the answer (ElevenLabs' names). */
                 output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description A voice of the alpha library (`GET /elevenlabs/v1/voices`). */
                 voice_id: string;
@@ -2890,6 +2980,8 @@ export interface operations {
                 headers: {
                     /** @description Characters billed. */
                     "character-cost"?: string;
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description The request id (as `X-Svc-Request-Id`). */
                     "request-id"?: string;
                     /** @description Balance after the charge, USD. */
@@ -2975,6 +3067,26 @@ export interface operations {
             /** @description `not_found`, `endpoint_not_supported`. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: {
+                            /** @description What went wrong. */
+                            message: string;
+                            /** @description The gateway's error code (`auth_error`, `billing_error`, `not_a_tts_model`, ...). */
+                            status: string;
+                        };
+                    };
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4938,6 +5050,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -4995,6 +5112,8 @@ export interface operations {
             /** @description The audio (`Content-Type` matches `response_format`). */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Input characters used for pricing. */
@@ -5061,6 +5180,23 @@ export interface operations {
             /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -5155,6 +5291,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -5205,6 +5346,8 @@ export interface operations {
             /** @description The transcript: `{text}`; `response_format=text` answers plain text, `verbose_json` adds `duration` and `segments`. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
@@ -5275,6 +5418,23 @@ export interface operations {
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -5369,6 +5529,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -5397,6 +5562,8 @@ export interface operations {
             /** @description The answer. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
@@ -5468,6 +5635,23 @@ export interface operations {
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -5660,6 +5844,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -5755,6 +5944,8 @@ export interface operations {
             /** @description The completion, or server-sent events when `stream` is true. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
@@ -5867,6 +6058,23 @@ export interface operations {
             /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -8879,6 +9087,11 @@ export interface operations {
                 save_to_blob?: "1" | "0" | "true" | "false";
             };
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -8921,6 +9134,8 @@ export interface operations {
             /** @description The music as audio bytes in `response_format`; with `?save_to_blob=1` the JSON `audio.generation` instead. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
@@ -8988,6 +9203,23 @@ export interface operations {
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -9085,6 +9317,11 @@ export interface operations {
                 save_to_blob?: "1" | "0" | "true" | "false";
             };
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -9128,6 +9365,8 @@ export interface operations {
             /** @description The sound effect as audio bytes in `response_format`; with `?save_to_blob=1` the JSON `audio.generation` instead. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
@@ -9195,6 +9434,23 @@ export interface operations {
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -9289,6 +9545,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -9346,6 +9607,8 @@ export interface operations {
             /** @description The audio (`Content-Type` matches `response_format`). */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Input characters used for pricing. */
@@ -9412,6 +9675,23 @@ export interface operations {
             /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -9506,6 +9786,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -9556,6 +9841,8 @@ export interface operations {
             /** @description The transcript: `{text}`; `response_format=text` answers plain text, `verbose_json` adds `duration` and `segments`. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
@@ -9626,6 +9913,23 @@ export interface operations {
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -9720,6 +10024,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -9748,6 +10057,8 @@ export interface operations {
             /** @description The answer. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
@@ -9819,6 +10130,23 @@ export interface operations {
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -9913,6 +10241,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -9942,6 +10275,8 @@ export interface operations {
             /** @description The new voice. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
@@ -10013,6 +10348,23 @@ export interface operations {
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -10120,6 +10472,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -10164,6 +10521,8 @@ export interface operations {
             /** @description The new voice. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
@@ -10237,6 +10596,23 @@ export interface operations {
             /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -12291,6 +12667,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -12386,6 +12767,8 @@ export interface operations {
             /** @description The completion, or server-sent events when `stream` is true. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
@@ -12498,6 +12881,23 @@ export interface operations {
             /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
@@ -13867,6 +14267,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
                 /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
@@ -13945,6 +14350,8 @@ export interface operations {
             /** @description The message, or server-sent events when `stream` is true. */
             200: {
                 headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
                     /** @description Amount charged for this call, USD. */
@@ -14049,6 +14456,23 @@ export interface operations {
             /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34). */
             403: {
                 headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
                     /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
