@@ -37,6 +37,9 @@ import {
   usageStatusOf,
 } from "./idempotent-calls.repository.ts";
 
+/** Blob keys of stored answers: private (the public `GET /v1/files/*` refuses them), replayed only to their caller. */
+export const IDEMPOTENT_ANSWER_PREFIX = "idempotent/";
+
 /** How long a stored answer is replayed, ms (24 h). */
 export const ANSWER_TTL_MS = 24 * 3600 * 1000;
 /** A running claim's lease, ms: a claimant that stops renewing it (its process died) frees the key this long after. */
@@ -169,7 +172,7 @@ export class CallClaim {
   startBody(contentType: string): void {
     if (this.#body !== null || this.#ended) return;
     const queue = new ChunkQueue();
-    const key = `idempotent/${newId("ans", 32)}`;
+    const key = `${IDEMPOTENT_ANSWER_PREFIX}${newId("ans", 32)}`;
     const type = /^[\x21-\x7e][\x20-\x7e]*$/.test(contentType) && contentType.includes("/") ? contentType : "application/octet-stream";
     // A body that is never completed fails its iterable: the store then keeps nothing.
     const stored = this.#calls.blobs.put(key, queue, { contentType: type }).then(
@@ -242,7 +245,7 @@ export class CallClaim {
       let blobKey: string;
       if (body === null) {
         // An empty body: stored as an empty blob so that every done row has one.
-        blobKey = `idempotent/${newId("ans", 32)}`;
+        blobKey = `${IDEMPOTENT_ANSWER_PREFIX}${newId("ans", 32)}`;
         await this.#calls.blobs.put(blobKey, new Uint8Array(0), { contentType: headers["content-type"] ?? "application/octet-stream" });
       } else {
         body.queue.end();

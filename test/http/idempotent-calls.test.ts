@@ -368,6 +368,10 @@ for (const backend of BACKENDS) {
       const expiresIn = Number(row.expires_at) - Date.now();
       assert.ok(expiresIn > 23.9 * 3600_000 && expiresIn <= 24 * 3600_000, `expires in ${expiresIn} ms`);
       assert.ok(row.blob_key !== null && (await gw.services.blobs.head(row.blob_key)) !== null);
+      // A stored answer is its caller's alone: the public file route does not serve it.
+      const leaked = await fetch(`${gw.url}/v1/files/${row.blob_key}`);
+      assert.equal(leaked.status, 404);
+      await leaked.arrayBuffer();
       assert.ok((await sweepIdempotentCalls(db, gw.services.blobs, Date.now() + 25 * 3600_000)) >= 1);
       assert.equal(await db.selectFrom("idempotent_calls").select("owner").where("idem_key", "=", "expire-1").executeTakeFirst(), undefined);
       assert.equal(await gw.services.blobs.head(row.blob_key), null);

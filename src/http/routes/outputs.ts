@@ -8,6 +8,8 @@ import type { Services } from "../../services.ts";
 import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
 import { sendBlob } from "../range.ts";
+import { IDEMPOTENT_ANSWER_PREFIX } from "../../billing/idempotent-calls.ts";
+import { errors } from "../../errors.ts";
 import { fileRouteDoc, getFileSchema, getSharePageSchema, listGallerySchema } from "../schemas/outputs.ts";
 
 /** The policy stored SVG files are served with: no scripts, no external loads, a sandboxed origin. */
@@ -17,6 +19,8 @@ export const SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src d
 export function outputPublicRoutes(app: App, services: Services): void {
   app.get<{ Params: { "*": string } }>("/v1/files/*", { schema: getFileSchema, config: { swaggerTransform: fileRouteDoc } }, async (req, reply) => {
     const key = req.params["*"];
+    // Stored answers of idempotent calls are their caller's alone (they may hold speech or chat output).
+    if (key.startsWith(IDEMPOTENT_ANSWER_PREFIX)) throw errors.notFound("No such file.");
     const range = typeof req.headers.range === "string" ? req.headers.range : undefined;
     // SVG is a document that can carry scripts: served under a policy that runs none of them.
     const extra: Record<string, string> = key.endsWith(".svg") ? { "content-security-policy": SVG_CSP } : {};
