@@ -160,7 +160,10 @@ describe("SQLite group commit", () => {
     const written = Number((await sql<{ n: number }>`select count(*) as n from t`.execute(db)).rows[0]!.n);
     assert.equal(written, 4000);
     largestWal = Math.max(largestWal, statSync(`${path}-wal`).size);
-    assert.ok(largestWal < 4_000_000, `the WAL stayed small (${largestWal} bytes for 4000 pages written)`);
+    // Half of what was written: a WAL that is never started over holds all 16 MB. On a busy machine the
+    // checkpointer runs late and the WAL peaks higher than the 400 KB threshold suggests (4.3 MB seen with
+    // other test processes on both cores), so the bound is what tells the two apart, not a tight one.
+    assert.ok(largestWal < 8_000_000, `the WAL stayed well below everything written (${largestWal} bytes for 4000 pages, 16 MB)`);
     assert.deepEqual(committedRows(path).length, 4000);
     await db.destroy();
   });
