@@ -257,6 +257,15 @@ export function noteUpstreamRequest(body: unknown): void {
   if (model !== undefined) scope.span.set({ "gen_ai.response.model": model.slice(0, 200) });
 }
 
+/**
+ * Notes on the current attempt span the upstream's model id when an adapter names it outside a JSON body
+ * (fal's endpoint id and BFL's endpoint are in the URL path): `gen_ai.response.model`.
+ */
+export function noteUpstreamModel(id: string): void {
+  const scope = scopes.getStore();
+  if (scope !== undefined && id.length > 0) scope.span.set({ "gen_ai.response.model": id.slice(0, 200) });
+}
+
 /** The token usage attributes of a text answer (`gen_ai.usage.*`). */
 export function tokenUsage(usage: { promptTokens: number; completionTokens: number }): SpanAttributes {
   return { "gen_ai.usage.input_tokens": usage.promptTokens, "gen_ai.usage.output_tokens": usage.completionTokens };

@@ -1,12 +1,14 @@
 /**
  * Tracing (D40, issue 33 proof) on both databases: a real gateway with `OTEL_EXPORTER_OTLP_ENDPOINT` pointing
- * at an in-process OTLP/HTTP receiver (JSON), alpha speech on two ElevenLabs fakes (the second a failover).
+ * at an in-process OTLP/HTTP receiver (JSON), alpha speech on two ElevenLabs fakes (the second a failover),
+ * imgA images on a fal fake.
  * - a speech call: one SERVER span continuing the caller's `traceparent`, with the billing attributes, its
  *   `billing.hold` and `billing.capture` children and one CLIENT span with the GenAI attributes; the upstream
  *   received the CLIENT span's `traceparent`;
  * - a failover: two CLIENT spans (attempts 1 and 2, the first failed) under one hold and one capture;
  * - an image job with a `webhook_url`: the submit's SERVER span, the runner's `job.run` span, its upstream
- *   span and capture, and the webhook delivery in one trace; the webhook request carries `traceparent`;
+ *   span (naming fal's endpoint id as the response model) and capture, and the webhook delivery in one trace;
+ *   the webhook request carries `traceparent`;
  * - no key, password, session token, prompt or input text in any attribute;
  * - off (no endpoint, or `OTEL_SDK_DISABLED=true`): nothing exported, no `traceparent` sent anywhere;
  * - a job left pending and claimed later continues its submit's trace (the row's `traceparent`);
@@ -15,6 +17,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { type ElevenLabsFake, startElevenLabsFake } from "../../fakes/elevenlabs.ts";
+import { type FalFake, startFalFake } from "../../fakes/fal.ts";
+import { FAL_MODELS } from "../../src/upstreams/fal/models.ts";
 import { loadConfig } from "../../src/config.ts";
 import { BACKENDS } from "../helpers/backends.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
@@ -22,6 +26,7 @@ import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../help
 import { type Receiver, startReceiver } from "../webhooks/receiver.ts";
 
 const EL_KEY = "el-trace-key-7d1c0a9e3b52f8";
+const FAL_KEY = "fal-trace-key-3c9e1b7a0d64f2";
 const COLLECTOR_TOKEN = "collector-token-5e8a1f0c2d";
 const PASSWORD = "correct horse battery";
 const SPEECH_TEXT = "Sentinel speech text 31415 for tracing.";
@@ -42,22 +47,26 @@ for (const backend of BACKENDS) {
     let otlp: OtlpReceiver;
     let el: ElevenLabsFake;
     let elBackup: ElevenLabsFake;
+    let fal: FalFake;
     let hooks: Receiver;
     let gw: TestGateway;
     let user: { user_id: string; api_key: string; session_token: string };
-    const secrets: string[] = [EL_KEY, COLLECTOR_TOKEN, PASSWORD, ADMIN_TOKEN, SPEECH_TEXT, PROMPT];
+    const secrets: string[] = [EL_KEY, FAL_KEY, COLLECTOR_TOKEN, PASSWORD, ADMIN_TOKEN, SPEECH_TEXT, PROMPT];
 
     before(async () => {
       otlp = await startOtlpReceiver();
       el = await startElevenLabsFake({ apiKey: EL_KEY });
       elBackup = await startElevenLabsFake({ apiKey: EL_KEY });
+      fal = await startFalFake({ apiKey: FAL_KEY, queueMs: 20, runMs: 40 });
       hooks = await startReceiver();
       const upstreams = [
         { name: "el-main", protocol: "elevenlabs", base_url: el.url, api_key: "env:TRACE_EL_KEY", families: ["alpha"] },
         { name: "el-backup", protocol: "elevenlabs", base_url: elBackup.url, api_key: "env:TRACE_EL_KEY", families: ["alpha"] },
+        { name: "fal-main", protocol: "fal", base_url: fal.url, api_key: "env:TRACE_FAL_KEY", families: ["imgA"] },
       ];
       gw = await startGateway(backend.name, {
         TRACE_EL_KEY: EL_KEY,
+        TRACE_FAL_KEY: FAL_KEY,
         UPSTREAMS: JSON.stringify(upstreams),
         WEBHOOK_ALLOW_PRIVATE: "1",
         OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
@@ -70,12 +79,25 @@ for (const backend of BACKENDS) {
     });
     after(async () => {
       await gw?.close();
-      await Promise.all([otlp?.close(), el?.close(), elBackup?.close(), hooks?.close()]);
+      await Promise.all([otlp?.close(), el?.close(), elBackup?.close(), fal?.close(), hooks?.close()]);
     });
 
     /** Sends the spans ended so far to the receiver. */
     async function flush(): Promise<void> {
       await gw.services.tracing!.flush();
+    }
+
+    /**
+     * Flushes until a SERVER span `matches` arrived (at most 5 s): a SERVER span ends in `onResponse`, which
+     * can run after the client has read the whole answer.
+     */
+    async function flushServer(matches: (s: ReceivedSpan) => boolean): Promise<void> {
+      const deadline = Date.now() + 5000;
+      do {
+        await flush();
+        if (otlp.spans.some((s) => s.kind === "server" && matches(s))) return;
+        await new Promise((r) => setTimeout(r, 20));
+      } while (Date.now() < deadline);
     }
 
     test("a speech call: SERVER span continuing the caller's trace, hold and capture, one CLIENT span with GenAI attributes", async () => {
@@ -89,7 +111,7 @@ for (const backend of BACKENDS) {
         headers: { traceparent: `00-${callerTrace}-${callerSpan}-01` },
       });
       assert.equal(r.status, 200, JSON.stringify(r.json));
-      await flush();
+      await flushServer((s) => s.traceId === callerTrace);
       const spans = traceOf(otlp.spans, callerTrace);
       const server = spans.find((s) => s.kind === "server");
       assert.ok(server, `no SERVER span in ${JSON.stringify(spans.map((s) => s.name))}`);
@@ -138,7 +160,7 @@ for (const backend of BACKENDS) {
         const r = await gw.request("POST", "/v1/audio/speech", { token: user.api_key, body: { model: "alpha-flash-v2-5", input: SPEECH_TEXT, voice_id: voice } });
         assert.equal(r.status, 200, JSON.stringify(r.json));
         assert.equal(r.headers.get("x-svc-fallback-layer"), "1");
-        await flush();
+        await flushServer((s) => s.attributes["gw.request.id"] === r.headers.get("x-svc-request-id"));
         const server = otlp.spans.find((s) => s.kind === "server" && s.attributes["gw.request.id"] === r.headers.get("x-svc-request-id"));
         assert.ok(server);
         const children = childrenOf(otlp.spans, server);
@@ -195,7 +217,9 @@ for (const backend of BACKENDS) {
       const gen = runChildren.find((s) => s.kind === "client");
       assert.ok(gen);
       assert.equal(gen.name, "generate_image imgA-v4");
-      assert.equal(gen.attributes["gen_ai.provider.name"], "simulator");
+      assert.equal(gen.attributes["gen_ai.provider.name"], "fal");
+      // fal names the model in the URL path: the adapter notes its endpoint id.
+      assert.equal(gen.attributes["gen_ai.response.model"], FAL_MODELS["imgA-v4"]!.endpoints.text);
       assert.equal(gen.attributes["gen_ai.output.type"], "image");
       assert.ok(runChildren.some((s) => s.name === "billing.capture"));
       assert.ok(Number(run.attributes["gw.cost_usd"]) > 0);

@@ -57,6 +57,7 @@ import { BflMappingError, checkModelOverrides, imageCall } from "./models.ts";
 import type { BflCall } from "./models.ts";
 import { getResult, submitTask } from "./tasks.ts";
 import type { BflModerationStatus, BflSubmitted, BflTaskStatus } from "./tasks.ts";
+import { noteUpstreamModel } from "../../observability/tracing.ts";
 
 type Moderated = Extract<BflTaskStatus, { status: BflModerationStatus }>;
 
@@ -201,6 +202,7 @@ export function createBflSource(config: BflSourceConfig): BflSource {
 
     async submitImage(req: ImageRequest, signal?: AbortSignal): Promise<UpstreamHandle> {
       const call = mapped(req);
+      noteUpstreamModel(call.endpoint);
       const parts: BflSubmitted[] = [];
       // One task after another: a refusal stops the job before more tasks are paid for.
       for (let i = 0; i < call.parts; i++) parts.push(await submitTask(api, call.endpoint, call.input, signal));

@@ -57,6 +57,7 @@ import type { FalCall } from "./models.ts";
 import { cancelRequest, requestResult, requestStatus, submitRequest } from "./queue.ts";
 import type { FalRequestRef, FalStatus } from "./queue.ts";
 import { isRecord } from "../util.ts";
+import { noteUpstreamModel } from "../../observability/tracing.ts";
 
 /**
  * Configuration of one fal source (an `UPSTREAMS` entry of protocol `fal`, D25): the transport fields of
@@ -106,6 +107,7 @@ export function createFalSource(config: FalSourceConfig): FalSource {
 
   const submitCall = async (call: FalCall, signal: AbortSignal | undefined): Promise<UpstreamHandle> => {
     const refs: FalRequestRef[] = [];
+    noteUpstreamModel(call.endpointId);
     try {
       for (let i = 0; i < call.parts; i++) refs.push(await submitRequest(api, call.endpointId, call.input, signal));
     } catch (err) {
