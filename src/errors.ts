@@ -117,7 +117,12 @@ export const errors = {
   modelNotAllowed: (model: string) =>
     new AppError(403, "model_not_allowed", `This API key may not call ${model}: it is not in the key's models.`, "model"),
   voiceNotOwned: () =>
-    new AppError(403, "voice_not_owned", "This voice belongs to another account.", "voice_id"),
+    new AppError(403, "voice_not_owned", "This voice belongs to another organization.", "voice_id"),
+  /** D41: an invite accepted by a session whose user is not the invited email. */
+  inviteEmailMismatch: () =>
+    new AppError(403, "invite_email_mismatch", "This invite is for another email address: sign in as the invited user to accept it.", "token"),
+  /** D41: the caller's role in the organization does not allow the action; `message` says which role does. */
+  forbiddenRole: (message: string) => new AppError(403, "forbidden_role", message),
   // 410
   /** D35: the model's shutdown date has come; names the model and the date. */
   modelRetired: (model: string, date: string) =>
@@ -134,6 +139,14 @@ export const errors = {
   notFound: (message = "No such route.") => new AppError(404, "not_found", message),
   userNotFound: () => new AppError(404, "user_not_found", "No such user."),
   keyNotFound: () => new AppError(404, "key_not_found", "No such key."),
+  /** D41: an unknown organization, or one the caller is not a member of (never 403). */
+  orgNotFound: (param: string | null = null) => new AppError(404, "org_not_found", "No such organization.", param),
+  /** D41: an unknown, used or expired invite token (never says which). */
+  inviteNotFound: () => new AppError(404, "invite_not_found", "No such invite: it may have expired or been used.", "token"),
+  /** D41: an invite past its 7 days. */
+  inviteExpired: () => new AppError(404, "invite_not_found", "This invite expired (invites last 7 days): ask for a new one.", "token"),
+  /** D41: an organization member that does not exist. */
+  memberNotFound: () => new AppError(404, "member_not_found", "No such member.", "user_id"),
   webhookNotFound: () => new AppError(404, "webhook_not_found", "No such webhook endpoint.", "id"),
   deliveryNotFound: () => new AppError(404, "delivery_not_found", "No such webhook delivery.", "id"),
   /** D29: an unknown request id, or another account's (never 403: do not reveal that it exists). */
@@ -143,6 +156,11 @@ export const errors = {
     new AppError(405, "method_not_allowed", `Method ${method} is not allowed on ${url}.`),
   // 409
   emailTaken: () => new AppError(409, "email_taken", "This email is already registered.", "email"),
+  /** D41: an invite to (or an accept by) someone who is already a member. */
+  alreadyMember: () => new AppError(409, "already_member", "This user is already a member of the organization.", "email"),
+  /** D41: the change would leave the organization without an owner. */
+  lastOwner: () =>
+    new AppError(409, "last_owner", "The organization's last owner cannot leave or be demoted: make another member owner first."),
   /** D30: cancel of a job that already ended. */
   jobNotCancelable: (message: string) => new AppError(409, "job_not_cancelable", message, "id"),
   // 413

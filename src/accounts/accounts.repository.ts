@@ -1,5 +1,5 @@
 /**
- * SQL of the `accounts` and `sessions` tables (the team's SQL decision: each service folder owns its
+ * SQL of the `accounts` (organizations, D41), `users` and `sessions` tables (the team's SQL decision: each service folder owns its
  * repository modules). Free functions taking the database or a transaction first; rows are mapped to
  * plain numbers here, so the services above never see driver types (PostgreSQL's `bigint` as text).
  */
@@ -7,27 +7,23 @@ import type { Executor } from "../billing/ledger.ts";
 import { prepare } from "../storage/prepared.ts";
 import type { AccountLimitsRow } from "../storage/job-queue.ts";
 
-/** An account as {@link accountById} reads it (money in micro-USD, times in epoch ms). */
+/** An organization as {@link accountById} reads it (money in micro-USD, times in epoch ms). */
 export interface AccountRow {
   id: string;
-  email: string;
+  name: string | null;
   balanceMicros: number;
   totalDepositsMicros: number;
   tierOverride: number | null;
   createdAt: number;
 }
 
-/** Inserts a new account with a zero balance (the signup credit is a ledger entry written next). */
-export async function insertAccount(
-  db: Executor,
-  row: { id: string; email: string; passwordHash: string; createdAt: number },
-): Promise<void> {
+/** Inserts a new organization (D41) with a zero balance (a signup credit is a ledger entry written next). */
+export async function insertAccount(db: Executor, row: { id: string; name: string | null; createdAt: number }): Promise<void> {
   await db
     .insertInto("accounts")
     .values({
       id: row.id,
-      email: row.email,
-      password_hash: row.passwordHash,
+      name: row.name,
       balance_micros: 0,
       total_deposits_micros: 0,
       tier_override: null,
@@ -37,23 +33,54 @@ export async function insertAccount(
     .execute();
 }
 
-/** The id and password hash of the account of `email` (already trimmed and lower-cased), or null. */
+/** Inserts a user (D41): the login. `email` already trimmed and lower-cased. */
+export async function insertUser(
+  db: Executor,
+  row: { id: string; email: string; passwordHash: string; personalOrgId: string | null; createdAt: number },
+): Promise<void> {
+  await db
+    .insertInto("users")
+    .values({ id: row.id, email: row.email, password_hash: row.passwordHash, personal_org_id: row.personalOrgId, created_at: row.createdAt })
+    .execute();
+}
+
+/** The id and password hash of the user of `email` (already trimmed and lower-cased), or null. */
 export async function credentialsByEmail(db: Executor, email: string): Promise<{ id: string; passwordHash: string } | null> {
-  const row = await db.selectFrom("accounts").select(["id", "password_hash"]).where("email", "=", email).executeTakeFirst();
+  const row = await db.selectFrom("users").select(["id", "password_hash"]).where("email", "=", email).executeTakeFirst();
   return row ? { id: row.id, passwordHash: row.password_hash } : null;
 }
 
-/** An account's balance, deposits, tier override and creation time, or null when it does not exist. */
+/** A user as the API shows it (D41), or null. */
+export interface UserRow {
+  id: string;
+  email: string;
+  personalOrgId: string | null;
+  createdAt: number;
+}
+
+/** The user `userId`, or null when there is none. */
+export async function userById(db: Executor, userId: string): Promise<UserRow | null> {
+  const u = await db.selectFrom("users").select(["id", "email", "personal_org_id", "created_at"]).where("id", "=", userId).executeTakeFirst();
+  return u ? { id: u.id, email: u.email, personalOrgId: u.personal_org_id, createdAt: Number(u.created_at) } : null;
+}
+
+/** The user of `email` (trimmed and lower-cased), or null. */
+export async function userByEmail(db: Executor, email: string): Promise<UserRow | null> {
+  const u = await db.selectFrom("users").select(["id", "email", "personal_org_id", "created_at"]).where("email", "=", email).executeTakeFirst();
+  return u ? { id: u.id, email: u.email, personalOrgId: u.personal_org_id, createdAt: Number(u.created_at) } : null;
+}
+
+/** An organization's balance, deposits, tier override and creation time, or null when it does not exist. */
 export async function accountById(db: Executor, accountId: string): Promise<AccountRow | null> {
   const a = await db
     .selectFrom("accounts")
-    .select(["id", "email", "balance_micros", "total_deposits_micros", "tier_override", "created_at"])
+    .select(["id", "name", "balance_micros", "total_deposits_micros", "tier_override", "created_at"])
     .where("id", "=", accountId)
     .executeTakeFirst();
   if (!a) return null;
   return {
     id: a.id,
-    email: a.email,
+    name: a.name,
     balanceMicros: Number(a.balance_micros),
     totalDepositsMicros: Number(a.total_deposits_micros),
     tierOverride: a.tier_override === null ? null : Number(a.tier_override),
@@ -91,51 +118,38 @@ export async function updateLimitsOverride(db: Executor, accountId: string, json
   await db.updateTable("accounts").set({ limits_override: json }).where("id", "=", accountId).execute();
 }
 
-/** Opens a session: its token is stored only as a hash (D8). Times in epoch ms. */
+/** Opens a session of a user: its token is stored only as a hash (D8). Times in epoch ms. */
 export async function insertSession(
   db: Executor,
-  row: { id: string; accountId: string; tokenHash: string; createdAt: number; expiresAt: number },
+  row: { id: string; userId: string; tokenHash: string; createdAt: number; expiresAt: number },
 ): Promise<void> {
   await db
     .insertInto("sessions")
-    .values({ id: row.id, account_id: row.accountId, token_hash: row.tokenHash, created_at: row.createdAt, expires_at: row.expiresAt })
+    .values({ id: row.id, user_id: row.userId, token_hash: row.tokenHash, created_at: row.createdAt, expires_at: row.expiresAt })
     .execute();
 }
 
-// One round trip per request: the session and the account fields its limits derive from.
+// One round trip per session request for the session and its user's personal organization.
 const sessionByHashQuery = prepare((db, p) =>
   db
     .selectFrom("sessions")
-    .innerJoin("accounts", "accounts.id", "sessions.account_id")
-    .select([
-      "sessions.account_id",
-      "sessions.token_hash",
-      "sessions.expires_at",
-      "accounts.total_deposits_micros",
-      "accounts.tier_override",
-      "accounts.limits_override",
-    ])
+    .innerJoin("users", "users.id", "sessions.user_id")
+    .select(["sessions.user_id", "sessions.token_hash", "sessions.expires_at", "users.personal_org_id"])
     .where("sessions.token_hash", "=", p<string>(0)),
 );
 
-/** A session with its account's limits columns, as authentication reads it. */
-export interface SessionRow extends AccountLimitsRow {
-  accountId: string;
+/** A session as authentication reads it: its user and the user's personal organization (D41). */
+export interface SessionRow {
+  userId: string;
   tokenHash: string;
   /** Epoch ms. */
   expiresAt: number;
+  personalOrgId: string | null;
 }
 
-/** The session whose token hashes to `tokenHash`, with its account's limits columns, or null. Compiled once. */
+/** The session whose token hashes to `tokenHash`, or null. Compiled once. */
 export async function sessionByHash(db: Executor, tokenHash: string): Promise<SessionRow | null> {
   const s = (await sessionByHashQuery(db, tokenHash)).rows[0];
   if (!s) return null;
-  return {
-    accountId: s.account_id,
-    tokenHash: s.token_hash,
-    expiresAt: Number(s.expires_at),
-    total_deposits_micros: s.total_deposits_micros,
-    tier_override: s.tier_override,
-    limits_override: s.limits_override,
-  };
+  return { userId: s.user_id, tokenHash: s.token_hash, expiresAt: Number(s.expires_at), personalOrgId: s.personal_org_id };
 }

@@ -17,26 +17,37 @@
  * PostgreSQL's BitmapOr of `accounts_pkey` and `accounts_email_key`; the matches are then sorted by age.
  * Without `q` the newest accounts are a sort of the whole table: no index leads with `created_at`.
  */
-import { type Kysely, sql, type Transaction } from "kysely";
+import { type ExpressionBuilder, type Kysely, sql, type Transaction } from "kysely";
 import type { Dialect } from "../storage/db.ts";
 import type { Database } from "../storage/schema.ts";
 
 type Executor = Kysely<Database> | Transaction<Database>;
 
-/** An account as the operator sees it in lists and on its page. Amounts micro-USD, times ms since the epoch. */
+/**
+ * An organization as the operator sees it in lists and on its page (D41), with the user whose personal
+ * organization it is when listed as a user. Amounts micro-USD, times ms since the epoch.
+ */
 export interface AdminAccountRow {
+  /** The organization. */
   id: string;
-  email: string;
+  name: string | null;
+  /** The user (users' list and page), else null. */
+  userId: string | null;
+  /** The user's email (users' list and page), else null. */
+  email: string | null;
   balanceMicros: number;
   totalDepositsMicros: number;
   tierOverride: number | null;
   /** The D22 overrides as stored (JSON text), or null. */
   limitsOverride: string | null;
+  /** The organization's creation time (a user's row: the user's). */
   createdAt: number;
-  /** API keys of the account (live and test). */
+  /** API keys of the organization (live and test). */
   keys: number;
   /** The latest `last_used_at` of its keys (written at most once a minute per key), or null. */
   lastKeyUsedAt: number | null;
+  /** Members of the organization. */
+  members: number;
 }
 
 /** The text just above every string that starts with `prefix` in code-point order, or null when none is. */
@@ -70,20 +81,53 @@ function likeLiteral(text: string): string {
   return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
-const ROW_COLUMNS = ["id", "email", "balance_micros", "total_deposits_micros", "tier_override", "limits_override", "created_at"] as const;
+const ORG_COLUMNS = [
+  "accounts.id",
+  "accounts.name",
+  "accounts.balance_micros",
+  "accounts.total_deposits_micros",
+  "accounts.tier_override",
+  "accounts.limits_override",
+] as const;
 
-/** The select of {@link AdminAccountRow}s: the columns and two subqueries on `api_keys_account`. */
-function selectRows(db: Executor) {
-  return db.selectFrom("accounts").select((eb) => [
-    ...ROW_COLUMNS,
+/** The organization's columns and three subqueries on `api_keys_account` and `memberships_pkey`. */
+function orgColumns(eb: ExpressionBuilder<Database, "accounts">) {
+  return [
+    ...ORG_COLUMNS,
     eb.selectFrom("api_keys").select((k) => k.fn.countAll<number>().as("n")).whereRef("api_keys.account_id", "=", "accounts.id").as("keys"),
     eb.selectFrom("api_keys").select((k) => k.fn.max("last_used_at").as("t")).whereRef("api_keys.account_id", "=", "accounts.id").as("last_key_used_at"),
+    eb.selectFrom("memberships").select((k) => k.fn.countAll<number>().as("n")).whereRef("memberships.org_id", "=", "accounts.id").as("members"),
+  ] as const;
+}
+
+/** Users with their personal organization (`GET /v1/admin/users`): a user without one is not listed. */
+function selectUserRows(db: Executor) {
+  return db
+    .selectFrom("users")
+    .innerJoin("accounts", "accounts.id", "users.personal_org_id")
+    .select((eb) => [
+      ...orgColumns(eb as unknown as ExpressionBuilder<Database, "accounts">),
+      "users.id as user_id",
+      "users.email",
+      "users.created_at",
+    ]);
+}
+
+/** Organizations (`GET /v1/admin/orgs`). */
+function selectOrgRows(db: Executor) {
+  return db.selectFrom("accounts").select((eb) => [
+    ...orgColumns(eb),
+    sql<string | null>`null`.as("user_id"),
+    sql<string | null>`null`.as("email"),
+    "accounts.created_at",
   ]);
 }
 
 function rowOf(r: {
   id: string;
-  email: string;
+  name: string | null;
+  user_id: string | null;
+  email: string | null;
   balance_micros: number;
   total_deposits_micros: number;
   tier_override: number | null;
@@ -91,9 +135,12 @@ function rowOf(r: {
   created_at: number;
   keys: number | null;
   last_key_used_at: number | null;
+  members: number | null;
 }): AdminAccountRow {
   return {
     id: r.id,
+    name: r.name,
+    userId: r.user_id,
     email: r.email,
     balanceMicros: Number(r.balance_micros),
     totalDepositsMicros: Number(r.total_deposits_micros),
@@ -102,49 +149,92 @@ function rowOf(r: {
     createdAt: Number(r.created_at),
     keys: Number(r.keys ?? 0),
     lastKeyUsedAt: r.last_key_used_at === null ? null : Number(r.last_key_used_at),
+    members: Number(r.members ?? 0),
   };
 }
 
+/** `column >= prefix and column < upper` (exact "starts with" in code-point order), or a LIKE where the collation is linguistic. */
+async function startsWith(db: Kysely<Database>, dialect: Dialect, column: "users.email", q: string) {
+  const prefix = q.toLowerCase();
+  const upper = prefixUpperBound(prefix);
+  const range = dialect === "sqlite" || (await comparesByCodePoint(db));
+  return (eb: ExpressionBuilder<Database, "users">) =>
+    range
+      ? upper === null
+        ? eb(column, ">=", prefix)
+        : eb.and([eb(column, ">=", prefix), eb(column, "<", upper)])
+      : eb(column, "like", `${likeLiteral(prefix)}%`);
+}
+
 /**
- * One page of accounts, newest first (by creation time, then id): those whose id is `q` or whose email
- * starts with `q` (case-insensitive), every account when `q` is null. `after` is the id of the last account
- * of the previous page; one that names no account is ignored (the first page).
+ * One page of users with their personal organization, newest first (by creation time, then id): those
+ * whose user id is `q`, whose personal organization's id is `q`, or whose email starts with `q`
+ * (case-insensitive), every user when `q` is null. `after` is the user id of the last row of the previous
+ * page; one that names no user is ignored (the first page).
  */
 export async function searchAccounts(
   db: Kysely<Database>,
   dialect: Dialect,
   opts: { q: string | null; limit: number; after: string | null },
 ): Promise<{ rows: AdminAccountRow[]; hasMore: boolean }> {
-  let query = selectRows(db).orderBy("created_at", "desc").orderBy("id", "desc").limit(opts.limit + 1);
+  let query = selectUserRows(db).orderBy("users.created_at", "desc").orderBy("users.id", "desc").limit(opts.limit + 1);
   if (opts.q !== null) {
     const id = opts.q;
-    const prefix = opts.q.toLowerCase();
-    const upper = prefixUpperBound(prefix);
-    const range = dialect === "sqlite" || (await comparesByCodePoint(db));
-    query = query.where((eb) =>
-      eb.or([
-        eb("id", "=", id),
-        range
-          ? upper === null
-            ? eb("email", ">=", prefix)
-            : eb.and([eb("email", ">=", prefix), eb("email", "<", upper)])
-          : eb("email", "like", `${likeLiteral(prefix)}%`),
-      ]),
-    );
+    const email = await startsWith(db, dialect, "users.email", opts.q);
+    query = query.where((eb) => eb.or([eb("users.id", "=", id), eb("accounts.id", "=", id), email(eb)]));
   }
   if (opts.after !== null) {
-    const anchor = await db.selectFrom("accounts").select(["created_at", "id"]).where("id", "=", opts.after).executeTakeFirst();
+    const anchor = await db.selectFrom("users").select(["created_at", "id"]).where("id", "=", opts.after).executeTakeFirst();
     if (anchor) {
       const at = Number(anchor.created_at);
-      query = query.where((eb) => eb(eb.refTuple("created_at", "id"), "<", eb.tuple(at, anchor.id)));
+      query = query.where((eb) => eb(eb.refTuple("users.created_at", "users.id"), "<", eb.tuple(at, anchor.id)));
     }
   }
   const rows = await query.execute();
   return { rows: rows.slice(0, opts.limit).map(rowOf), hasMore: rows.length > opts.limit };
 }
 
-/** The account `id` as the operator sees it, or null when there is none. */
-export async function adminAccountRow(db: Executor, id: string): Promise<AdminAccountRow | null> {
-  const row = await selectRows(db).where("id", "=", id).executeTakeFirst();
+/**
+ * One page of organizations, newest first: those whose id is `q` or whose name starts with `q`
+ * (case-insensitive), every one when `q` is null. `after` is the id of the last organization of the previous page.
+ */
+export async function searchOrgs(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  opts: { q: string | null; limit: number; after: string | null },
+): Promise<{ rows: AdminAccountRow[]; hasMore: boolean }> {
+  let query = selectOrgRows(db).orderBy("accounts.created_at", "desc").orderBy("accounts.id", "desc").limit(opts.limit + 1);
+  if (opts.q !== null) {
+    const id = opts.q;
+    // Names are free text in any case: a case-insensitive prefix, a scan (organizations are few next to usage).
+    const pattern = `${likeLiteral(opts.q.toLowerCase())}%`;
+    query = query.where((eb) => eb.or([eb("accounts.id", "=", id), sql<boolean>`lower(${sql.ref("accounts.name")}) like ${pattern} escape '\\'`]));
+  }
+  if (opts.after !== null) {
+    const anchor = await db.selectFrom("accounts").select(["created_at", "id"]).where("id", "=", opts.after).executeTakeFirst();
+    if (anchor) {
+      const at = Number(anchor.created_at);
+      query = query.where((eb) => eb(eb.refTuple("accounts.created_at", "accounts.id"), "<", eb.tuple(at, anchor.id)));
+    }
+  }
+  const rows = await query.execute();
+  return { rows: rows.slice(0, opts.limit).map(rowOf), hasMore: rows.length > opts.limit };
+}
+
+/** The user `userId` with its personal organization as the operator sees it, or null when there is none. */
+export async function adminUserRow(db: Executor, userId: string): Promise<AdminAccountRow | null> {
+  const row = await selectUserRows(db).where("users.id", "=", userId).executeTakeFirst();
   return row ? rowOf(row) : null;
+}
+
+/** The organization `orgId` as the operator sees it, or null when there is none. */
+export async function adminOrgRow(db: Executor, orgId: string): Promise<AdminAccountRow | null> {
+  const row = await selectOrgRows(db).where("accounts.id", "=", orgId).executeTakeFirst();
+  return row ? rowOf(row) : null;
+}
+
+/** The personal organization of `userId`, or null when the user does not exist or has none. */
+export async function personalOrgOf(db: Executor, userId: string): Promise<string | null> {
+  const row = await db.selectFrom("users").select("personal_org_id").where("id", "=", userId).executeTakeFirst();
+  return row?.personal_org_id ?? null;
 }

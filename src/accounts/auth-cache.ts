@@ -8,8 +8,10 @@
  */
 import type { Executor } from "../billing/ledger.ts";
 import type { EffectiveLimits } from "../limits/effective.ts";
-import type { KeyMode } from "../storage/schema.ts";
+import { errors } from "../errors.ts";
+import type { KeyMode, Role } from "../storage/schema.ts";
 import { sessionByHash } from "./accounts.repository.ts";
+import { firstOrgOf, membershipWithLimits } from "./orgs.repository.ts";
 import { controlsOf, type KeyControls } from "./key-controls.ts";
 import { keyByHash, touchKeyLastUsed } from "./keys.repository.ts";
 import { LimitsMemo } from "./limits.ts";
@@ -17,7 +19,12 @@ import { digestsEqual, hashSecret } from "./secrets.ts";
 
 /** What a caller authenticated as. */
 export interface Principal {
+  /** The organization the caller acts for (D41: `org_<random>`; the key's, or the session's chosen one). */
   accountId: string;
+  /** The member behind the call (D41): the key's creator or the session's user; null for a key without one. */
+  userId: string | null;
+  /** What the caller may do in the organization (D41): the session user's role, or the key's. */
+  role: Role;
   /** The API key used, or null for a session token. */
   keyId: string | null;
   /** The account's limits at the time of the request (tier row with overrides). */
@@ -75,21 +82,37 @@ export class AuthCache implements AccountAuthChanges {
   }
 
   /**
-   * Resolves a bearer secret (API key `gw_...` or session token `sess_...`) to its account. `allowSession`
-   * false accepts API keys only. Returns null when the secret is unknown, deleted or expired.
+   * Resolves a bearer secret (API key `gw_...` or session token `sess_...`) to its organization and role
+   * (D41). `allowSession` false accepts API keys only. A session acts for `org` (the `X-Svc-Org` header)
+   * when given, else for its user's personal organization (else the first one the user joined); a key for
+   * its own organization, and `org`, when given, must name it. Returns null when the secret is unknown,
+   * deleted or expired.
+   * @throws AppError 404 `org_not_found` when `org` names an organization the caller does not belong to.
    */
-  async authenticate(db: Executor, secret: string, opts: { allowSession: boolean }): Promise<Principal | null> {
+  async authenticate(db: Executor, secret: string, opts: { allowSession: boolean; org?: string | null }): Promise<Principal | null> {
     if (secret.length < 10 || secret.length > 200) return null;
     const hash = hashSecret(secret);
+    const org = opts.org ?? null;
     if (secret.startsWith("sess_")) {
       if (!opts.allowSession) return null;
       const s = await sessionByHash(db, hash);
       if (!s || !digestsEqual(s.tokenHash, hash) || s.expiresAt < Date.now()) return null;
-      return { accountId: s.accountId, keyId: null, limits: this.#limits.of(s), mode: "live", key: null };
+      let m = org !== null ? await membershipWithLimits(db, s.userId, org) : null;
+      let orgId = org;
+      if (org === null) {
+        orgId = s.personalOrgId;
+        m = orgId !== null ? await membershipWithLimits(db, s.userId, orgId) : null;
+        if (m === null) {
+          orgId = await firstOrgOf(db, s.userId);
+          m = orgId !== null ? await membershipWithLimits(db, s.userId, orgId) : null;
+        }
+      }
+      if (m === null || orgId === null) throw errors.orgNotFound();
+      return { accountId: orgId, userId: s.userId, role: m.role, keyId: null, limits: this.#limits.of(m), mode: "live", key: null };
     }
     const now = Date.now();
     const cached = this.#entries.get(hash);
-    if (cached && cached.expiresAt > now) return cached.principal;
+    if (cached && cached.expiresAt > now) return checkedOrg(cached.principal, org);
     const k = await keyByHash(db, hash);
     if (!k || !digestsEqual(k.keyHash, hash)) {
       this.#entries.delete(hash);
@@ -103,6 +126,8 @@ export class AuthCache implements AccountAuthChanges {
     }
     const principal: Principal = {
       accountId: k.accountId,
+      userId: k.createdBy,
+      role: k.role,
       keyId: k.id,
       limits: this.#limits.of(k),
       mode: k.mode === "test" ? "test" : "live",
@@ -112,6 +137,12 @@ export class AuthCache implements AccountAuthChanges {
       if (this.#entries.size >= AUTH_CACHE_MAX_ENTRIES) this.#entries.clear();
       this.#entries.set(hash, { principal, expiresAt: now + this.#ttlMs });
     }
-    return principal;
+    return checkedOrg(principal, org);
   }
+}
+
+/** A key acts for its own organization only: an `X-Svc-Org` naming another one is 404 `org_not_found` (D41). */
+function checkedOrg(principal: Principal, org: string | null): Principal {
+  if (org !== null && org !== principal.accountId) throw errors.orgNotFound();
+  return principal;
 }

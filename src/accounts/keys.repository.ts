@@ -7,7 +7,7 @@ import type { Insertable } from "kysely";
 import type { Executor } from "../billing/ledger.ts";
 import { prepare } from "../storage/prepared.ts";
 import type { AccountLimitsRow } from "../storage/job-queue.ts";
-import type { ApiKeysTable, KeyMode } from "../storage/schema.ts";
+import type { ApiKeysTable, KeyMode, Role } from "../storage/schema.ts";
 import type { KeyControlColumns, KeyControlUpdate, SpentKeyRow } from "./key-controls.ts";
 
 /** The columns of a key as listed (D21, D34). */
@@ -25,10 +25,22 @@ const KEY_COLUMNS = [
   "spend_limit_period",
   "spent_micros",
   "spent_period_start",
+  "created_by",
+  "role",
 ] as const;
 
 /** A key row as listed: its controls' columns (D34), its spend counter and what `GET /v1/auth/keys` shows. */
-export type KeyRow = SpentKeyRow & { name: string | null; prefix: string; created_at: number; last_used_at: number | null; mode: KeyMode };
+export type KeyRow = SpentKeyRow & {
+  name: string | null;
+  prefix: string;
+  created_at: number;
+  last_used_at: number | null;
+  mode: KeyMode;
+  /** The member who made the key (D41), or null. */
+  created_by: string | null;
+  /** What the key may manage (D41). */
+  role: Role;
+};
 
 /** A new key row (its secret only as a hash, D24); unset control columns take their defaults. */
 export type NewApiKeyRow = Insertable<ApiKeysTable>;
@@ -53,6 +65,8 @@ const keyByHashQuery = prepare((db, p) =>
       "api_keys.rpm",
       "api_keys.spend_limit_micros",
       "api_keys.spend_limit_period",
+      "api_keys.created_by",
+      "api_keys.role",
       "accounts.total_deposits_micros",
       "accounts.tier_override",
       "accounts.limits_override",
@@ -66,6 +80,10 @@ export interface AuthKeyRow extends KeyControlColumns, AccountLimitsRow {
   accountId: string;
   keyHash: string;
   mode: KeyMode;
+  /** The member who made the key (D41), or null. */
+  createdBy: string | null;
+  /** What the key may manage (D41). */
+  role: Role;
 }
 
 /** The key whose secret hashes to `keyHash`, with its account's limits columns, or null. Compiled once. */
@@ -77,6 +95,8 @@ export async function keyByHash(db: Executor, keyHash: string): Promise<AuthKeyR
     accountId: k.account_id,
     keyHash: k.key_hash,
     mode: k.mode,
+    createdBy: k.created_by,
+    role: k.role,
     expires_at: k.expires_at,
     models_json: k.models_json,
     rpm: k.rpm,

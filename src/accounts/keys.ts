@@ -1,6 +1,8 @@
 /**
- * API key management (D21, D24, D32, D34): listing the account's keys with their controls and spend,
- * creating, changing and deleting keys. Secrets are returned once, at creation, and stored only as
+ * API key management (D21, D24, D32, D34, D41): listing the organization's keys with their controls and
+ * spend, creating, changing and deleting keys. A key belongs to the organization, records the member who
+ * made it and acts with that member's role at creation, at most `admin` (roles.ts `keyRoleFor`); members
+ * change and delete only their own keys, admins and owners every key. Secrets are returned once, at creation, and stored only as
  * SHA-256 hashes. A change drops the account's cached keys ({@link AccountAuthChanges}) so it applies at
  * once in this process and within `AUTH_CACHE_MS` in others.
  */
@@ -22,6 +24,24 @@ import {
 } from "./key-controls.ts";
 import { deleteKeyRow, insertApiKey, keyRowOf, keyRowsOf, type KeyRow, updateKeyRow } from "./keys.repository.ts";
 import { effectiveLimits } from "./limits.ts";
+import { atLeast, keyRoleFor, type Role } from "./roles.ts";
+
+/** Who manages keys (D41): the organization, the member and the member's role. */
+export interface KeyCaller {
+  accountId: string;
+  userId: string | null;
+  role: Role;
+}
+
+/**
+ * Refuses a change of another member's key by a caller below `admin` (D41).
+ * @throws AppError 403 `forbidden_role`.
+ */
+function assertMayManage(caller: KeyCaller, key: KeyRow): void {
+  if (atLeast(caller.role, "admin")) return;
+  if (caller.userId !== null && key.created_by === caller.userId) return;
+  throw errors.forbiddenRole("Only admins and owners may change or delete another member's key; members manage their own keys.");
+}
 import { hashSecret, newApiKeySecret } from "./secrets.ts";
 
 /** An API key as listed (D21, D34); the secret is never shown again. */
@@ -33,6 +53,10 @@ export interface KeyView extends KeyControlsView {
   last_used_at: string | null;
   /** `live` or `test` (D32). */
   mode: KeyMode;
+  /** The member who made it (D41), or null. */
+  created_by: string | null;
+  /** The role the key acts with (D41). */
+  role: Role;
 }
 
 function keyView(r: KeyRow, spentMicros: Micros): KeyView {
@@ -43,6 +67,8 @@ function keyView(r: KeyRow, spentMicros: Micros): KeyView {
     created_at: new Date(Number(r.created_at)).toISOString(),
     last_used_at: r.last_used_at === null ? null : new Date(Number(r.last_used_at)).toISOString(),
     mode: r.mode,
+    created_by: r.created_by,
+    role: r.role,
     ...controlsView(controlsOf(r), spentMicros),
   };
 }
@@ -69,15 +95,17 @@ async function accountRpm(db: Executor, accountId: string): Promise<number> {
  * `null` clears one). A new limit or period restarts the key's spend counter from the usage log of the
  * period. The change applies at once in this process (`auth` drops the account's cached keys) and within
  * `AUTH_CACHE_MS` in others.
- * @throws AppError 404 key_not_found (not the caller's key), 400 invalid_request (a bad field).
+ * @throws AppError 404 key_not_found (not the caller's key), 400 invalid_request (a bad field), 403
+ *   forbidden_role (another member's key, for a caller below admin; D41).
  */
 export async function patchKey(
   db: Executor,
   auth: AccountAuthChanges,
-  accountId: string,
+  caller: KeyCaller,
   keyId: string,
   body: PatchKeyBody,
 ): Promise<KeyView> {
+  const { accountId } = caller;
   const update: KeyControlUpdate & { name?: string | null } = parseKeyControls(body, await accountRpm(db, accountId));
   if (body.name !== undefined) {
     if (body.name !== null && (typeof body.name !== "string" || body.name.length > 64)) {
@@ -88,6 +116,7 @@ export async function patchKey(
   const view = await inTransaction(db, async (trx) => {
     const before = await keyRowOf(trx, accountId, keyId);
     if (!before) throw errors.keyNotFound();
+    assertMayManage(caller, before);
     const limit = update.spend_limit_micros !== undefined ? update.spend_limit_micros : before.spend_limit_micros;
     const period = update.spend_limit_period ?? before.spend_limit_period ?? "month";
     const periodChanged = period !== (before.spend_limit_period ?? "month");
@@ -104,15 +133,22 @@ export async function patchKey(
 }
 
 /**
- * `POST /v1/auth/keys` `{name?, mode?}`: a new key sharing the account's balance and limits (D21);
- * `mode: "test"` makes a test-mode key `gw_test_...` (D32), `live` (the default) a `gw_...` key.
- * @throws AppError 400 when `name` is not a string of at most 64 characters or `mode` is neither.
+ * `POST /v1/auth/keys` `{name?, mode?, role?}`: a new key sharing the organization's balance and limits
+ * (D21, D41); `mode: "test"` makes a test-mode key `gw_test_...` (D32), `live` (the default) a `gw_...`
+ * key. The key records its creator and acts with `role`, by default and at most the creator's (an
+ * owner's: `admin`).
+ * @throws AppError 400 when `name` is not a string of at most 64 characters or `mode` is neither, 403
+ *   `forbidden_role` for a role above the creator's.
  */
 export async function createKey(
   db: Executor,
-  accountId: string,
+  caller: KeyCaller,
   body: CreateKeyBody,
-): Promise<{ key_id: string; name: string | null; api_key: string; created_at: string; mode: KeyMode } & KeyControlsView> {
+): Promise<{ key_id: string; name: string | null; api_key: string; created_at: string; mode: KeyMode; created_by: string | null; role: Role } & KeyControlsView> {
+  const { accountId } = caller;
+  const most = keyRoleFor(caller.role);
+  const role: Role = body.role ?? most;
+  if (!atLeast(most, role)) throw errors.forbiddenRole(`A key can act at most with its creator's role (${most}); '${role}' is above it.`);
   if (body.mode !== undefined && body.mode !== null && body.mode !== "live" && body.mode !== "test") {
     throw errors.invalidRequest("mode must be 'live' or 'test'.", "mode");
   }
@@ -132,6 +168,8 @@ export async function createKey(
   await insertApiKey(db, {
     id,
     account_id: accountId,
+    created_by: caller.userId,
+    role,
     name,
     key_hash: hashSecret(secret),
     prefix: secret.slice(0, 12),
@@ -153,14 +191,18 @@ export async function createKey(
     }),
     0,
   );
-  return { key_id: id, name, api_key: secret, created_at: new Date(now).toISOString(), mode, ...view };
+  return { key_id: id, name, api_key: secret, created_at: new Date(now).toISOString(), mode, created_by: caller.userId, role, ...view };
 }
 
 /**
  * `DELETE /v1/auth/keys/{key_id}`: the key stops working at once (`auth` drops the account's cached keys).
- * @throws AppError 404 key_not_found when the key is not the caller's (it keeps working, D24).
+ * @throws AppError 404 key_not_found when the key is not the caller's organization's (it keeps working,
+ *   D24), 403 forbidden_role for another member's key and a caller below admin (D41).
  */
-export async function deleteKey(db: Executor, auth: AccountAuthChanges, accountId: string, keyId: string): Promise<void> {
+export async function deleteKey(db: Executor, auth: AccountAuthChanges, caller: KeyCaller, keyId: string): Promise<void> {
+  const { accountId } = caller;
+  const key = await keyRowOf(db, accountId, keyId);
+  if (key) assertMayManage(caller, key);
   const deleted = await deleteKeyRow(db, accountId, keyId);
   auth.forgetAccount(accountId);
   if (!deleted) throw errors.keyNotFound();

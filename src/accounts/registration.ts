@@ -1,7 +1,8 @@
 /**
- * Registration and login (spec "Authentication", D2, D8, D9): an account with its signup credit, its first
- * API key and a session; a login opens a new session. Secrets are returned once, at creation, and stored
- * only as SHA-256 hashes (passwords as scrypt hashes).
+ * Registration and login (spec "Authentication", D2, D8, D9, D41): a user with a personal organization
+ * (its owner), the signup credit on that organization, a first API key and a session; a login opens a new
+ * session of the user. Secrets are returned once, at creation, and stored only as SHA-256 hashes
+ * (passwords as scrypt hashes).
  */
 import type { LoginBody, RegisterBody } from "../contracts/auth.ts";
 import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
@@ -9,8 +10,10 @@ import type { Micros } from "../money.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { isUniqueViolation } from "../storage/db.ts";
-import { credentialsByEmail, insertAccount, insertSession } from "./accounts.repository.ts";
+import { credentialsByEmail, insertAccount, insertSession, insertUser } from "./accounts.repository.ts";
 import { insertApiKey } from "./keys.repository.ts";
+import { insertMembership } from "./orgs.repository.ts";
+import { keyRoleFor } from "./roles.ts";
 import { hashPassword, hashSecret, newApiKeySecret, newSessionToken, verifyPassword } from "./secrets.ts";
 
 /** Signup credit, micro-USD (spec: 0.50 USD). */
@@ -31,32 +34,39 @@ function validateCredentials(email: unknown, password: unknown): { email: string
 }
 
 /**
- * Registers an account with the signup credit (ledger kind `signup_credit`), a first API key and a
- * session. Returns the secrets (shown only here).
+ * Registers a user (`usr_...`) with a personal organization (`org_...`, D41) it owns, the signup credit
+ * on that organization (ledger kind `signup_credit`; only personal organizations get one), a first API key
+ * of the organization and a session. Returns the secrets (shown only here).
  * @throws AppError 400 invalid_request (bad email, password under 8), 409 email_taken.
  */
 export async function register(
   db: Executor,
   body: RegisterBody,
-): Promise<{ user_id: string; api_key: string; session_token: string }> {
+): Promise<{ user_id: string; org_id: string; api_key: string; session_token: string }> {
   const { email, password } = validateCredentials(body.email, body.password);
   const passwordHash = await hashPassword(password);
-  const accountId = newId("usr");
+  const userId = newId("usr");
+  const accountId = newId("org");
   const apiKey = newApiKeySecret();
   const session = newSessionToken();
   const now = Date.now();
   try {
     await inTransaction(db, async (trx) => {
-      await insertAccount(trx, { id: accountId, email, passwordHash, createdAt: now });
+      await insertAccount(trx, { id: accountId, name: email, createdAt: now });
+      await insertUser(trx, { id: userId, email, passwordHash, personalOrgId: accountId, createdAt: now });
+      await insertMembership(trx, { orgId: accountId, userId, role: "owner", createdAt: now });
       await credit(trx, {
         accountId,
         kind: "signup_credit",
         amountMicros: SIGNUP_CREDIT_MICROS,
         reference: "signup",
+        userId,
       });
       await insertApiKey(trx, {
         id: newId("key"),
         account_id: accountId,
+        created_by: userId,
+        role: keyRoleFor("owner"),
         name: "default",
         key_hash: hashSecret(apiKey),
         prefix: apiKey.slice(0, 12),
@@ -65,7 +75,7 @@ export async function register(
       });
       await insertSession(trx, {
         id: newId("ses"),
-        accountId,
+        userId,
         tokenHash: hashSecret(session),
         createdAt: now,
         expiresAt: now + SESSION_TTL_MS,
@@ -75,7 +85,7 @@ export async function register(
     if (isUniqueViolation(err)) throw errors.emailTaken();
     throw err;
   }
-  return { user_id: accountId, api_key: apiKey, session_token: session };
+  return { user_id: userId, org_id: accountId, api_key: apiKey, session_token: session };
 }
 
 /**
@@ -100,7 +110,7 @@ export async function login(
   const now = Date.now();
   await insertSession(db, {
     id: newId("ses"),
-    accountId: row.id,
+    userId: row.id,
     tokenHash: hashSecret(token),
     createdAt: now,
     expiresAt: now + SESSION_TTL_MS,

@@ -22,6 +22,7 @@ import { type AppError, errors } from "../errors.ts";
 import { isUniqueViolation } from "../storage/db.ts";
 import type { Database } from "../storage/schema.ts";
 import { getAccount } from "./accounts.ts";
+import { userById } from "./accounts.repository.ts";
 import type { AccountAuthChanges } from "./auth-cache.ts";
 import { insertTopup } from "./topups.repository.ts";
 
@@ -43,7 +44,7 @@ export type WebhookOutcome =
   | "duplicate"
   /** The session is not paid yet (a delayed payment method: `async_payment_succeeded` follows). */
   | "unpaid"
-  /** Neither `client_reference_id` nor `metadata.user_id` names an account here. */
+  /** Neither `client_reference_id` nor `metadata.org_id` / `metadata.user_id` names an organization (or a user) here. */
   | "unknown_user"
   /** The session's currency is not USD, or it carries no positive integer `amount_total`. */
   | "unsupported_amount"
@@ -117,8 +118,9 @@ export class Topups {
   }
 
   /**
-   * `POST /v1/billing/checkout` (D33): creates a Checkout Session (mode `payment`, one USD line item of
-   * `amount_usd` in cents, quantity 1, `client_reference_id` and `metadata.user_id` = `accountId`).
+   * `POST /v1/billing/checkout` (D33, D41): creates a Checkout Session (mode `payment`, one USD line item
+   * of `amount_usd` in cents, quantity 1, `client_reference_id` and `metadata.org_id` = the caller's
+   * organization, which the payment credits; `metadata.user_id` = the member who opened it, or absent).
    * `amount_usd` must be a number of whole cents within `TOPUP_MIN_USD`..`TOPUP_MAX_USD` (both allowed);
    * `success_url` / `cancel_url` optional http(s) URLs, by default the console with `?topup=success|cancel`.
    * Nothing is charged or recorded here: the deposit comes with Stripe's event ({@link receiveWebhook}).
@@ -126,9 +128,10 @@ export class Topups {
    *   refusing; the message and the logged cause carry no secret).
    */
   async createCheckout(
-    accountId: string,
+    caller: { accountId: string; userId: string | null },
     body: CheckoutBody,
   ): Promise<CheckoutView> {
+    const { accountId } = caller;
     const cents = this.#amountCents(body.amount_usd);
     const successUrl = returnUrl(body.success_url, "success_url") ?? `${this.#publicBaseUrl}/console/?topup=success`;
     const cancelUrl = returnUrl(body.cancel_url, "cancel_url") ?? `${this.#publicBaseUrl}/console/?topup=cancel`;
@@ -143,7 +146,7 @@ export class Topups {
           },
         ],
         client_reference_id: accountId,
-        metadata: { user_id: accountId },
+        metadata: caller.userId === null ? { org_id: accountId } : { org_id: accountId, user_id: caller.userId },
         success_url: successUrl,
         cancel_url: cancelUrl,
       });
@@ -161,7 +164,9 @@ export class Topups {
    * the `Stripe-Signature` header with `STRIPE_WEBHOOK_SECRET`, then records a `deposit` of `amount_total`
    * cents for a paid `checkout.session.completed` or `checkout.session.async_payment_succeeded`, with the
    * session id as its ledger `reference`, once per session; the tier follows the cumulative deposits. The
-   * account is `client_reference_id`, else `metadata.user_id`. Every other verified event records nothing.
+   * organization credited is `client_reference_id`, else `metadata.org_id`, else `metadata.user_id`; a
+   * user id there (a session opened before D41 named the account by its user) credits that user's
+   * personal organization. Every other verified event records nothing.
    * @returns what the event led to, with its ids (for the log).
    * @throws AppError 404 `not_found` (no webhook secret configured), 400 `invalid_request` (missing or bad
    *   signature: nothing is read or recorded).
@@ -194,11 +199,13 @@ export class Topups {
     if (session.currency !== "usd" || typeof cents !== "number" || !Number.isSafeInteger(cents) || cents <= 0) {
       return done("unsupported_amount", session.id);
     }
-    const accountId = session.client_reference_id ?? session.metadata?.user_id ?? null;
+    const accountId = session.client_reference_id ?? session.metadata?.org_id ?? session.metadata?.user_id ?? null;
     if (typeof accountId !== "string" || accountId === "") return done("unknown_user", session.id);
+    const userId = session.metadata?.user_id;
     const outcome = await recordTopup(this.#db, this.#auth, {
       sessionId: session.id,
       accountId,
+      userId: typeof userId === "string" && userId !== "" ? userId : null,
       amountMicros: cents * MICROS_PER_CENT,
       eventId: event.id,
     });
@@ -243,23 +250,26 @@ export class Topups {
 export async function recordTopup(
   db: Kysely<Database>,
   auth: AccountAuthChanges,
-  args: { sessionId: string; accountId: string; amountMicros: Micros; eventId: string },
+  args: { sessionId: string; accountId: string; userId?: string | null; amountMicros: Micros; eventId: string },
 ): Promise<"recorded" | "duplicate" | "unknown_user"> {
-  let recorded: boolean;
+  let recorded: string | null;
   try {
     recorded = await inTransaction(db, async (trx) => {
-      if (!(await getAccount(trx, args.accountId))) return false;
+      // An organization, or (a session opened before D41) a user: then the user's personal organization.
+      let orgId: string | null = args.accountId;
+      if (!(await getAccount(trx, orgId))) orgId = (await userById(trx, args.accountId))?.personalOrgId ?? null;
+      if (orgId === null || !(await getAccount(trx, orgId))) return null;
       // First the row: a second delivery stops here (unique violation) before any money moves.
-      await insertTopup(trx, { sessionId: args.sessionId, accountId: args.accountId, amountMicros: args.amountMicros, eventId: args.eventId, createdAt: Date.now() });
-      await credit(trx, { accountId: args.accountId, kind: "deposit", amountMicros: args.amountMicros, reference: args.sessionId });
-      return true;
+      await insertTopup(trx, { sessionId: args.sessionId, accountId: orgId, amountMicros: args.amountMicros, eventId: args.eventId, createdAt: Date.now() });
+      await credit(trx, { accountId: orgId, kind: "deposit", amountMicros: args.amountMicros, reference: args.sessionId, userId: args.userId ?? null });
+      return orgId;
     });
   } catch (err) {
     if (isUniqueViolation(err)) return "duplicate";
     throw err;
   }
-  if (!recorded) return "unknown_user";
-  auth.forgetAccount(args.accountId);
+  if (recorded === null) return "unknown_user";
+  auth.forgetAccount(recorded);
   return "recorded";
 }
 

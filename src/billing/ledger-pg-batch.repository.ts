@@ -39,11 +39,11 @@ export async function batchHolds(db: Kysely<Database>, calls: PgHoldArgs[]): Pro
         ${col((a) => a.holdId)}::text[], ${col((a) => a.accountId)}::text[], ${col((a) => a.amount)}::bigint[],
         ${col((a) => a.jobId)}::text[], ${col((a) => a.requestId)}::text[], ${col((a) => a.reference)}::text[],
         ${col((a) => a.now)}::bigint[], ${col(() => newTimeOrderedId("le"))}::text[],
-        ${u((r) => r.id)}::text[], ${u((r) => r.account_id)}::text[], ${u((r) => r.key_id)}::text[], ${u((r) => r.mode)}::text[],
+        ${u((r) => r.id)}::text[], ${u((r) => r.account_id)}::text[], ${u((r) => r.user_id)}::text[], ${u((r) => r.key_id)}::text[], ${u((r) => r.mode)}::text[],
         ${u((r) => r.model)}::text[], ${u((r) => r.kind)}::text[], ${u((r) => r.status)}::text[], ${u((r) => r.job_id)}::text[],
         ${u((r) => r.hold_micros)}::bigint[], ${unitValueList((c) => sql`${u((r) => r[c])}::bigint[]`)}, ${u((r) => r.created_at)}::bigint[]
       ) with ordinality as t(hold_id, account_id, amount, job_id, request_id, reference, now, entry_id,
-        u_id, u_account_id, u_key_id, u_mode, u_model, u_kind, u_status, u_job_id, u_hold_micros, ${unitColumnList("u_")}, u_created_at, ord)
+        u_id, u_account_id, u_user_id, u_key_id, u_mode, u_model, u_kind, u_status, u_job_id, u_hold_micros, ${unitColumnList("u_")}, u_created_at, ord)
     ), lk as materialized (
       -- every account of the batch, locked in id order (no deadlock between batches), at its latest balance
       select id, balance_micros from accounts where id in (select account_id from inp) order by id for update
@@ -70,9 +70,9 @@ export async function batchHolds(db: Kysely<Database>, calls: PgHoldArgs[]): Pro
       insert into holds (id, account_id, amount_micros, status, captured_micros, job_id, request_id, reference, created_at, settled_at)
       select hold_id, account_id, amount, 'open', null, job_id, request_id, reference, now, null from decided where placed
     ), u as (
-      insert into usage_records (id, account_id, key_id, mode, model, kind, status, job_id, hold_micros, cost_micros,
+      insert into usage_records (id, account_id, user_id, key_id, mode, model, kind, status, job_id, hold_micros, cost_micros,
         ${unitColumnList()}, fallback_layer, latency_ms, created_at, updated_at)
-      select u_id, u_account_id, u_key_id, u_mode, u_model, u_kind, u_status, u_job_id, u_hold_micros, null,
+      select u_id, u_account_id, u_user_id, u_key_id, u_mode, u_model, u_kind, u_status, u_job_id, u_hold_micros, null,
         ${unitColumnList("u_")}, 0, null, u_created_at, u_created_at
       from decided where placed and u_id is not null
     ), le as (

@@ -13,7 +13,7 @@ import type { Executor } from "./executor.ts";
 import { UNIT_COLUMNS, type UnitColumn, type UnitValues } from "./usage-units.ts";
 
 /** A usage record (D29) inserted by {@link pgPlaceHold} with the hold: the columns of schema.ts's table set at insert. */
-export type PgUsageRow = Omit<UsageRecordsTable, "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at">;
+export type PgUsageRow = Omit<UsageRecordsTable, "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at" | "user_id"> & { user_id: string | null };
 
 /** How {@link pgCaptureHold} finishes the hold's usage record: status, cost and measured units (null keeps). */
 export interface PgUsageEnd {
@@ -76,9 +76,9 @@ export async function pgPlaceHold(db: Executor, a: PgHoldArgs): Promise<number |
   const u = a.usage;
   const usageCte = u
     ? sql`, u as (
-      insert into usage_records (id, account_id, key_id, mode, model, kind, status, job_id, hold_micros, cost_micros,
+      insert into usage_records (id, account_id, user_id, key_id, mode, model, kind, status, job_id, hold_micros, cost_micros,
         ${unitColumnList()}, fallback_layer, latency_ms, created_at, updated_at)
-      select ${u.id}, ${u.account_id}, ${u.key_id}, ${u.mode}, ${u.model}, ${u.kind}, ${u.status}, ${u.job_id}, ${u.hold_micros}::bigint, null,
+      select ${u.id}, ${u.account_id}, ${u.user_id}, ${u.key_id}, ${u.mode}, ${u.model}, ${u.kind}, ${u.status}, ${u.job_id}, ${u.hold_micros}::bigint, null,
         ${unitValueList((c) => sql`${u[c]}::bigint`)}, 0, null, ${u.created_at}::bigint, ${u.created_at}::bigint
       from acc
     )`

@@ -90,9 +90,11 @@ export interface EntryFields {
   jobId?: string | null;
   requestId?: string | null;
   reference?: string | null;
+  /** The user behind a credit (D41), or null; a paid call's entries name theirs through its usage record. */
+  userId?: string | null;
 }
 
-const ENTRY_FIELDS = 10;
+const ENTRY_FIELDS = 11;
 function entryValues(p: Param, base: number) {
   return {
     id: p<string>(base + 8),
@@ -105,6 +107,7 @@ function entryValues(p: Param, base: number) {
     job_id: p<string | null>(base + 5),
     reference: p<string | null>(base + 6),
     created_at: p<number>(base + 7),
+    user_id: p<string | null>(base + 10),
   };
 }
 const insertOneEntry = prepare((db, p) => db.insertInto("ledger_entries").values(entryValues(p, 0)));
@@ -136,6 +139,7 @@ export async function insertEntries(
       now,
       newTimeOrderedId("le"),
       e.requestId ?? null,
+      e.userId ?? null,
     );
   }
   if (entries.length === 1) await insertOneEntry(trx, ...args);
@@ -272,14 +276,43 @@ export interface LedgerEntry {
   /** A deposit's payment reference, the model of a call, ... (D29), or null. */
   reference: string | null;
   createdAt: number;
+  /** The organization (D41). */
+  accountId: string;
+  /** The user behind the entry (D41): a credit's own, a paid call's from its usage record; or null. */
+  userId: string | null;
 }
 
 /** The columns of a ledger entry as the API shows it. */
-const ENTRY_COLUMNS = ["id", "kind", "amount_micros", "balance_after_micros", "job_id", "request_id", "reference", "created_at"] as const;
+const ENTRY_COLUMNS = [
+  "ledger_entries.id",
+  "ledger_entries.account_id",
+  "ledger_entries.kind",
+  "ledger_entries.amount_micros",
+  "ledger_entries.balance_after_micros",
+  "ledger_entries.job_id",
+  "ledger_entries.request_id",
+  "ledger_entries.reference",
+  "ledger_entries.created_at",
+] as const;
 
-/** Maps a row of {@link ENTRY_COLUMNS} to a {@link LedgerEntry}. */
+/** {@link ENTRY_COLUMNS} and the entry's user (D41): its own, else its paid call's (a primary-key lookup). */
+function selectEntries(db: Executor) {
+  return db.selectFrom("ledger_entries").select((eb) => [
+    ...ENTRY_COLUMNS,
+    eb.fn
+      .coalesce(
+        "ledger_entries.user_id",
+        eb.selectFrom("usage_records").select("usage_records.user_id").whereRef("usage_records.id", "=", "ledger_entries.request_id"),
+      )
+      .as("user_id"),
+  ]);
+}
+
+/** Maps a row of {@link selectEntries} to a {@link LedgerEntry}. */
 function entryOf(r: {
   id: string;
+  account_id: string;
+  user_id: string | null;
   kind: LedgerKind;
   amount_micros: number;
   balance_after_micros: number;
@@ -297,6 +330,8 @@ function entryOf(r: {
     requestId: r.request_id,
     reference: r.reference,
     createdAt: Number(r.created_at),
+    accountId: r.account_id,
+    userId: r.user_id,
   };
 }
 
@@ -305,12 +340,10 @@ function entryOf(r: {
  * then its capture (`hold_release`, `charge`) or release, and a `refund` if a stream broke off.
  */
 export async function ledgerOfRequest(db: Executor, accountId: string, requestId: string): Promise<LedgerEntry[]> {
-  const rows = await db
-    .selectFrom("ledger_entries")
-    .select([...ENTRY_COLUMNS])
-    .where("request_id", "=", requestId)
-    .where("account_id", "=", accountId)
-    .orderBy("seq", "asc")
+  const rows = await selectEntries(db)
+    .where("ledger_entries.request_id", "=", requestId)
+    .where("ledger_entries.account_id", "=", accountId)
+    .orderBy("ledger_entries.seq", "asc")
     .execute();
   return rows.map(entryOf);
 }
@@ -325,11 +358,9 @@ export async function listLedger(
   accountId: string,
   opts: { limit: number; after: string | null },
 ): Promise<{ entries: LedgerEntry[]; hasMore: boolean }> {
-  let q = db
-    .selectFrom("ledger_entries")
-    .select([...ENTRY_COLUMNS])
-    .where("account_id", "=", accountId)
-    .orderBy("seq", "desc")
+  let q = selectEntries(db)
+    .where("ledger_entries.account_id", "=", accountId)
+    .orderBy("ledger_entries.seq", "desc")
     .limit(opts.limit + 1);
   if (opts.after !== null) {
     const anchor = await db
@@ -338,7 +369,7 @@ export async function listLedger(
       .where("id", "=", opts.after)
       .where("account_id", "=", accountId)
       .executeTakeFirst();
-    if (anchor) q = q.where("seq", "<", Number(anchor.seq));
+    if (anchor) q = q.where("ledger_entries.seq", "<", Number(anchor.seq));
   }
   const rows = await q.execute();
   const hasMore = rows.length > opts.limit;

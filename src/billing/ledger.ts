@@ -337,6 +337,8 @@ export async function credit(
     holdId?: string | null;
     /** The request of the paid call a `refund` gives back (D29). */
     requestId?: string | null;
+    /** The user behind the credit (D41: the registering user, the member who paid a top-up), or null. */
+    userId?: string | null;
   },
   events?: BalanceEvents | null,
 ): Promise<Micros> {
@@ -354,6 +356,7 @@ export async function credit(
         jobId: args.jobId,
         holdId: args.holdId,
         requestId: args.requestId,
+        userId: args.userId,
       },
     ]);
     if (args.kind === "refund" && args.holdId) {

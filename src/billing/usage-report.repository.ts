@@ -12,6 +12,10 @@ import { UNIT_COLUMNS, type UnitValues, type UnitsView, unitsView } from "./usag
 /** One usage record (D29). Amounts in micro-USD, times in ms since the epoch. */
 export interface UsageRecord {
   id: string;
+  /** The organization (D41). */
+  accountId: string;
+  /** The member who made the call (D41), or null (records from before it knew). */
+  userId: string | null;
   keyId: string | null;
   model: string;
   kind: UsageKind;
@@ -29,6 +33,8 @@ export interface UsageRecord {
 
 const RECORD_COLUMNS = [
   "id",
+  "account_id",
+  "user_id",
   "key_id",
   "model",
   "kind",
@@ -45,6 +51,8 @@ const RECORD_COLUMNS = [
 
 function recordOf(r: UnitValues & {
   id: string;
+  account_id: string;
+  user_id: string | null;
   key_id: string | null;
   model: string;
   kind: UsageKind;
@@ -59,6 +67,8 @@ function recordOf(r: UnitValues & {
 }): UsageRecord {
   return {
     id: r.id,
+    accountId: r.account_id,
+    userId: r.user_id,
     keyId: r.key_id,
     model: r.model,
     kind: r.kind,
@@ -80,6 +90,8 @@ export interface RequestFilters {
   after: string | null;
   model: string | null;
   keyId: string | null;
+  /** Only calls of this member (D41). */
+  userId?: string | null;
   status: UsageStatus | null;
   from: number | null;
   to: number | null;
@@ -102,6 +114,7 @@ export async function requestsPage(db: Executor, accountId: string, f: RequestFi
     .limit(f.limit + 1);
   if (f.model !== null) q = q.where("model", "=", f.model);
   if (f.keyId !== null) q = q.where("key_id", "=", f.keyId);
+  if (f.userId != null) q = q.where("user_id", "=", f.userId);
   if (f.status !== null) q = q.where("status", "=", f.status);
   if (f.from !== null) q = q.where("created_at", ">=", f.from);
   if (f.to !== null) q = q.where("created_at", "<", f.to);
@@ -134,7 +147,7 @@ export async function requestOfAccount(db: Executor, accountId: string, id: stri
 }
 
 /** How `GET /v1/usage` groups. */
-export type GroupBy = "day" | "model" | "key";
+export type GroupBy = "day" | "model" | "key" | "user";
 
 /**
  * One row of {@link usageSums}: the group (the model, the key id or null, or for `day` the index of the
@@ -167,6 +180,10 @@ export async function usageSums(
   }
   if (opts.groupBy === "key") {
     return (await sums.select("key_id as group").groupBy("key_id").execute()) as UsageSumRow[];
+  }
+  if (opts.groupBy === "user") {
+    // D41: by member (the key's creator or the session's user); records without one group as `none`.
+    return (await sums.select("user_id as group").groupBy("user_id").execute()) as UsageSumRow[];
   }
   // A literal divisor: integer division on both databases, and the same expression in GROUP BY.
   return (await sums

@@ -10,8 +10,9 @@ import type { Micros } from "../money.ts";
 import { UNIT_COLUMNS, type UnitValues, unitValueList } from "./usage-units.ts";
 
 /** A usage record as inserted: storage/schema.ts `UsageRecordsTable` with a new record's status and no settlement yet. */
-export type UsageRow = Omit<UsageRecordsTable, "status" | "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at"> & {
+export type UsageRow = Omit<UsageRecordsTable, "status" | "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at" | "user_id"> & {
   status: "pending" | "processing";
+  user_id: string | null;
 };
 
 /** What a finish writes: status, cost (micro-USD), the units measured (a null keeps the start's) and the fallback layer. */
@@ -22,7 +23,7 @@ export interface UsageEndValues {
   fallbackLayer: number | null;
 }
 
-const ROW_FIELDS = ["id", "account_id", "key_id", "mode", "model", "kind", "status", "job_id", "hold_micros", ...UNIT_COLUMNS, "created_at"] as const;
+const ROW_FIELDS = ["id", "account_id", "user_id", "key_id", "mode", "model", "kind", "status", "job_id", "hold_micros", ...UNIT_COLUMNS, "created_at"] as const;
 
 /** The values of a row in {@link ROW_FIELDS} order (the prepared insert's parameters). */
 function rowValues(row: UsageRow): unknown[] {

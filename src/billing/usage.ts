@@ -30,6 +30,8 @@ export interface CallContext {
   mode: KeyMode;
   /** The key's spend limit (D34), counted with the call's hold; null or absent when the key has none. */
   keySpend?: KeySpend | null;
+  /** The member making the call (D41: the key's creator or the session's user), written on the usage record. */
+  userId?: string | null;
 }
 
 /** A context for a call made outside an HTTP request (direct service calls in tests): a fresh live request. */
@@ -74,6 +76,7 @@ export function usageRow(
   return {
     id: start.requestId,
     account_id: hold.accountId,
+    user_id: start.userId ?? null,
     key_id: start.keyId,
     mode: start.mode,
     model: hold.model,

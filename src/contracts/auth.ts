@@ -44,6 +44,12 @@ export const CREATE_KEY_BODY = typed<CreateKeyBody | null>({
   ...obj({
     name: NAME_IN,
     mode: typed<Static<typeof KEY_MODE> | null>({ ...KEY_MODE, description: "`live` (default) or `test`.", type: ["string", "null"], enum: ["live", "test", null], "x-error-message": "mode must be 'live' or 'test'." }),
+    role: typed<"admin" | "member" | "viewer" | null>({
+      type: ["string", "null"],
+      enum: ["admin", "member", "viewer", null],
+      description: "The role the key acts with (D41): at most the creator's (an owner's keys act as `admin`), which is the default; `viewer` makes a read-only key.",
+      "x-error-message": "role must be 'admin', 'member' or 'viewer'.",
+    }),
     ...KEY_CONTROLS_IN,
   }),
   type: ["object", "null"],
@@ -59,6 +65,6 @@ export type LoginBody = Static<typeof LOGIN_BODY>;
 /** The D34 fields of a key a body may set (creation and PATCH); null clears one, an absent field keeps it. */
 export type KeyControlsBody = Static<ReturnType<typeof obj<typeof KEY_CONTROLS_IN>>>;
 /** A key creation body as received, once null is read as `{}` (types already checked by the route schema). */
-export type CreateKeyBody = KeyControlsBody & { name?: string | null; mode?: Static<typeof KEY_MODE> | null };
+export type CreateKeyBody = KeyControlsBody & { name?: string | null; mode?: Static<typeof KEY_MODE> | null; role?: "admin" | "member" | "viewer" | null };
 /** A key PATCH body as received (types already checked by the route schema). */
 export type PatchKeyBody = Static<typeof PATCH_KEY_BODY>;

@@ -16,6 +16,8 @@ import type { REQUESTS_QUERY, SUMMARY_QUERY } from "./schemas/usage.ts";
 export function ledgerEntryJson(e: LedgerEntry) {
   return {
     id: e.id,
+    org_id: e.accountId,
+    user_id: e.userId,
     kind: e.kind,
     amount_usd: microsToUsd(e.amountMicros),
     balance_usd: microsToUsd(e.balanceAfterMicros),
@@ -47,6 +49,8 @@ export function recordJson(r: UsageRecord) {
   return {
     id: r.id,
     object: "usage.record",
+    org_id: r.accountId,
+    user_id: r.userId,
     key_id: r.keyId,
     model: r.model,
     kind: r.kind,
@@ -75,6 +79,7 @@ export async function requestsPage(db: Executor, accountId: string, q: RequestsQ
     after: q.after ?? null,
     model: q.model ?? null,
     keyId: q.key_id ?? null,
+    userId: q.user_id ?? null,
     status: q.status ?? null,
     from: q.from === undefined ? null : parseTimeBound(q.from, "UTC", "from"),
     to: q.to === undefined ? null : parseTimeBound(q.to, "UTC", "to"),

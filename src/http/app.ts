@@ -40,6 +40,7 @@ import { speechRoutes } from "./routes/speech.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { voiceCloneRoutes, voicePublicRoutes, voiceRoutes } from "./routes/voices.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
+import { orgRoutes } from "./routes/orgs.ts";
 import type { App } from "./types.ts";
 
 export type { App } from "./types.ts";
@@ -174,6 +175,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     galleryRoutes(acc, services);
     webhookRoutes(acc, services);
     jobReadRoutes(acc, services);
+    orgRoutes(acc, services);
   });
   await app.register(async (keyed) => {
     keyed.addHook("onRequest", requireAuth(services, { allowSession: false }));

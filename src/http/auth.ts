@@ -5,6 +5,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../accounts/auth-cache.ts";
+import { requireRole, type Role } from "../accounts/roles.ts";
 import type { CallContext } from "../billing/usage.ts";
 import { AppError, errors } from "../errors.ts";
 import { type CallGuard, type DeferredWindows, guardFor } from "../limits/limiter.ts";
@@ -21,7 +22,31 @@ declare module "fastify" {
      * its request windows are counted after the allow-list check (D34 order). See {@link MODEL_CALL}.
      */
     modelCall?: boolean;
+    /**
+     * The least role (D41) a caller needs in the organization it acts for; without it, `viewer` for
+     * reads (GET, HEAD) and `member` for everything else (calls, own keys). See {@link ADMIN_ONLY}.
+     */
+    minRole?: Role;
   }
+}
+
+/** Route options `config` of a route only admins and owners may use (webhooks, alerts, top-ups; D41). */
+export const ADMIN_ONLY = { minRole: "admin" } as const;
+
+/** The organization a request names in `X-Svc-Org` (D41), or null. */
+export function orgHeaderOf(request: FastifyRequest): string | null {
+  const h = request.headers["x-svc-org"];
+  return typeof h === "string" && h.length > 0 ? h : null;
+}
+
+/**
+ * The role check of the route class (D41): the route's `minRole`, else `viewer` for reads and `member`
+ * for the rest. @throws AppError 403 `forbidden_role`.
+ */
+function checkRouteRole(request: FastifyRequest, principal: Principal): void {
+  const read = request.method === "GET" || request.method === "HEAD";
+  const need = request.routeOptions.config?.minRole ?? (read ? "viewer" : "member");
+  requireRole(principal.role, need, `${request.method} ${request.routeOptions.url ?? request.url}`);
 }
 
 /** Route options `config` of a route that calls a model through {@link guardOf} (D34 order of checks). */
@@ -145,7 +170,9 @@ export async function settleDeferredWindows(request: FastifyRequest, _reply: Fas
  * (D34 order). Every answer behind it, errors included, carries `X-Svc-Request-Id` (the request's id,
  * `req_<random>`, made once by the app's `genReqId`; D29), and every answer to a test-mode key
  * `X-Svc-Test-Mode: true` (D32). `secretOf` reads the secret (default {@link bearerOf}; the ElevenLabs
- * dialect also reads `xi-api-key`, D36).
+ * dialect also reads `xi-api-key`, D36). D41: the caller acts for an organization (a key's own; a
+ * session's from `X-Svc-Org`, default its personal one: 404 `org_not_found` for one it is not a member
+ * of) and its role there must allow the route's class (403 `forbidden_role`, see {@link checkRouteRole}).
  */
 export function requireAuth(services: Services, opts: { allowSession: boolean; secretOf?: (request: FastifyRequest) => string | null }) {
   const secretOf = opts.secretOf ?? bearerOf;
@@ -153,7 +180,7 @@ export function requireAuth(services: Services, opts: { allowSession: boolean; s
     reply.header("x-svc-request-id", request.id);
     const secret = secretOf(request);
     if (secret === null) throw errors.auth("Missing API key: send Authorization: Bearer <API_KEY>.");
-    const principal = await services.auth.authenticate(services.db.kysely, secret, opts);
+    const principal = await services.auth.authenticate(services.db.kysely, secret, { ...opts, org: orgHeaderOf(request) });
     if (principal === null) throw errors.auth("Invalid API key.");
     // D34: an expired key answers 401 like a deleted one, saying why.
     const expiresAt = principal.key?.expiresAt ?? null;
@@ -162,6 +189,7 @@ export function requireAuth(services: Services, opts: { allowSession: boolean; s
     }
     request.principal = principal;
     if (principal.mode === "test") reply.header("x-svc-test-mode", "true");
+    checkRouteRole(request, principal);
     // D13/D15: every authenticated request counts in the account's per-minute window and carries its
     // headers; D34: a key with its own rpm counts in the key's window first, and the model allow-list
     // comes before both (a model call of a key with an allow-list is counted by its guard).
@@ -187,7 +215,7 @@ export function callOf(request: FastifyRequest): CallContext {
   const p = principalOf(request);
   const limit = p.key?.spendLimitMicros ?? null;
   const keySpend = limit !== null && p.keyId !== null && p.key ? { keyId: p.keyId, limitMicros: limit, period: p.key.spendLimitPeriod } : null;
-  return { requestId: request.id, keyId: p.keyId, mode: p.mode, keySpend };
+  return { requestId: request.id, keyId: p.keyId, mode: p.mode, keySpend, userId: p.userId };
 }
 
 /**

@@ -28,7 +28,7 @@ import { COMPONENTS } from "./schemas/components.ts";
 
 const DESCRIPTION = `A paid gateway in front of generative-media upstreams: speech, music, sound effects, voices, images, video, transcription and chat, metered to the micro-dollar from a prepaid USD balance.
 
-**Authentication.** Send \`Authorization: Bearer <API_KEY>\` (from \`POST /v1/auth/register\` or \`POST /v1/auth/keys\`). \`POST /v1/messages\` also accepts \`x-api-key\`. The account endpoints also accept the session token. A missing or invalid key answers 401 \`auth_error\`.
+**Authentication.** Send \`Authorization: Bearer <API_KEY>\` (from \`POST /v1/auth/register\` or \`POST /v1/auth/keys\`). \`POST /v1/messages\` also accepts \`x-api-key\`. The account endpoints also accept the session token. A missing or invalid key answers 401 \`auth_error\`. Keys and balances belong to organizations (D41, tag \`organizations\`): a key acts for its own, a session token for the one named by the \`X-Svc-Org\` header (default: the user's personal organization); a role that does not allow an action answers 403 \`forbidden_role\`.
 
 **Errors.** Every error is JSON \`{"error": {"code", "message", "type", "param"}}\` (the \`Error\` schema); \`error.code\` is stable.
 

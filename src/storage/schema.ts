@@ -5,10 +5,16 @@
  */
 import type { Generated } from "kysely";
 
+/**
+ * An organization (D41): the billing entity. It owns the balance, ledger, tier, limits, keys, webhooks,
+ * alerts and top-ups; users are its members (`memberships`). The table keeps its pre-D41 name, and every
+ * `account_id` column of every other table is an organization's id (`org_<random>`; migration 016).
+ */
 export interface AccountsTable {
+  /** `org_<random>`. */
   id: string;
-  email: string;
-  password_hash: string;
+  /** The organization's display name (a personal organization: its owner's email). */
+  name: string | null;
   /** micro-USD; never negative; equals the sum of the account's ledger entries. */
   balance_micros: number;
   /** Cumulative deposits, micro-USD; drives the tier. */
@@ -26,7 +32,12 @@ export interface AccountsTable {
 
 export interface ApiKeysTable {
   id: string;
+  /** The organization the key belongs to and acts for (D41). */
   account_id: string;
+  /** The user who made the key (D41), or null; the key survives that user's removal. */
+  created_by: string | null;
+  /** What the key may manage (D41): its creator's role when it was made, at most `admin`. */
+  role: Generated<Role>;
   name: string | null;
   /** SHA-256 of the secret, hex. The secret itself is never stored. */
   key_hash: string;
@@ -58,9 +69,49 @@ export type SpendPeriod = "day" | "week" | "month" | "total";
 /** The mode of an API key and of what it does (D32). */
 export type KeyMode = "live" | "test";
 
+/** A login (D41): one person, a member of organizations. */
+export interface UsersTable {
+  /** `usr_<random>`. */
+  id: string;
+  /** Trimmed and lower-cased; unique. */
+  email: string;
+  password_hash: string;
+  /** The organization made with the user at registration, or null; a session acts for it by default. */
+  personal_org_id: string | null;
+  created_at: number;
+}
+
+/** A member's role in an organization (D41), strongest first. */
+export type Role = "owner" | "admin" | "member" | "viewer";
+
+/** A user's role in an organization (D41). */
+export interface MembershipsTable {
+  org_id: string;
+  user_id: string;
+  role: Role;
+  created_at: number;
+}
+
+/** An invitation to an organization (D41): accepted once, by a session of the invited email, before `expires_at`. */
+export interface InvitesTable {
+  /** `inv_<random>`. */
+  id: string;
+  org_id: string;
+  /** Trimmed and lower-cased. */
+  email: string;
+  role: Role;
+  /** SHA-256 of the token, hex. The token itself is shown once. */
+  token_hash: string;
+  created_by: string | null;
+  created_at: number;
+  expires_at: number;
+  accepted_at: number | null;
+}
+
 export interface SessionsTable {
   id: string;
-  account_id: string;
+  /** Sessions belong to users (D41); the organization is chosen per request (`X-Svc-Org`). */
+  user_id: string;
   /** SHA-256 of the session token, hex. */
   token_hash: string;
   created_at: number;
@@ -83,6 +134,11 @@ export interface LedgerEntriesTable {
   /** Public id `le_<random>` (D29), unique; what the API shows and `after` cursors name. */
   id: string;
   account_id: string;
+  /**
+   * The user behind a credit (signup, a top-up, D41), or null; entries of a paid call show the user of
+   * its usage record (`request_id`).
+   */
+  user_id: Generated<string | null>;
   kind: LedgerKind;
   /** Signed micro-USD: credits positive, debits negative. */
   amount_micros: number;
@@ -283,6 +339,8 @@ export interface UsageRecordsTable {
   /** The request id `req_<random>` (`X-Svc-Request-Id`). */
   id: string;
   account_id: string;
+  /** The member who made the call (D41): the key's creator or the session's user; null when unknown. */
+  user_id: Generated<string | null>;
   key_id: string | null;
   mode: KeyMode;
   model: string;
@@ -357,6 +415,9 @@ export interface Database {
   jobs: JobsTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
+  users: UsersTable;
+  memberships: MembershipsTable;
+  invites: InvitesTable;
   sessions: SessionsTable;
   ledger_entries: LedgerEntriesTable;
   holds: HoldsTable;

@@ -33,6 +33,7 @@ for (const backend of BACKENDS) {
     test("register returns secrets and a 0.50 balance; me shows it", async () => {
       const u = await gw.register();
       assert.match(u.user_id, /^usr_/);
+      assert.match(u.org_id, /^org_/, "the personal organization (D41)");
       assert.match(u.api_key, /^gw_/);
       assert.match(u.session_token, /^sess_/);
       for (const token of [u.api_key, u.session_token]) {
@@ -51,14 +52,14 @@ for (const backend of BACKENDS) {
     test("secrets are stored only as hashes", async () => {
       const u = await gw.register();
       const db = gw.services.db.kysely;
-      const keys = await db.selectFrom("api_keys").selectAll().where("account_id", "=", u.user_id).execute();
+      const keys = await db.selectFrom("api_keys").selectAll().where("account_id", "=", u.org_id).execute();
       assert.equal(keys.length, 1);
       assert.notEqual(keys[0].key_hash, u.api_key);
       assert.ok(!JSON.stringify(keys).includes(u.api_key));
       const sessions = await db
         .selectFrom("sessions")
         .selectAll()
-        .where("account_id", "=", u.user_id)
+        .where("user_id", "=", u.user_id)
         .execute();
       assert.ok(!JSON.stringify(sessions).includes(u.session_token));
     });
@@ -202,7 +203,7 @@ for (const backend of BACKENDS) {
       assert.equal(me.json.tier, 2);
 
       const db = gw.services.db.kysely;
-      assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
+      assert.equal(await getBalance(db, u.org_id), await ledgerSum(db, u.org_id));
       const ledger = await gw.request("GET", "/v1/billing/ledger", { token: u.api_key });
       assert.deepEqual(
         ledger.json.data.map((e: { kind: string }) => e.kind),

@@ -56,9 +56,15 @@ for (const c of CASES) {
       await migrate(db);
       let t = 1_000;
       for (const email of EMAILS) {
+        // A user with its personal organization (D41), as registration makes them.
+        const name = email.split("@")[0];
         await db.kysely
           .insertInto("accounts")
-          .values({ id: `usr_${email.split("@")[0]}`, email, password_hash: "x", balance_micros: 0, total_deposits_micros: 0, tier_override: null, limits_override: null, created_at: t++ })
+          .values({ id: `org_${name}`, name: email, balance_micros: 0, total_deposits_micros: 0, tier_override: null, limits_override: null, created_at: t })
+          .execute();
+        await db.kysely
+          .insertInto("users")
+          .values({ id: `usr_${name}`, email, password_hash: "x", personal_org_id: `org_${name}`, created_at: t++ })
           .execute();
       }
     });

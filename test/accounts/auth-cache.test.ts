@@ -23,7 +23,7 @@ for (const backend of BACKENDS) {
       const u = await gw.register();
       assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200);
       // As another process would: straight in the database.
-      await gw.services.db.kysely.deleteFrom("api_keys").where("account_id", "=", u.user_id).execute();
+      await gw.services.db.kysely.deleteFrom("api_keys").where("account_id", "=", u.org_id).execute();
       assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200, "served from the cache");
       await new Promise((r) => setTimeout(r, 1600));
       assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 401);
@@ -46,7 +46,7 @@ for (const backend of BACKENDS) {
       // A second gateway on the same database, its cache off: starting it leaves the first one's cache alone.
       const other = await startGateway(backend.name, { AUTH_CACHE_MS: "0", DATABASE_URL: gw.services.config.databaseUrl }, { runner: false });
       try {
-        await gw.services.db.kysely.deleteFrom("api_keys").where("account_id", "=", u.user_id).execute();
+        await gw.services.db.kysely.deleteFrom("api_keys").where("account_id", "=", u.org_id).execute();
         assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200, "the first gateway's cache");
         assert.equal((await other.request("GET", "/v1/auth/me", { token: u.api_key })).status, 401, "the second gateway caches nothing");
       } finally {

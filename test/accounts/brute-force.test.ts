@@ -83,7 +83,7 @@ for (const store of stores) {
         assert.equal(r.status, 429);
         assert.equal(r.json.error.code, "rate_limited");
         assert.ok(Number(r.headers.get("retry-after")) >= 1);
-        const rows = await gw.services.db.kysely.selectFrom("accounts").select("id").where("email", "=", third).execute();
+        const rows = await gw.services.db.kysely.selectFrom("users").select("id").where("email", "=", third).execute();
         assert.equal(rows.length, 0);
       } finally {
         await gw.close();

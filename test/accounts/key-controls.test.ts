@@ -123,7 +123,7 @@ for (const backend of BACKENDS) {
     test("a model outside the allow-list answers 403 model_not_allowed on every kind of call, and charges nothing", async () => {
       const u = await account();
       const k = await newKey(u.api_key, { models: ["alpha-*"] });
-      const balance = await getBalance(db(), u.user_id);
+      const balance = await getBalance(db(), u.org_id);
       const calls: [string, string, object][] = [
         ["POST", "/v1/audio/speech", BETA_SPEECH],
         ["POST", "/v1/audio/music", { model: "beta-music", prompt: "calm piano", music_length_ms: 2000 }],
@@ -137,7 +137,7 @@ for (const backend of BACKENDS) {
         assert.equal(r.json.error.code, "model_not_allowed");
         assert.equal(r.json.error.type, "permission_error");
       }
-      assert.equal(await getBalance(db(), u.user_id), balance, "nothing charged");
+      assert.equal(await getBalance(db(), u.org_id), balance, "nothing charged");
       const usage = await db().selectFrom("usage_records").select("id").where("key_id", "=", k.key_id).execute();
       assert.equal(usage.length, 0, "no usage record");
       assert.equal((await gw.request("POST", "/v1/audio/speech", { token: k.api_key, body: SPEECH })).status, 200, "an allowed model works");
@@ -259,7 +259,7 @@ for (const backend of BACKENDS) {
         .where("key_id", "=", k.key_id)
         .executeTakeFirstOrThrow();
       assert.equal(Number(charged.total), 3 * price, "the usage log agrees");
-      await assertInvariants(u.user_id);
+      await assertInvariants(u.org_id);
     });
 
     test("a failed call gives its hold back to the key; a test-mode key is never counted", async () => {
@@ -276,7 +276,7 @@ for (const backend of BACKENDS) {
       const t = await newKey(u.api_key, { mode: "test", spend_limit_usd: price / 1e6 });
       for (let i = 0; i < 3; i++) assert.equal((await gw.request("POST", "/v1/audio/speech", { token: t.api_key, body: SPEECH })).status, 200);
       assert.equal((await keyRow(u.api_key, t.key_id)).spent_usd, 0);
-      await assertInvariants(u.user_id);
+      await assertInvariants(u.org_id);
     });
 
     test("a job's hold counts at submit; success counts its cost, failure gives it back", async () => {
@@ -293,7 +293,7 @@ for (const backend of BACKENDS) {
       assert.equal(micros((await keyRow(u.api_key, k.key_id)).spent_usd as number), micros(done.json.cost_usd));
       const big = await gw.request("POST", "/v1/images/generations", { token: k.api_key, body: { model: "imgA-v4", prompt: "many", n: 10 } });
       if (micros(done.json.cost_usd) + micros(big.json?.hold_usd ?? 0) > 1_000_000) assert.equal(big.status, 402);
-      await assertInvariants(u.user_id);
+      await assertInvariants(u.org_id);
     });
 
     test("PATCH sets a limit on a key already in use: what it spent this period counts at once", async () => {
@@ -318,7 +318,7 @@ for (const backend of BACKENDS) {
       const notMine = await gw.request("PATCH", `/v1/auth/keys/${k.key_id}`, { token: other.api_key, body: { rpm: 5 } });
       assert.equal(notMine.status, 404);
       assert.equal(notMine.json.error.code, "key_not_found");
-      await assertInvariants(u.user_id);
+      await assertInvariants(u.org_id);
     });
   });
 }

@@ -49,7 +49,7 @@ describe("music and sound effects", () => {
     assert.equal(r.headers.get("x-svc-cost-usd"), "0.54");
     const meta = await parseBuffer(new Uint8Array(data ?? new ArrayBuffer(0)), { mimeType: "audio/mpeg" });
     assert.ok(Math.abs((meta.format.duration ?? 0) - 4) < 0.2, String(meta.format.duration));
-    assert.equal(await balance(u.user_id), 100_500_000 - 540_000);
+    assert.equal(await balance(u.org_id), 100_500_000 - 540_000);
   });
 
   test("duration_ms alias; default 30 s; 1000 and 300000 accepted, outside refused", async () => {
@@ -87,7 +87,7 @@ describe("music and sound effects", () => {
     assert.ok(Number(long.headers.get("x-svc-duration-sec")) > Number(short.headers.get("x-svc-duration-sec")));
     const inst = await gw.request("POST", "/v1/audio/music", { token: u.api_key, body: { model: "beta-music", prompt: "lofi", lyrics: "[Instrumental]" } });
     assert.equal(inst.status, 200);
-    assert.equal(await balance(u.user_id), 100_500_000 - 45_000 - 210_000 - 45_000);
+    assert.equal(await balance(u.org_id), 100_500_000 - 45_000 - 210_000 - 45_000);
   });
 
   test("music limits count visible characters after NFC, with model, field and counts in the message", async () => {
@@ -123,7 +123,7 @@ describe("music and sound effects", () => {
     assertError(await music({ prompt: "x" }), 402, "billing_error");
     assertError(await music({ model: "beta-music", prompt: "x" }, { "x-svc-simulate": "fail" }), 502, "provider_error");
     assertError(await gw.request("POST", "/v1/audio/music", { body: { prompt: "x" } }), 401, "auth_error");
-    assert.equal(await balance(u.user_id), 500_000);
+    assert.equal(await balance(u.org_id), 500_000);
   });
 
   test("sfx: flat 0.027, text alias, durations 0.5 to 22, prompt_influence", async () => {
@@ -138,7 +138,7 @@ describe("music and sound effects", () => {
     assert.equal((await sfx({ text: "door slam", duration_seconds: 0.5, prompt_influence: 1 })).status, 200);
     assert.equal((await sfx({ text: "wind", duration_seconds: 22, response_format: "ulaw_8000" })).status, 200);
     assert.equal((await sfx({ prompt: "beep" })).status, 200);
-    assert.equal(await balance(u.user_id), 100_500_000 - 4 * 27_000);
+    assert.equal(await balance(u.org_id), 100_500_000 - 4 * 27_000);
   });
 
   test("sfx error table", async () => {
@@ -152,7 +152,7 @@ describe("music and sound effects", () => {
     assertError(await sfx({ prompt: "x", prompt_influence: 1.5 }), 400, "invalid_request");
     assertError(await sfx({}), 400, "invalid_request");
     assertError(await sfx({ prompt: "x" }, { "x-svc-simulate": "fail" }), 502, "provider_error");
-    assert.equal(await balance(u.user_id), 500_000);
+    assert.equal(await balance(u.org_id), 500_000);
     const poor = await gw.register();
     await gw.request("POST", "/v1/audio/speech", {
       token: poor.api_key,
@@ -218,7 +218,7 @@ describe("music and sound effects", () => {
 
     const ledger = await gw.request("GET", "/v1/billing/ledger?limit=3", { token: u.api_key });
     assert.equal(ledger.json.data[0].job_id, sfx.json.job_id);
-    assert.equal(await balance(u.user_id), 100_500_000 - 405_000 - 27_000);
+    assert.equal(await balance(u.org_id), 100_500_000 - 405_000 - 27_000);
   });
 
   test("save_to_blob with an upstream failure stores nothing and charges nothing", async () => {
@@ -230,7 +230,7 @@ describe("music and sound effects", () => {
     });
     assertError(r, 502, "provider_error");
     assert.deepEqual((await gw.request("GET", "/v1/gallery", { token: u.api_key })).json.data, []);
-    assert.equal(await balance(u.user_id), 100_500_000);
+    assert.equal(await balance(u.org_id), 100_500_000);
     assertError(await gw.request("POST", "/v1/audio/sfx?save_to_blob=yes", { token: u.api_key, body: { prompt: "x" } }), 400, "invalid_request");
   });
 });

@@ -93,7 +93,7 @@ const body = fc.oneof(
 
 describe("speech endpoint under generated input", () => {
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   before(async () => {
     gw = await startGateway("sqlite");
     user = await gw.register();
@@ -109,7 +109,7 @@ describe("speech endpoint under generated input", () => {
     let seen4xx = 0;
     await fc.assert(
       fc.asyncProperty(body, async (b) => {
-        const before = (await getBalance(db, user.user_id)) ?? 0;
+        const before = (await getBalance(db, user.org_id)) ?? 0;
         const payload = typeof b === "string" ? b : JSON.stringify(b);
         const res = await fetch(`${gw.url}/v1/audio/speech`, {
           method: "POST",
@@ -117,7 +117,7 @@ describe("speech endpoint under generated input", () => {
           body: payload,
         });
         const bytes = Buffer.from(await res.arrayBuffer());
-        const afterBalance = (await getBalance(db, user.user_id)) ?? 0;
+        const afterBalance = (await getBalance(db, user.org_id)) ?? 0;
         assert.ok(
           res.status < 500,
           `status ${res.status} for ${payload.slice(0, 200)}: ${bytes.toString().slice(0, 200)}`,
@@ -135,7 +135,7 @@ describe("speech endpoint under generated input", () => {
       }),
       { numRuns: 300 },
     );
-    assert.equal(await getBalance(db, user.user_id), await ledgerSum(db, user.user_id));
+    assert.equal(await getBalance(db, user.org_id), await ledgerSum(db, user.org_id));
     assert.ok(seen4xx > 0);
     assert.ok(seen2xx > 0);
     console.log(`# generated bodies: ${seen2xx} accepted, ${seen4xx} refused`);

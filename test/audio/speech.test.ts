@@ -57,7 +57,7 @@ describe("speech", () => {
     assert.equal(meta.format.sampleRate, 44100);
     assert.equal(meta.format.bitrate, 128000);
     assert.ok((meta.format.duration ?? 0) > 2, `duration ${meta.format.duration}`);
-    assert.equal(await balanceOf(u.user_id), 480_155);
+    assert.equal(await balanceOf(u.org_id), 480_155);
   });
 
   test("aliases text and voice; audio length follows the text", async () => {
@@ -100,7 +100,7 @@ describe("speech", () => {
       assert.equal(r.headers.get("x-svc-chars-billed"), "1000");
       assert.equal(r.headers.get("x-svc-cost-usd"), cost);
       expected -= Math.round(Number(cost) * 1e6);
-      assert.equal(await balanceOf(u.user_id), expected);
+      assert.equal(await balanceOf(u.org_id), expected);
     }
   });
 
@@ -212,7 +212,7 @@ describe("speech", () => {
     const body = (await speak({ model: "nope", input: "x", voice_id: ALPHA })).json;
     assert.deepEqual(Object.keys(body.error).sort(), ["code", "message", "param", "type"]);
     assert.equal(body.error.type, "invalid_request_error");
-    assert.equal(await balanceOf(u.user_id), 500_000, "no 4xx charges anything");
+    assert.equal(await balanceOf(u.org_id), 500_000, "no 4xx charges anything");
   });
 
   test("exactly 5000 characters is accepted", async () => {
@@ -253,7 +253,7 @@ describe("speech", () => {
       .insertInto("voices")
       .values({
         id: "svc_testvoice1",
-        account_id: owner.user_id,
+        account_id: owner.org_id,
         name: "mine",
         source: "design",
         created_at: Date.now(),
@@ -278,7 +278,7 @@ describe("speech", () => {
       400,
       "voice_model_mismatch",
     );
-    assert.equal(await balanceOf(other.user_id), 500_000);
+    assert.equal(await balanceOf(other.org_id), 500_000);
   });
 
   test("balance too low: 402 billing_error, nothing charged", async () => {
@@ -289,7 +289,7 @@ describe("speech", () => {
     });
     assertError(r, 402, "billing_error");
     assert.equal(r.json.error.type, "billing_error");
-    assert.equal(await balanceOf(u.user_id), 500_000);
+    assert.equal(await balanceOf(u.org_id), 500_000);
   });
 
   test("upstream failure: 502 provider_error and the hold comes back", async () => {
@@ -303,7 +303,7 @@ describe("speech", () => {
       assertError(r, 502, "provider_error");
       assert.equal(r.json.error.type, "provider_error");
     }
-    assert.equal(await balanceOf(u.user_id), 500_000);
+    assert.equal(await balanceOf(u.org_id), 500_000);
     const ledger = await gw.request("GET", "/v1/billing/ledger", { token: u.api_key });
     assert.deepEqual(
       ledger.json.data.map((e: { kind: string }) => e.kind),
@@ -323,7 +323,7 @@ describe("speech", () => {
       413,
       "invalid_request",
     );
-    assert.equal(await balanceOf(u.user_id), 500_000);
+    assert.equal(await balanceOf(u.org_id), 500_000);
   });
 });
 
@@ -358,8 +358,8 @@ for (const backend of BACKENDS) {
       assert.equal(statuses.filter((s) => s === 200).length, 5, statuses.join(","));
       assert.equal(statuses.filter((s) => s === 402).length, 25);
       const db = gw.services.db.kysely;
-      assert.equal(await getBalance(db, u.user_id), 0);
-      assert.equal(await ledgerSum(db, u.user_id), 0);
+      assert.equal(await getBalance(db, u.org_id), 0);
+      assert.equal(await ledgerSum(db, u.org_id), 0);
     });
 
     test("failure after the hold restores the balance exactly", async () => {
@@ -371,8 +371,8 @@ for (const backend of BACKENDS) {
       });
       assert.equal(r.status, 502);
       const db = gw.services.db.kysely;
-      assert.equal(await getBalance(db, u.user_id), 500_000);
-      assert.equal(await ledgerSum(db, u.user_id), 500_000);
+      assert.equal(await getBalance(db, u.org_id), 500_000);
+      assert.equal(await ledgerSum(db, u.org_id), 500_000);
     });
   });
 }

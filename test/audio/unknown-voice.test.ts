@@ -26,16 +26,16 @@ const GEORGE = "JBFqnCBsd6RMkjVDRZzb";
  */
 async function speakExpectingError(
   gw: TestGateway,
-  user: { user_id: string; api_key: string },
+  user: { user_id: string; org_id: string; api_key: string },
   body: Record<string, unknown>,
   entries: string[] = [],
 ): Promise<TestResponse> {
   const db = gw.services.db.kysely;
-  const before = await getBalance(db, user.user_id);
+  const before = await getBalance(db, user.org_id);
   const seen = await ledgerIds(gw, user.api_key);
   const r = await gw.request("POST", "/v1/audio/speech", { token: user.api_key, body: { input: "Hello from the gateway.", ...body } });
-  assert.equal(await getBalance(db, user.user_id), before, "balance unchanged");
-  assert.equal(await ledgerSum(db, user.user_id), before, "ledger sum equals the balance");
+  assert.equal(await getBalance(db, user.org_id), before, "balance unchanged");
+  assert.equal(await ledgerSum(db, user.org_id), before, "ledger sum equals the balance");
   const added = (await ledger(gw, user.api_key)).filter((e) => !seen.has(e.id)).reverse();
   assert.deepEqual(added.map((e) => e.kind), entries);
   if (added.length === 2) assert.equal(added[0]!.amount_usd, -added[1]!.amount_usd, "the whole hold comes back");
@@ -61,7 +61,7 @@ function assertError(r: TestResponse, status: number, code: string): string {
 
 describe("unknown speech voices on the simulator", () => {
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   before(async () => {
     gw = await startGateway("sqlite");
     user = await gw.register();
@@ -108,7 +108,7 @@ describe("unknown speech voices on UPSTREAMS (the ElevenLabs and MiniMax fakes)"
   let elBackup: ElevenLabsFake;
   let mm: MiniMaxFake;
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   before(async () => {
     el = await startElevenLabsFake({ apiKey: KEY });
     elBackup = await startElevenLabsFake({ apiKey: KEY });

@@ -33,7 +33,7 @@ describe("UPSTREAMS on the fakes of elevenlabs, minimax and openai audio: every 
   let mm: MiniMaxFake;
   let oa: OpenAIAudioFake;
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   const logLines: string[] = [];
   const answers: string[] = [];
 
@@ -74,8 +74,8 @@ describe("UPSTREAMS on the fakes of elevenlabs, minimax and openai audio: every 
   /** The balance in micro-USD, checked against the ledger sum every time. */
   async function balance(): Promise<number> {
     const db = gw.services.db.kysely;
-    const b = await getBalance(db, user.user_id);
-    assert.equal(b, await ledgerSum(db, user.user_id));
+    const b = await getBalance(db, user.org_id);
+    assert.equal(b, await ledgerSum(db, user.org_id));
     return b ?? -1;
   }
   async function post(path: string, body: unknown): Promise<TestResponse> {

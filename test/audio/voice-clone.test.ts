@@ -53,7 +53,7 @@ describe("voice cloning", () => {
     assert.equal(r.headers.get("x-svc-model"), "beta-voice-clone");
     assert.equal(r.headers.get("x-svc-cost-usd"), "2.1");
     assert.equal(r.headers.get("x-svc-balance-usd"), "8.4");
-    assert.equal(await balance(u.user_id), 8_400_000);
+    assert.equal(await balance(u.org_id), 8_400_000);
     const speak = (token: string) =>
       gw.request("POST", "/v1/audio/speech", { token, body: { model: "beta-speech-turbo", input: "cloned", voice_id: r.json.voice_id } });
     assert.equal((await speak(u.api_key)).status, 200);
@@ -83,7 +83,7 @@ describe("voice cloning", () => {
     assertError(await clone(u.api_key, makeWav(12), { name: "n".repeat(65) }), 400, "invalid_request");
     const notMultipart = await gw.request("POST", "/v1/audio/voice-clone", { token: u.api_key, body: { file: "x" } });
     assertError(notMultipart, 400, "invalid_request");
-    assert.equal(await balance(u.user_id), 10_500_000);
+    assert.equal(await balance(u.org_id), 10_500_000);
   });
 
   test("a file over 10 MB: 413, nothing charged", async () => {
@@ -91,13 +91,13 @@ describe("voice cloning", () => {
     const big = new Uint8Array(10 * 1024 * 1024 + 1);
     big.set(makeWav(12));
     assertError(await clone(u.api_key, big), 413, "invalid_request");
-    assert.equal(await balance(u.user_id), 10_500_000);
+    assert.equal(await balance(u.org_id), 10_500_000);
   });
 
   test("balance below 2.10: 402 insufficient_credits", async () => {
     const u = await gw.register();
     assertError(await clone(u.api_key, makeWav(12)), 402, "insufficient_credits");
-    assert.equal(await balance(u.user_id), 500_000);
+    assert.equal(await balance(u.org_id), 500_000);
   });
 
   test("upstream failure 502 and ownership failure 500: not charged", async () => {
@@ -110,6 +110,6 @@ describe("voice cloning", () => {
     } finally {
       await sql`drop trigger fail_voice`.execute(db);
     }
-    assert.equal(await balance(u.user_id), 10_500_000);
+    assert.equal(await balance(u.org_id), 10_500_000);
   });
 });

@@ -53,7 +53,7 @@ for (const backend of BACKENDS) {
       assert.equal(r.json.cost_usd, 4.2);
       assert.equal(r.json.balance_usd, 6.3);
       assert.equal(r.headers.get("x-svc-cost-usd"), "4.2");
-      assert.equal(await balance(u.user_id), 6_300_000);
+      assert.equal(await balance(u.org_id), 6_300_000);
 
       const speak = (token: string, model: string) =>
         gw.request("POST", "/v1/audio/speech", { token, body: { model, input: "My own voice.", voice_id: r.json.voice_id } });
@@ -61,7 +61,7 @@ for (const backend of BACKENDS) {
       assertError(await speak(u.api_key, "alpha-v3"), 400, "voice_model_mismatch");
       const other = await gw.register();
       assertError(await speak(other.api_key, "beta-speech-hd"), 403, "voice_not_owned");
-      assert.equal(await balance(other.user_id), 500_000);
+      assert.equal(await balance(other.org_id), 500_000);
     });
 
     test("text alias, name null when absent", async () => {
@@ -86,7 +86,7 @@ for (const backend of BACKENDS) {
       assertError(await design({ description: "x", gender: "other" }), 400, "invalid_request");
       assertError(await design({ description: "x", age_group: "teen" }), 400, "invalid_request");
       assertError(await design("not json"), 400, "invalid_request");
-      assert.equal(await balance(u.user_id), 10_500_000 - 4_200_000);
+      assert.equal(await balance(u.org_id), 10_500_000 - 4_200_000);
     });
 
     test("balance below 4.20: 402 insufficient_credits", async () => {
@@ -94,7 +94,7 @@ for (const backend of BACKENDS) {
       const r = await gw.request("POST", "/v1/audio/voice-design", { token: u.api_key, body: { description: "x" } });
       assertError(r, 402, "insufficient_credits");
       assert.equal(r.json.error.type, "billing_error");
-      assert.equal(await balance(u.user_id), 500_000);
+      assert.equal(await balance(u.org_id), 500_000);
     });
 
     test("upstream failure: 502, not charged", async () => {
@@ -105,7 +105,7 @@ for (const backend of BACKENDS) {
         body: { description: "x" },
       });
       assertError(r, 502, "provider_error");
-      assert.equal(await balance(u.user_id), 10_500_000);
+      assert.equal(await balance(u.org_id), 10_500_000);
     });
 
     test("ownership write fails (injected in the database): 500 ownership_write_failed, not charged", async () => {
@@ -121,10 +121,10 @@ for (const backend of BACKENDS) {
         const r = await gw.request("POST", "/v1/audio/voice-design", { token: u.api_key, body: { description: "x" } });
         assertError(r, 500, "ownership_write_failed");
         assert.equal(r.json.error.type, "api_error");
-        assert.equal(await balance(u.user_id), 10_500_000);
-        const holds = await db.selectFrom("holds").select("status").where("account_id", "=", u.user_id).execute();
+        assert.equal(await balance(u.org_id), 10_500_000);
+        const holds = await db.selectFrom("holds").select("status").where("account_id", "=", u.org_id).execute();
         assert.deepEqual(holds.map((h) => h.status), ["released"]);
-        const voices = await db.selectFrom("voices").select("id").where("account_id", "=", u.user_id).execute();
+        const voices = await db.selectFrom("voices").select("id").where("account_id", "=", u.org_id).execute();
         assert.equal(voices.length, 0);
       } finally {
         if (backend.name === "sqlite") await sql`drop trigger fail_voice`.execute(db);

@@ -29,11 +29,11 @@ for (const backend of BACKENDS) {
         assert.ok(ok.accounts >= 1);
 
         const db = gw.services.db.kysely;
-        await db.updateTable("accounts").set({ balance_micros: sql`balance_micros + 1` }).where("id", "=", u.user_id).execute();
-        await db.updateTable("usage_records").set({ cost_micros: sql`cost_micros + 7` }).where("account_id", "=", u.user_id).where("status", "=", "succeeded").execute();
+        await db.updateTable("accounts").set({ balance_micros: sql`balance_micros + 1` }).where("id", "=", u.org_id).execute();
+        await db.updateTable("usage_records").set({ cost_micros: sql`cost_micros + 7` }).where("account_id", "=", u.org_id).where("status", "=", "succeeded").execute();
         await db
           .insertInto("holds")
-          .values({ id: "hold_left_open", account_id: u.user_id, amount_micros: 5, status: "open", captured_micros: null, job_id: null, reference: null, created_at: Date.now(), settled_at: null })
+          .values({ id: "hold_left_open", account_id: u.org_id, amount_micros: 5, status: "open", captured_micros: null, job_id: null, reference: null, created_at: Date.now(), settled_at: null })
           .execute();
         const broken = await checkInvariants(url);
         assert.equal(broken.problems.length, 3, broken.problems.join("\n"));

@@ -86,7 +86,7 @@ describe("ledger batches on postgres", { skip: pg?.skip ?? "no postgres backend"
     const stats = pgLedgerBatcher(db).stats;
     const before = { ...stats };
     const results = await Promise.allSettled(
-      want.map((amountMicros) => placeHold(db, { accountId: u.user_id, amountMicros, reference: "m", usage: usage() })),
+      want.map((amountMicros) => placeHold(db, { accountId: u.org_id, amountMicros, reference: "m", usage: usage() })),
     );
     const expected = sequential(500_000, want);
     results.forEach((r, i) => {
@@ -102,13 +102,13 @@ describe("ledger batches on postgres", { skip: pg?.skip ?? "no postgres backend"
       }
     });
     assert.ok(expected.some((e) => !e.placed) && expected.some((e) => e.placed));
-    assert.equal(await invariants(u.user_id), expected.at(-1)?.balance);
+    assert.equal(await invariants(u.org_id), expected.at(-1)?.balance);
     // Holds were batched: far fewer statements than calls.
     assert.ok(stats.batches > before.batches, "at least one batch statement ran");
     assert.ok(stats.requeued > before.requeued, "small holds after a refused one went to the next batch");
     assert.ok(stats.statements - before.statements < want.length / 2, `${stats.statements - before.statements} statements`);
     // Every placed hold has its usage record, a refused one none.
-    const records = await db.selectFrom("usage_records").select(["status", "hold_micros"]).where("account_id", "=", u.user_id).execute();
+    const records = await db.selectFrom("usage_records").select(["status", "hold_micros"]).where("account_id", "=", u.org_id).execute();
     assert.equal(records.length, expected.filter((e) => e.placed).length);
     for (const r of records) assert.equal(r.status, "processing");
   });
@@ -119,7 +119,7 @@ describe("ledger batches on postgres", { skip: pg?.skip ?? "no postgres backend"
     // Interleaved: call k goes to account k % 8.
     const calls: Promise<Hold>[][] = users.map(() => []);
     for (let k = 0; k < 15; k++) {
-      users.forEach((user, i) => calls[i].push(placeHold(db, { accountId: user.user_id, amountMicros: plans[i][k], usage: usage() })));
+      users.forEach((user, i) => calls[i].push(placeHold(db, { accountId: user.org_id, amountMicros: plans[i][k], usage: usage() })));
     }
     const settled = await Promise.all(calls.map((c) => Promise.allSettled(c)));
     for (const [i, user] of users.entries()) {
@@ -130,29 +130,29 @@ describe("ledger batches on postgres", { skip: pg?.skip ?? "no postgres backend"
         expected.map((e) => e.placed),
         `account ${i}`,
       );
-      assert.equal(await invariants(user.user_id), expected.at(-1)?.balance);
+      assert.equal(await invariants(user.org_id), expected.at(-1)?.balance);
     }
   });
 
   test("more calls than one batch holds: all served, in order", async () => {
     const u = await gw.register();
     const n = LEDGER_BATCH_MAX * 2 + 50;
-    const holds = await Promise.all(Array.from({ length: n }, () => placeHold(db, { accountId: u.user_id, amountMicros: 1_000 })));
+    const holds = await Promise.all(Array.from({ length: n }, () => placeHold(db, { accountId: u.org_id, amountMicros: 1_000 })));
     assert.deepEqual(
       holds.map((h) => h.balanceAfterMicros),
       Array.from({ length: n }, (_, i) => 500_000 - (i + 1) * 1_000),
     );
-    assert.equal(await invariants(u.user_id), 500_000 - n * 1_000);
+    assert.equal(await invariants(u.org_id), 500_000 - n * 1_000);
     await Promise.all(holds.map((h, i) => (i % 3 === 0 ? releaseHold(db, h.id) : captureHold(db, h.id, 400))));
     const captured = holds.filter((_, i) => i % 3 !== 0).length;
-    assert.equal(await invariants(u.user_id), 500_000 - captured * 400);
+    assert.equal(await invariants(u.org_id), 500_000 - captured * 400);
   });
 
   test("captures and releases in parallel over many accounts; usage records finished", async () => {
     const users = await Promise.all(Array.from({ length: 6 }, () => gw.register()));
     const holds = await Promise.all(
       users.flatMap((user) =>
-        Array.from({ length: 10 }, () => placeHold(db, { accountId: user.user_id, amountMicros: 30_000, reference: "m", usage: usage() })),
+        Array.from({ length: 10 }, () => placeHold(db, { accountId: user.org_id, amountMicros: 30_000, reference: "m", usage: usage() })),
       ),
     );
     const finals = holds.map((_, i) => (i % 4 === 0 ? null : (i * 997) % 30_001)); // null: release; some captures of 0
@@ -166,13 +166,13 @@ describe("ledger batches on postgres", { skip: pg?.skip ?? "no postgres backend"
     );
     assert.ok(settled.every((s) => s !== null));
     for (const user of users) {
-      const charged = holds.reduce((sum, h, i) => (h.accountId === user.user_id ? sum + (finals[i] ?? 0) : sum), 0);
-      assert.equal(await invariants(user.user_id), 500_000 - charged);
+      const charged = holds.reduce((sum, h, i) => (h.accountId === user.org_id ? sum + (finals[i] ?? 0) : sum), 0);
+      assert.equal(await invariants(user.org_id), 500_000 - charged);
     }
     const records = await db
       .selectFrom("usage_records")
       .select(["id", "status", "cost_micros", "characters", "fallback_layer", "latency_ms"])
-      .where("account_id", "in", users.map((x) => x.user_id))
+      .where("account_id", "in", users.map((x) => x.org_id))
       .execute();
     assert.equal(records.length, holds.length);
     const holdRows = await db.selectFrom("holds").select(["id", "request_id", "status", "captured_micros"]).where("id", "in", holds.map((h) => h.id)).execute();
@@ -205,7 +205,7 @@ describe("ledger batches on postgres", { skip: pg?.skip ?? "no postgres backend"
     const other = openDatabase(gw.services.config.databaseUrl);
     try {
       const users = await Promise.all(Array.from({ length: 6 }, () => gw.register()));
-      const ids = users.map((x) => x.user_id);
+      const ids = users.map((x) => x.org_id);
       const fallbacks = [pgLedgerBatcher(db).stats.fallbacks, pgLedgerBatcher(other.kysely).stats.fallbacks];
       // Enough rounds for statements of the two handles to overlap: with the accounts locked in random
       // order instead of by id, this run saw 27 deadlocks (each one a second of PostgreSQL's
@@ -233,7 +233,7 @@ describe("ledger batches on postgres", { skip: pg?.skip ?? "no postgres backend"
   test("a capture of a hold already settled fails alone; two settlements of one hold in one moment: the first wins", async () => {
     const u = await gw.register();
     const [h1, h2, h3, h4] = await Promise.all(
-      Array.from({ length: 4 }, () => placeHold(db, { accountId: u.user_id, amountMicros: 50_000 })),
+      Array.from({ length: 4 }, () => placeHold(db, { accountId: u.org_id, amountMicros: 50_000 })),
     );
     await captureHold(db, h1.id, 10_000);
     const results = await Promise.allSettled([
@@ -251,21 +251,21 @@ describe("ledger batches on postgres", { skip: pg?.skip ?? "no postgres backend"
     assert.match(String((results[0] as PromiseRejectedResult).reason), /not open/);
     assert.equal((results[5] as PromiseFulfilledResult<unknown>).value, null);
     // h4 is still open (50_000 held); charged 10_000 + 20_000.
-    assert.equal(await invariants(u.user_id), 500_000 - 30_000 - 50_000);
+    assert.equal(await invariants(u.org_id), 500_000 - 30_000 - 50_000);
     await releaseHold(db, h4.id);
-    assert.equal(await invariants(u.user_id), 470_000);
+    assert.equal(await invariants(u.org_id), 470_000);
   });
 
   test("a batch statement that fails runs its calls one by one: only the faulty call fails", async () => {
     const u = await gw.register();
     const taken = usage();
-    await placeHold(db, { accountId: u.user_id, amountMicros: 1_000, usage: taken });
+    await placeHold(db, { accountId: u.org_id, amountMicros: 1_000, usage: taken });
     const stats = pgLedgerBatcher(db).stats;
     const fallbacks = stats.fallbacks;
     // The fourth reuses a request id: its usage record violates the primary key, which fails the batch.
     const results = await Promise.allSettled(
       Array.from({ length: 6 }, (_, i) =>
-        placeHold(db, { accountId: u.user_id, amountMicros: 10_000, usage: i === 3 ? { ...taken } : usage() }),
+        placeHold(db, { accountId: u.org_id, amountMicros: 10_000, usage: i === 3 ? { ...taken } : usage() }),
       ),
     );
     assert.deepEqual(
@@ -274,14 +274,14 @@ describe("ledger batches on postgres", { skip: pg?.skip ?? "no postgres backend"
     );
     assert.ok(!((results[3] as PromiseRejectedResult).reason instanceof InsufficientFundsError));
     assert.equal(stats.fallbacks, fallbacks + 1);
-    assert.equal(await invariants(u.user_id), 500_000 - 1_000 - 5 * 10_000);
+    assert.equal(await invariants(u.org_id), 500_000 - 1_000 - 5 * 10_000);
   });
 
   test("a hold for an unknown account is refused; inside a transaction a hold is not batched and rolls back with it", async () => {
     const u = await gw.register();
     const [missing, ok] = await Promise.allSettled([
       placeHold(db, { accountId: "usr_missing", amountMicros: 1_000 }),
-      placeHold(db, { accountId: u.user_id, amountMicros: 1_000 }),
+      placeHold(db, { accountId: u.org_id, amountMicros: 1_000 }),
     ]);
     assert.equal(missing.status, "rejected");
     assert.ok((missing as PromiseRejectedResult).reason instanceof InsufficientFundsError);
@@ -290,12 +290,12 @@ describe("ledger batches on postgres", { skip: pg?.skip ?? "no postgres backend"
     const statements = pgLedgerBatcher(db).stats.statements;
     await assert.rejects(
       db.transaction().execute(async (trx) => {
-        await placeHold(trx, { accountId: u.user_id, amountMicros: 2_000 });
+        await placeHold(trx, { accountId: u.org_id, amountMicros: 2_000 });
         throw new Error("roll back");
       }),
       /roll back/,
     );
     assert.equal(pgLedgerBatcher(db).stats.statements, statements);
-    assert.equal(await invariants(u.user_id), 499_000);
+    assert.equal(await invariants(u.org_id), 499_000);
   });
 });

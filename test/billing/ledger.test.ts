@@ -37,8 +37,8 @@ for (const backend of BACKENDS) {
 
     test("signup credit is a signup_credit entry of 0.50", async () => {
       const u = await gw.register();
-      assert.equal(await invariant(u.user_id), 500_000);
-      const page = await listLedger(gw.services.db.kysely, u.user_id, { limit: 10, after: null });
+      assert.equal(await invariant(u.org_id), 500_000);
+      const page = await listLedger(gw.services.db.kysely, u.org_id, { limit: 10, after: null });
       assert.deepEqual(
         page.entries.map((e) => [e.kind, e.amountMicros, e.balanceAfterMicros]),
         [["signup_credit", 500_000, 500_000]],
@@ -48,13 +48,13 @@ for (const backend of BACKENDS) {
     test("hold, capture less than held: hold_release + charge, net -final", async () => {
       const u = await gw.register();
       const db = gw.services.db.kysely;
-      const hold = await placeHold(db, { accountId: u.user_id, amountMicros: 300_000, reference: "m" });
+      const hold = await placeHold(db, { accountId: u.org_id, amountMicros: 300_000, reference: "m" });
       assert.equal(hold.balanceAfterMicros, 200_000);
-      assert.equal(await invariant(u.user_id), 200_000);
+      assert.equal(await invariant(u.org_id), 200_000);
       const s = await captureHold(db, hold.id, 123_457);
       assert.equal(s.balanceAfterMicros, 500_000 - 123_457);
-      assert.equal(await invariant(u.user_id), 376_543);
-      const page = await listLedger(db, u.user_id, { limit: 10, after: null });
+      assert.equal(await invariant(u.org_id), 376_543);
+      const page = await listLedger(db, u.org_id, { limit: 10, after: null });
       assert.deepEqual(
         page.entries.map((e) => [e.kind, e.amountMicros, e.balanceAfterMicros]),
         [
@@ -69,36 +69,36 @@ for (const backend of BACKENDS) {
     test("a hold is settled exactly once", async () => {
       const u = await gw.register();
       const db = gw.services.db.kysely;
-      const h1 = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000 });
+      const h1 = await placeHold(db, { accountId: u.org_id, amountMicros: 100_000 });
       await captureHold(db, h1.id, 100_000);
       await assert.rejects(captureHold(db, h1.id, 100_000));
       assert.equal(await releaseHold(db, h1.id), null);
-      const h2 = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000 });
+      const h2 = await placeHold(db, { accountId: u.org_id, amountMicros: 100_000 });
       assert.notEqual(await releaseHold(db, h2.id), null);
       assert.equal(await releaseHold(db, h2.id), null);
       await assert.rejects(captureHold(db, h2.id, 1));
-      assert.equal(await invariant(u.user_id), 400_000);
+      assert.equal(await invariant(u.org_id), 400_000);
     });
 
     test("capture cannot exceed the hold", async () => {
       const u = await gw.register();
       const db = gw.services.db.kysely;
-      const h = await placeHold(db, { accountId: u.user_id, amountMicros: 1000 });
+      const h = await placeHold(db, { accountId: u.org_id, amountMicros: 1000 });
       await assert.rejects(captureHold(db, h.id, 1001));
-      assert.equal(await invariant(u.user_id), 499_000);
+      assert.equal(await invariant(u.org_id), 499_000);
       await releaseHold(db, h.id);
-      assert.equal(await invariant(u.user_id), 500_000);
+      assert.equal(await invariant(u.org_id), 500_000);
     });
 
     test("a hold over the balance is refused and writes nothing", async () => {
       const u = await gw.register();
       const db = gw.services.db.kysely;
       await assert.rejects(
-        placeHold(db, { accountId: u.user_id, amountMicros: 500_001 }),
+        placeHold(db, { accountId: u.org_id, amountMicros: 500_001 }),
         InsufficientFundsError,
       );
-      assert.equal(await invariant(u.user_id), 500_000);
-      const page = await listLedger(db, u.user_id, { limit: 10, after: null });
+      assert.equal(await invariant(u.org_id), 500_000);
+      const page = await listLedger(db, u.org_id, { limit: 10, after: null });
       assert.equal(page.entries.length, 1);
     });
 
@@ -106,14 +106,14 @@ for (const backend of BACKENDS) {
       const u = await gw.register();
       const db = gw.services.db.kysely;
       const results = await Promise.allSettled(
-        Array.from({ length: 30 }, () => placeHold(db, { accountId: u.user_id, amountMicros: 100_000 })),
+        Array.from({ length: 30 }, () => placeHold(db, { accountId: u.org_id, amountMicros: 100_000 })),
       );
       const ok = results.filter((r) => r.status === "fulfilled");
       assert.equal(ok.length, 5);
       for (const r of results) {
         if (r.status === "rejected") assert.ok(r.reason instanceof InsufficientFundsError);
       }
-      assert.equal(await invariant(u.user_id), 0);
+      assert.equal(await invariant(u.org_id), 0);
       await Promise.all(
         ok.map((r, i) =>
           i % 2 === 0
@@ -122,38 +122,38 @@ for (const backend of BACKENDS) {
         ),
       );
       // 3 captured at 0.05 each, 2 released: 0.50 - 0.15.
-      assert.equal(await invariant(u.user_id), 350_000);
+      assert.equal(await invariant(u.org_id), 350_000);
     });
 
     test("ledger pages newest first with after cursor and has_more", async () => {
       const u = await gw.register();
       const db = gw.services.db.kysely;
       for (let i = 1; i <= 5; i++)
-        await credit(db, { accountId: u.user_id, kind: "adjustment", amountMicros: i });
-      const p1 = await listLedger(db, u.user_id, { limit: 4, after: null });
+        await credit(db, { accountId: u.org_id, kind: "adjustment", amountMicros: i });
+      const p1 = await listLedger(db, u.org_id, { limit: 4, after: null });
       assert.equal(p1.hasMore, true);
       assert.deepEqual(
         p1.entries.map((e) => e.amountMicros),
         [5, 4, 3, 2],
       );
-      const p2 = await listLedger(db, u.user_id, { limit: 4, after: p1.entries[3].id });
+      const p2 = await listLedger(db, u.org_id, { limit: 4, after: p1.entries[3].id });
       assert.equal(p2.hasMore, false);
       assert.deepEqual(
         p2.entries.map((e) => e.amountMicros),
         [1, 500_000],
       );
-      await invariant(u.user_id);
+      await invariant(u.org_id);
     });
 
     test("entry ids are opaque (le_ + 8 time and 22 random characters, D29) on every write path", async () => {
       const u = await gw.register();
       const db = gw.services.db.kysely;
-      const captured = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000, reference: "m" });
+      const captured = await placeHold(db, { accountId: u.org_id, amountMicros: 100_000, reference: "m" });
       await captureHold(db, captured.id, 40_000);
-      const released = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000 });
+      const released = await placeHold(db, { accountId: u.org_id, amountMicros: 100_000 });
       await releaseHold(db, released.id);
-      await credit(db, { accountId: u.user_id, kind: "adjustment", amountMicros: 7 });
-      const { entries } = await listLedger(db, u.user_id, { limit: 100, after: null });
+      await credit(db, { accountId: u.org_id, kind: "adjustment", amountMicros: 7 });
+      const { entries } = await listLedger(db, u.org_id, { limit: 100, after: null });
       assert.deepEqual(
         entries.map((e) => e.kind),
         ["adjustment", "hold_release", "hold", "charge", "hold_release", "hold", "signup_credit"],
@@ -165,10 +165,10 @@ for (const backend of BACKENDS) {
     test("after pages through every entry exactly once, in order, within one millisecond too", async () => {
       const u = await gw.register();
       const db = gw.services.db.kysely;
-      for (let i = 1; i <= 11; i++) await credit(db, { accountId: u.user_id, kind: "adjustment", amountMicros: i });
+      for (let i = 1; i <= 11; i++) await credit(db, { accountId: u.org_id, kind: "adjustment", amountMicros: i });
       // All entries in one millisecond: only the internal sequence orders them.
-      await db.updateTable("ledger_entries").set({ created_at: 1_700_000_000_000 }).where("account_id", "=", u.user_id).execute();
-      const all = (await listLedger(db, u.user_id, { limit: 100, after: null })).entries;
+      await db.updateTable("ledger_entries").set({ created_at: 1_700_000_000_000 }).where("account_id", "=", u.org_id).execute();
+      const all = (await listLedger(db, u.org_id, { limit: 100, after: null })).entries;
       assert.deepEqual(
         all.map((e) => e.amountMicros),
         [11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 500_000],
@@ -176,7 +176,7 @@ for (const backend of BACKENDS) {
       const seen: string[] = [];
       let after: string | null = null;
       for (let pages = 0; pages < 20; pages++) {
-        const page: Awaited<ReturnType<typeof listLedger>> = await listLedger(db, u.user_id, { limit: 5, after });
+        const page: Awaited<ReturnType<typeof listLedger>> = await listLedger(db, u.org_id, { limit: 5, after });
         seen.push(...page.entries.map((e) => e.id));
         if (!page.hasMore) break;
         after = page.entries[page.entries.length - 1].id;
@@ -188,11 +188,11 @@ for (const backend of BACKENDS) {
       const u = await gw.register();
       const other = await gw.register();
       const db = gw.services.db.kysely;
-      await credit(db, { accountId: u.user_id, kind: "adjustment", amountMicros: 1 });
-      const first = await listLedger(db, u.user_id, { limit: 1, after: null });
-      const othersEntry = (await listLedger(db, other.user_id, { limit: 1, after: null })).entries[0].id;
+      await credit(db, { accountId: u.org_id, kind: "adjustment", amountMicros: 1 });
+      const first = await listLedger(db, u.org_id, { limit: 1, after: null });
+      const othersEntry = (await listLedger(db, other.org_id, { limit: 1, after: null })).entries[0].id;
       for (const after of ["le_1", "le_AAAAAAAAAAAAAAAAAAAAAA", othersEntry, ""]) {
-        assert.deepEqual(await listLedger(db, u.user_id, { limit: 1, after }), first, after);
+        assert.deepEqual(await listLedger(db, u.org_id, { limit: 1, after }), first, after);
       }
     });
   });
@@ -205,16 +205,16 @@ describe("stale synchronous holds", () => {
     try {
       const u = await gw.register();
       const db = gw.services.db.kysely;
-      const old = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000 });
-      const job = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000, jobId: "job_x" });
+      const old = await placeHold(db, { accountId: u.org_id, amountMicros: 100_000 });
+      const job = await placeHold(db, { accountId: u.org_id, amountMicros: 100_000, jobId: "job_x" });
       await db.updateTable("holds").set({ created_at: Date.now() - 3_600_000 }).where("id", "in", [old.id, job.id]).execute();
-      const fresh = await placeHold(db, { accountId: u.user_id, amountMicros: 100_000 });
+      const fresh = await placeHold(db, { accountId: u.org_id, amountMicros: 100_000 });
       assert.equal(await releaseStaleHolds(db, 30 * 60_000), 1);
-      assert.equal(await getBalance(db, u.user_id), 300_000);
-      assert.equal(await ledgerSum(db, u.user_id), 300_000);
+      assert.equal(await getBalance(db, u.org_id), 300_000);
+      assert.equal(await ledgerSum(db, u.org_id), 300_000);
       await releaseHold(db, fresh.id);
       await releaseHold(db, job.id);
-      assert.equal(await getBalance(db, u.user_id), 500_000);
+      assert.equal(await getBalance(db, u.org_id), 500_000);
     } finally {
       await gw.close();
     }

@@ -52,42 +52,42 @@ for (const backend of BACKENDS) {
 
     test("a capture charges the final amount, and never more than the hold", async () => {
       const u = await gw.register();
-      const out = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000, reference: "m" }, { onInsufficient: refuse }, async (hold) => {
+      const out = await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000, reference: "m" }, { onInsufficient: refuse }, async (hold) => {
         assert.equal(hold.balanceAfterMicros, SIGNUP - 100_000);
         return hold.capture(40_000);
       });
       assert.equal(out.chargedMicros, 40_000);
-      assert.equal(await balanceOf(u.user_id), SIGNUP - 40_000);
+      assert.equal(await balanceOf(u.org_id), SIGNUP - 40_000);
 
-      const capped = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
+      const capped = await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
         hold.capture(250_000),
       );
       assert.equal(capped.chargedMicros, 100_000, "capped at the hold");
-      assert.equal(await balanceOf(u.user_id), SIGNUP - 140_000);
+      assert.equal(await balanceOf(u.org_id), SIGNUP - 140_000);
     });
 
     test("a balance below the amount answers the endpoint's 402 and writes nothing", async () => {
       const u = await gw.register();
       let ran = false;
       await assert.rejects(
-        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: SIGNUP + 1 }, { onInsufficient: refuse }, async () => {
+        paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: SIGNUP + 1 }, { onInsufficient: refuse }, async () => {
           ran = true;
         }),
         (err: unknown) => err instanceof AppError && err.status === 402 && err.code === "insufficient_credits",
       );
       assert.equal(ran, false);
       await assert.rejects(
-        holdOrRefuse(db(), { accountId: u.user_id, amountMicros: SIGNUP + 1 }, () => errors.insufficientBalance()),
+        holdOrRefuse(db(), { accountId: u.org_id, amountMicros: SIGNUP + 1 }, () => errors.insufficientBalance()),
         (err: unknown) => err instanceof AppError && err.code === "insufficient_balance",
       );
-      assert.deepEqual(await holdsOf(u.user_id), []);
-      assert.equal(await balanceOf(u.user_id), SIGNUP);
+      assert.deepEqual(await holdsOf(u.org_id), []);
+      assert.equal(await balanceOf(u.org_id), SIGNUP);
     });
 
     test("a throw before the capture releases the hold and propagates (upstream failure -> 502)", async () => {
       const u = await gw.register();
       await assert.rejects(
-        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async () =>
+        paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async () =>
           callUpstream("m", async () => {
             throw new Error("upstream secret detail");
           }),
@@ -95,20 +95,20 @@ for (const backend of BACKENDS) {
         (err: unknown) => err instanceof AppError && err.status === 502 && err.code === "provider_error" && !err.message.includes("secret"),
       );
       assert.deepEqual(
-        (await holdsOf(u.user_id)).map((h) => h.status),
+        (await holdsOf(u.org_id)).map((h) => h.status),
         ["released"],
       );
-      assert.equal(await balanceOf(u.user_id), SIGNUP);
+      assert.equal(await balanceOf(u.org_id), SIGNUP);
     });
 
     test("a throw inside the capture transaction rolls the charge back with the writes and releases the hold", async () => {
       const u = await gw.register();
       await assert.rejects(
-        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
+        paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
           hold.capture(100_000, async (trx) => {
             await trx
               .insertInto("voices")
-              .values({ id: "voice_rolled_back", account_id: u.user_id, name: null, source: "design", upstream_voice_id: "x", description: null, created_at: Date.now() })
+              .values({ id: "voice_rolled_back", account_id: u.org_id, name: null, source: "design", upstream_voice_id: "x", description: null, created_at: Date.now() })
               .execute();
             throw new Error("the second write failed");
           }),
@@ -118,98 +118,98 @@ for (const backend of BACKENDS) {
       const voice = await db().selectFrom("voices").select("id").where("id", "=", "voice_rolled_back").executeTakeFirst();
       assert.equal(voice, undefined, "the write of the failed transaction is gone");
       assert.deepEqual(
-        (await holdsOf(u.user_id)).map((h) => h.status),
+        (await holdsOf(u.org_id)).map((h) => h.status),
         ["released"],
       );
-      assert.equal(await balanceOf(u.user_id), SIGNUP);
+      assert.equal(await balanceOf(u.org_id), SIGNUP);
     });
 
     test("a capture commits together with the caller's writes", async () => {
       const u = await gw.register();
-      await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
+      await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, (hold) =>
         hold.capture(100_000, async (trx) => {
           await trx
             .insertInto("voices")
-            .values({ id: `voice_${u.user_id}`, account_id: u.user_id, name: null, source: "design", upstream_voice_id: "x", description: null, created_at: Date.now() })
+            .values({ id: `voice_${u.org_id}`, account_id: u.org_id, name: null, source: "design", upstream_voice_id: "x", description: null, created_at: Date.now() })
             .execute();
         }),
       );
-      const voice = await db().selectFrom("voices").select("id").where("id", "=", `voice_${u.user_id}`).executeTakeFirst();
+      const voice = await db().selectFrom("voices").select("id").where("id", "=", `voice_${u.org_id}`).executeTakeFirst();
       assert.ok(voice);
-      assert.equal(await balanceOf(u.user_id), SIGNUP - 100_000);
+      assert.equal(await balanceOf(u.org_id), SIGNUP - 100_000);
     });
 
     test("a throw after the capture refunds the charge; a second capture is refused", async () => {
       const u = await gw.register();
       await assert.rejects(
-        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
+        paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
           await hold.capture(60_000);
           await assert.rejects(hold.capture(1), /already captured/);
           throw new Error("failed after the charge");
         }),
         /failed after the charge/,
       );
-      assert.equal(await balanceOf(u.user_id), SIGNUP);
+      assert.equal(await balanceOf(u.org_id), SIGNUP);
     });
 
     test("returning without settling releases the hold and reports the bug", async () => {
       const u = await gw.register();
       await assert.rejects(
-        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async () => "forgot"),
+        paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async () => "forgot"),
         /without settling/,
       );
-      assert.equal(await balanceOf(u.user_id), SIGNUP);
+      assert.equal(await balanceOf(u.org_id), SIGNUP);
     });
 
     test("a stream that settles at its end captures the final amount", async () => {
       const u = await gw.register();
       let captured = -1;
-      const stream = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
+      const stream = await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
         hold.stream(chunks(3), { finalMicros: () => 30_000, onCaptured: (s) => (captured = s.chargedMicros) }),
       );
-      assert.equal(await balanceOf(u.user_id), SIGNUP - 100_000, "held while streaming");
+      assert.equal(await balanceOf(u.org_id), SIGNUP - 100_000, "held while streaming");
       const got: string[] = [];
       for await (const c of stream) got.push(c);
       assert.deepEqual(got, ["c0", "c1", "c2"]);
       assert.equal(captured, 30_000);
-      assert.equal(await balanceOf(u.user_id), SIGNUP - 30_000);
+      assert.equal(await balanceOf(u.org_id), SIGNUP - 30_000);
     });
 
     test("a stream that breaks before it settles, or is abandoned, releases the hold", async () => {
       const u = await gw.register();
-      const broken = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
+      const broken = await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
         hold.stream(chunks(3, 1), { finalMicros: () => 30_000 }),
       );
       await assert.rejects(async () => {
         for await (const _ of broken) void _;
       }, /broke off/);
-      assert.equal(await balanceOf(u.user_id), SIGNUP);
+      assert.equal(await balanceOf(u.org_id), SIGNUP);
 
-      const abandoned = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
+      const abandoned = await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) =>
         hold.stream(chunks(3), { finalMicros: () => 30_000 }),
       );
       for await (const _ of abandoned) break;
-      assert.equal(await balanceOf(u.user_id), SIGNUP);
+      assert.equal(await balanceOf(u.org_id), SIGNUP);
       assert.deepEqual(
-        (await holdsOf(u.user_id)).map((h) => h.status),
+        (await holdsOf(u.org_id)).map((h) => h.status),
         ["released", "released"],
       );
     });
 
     test("a stream charged at its first chunk is refunded when it breaks later", async () => {
       const u = await gw.register();
-      const stream = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
+      const stream = await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
         await hold.capture(100_000);
         return hold.stream(chunks(4, 2));
       });
-      assert.equal(await balanceOf(u.user_id), SIGNUP - 100_000);
+      assert.equal(await balanceOf(u.org_id), SIGNUP - 100_000);
       const got: string[] = [];
       await assert.rejects(async () => {
         for await (const c of stream) got.push(c);
       }, /broke off/);
       assert.deepEqual(got, ["c0", "c1"]);
-      assert.equal(await balanceOf(u.user_id), SIGNUP, "refunded");
-      const kinds = await db().selectFrom("ledger_entries").select("kind").where("account_id", "=", u.user_id).orderBy("seq").execute();
+      assert.equal(await balanceOf(u.org_id), SIGNUP, "refunded");
+      const kinds = await db().selectFrom("ledger_entries").select("kind").where("account_id", "=", u.org_id).orderBy("seq").execute();
       assert.deepEqual(
         kinds.map((k) => k.kind),
         ["signup_credit", "hold", "hold_release", "charge", "refund"],
@@ -219,32 +219,32 @@ for (const backend of BACKENDS) {
     test("a stream that fails before its first chunk is charged nothing", async () => {
       const u = await gw.register();
       await assert.rejects(
-        paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
+        paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
           const it = chunks(3, 0)[Symbol.asyncIterator]();
           await callUpstream("m", () => it.next());
           return hold.capture(100_000);
         }),
         (err: unknown) => err instanceof AppError && err.code === "provider_error",
       );
-      assert.equal(await balanceOf(u.user_id), SIGNUP);
+      assert.equal(await balanceOf(u.org_id), SIGNUP);
     });
 
     test("job helpers: capture and release in the caller's transaction, release idempotent", async () => {
       const u = await gw.register();
-      const h1 = await holdOrRefuse(db(), { accountId: u.user_id, amountMicros: 100_000, jobId: "job_a" }, refuse);
+      const h1 = await holdOrRefuse(db(), { accountId: u.org_id, amountMicros: 100_000, jobId: "job_a" }, refuse);
       await settleCapture(db(), h1.id, 70_000);
       assert.equal(await settleRelease(db(), h1.id), null, "a captured hold is not released");
-      const h2 = await holdOrRefuse(db(), { accountId: u.user_id, amountMicros: 100_000, jobId: "job_b" }, refuse);
+      const h2 = await holdOrRefuse(db(), { accountId: u.org_id, amountMicros: 100_000, jobId: "job_b" }, refuse);
       assert.notEqual(await settleRelease(db(), h2.id), null);
       assert.equal(await settleRelease(db(), h2.id), null);
       await assert.rejects(settleCapture(db(), h2.id, 1));
-      assert.equal(await balanceOf(u.user_id), SIGNUP - 70_000);
+      assert.equal(await balanceOf(u.org_id), SIGNUP - 70_000);
     });
 
     test("a shutdown drain waits for calls whose hold is still being placed", async () => {
       const u = await gw.register();
       let captured = false;
-      const call = paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 10_000 }, { onInsufficient: refuse }, async (hold) => {
+      const call = paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 10_000 }, { onInsufficient: refuse }, async (hold) => {
         const s = await hold.capture(4_000);
         captured = true;
         return s;
@@ -253,7 +253,7 @@ for (const backend of BACKENDS) {
       assert.equal(await paidCalls().drain(5_000), 0);
       assert.ok(captured, "the drain returned only after the call settled");
       await call;
-      assert.equal(await balanceOf(u.user_id), SIGNUP - 4_000);
+      assert.equal(await balanceOf(u.org_id), SIGNUP - 4_000);
     });
 
     test("parallel calls on one account: the balance covers some, the rest get 402, no overdraft", async () => {
@@ -262,7 +262,7 @@ for (const backend of BACKENDS) {
       let n = 0;
       const results = await Promise.allSettled(
         Array.from({ length: 12 }, () =>
-          paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
+          paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 100_000 }, { onInsufficient: refuse }, async (hold) => {
             const i = n++;
             await new Promise((r) => setTimeout(r, 5));
             if (i % 2 === 1) {
@@ -279,8 +279,8 @@ for (const backend of BACKENDS) {
       const failed = results.filter((r) => r.status === "rejected" && r.reason instanceof AppError && r.reason.status === 502).length;
       assert.equal(ok + refused + failed, 12);
       assert.ok(ok >= 1 && refused >= 1, `some succeed (${ok}) and some are refused (${refused})`);
-      assert.equal(await balanceOf(u.user_id), SIGNUP - 25_000 * ok);
-      assert.ok((await holdsOf(u.user_id)).every((h) => h.status !== "open"), "no hold left open");
+      assert.equal(await balanceOf(u.org_id), SIGNUP - 25_000 * ok);
+      assert.ok((await holdsOf(u.org_id)).every((h) => h.status !== "open"), "no hold left open");
     });
   });
 }

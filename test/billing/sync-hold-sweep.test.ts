@@ -31,8 +31,8 @@ for (const { name: backend, skip } of BACKENDS) {
       try {
         const db = gw.services.db.kysely;
         const u = await gw.register();
-        const old = await holdOrRefuse(db, { accountId: u.user_id, amountMicros: 10_000, reference: "speech" }, () => new Error("funds") as never);
-        const young = await holdOrRefuse(db, { accountId: u.user_id, amountMicros: 20_000, reference: "speech" }, () => new Error("funds") as never);
+        const old = await holdOrRefuse(db, { accountId: u.org_id, amountMicros: 10_000, reference: "speech" }, () => new Error("funds") as never);
+        const young = await holdOrRefuse(db, { accountId: u.org_id, amountMicros: 20_000, reference: "speech" }, () => new Error("funds") as never);
         await db.updateTable("holds").set({ created_at: Date.now() - 181_000 }).where("id", "=", old.id).execute();
         await db.updateTable("holds").set({ created_at: Date.now() - 170_000 }).where("id", "=", young.id).execute();
         const r = await sweepJobs(db, { sweepImageAfterS: 420, sweepVideoAfterS: 720, sweepSyncHoldsAfterS: gw.services.config.sweepSyncHoldsAfterS }, gw.services.jobChanges);
@@ -41,8 +41,8 @@ for (const { name: backend, skip } of BACKENDS) {
         const byId = Object.fromEntries(statuses.map((h) => [h.id, h.status]));
         assert.equal(byId[old.id], "released");
         assert.equal(byId[young.id], "open");
-        assert.equal(await getBalance(db, u.user_id), 500_000 - 20_000);
-        assert.equal(await ledgerSum(db, u.user_id), 500_000 - 20_000);
+        assert.equal(await getBalance(db, u.org_id), 500_000 - 20_000);
+        assert.equal(await ledgerSum(db, u.org_id), 500_000 - 20_000);
       } finally {
         await gw.close();
       }

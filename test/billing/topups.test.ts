@@ -103,16 +103,16 @@ for (const backend of BACKENDS) {
       assert.deepEqual(calls[0].body, {
         mode: "payment",
         line_items: [{ quantity: "1", price_data: { currency: "usd", unit_amount: "2500", product_data: { name: "Balance top-up" } } }],
-        client_reference_id: u.user_id,
-        metadata: { user_id: u.user_id },
+        client_reference_id: u.org_id,
+        metadata: { org_id: u.org_id, user_id: u.user_id },
         success_url: `${gw.url}/console/?topup=success`,
         cancel_url: `${gw.url}/console/?topup=cancel`,
       });
       const session = fake.sessions.get(id);
       assert.equal(session?.amount_total, 2500);
       assert.equal(session?.status, "open");
-      assert.deepEqual(await deposits(gw, u.user_id), []);
-      assert.equal(await assertBalanced(gw, u.user_id), 500_000, "only the signup credit");
+      assert.deepEqual(await deposits(gw, u.org_id), []);
+      assert.equal(await assertBalanced(gw, u.org_id), 500_000, "only the signup credit");
     });
 
     test("a session token may open a checkout, with its own return URLs", async () => {
@@ -173,7 +173,7 @@ for (const backend of BACKENDS) {
       } finally {
         fake.setFailure(null);
       }
-      assert.deepEqual(await deposits(gw, u.user_id), []);
+      assert.deepEqual(await deposits(gw, u.org_id), []);
     });
 
     test("a paid session records one deposit with the session id as reference, and the tier follows", async () => {
@@ -182,7 +182,7 @@ for (const backend of BACKENDS) {
       assert.equal(before.json.tier, 0);
       const paid = await fake.pay(id);
       assert.deepEqual(paid.deliveries.map((d) => [d.status, d.body]), [[200, { received: true }]]);
-      assert.deepEqual(await deposits(gw, u.user_id), [{ amount_micros: 25_000_000, reference: id }]);
+      assert.deepEqual(await deposits(gw, u.org_id), [{ amount_micros: 25_000_000, reference: id }]);
       const me = await gw.request("GET", "/v1/auth/me", { token: u.api_key });
       assert.equal(me.json.tier, 1, "25 USD of deposits earns tier 1");
       assert.equal(me.json.total_deposits_usd, 25);
@@ -192,15 +192,15 @@ for (const backend of BACKENDS) {
       assert.equal(entry.kind, "deposit");
       assert.equal(entry.amount_usd, 25);
       assert.equal(entry.reference, id);
-      assert.equal(await assertBalanced(gw, u.user_id), 25_500_000);
+      assert.equal(await assertBalanced(gw, u.org_id), 25_500_000);
 
       // Stripe retries the same event later, and then sends another success event for the session.
       const replay = await fake.deliver(paid.event, 1);
       assert.equal(replay[0].status, 200);
       const other = await fake.deliver(fake.buildEvent("checkout.session.async_payment_succeeded", paid.session), 1);
       assert.equal(other[0].status, 200);
-      assert.equal((await deposits(gw, u.user_id)).length, 1, "a replay records nothing");
-      assert.equal(await assertBalanced(gw, u.user_id), 25_500_000);
+      assert.equal((await deposits(gw, u.org_id)).length, 1, "a replay records nothing");
+      assert.equal(await assertBalanced(gw, u.org_id), 25_500_000);
     });
 
     test("the same event delivered 5 times at once records exactly one deposit", async () => {
@@ -208,8 +208,8 @@ for (const backend of BACKENDS) {
       const paid = await fake.pay(id, { deliveries: 5 });
       assert.equal(paid.deliveries.length, 5);
       for (const d of paid.deliveries) assert.deepEqual([d.status, d.body], [200, { received: true }], d.error);
-      assert.deepEqual(await deposits(gw, u.user_id), [{ amount_micros: 1_234_560_000, reference: id }]);
-      assert.equal(await assertBalanced(gw, u.user_id), 1_235_060_000);
+      assert.deepEqual(await deposits(gw, u.org_id), [{ amount_micros: 1_234_560_000, reference: id }]);
+      assert.equal(await assertBalanced(gw, u.org_id), 1_235_060_000);
       const me = await gw.request("GET", "/v1/auth/me", { token: u.api_key });
       assert.equal(me.json.tier, 4, "1234.56 USD of deposits earns tier 4");
     });
@@ -218,19 +218,30 @@ for (const backend of BACKENDS) {
       const { u, id } = await checkout(60);
       const unpaid = await fake.pay(id, { paymentStatus: "unpaid" });
       assert.deepEqual(unpaid.deliveries.map((d) => [d.status, d.body]), [[200, { received: true }]]);
-      assert.deepEqual(await deposits(gw, u.user_id), []);
+      assert.deepEqual(await deposits(gw, u.org_id), []);
       const later = await fake.pay(id, { type: "checkout.session.async_payment_succeeded", deliveries: 3 });
       assert.deepEqual(later.deliveries.map((d) => d.status), [200, 200, 200]);
-      assert.deepEqual(await deposits(gw, u.user_id), [{ amount_micros: 60_000_000, reference: id }]);
+      assert.deepEqual(await deposits(gw, u.org_id), [{ amount_micros: 60_000_000, reference: id }]);
       assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).json.tier, 2);
     });
 
-    test("the user comes from metadata.user_id when client_reference_id is missing", async () => {
+    test("the organization comes from metadata.org_id when client_reference_id is missing", async () => {
       const { u, id } = await checkout(10);
       const session = { ...(fake.sessions.get(id) as FakeCheckoutSession), client_reference_id: null, payment_status: "paid", status: "complete" };
       const res = await post(JSON.stringify(fake.buildEvent("checkout.session.completed", session)));
       assert.deepEqual([res.status, res.json], [200, { received: true }]);
-      assert.deepEqual(await deposits(gw, u.user_id), [{ amount_micros: 10_000_000, reference: id }]);
+      assert.deepEqual(await deposits(gw, u.org_id), [{ amount_micros: 10_000_000, reference: id }]);
+      const ledger = await gw.request("GET", "/v1/billing/ledger", { token: u.api_key });
+      assert.deepEqual([ledger.json.data[0].org_id, ledger.json.data[0].user_id], [u.org_id, u.user_id], "the member who paid (D41)");
+    });
+
+    test("a session opened before organizations (it names the user) credits the user's personal organization", async () => {
+      const { u, id } = await checkout(11);
+      const session = { ...(fake.sessions.get(id) as FakeCheckoutSession), client_reference_id: u.user_id, metadata: { user_id: u.user_id }, payment_status: "paid", status: "complete" };
+      const res = await post(JSON.stringify(fake.buildEvent("checkout.session.completed", session)));
+      assert.deepEqual([res.status, res.json], [200, { received: true }]);
+      assert.deepEqual(await deposits(gw, u.org_id), [{ amount_micros: 11_000_000, reference: id }]);
+      assert.equal(await assertBalanced(gw, u.org_id), 11_500_000);
     });
 
     test("unknown users, other currencies and other event types answer 200 and record nothing", async () => {
@@ -248,7 +259,7 @@ for (const backend of BACKENDS) {
         const res = await post(JSON.stringify(event));
         assert.deepEqual([res.status, res.json], [200, { received: true }], event.type);
       }
-      assert.deepEqual(await deposits(gw, u.user_id), []);
+      assert.deepEqual(await deposits(gw, u.org_id), []);
       const count = await gw.services.db.kysely.selectFrom("topups").select((eb) => eb.fn.countAll<string>().as("n")).where("session_id", "in", ["cs_test_unknownuser", "cs_test_nouser", "cs_test_euro"]).executeTakeFirst();
       assert.equal(Number(count?.n), 0);
     });
@@ -271,11 +282,11 @@ for (const backend of BACKENDS) {
         assert.equal(res.json.error.code, "invalid_request");
         assert.ok(!Buffer.from(res.bytes).toString().includes(WHSEC));
       }
-      assert.deepEqual(await deposits(gw, u.user_id), []);
+      assert.deepEqual(await deposits(gw, u.org_id), []);
       // The same payload, correctly signed, is accepted: the body was read byte for byte.
       const ok = await post(payload);
       assert.equal(ok.status, 200);
-      assert.equal((await deposits(gw, u.user_id)).length, 1);
+      assert.equal((await deposits(gw, u.org_id)).length, 1);
     });
 
     test("the webhook takes any content type and a body that is not JSON only with a valid signature", async () => {

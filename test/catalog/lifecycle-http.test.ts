@@ -45,7 +45,7 @@ describe("the built-in catalog's lifecycle fields", () => {
 
 describe(`MODEL_SHUTDOWN_DATES with past (${PAST}) and future (${FUTURE}) days`, () => {
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
 
   before(async () => {
     gw = await startGateway("sqlite", {
@@ -69,8 +69,8 @@ describe(`MODEL_SHUTDOWN_DATES with past (${PAST}) and future (${FUTURE}) days`,
   /** Balance and ledger sum, micro-USD, and the number of ledger entries. */
   async function money() {
     const db = gw.services.db.kysely;
-    const entries = await db.selectFrom("ledger_entries").select("kind").where("account_id", "=", user.user_id).execute();
-    return { balance: await getBalance(db, user.user_id), sum: await ledgerSum(db, user.user_id), entries: entries.length };
+    const entries = await db.selectFrom("ledger_entries").select("kind").where("account_id", "=", user.org_id).execute();
+    return { balance: await getBalance(db, user.org_id), sum: await ledgerSum(db, user.org_id), entries: entries.length };
   }
 
   test("the lists show the dates; a model with a date is deprecated; a retired one stays listed", async () => {
@@ -115,7 +115,7 @@ describe(`MODEL_SHUTDOWN_DATES with past (${PAST}) and future (${FUTURE}) days`,
       });
     }
     assert.deepEqual(await money(), before, "no hold, no charge, no ledger entry");
-    const jobs = await gw.services.db.kysely.selectFrom("jobs").select("id").where("account_id", "=", user.user_id).execute();
+    const jobs = await gw.services.db.kysely.selectFrom("jobs").select("id").where("account_id", "=", user.org_id).execute();
     assert.equal(jobs.length, 0, "no job was created");
   });
 

@@ -77,7 +77,7 @@ describe("cluster: two gateways and a worker on PostgreSQL and Redis", { skip },
     for (let i = 0; i < USERS; i++) {
       const r = await call(a.url, "POST", "/v1/auth/register", { email: `c${i}-${randomBytes(3).toString("hex")}@example.com`, password: "cluster password" });
       assert.equal(r.status, 200);
-      users.push({ id: r.json.user_id, key: r.json.api_key });
+      users.push({ id: r.json.org_id, key: r.json.api_key });
       await call(b.url, "POST", `/v1/admin/users/${r.json.user_id}/deposits`, { amount_usd: 50 }, ADMIN_TOKEN);
       // Tier 2 by deposits: 120 requests per minute, alpha pool 4, images 8 running + 24 queued.
     }

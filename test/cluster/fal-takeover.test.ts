@@ -48,7 +48,7 @@ describe("a SIGKILLed gateway's fal job finishes on the other gateway", { skip: 
 
   test("one submit, one charge, the job delivered", async () => {
     const [a] = procs;
-    const reg = await (await fetch(`${a.url}/v1/auth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: "k@example.com", password: "correct horse battery" }) })).json() as { api_key: string; user_id: string };
+    const reg = await (await fetch(`${a.url}/v1/auth/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: "k@example.com", password: "correct horse battery" }) })).json() as { api_key: string; user_id: string; org_id: string };
     const auth = { authorization: `Bearer ${reg.api_key}`, "content-type": "application/json" };
     const submitted = await (await fetch(`${a.url}/v1/images/generations`, { method: "POST", headers: auth, body: JSON.stringify({ model: "imgA-v4", prompt: "a kite" }) })).json() as { id: string };
     const client = new pg.Client({ connectionString: db.url });
@@ -82,7 +82,7 @@ describe("a SIGKILLed gateway's fal job finishes on the other gateway", { skip: 
       const job = (await (await fetch(`${survivor.url}/v1/jobs/${submitted.id}`, { headers: auth })).json()) as JobView;
       assert.equal(job?.status, "succeeded", JSON.stringify(job));
       assert.equal(fake.submits().length, 1, "fal saw exactly one submit");
-      const kinds = (await client.query("SELECT kind FROM ledger_entries WHERE account_id = $1 ORDER BY seq", [reg.user_id])).rows.map((r: { kind: string }) => r.kind);
+      const kinds = (await client.query("SELECT kind FROM ledger_entries WHERE account_id = $1 ORDER BY seq", [reg.org_id])).rows.map((r: { kind: string }) => r.kind);
       assert.deepEqual(kinds, ["signup_credit", "hold", "hold_release", "charge"]);
       const bal = await (await fetch(`${survivor.url}/v1/auth/me`, { headers: auth })).json() as { balance_usd: number };
       assert.equal(bal.balance_usd, 0.5 - (job?.cost_usd ?? 0));

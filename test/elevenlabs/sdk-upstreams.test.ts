@@ -31,7 +31,7 @@ describe("the ElevenLabs SDK against the gateway on ElevenLabs and MiniMax sourc
   let backup: ElevenLabsFake;
   let mm: MiniMaxFake;
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   let el: ElevenLabsClient;
 
   before(async () => {
@@ -63,8 +63,8 @@ describe("the ElevenLabs SDK against the gateway on ElevenLabs and MiniMax sourc
   /** The balance in micro-USD, checked against the ledger sum every time. */
   async function balance(): Promise<number> {
     const db = gw.services.db.kysely;
-    const b = await getBalance(db, user.user_id);
-    assert.equal(b, await ledgerSum(db, user.user_id));
+    const b = await getBalance(db, user.org_id);
+    assert.equal(b, await ledgerSum(db, user.org_id));
     return b ?? -1;
   }
   const micros = (usd: string | null): number => usdToMicros(usd ?? "") ?? Number.NaN;

@@ -22,7 +22,7 @@ async function drain(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
 
 for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway (D36), ${backend.name}`, { skip: backend.skip }, () => {
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   let el: ElevenLabsClient;
 
   const micros = (usd: string | null): number => {
@@ -92,7 +92,7 @@ for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway
     const after = await balanceOf(user.api_key);
     assert.equal(before - after, cost);
     assert.equal(micros(h.get("x-svc-balance-usd")), after);
-    assert.equal(await ledgerSum(user.user_id), after);
+    assert.equal(await ledgerSum(user.org_id), after);
     const usage = await usageOf(requestId ?? "");
     assert.equal(usage.kind, "speech");
     assert.equal(usage.status, "succeeded");
@@ -118,7 +118,7 @@ for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway
     assert.equal(second.rawResponse.headers.get("x-svc-model"), "alpha-v3");
     const after = await balanceOf(user.api_key);
     assert.equal(mid - after, micros(second.rawResponse.headers.get("x-svc-cost-usd")));
-    assert.equal(await ledgerSum(user.user_id), after);
+    assert.equal(await ledgerSum(user.org_id), after);
   });
 
   test("textToSoundEffects.convert and music.compose: audio bytes, exact money, the native kinds", async () => {
@@ -143,7 +143,7 @@ for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway
     after = await balanceOf(user.api_key);
     assert.equal(balance - after, musicCost);
     assert.equal((await usageOf(mh.get("request-id") ?? "")).kind, "music");
-    assert.equal(await ledgerSum(user.user_id), after);
+    assert.equal(await ledgerSum(user.org_id), after);
 
     const bad = await failure(el.textToSoundEffects.convert({ text: "boom", durationSeconds: 60 }));
     assert.equal(bad.statusCode, 422);
@@ -163,7 +163,7 @@ for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway
 
   test("user.get and user.subscription.get: tier name, characters this month, what the balance buys", async () => {
     const me = (await gw.request("GET", "/v1/auth/me", { token: user.api_key })).json;
-    const usage = await gw.services.db.kysely.selectFrom("usage_records").select("characters").where("account_id", "=", user.user_id).where("status", "=", "succeeded").execute();
+    const usage = await gw.services.db.kysely.selectFrom("usage_records").select("characters").where("account_id", "=", user.org_id).where("status", "=", "succeeded").execute();
     const chars = usage.reduce((s, r) => s + (r.characters ?? 0), 0);
     const balance = micros(me.balance_usd);
     const sub = await el.user.subscription.get();
@@ -174,7 +174,7 @@ for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway
     assert.deepEqual(sub.currentOverage, { amount: "0", currency: "usd" });
     assert.equal(sub.hasOpenInvoices, false);
     const u = await el.user.get();
-    assert.equal(u.userId, user.user_id);
+    assert.equal(u.userId, user.org_id);
     assert.equal(u.subscription.tier, me.tier_name);
     assert.equal(u.subscription.characterCount, chars);
     assert.equal(typeof u.createdAt, "number");
@@ -200,13 +200,13 @@ for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway
     const poor = await gw.register();
     const client = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: poor.api_key });
     const before = await balanceOf(poor.api_key);
-    const entries = await ledgerCount(poor.user_id);
+    const entries = await ledgerCount(poor.org_id);
     const err = await failure(client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "a".repeat(2000) }));
     assert.equal(err.statusCode, 402);
     assert.equal((err.body as { detail: { status: string } }).detail.status, "billing_error");
     assert.equal(await balanceOf(poor.api_key), before);
-    assert.equal(await ledgerCount(poor.user_id), entries);
-    assert.equal(await ledgerSum(poor.user_id), before);
+    assert.equal(await ledgerCount(poor.org_id), entries);
+    assert.equal(await ledgerSum(poor.org_id), before);
   });
 
   test("a bad body: 422 in FastAPI's shape, nothing charged; an unknown model: 400 with the native code", async () => {
@@ -237,12 +237,12 @@ for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway
     assert.equal(created.status, 201, JSON.stringify(created.json));
     const client = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: created.json.api_key as string });
     const before = await balanceOf(user.api_key);
-    const entries = await ledgerCount(user.user_id);
+    const entries = await ledgerCount(user.org_id);
     const { data, rawResponse } = await client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "Just testing." }).withRawResponse();
     assert.ok((await drain(data)).length > 0);
     assert.equal(rawResponse.headers.get("x-svc-test-mode"), "true");
     assert.equal(await balanceOf(user.api_key), before);
-    assert.equal(await ledgerCount(user.user_id), entries);
+    assert.equal(await ledgerCount(user.org_id), entries);
     const usage = await usageOf(rawResponse.headers.get("request-id") ?? "");
     assert.equal(usage.mode, "test");
   });
@@ -340,7 +340,7 @@ for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway
     assert.ok(cost > 0);
     const after = await balanceOf(user.api_key);
     assert.equal(before - after, cost);
-    assert.equal(await ledgerSum(user.user_id), after);
+    assert.equal(await ledgerSum(user.org_id), after);
     assert.equal((await usageOf(h.get("request-id") ?? "")).cost_micros, cost);
   });
 
@@ -373,7 +373,7 @@ for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway
     assert.equal(made.status, 201, JSON.stringify(made.json));
     const client = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: made.json.api_key as string });
     const before = await balanceOf(user.api_key);
-    const entries = await ledgerCount(user.user_id);
+    const entries = await ledgerCount(user.org_id);
     const refused = await failure(client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "Not this model." }));
     assert.equal(refused.statusCode, 403);
     assert.equal((refused.body as { detail: { status: string } }).detail.status, "model_not_allowed");
@@ -382,7 +382,7 @@ for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway
     assert.equal(over.statusCode, 402);
     assert.equal((over.body as { detail: { status: string } }).detail.status, "key_spend_limit");
     assert.equal(await balanceOf(user.api_key), before);
-    assert.equal(await ledgerCount(user.user_id), entries);
+    assert.equal(await ledgerCount(user.org_id), entries);
     const ok = await client.textToSpeech.convert(DEMO_ALPHA_VOICE_ID, { text: "Within it.", modelId: "eleven_flash_v2_5" }).withRawResponse();
     assert.ok((await drain(ok.data)).length > 0);
     assert.equal(before - (await balanceOf(user.api_key)), micros(ok.rawResponse.headers.get("x-svc-cost-usd")));

@@ -88,7 +88,7 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
   describe(name, () => {
     let gw: TestGateway;
     let fake: FalFake | null;
-    let user: { user_id: string; api_key: string };
+    let user: { user_id: string; org_id: string; api_key: string };
     let fal: FalClient;
     const m = money(() => gw);
 
@@ -105,7 +105,7 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
     after(teardown);
 
     test("subscribe to an image endpoint: fal's output JSON with the gateway's PNG, the job in the job list, exact money", async () => {
-      const before = await m.balance(user.user_id);
+      const before = await m.balance(user.org_id);
       let enqueued = "";
       const updates: string[] = [];
       const out = await fal.subscribe("fal-ai/flux-2-pro", {
@@ -129,7 +129,7 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
       const job = await m.job(out.requestId);
       assert.equal(job.model, "imgB-2-pro");
       assert.equal(job.status, "succeeded");
-      await m.charged(user.user_id, before, out.requestId, "succeeded");
+      await m.charged(user.org_id, before, out.requestId, "succeeded");
       const list = await gw.request("GET", "/v1/jobs?limit=5", { token: user.api_key });
       assert.ok(list.json.data.some((j: { id: string }) => j.id === out.requestId), "in GET /v1/jobs");
       if (fake) {
@@ -141,7 +141,7 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
     });
 
     test("subscribe to a video endpoint: a 4 s MP4 on the gateway, exact money by the second", async () => {
-      const before = await m.balance(user.user_id);
+      const before = await m.balance(user.org_id);
       const out = await fal.subscribe("fal-ai/veo3.1/fast", { input: { prompt: "waves at dusk", duration: "4s", aspect_ratio: "16:9" }, pollInterval: 50 });
       const data = out.data as Video;
       assert.ok(data.video.url.startsWith(`${gw.url}/v1/files/`));
@@ -151,7 +151,7 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
       const job = await m.job(out.requestId);
       assert.equal(job.model, "vidD-3-fast");
       assert.equal(Number(job.duration_sec), 4);
-      const after = await m.charged(user.user_id, before, out.requestId, "succeeded");
+      const after = await m.charged(user.org_id, before, out.requestId, "succeeded");
       // vidD-3-fast is billed per second: 4 of them.
       assert.equal((before - after) % 4, 0);
       if (fake) {
@@ -162,7 +162,7 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
     });
 
     test("queue.submit, status and result; run; the image-to-video variant and the rows sharing an endpoint", async () => {
-      const before = await m.balance(user.user_id);
+      const before = await m.balance(user.org_id);
       const endpoint = "fal-ai/flux-pro/v1.1-ultra";
       const submitted = await fal.queue.submit(endpoint, { input: { prompt: "a lake at dawn", num_images: 2, aspect_ratio: "16:9" } });
       assert.equal(submitted.status, "IN_QUEUE");
@@ -180,13 +180,13 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
       const result = await fal.queue.result(endpoint, { requestId: submitted.request_id });
       assert.equal((result.data as Images).images.length, 2);
       assert.equal((await m.job(submitted.request_id)).model, "imgB-1.1-ultra");
-      let balance = await m.charged(user.user_id, before, submitted.request_id, "succeeded");
+      let balance = await m.charged(user.org_id, before, submitted.request_id, "succeeded");
 
       // fal.run: submit and wait, the output JSON at once.
       const run = await fal.run("fal-ai/recraft/v4/text-to-image", { input: { prompt: "a fox", image_size: "square_hd" } });
       assert.equal((run.data as Images).images.length, 1);
       assert.equal((await m.job(run.requestId)).model, "imgA-v4");
-      balance = await m.charged(user.user_id, balance, run.requestId, "succeeded");
+      balance = await m.charged(user.org_id, balance, run.requestId, "succeeded");
 
       // Kling v3 serves two catalog models: generate_audio tells them apart (fal's default: with audio).
       const kling = await fal.queue.submit("fal-ai/kling-video/v3/pro/text-to-video", { input: { prompt: "a cat", duration: "5" } });
@@ -208,25 +208,25 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
         assert.equal((sent?.body as { start_image_url: string }).start_image_url, "https://example.com/cat.png");
         assert.equal((sent?.body as { generate_audio: boolean }).generate_audio, false);
       }
-      assert.equal(await m.balance(user.user_id), balance);
-      assert.equal(await m.ledgerSum(user.user_id), balance);
+      assert.equal(await m.balance(user.org_id), balance);
+      assert.equal(await m.ledgerSum(user.org_id), balance);
     });
 
     test("queue.cancel: the hold released, the job canceled; status COMPLETED with the error; result 422; a second cancel 400", async () => {
-      const before = await m.balance(user.user_id);
+      const before = await m.balance(user.org_id);
       const endpoint = "fal-ai/recraft/v4/text-to-image";
       // A job that never ends by itself: the simulator hangs, the fake stays in progress.
       const submitted = await fal.queue.submit(endpoint, {
         input: { prompt: fake ? "a slow fox [fake:stuck]" : "a slow fox" },
         headers: { "x-svc-simulate": "hang" },
       });
-      const held = await m.balance(user.user_id);
+      const held = await m.balance(user.org_id);
       assert.ok(held < before, "a hold");
       await fal.queue.cancel(endpoint, { requestId: submitted.request_id });
       const job = await m.job(submitted.request_id);
       assert.equal(job.status, "failed");
       assert.equal(job.error_code, "canceled");
-      await m.charged(user.user_id, before, submitted.request_id, "failed");
+      await m.charged(user.org_id, before, submitted.request_id, "failed");
       const status = await fal.queue.status(endpoint, { requestId: submitted.request_id });
       assert.equal(status.status, "COMPLETED");
       assert.equal((status as unknown as { error_type: string }).error_type, "canceled");
@@ -237,11 +237,11 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
       const again = await failure(fal.queue.cancel(endpoint, { requestId: submitted.request_id }));
       assert.equal(again.status, 400);
       if (fake) assert.ok(fake.requests.some((r) => r.method === "PUT" && r.path.endsWith("/cancel")), "the upstream request was withdrawn");
-      assert.equal(await m.balance(user.user_id), before);
+      assert.equal(await m.balance(user.org_id), before);
     });
 
     test("a failed job: status COMPLETED with the error, result 422 {detail, error_type}, nothing charged", async () => {
-      const before = await m.balance(user.user_id);
+      const before = await m.balance(user.org_id);
       const endpoint = "fal-ai/recraft/v4/text-to-image";
       let requestId = "";
       const err = await failure(
@@ -258,7 +258,7 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
       assert.equal(err.body.error_type, job.error_code);
       assert.equal(err.body.detail, job.error_message);
       assert.equal(job.error_code, fake ? "content_rejected" : "provider_error");
-      await m.charged(user.user_id, before, job.id, "failed");
+      await m.charged(user.org_id, before, job.id, "failed");
     });
 
     test("fal_webhook becomes the job's webhook_url; a balance too low is 402 in fal's shape", async () => {
@@ -268,16 +268,16 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
       // A new account's starting credit does not cover 8 s of Veo 3.1 (tier 1 set by the operator, for video).
       const poor = await gw.register();
       assert.equal((await gw.request("PUT", `/v1/admin/users/${poor.user_id}/tier`, { token: ADMIN_TOKEN, body: { tier: 1 } })).status, 200);
-      const start = await m.balance(poor.user_id);
+      const start = await m.balance(poor.org_id);
       const err = await failure(falFor(gw, poor.api_key).queue.submit("fal-ai/veo3.1", { input: { prompt: "x", duration: "8s" } }));
       assert.equal(err.status, 402);
       assert.equal(err.body.error_type, "insufficient_balance");
-      assert.equal(await m.balance(poor.user_id), start);
-      assert.equal(await m.ledgerSum(poor.user_id), start);
+      assert.equal(await m.balance(poor.org_id), start);
+      assert.equal(await m.ledgerSum(poor.org_id), start);
     });
 
     test("an unknown endpoint: fal's 404, nothing held; an unknown request id: 404", async () => {
-      const before = await m.balance(user.user_id);
+      const before = await m.balance(user.org_id);
       const sent = fake?.submits().length ?? 0;
       const err = await failure(fal.subscribe("fal-ai/no-such-model/v9", { input: { prompt: "x" } }));
       assert.equal(err.status, 404);
@@ -285,13 +285,13 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
       const unknown = await failure(fal.queue.status("fal-ai/flux-pro", { requestId: "job_doesnotexist" }));
       assert.equal(unknown.status, 404);
       assert.equal(unknown.body.error_type, "job_not_found");
-      assert.equal(await m.balance(user.user_id), before);
-      assert.equal(await m.ledgerSum(user.user_id), before);
+      assert.equal(await m.balance(user.org_id), before);
+      assert.equal(await m.ledgerSum(user.org_id), before);
       assert.equal(fake?.submits().length ?? 0, sent);
     });
 
     test("an input fal would refuse: 422 in fal's shape (ValidationError), nothing held", async () => {
-      const before = await m.balance(user.user_id);
+      const before = await m.balance(user.org_id);
       const err = await failure(fal.queue.submit(ANY_ENDPOINT("fal-ai/veo3.1/fast"), { input: { prompt: "waves", duration: "5s" } }));
       assert.ok(err instanceof ValidationError);
       assert.deepEqual(err.fieldErrors[0].loc, ["body", "duration"]);
@@ -304,11 +304,11 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
       const native = await failure(fal.queue.submit("fal-ai/flux-2-pro", { input: { prompt: "   " } }));
       assert.equal(native.status, 400);
       assert.equal(native.body.error_type, "invalid_prompt");
-      assert.equal(await m.balance(user.user_id), before);
+      assert.equal(await m.balance(user.org_id), before);
     });
 
     test("a refused target: 400 invalid_request, nothing sent anywhere, nothing held", async () => {
-      const before = await m.balance(user.user_id);
+      const before = await m.balance(user.org_id);
       const submits = fake?.submits().length ?? 0;
       // An address the proxy does not serve (fal's REST API), as the client builds it for a full URL.
       const err = await failure(fal.queue.submit("https://rest.fal.ai/admin/keys", { input: { prompt: "x" } }));
@@ -338,7 +338,7 @@ function scenarios(name: string, setup: () => Promise<{ gw: TestGateway; fake: F
       assert.equal(bad.status, 401);
       assert.equal(bad.body.error_type, "auth_error");
       assert.equal(fake?.submits().length ?? 0, submits, "nothing reached the fal source");
-      assert.equal(await m.balance(user.user_id), before);
+      assert.equal(await m.balance(user.org_id), before);
     });
 
     test("raw protocol answers match the OpenAPI document; Idempotency-Key replays the same job", async () => {

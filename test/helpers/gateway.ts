@@ -37,7 +37,7 @@ export interface TestGateway {
    */
   client(token?: string): GatewayClient;
   /** Registers a fresh user and returns its secrets. */
-  register(): Promise<{ user_id: string; api_key: string; session_token: string; email: string }>;
+  register(): Promise<{ user_id: string; org_id: string; api_key: string; session_token: string; email: string }>;
   /** Operator deposit (USD). */
   deposit(userId: string, amountUsd: number): Promise<void>;
   /** Polls `GET /v1/jobs/{id}` until the job is terminal (or `timeoutMs` passes). */
@@ -132,7 +132,8 @@ export async function startGateway(
         body: { email, password: "correct horse battery" },
       });
       if (!data) throw new Error(`register failed: ${response.status} ${JSON.stringify(error)}`);
-      return { ...data, email };
+      // `org_id` (D41) is in the answer; the generated client schema may predate it.
+      return { ...(data as typeof data & { org_id: string }), email };
     },
     async deposit(userId, amountUsd) {
       const res = await request("POST", `/v1/admin/users/${userId}/deposits`, {

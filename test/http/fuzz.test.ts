@@ -101,8 +101,8 @@ function chunkedBody(text: string, cuts: number[], pad: number): ReadableStream<
 describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () => {
   let gw: TestGateway;
   let operations: Operation[];
-  let user: { user_id: string; api_key: string; session_token: string };
-  let other: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string; session_token: string };
+  let other: { user_id: string; org_id: string; api_key: string };
   const slow: RawConnection[] = [];
   let trickle: NodeJS.Timeout | undefined;
 
@@ -167,7 +167,7 @@ describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () =>
           if (token) headers.authorization = `Bearer ${token}`;
           if (r.contentType && r.body !== undefined) headers["content-type"] = r.contentType;
           if (r.idempotencyKey !== undefined) headers["idempotency-key"] = r.idempotencyKey;
-          const before = await getBalance(db, user.user_id);
+          const before = await getBalance(db, user.org_id);
           const withBody = op.method !== "GET" && op.method !== "DELETE" && r.body !== undefined;
           const chunked = withBody && r.chunked !== undefined;
           if (chunked) chunkedSent++;
@@ -211,7 +211,7 @@ describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () =>
               assert.ok(e.param === null || typeof e.param === "string", where);
             }
             // A deposit by the operator is the one 4xx-free way money moves; a 4xx never moves it.
-            assert.equal(await getBalance(db, user.user_id), before, `a 4xx moved money: ${where}`);
+            assert.equal(await getBalance(db, user.org_id), before, `a 4xx moved money: ${where}`);
           }
         }),
         { numRuns: RUNS, seed: SEED, endOnFailure: true },
@@ -229,7 +229,7 @@ describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () =>
     const r = await gw.request("POST", "/v1/audio/speech", { token: user.api_key, body: { input: "still alive", voice_id: DEMO_ALPHA_VOICE_ID } });
     assert.equal(r.status, 200);
     const db = gw.services.db.kysely;
-    for (const id of [user.user_id, other.user_id]) {
+    for (const id of [user.org_id, other.org_id]) {
       const balance = await getBalance(db, id);
       assert.ok(balance !== null && balance >= 0);
       assert.equal(balance, await ledgerSum(db, id));

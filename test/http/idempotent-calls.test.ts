@@ -39,7 +39,7 @@ for (const backend of BACKENDS) {
     });
 
     /** A fresh account with `usd` deposited and a high request limit. */
-    async function account(usd = 20): Promise<{ user_id: string; api_key: string; session_token: string }> {
+    async function account(usd = 20): Promise<{ user_id: string; org_id: string; api_key: string; session_token: string }> {
       const u = await gw.register();
       await gw.deposit(u.user_id, usd);
       assert.equal((await gw.request("PUT", `/v1/admin/users/${u.user_id}/limits`, { token: ADMIN_TOKEN, body: { rpm: 100_000 } })).status, 200);
@@ -77,7 +77,7 @@ for (const backend of BACKENDS) {
 
     test("speech (bytes): a retry with the same key replays the answer, charged once", async () => {
       const u = await account();
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       const body = { input: "Say it once, even when asked twice.", voice_id: DEMO_ALPHA_VOICE_ID };
       const headers = { "Idempotency-Key": "speech-1" };
       const first = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body, headers });
@@ -86,7 +86,7 @@ for (const backend of BACKENDS) {
       const again = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body, headers });
       assertReplay(first, again);
       assert.equal(again.headers.get("content-length"), String(first.bytes.length));
-      await assertChargedOnce(u.user_id, m0, first);
+      await assertChargedOnce(u.org_id, m0, first);
       // The same body in another key order is the same request.
       const reordered = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: { voice_id: body.voice_id, input: body.input }, headers });
       assertReplay(first, reordered);
@@ -94,12 +94,12 @@ for (const backend of BACKENDS) {
       const plain = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body });
       assert.equal(plain.status, 200);
       assert.equal(plain.headers.get("idempotent-replayed"), null);
-      assert.equal((await money(u.user_id)).charges - m0.charges, 2);
+      assert.equal((await money(u.org_id)).charges - m0.charges, 2);
     });
 
     test("speech streamed (beta, chunked): the stream is stored as it goes and replayed whole", async () => {
       const u = await account();
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       const body = { input: "Streaming speech arrives progressively. ".repeat(5), voice_id: DEMO_BETA_VOICE_ID, model: "beta-speech-hd", stream: true };
       const send = async (): Promise<TestResponse> => {
         const res = await fetch(`${gw.url}/v1/audio/speech`, {
@@ -122,34 +122,34 @@ for (const backend of BACKENDS) {
       assert.ok(first.bytes.length > 10_000);
       const again = await send();
       assertReplay(first, again);
-      await assertChargedOnce(u.user_id, m0, first);
+      await assertChargedOnce(u.org_id, m0, first);
     });
 
     test("music: replayed, charged once", async () => {
       const u = await account();
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       const body = { prompt: "calm piano", music_length_ms: 3000 };
       const headers = { "Idempotency-Key": "music-1" };
       const first = await gw.request("POST", "/v1/audio/music", { token: u.api_key, body, headers });
       assert.equal(first.status, 200);
       const again = await gw.request("POST", "/v1/audio/music", { token: u.api_key, body, headers });
       assertReplay(first, again);
-      await assertChargedOnce(u.user_id, m0, first);
+      await assertChargedOnce(u.org_id, m0, first);
     });
 
     test("chat completions, JSON and server-sent events: replayed, charged once each", async () => {
       const u = await account();
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       const body = { model: "txtA-small", messages: [{ role: "user", content: "Count to three." }] };
       const first = await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body, headers: { "Idempotency-Key": "chat-1" } });
       assert.equal(first.status, 200, JSON.stringify(first.json));
       const again = await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body, headers: { "Idempotency-Key": "chat-1" } });
       assertReplay(first, again);
       assert.equal(again.json.id, first.json.id, "the same completion, not a new one");
-      await assertChargedOnce(u.user_id, m0, first);
+      await assertChargedOnce(u.org_id, m0, first);
 
       // A streamed answer is written by hand (a hijacked reply): recorded all the same.
-      const m1 = await money(u.user_id);
+      const m1 = await money(u.org_id);
       const streamed = { ...body, stream: true, stream_options: { include_usage: true } };
       const s1 = await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body: streamed, headers: { "Idempotency-Key": "chat-2" } });
       assert.equal(s1.status, 200);
@@ -158,13 +158,13 @@ for (const backend of BACKENDS) {
       const s2 = await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body: streamed, headers: { "Idempotency-Key": "chat-2" } });
       assert.equal(s2.headers.get("idempotent-replayed"), "true");
       assert.ok(Buffer.from(s2.bytes).equals(Buffer.from(s1.bytes)), "identical events");
-      const m2 = await money(u.user_id);
+      const m2 = await money(u.org_id);
       assert.deepEqual({ holds: m2.holds - m1.holds, charges: m2.charges - m1.charges, usage: m2.usage - m1.usage }, { holds: 1, charges: 1, usage: 1 });
     });
 
     test("concurrent duplicates: one runs, the others are 409 idempotency_in_progress; one charge", async () => {
       const u = await account();
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       const body = { input: "Racing requests.", voice_id: DEMO_ALPHA_VOICE_ID };
       // `slow` keeps the first call running for a second: its duplicates arrive while it runs.
       const headers = { "Idempotency-Key": "race-1", "X-Svc-Simulate": "slow" };
@@ -179,15 +179,15 @@ for (const backend of BACKENDS) {
         assert.equal(b.headers.get("retry-after"), "1");
         assert.equal(b.headers.get("x-should-retry"), "true");
       }
-      await assertChargedOnce(u.user_id, m0, ok[0]);
+      await assertChargedOnce(u.org_id, m0, ok[0]);
       const later = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body, headers });
       assertReplay(ok[0], later);
-      await assertChargedOnce(u.user_id, m0, ok[0]);
+      await assertChargedOnce(u.org_id, m0, ok[0]);
     });
 
     test("a client that hangs up mid-call keeps its key until the call ended; the retry then runs once", async () => {
       const u = await account();
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       const body = { input: "Hanging up early.", voice_id: DEMO_ALPHA_VOICE_ID };
       const controller = new AbortController();
       const gone = fetch(`${gw.url}/v1/audio/speech`, {
@@ -207,7 +207,7 @@ for (const backend of BACKENDS) {
         await new Promise((r) => setTimeout(r, 250));
       }
       assert.equal(retry?.status, 200);
-      const m1 = await money(u.user_id);
+      const m1 = await money(u.org_id);
       assert.equal(m1.charges - m0.charges, 1, "the abandoned call was not charged, its retry once");
       assert.equal(m0.balance - m1.balance, Math.round(Number(retry?.headers.get("x-svc-cost-usd")) * 1_000_000));
     });
@@ -217,7 +217,7 @@ for (const backend of BACKENDS) {
       const headers = { "Idempotency-Key": "conflict-1" };
       const first = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: { input: "One thing.", voice_id: DEMO_ALPHA_VOICE_ID }, headers });
       assert.equal(first.status, 200);
-      const m1 = await money(u.user_id);
+      const m1 = await money(u.org_id);
       const other = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: { input: "Another thing.", voice_id: DEMO_ALPHA_VOICE_ID }, headers });
       assert.equal(other.status, 409);
       assert.equal(other.json.error.code, "idempotency_conflict");
@@ -227,7 +227,7 @@ for (const backend of BACKENDS) {
       const music = await gw.request("POST", "/v1/audio/music", { token: u.api_key, body: { prompt: "x", music_length_ms: 1000 }, headers });
       assert.equal(music.status, 409);
       assert.equal(music.json.error.code, "idempotency_conflict");
-      assert.deepEqual(await money(u.user_id), m1);
+      assert.deepEqual(await money(u.org_id), m1);
       // Keys are per API key: another key of the account uses the same key freely.
       const second = await gw.request("POST", "/v1/auth/keys", { token: u.session_token, body: { name: "second" } });
       assert.equal(second.status, 201, JSON.stringify(second.json));
@@ -238,18 +238,18 @@ for (const backend of BACKENDS) {
 
     test("a failed first call frees the key: the retry runs afresh and is charged once", async () => {
       const u = await account();
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       const body = { input: "Try, fail, try again.", voice_id: DEMO_ALPHA_VOICE_ID };
       const failed = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body, headers: { "Idempotency-Key": "fail-1", "X-Svc-Simulate": "fail" } });
       assert.equal(failed.status, 502, JSON.stringify(failed.json));
       assert.equal(failed.json.error.code, "provider_error");
-      const m1 = await money(u.user_id);
+      const m1 = await money(u.org_id);
       assert.equal(m1.balance, m0.balance, "nothing charged");
       assert.equal(m1.charges, m0.charges);
       const retry = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body, headers: { "Idempotency-Key": "fail-1" } });
       assert.equal(retry.status, 200);
       assert.equal(retry.headers.get("idempotent-replayed"), null, "a new call, not a replay of the failure");
-      const m2 = await money(u.user_id);
+      const m2 = await money(u.org_id);
       assert.equal(m2.charges - m0.charges, 1);
       assert.equal(m0.balance - m2.balance, Math.round(Number(retry.headers.get("x-svc-cost-usd")) * 1_000_000));
       // A refused request (4xx) frees it too.
@@ -257,13 +257,13 @@ for (const backend of BACKENDS) {
       assert.equal(refused.status, 400, JSON.stringify(refused.json));
       const fixed = await gw.request("POST", "/v1/audio/music", { token: u.api_key, body: { prompt: "x", music_length_ms: 1000 }, headers: { "Idempotency-Key": "fail-2" } });
       assert.equal(fixed.status, 200, "another body under a released key is a first request");
-      const m3 = await money(u.user_id);
+      const m3 = await money(u.org_id);
       assert.equal(m3.charges - m2.charges, 1);
     });
 
     test("voice cloning (multipart): the parts are the request; one voice, one charge", async () => {
       const u = await account();
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       const wav = makeWav(12);
       const form = (name: string) => {
         const f = new FormData();
@@ -284,15 +284,15 @@ for (const backend of BACKENDS) {
       const other = await clone("Someone else");
       assert.equal(other.status, 409);
       assert.equal((other.json.error as { code: string }).code, "idempotency_conflict");
-      await assertChargedOnce(u.user_id, m0, first);
-      const voices = await gw.services.db.kysely.selectFrom("voices").select("id").where("account_id", "=", u.user_id).execute();
+      await assertChargedOnce(u.org_id, m0, first);
+      const voices = await gw.services.db.kysely.selectFrom("voices").select("id").where("account_id", "=", u.org_id).execute();
       assert.equal(voices.length, 1);
     });
 
     test("the ElevenLabs SDK with the header in its request options: one charge, identical bytes; 409 in ElevenLabs' shape", async () => {
       const u = await account();
       const el = new ElevenLabsClient({ baseUrl: `${gw.url}/elevenlabs`, apiKey: u.api_key, maxRetries: 0 });
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       const convert = async (text: string) => {
         const { data, rawResponse } = await el.textToSpeech
           .convert(DEMO_ALPHA_VOICE_ID, { text }, { headers: { "Idempotency-Key": "el-1" } })
@@ -307,7 +307,7 @@ for (const backend of BACKENDS) {
       assert.equal(again.headers.get("idempotent-replayed"), "true");
       assert.equal(again.headers.get("request-id"), first.headers.get("request-id"));
       assert.equal(again.headers.get("character-cost"), first.headers.get("character-cost"));
-      const m1 = await money(u.user_id);
+      const m1 = await money(u.org_id);
       assert.deepEqual({ holds: m1.holds - m0.holds, charges: m1.charges - m0.charges, usage: m1.usage - m0.usage }, { holds: 1, charges: 1, usage: 1 });
       assert.equal(m0.balance - m1.balance, Math.round(Number(first.headers.get("x-svc-cost-usd")) * 1_000_000));
       let caught: unknown = null;
@@ -319,13 +319,13 @@ for (const backend of BACKENDS) {
       assert.ok(caught instanceof ElevenLabsError, String(caught));
       assert.equal(caught.statusCode, 409);
       assert.deepEqual((caught.body as { detail: { status: string } }).detail.status, "idempotency_conflict");
-      assert.deepEqual(await money(u.user_id), m1);
+      assert.deepEqual(await money(u.org_id), m1);
     });
 
     test("the openai SDK's chat with the header in its request options: one charge, the same completion", async () => {
       const u = await account();
       const client = new OpenAI({ apiKey: u.api_key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 });
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       const ask = () =>
         client.chat.completions
           .create({ model: "txtA-small", messages: [{ role: "user", content: "Name a colour." }] }, { headers: { "Idempotency-Key": "oa-1" } })
@@ -334,7 +334,7 @@ for (const backend of BACKENDS) {
       const again = await ask();
       assert.equal(again.response.headers.get("idempotent-replayed"), "true");
       assert.deepEqual(again.data, first.data);
-      const m1 = await money(u.user_id);
+      const m1 = await money(u.org_id);
       assert.deepEqual({ holds: m1.holds - m0.holds, charges: m1.charges - m0.charges, usage: m1.usage - m0.usage }, { holds: 1, charges: 1, usage: 1 });
     });
 
@@ -342,7 +342,7 @@ for (const backend of BACKENDS) {
       const u = await account();
       const key = await gw.request("POST", "/v1/auth/keys", { token: u.session_token, body: { name: "test", mode: "test" } });
       assert.equal(key.status, 201, JSON.stringify(key.json));
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       const body = { input: "Test mode.", voice_id: DEMO_ALPHA_VOICE_ID };
       const headers = { "Idempotency-Key": "test-1" };
       const first = await gw.request("POST", "/v1/audio/speech", { token: key.json.api_key, body, headers });
@@ -351,7 +351,7 @@ for (const backend of BACKENDS) {
       const again = await gw.request("POST", "/v1/audio/speech", { token: key.json.api_key, body, headers });
       assertReplay(first, again);
       assert.equal(again.headers.get("x-svc-test-mode"), "true");
-      const m1 = await money(u.user_id);
+      const m1 = await money(u.org_id);
       assert.equal(m1.balance, m0.balance);
       assert.equal(m1.usage - m0.usage, 1, "one usage record (test mode)");
     });
@@ -375,16 +375,16 @@ for (const backend of BACKENDS) {
       assert.ok((await sweepIdempotentCalls(db, gw.services.blobs, Date.now() + 25 * 3600_000)) >= 1);
       assert.equal(await db.selectFrom("idempotent_calls").select("owner").where("idem_key", "=", "expire-1").executeTakeFirst(), undefined);
       assert.equal(await gw.services.blobs.head(row.blob_key), null);
-      const m1 = await money(u.user_id);
+      const m1 = await money(u.org_id);
       const afresh = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body, headers });
       assert.equal(afresh.headers.get("idempotent-replayed"), null);
-      assert.equal((await money(u.user_id)).charges - m1.charges, 1);
+      assert.equal((await money(u.org_id)).charges - m1.charges, 1);
 
       // A running row whose claimant stopped renewing its lease (its process died) does not block the key.
-      const keyRow = await db.selectFrom("api_keys").select("id").where("account_id", "=", u.user_id).executeTakeFirstOrThrow();
+      const keyRow = await db.selectFrom("api_keys").select("id").where("account_id", "=", u.org_id).executeTakeFirstOrThrow();
       await db
         .insertInto("idempotent_calls")
-        .values({ scope: keyRow.id, idem_key: "dead-1", account_id: u.user_id, request_hash: "x", state: "running", owner: "req_dead", status: null, headers_json: null, blob_key: null, created_at: Date.now() - 60_000, expires_at: Date.now() - 1 })
+        .values({ scope: keyRow.id, idem_key: "dead-1", account_id: u.org_id, request_hash: "x", state: "running", owner: "req_dead", status: null, headers_json: null, blob_key: null, created_at: Date.now() - 60_000, expires_at: Date.now() - 1 })
         .execute();
       const taken = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body, headers: { "Idempotency-Key": "dead-1" } });
       assert.equal(taken.status, 200);
@@ -416,13 +416,13 @@ for (const backend of BACKENDS) {
 
     test("a bad header is 400 and holds nothing", async () => {
       const u = await account();
-      const m0 = await money(u.user_id);
+      const m0 = await money(u.org_id);
       for (const key of ["", "k".repeat(129)]) {
         const r = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: { input: "x", voice_id: DEMO_ALPHA_VOICE_ID }, headers: { "Idempotency-Key": key } });
         assert.equal(r.status, 400, JSON.stringify(r.json));
         assert.match(r.json.error.message, /Idempotency-Key/);
       }
-      assert.deepEqual(await money(u.user_id), m0);
+      assert.deepEqual(await money(u.org_id), m0);
     });
   });
 }

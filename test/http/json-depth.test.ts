@@ -51,7 +51,7 @@ describe("jsonDepthError", () => {
 
 describe("deeply nested request bodies over HTTP", () => {
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   before(async () => {
     gw = await startGateway("sqlite");
     user = await gw.register();
@@ -61,14 +61,14 @@ describe("deeply nested request bodies over HTTP", () => {
     await gw?.close();
   });
 
-  const balance = async () => getBalance(gw.services.db.kysely, user.user_id);
+  const balance = async () => getBalance(gw.services.db.kysely, user.org_id);
   const jobCount = async () =>
     Number(
       (
         await gw.services.db.kysely
           .selectFrom("jobs")
           .select((eb) => eb.fn.countAll<number>().as("n"))
-          .where("account_id", "=", user.user_id)
+          .where("account_id", "=", user.org_id)
           .executeTakeFirstOrThrow()
       ).n,
     );

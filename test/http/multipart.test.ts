@@ -56,8 +56,8 @@ describe("broken multipart bodies", () => {
         assert.equal(json.error?.code, "invalid_request");
         assert.equal(json.error?.type, "invalid_request_error");
         const db = gw.services.db.kysely;
-        assert.equal(await getBalance(db, u.user_id), 10_500_000, "nothing charged");
-        assert.equal(await ledgerSum(db, u.user_id), 10_500_000);
+        assert.equal(await getBalance(db, u.org_id), 10_500_000, "nothing charged");
+        assert.equal(await ledgerSum(db, u.org_id), 10_500_000);
       });
     }
   }

@@ -152,7 +152,7 @@ describe("errors before routing answer the D1 body", () => {
     assertD1(res);
     assertClosed(res);
     assert.ok(!res.body.includes("foo"), "the header is not echoed");
-    const user = await gw.services.db.kysely.selectFrom("accounts").select("id").where("email", "=", email).executeTakeFirst();
+    const user = await gw.services.db.kysely.selectFrom("users").select("id").where("email", "=", email).executeTakeFirst();
     assert.equal(user, undefined, "the request did not run");
   });
 

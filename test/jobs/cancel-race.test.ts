@@ -87,7 +87,7 @@ for (const backend of BACKENDS) {
         ]);
         return { id, prompt, canceled };
       };
-      const initial = (await getBalance(db, u.user_id)) ?? 0;
+      const initial = (await getBalance(db, u.org_id)) ?? 0;
       const results: Awaited<ReturnType<typeof race>>[] = [];
       for (let i = 0; i < RACES; i += AT_ONCE) {
         results.push(...(await Promise.all(Array.from({ length: Math.min(AT_ONCE, RACES - i) }, (_, k) => race(i + k)))));
@@ -130,8 +130,8 @@ for (const backend of BACKENDS) {
           assert.equal(hold.status, "captured");
         }
       }
-      const balance = (await getBalance(db, u.user_id)) ?? -1;
-      assert.equal(balance, await ledgerSum(db, u.user_id), "balance == ledger sum");
+      const balance = (await getBalance(db, u.org_id)) ?? -1;
+      assert.equal(balance, await ledgerSum(db, u.org_id), "balance == ledger sum");
       assert.equal(balance, initial - succeeded * COST_MICROS, "only the successes are charged");
       assert.equal(succeeded + canceled, RACES);
       assert.ok(canceled > 0 && succeeded > 0, `both outcomes occurred: ${canceled} canceled, ${succeeded} succeeded`);

@@ -61,7 +61,7 @@ for (const backend of BACKENDS) {
     test("processing jobs are withdrawn at fal, a pending one needs no call; holds released, nothing charged, the runner stops", async () => {
       const u = await gw.register(); // tier 0: two images run at once
       const db = gw.services.db.kysely;
-      const before = await getBalance(db, u.user_id);
+      const before = await getBalance(db, u.org_id);
       const submit = async (prompt: string) => {
         const r = await gw.request("POST", "/v1/images/generations", { token: u.api_key, body: { model: "imgA-v4", prompt } });
         assert.equal(r.status, 202, JSON.stringify(r.json));
@@ -116,8 +116,8 @@ for (const backend of BACKENDS) {
       assert.equal(cancels(r2), 1, "a second cancel sends nothing");
 
       assert.equal(fal.submits().length, 2, "each job submitted to fal once, never again");
-      assert.equal(await getBalance(db, u.user_id), before, "nothing charged");
-      assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
+      assert.equal(await getBalance(db, u.org_id), before, "nothing charged");
+      assert.equal(await getBalance(db, u.org_id), await ledgerSum(db, u.org_id));
       for (const r of fal.requests) assert.ok(!JSON.stringify(r.body ?? "").includes(FAL_KEY));
     });
   });

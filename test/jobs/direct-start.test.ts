@@ -86,8 +86,8 @@ for (const backend of BACKENDS) {
       await rowStatus(ids[1], "failed");
       // Money and usage as for any job: four charged, one released; usage records agree with the ledger.
       const db = gw.services.db.kysely;
-      assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
-      const usage = await db.selectFrom("usage_records").select(["job_id", "status", "cost_micros", "fallback_layer"]).where("account_id", "=", u.user_id).execute();
+      assert.equal(await getBalance(db, u.org_id), await ledgerSum(db, u.org_id));
+      const usage = await db.selectFrom("usage_records").select(["job_id", "status", "cost_micros", "fallback_layer"]).where("account_id", "=", u.org_id).execute();
       const byJob = new Map(usage.map((r) => [r.job_id, r]));
       for (const id of [ids[0], ids[2], ids[3], r5.json.id]) {
         assert.deepEqual([byJob.get(id)?.status, Number(byJob.get(id)?.cost_micros), Number(byJob.get(id)?.fallback_layer)], ["succeeded", 54_000, 0]);
@@ -107,7 +107,7 @@ for (const backend of BACKENDS) {
       const results = await Promise.all(
         Array.from({ length: 12 }, (_, i) => {
           const body = { model: "imgA-v4", prompt: prompt(`race-${i}`) };
-          return submitJob(deps, { accountId: u.user_id, keyId: null }, validateImageJob(body), body);
+          return submitJob(deps, { accountId: u.org_id, keyId: null }, validateImageJob(body), body);
         }),
       );
       const started = results.filter((r) => r.started);
@@ -118,14 +118,14 @@ for (const backend of BACKENDS) {
       for (const r of results.filter((x) => !x.started)) assert.ok(Number(r.job.queue_position) >= 1 && Number(r.job.queue_position) <= 9);
       const listed = await gw.request("GET", "/v1/jobs?status=pending&limit=100", { token: u.api_key });
       assert.deepEqual(listed.json.data.map((j: { queue_position: number }) => j.queue_position), [9, 8, 7, 6, 5, 4, 3, 2, 1], "newest first");
-      const rows = await gw.services.db.kysely.selectFrom("jobs").select(["status", "worker_id"]).where("account_id", "=", u.user_id).execute();
+      const rows = await gw.services.db.kysely.selectFrom("jobs").select(["status", "worker_id"]).where("account_id", "=", u.org_id).execute();
       assert.equal(rows.filter((r) => r.status === "processing" && r.worker_id === "test-starter").length, 3);
       // Nothing runs the fake starter's jobs: cancel every job (holds released, D30).
       for (const r of results) {
         const c = await gw.request("POST", `/v1/jobs/${r.job.id}/cancel`, { token: u.api_key });
         assert.equal(c.status, 200, JSON.stringify(c.json));
       }
-      assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 20_000_000 + 500_000);
+      assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 20_000_000 + 500_000);
     });
 
     test("a runner that stops hands back, as pending, a job a submit gave it while it was stopping", async () => {
@@ -150,7 +150,7 @@ for (const backend of BACKENDS) {
       assert.equal(runner.reserve(), false, "no new places once stopping");
       const body = { model: "imgA-v4", prompt: prompt("stopping") };
       const starter: JobStarter = { workerId: runner.workerId, reserve: () => true, unreserve: () => runner.unreserve(), adopt: (job) => runner.adopt(job) };
-      const out = await submitJob({ db: gw.services.db.kysely, publicBaseUrl: gw.services.config.publicBaseUrl, starter }, { accountId: u.user_id, keyId: null }, validateImageJob(body), body);
+      const out = await submitJob({ db: gw.services.db.kysely, publicBaseUrl: gw.services.config.publicBaseUrl, starter }, { accountId: u.org_id, keyId: null }, validateImageJob(body), body);
       assert.equal(out.started, true);
       await stopping;
       const r = await gw.services.db.kysely.selectFrom("jobs").select(["status", "worker_id"]).where("id", "=", out.job.id).executeTakeFirstOrThrow();

@@ -177,9 +177,9 @@ for (const { name: backend, skip } of BACKENDS) {
       assert.equal(r.upstream_source, "first");
       assert.equal((JSON.parse(r.upstream_handle_json ?? "{}") as UpstreamHandle).source, "first");
       assert.equal(Number(r.upstream_cost_micros), 30_000);
-      assert.deepEqual((await ledgerKinds(u.user_id)).slice(-3), ["hold", "hold_release", "charge"]);
-      assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000 - hold);
-      assert.equal(await ledgerSum(gw.services.db.kysely, u.user_id), 500_000 - hold);
+      assert.deepEqual((await ledgerKinds(u.org_id)).slice(-3), ["hold", "hold_release", "charge"]);
+      assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 500_000 - hold);
+      assert.equal(await ledgerSum(gw.services.db.kysely, u.org_id), 500_000 - hold);
     });
 
     test("a retryable submit failure moves to the next source under the same hold", async () => {
@@ -188,10 +188,10 @@ for (const { name: backend, skip } of BACKENDS) {
       assert.equal(done.json.status, "succeeded", JSON.stringify(done.json));
       assert.equal(done.json.fallback_layer, 1);
       assert.equal((await row(id)).upstream_source, "second");
-      const kinds = await ledgerKinds(u.user_id);
+      const kinds = await ledgerKinds(u.org_id);
       assert.equal(kinds.filter((k) => k === "hold").length, 1);
       assert.equal(kinds.filter((k) => k === "charge").length, 1);
-      assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000 - hold);
+      assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 500_000 - hold);
     });
 
     test("a source that does not serve the request is skipped for the next; none serving ends provider_error", async () => {
@@ -201,15 +201,15 @@ for (const { name: backend, skip } of BACKENDS) {
       assert.equal(done.json.status, "succeeded", JSON.stringify(done.json));
       assert.equal(done.json.fallback_layer, 1);
       assert.equal(first.submits.length, firstBefore);
-      assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000 - hold);
+      assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 500_000 - hold);
 
       const none = await submit("first:unsupported/ok second:unsupported/ok");
       const failed = await gw.waitForJob(none.u.api_key, none.id);
       assert.equal(failed.json.status, "failed", JSON.stringify(failed.json));
       assert.equal(failed.json.error.code, "provider_error");
       assert.match(failed.json.error.message, /^No upstream source serves this request: first: takes at most 8 reference images/);
-      assert.equal(await getBalance(gw.services.db.kysely, none.u.user_id), 500_000);
-      assert.equal(await ledgerSum(gw.services.db.kysely, none.u.user_id), 500_000);
+      assert.equal(await getBalance(gw.services.db.kysely, none.u.org_id), 500_000);
+      assert.equal(await ledgerSum(gw.services.db.kysely, none.u.org_id), 500_000);
     });
 
     test("a long submit (a synchronous source at work) keeps the job's heartbeat going", async () => {
@@ -237,7 +237,7 @@ for (const { name: backend, skip } of BACKENDS) {
       assert.equal(done.json.status, "succeeded", JSON.stringify(done.json));
       assert.equal(done.json.fallback_layer, 1);
       assert.equal(second.submits.length, secondBefore + 1);
-      const kinds = await ledgerKinds(u.user_id);
+      const kinds = await ledgerKinds(u.org_id);
       assert.equal(kinds.filter((k) => k === "charge").length, 1);
     });
 
@@ -253,8 +253,8 @@ for (const { name: backend, skip } of BACKENDS) {
         const done = await gw.waitForJob(u.api_key, id);
         assert.equal(done.json.status, "failed", JSON.stringify(done.json));
         assert.equal(done.json.error.code, code, prompt);
-        assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
-        assert.equal(await ledgerSum(gw.services.db.kysely, u.user_id), 500_000);
+        assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 500_000);
+        assert.equal(await ledgerSum(gw.services.db.kysely, u.org_id), 500_000);
         assert.doesNotMatch(done.json.error.message, /Bearer|Key /);
         if (!prompt.includes("second:")) assert.equal(second.submits.length, secondBefore, `${prompt}: no failover`);
       }
@@ -269,9 +269,9 @@ for (const { name: backend, skip } of BACKENDS) {
         assert.equal(done.json.fallback_layer, 1, prompt);
         assert.equal((await row(id)).upstream_source, "second", prompt);
         assert.equal(second.submits.length, secondBefore + 1, prompt);
-        const kinds = await ledgerKinds(u.user_id);
+        const kinds = await ledgerKinds(u.org_id);
         assert.deepEqual(kinds.slice(1), ["hold", "hold_release", "charge"], `${prompt}: one hold, one charge`);
-        assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000 - hold);
+        assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 500_000 - hold);
       }
     });
 
@@ -282,9 +282,9 @@ for (const { name: backend, skip } of BACKENDS) {
         assert.equal(done.json.status, "failed", `${prompt}: ${JSON.stringify(done.json)}`);
         assert.equal(done.json.error.code, "provider_error", prompt);
         assert.match(done.json.error.message, /^No upstream source serves imgB-1\.1-ultra: the source answered that its upstream model second\/flux-9 does not exist\. The hold was released\.$/, prompt);
-        assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
-        assert.equal(await ledgerSum(gw.services.db.kysely, u.user_id), 500_000);
-        assert.deepEqual((await ledgerKinds(u.user_id)).slice(1), ["hold", "hold_release"], prompt);
+        assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 500_000);
+        assert.equal(await ledgerSum(gw.services.db.kysely, u.org_id), 500_000);
+        assert.deepEqual((await ledgerKinds(u.org_id)).slice(1), ["hold", "hold_release"], prompt);
       }
     });
 
@@ -311,8 +311,8 @@ for (const { name: backend, skip } of BACKENDS) {
       assert.match(done.json.error.message, /422 image_size is invalid/);
       assert.equal(done.json.fallback_layer, 0);
       assert.equal(second.submits.length, secondBefore, "nothing sent to the next source");
-      assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
-      assert.equal(await ledgerSum(gw.services.db.kysely, u.user_id), 500_000);
+      assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 500_000);
+      assert.equal(await ledgerSum(gw.services.db.kysely, u.org_id), 500_000);
     });
 
     test("imgB-2-pro is charged for the megapixels the source reports (D26)", async () => {
@@ -360,7 +360,7 @@ for (const { name: backend, skip } of BACKENDS) {
       const done = await gw.waitForJob(u.api_key, id);
       assert.equal(done.json.status, "succeeded", JSON.stringify(done.json));
       assert.equal(first.submits.length, submitsBefore, "no second submit");
-      assert.equal(await getBalance(db, u.user_id), 500_000 - hold);
+      assert.equal(await getBalance(db, u.org_id), 500_000 - hold);
     });
 
     test("the sweep refunds a job with no heartbeat and hands its handle back for an upstream cancel", async () => {
@@ -380,8 +380,8 @@ for (const { name: backend, skip } of BACKENDS) {
         assert.deepEqual(res.upstreamToCancel, [handle]);
         const job = await db.selectFrom("jobs").select(["status", "error_code"]).where("id", "=", r.json.id).executeTakeFirstOrThrow();
         assert.deepEqual({ ...job }, { status: "refunded", error_code: "worker_lost" });
-        assert.equal(await getBalance(db, u.user_id), 500_000);
-        assert.equal(await ledgerSum(db, u.user_id), 500_000);
+        assert.equal(await getBalance(db, u.org_id), 500_000);
+        assert.equal(await ledgerSum(db, u.org_id), 500_000);
       } finally {
         await quiet.close();
       }

@@ -76,7 +76,7 @@ describe("jobs on fal (loopback fake of fal's queue)", () => {
       assert.equal(Number(row.upstream_cost_micros), Math.round((Number(row.cost_micros) * 10_000) / 13_500));
     }
     const db = gw.services.db.kysely;
-    assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
+    assert.equal(await getBalance(db, u.org_id), await ledgerSum(db, u.org_id));
   });
 
   test("a fal job that fails for fal's own reason moves to the next source under one hold", async () => {
@@ -89,8 +89,8 @@ describe("jobs on fal (loopback fake of fal's queue)", () => {
     assert.equal(done.json.error.code, "provider_error");
     assert.ok(backup.submits().length >= 1, "the next source was tried");
     const db = gw.services.db.kysely;
-    assert.equal(await getBalance(db, u.user_id), 500_000);
-    assert.equal(await ledgerSum(db, u.user_id), 500_000);
+    assert.equal(await getBalance(db, u.org_id), 500_000);
+    assert.equal(await ledgerSum(db, u.org_id), 500_000);
     assert.doesNotMatch(JSON.stringify(done.json), new RegExp(KEY));
   });
 
@@ -100,7 +100,7 @@ describe("jobs on fal (loopback fake of fal's queue)", () => {
     const done = await gw.waitForJob(u.api_key, r.json.id, 30_000);
     assert.equal(done.json.status, "failed", JSON.stringify(done.json));
     assert.equal(done.json.error.code, "content_rejected");
-    assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
+    assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 500_000);
   });
 });
 
@@ -142,6 +142,6 @@ describe("UPSTREAMS with a fal source serves imgA and vidD jobs (no test seams)"
     assert.equal(simDone.json.status, "succeeded");
     assert.equal(fake.submits().length, 1);
     const db = gw.services.db.kysely;
-    assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
+    assert.equal(await getBalance(db, u.org_id), await ledgerSum(db, u.org_id));
   });
 });

@@ -41,11 +41,11 @@ describe("the Idempotency-Key header on the native job submits", () => {
     assert.equal(conflict.status, 409);
     assert.equal(conflict.json.error.code, "idempotency_conflict");
     await gw.waitForJob(u.api_key, first.json.id);
-    assert.equal(await jobsOf(u.user_id), 1);
-    assert.equal(await holdsOf(u.user_id), 1);
+    assert.equal(await jobsOf(u.org_id), 1);
+    assert.equal(await holdsOf(u.org_id), 1);
     const db = gw.services.db.kysely;
-    assert.equal(await getBalance(db, u.user_id), 10_500_000 - 54_000);
-    assert.equal(await ledgerSum(db, u.user_id), 10_500_000 - 54_000);
+    assert.equal(await getBalance(db, u.org_id), 10_500_000 - 54_000);
+    assert.equal(await ledgerSum(db, u.org_id), 10_500_000 - 54_000);
   });
 
   test("video and genmedia submits honour it too; the body's key wins over the header", async () => {
@@ -61,11 +61,11 @@ describe("the Idempotency-Key header on the native job submits", () => {
     assert.equal(bodyWins.status, 202);
     assert.equal(bodyWins.json.idempotency_key, "v-2");
     for (const id of [a.json.id, bodyWins.json.id]) await gw.waitForJob(u.api_key, id);
-    assert.equal(await jobsOf(u.user_id), 2);
-    assert.equal(await holdsOf(u.user_id), 2);
+    assert.equal(await jobsOf(u.org_id), 2);
+    assert.equal(await holdsOf(u.org_id), 2);
     const db = gw.services.db.kysely;
-    assert.equal(await getBalance(db, u.user_id), 20_500_000 - 2 * 2 * 135_000);
-    assert.equal(await ledgerSum(db, u.user_id), await getBalance(db, u.user_id));
+    assert.equal(await getBalance(db, u.org_id), 20_500_000 - 2 * 2 * 135_000);
+    assert.equal(await ledgerSum(db, u.org_id), await getBalance(db, u.org_id));
   });
 
   test("an empty or too long header is 400 and holds nothing", async () => {
@@ -77,7 +77,7 @@ describe("the Idempotency-Key header on the native job submits", () => {
       assert.equal(r.json.error.code, "invalid_request");
       assert.match(r.json.error.message, /Idempotency-Key/);
     }
-    assert.equal(await holdsOf(u.user_id), 0);
-    assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 10_500_000);
+    assert.equal(await holdsOf(u.org_id), 0);
+    assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 10_500_000);
   });
 });

@@ -32,9 +32,9 @@ for (const backend of BACKENDS) {
         const statuses = results.map((r) => r.status).sort();
         assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 202], `round ${round}: ${JSON.stringify(results.map((r) => r.json))}`);
         assert.equal(new Set(results.map((r) => r.json.id)).size, 1);
-        assert.equal((await db.selectFrom("holds").select("id").where("account_id", "=", u.user_id).execute()).length, 1);
+        assert.equal((await db.selectFrom("holds").select("id").where("account_id", "=", u.org_id).execute()).length, 1);
         await gw.waitForJob(u.api_key, results[0].json.id);
-        assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
+        assert.equal(await getBalance(db, u.org_id), await ledgerSum(db, u.org_id));
       }
     });
   });

@@ -141,7 +141,7 @@ for (const backend of BACKENDS) {
     test("cancel: a pending and a processing job end failed/canceled with the whole hold released; the runner stops without charging; 409 once ended; 404 for unknown and another user's", async () => {
       const u = await user(); // tier 0: two images run, the rest wait
       const stranger = await user();
-      const before = await getBalance(gw.services.db.kysely, u.user_id);
+      const before = await getBalance(gw.services.db.kysely, u.org_id);
       const [p1, p2, p3] = [prompt("cancel-1"), prompt("cancel-2"), prompt("cancel-3")];
       const j1 = (await submitImage(u.api_key, p1)).json;
       const j2 = (await submitImage(u.api_key, p2)).json;
@@ -190,8 +190,8 @@ for (const backend of BACKENDS) {
       assert.equal((await getJob(u.api_key, j4.id)).json.status, "processing");
       assert.equal((await cancel(u.api_key, j4.id)).status, 200);
 
-      assert.equal(await getBalance(gw.services.db.kysely, u.user_id), (before ?? 0) - IMAGE_HOLD_MICROS, "only the succeeded job is charged");
-      await balanceMatchesLedger(u.user_id);
+      assert.equal(await getBalance(gw.services.db.kysely, u.org_id), (before ?? 0) - IMAGE_HOLD_MICROS, "only the succeeded job is charged");
+      await balanceMatchesLedger(u.org_id);
     });
 
     test("tier 0: queue_position counts down as jobs start; Retry-After on unfinished polls only; the event stream shows every change in order and ends", async () => {
@@ -255,7 +255,7 @@ for (const backend of BACKENDS) {
       assert.equal((await getJob(u.api_key, ids[1])).headers.get("retry-after"), null, "nor on a failed one");
       ctl.end(ps[3]);
       await rowStatus(ids[3], "succeeded");
-      await balanceMatchesLedger(u.user_id);
+      await balanceMatchesLedger(u.org_id);
     });
 
     test("tier 4: image and video jobs wait in one combined queue, and queue_position counts across both kinds", async () => {
@@ -281,7 +281,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual((await getJob(u.api_key, image.id)).json.queue_position, 1);
       for (const p of [...running.slice(1), vp, ip]) ctl.end(p);
       await rowStatus(image.id, "succeeded");
-      await balanceMatchesLedger(u.user_id);
+      await balanceMatchesLedger(u.org_id);
     });
 
     test("events: an ended job gives one event and the end; unknown or another user's job is 404; a canceled job's stream ends with failed/canceled", async () => {
@@ -347,7 +347,7 @@ for (const backend of BACKENDS) {
       assert.equal((await getJob(u.api_key, j3.id, { prefer: "wait=soon" })).headers.get("preference-applied"), null);
       assert.equal((await getJob(u.api_key, j3.id)).headers.get("preference-applied"), null);
       assertError(await getJob(u.api_key, "job_nope", { prefer: "wait=5" }), 404, "job_not_found");
-      await balanceMatchesLedger(u.user_id);
+      await balanceMatchesLedger(u.org_id);
     });
   });
 

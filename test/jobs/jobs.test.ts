@@ -80,7 +80,7 @@ describe("media jobs", () => {
       assert.equal(img.headers.get("content-type"), "image/png");
       assert.deepEqual(pngSize(img.bytes), { width: 1344, height: 768 });
     }
-    assert.equal(await balance(u.user_id), 100_500_000 - 108_000);
+    assert.equal(await balance(u.org_id), 100_500_000 - 108_000);
     const ledger = await api.GET("/v1/billing/ledger", { params: { query: { limit: "3" } } });
     assert.deepEqual(
       ledger.data?.data.map((e) => [e.kind, e.job_id, e.amount_usd]),
@@ -118,7 +118,7 @@ describe("media jobs", () => {
       assert.equal(done.json.cost_usd, usd, JSON.stringify(body));
       expected -= Math.round(usd * 1e6);
     }
-    assert.equal(await balance(u.user_id), expected);
+    assert.equal(await balance(u.org_id), expected);
   });
 
   test("video job: a playable MP4 of the requested duration", async () => {
@@ -160,7 +160,7 @@ describe("media jobs", () => {
     const big = JSON.stringify({ model: "imgA-v4", prompt: "p", parameters: { blob: "x".repeat(26 * 1024 * 1024) } });
     assertError(await gw.request("POST", "/v1/images/generations", { token: u.api_key, body: big }), 413, "invalid_request");
     assertError(await gw.request("POST", "/v1/images/generations", { body: { model: "imgA-v4", prompt: "p" } }), 401, "auth_error");
-    assert.equal(await balance(u.user_id), 100_500_000);
+    assert.equal(await balance(u.org_id), 100_500_000);
     assert.equal(
       (await img({ model: "imgA-v4", prompt: "p".repeat(4000), size: "garbage", idempotency_key: "k".repeat(128) })).status,
       202,
@@ -179,7 +179,7 @@ describe("media jobs", () => {
     assertError(await vid({ model: "vidC-02-512p", prompt: "p" }), 400, "image_url_required");
     assertError(await vid({ model: "vidA-3-pro", prompt: "p", image_url: "http://example.com/f.png" }), 400, "invalid_image_url");
     assertError(await gw.request("POST", "/v1/genmedia/jobs", { token: u.api_key, body: { model: "vidA-3-pro", prompt: "p" } }), 400, "invalid_model");
-    assert.equal(await balance(u.user_id), 100_500_000);
+    assert.equal(await balance(u.org_id), 100_500_000);
     const i2v = await vid({ model: "vidC-02-512p", prompt: "p", image_url: "https://example.com/first-frame.png" });
     assert.equal(i2v.status, 202);
     assert.equal(i2v.json.hold_usd, 0.14);
@@ -189,9 +189,9 @@ describe("media jobs", () => {
     const u = await gw.register();
     const r = await submitImage(u.api_key, { model: "imgA-v4-pro", prompt: "p", n: 2 });
     assertError(r, 402, "insufficient_balance");
-    const rows = await gw.services.db.kysely.selectFrom("jobs").select("id").where("account_id", "=", u.user_id).execute();
+    const rows = await gw.services.db.kysely.selectFrom("jobs").select("id").where("account_id", "=", u.org_id).execute();
     assert.equal(rows.length, 0);
-    assert.equal(await balance(u.user_id), 500_000);
+    assert.equal(await balance(u.org_id), 500_000);
   });
 
   test("upstream failure: job failed with its error, the whole hold released", async () => {
@@ -204,7 +204,7 @@ describe("media jobs", () => {
     assert.equal(done.json.output, null);
     assert.equal(done.json.error.code, "provider_error");
     assert.equal(typeof done.json.error.message, "string");
-    assert.equal(await balance(u.user_id), 100_500_000);
+    assert.equal(await balance(u.org_id), 100_500_000);
     const ledger = await gw.request("GET", "/v1/billing/ledger?limit=2", { token: u.api_key });
     assert.deepEqual(ledger.json.data.map((e: { kind: string; job_id: string }) => [e.kind, e.job_id]), [
       ["hold_release", r.json.id],
@@ -227,7 +227,7 @@ describe("media jobs", () => {
     assertError(r, 429, "rate_limited");
     assert.ok(Number(r.headers.get("retry-after")) >= 1);
     assert.match(r.json.error.message, /Tier 1/);
-    assert.equal(await balance(u.user_id), 500_000);
+    assert.equal(await balance(u.org_id), 500_000);
     await gw.deposit(u.user_id, 10);
     assert.equal((await submitVideo(u.api_key, { model: "vidD-3-fast", prompt: "p", duration: 1 })).status, 202);
   });
@@ -271,7 +271,7 @@ for (const backend of BACKENDS) {
       const conflict = await gw.request("POST", "/v1/images/generations", { token: u.api_key, body: { ...body, prompt: "different" } });
       assertError(conflict, 409, "idempotency_conflict");
       await gw.waitForJob(u.api_key, first.json.id);
-      const holds = await gw.services.db.kysely.selectFrom("holds").select("id").where("account_id", "=", u.user_id).execute();
+      const holds = await gw.services.db.kysely.selectFrom("holds").select("id").where("account_id", "=", u.org_id).execute();
       assert.equal(holds.length, 1);
       // The key is scoped to the API key: another key of the same account makes a new job.
       const k2 = (await gw.request("POST", "/v1/auth/keys", { token: u.api_key, body: {} })).json.api_key;
@@ -292,10 +292,10 @@ for (const backend of BACKENDS) {
       assert.equal(results.filter((r) => r.status === 202).length, 1);
       assert.equal(results.filter((r) => r.status === 200).length, 11);
       const db = gw.services.db.kysely;
-      assert.equal((await db.selectFrom("holds").select("id").where("account_id", "=", u.user_id).execute()).length, 1);
+      assert.equal((await db.selectFrom("holds").select("id").where("account_id", "=", u.org_id).execute()).length, 1);
       await gw.waitForJob(u.api_key, [...ids][0]);
-      assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
-      assert.equal(await getBalance(db, u.user_id), 10_500_000 - 54_000);
+      assert.equal(await getBalance(db, u.org_id), await ledgerSum(db, u.org_id));
+      assert.equal(await getBalance(db, u.org_id), 10_500_000 - 54_000);
     });
 
     test("tier 0 images: 2 run, 6 wait, the 9th is 429 with Retry-After; never more than 2 processing", async () => {
@@ -307,7 +307,7 @@ for (const backend of BACKENDS) {
       let sampling = true;
       const sampler = (async () => {
         while (sampling) {
-          const rows = await db.selectFrom("jobs").select("id").where("account_id", "=", u.user_id).where("status", "=", "processing").execute();
+          const rows = await db.selectFrom("jobs").select("id").where("account_id", "=", u.org_id).where("status", "=", "processing").execute();
           maxProcessing = Math.max(maxProcessing, rows.length);
           await new Promise((r) => setTimeout(r, 20));
         }
@@ -326,8 +326,8 @@ for (const backend of BACKENDS) {
       await sampler;
       assert.ok(maxProcessing <= 2, `max processing ${maxProcessing}`);
       assert.ok(maxProcessing >= 1);
-      assert.equal(await getBalance(db, u.user_id), 5_500_000 - 8 * 54_000);
-      assert.equal(await ledgerSum(db, u.user_id), 5_500_000 - 8 * 54_000);
+      assert.equal(await getBalance(db, u.org_id), 5_500_000 - 8 * 54_000);
+      assert.equal(await ledgerSum(db, u.org_id), 5_500_000 - 8 * 54_000);
     });
   });
 }
@@ -343,8 +343,8 @@ describe("hung workers and the combined pool", () => {
       assert.equal(done.json.status, "refunded", JSON.stringify(done.json));
       assert.equal(done.json.error.code, "worker_lost");
       const db = gw.services.db.kysely;
-      assert.equal(await getBalance(db, u.user_id), 500_000);
-      assert.equal(await ledgerSum(db, u.user_id), 500_000);
+      assert.equal(await getBalance(db, u.org_id), 500_000);
+      assert.equal(await ledgerSum(db, u.org_id), 500_000);
     } finally {
       await gw.close();
     }

@@ -33,7 +33,7 @@ describe("vidC on minimax", () => {
     const u = await gw.register();
     await gw.deposit(u.user_id, 10);
     const db = gw.services.db.kysely;
-    const start = await getBalance(db, u.user_id);
+    const start = await getBalance(db, u.org_id);
     const r = await gw.request("POST", "/v1/videos/generations", { token: u.api_key, body: { model: "vidC-02-768p", prompt: "a city at night", duration: 10 } });
     assert.equal(r.status, 202, JSON.stringify(r.json));
     const done = await gw.waitForJob(u.api_key, r.json.id, 30_000);
@@ -50,13 +50,13 @@ describe("vidC on minimax", () => {
       [sent.model, sent.duration, sent.resolution],
       ["MiniMax-Hailuo-02", 10, "768P"],
     );
-    assert.equal(await getBalance(db, u.user_id), start! - Math.round(r.json.hold_usd * 1e6));
+    assert.equal(await getBalance(db, u.org_id), start! - Math.round(r.json.hold_usd * 1e6));
 
     const failed = await gw.request("POST", "/v1/videos/generations", { token: u.api_key, body: { model: "vidC-02-768p", prompt: "[fake:video-fail] rain", duration: 6 } });
     assert.equal(failed.status, 202);
     const ended = await gw.waitForJob(u.api_key, failed.json.id, 30_000);
     assert.equal(ended.json.status, "failed", JSON.stringify(ended.json));
-    assert.equal(await getBalance(db, u.user_id), start! - Math.round(r.json.hold_usd * 1e6));
-    assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
+    assert.equal(await getBalance(db, u.org_id), start! - Math.round(r.json.hold_usd * 1e6));
+    assert.equal(await getBalance(db, u.org_id), await ledgerSum(db, u.org_id));
   });
 });

@@ -53,8 +53,8 @@ describe("reference URLs fail closed", () => {
       assert.equal(r.json.error.param, param);
       assert.match(r.json.error.message, message);
       const db = gw.services.db.kysely;
-      assert.equal(await getBalance(db, u.user_id), 500_000);
-      assert.equal(await ledgerSum(db, u.user_id), 500_000);
+      assert.equal(await getBalance(db, u.org_id), 500_000);
+      assert.equal(await ledgerSum(db, u.org_id), 500_000);
     });
   }
 
@@ -65,7 +65,7 @@ describe("reference URLs fail closed", () => {
       assert.equal(r.status, 400, JSON.stringify(r.json));
       assert.equal(r.json.error.code, "invalid_image_url");
     }
-    assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
+    assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 500_000);
   });
 
   test("a host resolving to public addresses only is accepted", async () => {

@@ -84,7 +84,7 @@ describe("rehosting upstream output URLs", () => {
       assert.equal(done.json.error.code, "provider_error");
     }
     const db = gw.services.db.kysely;
-    assert.equal(await getBalance(db, u.user_id), 500_000);
-    assert.equal(await ledgerSum(db, u.user_id), 500_000);
+    assert.equal(await getBalance(db, u.org_id), 500_000);
+    assert.equal(await ledgerSum(db, u.org_id), 500_000);
   });
 });

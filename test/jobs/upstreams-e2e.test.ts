@@ -108,7 +108,7 @@ describe("UPSTREAMS on the fakes of fal, bfl and openai: every visual family", (
       assert.deepEqual(entries.map((e) => e.kind), ["hold", "hold_release", "charge"], `${job.name}: one hold, one charge`);
       assert.equal(-Number(entries[2].amount_micros), Number(row.cost_micros), job.name);
     }
-    assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
+    assert.equal(await getBalance(db, u.org_id), await ledgerSum(db, u.org_id));
 
     // Each source saw one submit per job it ran (Recraft's two images are two fal requests; fal-flaky's
     // imgB submits were each followed by exactly one bfl submit, never a second fal-flaky one).
@@ -169,7 +169,7 @@ describe("UPSTREAMS on the fakes of fal, bfl and openai: every visual family", (
       assert.equal(done.json.status, "failed", JSON.stringify(done.json));
       assert.equal(done.json.error.code, "content_rejected", `${body.model}: ${JSON.stringify(done.json)}`);
     }
-    assert.equal(await getBalance(db, u.user_id), 500_000);
-    assert.equal(await ledgerSum(db, u.user_id), 500_000);
+    assert.equal(await getBalance(db, u.org_id), 500_000);
+    assert.equal(await ledgerSum(db, u.org_id), 500_000);
   });
 });

@@ -53,8 +53,8 @@ describe("tier limits over HTTP", () => {
     const refused = await speak();
     assert.equal(refused.status, 429);
     const db = gw.services.db.kysely;
-    assert.equal(await getBalance(db, u.user_id), 500_000 - 2 * 810);
-    assert.equal(await ledgerSum(db, u.user_id), 500_000 - 2 * 810);
+    assert.equal(await getBalance(db, u.org_id), 500_000 - 2 * 810);
+    assert.equal(await ledgerSum(db, u.org_id), 500_000 - 2 * 810);
   });
 
   test("per-model window", async () => {
@@ -125,7 +125,7 @@ describe("tier limits over HTTP", () => {
     await pending;
     await new Promise((r) => setTimeout(r, 300));
     assert.equal((await gw.request("GET", "/v1/auth/limits", { token: u.api_key })).json.usage.audio_in_use.alpha, 0);
-    assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
+    assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 500_000);
   });
 
   test("GET /v1/auth/limits shows the effective tier row (override wins) and usage", async () => {

@@ -34,7 +34,7 @@ for (const backend of BACKENDS) {
   describe(`the MCP server through the official MCP SDK client (D39) on ${backend.name}`, { skip: backend.skip }, () => {
     let gw: TestGateway;
     let rx: Receiver;
-    let user: { user_id: string; api_key: string };
+    let user: { user_id: string; org_id: string; api_key: string };
     let mcp: Client;
     const clients: Client[] = [];
 
@@ -80,7 +80,7 @@ for (const backend of BACKENDS) {
       assert.equal(micros(s.cost_usd), cost, "cost_usd");
       assert.equal(before - after, cost, "the balance moved by the cost");
       assert.equal(micros(s.balance_usd), after, "balance_usd is the balance after the call");
-      assert.equal(await ledgerSum(user.user_id), after, "the ledger sums to the balance");
+      assert.equal(await ledgerSum(user.org_id), after, "the ledger sums to the balance");
     }
     /** The one content item of `type`. */
     function item<T extends CallToolResult["content"][number]["type"]>(result: CallToolResult, type: T): Extract<CallToolResult["content"][number], { type: T }> {
@@ -189,20 +189,20 @@ for (const backend of BACKENDS) {
       const { s: found } = await call(mcp, "list_voices", { query: name.toUpperCase() });
       assert.ok(found.voices.some((v: { voice_id: string }) => v.voice_id === voices.voices[0].voice_id), "the query matches case-insensitively");
       assert.equal(await balanceOf(user.api_key), before);
-      assert.equal(await ledgerSum(user.user_id), before);
+      assert.equal(await ledgerSum(user.org_id), before);
     });
 
     test("estimate_cost quotes without holding; generate_speech then charges exactly that: audio, the stored file, the usage record", async () => {
       const body = { input: "Hello from an agent.", voice_id: DEMO_ALPHA_VOICE_ID };
       const before = await balanceOf(user.api_key);
-      const entries = await ledgerCount(user.user_id);
+      const entries = await ledgerCount(user.org_id);
       const { s: quote } = await call(mcp, "estimate_cost", { endpoint: "/v1/audio/speech", body });
       const model = getModel("alpha-multilingual-v2") as SpeechModel;
       const cost = quoteSpeech(model, body.input.length);
       assert.equal(micros(quote.cost_usd), cost);
       assert.equal(quote.model, "alpha-multilingual-v2");
       assert.equal(quote.affordable, true);
-      assert.equal(await ledgerCount(user.user_id), entries, "nothing held");
+      assert.equal(await ledgerCount(user.org_id), entries, "nothing held");
       assert.equal(await balanceOf(user.api_key), before);
 
       const { result, s } = await call(mcp, "generate_speech", body);
@@ -304,7 +304,7 @@ for (const backend of BACKENDS) {
       assert.equal(canceled.s.cost_usd, 0);
       assert.equal(await balanceOf(user.api_key), before, "the whole hold is back");
       assert.equal(micros(canceled.s.balance_usd), before);
-      assert.equal(await ledgerSum(user.user_id), before);
+      assert.equal(await ledgerSum(user.org_id), before);
 
       // Canceling again is refused with the native code, and costs nothing.
       const again = await call(mcp, "cancel_job", { job_id: jobId });
@@ -348,7 +348,7 @@ for (const backend of BACKENDS) {
       const poor = await gw.register();
       const poorMcp = await connect(poor.api_key);
       const before = await balanceOf(poor.api_key);
-      const entries = await ledgerCount(poor.user_id);
+      const entries = await ledgerCount(poor.org_id);
       const music = await call(poorMcp, "generate_music", { prompt: "an epic", music_length_ms: 300_000 });
       assert.equal(music.result.isError, true);
       assert.equal(music.s.error.code, "billing_error");
@@ -367,9 +367,9 @@ for (const backend of BACKENDS) {
       assert.equal(video.result.isError, true);
       assert.equal(video.s.error.code, "rate_limited", "tier 0 makes no video");
       assert.equal(await balanceOf(poor.api_key), before);
-      assert.equal(await ledgerCount(poor.user_id), entries);
-      assert.equal(await ledgerSum(poor.user_id), before);
-      assert.equal(await usageCount(poor.user_id), 0, "no usage record of a charge");
+      assert.equal(await ledgerCount(poor.org_id), entries);
+      assert.equal(await ledgerSum(poor.org_id), before);
+      assert.equal(await usageCount(poor.org_id), 0, "no usage record of a charge");
 
       // Bad arguments: the native codes, from the route schema or the service.
       const mine = await balanceOf(user.api_key);
@@ -391,7 +391,7 @@ for (const backend of BACKENDS) {
         assert.equal(r.s.cost_usd, 0);
       }
       assert.equal(await balanceOf(user.api_key), mine);
-      assert.equal(await ledgerSum(user.user_id), mine);
+      assert.equal(await ledgerSum(user.org_id), mine);
     });
 
     test("a failure after the hold gives everything back: an upstream failure, a storage failure, a failed image job", async () => {
@@ -430,7 +430,7 @@ for (const backend of BACKENDS) {
         blobs.put = put;
       }
       assert.equal(await balanceOf(user.api_key), before);
-      assert.equal(await ledgerSum(user.user_id), before);
+      assert.equal(await ledgerSum(user.org_id), before);
     });
 
     test("a key's limits apply: a model outside its allow-list is refused (403 model_not_allowed) before any charge", async () => {
@@ -472,7 +472,7 @@ for (const backend of BACKENDS) {
       assert.match(testKey, /^gw_test_/);
       const testMcp = await connect(testKey);
       const before = await balanceOf(user.api_key);
-      const entries = await ledgerCount(user.user_id);
+      const entries = await ledgerCount(user.org_id);
       const body = { input: "Testing, one two.", voice_id: DEMO_ALPHA_VOICE_ID };
       const { result, s } = await call(testMcp, "generate_speech", body);
       assert.equal(result.isError, undefined, JSON.stringify(result.content));
@@ -489,7 +489,7 @@ for (const backend of BACKENDS) {
       const bal = await call(testMcp, "get_balance");
       assert.equal(bal.s.test_mode, true);
       assert.equal(await balanceOf(user.api_key), before);
-      assert.equal(await ledgerCount(user.user_id), entries, "no ledger entry");
+      assert.equal(await ledgerCount(user.org_id), entries, "no ledger entry");
 
       // The HTTP answer carries the test-mode mark and the request id, as every native answer does.
       await gw.request("POST", "/mcp", { token: testKey, body: INIT, headers: MCP_HEADERS });

@@ -50,7 +50,7 @@ for (const backend of BACKENDS) {
     let fal: FalFake;
     let hooks: Receiver;
     let gw: TestGateway;
-    let user: { user_id: string; api_key: string; session_token: string };
+    let user: { user_id: string; org_id: string; api_key: string; session_token: string };
     const secrets: string[] = [EL_KEY, FAL_KEY, COLLECTOR_TOKEN, PASSWORD, ADMIN_TOKEN, SPEECH_TEXT, PROMPT];
 
     before(async () => {
@@ -122,7 +122,7 @@ for (const backend of BACKENDS) {
       assert.equal(server.attributes["http.route"], "/v1/audio/speech");
       assert.equal(server.attributes["http.response.status_code"], 200);
       assert.equal(server.attributes["gw.request.id"], r.headers.get("x-svc-request-id"));
-      assert.equal(server.attributes["gw.account.id"], user.user_id);
+      assert.equal(server.attributes["gw.account.id"], user.org_id);
       assert.match(String(server.attributes["gw.key.id"]), /^key_/);
       assert.equal(server.attributes["gw.test_mode"], false);
       assert.equal(server.attributes["gw.cost_usd"], Number(r.headers.get("x-svc-cost-usd")));

@@ -17,13 +17,13 @@ import { tinyPng } from "./fixtures.ts";
 
 describe("the openai SDK at /openai/v1 (D37)", () => {
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   let client: OpenAI;
 
   const balance = async () => {
     const db = gw.services.db.kysely;
-    const b = await getBalance(db, user.user_id);
-    assert.equal(b, await ledgerSum(db, user.user_id), "balance == ledger sum");
+    const b = await getBalance(db, user.org_id);
+    assert.equal(b, await ledgerSum(db, user.org_id), "balance == ledger sum");
     return b ?? -1;
   };
   const micros = (usd: string | null) => {
@@ -31,8 +31,8 @@ describe("the openai SDK at /openai/v1 (D37)", () => {
     assert.ok(m !== null, `a USD amount: ${usd}`);
     return m;
   };
-  const jobs = () => gw.services.db.kysely.selectFrom("jobs").selectAll().where("account_id", "=", user.user_id).orderBy("created_at", "desc").orderBy("id", "desc").execute();
-  const holds = async () => (await gw.services.db.kysely.selectFrom("holds").select("id").where("account_id", "=", user.user_id).execute()).length;
+  const jobs = () => gw.services.db.kysely.selectFrom("jobs").selectAll().where("account_id", "=", user.org_id).orderBy("created_at", "desc").orderBy("id", "desc").execute();
+  const holds = async () => (await gw.services.db.kysely.selectFrom("holds").select("id").where("account_id", "=", user.org_id).execute()).length;
   const failure = async (call: Promise<unknown>): Promise<APIError> => {
     try {
       await call;

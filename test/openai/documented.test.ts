@@ -13,7 +13,7 @@ import { tinyPng } from "./fixtures.ts";
 for (const backend of BACKENDS) {
   describe(`the OpenAI dialect's answers as documented, on ${backend.name}`, { skip: backend.skip }, () => {
     let gw: TestGateway;
-    let user: { user_id: string; api_key: string };
+    let user: { user_id: string; org_id: string; api_key: string };
     before(async () => {
       gw = await startGateway(backend.name);
       user = await gw.register();
@@ -77,8 +77,8 @@ for (const backend of BACKENDS) {
       await gw.waitForJob(token, image.json.id);
 
       const db = gw.services.db.kysely;
-      assert.equal(await getBalance(db, user.user_id), 20_500_000 - 3 * 135_000 - 54_000);
-      assert.equal(await ledgerSum(db, user.user_id), await getBalance(db, user.user_id));
+      assert.equal(await getBalance(db, user.org_id), 20_500_000 - 3 * 135_000 - 54_000);
+      assert.equal(await ledgerSum(db, user.org_id), await getBalance(db, user.org_id));
     });
 
     test("images: generate answers {created, data}; refusals are documented 4xx; a failed job 502", async () => {

@@ -21,16 +21,16 @@ describe("the openai SDK's images and videos on the fal and openai sources (D37)
   let fal: FalFake;
   let openai: OpenAIImagesFake;
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   let client: OpenAI;
 
   const balance = async () => {
     const db = gw.services.db.kysely;
-    const b = await getBalance(db, user.user_id);
-    assert.equal(b, await ledgerSum(db, user.user_id));
+    const b = await getBalance(db, user.org_id);
+    assert.equal(b, await ledgerSum(db, user.org_id));
     return b ?? -1;
   };
-  const lastJob = () => gw.services.db.kysely.selectFrom("jobs").selectAll().where("account_id", "=", user.user_id).orderBy("created_at", "desc").orderBy("id", "desc").executeTakeFirstOrThrow();
+  const lastJob = () => gw.services.db.kysely.selectFrom("jobs").selectAll().where("account_id", "=", user.org_id).orderBy("created_at", "desc").orderBy("id", "desc").executeTakeFirstOrThrow();
 
   before(async () => {
     fal = await startFalFake({ apiKey: FAL_KEY, queueMs: 20, runMs: 40 });

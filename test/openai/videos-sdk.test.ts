@@ -14,18 +14,18 @@ import { tinyPng } from "./fixtures.ts";
 
 describe("the openai SDK's videos against the gateway (D37)", () => {
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   let client: OpenAI;
 
   const balance = async () => {
     const db = gw.services.db.kysely;
-    const b = await getBalance(db, user.user_id);
-    assert.equal(b, await ledgerSum(db, user.user_id), "balance == ledger sum");
+    const b = await getBalance(db, user.org_id);
+    assert.equal(b, await ledgerSum(db, user.org_id), "balance == ledger sum");
     return b ?? -1;
   };
   const jobRow = (id: string) => gw.services.db.kysely.selectFrom("jobs").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
   const usageOfJob = (id: string) => gw.services.db.kysely.selectFrom("usage_records").selectAll().where("job_id", "=", id).execute();
-  const holdsOf = async () => (await gw.services.db.kysely.selectFrom("holds").select("id").where("account_id", "=", user.user_id).execute()).length;
+  const holdsOf = async () => (await gw.services.db.kysely.selectFrom("holds").select("id").where("account_id", "=", user.org_id).execute()).length;
   /**
    * Waits for the job to end (watching its row: polling the API would spend the tier's requests per
    * minute), then reads it with `videos.retrieve`.

@@ -14,7 +14,7 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.
 
 describe("text SDKs against the gateway", () => {
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   let openai: OpenAI;
   let anthropic: Anthropic;
 
@@ -32,11 +32,11 @@ describe("text SDKs against the gateway", () => {
 
   /** The last charge entry, micro-USD (positive). */
   async function lastCharge(): Promise<number> {
-    const page = await listLedger(gw.services.db.kysely, user.user_id, { limit: 5, after: null });
+    const page = await listLedger(gw.services.db.kysely, user.org_id, { limit: 5, after: null });
     const charge = page.entries.find((e) => e.kind === "charge");
     assert.ok(charge, "a charge entry");
     const db = gw.services.db.kysely;
-    assert.equal(await getBalance(db, user.user_id), await ledgerSum(db, user.user_id));
+    assert.equal(await getBalance(db, user.org_id), await ledgerSum(db, user.org_id));
     return -charge.amountMicros;
   }
   /** The price of a call from its reported usage: `input` excludes the cached tokens. */
@@ -163,6 +163,6 @@ describe("text SDKs against the gateway", () => {
     );
     const bad = await gw.request("POST", "/v1/chat/completions", { token: poor.api_key, body: { model: "fast", messages: "hi" } });
     assert.equal(bad.status, 400);
-    assert.equal(await getBalance(gw.services.db.kysely, poor.user_id), 500_000);
+    assert.equal(await getBalance(gw.services.db.kysely, poor.org_id), 500_000);
   });
 });

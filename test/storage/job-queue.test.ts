@@ -37,7 +37,7 @@ for (const backend of BACKENDS) {
       const id = `usr_q${++seq}`;
       await db.kysely
         .insertInto("accounts")
-        .values({ id, email: `${id}@example.com`, password_hash: "x", balance_micros: 0, total_deposits_micros: 0, tier_override: imageCap, limits_override: null, created_at: 0 })
+        .values({ id, name: `${id}@example.com`, balance_micros: 0, total_deposits_micros: 0, tier_override: imageCap, limits_override: null, created_at: 0 })
         .execute();
       return id;
     }

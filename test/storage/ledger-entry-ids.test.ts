@@ -33,9 +33,11 @@ for (const backend of BACKENDS) {
         }
 
         await migrate(db);
-        await credit(k, { accountId: "acct_a", kind: "adjustment", amountMicros: 5 });
+        // Migration 016 (D41) made the account the personal organization of user `acct_a`.
+        const org = (await k.selectFrom("users").select("personal_org_id").where("id", "=", "acct_a").executeTakeFirstOrThrow()).personal_org_id!;
+        await credit(k, { accountId: org, kind: "adjustment", amountMicros: 5 });
 
-        const all = (await listLedger(k, "acct_a", { limit: OLD_ENTRIES + 1, after: null })).entries;
+        const all = (await listLedger(k, org, { limit: OLD_ENTRIES + 1, after: null })).entries;
         assert.equal(all.length, OLD_ENTRIES + 1);
         assert.deepEqual(
           all.map((e) => e.balanceAfterMicros),
@@ -48,7 +50,7 @@ for (const backend of BACKENDS) {
         const paged: string[] = [];
         let after: string | null = null;
         for (;;) {
-          const page: Awaited<ReturnType<typeof listLedger>> = await listLedger(k, "acct_a", { limit: 100, after });
+          const page: Awaited<ReturnType<typeof listLedger>> = await listLedger(k, org, { limit: 100, after });
           paged.push(...page.entries.map((e) => e.id));
           if (!page.hasMore) break;
           after = page.entries[page.entries.length - 1].id;
@@ -57,7 +59,7 @@ for (const backend of BACKENDS) {
 
         await assert.rejects(
           sql`insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, created_at)
-            values (${all[0].id}, 'acct_a', 'adjustment', 0, 0, 0)`.execute(k),
+            values (${all[0].id}, ${org}, 'adjustment', 0, 0, 0)`.execute(k),
           "a public id is unique",
         );
       } finally {

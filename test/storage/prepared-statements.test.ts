@@ -15,7 +15,7 @@ import { BACKENDS, createTempDatabase, type TempDatabase } from "../helpers/back
 const pgBackend = BACKENDS.find((b) => b.name === "postgres")!;
 
 /** A compiled-once read of one account. */
-const accountEmail = prepare((db, p) => db.selectFrom("accounts").select(["email"]).where("id", "=", p<string>(0)));
+const accountEmail = prepare((db, p) => db.selectFrom("accounts").select(["name as email"]).where("id", "=", p<string>(0)));
 
 describe("named prepared statements on postgres", { skip: pgBackend.skip }, () => {
   let temp: TempDatabase;
@@ -25,7 +25,7 @@ describe("named prepared statements on postgres", { skip: pgBackend.skip }, () =
     await migrate(db);
     await db.kysely
       .insertInto("accounts")
-      .values({ id: "usr_ps", email: "ps@example.com", password_hash: "x", balance_micros: 0, total_deposits_micros: 0, tier_override: null, limits_override: null, created_at: 0 })
+      .values({ id: "usr_ps", name: "ps@example.com", balance_micros: 0, total_deposits_micros: 0, tier_override: null, limits_override: null, created_at: 0 })
       .execute();
     await db.close();
   });
@@ -61,7 +61,7 @@ describe("named prepared statements on postgres", { skip: pgBackend.skip }, () =
       const named = await db.kysely.connection().execute(async (conn) => {
         for (let i = 0; i < 12; i++) {
           // Texts no other test runs: built here, not compiled once.
-          const r = await conn.selectFrom("accounts").select(["id", "created_at"]).where("email", "=", `ps@example.com`).where("balance_micros", ">=", -i).execute();
+          const r = await conn.selectFrom("accounts").select(["id", "created_at"]).where("name", "=", `ps@example.com`).where("balance_micros", ">=", -i).execute();
           assert.equal(r.length, 1);
           assert.equal((await conn.selectFrom("accounts").selectAll().where("tier_override", "is", null).where("balance_micros", ">=", -i).execute()).length, 1);
         }

@@ -12,7 +12,7 @@ import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.
 
 describe("transcription and audio understanding", () => {
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
   before(async () => {
     gw = await startGateway("sqlite");
     user = await gw.register();
@@ -33,8 +33,8 @@ describe("transcription and audio understanding", () => {
   }
   async function balance() {
     const db = gw.services.db.kysely;
-    const b = await getBalance(db, user.user_id);
-    assert.equal(b, await ledgerSum(db, user.user_id));
+    const b = await getBalance(db, user.org_id);
+    assert.equal(b, await ledgerSum(db, user.org_id));
     return b ?? -1;
   }
 

@@ -15,7 +15,7 @@ describe("text upstreams and fallback", () => {
   let a: FakeOpenAI;
   let b: FakeOpenAI;
   let gw: TestGateway;
-  let user: { user_id: string; api_key: string };
+  let user: { user_id: string; org_id: string; api_key: string };
 
   before(async () => {
     a = await startFakeOpenAI();
@@ -60,7 +60,7 @@ describe("text upstreams and fallback", () => {
     a.reset();
     b.reset();
     a.enqueue({ kind: "json", body: completion({ content: "from A", usage: { prompt: 1000, completion: 200 } }) });
-    const before = await getBalance(gw.services.db.kysely, user.user_id);
+    const before = await getBalance(gw.services.db.kysely, user.org_id);
     const r = await chat();
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.equal(r.json.choices[0].message.content, "from A");
@@ -73,8 +73,8 @@ describe("text upstreams and fallback", () => {
     assert.equal(body.max_tokens, 777);
     const cost = quoteTextCall(best, { inputTokens: 1000, cachedTokens: 0, outputTokens: 200 });
     const db = gw.services.db.kysely;
-    assert.equal(await getBalance(db, user.user_id), (before ?? 0) - cost);
-    assert.equal(await ledgerSum(db, user.user_id), (before ?? 0) - cost);
+    assert.equal(await getBalance(db, user.org_id), (before ?? 0) - cost);
+    assert.equal(await ledgerSum(db, user.org_id), (before ?? 0) - cost);
   });
 
   test("primary fails: same model at the secondary, layer 1", async () => {
@@ -106,11 +106,11 @@ describe("text upstreams and fallback", () => {
     assert.equal(r.headers.get("x-svc-fallback-layer"), "2");
 
     a.respond = () => ({ kind: "json", status: 400, body: { error: { message: "bad request" } } });
-    const before = await getBalance(gw.services.db.kysely, user.user_id);
+    const before = await getBalance(gw.services.db.kysely, user.org_id);
     const refused = await chat();
     assert.equal(refused.status, 502);
     assert.equal(b.requests.filter((q) => (q.body as { model: string }).model === best.upstreamModel).length, 1, "no fallback after a 400");
-    assert.equal(await getBalance(gw.services.db.kysely, user.user_id), before);
+    assert.equal(await getBalance(gw.services.db.kysely, user.org_id), before);
     a.respond = null;
     b.respond = null;
   });
@@ -133,8 +133,8 @@ describe("a streamed chat that breaks off", () => {
       assert.doesNotMatch(text, /\[DONE\]/);
       await new Promise((r) => setTimeout(r, 100));
       const db = gw.services.db.kysely;
-      assert.equal(await getBalance(db, u.user_id), 500_000);
-      assert.equal(await ledgerSum(db, u.user_id), 500_000);
+      assert.equal(await getBalance(db, u.org_id), 500_000);
+      assert.equal(await ledgerSum(db, u.org_id), 500_000);
     } finally {
       await gw.close();
       await up.close();

@@ -53,7 +53,7 @@ describe("models and token limits", () => {
     const r = await api.POST("/v1/chat/completions", { body });
     assert.equal(r.response.status, 403);
     assert.equal(r.error?.error.code, "model_not_available");
-    assert.equal(await getBalance(gw.services.db.kysely, u.user_id), 500_000);
+    assert.equal(await getBalance(gw.services.db.kysely, u.org_id), 500_000);
     await gw.deposit(u.user_id, 10);
     assert.equal((await api.POST("/v1/chat/completions", { body })).response.status, 200);
   });
@@ -72,7 +72,7 @@ describe("models and token limits", () => {
     const over = await chat(3000);
     assert.equal(over.status, 429);
     assert.match(over.json.error.message, /Token limit/);
-    const balance = await getBalance(gw.services.db.kysely, u.user_id);
+    const balance = await getBalance(gw.services.db.kysely, u.org_id);
     const ledger = await gw.request("GET", "/v1/billing/ledger?limit=10", { token: u.api_key });
     assert.equal(ledger.json.data.filter((e: { kind: string }) => e.kind === "charge").length, 1);
     assert.ok((balance ?? 0) < 50_500_000);

@@ -145,7 +145,7 @@ describe("D35: the first source has no such model, the next one serves", () => {
 
   test("an imgC job: served by the next source at fallback layer 1, one hold and one charge", async () => {
     const u = await account(gw, 5);
-    const before = await money(gw, u.user_id);
+    const before = await money(gw, u.org_id);
     const r = await gw.request("POST", "/v1/images/generations", { token: u.api_key, body: { model: "imgC-v3", prompt: "a teapot" } });
     assert.equal(r.status, 202, JSON.stringify(r.json));
     const done = await gw.waitForJob(u.api_key, r.json.id, 30_000);
@@ -155,21 +155,21 @@ describe("D35: the first source has no such model, the next one serves", () => {
     assert.equal(row.upstream_source, "oa-images");
     const kinds = await gw.services.db.kysely.selectFrom("ledger_entries").select("kind").where("job_id", "=", r.json.id).orderBy("seq").execute();
     assert.deepEqual(kinds.map((k) => k.kind), ["hold", "hold_release", "charge"]);
-    assert.equal(await money(gw, u.user_id), before - Number(row.cost_micros));
+    assert.equal(await money(gw, u.org_id), before - Number(row.cost_micros));
     assert.equal(gone.calls.filter((c) => c.startsWith("/v1/images/generations ")).length, 1);
     assert.equal(images.submits().length, 1);
   });
 
   test("a transcription: the next source answers, X-Svc-Fallback-Layer 1, charged once", async () => {
     const u = await account(gw, 5);
-    const before = await money(gw, u.user_id);
+    const before = await money(gw, u.org_id);
     const res = await transcribe(gw, u.api_key, 70);
     const body = (await res.json()) as { text: string };
     assert.equal(res.status, 200, JSON.stringify(body));
     assert.equal(res.headers.get("x-svc-fallback"), "true");
     assert.equal(res.headers.get("x-svc-fallback-layer"), "1");
     assert.equal(res.headers.get("x-svc-cost-usd"), "0.0018");
-    assert.equal(await money(gw, u.user_id), before - 1800);
+    assert.equal(await money(gw, u.org_id), before - 1800);
     assert.equal(gone.calls.filter((c) => c.startsWith("/v1/audio/transcriptions ")).length, 1);
   });
 
@@ -226,7 +226,7 @@ describe("D35: no source left with the model", () => {
 
   test("an imgC job ends failed provider_error naming the model and the upstream id; nothing charged", async () => {
     const u = await account(gw, 5);
-    const before = await money(gw, u.user_id);
+    const before = await money(gw, u.org_id);
     const r = await gw.request("POST", "/v1/images/generations", { token: u.api_key, body: { model: "imgC-v3", prompt: "a teapot" } });
     assert.equal(r.status, 202, JSON.stringify(r.json));
     const done = await gw.waitForJob(u.api_key, r.json.id, 30_000);
@@ -235,14 +235,14 @@ describe("D35: no source left with the model", () => {
     const upstream = askedFor("/v1/images/generations");
     assert.match(done.json.error.message, new RegExp(`^No upstream source serves imgC-v3: the source answered that its upstream model ${escape(upstream)} does not exist\\.`));
     assert.equal(goneA.calls.length, 1, "each source asked once");
-    assert.equal(await money(gw, u.user_id), before);
+    assert.equal(await money(gw, u.org_id), before);
     const kinds = await gw.services.db.kysely.selectFrom("ledger_entries").select("kind").where("job_id", "=", r.json.id).orderBy("seq").execute();
     assert.deepEqual(kinds.map((k) => k.kind), ["hold", "hold_release"]);
   });
 
   test("a transcription answers 502 provider_error naming the model and the upstream id; nothing charged", async () => {
     const u = await account(gw, 5);
-    const before = await money(gw, u.user_id);
+    const before = await money(gw, u.org_id);
     const res = await transcribe(gw, u.api_key, 30);
     const body = (await res.json()) as { error: { code: string; message: string; type: string } };
     assert.equal(res.status, 502, JSON.stringify(body));
@@ -252,17 +252,17 @@ describe("D35: no source left with the model", () => {
       body.error.message,
       `No upstream source serves host1-transcribe-1: the source answered that its upstream model ${askedFor("/v1/audio/transcriptions")} does not exist. Nothing was charged.`,
     );
-    assert.equal(await money(gw, u.user_id), before);
+    assert.equal(await money(gw, u.org_id), before);
   });
 
   test("a chat completion answers 502 provider_error naming the model; nothing charged", async () => {
     const u = await account(gw, 5);
-    const before = await money(gw, u.user_id);
+    const before = await money(gw, u.org_id);
     const res = await gw.request("POST", "/v1/chat/completions", { token: u.api_key, body: CHAT });
     assert.equal(res.status, 502, JSON.stringify(res.json));
     assert.equal(res.json.error.code, "provider_error");
     assert.match(res.json.error.message, /^No upstream source serves txtA-large: the source answered that its upstream model \S+ does not exist\. Nothing was charged\.$/);
-    assert.equal(await money(gw, u.user_id), before);
+    assert.equal(await money(gw, u.org_id), before);
   });
 
   test("no key in any answer or log line; both sources keep their circuits closed", async () => {

@@ -46,7 +46,7 @@ for (const backend of BACKENDS) {
     test("a charged stream that breaks off is refunded, and its record ends refunded in the same transaction", async () => {
       const u = await gw.register();
       const usage = usageFor(undefined, "speech", { characters: 12 });
-      const stream = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 30_000, reference: "beta-speech-turbo", usage }, { onInsufficient: refuse }, async (hold) => {
+      const stream = await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 30_000, reference: "beta-speech-turbo", usage }, { onInsufficient: refuse }, async (hold) => {
         assert.equal((await record(usage.requestId)).status, "processing", "written with the hold");
         hold.note({ fallbackLayer: 1 });
         await hold.capture(30_000);
@@ -63,13 +63,13 @@ for (const backend of BACKENDS) {
       assert.equal(Number(r.fallback_layer), 1);
       assert.equal(Number(r.characters), 12);
       assert.deepEqual((await entries(usage.requestId)).map((e) => e.kind), ["hold", "hold_release", "charge", "refund"]);
-      await assertAgrees(u.user_id, usage.requestId);
+      await assertAgrees(u.org_id, usage.requestId);
     });
 
     test("a stream settled at its end notes its units before the charge; one left early is released as failed", async () => {
       const u = await gw.register();
       const done = usageFor(undefined, "chat");
-      const full = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 5_000, reference: "txtA-small", usage: done }, { onInsufficient: refuse }, async (hold) =>
+      const full = await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 5_000, reference: "txtA-small", usage: done }, { onInsufficient: refuse }, async (hold) =>
         hold.stream(chunks(3), {
           finalMicros: () => {
             hold.note({ units: { inputTokens: 10, outputTokens: 3, cachedTokens: 0 } });
@@ -82,16 +82,16 @@ for (const backend of BACKENDS) {
       assert.equal(r.status, "succeeded");
       assert.equal(Number(r.cost_micros), 1_234);
       assert.deepEqual([Number(r.input_tokens), Number(r.output_tokens), Number(r.cached_tokens)], [10, 3, 0]);
-      await assertAgrees(u.user_id, done.requestId);
+      await assertAgrees(u.org_id, done.requestId);
 
       const left = usageFor(undefined, "chat");
-      const early = await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 5_000, reference: "txtA-small", usage: left }, { onInsufficient: refuse }, async (hold) =>
+      const early = await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 5_000, reference: "txtA-small", usage: left }, { onInsufficient: refuse }, async (hold) =>
         hold.stream(chunks(3), { finalMicros: () => 1_000 }),
       );
       for await (const _ of early) break;
       assert.equal((await record(left.requestId)).status, "failed");
       assert.equal(Number((await record(left.requestId)).cost_micros), 0);
-      await assertAgrees(u.user_id, left.requestId);
+      await assertAgrees(u.org_id, left.requestId);
     });
 
     test("a call whose process died: the sync-hold sweep releases the hold and ends its record failed", async () => {
@@ -100,7 +100,7 @@ for (const backend of BACKENDS) {
       // stream ended would: the sweep of orphaned synchronous holds releases it.
       const orphan = usageFor(undefined, "sfx");
       let holdId = "";
-      await paidCalls().withHold(db(), { accountId: u.user_id, amountMicros: 27_000, reference: "alpha-sfx", usage: orphan }, { onInsufficient: refuse }, async (h) => {
+      await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 27_000, reference: "alpha-sfx", usage: orphan }, { onInsufficient: refuse }, async (h) => {
         holdId = h.id!;
         return h.stream(chunks(1));
       });
@@ -110,7 +110,7 @@ for (const backend of BACKENDS) {
       const swept = await record(orphan.requestId);
       assert.equal(swept.status, "failed");
       assert.equal(Number(swept.cost_micros), 0);
-      await assertAgrees(u.user_id, orphan.requestId);
+      await assertAgrees(u.org_id, orphan.requestId);
     });
   });
 }

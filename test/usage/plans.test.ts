@@ -42,7 +42,7 @@ for (const backend of BACKENDS) {
       try {
         await migrate(db);
         const k = db.kysely;
-        await sql`insert into accounts (id, email, password_hash, balance_micros, total_deposits_micros, created_at) values ('usr_1', 'a@x', 'x', 0, 0, 0), ('usr_2', 'b@x', 'x', 0, 0, 0)`.execute(k);
+        await sql`insert into accounts (id, name, balance_micros, total_deposits_micros, created_at) values ('usr_1', 'a@x', 0, 0, 0), ('usr_2', 'b@x', 0, 0, 0)`.execute(k);
         const rows = [];
         for (let i = 0; i < 200; i++) {
           rows.push(sql`(${`req_${i}`}, ${`usr_${1 + (i % 2)}`}, ${`key_${i % 3}`}, ${i % 5 === 0 ? "test" : "live"}, ${`m_${i % 4}`}, 'speech', ${i % 7 === 0 ? "failed" : "succeeded"}, 100, 0, ${i * 50}, ${i * 50})`);

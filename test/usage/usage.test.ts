@@ -39,7 +39,7 @@ function parseCsv(text: string): string[][] {
 for (const backend of BACKENDS) {
   describe(`usage log and test-mode keys on ${backend.name}`, { skip: backend.skip }, () => {
     let gw: TestGateway;
-    let user: { user_id: string; api_key: string; session_token: string };
+    let user: { user_id: string; org_id: string; api_key: string; session_token: string };
     const requestIds: Record<string, string> = {};
 
     before(async () => {
@@ -167,7 +167,7 @@ for (const backend of BACKENDS) {
       assert.ok(hold, "the music hold carries its request id");
       assert.equal(hold.reference, "beta-music");
       // Invariant 1 still holds.
-      assert.equal(await getBalance(db(), user.user_id), await ledgerSum(db(), user.user_id));
+      assert.equal(await getBalance(db(), user.org_id), await ledgerSum(db(), user.org_id));
     });
 
     test("GET /v1/requests lists newest first, filters and pages", async () => {
@@ -269,8 +269,8 @@ for (const backend of BACKENDS) {
       assert.equal((await gw.request("POST", "/v1/auth/keys", { token: poor.api_key, body: { mode: "sandbox" } })).status, 400);
       const testKey = created.json.api_key as string;
 
-      const balance = await getBalance(db(), poor.user_id);
-      const entries = async () => (await db().selectFrom("ledger_entries").select("id").where("account_id", "=", poor.user_id).execute()).length;
+      const balance = await getBalance(db(), poor.org_id);
+      const entries = async () => (await db().selectFrom("ledger_entries").select("id").where("account_id", "=", poor.org_id).execute()).length;
       const before = await entries();
 
       const speech = await gw.request("POST", "/v1/audio/speech", { token: testKey, body: SPEECH });
@@ -293,7 +293,7 @@ for (const backend of BACKENDS) {
       const chat = await gw.request("POST", "/v1/chat/completions", { token: testKey, body: { model: "fast", messages: [{ role: "user", content: "hi" }] } });
       assert.equal(chat.status, 200);
 
-      assert.equal(await getBalance(db(), poor.user_id), balance, "balance unchanged");
+      assert.equal(await getBalance(db(), poor.org_id), balance, "balance unchanged");
       assert.equal(await entries(), before, "no ledger entry");
       const me = await gw.request("GET", "/v1/auth/me", { token: testKey });
       assert.equal(me.headers.get("x-svc-test-mode"), "true");

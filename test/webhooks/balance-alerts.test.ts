@@ -142,9 +142,9 @@ for (const backend of BACKENDS) {
         /** An account whose alert fired: balance 0.20 USD (0.30 held by `hold`) below a threshold of 0.25. */
         const fired = async () => {
           const u = await gw.register();
-          const hold = await placeHold(db, { accountId: u.user_id, amountMicros: 300_000, reference: "m" });
-          assert.equal((await setLowBalanceAlert(db, null, u.user_id, 250_000)).armed, false);
-          return { id: u.user_id, hold: hold.id };
+          const hold = await placeHold(db, { accountId: u.org_id, amountMicros: 300_000, reference: "m" });
+          assert.equal((await setLowBalanceAlert(db, null, u.org_id, 250_000)).armed, false);
+          return { id: u.org_id, hold: hold.id };
         };
         const armed = async (id: string) => (await getLowBalanceAlert(db, id)).armed;
         const cases: [string, (a: { id: string; hold: string }) => Promise<unknown>, boolean][] = [
@@ -171,8 +171,8 @@ for (const backend of BACKENDS) {
         for (const a of many) assert.equal(await armed(a.id), true, "a batched settlement");
         // No threshold: nothing to arm, and nothing breaks.
         const plain = await gw.register();
-        await credit(db, { accountId: plain.user_id, kind: "deposit", amountMicros: 1 });
-        assert.equal((await getLowBalanceAlert(db, plain.user_id)).low_balance_usd, null);
+        await credit(db, { accountId: plain.org_id, kind: "deposit", amountMicros: 1 });
+        assert.equal((await getLowBalanceAlert(db, plain.org_id)).low_balance_usd, null);
       } finally {
         gw.services.alerts.start();
       }

@@ -1,14 +1,18 @@
 /**
- * Operator API (D9, D21, D22, D25; issue 15 point 3): find accounts and read one (its ledger, requests and
- * usage as the customer sees them), deposits, tier override, custom limits, the state of the upstream
+ * Operator API (D9, D21, D22, D25, D41; issue 15 point 3): find users and organizations and read one (its
+ * ledger, requests and usage as the customer sees them), deposits, tier override, custom limits (by user:
+ * the user's personal organization; or by organization), the state of the upstream
  * sources, and revenue against upstream cost. Behind `GATEWAY_ADMIN_TOKEN` (http/auth.ts `requireAdmin`);
  * listed in the OpenAPI document under the `operator` tag (schemas/admin.ts).
  */
 import {
   depositFunds,
   getAccountForOperator,
+  getOrgForOperator,
   listAccounts,
-  requireAccount,
+  listOrgs,
+  personalOrgOrThrow,
+  requireOrg,
   setLimitsOverride,
   setTierOverride,
 } from "../../accounts/admin.ts";
@@ -23,10 +27,18 @@ import {
   accountUsageSchema,
   depositSchema,
   getAccountSchema,
+  getOrgSchema,
   listAccountsSchema,
+  listOrgsSchema,
   listUpstreamsSchema,
+  orgDepositSchema,
+  orgLedgerSchema,
+  orgRequestsSchema,
+  orgUsageSchema,
   revenueSchema,
   setLimitsSchema,
+  setOrgLimitsSchema,
+  setOrgTierSchema,
   setTierSchema,
 } from "../schemas/admin.ts";
 
@@ -56,31 +68,54 @@ export function adminRoutes(app: App, services: Services): void {
   );
   app.get("/v1/admin/users/:user_id", { schema: getAccountSchema }, async (req) => getAccountForOperator(db, req.params.user_id));
 
-  // One account as its owner sees it: the customer endpoints' own code, after a 404 for an unknown id.
-  app.get("/v1/admin/users/:user_id/ledger", { schema: accountLedgerSchema }, async (req) => {
+  // One user's personal organization (D41) as its owner sees it: the customer endpoints' own code, after
+  // a 404 for an unknown user.
+  app.get("/v1/admin/users/:user_id/ledger", { schema: accountLedgerSchema }, async (req) =>
+    ledgerPage(db, await personalOrgOrThrow(db, req.params.user_id), req.query),
+  );
+  app.get("/v1/admin/users/:user_id/requests", { schema: accountRequestsSchema }, async (req) =>
+    requestsPage(db, await personalOrgOrThrow(db, req.params.user_id), req.query),
+  );
+  app.get("/v1/admin/users/:user_id/usage", { schema: accountUsageSchema }, async (req) =>
+    usageSummary(db, await personalOrgOrThrow(db, req.params.user_id), req.query),
+  );
+
+  app.post("/v1/admin/users/:user_id/deposits", { schema: depositSchema }, async (req) => {
     const { user_id } = req.params;
-    await requireAccount(db, user_id);
-    return ledgerPage(db, user_id, req.query);
+    return { user_id, ...(await depositFunds(db, services.auth, await personalOrgOrThrow(db, user_id), req.body)) };
   });
-  app.get("/v1/admin/users/:user_id/requests", { schema: accountRequestsSchema }, async (req) => {
+  app.put("/v1/admin/users/:user_id/tier", { schema: setTierSchema }, async (req) => {
     const { user_id } = req.params;
-    await requireAccount(db, user_id);
-    return requestsPage(db, user_id, req.query);
+    return { user_id, ...(await setTierOverride(db, services.auth, await personalOrgOrThrow(db, user_id), req.body.tier)) };
   });
-  app.get("/v1/admin/users/:user_id/usage", { schema: accountUsageSchema }, async (req) => {
+  app.put("/v1/admin/users/:user_id/limits", { schema: setLimitsSchema }, async (req) => {
     const { user_id } = req.params;
-    await requireAccount(db, user_id);
-    return usageSummary(db, user_id, req.query);
+    return { user_id, ...(await setLimitsOverride(db, services.auth, await personalOrgOrThrow(db, user_id), req.body)) };
   });
 
-  app.post("/v1/admin/users/:user_id/deposits", { schema: depositSchema }, async (req) =>
-    depositFunds(db, services.auth, req.params.user_id, req.body),
+  // Organizations (D41): the same actions and views, addressed by organization.
+  app.get("/v1/admin/orgs", { schema: listOrgsSchema }, async (req) => listOrgs(db, services.db.dialect, req.query));
+  app.get("/v1/admin/orgs/:org_id", { schema: getOrgSchema }, async (req) => getOrgForOperator(db, req.params.org_id));
+  app.get("/v1/admin/orgs/:org_id/ledger", { schema: orgLedgerSchema }, async (req) => {
+    await requireOrg(db, req.params.org_id);
+    return ledgerPage(db, req.params.org_id, req.query);
+  });
+  app.get("/v1/admin/orgs/:org_id/requests", { schema: orgRequestsSchema }, async (req) => {
+    await requireOrg(db, req.params.org_id);
+    return requestsPage(db, req.params.org_id, req.query);
+  });
+  app.get("/v1/admin/orgs/:org_id/usage", { schema: orgUsageSchema }, async (req) => {
+    await requireOrg(db, req.params.org_id);
+    return usageSummary(db, req.params.org_id, req.query);
+  });
+  app.post("/v1/admin/orgs/:org_id/deposits", { schema: orgDepositSchema }, async (req) =>
+    depositFunds(db, services.auth, req.params.org_id, req.body),
   );
-  app.put("/v1/admin/users/:user_id/tier", { schema: setTierSchema }, async (req) =>
-    setTierOverride(db, services.auth, req.params.user_id, req.body.tier),
+  app.put("/v1/admin/orgs/:org_id/tier", { schema: setOrgTierSchema }, async (req) =>
+    setTierOverride(db, services.auth, req.params.org_id, req.body.tier),
   );
-  app.put("/v1/admin/users/:user_id/limits", { schema: setLimitsSchema }, async (req) =>
-    setLimitsOverride(db, services.auth, req.params.user_id, req.body),
+  app.put("/v1/admin/orgs/:org_id/limits", { schema: setOrgLimitsSchema }, async (req) =>
+    setLimitsOverride(db, services.auth, req.params.org_id, req.body),
   );
 
   // D25's rows plus what a health page reads: the error rate and the window they cover.

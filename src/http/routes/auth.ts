@@ -37,7 +37,7 @@ export function authPublicRoutes(app: App, services: Services): void {
 
 /** `GET /v1/auth/me`, `GET|POST /v1/auth/keys`, `PATCH|DELETE /v1/auth/keys/{key_id}` (D8, D21, D34). */
 export function accountRoutes(app: App, services: Services): void {
-  app.get("/v1/auth/me", { schema: getAccountSchema }, async (req) => me(services.db.kysely, principalOf(req).accountId));
+  app.get("/v1/auth/me", { schema: getAccountSchema }, async (req) => me(services.db.kysely, principalOf(req)));
   app.get("/v1/auth/limits", { schema: getAccountLimitsSchema }, async (req) => {
     const p = principalOf(req);
     const usage = await services.limiter.usage(p.accountId);
@@ -59,19 +59,19 @@ export function accountRoutes(app: App, services: Services): void {
   }));
   app.post("/v1/auth/keys", { schema: createKeySchema }, async (req, reply) => {
     const body = req.body && typeof req.body === "object" ? req.body : {};
-    const out = await createKey(services.db.kysely, principalOf(req).accountId, body);
+    const out = await createKey(services.db.kysely, principalOf(req), body);
     return reply.code(201).send(out);
   });
   app.patch("/v1/auth/keys/:key_id", { schema: updateKeySchema }, async (req) => {
     const { key_id } = req.params;
-    return patchKey(services.db.kysely, services.auth, principalOf(req).accountId, key_id, req.body);
+    return patchKey(services.db.kysely, services.auth, principalOf(req), key_id, req.body);
   });
   app.delete(
     "/v1/auth/keys/:key_id",
     { schema: deleteKeySchema },
     async (req) => {
       const { key_id } = req.params;
-      await deleteKey(services.db.kysely, services.auth, principalOf(req).accountId, key_id);
+      await deleteKey(services.db.kysely, services.auth, principalOf(req), key_id);
       return { key_id, deleted: true };
     },
   );

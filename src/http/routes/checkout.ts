@@ -8,7 +8,7 @@ import type { Topups } from "../../accounts/topups.ts";
 import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../types.ts";
-import { principalOf, requireAuth } from "../auth.ts";
+import { ADMIN_ONLY, principalOf, requireAuth } from "../auth.ts";
 import { checkoutSettingsSchema, createCheckoutSchema, stripeWebhookSchema } from "../schemas/checkout.ts";
 import { formReadByRoute } from "../schemas/common.ts";
 
@@ -26,8 +26,9 @@ export async function checkoutRoutes(app: App, services: Services): Promise<void
   await app.register(async (acc: App) => {
     acc.addHook("onRequest", requireAuth(services, { allowSession: true }));
     acc.get("/v1/billing/checkout", { schema: checkoutSettingsSchema }, async () => payments().settings());
-    acc.post("/v1/billing/checkout", { schema: createCheckoutSchema }, async (req, reply) => {
-      return reply.code(201).send(await payments().createCheckout(principalOf(req).accountId, req.body));
+    // D41: top-ups are for admins and owners; the payment credits the caller's organization.
+    acc.post("/v1/billing/checkout", { schema: createCheckoutSchema, config: ADMIN_ONLY }, async (req, reply) => {
+      return reply.code(201).send(await payments().createCheckout(principalOf(req), req.body));
     });
   });
   // The signature covers the body's exact bytes: in this scope no JSON parser runs, every body arrives

@@ -6,7 +6,7 @@ import type { Services } from "../../services.ts";
 import { listDeliveries, replayDelivery } from "../../webhooks/deliveries.ts";
 import { createEndpoint, defaultSecret, deleteEndpoint, listEndpoints, rotateEndpointSecret } from "../../webhooks/endpoints.ts";
 import type { App } from "../types.ts";
-import { principalOf } from "../auth.ts";
+import { ADMIN_ONLY, principalOf } from "../auth.ts";
 import {
   createWebhookSchema,
   deleteWebhookSchema,
@@ -19,17 +19,17 @@ import {
 
 export function webhookRoutes(app: App, services: Services): void {
   const db = services.db.kysely;
-  app.post("/v1/webhooks", { schema: createWebhookSchema }, async (req, reply) => {
+  app.post("/v1/webhooks", { schema: createWebhookSchema, config: ADMIN_ONLY }, async (req, reply) => {
     return reply.code(201).send(await createEndpoint(db, services.webhookUrlPolicy, principalOf(req).accountId, req.body));
   });
   app.get("/v1/webhooks", { schema: listWebhooksSchema }, async (req) => ({ object: "list", data: await listEndpoints(db, principalOf(req).accountId) }));
-  app.get("/v1/webhooks/secret", { schema: getWebhookSecretSchema }, async (req) => ({ secret: await defaultSecret(db, principalOf(req).accountId) }));
-  app.delete("/v1/webhooks/:id", { schema: deleteWebhookSchema }, async (req) => {
+  app.get("/v1/webhooks/secret", { schema: getWebhookSecretSchema, config: ADMIN_ONLY }, async (req) => ({ secret: await defaultSecret(db, principalOf(req).accountId) }));
+  app.delete("/v1/webhooks/:id", { schema: deleteWebhookSchema, config: ADMIN_ONLY }, async (req) => {
     const { id } = req.params;
     await deleteEndpoint(db, principalOf(req).accountId, id);
     return { id, deleted: true };
   });
-  app.post("/v1/webhooks/:id/rotate-secret", { schema: rotateWebhookSecretSchema }, async (req) =>
+  app.post("/v1/webhooks/:id/rotate-secret", { schema: rotateWebhookSecretSchema, config: ADMIN_ONLY }, async (req) =>
     rotateEndpointSecret(db, principalOf(req).accountId, req.params.id),
   );
   app.get("/v1/webhooks/deliveries", { schema: listWebhookDeliveriesSchema }, async (req) => {
@@ -42,7 +42,7 @@ export function webhookRoutes(app: App, services: Services): void {
     });
     return { object: "list", data: page.data, has_more: page.hasMore };
   });
-  app.post("/v1/webhooks/deliveries/:id/replay", { schema: replayWebhookDeliverySchema }, async (req, reply) => {
+  app.post("/v1/webhooks/deliveries/:id/replay", { schema: replayWebhookDeliverySchema, config: ADMIN_ONLY }, async (req, reply) => {
     const view = await replayDelivery(db, principalOf(req).accountId, req.params.id);
     services.nudgeWebhooks();
     return reply.code(202).send(view);

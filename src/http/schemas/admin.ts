@@ -43,11 +43,15 @@ const ACCOUNT_ERR = {
   404: "`user_not_found` (no such account), or `not_found` (the operator API is off)",
 };
 
-const USER_PARAMS = obj({ user_id: str("The account's id (`usr_...`).", { maxLength: 200 }) }, ["user_id"]);
+const USER_PARAMS = obj({ user_id: str("The user's id (`usr_...`); the operation acts on the user's personal organization (D41).", { maxLength: 200 }) }, ["user_id"]);
+const ORG_PARAMS = obj({ org_id: str("The organization's id (`org_...`, D41).", { maxLength: 200 }) }, ["org_id"]);
+/** ... and those of an operation on one organization. */
+const ORG_ERR = { ...OPERATOR_ERR, 404: "`org_not_found` (no such organization), or `not_found` (the operator API is off)" };
 
 const ACCOUNT_FIELDS = {
-  user_id: str("Account id."),
+  user_id: str("User id."),
   email: str("Email (stored lowercased)."),
+  org_id: str("The user's personal organization (D41), whose balance, tier and keys these are."),
   balance_usd: usd("Balance"),
   tier: int("Effective tier, 0 to 4 (the override when set, else by deposits)."),
   tier_name: str("Name of the effective tier."),
@@ -59,6 +63,29 @@ const ACCOUNT_FIELDS = {
   last_key_used_at: nullable(isoTime("When one of its keys was last used (written at most once a minute per key), or null.")),
 };
 const ACCOUNT = obj(ACCOUNT_FIELDS, Object.keys(ACCOUNT_FIELDS));
+
+const { user_id: _u, email: _e, ...ORG_BASE } = ACCOUNT_FIELDS;
+const ORG_FIELDS = {
+  ...ORG_BASE,
+  org_id: str("Organization id (`org_...`)."),
+  name: nullable(str("The organization's name (a personal organization: its owner's email).")),
+  created_at: isoTime("When the organization was made."),
+  members: int("Members of the organization."),
+};
+const ORG = obj(ORG_FIELDS, Object.keys(ORG_FIELDS));
+
+const TIER_BODY = obj(
+  {
+    tier: {
+      type: ["integer", "null"],
+      minimum: 0,
+      maximum: MAX_TIER,
+      description: `The tier, 0 to ${MAX_TIER}, or null to clear the override.`,
+      "x-error-message": `tier must be an integer from 0 to ${MAX_TIER}, or null.`,
+    },
+  },
+  ["tier"],
+);
 
 const LIMITS_OVERRIDE = obj({}, [], {
   description: "The account's limit overrides (D22): the tier-row fields set by the operator; `{}` when none.",
@@ -166,8 +193,14 @@ export const depositSchema = route({
     200: ok(
       "The account after the deposit.",
       obj(
-        { user_id: str("Account id."), balance_usd: usd("Balance"), total_deposits_usd: usd("Cumulative deposits"), tier: int("Effective tier.") },
-        ["user_id", "balance_usd", "total_deposits_usd", "tier"],
+        {
+          user_id: str("User id."),
+          org_id: str("The user's personal organization, credited."),
+          balance_usd: usd("Balance"),
+          total_deposits_usd: usd("Cumulative deposits"),
+          tier: int("Effective tier."),
+        },
+        ["user_id", "org_id", "balance_usd", "total_deposits_usd", "tier"],
       ),
     ),
     ...errors({ 400: "`invalid_request` (a non-positive, non-numeric or too large amount, a bad reference)", ...ACCOUNT_ERR }),
@@ -182,26 +215,13 @@ export const setTierSchema = route({
   tags: ["operator"],
   access: "admin",
   params: USER_PARAMS,
-  body: json(
-    obj(
-      {
-        tier: {
-          type: ["integer", "null"],
-          minimum: 0,
-          maximum: MAX_TIER,
-          description: `The tier, 0 to ${MAX_TIER}, or null to clear the override.`,
-          "x-error-message": `tier must be an integer from 0 to ${MAX_TIER}, or null.`,
-        },
-      },
-      ["tier"],
-    ),
-  ),
+  body: json(TIER_BODY),
   responses: {
     200: ok(
       "The tier now in force.",
       obj(
-        { user_id: str("Account id."), tier: int("Effective tier."), tier_override: nullable(int("The override, or null.")) },
-        ["user_id", "tier", "tier_override"],
+        { user_id: str("User id."), org_id: str("The user's personal organization."), tier: int("Effective tier."), tier_override: nullable(int("The override, or null.")) },
+        ["user_id", "org_id", "tier", "tier_override"],
       ),
     ),
     ...errors({ 400: "`invalid_request` (a tier outside 0-4)", ...ACCOUNT_ERR }),
@@ -219,8 +239,159 @@ export const setLimitsSchema = route({
   params: USER_PARAMS,
   body: json(LIMITS_BODY),
   responses: {
-    200: ok("The overrides now in force.", obj({ user_id: str("Account id."), limits_override: LIMITS_OVERRIDE }, ["user_id", "limits_override"])),
+    200: ok(
+      "The overrides now in force.",
+      obj({ user_id: str("User id."), org_id: str("The user's personal organization."), limits_override: LIMITS_OVERRIDE }, ["user_id", "org_id", "limits_override"]),
+    ),
     ...errors({ 400: "`invalid_request` (an unknown field or a bad value)", ...ACCOUNT_ERR }),
+  },
+});
+
+/** `GET /v1/admin/orgs` (D41). */
+export const listOrgsSchema = route({
+  operationId: "adminListOrgs",
+  summary: "Find organizations by id or name prefix",
+  description: "Organizations newest first. `q` matches an exact organization id or the start of the name, case-insensitive (personal organizations are named after their owner's email); without `q`, every organization.",
+  tags: ["operator"],
+  access: "admin",
+  query: obj({
+    q: str("An organization id, or the start of a name.", { maxLength: 254 }),
+    limit: queryInt("Page size, 1 to 100 (default 20).", "^0*(100|[1-9][0-9]?)$", "limit must be an integer from 1 to 100."),
+    after: str("Cursor: the `org_id` of the last organization of the previous page.", { maxLength: 200 }),
+  }),
+  responses: {
+    200: ok("One page.", LIST(ORG, { has_more: bool("More organizations follow.") })),
+    ...errors({ 400: "`invalid_request` (limit outside 1-100, q over 254 characters)", ...OPERATOR_ERR }),
+  },
+});
+
+/** `GET /v1/admin/orgs/{org_id}` (D41). */
+export const getOrgSchema = route({
+  operationId: "adminGetOrg",
+  summary: "One organization: balance, tier, members, overrides and effective limits",
+  tags: ["operator"],
+  access: "admin",
+  params: ORG_PARAMS,
+  responses: {
+    200: ok(
+      "The organization.",
+      obj(
+        {
+          object: oneOf(["admin.org"], "Always `admin.org`."),
+          ...ORG_FIELDS,
+          members_list: arr(
+            obj(
+              { user_id: str("User id."), email: str("Email."), role: oneOf(["owner", "admin", "member", "viewer"], "Role (D41)."), created_at: isoTime("When the user joined.") },
+              ["user_id", "email", "role", "created_at"],
+            ),
+            "The members, oldest first.",
+          ),
+          limits_override: LIMITS_OVERRIDE,
+          limits: { ...ref("TierRow"), description: "The effective limits: the tier row with the overrides applied (as `GET /v1/auth/limits`)." },
+        },
+        ["object", ...Object.keys(ORG_FIELDS), "members_list", "limits_override", "limits"],
+      ),
+    ),
+    ...errors(ORG_ERR),
+  },
+});
+
+/** `GET /v1/admin/orgs/{org_id}/ledger` (D41). */
+export const orgLedgerSchema = route({
+  operationId: "adminListOrgLedger",
+  summary: "One organization's ledger, newest first",
+  description: "What `GET /v1/billing/ledger` shows the organization.",
+  tags: ["operator"],
+  access: "admin",
+  params: ORG_PARAMS,
+  query: PAGE_QUERY,
+  responses: {
+    200: ok("One page.", LIST(LEDGER_ENTRY, { has_more: bool("More entries follow.") })),
+    ...errors({ 400: "`invalid_request` (limit outside 1-100)", ...ORG_ERR }),
+  },
+});
+
+/** `GET /v1/admin/orgs/{org_id}/requests` (D41). */
+export const orgRequestsSchema = route({
+  operationId: "adminListOrgRequests",
+  summary: "One organization's usage records, newest first",
+  description: "What `GET /v1/requests` shows the organization, with the same filters.",
+  tags: ["operator"],
+  access: "admin",
+  params: ORG_PARAMS,
+  query: REQUESTS_QUERY,
+  responses: {
+    200: ok("One page.", REQUESTS_PAGE),
+    ...errors({ 400: "`invalid_request` (limit outside 1-100, a bad status, mode or time)", ...ORG_ERR }),
+  },
+});
+
+/** `GET /v1/admin/orgs/{org_id}/usage` (D41). */
+export const orgUsageSchema = route({
+  operationId: "adminGetOrgUsage",
+  summary: "One organization's usage summed by day, model, key or member",
+  description: "What `GET /v1/usage` shows the organization, with the same filters.",
+  tags: ["operator"],
+  access: "admin",
+  params: ORG_PARAMS,
+  query: SUMMARY_QUERY,
+  responses: {
+    200: ok("The summary.", USAGE_SUMMARY),
+    ...errors({ 400: "`invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`)", ...ORG_ERR }),
+  },
+});
+
+/** `POST /v1/admin/orgs/{org_id}/deposits` (D41). */
+export const orgDepositSchema = route({
+  operationId: "adminOrgDeposit",
+  summary: "Credit an organization (a deposit)",
+  description: "Adds a `deposit` ledger entry; cumulative deposits raise the tier (10, 50, 250 and 1000 USD for tiers 1 to 4).",
+  tags: ["operator"],
+  access: "admin",
+  params: ORG_PARAMS,
+  body: json(DEPOSIT_BODY),
+  responses: {
+    200: ok(
+      "The organization after the deposit.",
+      obj(
+        { org_id: str("Organization id."), balance_usd: usd("Balance"), total_deposits_usd: usd("Cumulative deposits"), tier: int("Effective tier.") },
+        ["org_id", "balance_usd", "total_deposits_usd", "tier"],
+      ),
+    ),
+    ...errors({ 400: "`invalid_request` (a non-positive, non-numeric or too large amount, a bad reference)", ...ORG_ERR }),
+  },
+});
+
+/** `PUT /v1/admin/orgs/{org_id}/tier` (D41). */
+export const setOrgTierSchema = route({
+  operationId: "adminSetOrgTier",
+  summary: "Set or clear an organization's tier override",
+  description: "The override wins over deposits until cleared with `{\"tier\": null}`.",
+  tags: ["operator"],
+  access: "admin",
+  params: ORG_PARAMS,
+  body: json(TIER_BODY),
+  responses: {
+    200: ok(
+      "The tier now in force.",
+      obj({ org_id: str("Organization id."), tier: int("Effective tier."), tier_override: nullable(int("The override, or null.")) }, ["org_id", "tier", "tier_override"]),
+    ),
+    ...errors({ 400: "`invalid_request` (a tier outside 0-4)", ...ORG_ERR }),
+  },
+});
+
+/** `PUT /v1/admin/orgs/{org_id}/limits` (D41). */
+export const setOrgLimitsSchema = route({
+  operationId: "adminSetOrgLimits",
+  summary: "Override single limits of an organization (D22)",
+  description: "As `PUT /v1/admin/users/{user_id}/limits`, for the organization.",
+  tags: ["operator"],
+  access: "admin",
+  params: ORG_PARAMS,
+  body: json(LIMITS_BODY),
+  responses: {
+    200: ok("The overrides now in force.", obj({ org_id: str("Organization id."), limits_override: LIMITS_OVERRIDE }, ["org_id", "limits_override"])),
+    ...errors({ 400: "`invalid_request` (an unknown field or a bad value)", ...ORG_ERR }),
   },
 });
 

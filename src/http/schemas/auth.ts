@@ -16,6 +16,13 @@ const KEY_CONTROLS_OUT = {
   rpm: nullable(int("The key's own requests per minute (429 over it), within the account's; null: only the account's.")),
 };
 const KEY_CONTROLS_REQUIRED = Object.keys(KEY_CONTROLS_OUT);
+/** A role in an organization (D41). */
+export const ROLE = oneOf(["owner", "admin", "member", "viewer"], "A role in the organization (D41): `owner`, `admin`, `member` or `viewer`.");
+/** Who made a key and what it may manage (D41). */
+const KEY_OWNER = {
+  created_by: nullable(str("The member who made the key (`usr_...`); the key outlives the member's removal.")),
+  role: { ...ROLE, description: "The role the key acts with (D41): its creator's role when it was made, at most `admin`." },
+};
 const KEY_ROW = obj(
   {
     key_id: str("Key id."),
@@ -24,9 +31,10 @@ const KEY_ROW = obj(
     created_at: isoTime("Creation time."),
     last_used_at: nullable(isoTime("Last use.")),
     mode: KEY_MODE,
+    ...KEY_OWNER,
     ...KEY_CONTROLS_OUT,
   },
-  ["key_id", "name", "prefix", "created_at", "last_used_at", "mode", ...KEY_CONTROLS_REQUIRED],
+  ["key_id", "name", "prefix", "created_at", "last_used_at", "mode", "created_by", "role", ...KEY_CONTROLS_REQUIRED],
 );
 
 /** `POST /v1/auth/register`. */
@@ -38,7 +46,18 @@ export const registerSchema = route({
   access: "public",
   body: json(REGISTER_BODY),
   responses: {
-    200: ok("The new account.", obj({ user_id: str("Account id."), api_key: str("API key (secret)."), session_token: str("Session token (secret).") }, ["user_id", "api_key", "session_token"])),
+    200: ok(
+      "The new user, its personal organization (D41) and their first secrets.",
+      obj(
+        {
+          user_id: str("User id (`usr_...`)."),
+          org_id: str("The user's personal organization (`org_...`, D41): it holds the signup credit, the balance and the key."),
+          api_key: str("API key (secret) of the personal organization."),
+          session_token: str("Session token (secret)."),
+        },
+        ["user_id", "org_id", "api_key", "session_token"],
+      ),
+    ),
     ...errors({ 400: "`invalid_request` (bad email, password under 8 characters)", 409: "`email_taken`", 429: "`rate_limited`: too many registrations from this address (`REGISTRATIONS_PER_ADDRESS` per `REGISTRATION_WINDOW_S`); see `Retry-After`" }),
   },
 });
@@ -52,7 +71,7 @@ export const loginSchema = route({
   access: "public",
   body: json(LOGIN_BODY),
   responses: {
-    200: ok("A new session.", obj({ user_id: str("Account id."), session_token: str("Session token (secret).") }, ["user_id", "session_token"])),
+    200: ok("A new session.", obj({ user_id: str("User id."), session_token: str("Session token (secret): acts for the user's personal organization, or the one named by `X-Svc-Org` (D41).") }, ["user_id", "session_token"])),
     ...errors({
       400: "`invalid_request`",
       401: "`auth_error` (wrong email or password)",
@@ -72,15 +91,22 @@ export const getAccountSchema = route({
       "The account.",
       obj(
         {
-          user_id: str("Account id."),
-          email: str("Email address."),
-          balance_usd: usd("Current balance"),
+          user_id: nullable(str("The caller (D41): the session's user, or the user who made the API key.")),
+          email: nullable(str("The caller's email address.")),
+          org_id: str("The organization the call acts for (D41): the key's, or the session's (`X-Svc-Org`, default the personal one)."),
+          org_name: nullable(str("Its name.")),
+          role: ROLE,
+          balance_usd: usd("The organization's current balance"),
           tier: int("Current tier, 0 to 4."),
           tier_name: str("Tier display name."),
           total_deposits_usd: usd("Cumulative deposits"),
-          created_at: isoTime("Creation time."),
+          created_at: isoTime("When the organization was made."),
+          orgs: arr(
+            obj({ org_id: str("Organization id."), name: nullable(str("Its name.")), role: ROLE }, ["org_id", "name", "role"]),
+            "A session's user's organizations with the user's role, oldest membership first; for an API key only its own.",
+          ),
         },
-        ["user_id", "email", "balance_usd", "tier", "tier_name", "total_deposits_usd", "created_at"],
+        ["user_id", "email", "org_id", "org_name", "role", "balance_usd", "tier", "tier_name", "total_deposits_usd", "created_at", "orgs"],
       ),
     ),
     ...errors(AUTH_ERR),
@@ -144,8 +170,8 @@ export const createKeySchema = route({
     201: ok(
       "The new key; the secret `api_key` is shown only here.",
       obj(
-        { key_id: str("Key id."), name: nullable(str("Label.")), api_key: str("The secret."), created_at: isoTime("Creation time."), mode: KEY_MODE, ...KEY_CONTROLS_OUT },
-        ["key_id", "name", "api_key", "created_at", "mode", ...KEY_CONTROLS_REQUIRED],
+        { key_id: str("Key id."), name: nullable(str("Label.")), api_key: str("The secret."), created_at: isoTime("Creation time."), mode: KEY_MODE, ...KEY_OWNER, ...KEY_CONTROLS_OUT },
+        ["key_id", "name", "api_key", "created_at", "mode", "created_by", "role", ...KEY_CONTROLS_REQUIRED],
       ),
     ),
     ...errors({ 400: "`invalid_request`", ...AUTH_ERR }),

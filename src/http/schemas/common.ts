@@ -35,6 +35,7 @@ export type Access = "public" | "key" | "keyOrSession" | "keyOrXApiKey" | "admin
 /** Tags in display order, with their descriptions. */
 export const TAGS = {
   auth: "Accounts, sessions and API keys.",
+  organizations: "Organizations (D41): a shared balance with members in roles (`owner`, `admin`, `member`, `viewer`), invites, and keys that belong to the organization. A session token acts for the organization named by `X-Svc-Org` (default: the user's personal one).",
   billing: "The balance ledger, and balance top-ups through Stripe Checkout.",
   catalog: "Public pricing and rate-limit tiers.",
   audio: "Synchronous speech, music, sound effects, transcription and audio understanding.",
@@ -146,7 +147,7 @@ export function route<
     response:
       doc.access === "public" || doc.access === "admin"
         ? { ...frameworkResponses(doc), ...doc.responses }
-        : withCallHeaders({ ...frameworkResponses(doc), ...doc.responses }),
+        : withCallHeaders(withOrgErrors({ ...frameworkResponses(doc), ...doc.responses })),
   } as unknown as RouteSchema<B, Q, P, H>;
 }
 
@@ -160,6 +161,22 @@ function callHeaders(): Record<string, Schema> {
     "X-Svc-Request-Id": str("`req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`).", { examples: ["req_3fK9qLm2Xv8TzR1wY6pN0a"] }),
     "X-Svc-Test-Mode": str("`true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved."),
   };
+}
+
+/** What every authenticated operation may answer for organizations and roles (D41), by status. */
+const ORG_ERRORS: Record<number, string> = {
+  403: "`forbidden_role` (the caller's role in the organization does not allow this, D41)",
+  404: "`org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41)",
+};
+
+/** `responses` with the D41 errors added: a status the operation documents gets their codes appended. */
+function withOrgErrors(responses: Record<string, ResponseDoc>): Record<string, ResponseDoc> {
+  const out = { ...responses };
+  for (const [status, codes] of Object.entries(ORG_ERRORS)) {
+    const own = out[status];
+    out[status] = own ? { ...own, description: `${own.description.replace(/\.$/, "")}; ${codes}.` } : error(Number(status), codes);
+  }
+  return out;
 }
 
 /** `responses` with {@link callHeaders} added to each. */

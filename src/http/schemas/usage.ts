@@ -28,6 +28,8 @@ const UNITS = obj(
 const RECORD_FIELDS = {
   id: str("The request id (`req_...`), as sent in `X-Svc-Request-Id`."),
   object: oneOf(["usage.record"], "Always `usage.record`."),
+  org_id: str("The organization charged (D41)."),
+  user_id: nullable(str("The member who made the call (D41): the key's creator or the session's user; null for calls from before organizations.")),
   key_id: nullable(str("The API key that made the call.")),
   model: str("Model id."),
   kind: oneOf(KINDS, "What the call was."),
@@ -50,6 +52,7 @@ export const REQUESTS_QUERY = obj({
   after: str("Cursor: the `id` of the last record of the previous page.", { maxLength: 200 }),
   model: str("Only this model.", { maxLength: 200 }),
   key_id: str("Only calls made with this key.", { maxLength: 200 }),
+  user_id: str("Only calls made by this member (D41).", { maxLength: 200 }),
   status: oneOf(JOB_STATUSES, "Only this status.", { "x-error-message": `status must be one of ${JOB_STATUSES.join(", ")}.` }),
   from: TIME_BOUND("Records from (UTC for a date)"),
   to: TIME_BOUND("Records before (a date includes that day, UTC)"),
@@ -92,7 +95,9 @@ export const getRequestSchema = route({
 export const SUMMARY_QUERY = obj({
   from: TIME_BOUND("From (default: 30 days ago; a date starts at midnight in `tz`)"),
   to: TIME_BOUND("Until, exclusive (default: now; a date includes that day in `tz`)"),
-  group_by: oneOf(["day", "model", "key"], "Group by day in `tz` (default), model or key.", { "x-error-message": "group_by must be 'day', 'model' or 'key'." }),
+  group_by: oneOf(["day", "model", "key", "user"], "Group by day in `tz` (default), model, key or member (`user`: the user id, D41).", {
+    "x-error-message": "group_by must be 'day', 'model', 'key' or 'user'.",
+  }),
   tz: str("IANA time zone of the days and of date bounds (default `UTC`).", { maxLength: 64, examples: ["Europe/Berlin"] }),
   mode: MODE,
 });
@@ -101,7 +106,7 @@ export const SUMMARY_QUERY = obj({
 export const USAGE_SUMMARY = obj(
   {
     object: oneOf(["usage.summary"], "Always `usage.summary`."),
-    group_by: oneOf(["day", "model", "key"], "How the groups were made."),
+    group_by: oneOf(["day", "model", "key", "user"], "How the groups were made."),
     data: {
       type: "array",
       description: "Groups in ascending order.",

@@ -42,7 +42,7 @@ describe("a fal job that ends for its input is not moved to BFL (D27, D35)", () 
   test("fal refuses the input: failed, provider_error, nothing charged, BFL never asked", async () => {
     const u = await gw.register();
     await gw.deposit(u.user_id, 5);
-    const before = await getBalance(gw.services.db.kysely, u.user_id);
+    const before = await getBalance(gw.services.db.kysely, u.org_id);
     const r = await gw.request("POST", "/v1/images/generations", {
       token: u.api_key,
       body: { model: "imgB-2-pro", prompt: "a harbour", parameters: { safety_tolerance: 5 } },
@@ -56,8 +56,8 @@ describe("a fal job that ends for its input is not moved to BFL (D27, D35)", () 
     assert.equal(fal.submits().length, 1);
     assert.equal(bfl.submits().length, 0, "an input error is not moved to the next source");
     const db = gw.services.db.kysely;
-    assert.equal(await getBalance(db, u.user_id), before, "nothing charged");
-    assert.equal(await getBalance(db, u.user_id), await ledgerSum(db, u.user_id));
+    assert.equal(await getBalance(db, u.org_id), before, "nothing charged");
+    assert.equal(await getBalance(db, u.org_id), await ledgerSum(db, u.org_id));
     const kinds = (await db.selectFrom("ledger_entries").select("kind").where("job_id", "=", r.json.id).orderBy("seq").execute()).map((e) => e.kind);
     assert.ok(!kinds.includes("charge"), kinds.join(","));
   });

@@ -1,0 +1,67 @@
+/**
+ * Organizations, members and invites (D41): `/v1/orgs...` and `POST /v1/invites/{token}/accept`, with an
+ * API key or a session token. The roles are checked by accounts/orgs.ts against the organization in the
+ * path (not the one `X-Svc-Org` names), so the routes' own class is `viewer`: any member reaches them.
+ */
+import {
+  acceptInvite,
+  changeRole,
+  createInvite,
+  createOrg,
+  getOrg,
+  listInvites,
+  listMembers,
+  listOrgs,
+  removeMember,
+  renameOrg,
+  revokeInvite,
+} from "../../accounts/orgs.ts";
+import type { Services } from "../../services.ts";
+import type { App } from "../types.ts";
+import { principalOf } from "../auth.ts";
+import {
+  acceptInviteSchema,
+  createInviteSchema,
+  createOrgSchema,
+  getOrgSchema,
+  listInvitesSchema,
+  listMembersSchema,
+  listOrgsSchema,
+  removeMemberSchema,
+  revokeInviteSchema,
+  updateMemberSchema,
+  updateOrgSchema,
+} from "../schemas/orgs.ts";
+
+/** The services check the role in the path's organization: every member passes the route-class check. */
+const ANY_MEMBER = { minRole: "viewer" } as const;
+
+export function orgRoutes(app: App, services: Services): void {
+  const db = services.db.kysely;
+  app.post("/v1/orgs", { schema: createOrgSchema, config: ANY_MEMBER }, async (req, reply) =>
+    reply.code(201).send(await createOrg(db, principalOf(req), req.body)),
+  );
+  app.get("/v1/orgs", { schema: listOrgsSchema }, async (req) => listOrgs(db, principalOf(req)));
+  app.get("/v1/orgs/:org_id", { schema: getOrgSchema }, async (req) => getOrg(db, principalOf(req), req.params.org_id));
+  app.patch("/v1/orgs/:org_id", { schema: updateOrgSchema, config: ANY_MEMBER }, async (req) =>
+    renameOrg(db, principalOf(req), req.params.org_id, req.body),
+  );
+  app.get("/v1/orgs/:org_id/members", { schema: listMembersSchema }, async (req) => listMembers(db, principalOf(req), req.params.org_id));
+  app.patch("/v1/orgs/:org_id/members/:user_id", { schema: updateMemberSchema, config: ANY_MEMBER }, async (req) =>
+    changeRole(db, principalOf(req), req.params.org_id, req.params.user_id, req.body),
+  );
+  app.delete("/v1/orgs/:org_id/members/:user_id", { schema: removeMemberSchema, config: ANY_MEMBER }, async (req) =>
+    removeMember(db, principalOf(req), req.params.org_id, req.params.user_id),
+  );
+  app.post("/v1/orgs/:org_id/invites", { schema: createInviteSchema, config: ANY_MEMBER }, async (req, reply) =>
+    reply.code(201).send(await createInvite(db, principalOf(req), req.params.org_id, req.body)),
+  );
+  app.get("/v1/orgs/:org_id/invites", { schema: listInvitesSchema }, async (req) => listInvites(db, principalOf(req), req.params.org_id));
+  app.delete("/v1/orgs/:org_id/invites/:invite_id", { schema: revokeInviteSchema, config: ANY_MEMBER }, async (req) => {
+    await revokeInvite(db, principalOf(req), req.params.org_id, req.params.invite_id);
+    return { id: req.params.invite_id, deleted: true as const };
+  });
+  app.post("/v1/invites/:token/accept", { schema: acceptInviteSchema, config: ANY_MEMBER }, async (req) =>
+    acceptInvite(db, principalOf(req), req.params.token),
+  );
+}
