@@ -18,6 +18,7 @@ const ALPHA_VOICE = "pNx4Lq8TzR2vWk7HdM3s";
 const SPEECH = { model: "alpha-turbo-v2-5", input: "Hello there.", voice_id: ALPHA_VOICE };
 const SPEECH_MICROS = 2_400;
 const STRIPE_KEY = "sk_test_51OrgsGatewayKey0123456789abcdefgh";
+const STRIPE_WHSEC = "whsec_orgsTestSigningSecret0123456789ab";
 
 type User = Awaited<ReturnType<TestGateway["register"]>>;
 type Role = "owner" | "admin" | "member" | "viewer";
@@ -34,7 +35,13 @@ for (const backend of BACKENDS) {
     let stripe: StripeFake;
     before(async () => {
       stripe = await startStripeFake({ apiKey: STRIPE_KEY });
-      gw = await startGateway(backend.name, { WEBHOOK_ALLOW_PRIVATE: "1", STRIPE_SECRET_KEY: STRIPE_KEY, STRIPE_API_BASE: stripe.url });
+      gw = await startGateway(backend.name, {
+        WEBHOOK_ALLOW_PRIVATE: "1",
+        STRIPE_SECRET_KEY: STRIPE_KEY,
+        STRIPE_WEBHOOK_SECRET: STRIPE_WHSEC,
+        STRIPE_API_BASE: stripe.url,
+      });
+      stripe.setWebhook({ url: `${gw.url}/v1/billing/stripe/webhook`, secret: STRIPE_WHSEC });
     });
     after(async () => {
       await gw?.close();
@@ -345,6 +352,22 @@ for (const backend of BACKENDS) {
       await new Promise((r) => setTimeout(r, 300));
       const events = await db().selectFrom("webhook_events").select("account_id").where("type", "=", "balance.low").where("account_id", "=", id).execute();
       assert.equal(events.length, 1);
+    });
+
+    test("a Stripe top-up credits the organization that opened the checkout, naming the member who paid", async () => {
+      const { id, users } = await team();
+      const opened = await gw.request("POST", "/v1/billing/checkout", { ...as(users.admin.session_token, id), body: { amount_usd: 25 } });
+      assert.equal(opened.status, 201, JSON.stringify(opened.json));
+      const paid = await stripe.pay(opened.json.id);
+      assert.deepEqual(paid.deliveries.map((d) => d.status), [200]);
+      assert.equal(await assertBalanced(id), 25_000_000, "the organization got the deposit");
+      assert.equal(await assertBalanced(users.admin.org_id), 500_000, "the payer's personal organization did not");
+      const ledger = await gw.request("GET", "/v1/billing/ledger", as(users.viewer.session_token, id));
+      assert.deepEqual(
+        [ledger.json.data[0].kind, ledger.json.data[0].reference, ledger.json.data[0].org_id, ledger.json.data[0].user_id],
+        ["deposit", opened.json.id, id, users.admin.user_id],
+      );
+      assert.equal((await gw.request("GET", "/v1/auth/me", as(users.member.session_token, id))).json.tier, 1, "the tier follows the organization's deposits");
     });
 
     test("operator routes address organizations; the user routes keep working on the personal one", async () => {

@@ -40,7 +40,7 @@ describe("graceful shutdown", () => {
     };
     proc = await spawnGateway("serve", env);
     const reg = await call(proc.url, "POST", "/v1/auth/register", { email: "term@example.com", password: "term password" });
-    const { user_id, api_key } = reg.json;
+    const { user_id, org_id, api_key } = reg.json;
     await call(proc.url, "PUT", `/v1/admin/users/${user_id}/limits`, { rpm: 100_000 }, ADMIN_TOKEN);
     const ids: string[] = [];
     for (const prompt of ["one", "two"]) {
@@ -60,7 +60,7 @@ describe("graceful shutdown", () => {
     try {
       const rows = await db.kysely.selectFrom("jobs").select(["status", "worker_id"]).where("id", "in", ids).execute();
       assert.deepEqual(rows.map((r) => [r.status, r.worker_id]), [["pending", null], ["pending", null]]);
-      const holds = await db.kysely.selectFrom("holds").select("status").where("account_id", "=", user_id).execute();
+      const holds = await db.kysely.selectFrom("holds").select("status").where("account_id", "=", org_id).execute();
       assert.deepEqual(holds.map((h) => h.status), ["open", "open"]);
     } finally {
       await db.close();
@@ -89,7 +89,7 @@ describe("graceful shutdown", () => {
     await proc?.stop();
     proc = await spawnGateway("serve", env);
     const reg = await call(proc.url, "POST", "/v1/auth/register", { email: "hangup@example.com", password: "hangup password" });
-    const { user_id, api_key } = reg.json;
+    const { user_id, org_id, api_key } = reg.json;
     await call(proc.url, "PUT", `/v1/admin/users/${user_id}/limits`, { rpm: 100_000, audio_concurrent_per_provider: { alpha: 100 } }, ADMIN_TOKEN);
     // Speech on the simulator at its real latency; every caller hangs up while its call runs.
     const callers = Array.from({ length: 16 }, () => {
@@ -105,7 +105,7 @@ describe("graceful shutdown", () => {
     const db = openDatabase(env.DATABASE_URL);
     try {
       for (let i = 0; i < 100; i++) {
-        const open = await db.kysely.selectFrom("holds").select("id").where("account_id", "=", user_id).where("status", "=", "open").execute();
+        const open = await db.kysely.selectFrom("holds").select("id").where("account_id", "=", org_id).where("status", "=", "open").execute();
         if (open.length === callers.length) break;
         await new Promise((r) => setTimeout(r, 10));
       }
@@ -116,7 +116,7 @@ describe("graceful shutdown", () => {
       await Promise.all(callers.map((c) => c.done));
       await stopped;
       assert.equal(proc.child.exitCode, 0);
-      const holds = await db.kysely.selectFrom("holds").select("status").where("account_id", "=", user_id).execute();
+      const holds = await db.kysely.selectFrom("holds").select("status").where("account_id", "=", org_id).execute();
       assert.equal(holds.length, callers.length);
       assert.ok(holds.every((h) => h.status !== "open"), `no hold left open: ${holds.map((h) => h.status).join(", ")}`);
     } finally {
