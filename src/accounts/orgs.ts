@@ -297,9 +297,11 @@ export async function acceptInvite(db: Executor, caller: OrgCaller, token: strin
  * @throws AppError 404 `org_not_found` / `member_not_found`, 403 `forbidden_role`, 409 `last_owner`.
  */
 export async function changeRole(db: Executor, caller: OrgCaller, orgId: string, userId: string, body: MemberBody): Promise<MemberView> {
-  const callerRole = await roleIn(db, caller, orgId);
+  await roleIn(db, caller, orgId);
   return inTransaction(db, async (trx) => {
     await lockOrg(trx, orgId);
+    // The caller's role as of the lock: a concurrent change of it is seen (two owners cannot demote each other).
+    const callerRole = await roleIn(trx, caller, orgId);
     const member = await memberOf(trx, orgId, userId);
     if (!member) throw errors.memberNotFound();
     requireManages(callerRole, member.role, "Changing a member's role");
@@ -317,9 +319,10 @@ export async function changeRole(db: Executor, caller: OrgCaller, orgId: string,
  * @throws AppError 404 `org_not_found` / `member_not_found`, 403 `forbidden_role`, 409 `last_owner`.
  */
 export async function removeMember(db: Executor, caller: OrgCaller, orgId: string, userId: string): Promise<{ org_id: string; user_id: string; removed: true }> {
-  const callerRole = await roleIn(db, caller, orgId);
+  await roleIn(db, caller, orgId);
   await inTransaction(db, async (trx) => {
     await lockOrg(trx, orgId);
+    const callerRole = await roleIn(trx, caller, orgId);
     const member = await memberOf(trx, orgId, userId);
     if (!member) throw errors.memberNotFound();
     const self = caller.keyId === null && caller.userId === userId;

@@ -196,6 +196,25 @@ for (const backend of BACKENDS) {
       assert.equal((await gw.request("DELETE", `/v1/orgs/${id}/members/${viewer.user_id}`, as(viewer.session_token))).status, 200);
     });
 
+    test("two owners demoting or removing each other at once: exactly one succeeds, an owner always remains", async () => {
+      for (const action of ["demote", "remove"] as const) {
+        const { id, users } = await team();
+        const second = users.admin;
+        assert.equal((await gw.request("PATCH", `/v1/orgs/${id}/members/${second.user_id}`, { ...as(users.owner.session_token), body: { role: "owner" } })).status, 200);
+        const hit = (by: User, target: User) =>
+          action === "demote"
+            ? gw.request("PATCH", `/v1/orgs/${id}/members/${target.user_id}`, { ...as(by.session_token), body: { role: "member" } })
+            : gw.request("DELETE", `/v1/orgs/${id}/members/${target.user_id}`, as(by.session_token));
+        const [a, b] = await Promise.all([hit(users.owner, second), hit(second, users.owner)]);
+        const statuses = [a.status, b.status].sort();
+        // The loser finds itself no longer owner (403), no longer a member (404), or the other as the last owner (409).
+        assert.equal(statuses[0], 200, `${action}: ${JSON.stringify([a.json, b.json])}`);
+        assert.ok([403, 404, 409].includes(statuses[1]), `${action}: ${JSON.stringify([a.json, b.json])}`);
+        const owners = await db().selectFrom("memberships").select("user_id").where("org_id", "=", id).where("role", "=", "owner").execute();
+        assert.equal(owners.length, 1, `${action}: one owner left`);
+      }
+    });
+
     test("a key belongs to the organization and outlives its creator's membership", async () => {
       const { id, users } = await team();
       await fund(id, 5);
