@@ -97,15 +97,13 @@ export class AuthCache implements AccountAuthChanges {
       if (!opts.allowSession) return null;
       const s = await sessionByHash(db, hash);
       if (!s || !digestsEqual(s.tokenHash, hash) || s.expiresAt < Date.now()) return null;
-      let m = org !== null ? await membershipWithLimits(db, s.userId, org) : null;
-      let orgId = org;
-      if (org === null) {
-        orgId = s.personalOrgId;
+      if (org !== null && org.length > 200) throw errors.orgNotFound();
+      let orgId = org ?? s.personalOrgId;
+      let m = orgId !== null ? await membershipWithLimits(db, s.userId, orgId) : null;
+      if (m === null && org === null) {
+        // No personal organization to fall back to (the user left it): the first one the user joined.
+        orgId = await firstOrgOf(db, s.userId);
         m = orgId !== null ? await membershipWithLimits(db, s.userId, orgId) : null;
-        if (m === null) {
-          orgId = await firstOrgOf(db, s.userId);
-          m = orgId !== null ? await membershipWithLimits(db, s.userId, orgId) : null;
-        }
       }
       if (m === null || orgId === null) throw errors.orgNotFound();
       return { accountId: orgId, userId: s.userId, role: m.role, keyId: null, limits: this.#limits.of(m), mode: "live", key: null };
