@@ -111,6 +111,13 @@ for (const backend of BACKENDS) {
           ledger: oldLedger(id, n * 1_000_003),
         }));
         for (const [n, a] of olds.entries()) await writeOldAccount(db, a, n);
+        // A table a later migration might add: found by its account_id column, as is idempotent_calls (015).
+        await sql`create table side_table (id text primary key, account_id text not null references accounts (id))`.execute(db.kysely);
+        for (const a of olds) {
+          await sql`insert into side_table (id, account_id) values (${`side_${a.id}`}, ${a.id})`.execute(db.kysely);
+          await sql`insert into idempotent_calls (scope, idem_key, account_id, request_hash, state, owner, created_at, expires_at)
+            values (${`key_${a.id}`}, 'k1', ${a.id}, 'h', 'done', 'req_x', ${T0}, ${Date.now() + 60_000})`.execute(db.kysely);
+        }
         const before = new Map<string, Awaited<ReturnType<typeof snapshot>>>();
         for (const a of olds) before.set(a.id, await snapshot(db, a.id));
         for (const a of olds) assert.equal(before.get(a.id)!.rows.ledger_entries, 6);
@@ -145,6 +152,10 @@ for (const backend of BACKENDS) {
           assert.equal(session.user_id, a.id, "sessions belong to users");
         }
         assert.equal(new Set(orgOf.values()).size, olds.length);
+        const side = (await sql<{ id: string; account_id: string }>`select id, account_id from side_table order by id`.execute(k)).rows.map((r) => ({ id: r.id, account_id: r.account_id }));
+        assert.deepEqual(side, olds.map((a) => ({ id: `side_${a.id}`, account_id: orgOf.get(a.id) })).sort((x, y) => (x.id < y.id ? -1 : 1)), "an unlisted table is re-pointed too");
+        const idem = (await sql<{ scope: string; account_id: string }>`select scope, account_id from idempotent_calls order by scope`.execute(k)).rows.map((r) => ({ scope: r.scope, account_id: r.account_id }));
+        assert.deepEqual(idem, olds.map((a) => ({ scope: `key_${a.id}`, account_id: orgOf.get(a.id) })).sort((x, y) => (x.scope < y.scope ? -1 : 1)), "idempotent calls too");
 
         // The old secrets: the key acts for the organization, the session for the user's personal one.
         const auth = new AuthCache({ ttlMs: 0 });

@@ -10,8 +10,9 @@
  *   new organization;
  * - the organization gets a new `org_<random>` id, named after the email, and every `account_id` of every
  *   table (api_keys, holds, ledger_entries, voices, jobs, webhook_endpoints, webhook_secrets,
- *   webhook_events, webhook_deliveries, usage_records, topups) is re-pointed to it; balances, deposits,
- *   tiers, limits and alerts stay on the row, so balances and ledgers are unchanged;
+ *   webhook_events, webhook_deliveries, usage_records, topups, and any other table with an `account_id`
+ *   column: they are found in the catalog) is re-pointed to it; balances, deposits, tiers, limits and
+ *   alerts stay on the row, so balances and ledgers are unchanged;
  * - one `owner` membership; `api_keys.created_by`, `ledger_entries.user_id` and `usage_records.user_id`
  *   name the user (the only one who could have made them); existing keys act with `admin` rights
  *   (`api_keys.role`: what they could do before, and nothing that is the owner's alone);
@@ -27,7 +28,10 @@ import { type Kysely, sql } from "kysely";
 import { newId } from "../../ids.ts";
 import type { Dialect } from "../dialect.ts";
 
-/** Tables whose `account_id` names the organization (every one but `sessions`, which moves to users). */
+/**
+ * Tables whose `account_id` names the organization (every one but `sessions`, which moves to users) when
+ * this migration was written; the migration re-points every table with an `account_id` column it finds.
+ */
 export const ORG_TABLES = [
   "api_keys",
   "holds",
@@ -133,7 +137,7 @@ async function migrate(db: Db, dialect: Dialect): Promise<void> {
   const newIdOf = (table: string) => sql`(select m.new_id from org_id_map_016 m where m.old_id = ${sql.ref(`${table}.account_id`)})`;
   const mapped = (table: string) => sql`${sql.ref(`${table}.account_id`)} in (select old_id from org_id_map_016)`;
   await sql`update accounts set id = (select m.new_id from org_id_map_016 m where m.old_id = accounts.id)`.execute(db);
-  for (const table of ORG_TABLES) {
+  for (const table of await accountIdTables(db, dialect)) {
     // The user each row of the old single-user account belongs to, written with the re-pointing (the
     // right-hand sides read the row as it was).
     const extra =
@@ -168,6 +172,20 @@ async function migrate(db: Db, dialect: Dialect): Promise<void> {
     const bad = await sql<{ table: string }>`pragma foreign_key_check`.execute(db);
     if (bad.rows.length > 0) throw new Error(`foreign key violations after migration 016 in ${[...new Set(bad.rows.map((r) => r.table))].join(", ")}`);
   }
+}
+
+/**
+ * Every table with an `account_id` column but `sessions` (which moves to users): {@link ORG_TABLES} and
+ * any a migration written beside this one added (found in the catalog, not listed, so none is missed).
+ */
+async function accountIdTables(db: Db, dialect: Dialect): Promise<string[]> {
+  const rows =
+    dialect === "postgres"
+      ? await sql<{ name: string }>`select table_name as name from information_schema.columns
+          where table_schema = current_schema() and column_name = 'account_id' order by table_name`.execute(db)
+      : await sql<{ name: string }>`select m.name as name from sqlite_master m, pragma_table_info(m.name) c
+          where m.type = 'table' and c.name = 'account_id' order by m.name`.execute(db);
+  return rows.rows.map((r) => r.name).filter((t) => t !== "sessions");
 }
 
 /** Drops every PostgreSQL foreign key that references `accounts`; returns them to be added back. */
