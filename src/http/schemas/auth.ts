@@ -164,7 +164,8 @@ export const createKeySchema = route({
   access: "keyOrSession",
   description:
     "`mode: \"test\"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. " +
-    "The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the model allow-list (403 `model_not_allowed`; a refused model takes no place in any per-minute window), the key's rpm, the account's per-minute window, the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance.",
+    "The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the model allow-list (403 `model_not_allowed`; a refused model takes no place in any per-minute window), the key's rpm, the account's per-minute window, the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance. " +
+    "The key belongs to the caller's organization (D41: a session's `X-Svc-Org`), records its creator and keeps working after the creator leaves; it acts with `role`, by default and at most the creator's (an owner's keys act as `admin`; a higher one: 403 `forbidden_role`). Members change and delete only their own keys, admins and owners every key.",
   body: json(CREATE_KEY_BODY),
   responses: {
     201: ok(
