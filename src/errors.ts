@@ -158,6 +158,10 @@ export const errors = {
   emailTaken: () => new AppError(409, "email_taken", "This email is already registered.", "email"),
   /** D41: an invite to (or an accept by) someone who is already a member. */
   alreadyMember: () => new AppError(409, "already_member", "This user is already a member of the organization.", "email"),
+  /** D41: an organization with money or work in it cannot be deleted; `message` says what is left. */
+  orgNotEmpty: (message: string) => new AppError(409, "org_not_empty", message, "org_id"),
+  /** D41: a user's personal organization cannot be deleted. */
+  personalOrg: () => new AppError(409, "personal_org", "A personal organization cannot be deleted.", "org_id"),
   /** D41: the change would leave the organization without an owner. */
   lastOwner: () =>
     new AppError(409, "last_owner", "The organization's last owner cannot leave or be demoted: make another member owner first."),

@@ -266,3 +266,38 @@ export async function deleteInvite(db: Executor, orgId: string, id: string): Pro
   const res = await db.deleteFrom("invites").where("org_id", "=", orgId).where("id", "=", id).where("accepted_at", "is", null).executeTakeFirst();
   return Number(res.numDeletedRows) > 0;
 }
+
+/** What keeps an organization from being deleted (D41): its balance (micro-USD), open holds and unfinished jobs. */
+export async function orgContents(db: Executor, orgId: string): Promise<{ balanceMicros: number; openHolds: number; activeJobs: number } | null> {
+  const org = await db.selectFrom("accounts").select("balance_micros").where("id", "=", orgId).executeTakeFirst();
+  if (!org) return null;
+  const holds = await db
+    .selectFrom("holds")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("account_id", "=", orgId)
+    .where("status", "=", "open")
+    .executeTakeFirstOrThrow();
+  const jobs = await db
+    .selectFrom("jobs")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("account_id", "=", orgId)
+    .where("status", "in", ["pending", "processing"])
+    .executeTakeFirstOrThrow();
+  return { balanceMicros: Number(org.balance_micros), openHolds: Number(holds.n), activeJobs: Number(jobs.n) };
+}
+
+/** Whether `orgId` is some user's personal organization. */
+export async function isPersonalOrg(db: Executor, orgId: string): Promise<boolean> {
+  return (await db.selectFrom("users").select("id").where("personal_org_id", "=", orgId).executeTakeFirst()) !== undefined;
+}
+
+/**
+ * Closes an organization (D41 "delete"): its memberships, invites and API keys go, so nobody can act for
+ * it any more; its ledger, usage, jobs and top-ups stay (the operator still sees them, balances still equal
+ * their ledgers).
+ */
+export async function closeOrg(db: Executor, orgId: string): Promise<void> {
+  await db.deleteFrom("invites").where("org_id", "=", orgId).execute();
+  await db.deleteFrom("memberships").where("org_id", "=", orgId).execute();
+  await db.deleteFrom("api_keys").where("account_id", "=", orgId).execute();
+}

@@ -22,11 +22,13 @@ import { isUniqueViolation } from "../storage/db.ts";
 import type { Role } from "../storage/schema.ts";
 import { insertAccount, userById } from "./accounts.repository.ts";
 import {
+  closeOrg,
   deleteInvite,
   deleteMembership,
   insertInvite,
   insertMembership,
   inviteByTokenHash,
+  isPersonalOrg,
   type InviteRow,
   isMemberByEmail,
   lockOrg,
@@ -35,6 +37,7 @@ import {
   type MemberRow,
   membersOf,
   orgById,
+  orgContents,
   type OrgRow,
   orgsOfUser,
   ownerCount,
@@ -44,6 +47,7 @@ import {
   updateRole,
 } from "./orgs.repository.ts";
 import { above, requireRole } from "./roles.ts";
+import type { AccountAuthChanges } from "./auth-cache.ts";
 import { hashSecret } from "./secrets.ts";
 
 /** How long an invite can be accepted, ms (D41: 7 days). */
@@ -333,3 +337,27 @@ export async function removeMember(db: Executor, caller: OrgCaller, orgId: strin
   return { org_id: orgId, user_id: userId, removed: true };
 }
 
+/**
+ * `DELETE /v1/orgs/{org_id}` (owners; D41 "delete the organization"): closes an organization with nothing
+ * in it: no balance, no open hold, no unfinished job. Its members, invites and keys go (the keys stop at
+ * once: `auth` drops them from the cache); its ledger, usage and jobs stay for the operator, so no money
+ * and no history disappears. A personal organization cannot be deleted.
+ * @throws AppError 404 `org_not_found`, 403 `forbidden_role` (not an owner; keys act as admin at most),
+ *   409 `personal_org`, 409 `org_not_empty` (a balance, an open hold or an unfinished job).
+ */
+export async function deleteOrg(db: Executor, auth: AccountAuthChanges, caller: OrgCaller, orgId: string): Promise<{ id: string; deleted: true }> {
+  requireRole(await roleIn(db, caller, orgId), "owner", "Deleting the organization");
+  if (await isPersonalOrg(db, orgId)) throw errors.personalOrg();
+  await inTransaction(db, async (trx) => {
+    await lockOrg(trx, orgId);
+    const left = await orgContents(trx, orgId);
+    if (!left) throw errors.orgNotFound("org_id");
+    if (left.balanceMicros > 0) {
+      throw errors.orgNotEmpty(`The organization still has a balance of ${microsToUsd(left.balanceMicros)} USD: spend it, or ask the operator, before deleting it.`);
+    }
+    if (left.openHolds > 0 || left.activeJobs > 0) throw errors.orgNotEmpty("The organization has calls or jobs in progress: delete it once they have ended.");
+    await closeOrg(trx, orgId);
+  });
+  auth.forgetAccount(orgId);
+  return { id: orgId, deleted: true };
+}

@@ -215,6 +215,27 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test("an owner deletes an empty organization: its members and keys lose it; its history stays; never one with money or a personal one", async () => {
+      const { id, users } = await team();
+      const key = await keyOf(users.member, id);
+      assertError(await gw.request("DELETE", `/v1/orgs/${id}`, as(users.admin.session_token)), 403, "forbidden_role");
+      assertError(await gw.request("DELETE", `/v1/orgs/${id}`, as((await keyOf(users.owner, id)).api_key)), 403, "forbidden_role");
+      assertError(await gw.request("DELETE", `/v1/orgs/${users.owner.org_id}`, as(users.owner.session_token)), 409, "personal_org");
+      // A balance of exactly one call: refused until the call spends it.
+      await gw.request("POST", `/v1/admin/orgs/${id}/deposits`, { token: ADMIN_TOKEN, body: { amount_usd: SPEECH_MICROS / 1e6 } });
+      assertError(await gw.request("DELETE", `/v1/orgs/${id}`, as(users.owner.session_token)), 409, "org_not_empty");
+      assert.equal((await gw.request("POST", "/v1/audio/speech", { token: key.api_key, body: SPEECH })).status, 200);
+      assert.equal(await assertBalanced(id), 0);
+      const gone = await gw.request("DELETE", `/v1/orgs/${id}`, as(users.owner.session_token));
+      assert.deepEqual([gone.status, gone.json], [200, { id, deleted: true }]);
+      for (const u of Object.values(users)) assertError(await gw.request("GET", `/v1/orgs/${id}`, as(u.session_token)), 404, "org_not_found");
+      assertError(await gw.request("GET", "/v1/auth/me", as(key.api_key)), 401, "auth_error");
+      assert.equal((await gw.request("GET", "/v1/auth/me", as(users.member.session_token))).json.org_id, users.member.org_id, "sessions go on in the personal organization");
+      const seen = await gw.request("GET", `/v1/admin/orgs/${id}/ledger`, { token: ADMIN_TOKEN });
+      assert.deepEqual(seen.json.data.map((e: { kind: string }) => e.kind), ["charge", "hold_release", "hold", "deposit"], "the operator still sees its ledger");
+      await assertBalanced(id);
+    });
+
     test("a key belongs to the organization and outlives its creator's membership", async () => {
       const { id, users } = await team();
       await fund(id, 5);

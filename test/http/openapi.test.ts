@@ -25,6 +25,7 @@ const EXPECTED: [method: string, path: string][] = [
   ["get", "/v1/orgs"],
   ["get", "/v1/orgs/{org_id}"],
   ["patch", "/v1/orgs/{org_id}"],
+  ["delete", "/v1/orgs/{org_id}"],
   ["get", "/v1/orgs/{org_id}/members"],
   ["patch", "/v1/orgs/{org_id}/members/{user_id}"],
   ["delete", "/v1/orgs/{org_id}/members/{user_id}"],

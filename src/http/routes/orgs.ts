@@ -8,6 +8,7 @@ import {
   changeRole,
   createInvite,
   createOrg,
+  deleteOrg,
   getOrg,
   listInvites,
   listMembers,
@@ -23,6 +24,7 @@ import {
   acceptInviteSchema,
   createInviteSchema,
   createOrgSchema,
+  deleteOrgSchema,
   getOrgSchema,
   listInvitesSchema,
   listMembersSchema,
@@ -45,6 +47,9 @@ export function orgRoutes(app: App, services: Services): void {
   app.get("/v1/orgs/:org_id", { schema: getOrgSchema }, async (req) => getOrg(db, principalOf(req), req.params.org_id));
   app.patch("/v1/orgs/:org_id", { schema: updateOrgSchema, config: ANY_MEMBER }, async (req) =>
     renameOrg(db, principalOf(req), req.params.org_id, req.body),
+  );
+  app.delete("/v1/orgs/:org_id", { schema: deleteOrgSchema, config: ANY_MEMBER }, async (req) =>
+    deleteOrg(db, services.auth, principalOf(req), req.params.org_id),
   );
   app.get("/v1/orgs/:org_id/members", { schema: listMembersSchema }, async (req) => listMembers(db, principalOf(req), req.params.org_id));
   app.patch("/v1/orgs/:org_id/members/:user_id", { schema: updateMemberSchema, config: ANY_MEMBER }, async (req) =>

@@ -109,6 +109,20 @@ export const updateOrgSchema = route({
   },
 });
 
+/** `DELETE /v1/orgs/{org_id}`. */
+export const deleteOrgSchema = route({
+  operationId: "deleteOrg",
+  summary: "Delete an organization",
+  description: "Owners only (API keys act as admin at most, so this needs an owner's session). Only an organization with nothing in it: no balance, no call or job in progress; a personal organization cannot be deleted. Its members, invites and keys go (the keys stop at once); its ledger, usage and jobs stay for the operator.",
+  tags: ["organizations"],
+  access: "keyOrSession",
+  params: ORG_PARAMS,
+  responses: {
+    200: ok("Deleted.", obj({ id: str("Organization id."), deleted: bool("Always true.", { enum: [true] }) }, ["id", "deleted"])),
+    ...errors({ ...AUTH_ERR, 403: "`forbidden_role` (not an owner)", ...NOT_FOUND, 409: "`personal_org`, `org_not_empty` (a balance, or calls or jobs in progress)" }),
+  },
+});
+
 /** `GET /v1/orgs/{org_id}/members`. */
 export const listMembersSchema = route({
   operationId: "listOrgMembers",
