@@ -599,6 +599,163 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/orgs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find organizations by id or name prefix
+         * @description Organizations newest first. `q` matches an exact organization id or the start of the name, case-insensitive (personal organizations are named after their owner's email); without `q`, every organization.
+         */
+        get: operations["adminListOrgs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orgs/{org_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One organization: balance, tier, members, overrides and effective limits */
+        get: operations["adminGetOrg"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orgs/{org_id}/deposits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Credit an organization (a deposit)
+         * @description Adds a `deposit` ledger entry; cumulative deposits raise the tier (10, 50, 250 and 1000 USD for tiers 1 to 4).
+         */
+        post: operations["adminOrgDeposit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orgs/{org_id}/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One organization's ledger, newest first
+         * @description What `GET /v1/billing/ledger` shows the organization.
+         */
+        get: operations["adminListOrgLedger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orgs/{org_id}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Override single limits of an organization (D22)
+         * @description As `PUT /v1/admin/users/{user_id}/limits`, for the organization.
+         */
+        put: operations["adminSetOrgLimits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orgs/{org_id}/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One organization's usage records, newest first
+         * @description What `GET /v1/requests` shows the organization, with the same filters.
+         */
+        get: operations["adminListOrgRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orgs/{org_id}/tier": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set or clear an organization's tier override
+         * @description The override wins over deposits until cleared with `{"tier": null}`.
+         */
+        put: operations["adminSetOrgTier"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/orgs/{org_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One organization's usage summed by day, model, key or member
+         * @description What `GET /v1/usage` shows the organization, with the same filters.
+         */
+        get: operations["adminGetOrgUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/revenue": {
         parameters: {
             query?: never;
@@ -991,7 +1148,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description `mode: "test"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the model allow-list (403 `model_not_allowed`; a refused model takes no place in any per-minute window), the key's rpm, the account's per-minute window, the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance.
+         * @description `mode: "test"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the model allow-list (403 `model_not_allowed`; a refused model takes no place in any per-minute window), the key's rpm, the account's per-minute window, the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance. The key belongs to the caller's organization (D41: a session's `X-Svc-Org`), records its creator and keeps working after the creator leaves; it acts with `role`, by default and at most the creator's (an owner's keys act as `admin`; a higher one: 403 `forbidden_role`). Members change and delete only their own keys, admins and owners every key.
          */
         post: operations["createKey"];
         delete?: never;
@@ -1323,6 +1480,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/invites/{token}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invite
+         * @description With a session token of the invited email's user: makes the user a member with the invite's role. An invite is accepted once, within 7 days.
+         */
+        post: operations["acceptOrgInvite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -1478,6 +1655,140 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's organizations
+         * @description A session sees every organization of its user, with the user's role, oldest membership first; an API key sees its own organization. Send `X-Svc-Org: <org_id>` with a session token to act for one of them on the other endpoints (default: the personal one).
+         */
+        get: operations["listOrgs"];
+        put?: never;
+        /**
+         * Create an organization
+         * @description A new organization with the caller (a session's user, or the user who made the API key) as its owner and a balance of 0: only personal organizations get the signup credit. Top it up with Checkout or an operator deposit.
+         */
+        post: operations["createOrg"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One organization */
+        get: operations["getOrg"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an organization
+         * @description Owners only (API keys act as admin at most, so this needs an owner's session). Only an organization with nothing in it: no balance, no call or job in progress; a personal organization cannot be deleted. Its members, invites and keys go (the keys stop at once); its ledger, usage and jobs stay for the operator.
+         */
+        delete: operations["deleteOrg"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename an organization
+         * @description Admins and owners.
+         */
+        patch: operations["updateOrg"];
+        trace?: never;
+    };
+    "/v1/orgs/{org_id}/invites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Invites not accepted yet
+         * @description Admins and owners; newest first, expired ones included (`expired`), tokens never.
+         */
+        get: operations["listOrgInvites"];
+        put?: never;
+        /**
+         * Invite someone by email
+         * @description Admins invite members and viewers, owners any role. The `token` is shown only here: send it to the invited person, who accepts within 7 days with `POST /v1/invites/{token}/accept` signed in (session token) as that email.
+         */
+        post: operations["createOrgInvite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org_id}/invites/{invite_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an invite */
+        delete: operations["revokeOrgInvite"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org_id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The members of an organization
+         * @description Every member may list them, oldest first.
+         */
+        get: operations["listOrgMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{org_id}/members/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member, or leave
+         * @description Any member may leave (its own user id, with a session); admins remove members and viewers, owners anyone. The keys the member made stay the organization's and keep working. The last owner cannot leave (409 `last_owner`).
+         */
+        delete: operations["removeOrgMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role
+         * @description Admins change members and viewers between those two roles; owners change anyone to any role. The last owner cannot be demoted (409 `last_owner`).
+         */
+        patch: operations["updateOrgMember"];
         trace?: never;
     };
     "/v1/pricing": {
@@ -4878,6 +5189,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A JSON-RPC error: `Accept` must list both `application/json` and `text/event-stream`. */
             406: {
                 headers: {
@@ -5177,8 +5514,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -5415,8 +5765,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -5632,8 +5995,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -5788,6 +6164,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -6055,8 +6457,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -6276,8 +6691,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed`. */
+            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -6490,8 +6918,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed`. */
+            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -6689,6 +7130,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -6784,6 +7251,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -6921,6 +7414,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -7131,8 +7650,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed`. */
+            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -7315,7 +7847,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found` (unknown, another user's, or not a video). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found` (unknown, another user's, or not a video); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7446,7 +7991,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found`. */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7583,7 +8141,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found`, `not_found` (the content was deleted). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found`, `not_found` (the content was deleted); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7802,6 +8373,1017 @@ export interface operations {
                 };
             };
             /** @description Not found: `job_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListOrgs: {
+        parameters: {
+            query?: {
+                /** @description Cursor: the `org_id` of the last organization of the previous page. */
+                after?: string;
+                /** @description Page size, 1 to 100 (default 20). */
+                limit?: string;
+                /** @description An organization id, or the start of a name. */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /** @description Balance (USD, at most 6 decimals). */
+                            balance_usd: number;
+                            /**
+                             * Format: date-time
+                             * @description When the organization was made.
+                             */
+                            created_at: string;
+                            /** @description Whether the operator overrides some limits of the account (D22). */
+                            has_custom_limits: boolean;
+                            /** @description API keys of the account (live and test). */
+                            keys: number;
+                            /**
+                             * Format: date-time
+                             * @description When one of its keys was last used (written at most once a minute per key), or null.
+                             */
+                            last_key_used_at: string | null;
+                            /** @description Members of the organization. */
+                            members: number;
+                            /** @description The organization's name (a personal organization: its owner's email). */
+                            name: string | null;
+                            /** @description Organization id (`org_...`). */
+                            org_id: string;
+                            /** @description Effective tier, 0 to 4 (the override when set, else by deposits). */
+                            tier: number;
+                            /** @description Name of the effective tier. */
+                            tier_name: string;
+                            /** @description The operator's tier override, or null. */
+                            tier_override: number | null;
+                            /** @description Cumulative deposits (USD, at most 6 decimals). */
+                            total_deposits_usd: number;
+                        }[];
+                        /** @description More organizations follow. */
+                        has_more: boolean;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (limit outside 1-100, q over 254 characters). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` (the operator API is off: `GATEWAY_ADMIN_TOKEN` is not set). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminGetOrg: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's id (`org_...`, D41). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Balance (USD, at most 6 decimals). */
+                        balance_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When the organization was made.
+                         */
+                        created_at: string;
+                        /** @description Whether the operator overrides some limits of the account (D22). */
+                        has_custom_limits: boolean;
+                        /** @description API keys of the account (live and test). */
+                        keys: number;
+                        /**
+                         * Format: date-time
+                         * @description When one of its keys was last used (written at most once a minute per key), or null.
+                         */
+                        last_key_used_at: string | null;
+                        limits: components["schemas"]["TierRow"];
+                        /** @description The account's limit overrides (D22): the tier-row fields set by the operator; `{}` when none. */
+                        limits_override: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Members of the organization. */
+                        members: number;
+                        /** @description The members, oldest first. */
+                        members_list: {
+                            /**
+                             * Format: date-time
+                             * @description When the user joined.
+                             */
+                            created_at: string;
+                            /** @description Email. */
+                            email: string;
+                            /**
+                             * @description Role (D41).
+                             * @enum {string}
+                             */
+                            role: "owner" | "admin" | "member" | "viewer";
+                            /** @description User id. */
+                            user_id: string;
+                        }[];
+                        /** @description The organization's name (a personal organization: its owner's email). */
+                        name: string | null;
+                        /**
+                         * @description Always `admin.org`.
+                         * @enum {string}
+                         */
+                        object: "admin.org";
+                        /** @description Organization id (`org_...`). */
+                        org_id: string;
+                        /** @description Effective tier, 0 to 4 (the override when set, else by deposits). */
+                        tier: number;
+                        /** @description Name of the effective tier. */
+                        tier_name: string;
+                        /** @description The operator's tier override, or null. */
+                        tier_override: number | null;
+                        /** @description Cumulative deposits (USD, at most 6 decimals). */
+                        total_deposits_usd: number;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminOrgDeposit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's id (`org_...`, D41). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Positive amount, at most 1,000,000 (USD, at most 6 decimals), a number or a decimal string. */
+                    amount_usd: number | string;
+                    /** @description A payment reference, shown on the ledger entry. */
+                    reference?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The organization after the deposit. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Balance (USD, at most 6 decimals). */
+                        balance_usd: number;
+                        /** @description Organization id. */
+                        org_id: string;
+                        /** @description Effective tier. */
+                        tier: number;
+                        /** @description Cumulative deposits (USD, at most 6 decimals). */
+                        total_deposits_usd: number;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a non-positive, non-numeric or too large amount, a bad reference). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListOrgLedger: {
+        parameters: {
+            query?: {
+                /** @description Cursor: the `id` (ledger) or `job_id` (gallery) of the last item of the previous page. */
+                after?: string;
+                /**
+                 * @description Page size, 1 to 100 (default 20).
+                 * @example 20
+                 */
+                limit?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The organization's id (`org_...`, D41). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /** @description Signed amount (USD, at most 6 decimals). */
+                            amount_usd: number;
+                            /** @description Balance right after this entry (USD, at most 6 decimals). */
+                            balance_usd: number;
+                            /**
+                             * Format: date-time
+                             * @description Time of the entry.
+                             */
+                            created_at: string;
+                            /** @description Entry id (the cursor for `after`). */
+                            id: string;
+                            /** @description The job the entry belongs to. */
+                            job_id: string | null;
+                            /**
+                             * @description Entry kind.
+                             * @enum {string}
+                             */
+                            kind: "signup_credit" | "deposit" | "hold" | "hold_release" | "charge" | "refund" | "adjustment";
+                            /** @description The organization whose balance the entry moved (D41). */
+                            org_id: string;
+                            /** @description A deposit's payment reference, the model of a call. */
+                            reference: string | null;
+                            /** @description The request (`req_...`) of the paid call the entry belongs to. */
+                            request_id: string | null;
+                            /** @description The member behind the entry (D41): who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
+                            user_id: string | null;
+                        }[];
+                        /** @description More entries follow. */
+                        has_more: boolean;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (limit outside 1-100). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminSetOrgLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's id (`org_...`, D41). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Limit fields to override (D22). */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Concurrent audio calls by pool, or null to drop the override. */
+                    audio_concurrent_per_provider?: {
+                        [key: string]: number;
+                    } | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    image_concurrent?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    image_queue_depth_cap?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    max_single_request?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    per_model_rpm?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    rpm?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    tpm?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    video_concurrent?: number | null;
+                    /** @description A non-negative integer, or null to drop the override. */
+                    video_queue_depth_cap?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The overrides now in force. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The account's limit overrides (D22): the tier-row fields set by the operator; `{}` when none. */
+                        limits_override: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Organization id. */
+                        org_id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (an unknown field or a bad value). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListOrgRequests: {
+        parameters: {
+            query?: {
+                /** @description Cursor: the `id` of the last record of the previous page. */
+                after?: string;
+                /**
+                 * @description Records from (UTC for a date): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /** @description Only calls made with this key. */
+                key_id?: string;
+                /**
+                 * @description Page size, 1 to 100 (default 20).
+                 * @example 20
+                 */
+                limit?: string;
+                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                mode?: "live" | "test";
+                /** @description Only this model. */
+                model?: string;
+                /** @description Only this status. */
+                status?: "pending" | "processing" | "succeeded" | "failed" | "refunded" | "expired";
+                /**
+                 * @description Records before (a date includes that day, UTC): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                to?: string;
+                /** @description Only calls made by this member (D41). */
+                user_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The organization's id (`org_...`, D41). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /** @description What the call cost (null while pending or processing) (USD, at most 6 decimals). */
+                            cost_usd: number | null;
+                            /**
+                             * Format: date-time
+                             * @description When the call placed its hold.
+                             */
+                            created_at: string;
+                            /** @description 0 when the first source served the call, 1 or more for a fallback source. */
+                            fallback_layer: number;
+                            /** @description What was held (for a test-mode key: would have been held) (USD, at most 6 decimals). */
+                            hold_usd: number;
+                            /** @description The request id (`req_...`), as sent in `X-Svc-Request-Id`. */
+                            id: string;
+                            /** @description The job, for image, video and stored audio calls. */
+                            job_id: string | null;
+                            /** @description The API key that made the call. */
+                            key_id: string | null;
+                            /**
+                             * @description What the call was.
+                             * @enum {string}
+                             */
+                            kind: "speech" | "music" | "sfx" | "voice_design" | "voice_clone" | "transcription" | "audio_understanding" | "chat" | "image" | "video";
+                            /** @description From the hold to the charge or release, ms (a stream of speech: to its first audio); null until then. */
+                            latency_ms: number | null;
+                            /**
+                             * @description `test` for a test-mode key (no money moved).
+                             * @enum {string}
+                             */
+                            mode: "live" | "test";
+                            /** @description Model id. */
+                            model: string;
+                            /**
+                             * @description Always `usage.record`.
+                             * @enum {string}
+                             */
+                            object: "usage.record";
+                            /** @description The organization charged (D41). */
+                            org_id: string;
+                            /**
+                             * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
+                             * @enum {string}
+                             */
+                            status: "pending" | "processing" | "succeeded" | "failed" | "refunded" | "expired";
+                            /** @description The units of the call, whichever apply (none for voice design and cloning). */
+                            units: {
+                                /** @description Chat: cached input tokens. */
+                                cached_tokens?: number;
+                                /** @description Speech: characters billed. */
+                                characters?: number;
+                                /** @description Images. */
+                                images?: number;
+                                /** @description Chat: input tokens, cached ones included. */
+                                input_tokens?: number;
+                                /** @description Transcription and audio understanding: billed (started) minutes. */
+                                minutes?: number;
+                                /** @description Chat: output tokens. */
+                                output_tokens?: number;
+                                /** @description Music, sound effects and video: seconds. */
+                                seconds?: number;
+                            };
+                            /** @description The member who made the call (D41): the key's creator or the session's user; null for calls from before organizations. */
+                            user_id: string | null;
+                        }[];
+                        /** @description More records follow. */
+                        has_more: boolean;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (limit outside 1-100, a bad status, mode or time). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminSetOrgTier: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's id (`org_...`, D41). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The tier, 0 to 4, or null to clear the override. */
+                    tier: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The tier now in force. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Organization id. */
+                        org_id: string;
+                        /** @description Effective tier. */
+                        tier: number;
+                        /** @description The override, or null. */
+                        tier_override: number | null;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a tier outside 0-4). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization), or `not_found` (the operator API is off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminGetOrgUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description From (default: 30 days ago; a date starts at midnight in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id, D41). */
+                group_by?: "day" | "model" | "key" | "user";
+                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                mode?: "live" | "test";
+                /**
+                 * @description Until, exclusive (default: now; a date includes that day in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                to?: string;
+                /**
+                 * @description IANA time zone of the days and of date bounds (default `UTC`).
+                 * @example Europe/Berlin
+                 */
+                tz?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The organization's id (`org_...`, D41). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The summary. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Groups in ascending order. */
+                        data: {
+                            /** @description What they cost (USD, at most 6 decimals). */
+                            cost_usd: number;
+                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key). */
+                            group: string;
+                            /** @description Paid calls. */
+                            requests: number;
+                            /** @description The units of the call, whichever apply (none for voice design and cloning). */
+                            units: {
+                                /** @description Chat: cached input tokens. */
+                                cached_tokens?: number;
+                                /** @description Speech: characters billed. */
+                                characters?: number;
+                                /** @description Images. */
+                                images?: number;
+                                /** @description Chat: input tokens, cached ones included. */
+                                input_tokens?: number;
+                                /** @description Transcription and audio understanding: billed (started) minutes. */
+                                minutes?: number;
+                                /** @description Chat: output tokens. */
+                                output_tokens?: number;
+                                /** @description Music, sound effects and video: seconds. */
+                                seconds?: number;
+                            };
+                        }[];
+                        /**
+                         * @description How the groups were made.
+                         * @enum {string}
+                         */
+                        group_by: "day" | "model" | "key" | "user";
+                        /**
+                         * @description Always `usage.summary`.
+                         * @enum {string}
+                         */
+                        object: "usage.summary";
+                        total: {
+                            /** @description What they cost (USD, at most 6 decimals). */
+                            cost_usd: number;
+                            /** @description Paid calls. */
+                            requests: number;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization), or `not_found` (the operator API is off). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8143,6 +9725,8 @@ export interface operations {
                              * @description When one of its keys was last used (written at most once a minute per key), or null.
                              */
                             last_key_used_at: string | null;
+                            /** @description The user's personal organization (D41), whose balance, tier and keys these are. */
+                            org_id: string;
                             /** @description Effective tier, 0 to 4 (the override when set, else by deposits). */
                             tier: number;
                             /** @description Name of the effective tier. */
@@ -8151,7 +9735,7 @@ export interface operations {
                             tier_override: number | null;
                             /** @description Cumulative deposits (USD, at most 6 decimals). */
                             total_deposits_usd: number;
-                            /** @description Account id. */
+                            /** @description User id. */
                             user_id: string;
                         }[];
                         /** @description More accounts follow. */
@@ -8216,7 +9800,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The account's id (`usr_...`). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
                 user_id: string;
             };
             cookie?: never;
@@ -8258,6 +9842,8 @@ export interface operations {
                          * @enum {string}
                          */
                         object: "admin.account";
+                        /** @description The user's personal organization (D41), whose balance, tier and keys these are. */
+                        org_id: string;
                         /** @description Effective tier, 0 to 4 (the override when set, else by deposits). */
                         tier: number;
                         /** @description Name of the effective tier. */
@@ -8266,7 +9852,7 @@ export interface operations {
                         tier_override: number | null;
                         /** @description Cumulative deposits (USD, at most 6 decimals). */
                         total_deposits_usd: number;
-                        /** @description Account id. */
+                        /** @description User id. */
                         user_id: string;
                     };
                 };
@@ -8332,7 +9918,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The account's id (`usr_...`). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
                 user_id: string;
             };
             cookie?: never;
@@ -8357,11 +9943,13 @@ export interface operations {
                     "application/json": {
                         /** @description Balance (USD, at most 6 decimals). */
                         balance_usd: number;
+                        /** @description The user's personal organization, credited. */
+                        org_id: string;
                         /** @description Effective tier. */
                         tier: number;
                         /** @description Cumulative deposits (USD, at most 6 decimals). */
                         total_deposits_usd: number;
-                        /** @description Account id. */
+                        /** @description User id. */
                         user_id: string;
                     };
                 };
@@ -8444,7 +10032,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The account's id (`usr_...`). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
                 user_id: string;
             };
             cookie?: never;
@@ -8478,10 +10066,14 @@ export interface operations {
                              * @enum {string}
                              */
                             kind: "signup_credit" | "deposit" | "hold" | "hold_release" | "charge" | "refund" | "adjustment";
+                            /** @description The organization whose balance the entry moved (D41). */
+                            org_id: string;
                             /** @description A deposit's payment reference, the model of a call. */
                             reference: string | null;
                             /** @description The request (`req_...`) of the paid call the entry belongs to. */
                             request_id: string | null;
+                            /** @description The member behind the entry (D41): who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
+                            user_id: string | null;
                         }[];
                         /** @description More entries follow. */
                         has_more: boolean;
@@ -8554,7 +10146,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The account's id (`usr_...`). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
                 user_id: string;
             };
             cookie?: never;
@@ -8598,7 +10190,9 @@ export interface operations {
                         limits_override: {
                             [key: string]: unknown;
                         };
-                        /** @description Account id. */
+                        /** @description The user's personal organization. */
+                        org_id: string;
+                        /** @description User id. */
                         user_id: string;
                     };
                 };
@@ -8696,10 +10290,12 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 to?: string;
+                /** @description Only calls made by this member (D41). */
+                user_id?: string;
             };
             header?: never;
             path: {
-                /** @description The account's id (`usr_...`). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
                 user_id: string;
             };
             cookie?: never;
@@ -8751,6 +10347,8 @@ export interface operations {
                              * @enum {string}
                              */
                             object: "usage.record";
+                            /** @description The organization charged (D41). */
+                            org_id: string;
                             /**
                              * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
                              * @enum {string}
@@ -8773,6 +10371,8 @@ export interface operations {
                                 /** @description Music, sound effects and video: seconds. */
                                 seconds?: number;
                             };
+                            /** @description The member who made the call (D41): the key's creator or the session's user; null for calls from before organizations. */
+                            user_id: string | null;
                         }[];
                         /** @description More records follow. */
                         has_more: boolean;
@@ -8845,7 +10445,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The account's id (`usr_...`). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
                 user_id: string;
             };
             cookie?: never;
@@ -8866,11 +10466,13 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The user's personal organization. */
+                        org_id: string;
                         /** @description Effective tier. */
                         tier: number;
                         /** @description The override, or null. */
                         tier_override: number | null;
-                        /** @description Account id. */
+                        /** @description User id. */
                         user_id: string;
                     };
                 };
@@ -8948,8 +10550,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model or key. */
-                group_by?: "day" | "model" | "key";
+                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id, D41). */
+                group_by?: "day" | "model" | "key" | "user";
                 /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
                 mode?: "live" | "test";
                 /**
@@ -8965,7 +10567,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The account's id (`usr_...`). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
                 user_id: string;
             };
             cookie?: never;
@@ -9009,7 +10611,7 @@ export interface operations {
                          * @description How the groups were made.
                          * @enum {string}
                          */
-                        group_by: "day" | "model" | "key";
+                        group_by: "day" | "model" | "key" | "user";
                         /**
                          * @description Always `usage.summary`.
                          * @enum {string}
@@ -9200,8 +10802,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -9431,8 +11046,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -9672,8 +11300,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -9910,8 +11551,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -10127,8 +11781,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -10345,8 +12012,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -10593,8 +12273,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -10769,6 +12462,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -10918,6 +12637,8 @@ export interface operations {
                              * @description Creation time.
                              */
                             created_at: string;
+                            /** @description The member who made the key (`usr_...`); the key outlives the member's removal. */
+                            created_by: string | null;
                             /**
                              * Format: date-time
                              * @description When the key stops working (401 after it); null: never.
@@ -10941,6 +12662,11 @@ export interface operations {
                             name: string | null;
                             /** @description First 12 characters of the secret. */
                             prefix: string;
+                            /**
+                             * @description The role the key acts with (D41): its creator's role when it was made, at most `admin`.
+                             * @enum {string}
+                             */
+                            role: "owner" | "admin" | "member" | "viewer";
                             /** @description The key's own requests per minute (429 over it), within the account's; null: only the account's. */
                             rpm: number | null;
                             /**
@@ -10963,6 +12689,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -11039,6 +12791,11 @@ export interface operations {
                     models?: string[] | null;
                     /** @description Optional label, at most 64 characters. */
                     name?: string | null;
+                    /**
+                     * @description The role the key acts with (D41): at most the creator's (an owner's keys act as `admin`), which is the default; `viewer` makes a read-only key.
+                     * @enum {string|null}
+                     */
+                    role?: "admin" | "member" | "viewer" | null;
                     /** @description The key's own requests per minute, 1 to the account's; null: only the account's limit. */
                     rpm?: number | null;
                     /**
@@ -11070,6 +12827,8 @@ export interface operations {
                          * @description Creation time.
                          */
                         created_at: string;
+                        /** @description The member who made the key (`usr_...`); the key outlives the member's removal. */
+                        created_by: string | null;
                         /**
                          * Format: date-time
                          * @description When the key stops working (401 after it); null: never.
@@ -11086,6 +12845,11 @@ export interface operations {
                         models: string[] | null;
                         /** @description Label. */
                         name: string | null;
+                        /**
+                         * @description The role the key acts with (D41): its creator's role when it was made, at most `admin`.
+                         * @enum {string}
+                         */
+                        role: "owner" | "admin" | "member" | "viewer";
                         /** @description The key's own requests per minute (429 over it), within the account's; null: only the account's. */
                         rpm: number | null;
                         /**
@@ -11115,6 +12879,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -11239,7 +13029,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `key_not_found` (not the caller's key). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `key_not_found` (not the caller's key); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -11357,6 +13160,8 @@ export interface operations {
                          * @description Creation time.
                          */
                         created_at: string;
+                        /** @description The member who made the key (`usr_...`); the key outlives the member's removal. */
+                        created_by: string | null;
                         /**
                          * Format: date-time
                          * @description When the key stops working (401 after it); null: never.
@@ -11380,6 +13185,11 @@ export interface operations {
                         name: string | null;
                         /** @description First 12 characters of the secret. */
                         prefix: string;
+                        /**
+                         * @description The role the key acts with (D41): its creator's role when it was made, at most `admin`.
+                         * @enum {string}
+                         */
+                        role: "owner" | "admin" | "member" | "viewer";
                         /** @description The key's own requests per minute (429 over it), within the account's; null: only the account's. */
                         rpm: number | null;
                         /**
@@ -11420,7 +13230,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `key_not_found` (not the caller's key). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `key_not_found` (not the caller's key); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -11561,6 +13384,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -11627,9 +13476,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Session token (secret). */
+                        /** @description Session token (secret): acts for the user's personal organization, or the one named by `X-Svc-Org` (D41). */
                         session_token: string;
-                        /** @description Account id. */
+                        /** @description User id. */
                         user_id: string;
                     };
                 };
@@ -11710,28 +13559,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Current balance (USD, at most 6 decimals). */
+                        /** @description The organization's current balance (USD, at most 6 decimals). */
                         balance_usd: number;
                         /**
                          * Format: date-time
-                         * @description Creation time.
+                         * @description When the organization was made.
                          */
                         created_at: string;
-                        /** @description Email address. */
-                        email: string;
+                        /** @description The caller's email address. */
+                        email: string | null;
+                        /** @description The organization the call acts for (D41): the key's, or the session's (`X-Svc-Org`, default the personal one). */
+                        org_id: string;
+                        /** @description Its name. */
+                        org_name: string | null;
+                        /** @description A session's user's organizations with the user's role, oldest membership first; for an API key only its own. */
+                        orgs: {
+                            /** @description Its name. */
+                            name: string | null;
+                            /** @description Organization id. */
+                            org_id: string;
+                            /**
+                             * @description A role in the organization (D41): `owner`, `admin`, `member` or `viewer`.
+                             * @enum {string}
+                             */
+                            role: "owner" | "admin" | "member" | "viewer";
+                        }[];
+                        /**
+                         * @description A role in the organization (D41): `owner`, `admin`, `member` or `viewer`.
+                         * @enum {string}
+                         */
+                        role: "owner" | "admin" | "member" | "viewer";
                         /** @description Current tier, 0 to 4. */
                         tier: number;
                         /** @description Tier display name. */
                         tier_name: string;
                         /** @description Cumulative deposits (USD, at most 6 decimals). */
                         total_deposits_usd: number;
-                        /** @description Account id. */
-                        user_id: string;
+                        /** @description The caller (D41): the session's user, or the user who made the API key. */
+                        user_id: string | null;
                     };
                 };
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -11808,18 +13704,20 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The new account. */
+            /** @description The new user, its personal organization (D41) and their first secrets. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @description API key (secret). */
+                        /** @description API key (secret) of the personal organization. */
                         api_key: string;
+                        /** @description The user's personal organization (`org_...`, D41): it holds the signup credit, the balance and the key. */
+                        org_id: string;
                         /** @description Session token (secret). */
                         session_token: string;
-                        /** @description Account id. */
+                        /** @description User id (`usr_...`). */
                         user_id: string;
                     };
                 };
@@ -11916,6 +13814,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -12035,6 +13959,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body too large: `invalid_request` (body over the limit). */
             413: {
                 headers: {
@@ -12139,7 +14089,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `not_found` (payments are off: no `STRIPE_SECRET_KEY`). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` (payments are off: no `STRIPE_SECRET_KEY`); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12274,7 +14237,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `not_found` (payments are off: no `STRIPE_SECRET_KEY`). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` (payments are off: no `STRIPE_SECRET_KEY`); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12402,10 +14378,14 @@ export interface operations {
                              * @enum {string}
                              */
                             kind: "signup_credit" | "deposit" | "hold" | "hold_release" | "charge" | "refund" | "adjustment";
+                            /** @description The organization whose balance the entry moved (D41). */
+                            org_id: string;
                             /** @description A deposit's payment reference, the model of a call. */
                             reference: string | null;
                             /** @description The request (`req_...`) of the paid call the entry belongs to. */
                             request_id: string | null;
+                            /** @description The member behind the entry (D41): who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
+                            user_id: string | null;
                         }[];
                         /** @description More entries follow. */
                         has_more: boolean;
@@ -12432,6 +14412,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -12611,6 +14617,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -12878,8 +14910,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -13209,6 +15254,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -13378,8 +15449,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -13613,8 +15697,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -13679,6 +15776,172 @@ export interface operations {
                 };
             };
             /** @description Internal failure: `db_error`, `provider_error` (hold fully refunded). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    acceptOrgInvite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The invite token (`inv_...`). */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new membership. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description When the user joined.
+                         */
+                        created_at: string;
+                        /** @description The member's email. */
+                        email: string;
+                        /**
+                         * @description Always `organization.member`.
+                         * @enum {string}
+                         */
+                        object: "organization.member";
+                        /** @description Organization id. */
+                        org_id: string;
+                        /**
+                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @enum {string}
+                         */
+                        role: "owner" | "admin" | "member" | "viewer";
+                        /** @description User id. */
+                        user_id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `invite_email_mismatch` (the session's user is not the invited email), `forbidden_role` (an API key: accept with a session); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `invite_not_found` (unknown, used or expired); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `already_member`. */
+            409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
             500: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13779,6 +16042,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -13895,7 +16184,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found` (unknown or another user's job). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found` (unknown or another user's job); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14016,7 +16318,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found` (unknown or another user's job). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found` (unknown or another user's job); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14150,7 +16465,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found` (unknown or another user's job). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found` (unknown or another user's job); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14453,8 +16781,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -14656,6 +16997,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -14751,6 +17118,1880 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listOrgs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organizations. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /** @description The shared balance (USD, at most 6 decimals). */
+                            balance_usd: number;
+                            /**
+                             * Format: date-time
+                             * @description When it was made.
+                             */
+                            created_at: string;
+                            /** @description Organization id (`org_...`). */
+                            id: string;
+                            /** @description Its name (a personal organization: its owner's email). */
+                            name: string | null;
+                            /**
+                             * @description Always `organization`.
+                             * @enum {string}
+                             */
+                            object: "organization";
+                            /**
+                             * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                             * @enum {string}
+                             */
+                            role: "owner" | "admin" | "member" | "viewer";
+                            /** @description Effective tier, 0 to 4. */
+                            tier: number;
+                            /** @description Name of the tier. */
+                            tier_name: string;
+                            /** @description Cumulative deposits (USD, at most 6 decimals). */
+                            total_deposits_usd: number;
+                        }[];
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createOrg: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The organization's name, 1 to 100 characters.
+                     * @example Acme Studio
+                     */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The organization. */
+            201: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The shared balance (USD, at most 6 decimals). */
+                        balance_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description Organization id (`org_...`). */
+                        id: string;
+                        /** @description Its name (a personal organization: its owner's email). */
+                        name: string | null;
+                        /**
+                         * @description Always `organization`.
+                         * @enum {string}
+                         */
+                        object: "organization";
+                        /**
+                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @enum {string}
+                         */
+                        role: "owner" | "admin" | "member" | "viewer";
+                        /** @description Effective tier, 0 to 4. */
+                        tier: number;
+                        /** @description Name of the tier. */
+                        tier_name: string;
+                        /** @description Cumulative deposits (USD, at most 6 decimals). */
+                        total_deposits_usd: number;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (name). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (an API key without a member behind it); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOrg: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (`org_...`).
+                 * @example org_3kTMd9fQk2aQ8xYvL1pZrW
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization, with the caller's role. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The shared balance (USD, at most 6 decimals). */
+                        balance_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description Organization id (`org_...`). */
+                        id: string;
+                        /** @description Its name (a personal organization: its owner's email). */
+                        name: string | null;
+                        /**
+                         * @description Always `organization`.
+                         * @enum {string}
+                         */
+                        object: "organization";
+                        /**
+                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @enum {string}
+                         */
+                        role: "owner" | "admin" | "member" | "viewer";
+                        /** @description Effective tier, 0 to 4. */
+                        tier: number;
+                        /** @description Name of the tier. */
+                        tier_name: string;
+                        /** @description Cumulative deposits (USD, at most 6 decimals). */
+                        total_deposits_usd: number;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteOrg: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (`org_...`).
+                 * @example org_3kTMd9fQk2aQ8xYvL1pZrW
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Always true.
+                         * @enum {boolean}
+                         */
+                        deleted: true;
+                        /** @description Organization id. */
+                        id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (not an owner); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `personal_org`, `org_not_empty` (a balance, or calls or jobs in progress). */
+            409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateOrg: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (`org_...`).
+                 * @example org_3kTMd9fQk2aQ8xYvL1pZrW
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The organization's name, 1 to 100 characters.
+                     * @example Acme Studio
+                     */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The organization. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The shared balance (USD, at most 6 decimals). */
+                        balance_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description Organization id (`org_...`). */
+                        id: string;
+                        /** @description Its name (a personal organization: its owner's email). */
+                        name: string | null;
+                        /**
+                         * @description Always `organization`.
+                         * @enum {string}
+                         */
+                        object: "organization";
+                        /**
+                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @enum {string}
+                         */
+                        role: "owner" | "admin" | "member" | "viewer";
+                        /** @description Effective tier, 0 to 4. */
+                        tier: number;
+                        /** @description Name of the tier. */
+                        tier_name: string;
+                        /** @description Cumulative deposits (USD, at most 6 decimals). */
+                        total_deposits_usd: number;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (name). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listOrgInvites: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (`org_...`).
+                 * @example org_3kTMd9fQk2aQ8xYvL1pZrW
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invites. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /**
+                             * Format: date-time
+                             * @description When it was made.
+                             */
+                            created_at: string;
+                            /** @description The member who invited. */
+                            created_by: string | null;
+                            /** @description The invited email (lowercased). */
+                            email: string;
+                            /** @description Whether it expired. */
+                            expired: boolean;
+                            /**
+                             * Format: date-time
+                             * @description When it stops being accepted (7 days after it was made).
+                             */
+                            expires_at: string;
+                            /** @description Invite id (`inv_...`). */
+                            id: string;
+                            /**
+                             * @description Always `organization.invite`.
+                             * @enum {string}
+                             */
+                            object: "organization.invite";
+                            /** @description Organization id. */
+                            org_id: string;
+                            /**
+                             * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                             * @enum {string}
+                             */
+                            role: "owner" | "admin" | "member" | "viewer";
+                        }[];
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createOrgInvite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (`org_...`).
+                 * @example org_3kTMd9fQk2aQ8xYvL1pZrW
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The invited person's email; only a session of the user with this email can accept.
+                     * @example bob@example.com
+                     */
+                    email: string;
+                    /**
+                     * @description `owner`, `admin`, `member` or `viewer` (D41).
+                     * @enum {string}
+                     */
+                    role: "owner" | "admin" | "member" | "viewer";
+                };
+            };
+        };
+        responses: {
+            /** @description The invite and its token (secret, shown once). */
+            201: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description The member who invited. */
+                        created_by: string | null;
+                        /** @description The invited email (lowercased). */
+                        email: string;
+                        /** @description Whether it expired. */
+                        expired: boolean;
+                        /**
+                         * Format: date-time
+                         * @description When it stops being accepted (7 days after it was made).
+                         */
+                        expires_at: string;
+                        /** @description Invite id (`inv_...`). */
+                        id: string;
+                        /**
+                         * @description Always `organization.invite`.
+                         * @enum {string}
+                         */
+                        object: "organization.invite";
+                        /** @description Organization id. */
+                        org_id: string;
+                        /**
+                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @enum {string}
+                         */
+                        role: "owner" | "admin" | "member" | "viewer";
+                        /** @description The invite token (`inv_...`), shown only here. */
+                        token: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (email or role). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `already_member` (a user with this email is a member). */
+            409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeOrgInvite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Invite id (`inv_...`). */
+                invite_id: string;
+                /**
+                 * @description Organization id (`org_...`).
+                 * @example org_3kTMd9fQk2aQ8xYvL1pZrW
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Always true.
+                         * @enum {boolean}
+                         */
+                        deleted: true;
+                        /** @description Invite id. */
+                        id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found`, `invite_not_found` (unknown or already accepted); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listOrgMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (`org_...`).
+                 * @example org_3kTMd9fQk2aQ8xYvL1pZrW
+                 */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The members. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /**
+                             * Format: date-time
+                             * @description When the user joined.
+                             */
+                            created_at: string;
+                            /** @description The member's email. */
+                            email: string;
+                            /**
+                             * @description Always `organization.member`.
+                             * @enum {string}
+                             */
+                            object: "organization.member";
+                            /** @description Organization id. */
+                            org_id: string;
+                            /**
+                             * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                             * @enum {string}
+                             */
+                            role: "owner" | "admin" | "member" | "viewer";
+                            /** @description User id. */
+                            user_id: string;
+                        }[];
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removeOrgMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (`org_...`).
+                 * @example org_3kTMd9fQk2aQ8xYvL1pZrW
+                 */
+                org_id: string;
+                /** @description User id (`usr_...`). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Organization id. */
+                        org_id: string;
+                        /**
+                         * @description Always true.
+                         * @enum {boolean}
+                         */
+                        removed: true;
+                        /** @description User id. */
+                        user_id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found`, `member_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `last_owner` (the organization's only owner cannot leave). */
+            409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateOrgMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Organization id (`org_...`).
+                 * @example org_3kTMd9fQk2aQ8xYvL1pZrW
+                 */
+                org_id: string;
+                /** @description User id (`usr_...`). */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `owner`, `admin`, `member` or `viewer` (D41).
+                     * @enum {string}
+                     */
+                    role: "owner" | "admin" | "member" | "viewer";
+                };
+            };
+        };
+        responses: {
+            /** @description The member. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description When the user joined.
+                         */
+                        created_at: string;
+                        /** @description The member's email. */
+                        email: string;
+                        /**
+                         * @description Always `organization.member`.
+                         * @enum {string}
+                         */
+                        object: "organization.member";
+                        /** @description Organization id. */
+                        org_id: string;
+                        /**
+                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @enum {string}
+                         */
+                        role: "owner" | "admin" | "member" | "viewer";
+                        /** @description User id. */
+                        user_id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (role). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found`, `member_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `last_owner` (the organization's only owner cannot be demoted). */
+            409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -14911,6 +19152,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 to?: string;
+                /** @description Only calls made by this member (D41). */
+                user_id?: string;
             };
             header?: never;
             path?: never;
@@ -14967,6 +19210,8 @@ export interface operations {
                              * @enum {string}
                              */
                             object: "usage.record";
+                            /** @description The organization charged (D41). */
+                            org_id: string;
                             /**
                              * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
                              * @enum {string}
@@ -14989,6 +19234,8 @@ export interface operations {
                                 /** @description Music, sound effects and video: seconds. */
                                 seconds?: number;
                             };
+                            /** @description The member who made the call (D41): the key's creator or the session's user; null for calls from before organizations. */
+                            user_id: string | null;
                         }[];
                         /** @description More records follow. */
                         has_more: boolean;
@@ -15015,6 +19262,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -15134,10 +19407,14 @@ export interface operations {
                              * @enum {string}
                              */
                             kind: "signup_credit" | "deposit" | "hold" | "hold_release" | "charge" | "refund" | "adjustment";
+                            /** @description The organization whose balance the entry moved (D41). */
+                            org_id: string;
                             /** @description A deposit's payment reference, the model of a call. */
                             reference: string | null;
                             /** @description The request (`req_...`) of the paid call the entry belongs to. */
                             request_id: string | null;
+                            /** @description The member behind the entry (D41): who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
+                            user_id: string | null;
                         }[];
                         /**
                          * @description `test` for a test-mode key (no money moved).
@@ -15151,6 +19428,8 @@ export interface operations {
                          * @enum {string}
                          */
                         object: "usage.record";
+                        /** @description The organization charged (D41). */
+                        org_id: string;
                         /**
                          * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
                          * @enum {string}
@@ -15173,6 +19452,8 @@ export interface operations {
                             /** @description Music, sound effects and video: seconds. */
                             seconds?: number;
                         };
+                        /** @description The member who made the call (D41): the key's creator or the session's user; null for calls from before organizations. */
+                        user_id: string | null;
                     };
                 };
             };
@@ -15202,7 +19483,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `request_not_found` (unknown, or another account's). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `request_not_found` (unknown, or another account's); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15277,8 +19571,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model or key. */
-                group_by?: "day" | "model" | "key";
+                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id, D41). */
+                group_by?: "day" | "model" | "key" | "user";
                 /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
                 mode?: "live" | "test";
                 /**
@@ -15339,7 +19633,7 @@ export interface operations {
                          * @description How the groups were made.
                          * @enum {string}
                          */
-                        group_by: "day" | "model" | "key";
+                        group_by: "day" | "model" | "key" | "user";
                         /**
                          * @description Always `usage.summary`.
                          * @enum {string}
@@ -15369,6 +19663,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -15429,8 +19749,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model or key. */
-                group_by?: "day" | "model" | "key";
+                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id, D41). */
+                group_by?: "day" | "model" | "key" | "user";
                 /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
                 mode?: "live" | "test";
                 /**
@@ -15478,6 +19798,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -15615,6 +19961,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -15825,8 +20197,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed`. */
+            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -16009,7 +20394,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found` (unknown, another user's, or not a video). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found` (unknown, another user's, or not a video); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16140,7 +20538,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found`. */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16277,7 +20688,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found`, `not_found` (the content was deleted). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `job_not_found`, `not_found` (the content was deleted); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16498,8 +20922,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
             403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -16660,6 +21097,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -16790,6 +21253,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body too large: `invalid_request` (body over the limit). */
             413: {
                 headers: {
@@ -16906,7 +21395,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `webhook_not_found` (unknown or another account's endpoint). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `webhook_not_found` (unknown or another account's endpoint); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17035,7 +21537,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `webhook_not_found` (unknown or another account's endpoint). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `webhook_not_found` (unknown or another account's endpoint); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17234,6 +21749,32 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited (see `Retry-After`): `rate_limited`. */
             429: {
                 headers: {
@@ -17385,7 +21926,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `delivery_not_found` (unknown or another account's delivery). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `delivery_not_found` (unknown or another account's delivery); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17482,6 +22036,32 @@ export interface operations {
             };
             /** @description Missing or invalid key: `auth_error`. */
             401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
