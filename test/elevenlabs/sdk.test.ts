@@ -174,7 +174,8 @@ for (const backend of BACKENDS) describe(`the ElevenLabs SDK against the gateway
     assert.deepEqual(sub.currentOverage, { amount: "0", currency: "usd" });
     assert.equal(sub.hasOpenInvoices, false);
     const u = await el.user.get();
-    assert.equal(u.userId, user.org_id);
+    assert.equal(u.userId, user.user_id);
+    assert.equal(u.workspaceId, user.org_id);
     assert.equal(u.subscription.tier, me.tier_name);
     assert.equal(u.subscription.characterCount, chars);
     assert.equal(typeof u.createdAt, "number");

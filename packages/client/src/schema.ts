@@ -3584,9 +3584,9 @@ export interface operations {
                             /** @description 0. */
                             voice_slots_used: number;
                         };
-                        /** @description The account id. */
+                        /** @description The member behind the key (its creator, D41). */
                         user_id: string;
-                        /** @description The account id. */
+                        /** @description The organization the key acts for. */
                         workspace_id: string;
                     };
                 };

@@ -215,9 +215,11 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
   app.get("/v1/user/subscription", { schema: elSubscriptionSchema }, async (req) => (await subscriptionOf(services, principalOf(req).accountId)).subscription);
 
   app.get("/v1/user", { schema: elUserSchema }, async (req) => {
-    const { account, subscription } = await subscriptionOf(services, principalOf(req).accountId);
+    const principal = principalOf(req);
+    const { account, subscription } = await subscriptionOf(services, principal.accountId);
     return {
-      user_id: account.id,
+      // The member behind the key (its creator, D41), in the organization that is the workspace.
+      user_id: principal.userId ?? account.id,
       workspace_id: account.id,
       subscription,
       is_new_user: false,

@@ -194,8 +194,8 @@ export const elSubscriptionSchema = {
 };
 
 const USER_FIELDS = {
-  user_id: str("The account id."),
-  workspace_id: str("The account id."),
+  user_id: str("The member behind the key (its creator, D41)."),
+  workspace_id: str("The organization the key acts for."),
   subscription: SUBSCRIPTION,
   is_new_user: bool("false."),
   can_use_delayed_payment_methods: bool("false."),
