@@ -21,6 +21,21 @@ export interface ClaimValues {
   leaseUntil: number;
 }
 
+/** The columns of a running claim by `v` (inserted, or written over an expired row). */
+function runningColumns(v: ClaimValues) {
+  return {
+    account_id: v.accountId,
+    request_hash: v.requestHash,
+    state: "running" as const,
+    owner: v.owner,
+    status: null,
+    headers_json: null,
+    blob_key: null,
+    created_at: v.now,
+    expires_at: v.leaseUntil,
+  };
+}
+
 /**
  * Inserts the running row of a first request; false (nothing written) when the key already has a row: a
  * concurrent insert of the same key loses on the primary key, on either database.
@@ -28,19 +43,7 @@ export interface ClaimValues {
 export async function insertRunning(db: Kysely<Database>, v: ClaimValues): Promise<boolean> {
   const row = await db
     .insertInto("idempotent_calls")
-    .values({
-      scope: v.scope,
-      idem_key: v.key,
-      account_id: v.accountId,
-      request_hash: v.requestHash,
-      state: "running",
-      owner: v.owner,
-      status: null,
-      headers_json: null,
-      blob_key: null,
-      created_at: v.now,
-      expires_at: v.leaseUntil,
-    })
+    .values({ scope: v.scope, idem_key: v.key, ...runningColumns(v) })
     .onConflict((oc) => oc.columns(["scope", "idem_key"]).doNothing())
     .returning("owner")
     .executeTakeFirst();
@@ -67,17 +70,7 @@ export async function callRow(db: Kysely<Database>, scope: string, key: string):
 export async function takeOver(db: Kysely<Database>, read: { owner: string; expiresAt: number }, v: ClaimValues): Promise<boolean> {
   const res = await db
     .updateTable("idempotent_calls")
-    .set({
-      account_id: v.accountId,
-      request_hash: v.requestHash,
-      state: "running",
-      owner: v.owner,
-      status: null,
-      headers_json: null,
-      blob_key: null,
-      created_at: v.now,
-      expires_at: v.leaseUntil,
-    })
+    .set(runningColumns(v))
     .where("scope", "=", v.scope)
     .where("idem_key", "=", v.key)
     .where("owner", "=", read.owner)

@@ -4,8 +4,7 @@
  * `@elevenlabs/elevenlabs-js` reads into `ElevenLabsError` and `UnprocessableEntityError`).
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { AppError } from "../../../errors.ts";
-import { toAppError } from "../../error-handler.ts";
+import { sendDialectError } from "../errors.ts";
 
 /** Ajv's error item as Fastify hands it over. */
 interface ValidationItem {
@@ -68,14 +67,5 @@ export function elevenLabsErrorHandler(err: unknown, request: FastifyRequest, re
       .send({ detail: e.validation.map((v) => fastApiItem(v, context)) });
     return;
   }
-  const appErr = toAppError(err);
-  if (appErr.status >= 500) {
-    if (err instanceof AppError) request.log.warn({ status: appErr.status, code: appErr.code }, appErr.message);
-    else request.log.error({ err }, "request failed");
-  }
-  void reply
-    .code(appErr.status)
-    .headers(appErr.headers)
-    .header("content-type", "application/json; charset=utf-8")
-    .send({ detail: { status: appErr.code, message: appErr.message } });
+  sendDialectError(err, request, reply, (e) => ({ detail: { status: e.code, message: e.message } }));
 }

@@ -24,9 +24,9 @@ import { AppError, errors } from "../../../errors.ts";
 import type { Services } from "../../../services.ts";
 import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../../auth.ts";
 import { OWN_IDEMPOTENCY } from "../../idempotent-calls.ts";
-import { toAppError } from "../../error-handler.ts";
 import { submitFromRequest } from "../../job-submit.ts";
 import { jobWaits } from "../../job-waits.ts";
+import { sendDialectError } from "../errors.ts";
 import { boundedJsonParser, type StringBodyParser } from "../../json-body.ts";
 import type { App } from "../../types.ts";
 import { failureOf, isEnded, outputAnswer, statusAnswer, submitAnswer } from "./answers.ts";
@@ -58,16 +58,7 @@ export function falErrorHandler(err: unknown, request: FastifyRequest, reply: Fa
     void reply.code(422).header("content-type", "application/json; charset=utf-8").send({ detail: err.items });
     return;
   }
-  const appErr = toAppError(err);
-  if (appErr.status >= 500) {
-    if (err instanceof AppError) request.log.warn({ status: appErr.status, code: appErr.code }, appErr.message);
-    else request.log.error({ err }, "request failed");
-  }
-  void reply
-    .code(appErr.status)
-    .headers(appErr.headers)
-    .header("content-type", "application/json; charset=utf-8")
-    .send({ detail: appErr.message, error_type: appErr.code });
+  sendDialectError(err, request, reply, (e) => ({ detail: e.message, error_type: e.code }));
 }
 
 /** The longest a run (`fal.run`) waits for its job: past both give-up times the job has ended. */
