@@ -218,8 +218,36 @@ const MAX_CONTENT_CHARS = 8192;
 export function inAttemptSpan<T>(describe: () => AttemptInfo, fn: (span: TraceSpan | null) => Promise<T>): Promise<T> {
   const scope = scopes.getStore();
   if (scope === undefined) return fn(null);
-  const info = describe();
-  const child = scope.child(`${info.operation} ${info.model}`, "client", {
+  const child = attemptScope(scope, describe());
+  return finish(child, () => scopes.run(child, () => fn(child.span)));
+}
+
+/**
+ * As {@link inAttemptSpan}, for an attempt whose answer goes on after `fn` resolved (a stream that yielded
+ * its first delta): a failure of `fn` fails and ends the span, but on success the span stays open and is
+ * handed to `opened`, whose caller ends it when the stream ends (with the token usage it reported). The
+ * span's scope covers `fn` only. Without a scope, just `fn()` (and `opened` is not called).
+ */
+export function inOpenAttemptSpan<T>(describe: () => AttemptInfo, fn: () => Promise<T>, opened: (span: TraceSpan) => void): Promise<T> {
+  const scope = scopes.getStore();
+  if (scope === undefined) return fn();
+  const child = attemptScope(scope, describe());
+  return scopes.run(child, fn).then(
+    (value) => {
+      opened(child.span);
+      return value;
+    },
+    (err: unknown) => {
+      child.span.fail(errorTypeOf(err));
+      child.span.end();
+      throw err;
+    },
+  );
+}
+
+/** The CLIENT span of one attempt under `scope` (see {@link inAttemptSpan}). */
+function attemptScope(scope: TraceScope, info: AttemptInfo): TraceScope {
+  return scope.child(`${info.operation} ${info.model}`, "client", {
     "gen_ai.operation.name": info.operation,
     "gen_ai.provider.name": info.provider,
     "gen_ai.request.model": info.model,
@@ -231,7 +259,6 @@ export function inAttemptSpan<T>(describe: () => AttemptInfo, fn: (span: TraceSp
     "gw.fallback_layer": info.fallbackLayer,
     "gen_ai.input.messages": scope.captureContent && info.content ? info.content().slice(0, MAX_CONTENT_CHARS) : undefined,
   });
-  return finish(child, () => scopes.run(child, () => fn(child.span)));
 }
 
 /** The host of `url`, or undefined (no URL, or not one). */

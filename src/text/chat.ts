@@ -14,7 +14,7 @@ import { getTextModel, quoteTextCall, type TextModel } from "../catalog/text-mod
 import { AppError, errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
 import { observeUpstream } from "../metrics.ts";
-import { annotateSpan, type AttemptInfo, inAttemptSpan, tokenUsage } from "../observability/tracing.ts";
+import { annotateSpan, type AttemptInfo, errorTypeOf, inAttemptSpan, inOpenAttemptSpan, tokenUsage, type TraceSpan } from "../observability/tracing.ts";
 import { modelNotFoundMessage } from "../upstreams/sync-failover.ts";
 import { type SimulateMode, UpstreamError } from "../upstreams/types.ts";
 import { countMessageTokens } from "../upstreams/tokens.ts";
@@ -234,11 +234,13 @@ export async function startChatStream(deps: ChatDeps, accountId: string, input: 
   const p = await prepare(accountId, input, opts);
   return deps.paidCalls.withHold(deps.db, p.hold, { onInsufficient: p.onInsufficient }, async (hold) => {
     let started;
+    // A failed attempt's span ends with its failure; the one that yielded its first delta stays open until
+    // its stream ends, and then carries the token usage the stream reported (D40).
+    let streaming: TraceSpan | null = null;
     try {
-      // An attempt's span ends once its first delta arrived (or it failed): the stream's own end is the request's.
       started = await streamWithFallback(deps.planFor(p.model), (step) => step.adapter.chatStream(requestFor(p, step), opts.signal), {
         signal: opts.signal,
-        around: attemptSpans(p),
+        around: (step, attempt, run) => inOpenAttemptSpan(() => chatAttempt(p, step, attempt), run, (span) => (streaming = span)),
       });
     } catch (err) {
       throw allFailed(p, err);
@@ -247,9 +249,19 @@ export async function startChatStream(deps: ChatDeps, accountId: string, input: 
     let usage: ChatUsage | null = null;
     let settled: { costMicros: Micros; balanceMicros: Micros } | null = null;
     async function* noteUsage(deltas: AsyncIterable<ChatDelta>): AsyncGenerator<ChatDelta> {
-      for await (const d of deltas) {
-        if (d.usage) usage = d.usage;
-        yield d;
+      const span = streaming as TraceSpan | null;
+      try {
+        for await (const d of deltas) {
+          if (d.usage) usage = d.usage;
+          yield d;
+        }
+      } catch (err) {
+        // The upstream broke off mid-stream: the attempt failed.
+        span?.fail(errorTypeOf(err));
+        throw err;
+      } finally {
+        if (usage !== null) span?.set(tokenUsage(usage));
+        span?.end();
       }
     }
     const deltas = hold.stream(noteUsage(started.deltas), {

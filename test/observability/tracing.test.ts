@@ -12,7 +12,8 @@
  * - no key, password, session token, prompt or input text in any attribute;
  * - off (no endpoint, or `OTEL_SDK_DISABLED=true`): nothing exported, no `traceparent` sent anywhere;
  * - a job left pending and claimed later continues its submit's trace (the row's `traceparent`);
- * - content capture on: a chat attempt's span carries the messages; the `OTEL_*` settings as config.ts reads them.
+ * - content capture on: a chat attempt's span carries the messages; a streamed chat attempt's span lasts until the
+ *   stream ends and carries its token usage; the `OTEL_*` settings as config.ts reads them.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -335,6 +336,39 @@ describe("tracing with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (
     // The SERVER span still holds no user text.
     const server = otlp.spans.find((s) => s.kind === "server" && s.attributes["http.route"] === "/v1/chat/completions")!;
     assert.ok(!Object.values(server.attributes).some((v) => String(v).includes(PROMPT)));
+  });
+  test("a streamed chat call's CLIENT span lasts until the stream ends and carries its token usage", async () => {
+    const u = await gw.register();
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${u.api_key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "txtA-small", messages: [{ role: "user", content: "Count to five." }], stream: true, stream_options: { include_usage: true } }),
+    });
+    assert.equal(res.status, 200);
+    const events = (await res.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)));
+    const usage = events.find((e) => e.usage)?.usage;
+    assert.ok(usage, "a final usage chunk");
+    const receivedAt = Date.now();
+    // The SERVER span ends when the answer finished (just after the client read its end): wait for it.
+    const isServer = (s: ReceivedSpan) => s.kind === "server" && s.attributes["http.route"] === "/v1/chat/completions" && s.attributes["gw.account.id"] === u.org_id;
+    for (let i = 0; i < 100 && !otlp.spans.some(isServer); i++) {
+      await gw.services.tracing!.flush();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const server = otlp.spans.find(isServer);
+    assert.ok(server, "the stream's SERVER span");
+    const client = otlp.spans.find((s) => s.kind === "client" && s.traceId === server.traceId);
+    assert.ok(client, "its CLIENT span");
+    assert.equal(client.name, "chat txtA-small");
+    assert.equal(client.statusCode === 2, false, "not failed");
+    assert.equal(client.attributes["gen_ai.usage.input_tokens"], usage.prompt_tokens);
+    assert.equal(client.attributes["gen_ai.usage.output_tokens"], usage.completion_tokens);
+    assert.ok(usage.completion_tokens > 0);
+    // The span covers the whole stream: it ended after the capture began (the capture follows the last delta).
+    const capture = otlp.spans.find((s) => s.name === "billing.capture" && s.traceId === server.traceId);
+    assert.ok(capture, "the capture span");
+    assert.ok(client.endMs <= capture.startMs + 1 && client.endMs <= receivedAt + 1, `${client.endMs} vs capture ${capture.startMs}`);
+    assert.ok(client.endMs > client.startMs);
   });
 });
 
