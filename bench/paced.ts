@@ -9,6 +9,7 @@
  * `performance.now()` from the moment it was due to the last byte of the answer, in fractional ms. A
  * request that waits for a connection counts that wait as latency, as a customer would feel it.
  */
+import { randomBytes } from "node:crypto";
 import { Pool } from "undici";
 
 /** What one paced run measured. Latencies in ms (fractional), from the due time to the last byte. */
@@ -24,6 +25,11 @@ export interface PacedResult {
   errors: number;
   /** How late the generator itself sent requests (due time to send), p99 in ms: its own timer jitter. */
   sendLagP99: number;
+  /**
+   * With `traceparents`: each request's W3C `traceparent` as sent, its due time (ms since the epoch,
+   * fractional) and its latency (ms), in sending order.
+   */
+  requests?: { traceparent: string; dueEpochMs: number; latencyMs: number }[];
 }
 
 /** The value at quantile `q` (0..1) of `sorted` (ascending). */
@@ -45,6 +51,11 @@ export async function paced(opts: {
   durationS: number;
   connections: number;
   keys?: string[];
+  /**
+   * Sends a fresh sampled `traceparent` with every request and returns each request's (see
+   * {@link PacedResult.requests}): a traced gateway's spans can then be joined to the latency measured here.
+   */
+  traceparents?: boolean;
 }): Promise<PacedResult> {
   const u = new URL(opts.url);
   const pool = new Pool(u.origin, { connections: opts.connections, pipelining: 1, keepAliveTimeout: 60_000 });
@@ -52,6 +63,8 @@ export async function paced(opts: {
   const intervalMs = 1000 / opts.rate;
   const latencies = new Float64Array(total);
   const lags = new Float64Array(total);
+  const parents: string[] = [];
+  const dues = new Float64Array(total);
   let done = 0;
   let non2xx = 0;
   let errors = 0;
@@ -64,6 +77,10 @@ export async function paced(opts: {
     lags[i] = performance.now() - due;
     const headers = { ...(opts.headers ?? {}) };
     if (opts.keys) headers.authorization = `Bearer ${opts.keys[i % opts.keys.length]}`;
+    if (opts.traceparents) {
+      parents[i] = headers.traceparent = `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-01`;
+      dues[i] = performance.timeOrigin + due;
+    }
     pool
       .request({ method: opts.method ?? "GET", path, headers, body: opts.body })
       .then(async (res) => {
@@ -109,5 +126,6 @@ export async function paced(opts: {
     non2xx,
     errors,
     sendLagP99: quantile(lagSorted, 0.99),
+    requests: opts.traceparents ? parents.map((traceparent, i) => ({ traceparent, dueEpochMs: dues[i]!, latencyMs: latencies[i]! })) : undefined,
   };
 }

@@ -12,16 +12,18 @@
  * `node build/start-server.js --port=<free port> --headless` with `NODE_ENV=production` (its own log UI
  * off); it reaches the fake through `x-portkey-custom-host` (loopback is among its default trusted hosts).
  * `BENCH_PEER_TRACING=1` adds a row: this gateway with tracing on (D40), exporting to a loopback sink.
+ * `BENCH_PEER_TAIL=1` adds where the time of the slowest requests goes ({@link tailBreakdown}).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { startFakeOpenAI } from "../fakes/openai-chat.ts";
+import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-chat.ts";
+import { type ReceivedSpan, startOtlpReceiver } from "../test/helpers/otlp-receiver.ts";
 import { freePort } from "../test/helpers/process.ts";
 import { ADMIN_TOKEN, benchUser, call, type LoadResult, load, type ProbeReport, type Server, startGatewayProcess } from "./lib.ts";
-import { type PacedResult, paced } from "./paced.ts";
+import { type PacedResult, paced, quantile } from "./paced.ts";
 
 const durationS = Number(process.env.BENCH_DURATION_S ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -115,6 +117,88 @@ async function gatewayTarget(label: string, backend: "sqlite" | "postgres", upst
   return { label, url: `${gw.url}/v1/chat/completions`, headers: JSON_HEADERS, body, keys: users.map((u) => u.apiKey), server: gw };
 }
 
+/** The segments a traced request's time is cut into by its spans (see {@link tailBreakdown}), in order. */
+const SEGMENTS = [
+  ["to server", "from the due time to the SERVER span's start: the generator's lag, the socket, a busy event loop"],
+  ["before hold", "the request read, parsed and authenticated, the rate and token limits, the tokens counted"],
+  ["hold", "billing.hold"],
+  ["hold to upstream", "from the hold to the upstream attempt"],
+  ["upstream", "the CLIENT span of the attempt (the bare upstream's share)"],
+  ["upstream to capture", "from the answer to the capture"],
+  ["capture", "billing.capture"],
+  ["after capture", "the answer written, to the SERVER span's end"],
+  ["to client", "from the SERVER span's end to the last byte read by the generator"],
+] as const;
+
+/**
+ * Where the tail goes (`BENCH_PEER_TAIL=1`): a gateway with tracing on (D40), exporting to a loopback OTLP
+ * receiver that keeps every span, takes the paced run with a `traceparent` per request; each request's
+ * latency is cut at its spans' edges into {@link SEGMENTS}, and the mean of each segment is printed for
+ * all requests, for the slowest 1 % and for the slowest 0.1 %. Tracing costs some of its own time, so this
+ * run says where the time goes, not what the untraced gateway's p99 is.
+ */
+export async function tailBreakdown(backend: "sqlite" | "postgres", fake: FakeOpenAI, env: Record<string, string>): Promise<void> {
+  const receiver = await startOtlpReceiver();
+  let target: Target | null = null;
+  try {
+    target = await gatewayTarget("gateway, traced", backend, fake.baseUrl, { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url });
+    const run = (d: number) =>
+      paced({ url: target!.url, method: "POST", headers: target!.headers, body: target!.body, rate, durationS: d, connections: PACED_CONNECTIONS, keys: target!.keys?.slice(0, PACED_CONNECTIONS), traceparents: true });
+    await run(2);
+    await target.server?.probe?.();
+    receiver.spans.length = 0;
+    const fixed = await run(durationS);
+    const probe = (await target.server?.probe?.()) ?? null;
+    // The exporter sends every second: wait until the spans stop arriving.
+    for (let last = -1; last !== receiver.spans.length; ) {
+      last = receiver.spans.length;
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+    const byTrace = new Map<string, ReceivedSpan[]>();
+    for (const span of receiver.spans) {
+      const list = byTrace.get(span.traceId);
+      if (list) list.push(span);
+      else byTrace.set(span.traceId, [span]);
+    }
+    const cut: { latency: number; parts: number[] }[] = [];
+    for (const r of fixed.requests ?? []) {
+      const spans = byTrace.get(r.traceparent.split("-")[1]!) ?? [];
+      const server = spans.find((x) => x.kind === "server");
+      const hold = spans.find((x) => x.name === "billing.hold");
+      const upstream = spans.find((x) => x.kind === "client");
+      const capture = spans.find((x) => x.name === "billing.capture");
+      if (!server || !hold || !upstream || !capture) continue;
+      const end = r.dueEpochMs + r.latencyMs;
+      const edges = [r.dueEpochMs, server.startMs, hold.startMs, hold.endMs, upstream.startMs, upstream.endMs, capture.startMs, capture.endMs, server.endMs, end];
+      cut.push({ latency: r.latencyMs, parts: SEGMENTS.map((_, i) => edges[i + 1]! - edges[i]!) });
+    }
+    const requests = fixed.requests?.length ?? 0;
+    console.log(`\n### where the time goes: ${backend}, traced, ${rate} req/s paced; ${cut.length} of ${requests} requests joined to their spans`);
+    console.log(`p50 ${f2(fixed.p50)} p99 ${f2(fixed.p99)} max ${f2(fixed.max)} ms (tracing on)`);
+    cut.sort((a, b) => a.latency - b.latency);
+    const groups: [string, typeof cut][] = [
+      ["all", cut],
+      ["slowest 1 %", cut.slice(Math.floor(cut.length * 0.99))],
+      ["slowest 0.1 %", cut.slice(Math.floor(cut.length * 0.999))],
+    ];
+    console.log(`| segment (mean ms) | ${groups.map(([g, list]) => `${g} (${list.length})`).join(" | ")} | what it is |`);
+    console.log(`|---|${groups.map(() => "---:").join("|")}|---|`);
+    const mean = (list: typeof cut, f: (c: (typeof cut)[number]) => number) => (list.length ? list.reduce((a, c) => a + f(c), 0) / list.length : Number.NaN);
+    console.log(`| latency | ${groups.map(([, list]) => f2(mean(list, (c) => c.latency))).join(" | ")} | due time to last byte |`);
+    SEGMENTS.forEach(([name, what], i) => console.log(`| ${name} | ${groups.map(([, list]) => f2(mean(list, (c) => c.parts[i]!))).join(" | ")} | ${what} |`));
+    const p99 = quantile(Float64Array.from(cut.map((c) => c.latency)), 0.99);
+    if (probe) {
+      const d = probe.eventLoopDelay;
+      console.log(
+        `during it: event-loop delay p99 ${f2(d.p99)} max ${f2(d.max)} ms; GC ${probe.gc.count} pauses, ${f2(probe.gc.totalMs)} ms, max ${f2(probe.gc.max)} ms; joined p99 ${f2(p99)} ms`,
+      );
+    }
+  } finally {
+    await target?.server?.stop();
+    await receiver.close();
+  }
+}
+
 /** The peer row on one database (see the module comment). */
 export async function benchPeer(backend: "sqlite" | "postgres"): Promise<void> {
   const fake = await startFakeOpenAI();
@@ -184,6 +268,11 @@ export async function benchPeer(backend: "sqlite" | "postgres"): Promise<void> {
       console.log(
         `${m.target.label} during its paced run: event-loop delay p50 ${f2(d.p50)} p99 ${f2(d.p99)} max ${f2(d.max)} ms; GC ${m.probe.gc.count} pauses, ${f2(m.probe.gc.totalMs)} ms total, max ${f2(m.probe.gc.max)} ms; generator lag p99 ${f2(m.fixed.sendLagP99)} ms`,
       );
+    }
+    if (process.env.BENCH_PEER_TAIL === "1") {
+      for (const t of targets) await t.server?.stop();
+      targets.length = 0;
+      await tailBreakdown(backend, fake, env);
     }
   } finally {
     for (const t of targets) await t.server?.stop();
