@@ -182,7 +182,7 @@ describe("console organizations", { skip: browserSkip }, () => {
     await p2.close();
   });
 
-  test("an invite for another email: the accept is refused with what to do", async () => {
+  test("an invite for another email: the accept is refused with what to do; registering the invited email accepts it", async () => {
     await h.signUp(page);
     await page.getByRole("button", { name: "Continue to the overview" }).click();
     const orgId = await newOrg(page, "Team Green");
@@ -203,7 +203,17 @@ describe("console organizations", { skip: browserSkip }, () => {
     await p2.getByRole("alert").waitFor();
     await p2.getByText("Sign out, then sign in or register with the email the invite was sent to.").waitFor();
     await p2.getByRole("button", { name: "Sign out to use another account" }).click();
-    await p2.getByRole("button", { name: "Register to accept" }).waitFor();
+    // The invited email has no account yet: register with it, come back, accept.
+    await p2.getByRole("button", { name: "Register to accept" }).click();
+    await p2.getByLabel("Email").fill(`not-${other.email}`);
+    await p2.getByLabel("Password").fill(PASSWORD);
+    await p2.getByRole("button", { name: "Create account" }).click();
+    await p2.getByRole("textbox", { name: "Your first API key" }).waitFor();
+    await p2.getByRole("button", { name: "Continue" }).click();
+    await p2.getByRole("button", { name: "Accept and join" }).click();
+    await p2.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
+    assert.equal(await switcher(p2).inputValue(), orgId);
+    await p2.getByText("Your role: member").waitFor();
     await p2.close();
   });
 

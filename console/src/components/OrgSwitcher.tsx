@@ -107,6 +107,7 @@ export function OrgSwitcher() {
         value={active?.id ?? ""}
         disabled={!orgs.data}
         aria-describedby="org-switcher-role"
+        title={active ? orgLabel(active) : undefined}
         onChange={(e) => selectOrg(e.target.value || null)}
       >
         {!active && <option value="">{orgs.isError ? "Could not load" : "Loading…"}</option>}

@@ -440,7 +440,11 @@ function KeyList() {
   return (
     <section aria-labelledby="keys-title">
       <h2 id="keys-title">The organization's keys</h2>
-      <QueryView query={keys} isEmpty={(d) => d.data.length === 0} empty="No keys yet. Create one to call the API; a test key makes simulated calls and moves no money.">
+      <QueryView query={keys} isEmpty={(d) => d.data.length === 0} empty={
+          can(role, "createKey") || role === undefined
+            ? "No keys yet. Create one to call the API; a test key makes simulated calls and moves no money."
+            : "This organization has no keys yet."
+        }>
         {(d) => <DataTable columns={columns} rows={d.data} rowKey={(k) => k.key_id} />}
       </QueryView>
       <p>

@@ -49,7 +49,7 @@ function Balance() {
             </p>
             <p>
               <small>
-                Deposited in total: <Usd amount={m.total_deposits_usd} cents /> · {m.email}
+                Deposited in total: <Usd amount={m.total_deposits_usd} cents /> · <span className="wrap-anywhere">{m.org_name ?? m.email}</span>
               </small>
             </p>
             <p className="card-actions">

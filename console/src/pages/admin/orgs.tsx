@@ -23,7 +23,7 @@ const COLUMNS: Column<Org>[] = [
   {
     header: "Name",
     cell: (o) => (
-      <Link className="wrap-anywhere" to={`/operator/orgs/${encodeURIComponent(o.org_id)}`}>
+      <Link className="wrap-anywhere name-cell" to={`/operator/orgs/${encodeURIComponent(o.org_id)}`}>
         {o.name ?? o.org_id}
       </Link>
     ),
