@@ -44,7 +44,7 @@ async function shoot(page: Page, name: string, width: number): Promise<string> {
   return file;
 }
 
-/** console/src/session.ts `PLAYGROUND_KEY_PREFIX` (that module needs a browser to load). */
+/** console/src/session.ts `PLAYGROUND_KEY_PREFIX` (that module needs a browser to load); the entry is `<user id>.<org id>` (playground/key.ts). */
 const PLAYGROUND_KEY_PREFIX = "gateway.console.playground-key.";
 
 // Payments on (D33), against the loopback Stripe fake, so the billing page shows its top-up form.
@@ -120,7 +120,7 @@ try {
     await page.evaluate(`sessionStorage.setItem("gateway.console.operator", ${JSON.stringify(ADMIN_TOKEN)})`);
     if (playgroundKey.data) {
       const kept = { keyId: playgroundKey.data.key_id, secret: playgroundKey.data.api_key, mode: "test" };
-      await page.evaluate(`localStorage.setItem(${JSON.stringify(PLAYGROUND_KEY_PREFIX + user.user_id)}, ${JSON.stringify(JSON.stringify(kept))})`);
+      await page.evaluate(`localStorage.setItem(${JSON.stringify(`${PLAYGROUND_KEY_PREFIX}${user.user_id}.${user.org_id}`)}, ${JSON.stringify(JSON.stringify(kept))})`);
     }
     await page.reload();
     await settle(page);

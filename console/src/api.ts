@@ -5,8 +5,12 @@
  * Node-only download helper).
  *
  * Every call carries the session token (session.ts) as `Authorization: Bearer`, unless the call sets its own
- * header. A 401 to a call made with the session token ends the session, and the route guard sends the user
- * to the sign-in page.
+ * header, and with it `X-Svc-Org: <org_id>`, the organization selected in the switcher (org.ts, D41), when
+ * one is: every page then reads and acts for that organization, with no page passing it. A call made with
+ * its own `Authorization` (an API key, the operator token) sends no `X-Svc-Org`: a key acts for its own
+ * organization. A 401 to a call made with the session token ends the session, and the route guard sends
+ * the user to the sign-in page; a 404 `org_not_found` to a call that named the selected organization (the
+ * user left it, or was removed) forgets the selection, so the console falls back to the personal one.
  *
  * ```ts
  * const me = await unwrap(api.GET("/v1/auth/me"));
@@ -15,6 +19,7 @@
 import createFetchClient from "openapi-fetch";
 import { GatewayError, gatewayError } from "../../packages/client/src/errors.ts";
 import type { components, paths } from "../../packages/client/src/schema.ts";
+import { getSelectedOrg, selectOrg } from "./org.ts";
 import { endSession, getSession } from "./session.ts";
 
 export { GatewayError };
@@ -27,6 +32,8 @@ export const api = createFetchClient<paths>({ baseUrl: window.location.origin })
 
 /** Marks requests that went out with the session token, so only their 401 ends the session. */
 const withSession = new WeakSet<Request>();
+/** The organization id each session request named in `X-Svc-Org`. */
+const withOrg = new WeakMap<Request, string>();
 
 api.use({
   onRequest({ request }) {
@@ -34,11 +41,25 @@ api.use({
     if (token && !request.headers.has("authorization")) {
       request.headers.set("authorization", `Bearer ${token}`);
       withSession.add(request);
+      const org = getSelectedOrg();
+      if (org !== null && !request.headers.has("x-svc-org")) {
+        request.headers.set("x-svc-org", org);
+        withOrg.set(request, org);
+      }
     }
     return request;
   },
-  onResponse({ request, response }) {
+  async onResponse({ request, response }) {
     if (response.status === 401 && withSession.has(request) && getSession().token !== null) endSession("expired");
+    const org = withOrg.get(request);
+    if (response.status === 404 && org !== undefined && org === getSelectedOrg()) {
+      // Only the header's refusal, not a path's (`/v1/orgs/{other}` answers org_not_found too, param `org_id`).
+      const body = (await response
+        .clone()
+        .json()
+        .catch(() => null)) as { error?: { code?: string; param?: string | null } } | null;
+      if (body?.error?.code === "org_not_found" && body.error.param !== "org_id") selectOrg(null);
+    }
     return undefined;
   },
 });

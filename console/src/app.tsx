@@ -8,6 +8,7 @@ import { BrowserRouter, Route, Routes } from "react-router";
 import { GatewayError } from "./api.ts";
 import { Layout } from "./components/Layout.tsx";
 import { NotFound, PageFrame } from "./components/PageFrame.tsx";
+import { useSelectedOrg } from "./org.ts";
 import { PAGES } from "./pages.ts";
 import { useSession } from "./session.ts";
 
@@ -28,17 +29,20 @@ export function makeQueryClient(): QueryClient {
 }
 
 /**
- * Forgets every cached answer when the signed-in account changes (sign-in, sign-out, an expired session, a
- * sign-out in another tab): one account's data never shows to the next.
+ * Forgets every cached answer when the signed-in account or the selected organization changes (sign-in,
+ * sign-out, an expired session, a sign-out in another tab, the organization switcher, D41): one account's
+ * or organization's data never shows for the next, and every page on screen reads the new one's.
  */
 function ForgetOnSessionChange({ queryClient }: { queryClient: QueryClient }) {
   const { token, operatorToken } = useSession();
-  const last = useRef({ token, operatorToken });
+  const org = useSelectedOrg();
+  const last = useRef({ token, operatorToken, org });
   useEffect(() => {
     // Reset, not clear: the queries of the pages on screen refetch with the new credentials at once.
-    if (last.current.token !== token || last.current.operatorToken !== operatorToken) void queryClient.resetQueries();
-    last.current = { token, operatorToken };
-  }, [queryClient, token, operatorToken]);
+    const l = last.current;
+    if (l.token !== token || l.operatorToken !== operatorToken || l.org !== org) void queryClient.resetQueries();
+    last.current = { token, operatorToken, org };
+  }, [queryClient, token, operatorToken, org]);
   return null;
 }
 

@@ -15,11 +15,11 @@ export type NavGroup = "public" | "customer" | "operator";
 
 /**
  * The navigation section a page is listed under, by purpose: `build` (overview, playground, keys),
- * `observe` (usage, jobs, gallery), `billing` (billing, ledger), `integrate` (webhooks), `reference`
- * (pricing, tiers), `operator` (the operator's pages). Pages without one are listed by their group:
+ * `observe` (usage, jobs, gallery), `billing` (billing, ledger), `integrate` (webhooks), `organization`
+ * (members, D41), `reference` (pricing, tiers), `operator` (the operator's pages). Pages without one are listed by their group:
  * customer pages under `build`, public ones under `reference`, operator ones under `operator`.
  */
-export type NavSection = "build" | "observe" | "billing" | "integrate" | "reference" | "operator";
+export type NavSection = "build" | "observe" | "billing" | "integrate" | "organization" | "reference" | "operator";
 
 /** What a page file exports as `page`. */
 export interface PageMeta {

@@ -9,6 +9,7 @@ import { useState } from "react";
 import { isCancelable, type MediaJob, useCancelJob } from "../job-events.ts";
 import { ConfirmDialog } from "./ConfirmDialog.tsx";
 import { ErrorNotice } from "./states.tsx";
+import { can, useRole } from "../roles.ts";
 
 /** What a status means, for the status's tooltip and the detail page. */
 const STATUS_HINT: Record<MediaJob["status"], string> = {
@@ -66,7 +67,9 @@ export function JobProgress({ job }: { job: MediaJob }) {
 export function CancelJobButton({ job, className = "danger outline small" }: { job: MediaJob; className?: string }) {
   const [asking, setAsking] = useState(false);
   const cancel = useCancelJob(() => setAsking(false));
-  if (!isCancelable(job.status) && !asking) return null;
+  // A viewer makes no calls (D41): no cancel either.
+  const role = useRole();
+  if ((!isCancelable(job.status) && !asking) || !can(role, "call")) return null;
   return (
     <>
       <button type="button" className={className} aria-label={`Cancel ${job.id}`} onClick={() => (cancel.reset(), setAsking(true))}>

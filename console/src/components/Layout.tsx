@@ -1,20 +1,22 @@
 /**
  * The frame of every page: a skip link, a sidebar with the navigation built from the page registry
  * (pages.ts) in sections by purpose (Build, Observe, Billing, Integrate, Reference, and Operator for the
- * operator only), shown by who is signed in, the account menu (sign in and register, or sign out), and the
- * page itself in `<main>`. Under 900 px the sidebar is a top bar and the navigation a menu opened by its
+ * operator only), shown by who is signed in, the organization switcher when signed in (OrgSwitcher.tsx,
+ * D41), the account menu (sign in and register, or sign out), and the page itself in `<main>`. Under 900 px the sidebar is a top bar and the navigation a menu opened by its
  * "Menu" button (closed again by a navigation or Escape).
  */
 import { useEffect, useState } from "react";
 import { Link, NavLink, Outlet, useLocation, useNavigate } from "react-router";
 import { type NavGroup, type NavSection, sectionPages } from "../pages.ts";
 import { endSession, setOperatorToken, useSession } from "../session.ts";
+import { OrgSwitcher } from "./OrgSwitcher.tsx";
 
 const SECTIONS: { id: NavSection; label: string }[] = [
   { id: "build", label: "Build" },
   { id: "observe", label: "Observe" },
   { id: "billing", label: "Billing" },
   { id: "integrate", label: "Integrate" },
+  { id: "organization", label: "Organization" },
   { id: "reference", label: "Reference" },
   { id: "operator", label: "Operator" },
 ];
@@ -94,6 +96,7 @@ export function Layout() {
             Menu
           </button>
         </div>
+        {session.token !== null && <OrgSwitcher />}
         <nav aria-label="Main" id="main-nav" className={menuOpen ? "open" : undefined}>
           <ul className="nav-sections">
             {SECTIONS.map((s) => (

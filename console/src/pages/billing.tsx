@@ -22,6 +22,7 @@ import { formatUsd } from "../format.ts";
 import { parseNumberInput } from "../key-controls.ts";
 import type { PageMeta } from "../pages.ts";
 import { usePayments } from "../payments.ts";
+import { can, useRole } from "../roles.ts";
 
 export const page: PageMeta = { path: "/billing", title: "Billing", group: "customer", order: 10, section: "billing" };
 
@@ -131,7 +132,8 @@ function useLowBalanceEndpoints(): number | undefined {
   return endpoints.data?.data.filter((ep) => !ep.disabled && ep.events.includes("balance.low")).length;
 }
 
-function LowBalanceAlert() {
+/** The alert's state, and with `mayEdit` (admins and owners, D41) the form that sets it. */
+function LowBalanceAlert({ mayEdit }: { mayEdit: boolean }) {
   const queryClient = useQueryClient();
   const alerts = useQuery({ queryKey: ["alerts"], queryFn: () => unwrap(api.GET("/v1/billing/alerts")) });
   const endpoints = useLowBalanceEndpoints();
@@ -169,6 +171,7 @@ function LowBalanceAlert() {
                   </>
                 )}
               </p>
+              {mayEdit && (
               <form onSubmit={submit} aria-labelledby="alert-title" className="narrow">
                 <label htmlFor="alert-threshold">Alert threshold (USD)</label>
                 <input
@@ -199,6 +202,7 @@ function LowBalanceAlert() {
                   )}
                 </div>
               </form>
+              )}
             </>
           );
         }}
@@ -208,12 +212,21 @@ function LowBalanceAlert() {
 }
 
 export default function Billing() {
+  const role = useRole();
   return (
     <>
       <TopupNotice />
       <Balance />
-      <TopUp />
-      <LowBalanceAlert />
+      {can(role, "topUp") ? (
+        <TopUp />
+      ) : (
+        role !== undefined && (
+          <p className="notice">
+            Top-ups and the low-balance alert are managed by this organization's admins and owners; your role is {role}.
+          </p>
+        )
+      )}
+      <LowBalanceAlert mayEdit={can(role, "alerts")} />
     </>
   );
 }

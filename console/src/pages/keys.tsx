@@ -3,7 +3,9 @@
  * its period, expiry, model allow-list, rpm) and dates; create one with a name, a mode and optional
  * controls (the secret shown once, with a copy button); edit a key's name and controls in a dialog
  * (`PATCH /v1/auth/keys/{id}` with the changed fields only; an emptied field clears it); revoke one after a
- * confirmation. A refused field (the D1 `error.param`) shows its message under that field.
+ * confirmation. A refused field (the D1 `error.param`) shows its message under that field. The keys are the
+ * selected organization's (D41): a viewer creates none, a member edits and revokes only the keys they
+ * made, admins and owners every key (roles.ts); the actions a role lacks are not shown.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState, type FormEvent } from "react";
@@ -27,6 +29,8 @@ import {
   toLocalInput,
 } from "../key-controls.ts";
 import type { PageMeta } from "../pages.ts";
+import { can, canManageKey, useRole } from "../roles.ts";
+import { useSession } from "../session.ts";
 
 export const page: PageMeta = { path: "/keys", title: "API keys", navLabel: "Keys", group: "customer", order: 45, section: "build" };
 
@@ -375,6 +379,8 @@ function KeyExpiry({ k, now }: { k: Key; now: number }) {
 
 function KeyList() {
   const queryClient = useQueryClient();
+  const role = useRole();
+  const { userId } = useSession();
   const keys = useQuery({ queryKey: ["keys"], queryFn: () => unwrap(api.GET("/v1/auth/keys")) });
   const [revoking, setRevoking] = useState<Key | null>(null);
   const [editing, setEditing] = useState<Key | null>(null);
@@ -416,22 +422,29 @@ function KeyList() {
     },
     {
       header: "Actions",
-      cell: (k) => (
-        <span className="actions">
-          <button type="button" className="secondary outline small" aria-label={`Edit ${keyLabel(k)}`} onClick={() => setEditing(k)}>
-            Edit
-          </button>{" "}
-          <button type="button" className="danger outline small" aria-label={`Revoke ${keyLabel(k)}`} onClick={() => (revoke.reset(), setRevoking(k))}>
-            Revoke
-          </button>
-        </span>
-      ),
+      cell: (k) =>
+        !canManageKey(role, userId, k.created_by) ? (
+          <small>{role === undefined ? "" : k.created_by === userId ? "read only" : "another member's key"}</small>
+        ) : (
+          <span className="actions">
+            <button type="button" className="secondary outline small" aria-label={`Edit ${keyLabel(k)}`} onClick={() => setEditing(k)}>
+              Edit
+            </button>{" "}
+            <button type="button" className="danger outline small" aria-label={`Revoke ${keyLabel(k)}`} onClick={() => (revoke.reset(), setRevoking(k))}>
+              Revoke
+            </button>
+          </span>
+        ),
     },
   ];
   return (
     <section aria-labelledby="keys-title">
-      <h2 id="keys-title">Your keys</h2>
-      <QueryView query={keys} isEmpty={(d) => d.data.length === 0} empty="No keys yet. Create one to call the API; a test key makes simulated calls and moves no money.">
+      <h2 id="keys-title">The organization's keys</h2>
+      <QueryView query={keys} isEmpty={(d) => d.data.length === 0} empty={
+          can(role, "createKey") || role === undefined
+            ? "No keys yet. Create one to call the API; a test key makes simulated calls and moves no money."
+            : "This organization has no keys yet."
+        }>
         {(d) => <DataTable columns={columns} rows={d.data} rowKey={(k) => k.key_id} />}
       </QueryView>
       <p>
@@ -457,6 +470,7 @@ function KeyList() {
 }
 
 export default function Keys() {
+  const role = useRole();
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<CreatedKey | null>(null);
   return (
@@ -464,7 +478,7 @@ export default function Keys() {
       <div className="page-intro">
         <p className="lead">Keys authenticate your API calls. A live key spends your balance; a test key gets simulated answers and moves no money.</p>
         {/* Hidden while the dialog is open: its form has the "Create key" button then. */}
-        {!creating && (
+        {!creating && can(role, "createKey") && (
           <button type="button" className="page-action" onClick={() => (setCreated(null), setCreating(true))}>
             Create key
           </button>

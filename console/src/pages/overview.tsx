@@ -18,6 +18,7 @@ import { usePayments } from "../payments.ts";
 import { JobAmount } from "./jobs.tsx";
 import { browserTimeZone, formatCount, formatUsdCents, isoDateDaysAgo } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
+import { can } from "../roles.ts";
 import { tierJobs } from "../tiers.ts";
 
 export const page: PageMeta = { path: "/", title: "Overview", group: "customer", order: 0, section: "build" };
@@ -35,6 +36,8 @@ function useSpend(days: number) {
 function Balance() {
   const me = useQuery({ queryKey: ["me"], queryFn: () => unwrap(api.GET("/v1/auth/me")) });
   const payments = usePayments();
+  // Top-ups are the admins' and owners' (D41).
+  const mayTopUp = can(me.data?.role, "topUp");
   return (
     <article aria-labelledby="balance-title">
       <h2 id="balance-title">Balance</h2>
@@ -46,16 +49,16 @@ function Balance() {
             </p>
             <p>
               <small>
-                Deposited in total: <Usd amount={m.total_deposits_usd} cents /> · {m.email}
+                Deposited in total: <Usd amount={m.total_deposits_usd} cents /> · <span className="wrap-anywhere">{m.org_name ?? m.email}</span>
               </small>
             </p>
             <p className="card-actions">
-              {payments.state === "on" && (
+              {payments.state === "on" && mayTopUp && (
                 <Link to="/billing" role="button">
                   Top up
                 </Link>
               )}
-              {payments.state === "off" && <small>Card top-ups are off on this gateway: the operator adds deposits.</small>}
+              {payments.state === "off" && mayTopUp && <small>Card top-ups are off on this gateway: the operator adds deposits.</small>}
               <Link to="/ledger">Ledger</Link>
               <Link to="/billing#alert-title">Low-balance alert</Link>
             </p>

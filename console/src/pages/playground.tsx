@@ -16,7 +16,8 @@ import { formatUsd } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
 import { useSession } from "../session.ts";
 import { type AudioClip, speak, type SpeechBody } from "./playground/calls.ts";
-import { createPlaygroundKey, PLAYGROUND_KEY_NAME, type PlaygroundKey, savePlaygroundKey, usePlaygroundKey } from "./playground/key.ts";
+import { can } from "../roles.ts";
+import { createPlaygroundKey, PLAYGROUND_KEY_NAME, type PlaygroundKey, playgroundScope, savePlaygroundKey, usePlaygroundKey } from "./playground/key.ts";
 
 export const page: PageMeta = { path: "/playground", title: "Playground: speech", navLabel: "Playground", group: "customer", order: 40, section: "build" };
 
@@ -50,11 +51,11 @@ function listKeys() {
 }
 
 /** Offers to create the playground key: its mode, and what keeping it in this browser means. */
-function CreateKeyForm({ userId, reason }: { userId: string; reason: "none" | "revoked" }) {
+function CreateKeyForm({ scope, reason }: { scope: string; reason: "none" | "revoked" }) {
   const queryClient = useQueryClient();
   const [mode, setMode] = useState<PlaygroundKey["mode"]>("test");
   const create = useMutation({
-    mutationFn: () => createPlaygroundKey(userId, mode),
+    mutationFn: () => createPlaygroundKey(scope, mode),
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["keys"] }),
   });
   const submit = (e: FormEvent) => {
@@ -99,7 +100,7 @@ function KeyStorageNote() {
   return (
     <p>
       <small>
-        The key's secret is kept in this browser's local storage (for this account only), so the playground keeps working after a reload. It is listed on
+        The key's secret is kept in this browser's local storage (for you and this organization only), so the playground keeps working after a reload. It is listed on
         the <Link to="/keys">Keys page</Link> like any other key; revoke it there to stop it.
       </small>
     </p>
@@ -108,19 +109,31 @@ function KeyStorageNote() {
 
 /**
  * The playground key panel and tool tabs, then `children(key)` once this browser holds a working key. A
- * key no longer among the account's active keys (revoked on the Keys page) counts as gone.
+ * key no longer among the organization's active keys (revoked on the Keys page) counts as gone. The key
+ * is the selected organization's (one per user and organization, key.ts); a viewer, who makes no calls
+ * (D41), gets a sentence instead of the tools.
  */
 export function PlaygroundShell({ children }: { children: (key: PlaygroundKey) => ReactNode }) {
   const session = useSession();
-  const userId = session.userId ?? "";
-  const key = usePlaygroundKey(session.userId);
+  const me = useQuery({ queryKey: ["me"], queryFn: () => unwrap(api.GET("/v1/auth/me")) });
+  const scope = me.data && session.userId ? playgroundScope(session.userId, me.data.org_id) : null;
+  const key = usePlaygroundKey(scope);
   const keys = useQuery({ queryKey: ["keys"], queryFn: listKeys, enabled: key !== null });
   const row: KeyRow | undefined = key ? keys.data?.data.find((k) => k.key_id === key.keyId) : undefined;
   const revoked = key !== null && keys.isSuccess && row === undefined;
 
   let body: ReactNode;
-  if (key === null) body = <CreateKeyForm userId={userId} reason="none" />;
-  else if (revoked) body = <CreateKeyForm userId={userId} reason="revoked" />;
+  if (me.isError) body = <ErrorNotice error={me.error} retry={() => void me.refetch()} />;
+  else if (scope === null || me.data === undefined) body = <Loading />;
+  else if (!can(me.data.role, "call"))
+    body = (
+      <p className="notice">
+        Your role in this organization is {me.data.role}: it reads usage, the ledger and jobs, and makes no calls. Ask an admin for the member role to
+        use the playground.
+      </p>
+    );
+  else if (key === null) body = <CreateKeyForm scope={scope} reason="none" />;
+  else if (revoked) body = <CreateKeyForm scope={scope} reason="revoked" />;
   else
     body = (
       <>
@@ -128,7 +141,7 @@ export function PlaygroundShell({ children }: { children: (key: PlaygroundKey) =
           Calls use the key <strong>{PLAYGROUND_KEY_NAME}</strong>
           {row && <code>{` ${row.prefix}…`}</code>} in <span className={`mode mode-${key.mode}`}>{key.mode}</span> mode
           {key.mode === "test" ? ": simulated answers, no money moves." : ": charged to your balance."}{" "}
-          <button type="button" className="secondary outline small" onClick={() => savePlaygroundKey(userId, null)}>
+          <button type="button" className="secondary outline small" onClick={() => savePlaygroundKey(scope, null)}>
             Forget this key
           </button>
         </p>

@@ -1,15 +1,17 @@
 /**
  * Register (`POST /v1/auth/register`, spec "Accounts"): the answer holds a session token, which signs the
- * user in, and the account's first API key, shown here once with a copy button.
+ * user in, and the account's first API key, shown here once with a copy button. With `?next=<console
+ * path>` (an invite link, D41) "Continue" goes there instead of the overview.
  */
 import { useMutation } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { Link, useNavigate } from "react-router";
+import { Link, useNavigate, useSearchParams } from "react-router";
 import { api, unwrap } from "../api.ts";
 import { SecretReveal } from "../components/CopyButton.tsx";
 import { ErrorNotice } from "../components/states.tsx";
 import type { PageMeta } from "../pages.ts";
 import { startSession } from "../session.ts";
+import { safeNext } from "./sign-in.tsx";
 
 export const page: PageMeta = { path: "/register", title: "Register", group: "public", order: 91, nav: false };
 
@@ -18,6 +20,8 @@ const MIN_PASSWORD = 8;
 
 export default function Register() {
   const navigate = useNavigate();
+  const [params] = useSearchParams();
+  const next = params.get("next");
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const register = useMutation({
@@ -40,8 +44,8 @@ export default function Register() {
             Send it as <code>Authorization: Bearer &lt;key&gt;</code>. You can create more keys, and revoke this one, on the Keys page.
           </p>
         </SecretReveal>
-        <button type="button" onClick={() => void navigate("/")}>
-          Continue to the overview
+        <button type="button" onClick={() => void navigate(safeNext(next))}>
+          {next ? "Continue" : "Continue to the overview"}
         </button>
       </div>
     );
@@ -70,7 +74,7 @@ export default function Register() {
         </button>
       </form>
       <p>
-        Already registered? <Link to="/sign-in">Sign in</Link>.
+        Already registered? <Link to={next ? `/sign-in?next=${encodeURIComponent(next)}` : "/sign-in"}>Sign in</Link>.
       </p>
     </div>
   );

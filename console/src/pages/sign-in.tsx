@@ -77,7 +77,8 @@ export default function SignIn() {
         </form>
         <p>
           <small>
-            No account yet? <Link to="/register">Register</Link>: it comes with a signup credit.
+            No account yet? <Link to={params.get("next") ? `/register?next=${encodeURIComponent(params.get("next") ?? "")}` : "/register"}>Register</Link>: it comes
+            with a signup credit.
           </small>
         </p>
       </article>

@@ -14,6 +14,7 @@ import { DateTime } from "../components/values.tsx";
 import { formatCount } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
 import { EVENT_TYPES } from "./webhooks.tsx";
+import { can, useRole } from "../roles.ts";
 
 export const page: PageMeta = { path: "/webhooks/deliveries", title: "Webhook deliveries", navLabel: "Deliveries", group: "customer", order: 61, section: "integrate" };
 
@@ -62,6 +63,8 @@ export default function WebhookDeliveries() {
     mutationFn: (d: Delivery) => unwrap(api.POST("/v1/webhooks/deliveries/{id}/replay", { params: { path: { id: d.id } } })).then(() => d),
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: ["webhook-deliveries"] }),
   });
+  // Replays are the admins' and owners' (D41).
+  const mayReplay = can(useRole(), "webhooks");
   const columns: Column<Delivery>[] = [
     { header: "Created", cell: (d) => <DateTime iso={d.created_at} /> },
     { header: "Event", cell: (d) => <code>{d.event_type}</code> },
@@ -81,7 +84,9 @@ export default function WebhookDeliveries() {
       ),
     },
     { header: "Attempts", cell: (d) => <AttemptList attempts={d.attempts} /> },
-    {
+  ];
+  if (mayReplay)
+    columns.push({
       header: "Actions",
       cell: (d) => (
         <button
@@ -94,8 +99,7 @@ export default function WebhookDeliveries() {
           Replay
         </button>
       ),
-    },
-  ];
+    });
   return (
     <>
       <form className="filters" onSubmit={(e) => e.preventDefault()}>

@@ -2,7 +2,8 @@
  * Webhooks (D31): the account's endpoints (url, events, disabled, created), creating one (the `whsec_`
  * secret shown once), rotating an endpoint's secret (shown once), deleting one after a confirmation, and
  * the account's default secret (`GET /v1/webhooks/secret`, which signs a submit's `webhook_url`),
- * revealed on demand. The delivery log is its own page (webhooks-deliveries.tsx).
+ * revealed on demand. The delivery log is its own page (webhooks-deliveries.tsx). Only admins and owners
+ * manage webhooks (D41, roles.ts): the others see the list, without its actions.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useRef, useState, type FormEvent } from "react";
@@ -14,6 +15,7 @@ import { type Column, DataTable } from "../components/DataTable.tsx";
 import { ErrorNotice, QueryView } from "../components/states.tsx";
 import { DateTime } from "../components/values.tsx";
 import type { PageMeta } from "../pages.ts";
+import { can, type Role, useRole } from "../roles.ts";
 
 export const page: PageMeta = { path: "/webhooks", title: "Webhooks", group: "customer", order: 60, section: "integrate" };
 
@@ -91,7 +93,7 @@ function CreateEndpoint() {
   );
 }
 
-function EndpointList() {
+function EndpointList({ manage }: { manage: boolean }) {
   const queryClient = useQueryClient();
   const endpoints = useQuery({ queryKey: ["webhooks"], queryFn: () => unwrap(api.GET("/v1/webhooks")) });
   const [deleting, setDeleting] = useState<Endpoint | null>(null);
@@ -110,7 +112,9 @@ function EndpointList() {
     { header: "Events", cell: (ep) => (ep.events.length === EVENT_TYPES.length ? "all" : ep.events.join(", ")) },
     { header: "State", cell: (ep) => (ep.disabled ? <span className="status status-failed">disabled (answered 410)</span> : "active") },
     { header: "Created", cell: (ep) => <DateTime iso={ep.created_at} /> },
-    {
+  ];
+  if (manage)
+    columns.push({
       header: "Actions",
       cell: (ep) => (
         <span className="actions">
@@ -122,8 +126,7 @@ function EndpointList() {
           </button>
         </span>
       ),
-    },
-  ];
+    });
   return (
     <section aria-labelledby="webhooks-title">
       <h2 id="webhooks-title">Endpoints</h2>
@@ -136,7 +139,11 @@ function EndpointList() {
           </button>
         </SecretReveal>
       )}
-      <QueryView query={endpoints} isEmpty={(d) => d.data.length === 0} empty="No endpoints yet. Add one below to receive job and balance events.">
+      <QueryView
+        query={endpoints}
+        isEmpty={(d) => d.data.length === 0}
+        empty={manage ? "No endpoints yet. Add one below to receive job and balance events." : "No endpoints yet."}
+      >
         {(d) => <DataTable columns={columns} rows={d.data} rowKey={(ep) => ep.id} />}
       </QueryView>
       <p>
@@ -195,12 +202,20 @@ function DefaultSecret() {
   );
 }
 
+/** What a role below admin sees instead of the forms. */
+function ManagedByAdmins({ role }: { role: Role }) {
+  return <p className="notice">Webhook endpoints and secrets are managed by this organization's admins and owners; your role is {role}.</p>;
+}
+
 export default function Webhooks() {
+  const role = useRole();
+  const manage = can(role, "webhooks");
   return (
     <>
-      <EndpointList />
-      <CreateEndpoint />
-      <DefaultSecret />
+      <EndpointList manage={manage} />
+      {manage && <CreateEndpoint />}
+      {manage && <DefaultSecret />}
+      {!manage && role !== undefined && <ManagedByAdmins role={role} />}
     </>
   );
 }

@@ -2,11 +2,13 @@
  * Operator: one account (docs/operator-api.md): balance, tier (effective, and the override if any),
  * deposits, keys, the effective limits and the operator's overrides (D9, D22); forms to credit a deposit,
  * set or clear a tier override and override single limits; and the account's ledger, usage records and
- * usage by model, one at a time (`view` and the page cursor in the URL).
+ * usage by model, one at a time (`view` and the page cursor in the URL). The account is the user's
+ * personal organization (D41); the blocks below the summary act on a {@link Target}, so the organization
+ * page (org.tsx, `/v1/admin/orgs/{org_id}...`) shows the same limits, forms and activity.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
-import { useParams } from "react-router";
+import { Link, useParams } from "react-router";
 import { api, type paths } from "../../api.ts";
 import { type Column, DataTable, CursorPager } from "../../components/DataTable.tsx";
 import { ErrorNotice, QueryView } from "../../components/states.tsx";
@@ -42,14 +44,61 @@ function useUserId(): string {
   return useParams().userId ?? "";
 }
 
-/** Invalidates everything shown about the account after a change. */
+/**
+ * What an operator block acts on: a user's personal organization (`/v1/admin/users/{user_id}/...`) or an
+ * organization (`/v1/admin/orgs/{org_id}/...`, D41). Both answer the same shapes.
+ */
+export type Target = { kind: "user"; id: string } | { kind: "org"; id: string };
+
+/** The query key of `target`'s detail and its parts: `["admin-user", id, ...]` or `["admin-org", id, ...]`. */
+function targetKey(t: Target, ...rest: unknown[]): unknown[] {
+  return [t.kind === "user" ? "admin-user" : "admin-org", t.id, ...rest];
+}
+
+type DepositBody = NonNullable<paths["/v1/admin/users/{user_id}/deposits"]["post"]["requestBody"]>["content"]["application/json"];
+type TierBody = NonNullable<paths["/v1/admin/users/{user_id}/tier"]["put"]["requestBody"]>["content"]["application/json"];
+type LimitsBody = NonNullable<paths["/v1/admin/users/{user_id}/limits"]["put"]["requestBody"]>["content"]["application/json"];
+type PageQuery = { limit: string; after?: string };
+type UsageQuery = { group_by: "model"; from: string; tz: string };
+
+/** The operator calls of a {@link Target}, each on the user's or the organization's path. */
+const calls = {
+  deposit: (t: Target, body: DepositBody) =>
+    t.kind === "user"
+      ? api.POST("/v1/admin/users/{user_id}/deposits", { params: { path: { user_id: t.id } }, body, headers: operatorHeaders() })
+      : api.POST("/v1/admin/orgs/{org_id}/deposits", { params: { path: { org_id: t.id } }, body, headers: operatorHeaders() }),
+  tier: (t: Target, body: TierBody) =>
+    t.kind === "user"
+      ? api.PUT("/v1/admin/users/{user_id}/tier", { params: { path: { user_id: t.id } }, body, headers: operatorHeaders() })
+      : api.PUT("/v1/admin/orgs/{org_id}/tier", { params: { path: { org_id: t.id } }, body, headers: operatorHeaders() }),
+  limits: (t: Target, body: LimitsBody) =>
+    t.kind === "user"
+      ? api.PUT("/v1/admin/users/{user_id}/limits", { params: { path: { user_id: t.id } }, body, headers: operatorHeaders() })
+      : api.PUT("/v1/admin/orgs/{org_id}/limits", { params: { path: { org_id: t.id } }, body, headers: operatorHeaders() }),
+  ledger: (t: Target, query: PageQuery) =>
+    t.kind === "user"
+      ? api.GET("/v1/admin/users/{user_id}/ledger", { params: { path: { user_id: t.id }, query }, headers: operatorHeaders() })
+      : api.GET("/v1/admin/orgs/{org_id}/ledger", { params: { path: { org_id: t.id }, query }, headers: operatorHeaders() }),
+  requests: (t: Target, query: PageQuery) =>
+    t.kind === "user"
+      ? api.GET("/v1/admin/users/{user_id}/requests", { params: { path: { user_id: t.id }, query }, headers: operatorHeaders() })
+      : api.GET("/v1/admin/orgs/{org_id}/requests", { params: { path: { org_id: t.id }, query }, headers: operatorHeaders() }),
+  usage: (t: Target, query: UsageQuery) =>
+    t.kind === "user"
+      ? api.GET("/v1/admin/users/{user_id}/usage", { params: { path: { user_id: t.id }, query }, headers: operatorHeaders() })
+      : api.GET("/v1/admin/orgs/{org_id}/usage", { params: { path: { org_id: t.id }, query }, headers: operatorHeaders() }),
+};
+
+/** Invalidates everything shown about the account or organization after a change. */
 function useRefreshAccount() {
   const queryClient = useQueryClient();
   return () => {
-    void queryClient.invalidateQueries({ queryKey: ["admin-user"] });
-    void queryClient.invalidateQueries({ queryKey: ["admin-users"] });
+    for (const k of ["admin-user", "admin-users", "admin-org", "admin-orgs"]) void queryClient.invalidateQueries({ queryKey: [k] });
   };
 }
+
+/** What the limits blocks read of an account or organization (both details have these fields). */
+type LimitsOf = Pick<AccountDetail, "limits" | "limits_override" | "tier_override">;
 
 function Summary({ a }: { a: AccountDetail }) {
   return (
@@ -81,6 +130,12 @@ function Summary({ a }: { a: AccountDetail }) {
           <dd className="wrap">
             <code>{a.user_id}</code>
           </dd>
+          <dt>Organization</dt>
+          <dd className="wrap">
+            <Link to={`/operator/orgs/${encodeURIComponent(a.org_id)}`}>
+              <code>{a.org_id}</code>
+            </Link>
+          </dd>
           <dt>Registered</dt>
           <dd>
             <DateTime iso={a.created_at} />
@@ -95,7 +150,7 @@ function Summary({ a }: { a: AccountDetail }) {
   );
 }
 
-function Limits({ a }: { a: AccountDetail }) {
+export function Limits({ a }: { a: LimitsOf }) {
   const l = a.limits;
   const overridden = Object.keys(a.limits_override);
   const pools = Object.entries(l.audio_concurrent_per_provider ?? {}) as [string, number][];
@@ -131,19 +186,13 @@ function Limit({ label, value, overridden }: { label: string; value: string; ove
   );
 }
 
-function DepositForm({ userId }: { userId: string }) {
+export function DepositForm({ target }: { target: Target }) {
   const refresh = useRefreshAccount();
   const [amount, setAmount] = useState("");
   const [reference, setReference] = useState("");
   const deposit = useMutation({
     mutationFn: () =>
-      operatorUnwrap(
-        api.POST("/v1/admin/users/{user_id}/deposits", {
-          params: { path: { user_id: userId } },
-          body: { amount_usd: amount.trim(), ...(reference.trim() ? { reference: reference.trim() } : {}) },
-          headers: operatorHeaders(),
-        }),
-      ),
+      operatorUnwrap(calls.deposit(target, { amount_usd: amount.trim(), ...(reference.trim() ? { reference: reference.trim() } : {}) })),
     onSuccess: () => {
       setAmount("");
       setReference("");
@@ -176,18 +225,12 @@ function DepositForm({ userId }: { userId: string }) {
   );
 }
 
-function TierForm({ a }: { a: AccountDetail }) {
+export function TierForm({ target, a }: { target: Target; a: LimitsOf }) {
   const refresh = useRefreshAccount();
   const [tier, setTier] = useState(a.tier_override === null ? "" : String(a.tier_override));
   const save = useMutation({
     mutationFn: () =>
-      operatorUnwrap(
-        api.PUT("/v1/admin/users/{user_id}/tier", {
-          params: { path: { user_id: a.user_id } },
-          body: { tier: tier === "" ? null : Number(tier) },
-          headers: operatorHeaders(),
-        }),
-      ),
+      operatorUnwrap(calls.tier(target, { tier: tier === "" ? null : Number(tier) })),
     onSuccess: refresh,
   });
   const submit = (e: FormEvent) => {
@@ -221,7 +264,7 @@ function TierForm({ a }: { a: AccountDetail }) {
   );
 }
 
-function LimitsForm({ a }: { a: AccountDetail }) {
+export function LimitsForm({ target, a }: { target: Target; a: LimitsOf }) {
   const refresh = useRefreshAccount();
   const id = useId();
   const o = a.limits_override as Record<string, unknown>;
@@ -237,7 +280,7 @@ function LimitsForm({ a }: { a: AccountDetail }) {
       for (const [k] of COUNT_LIMITS) body[k] = values[k].trim() === "" ? null : Number(values[k]);
       const pools = Object.fromEntries(POOLS.filter((p) => values[`pool:${p}`].trim() !== "").map((p) => [p, Number(values[`pool:${p}`])]));
       body.audio_concurrent_per_provider = Object.keys(pools).length > 0 ? pools : null;
-      return operatorUnwrap(api.PUT("/v1/admin/users/{user_id}/limits", { params: { path: { user_id: a.user_id } }, body, headers: operatorHeaders() }));
+      return operatorUnwrap(calls.limits(target, body as LimitsBody));
     },
     onSuccess: refresh,
   });
@@ -264,7 +307,7 @@ function LimitsForm({ a }: { a: AccountDetail }) {
     <article aria-labelledby="limits-override-title">
       <h2 id="limits-override-title">Custom limits</h2>
       <p>
-        <small>A blank field follows the tier; a number overrides it for this account only (D22).</small>
+        <small>A blank field follows the tier; a number overrides it for this {target.kind === "user" ? "account" : "organization"} only (D22).</small>
       </p>
       <form onSubmit={submit}>
         <div className="filters">{COUNT_LIMITS.map(([k, label]) => field(k, label))}</div>
@@ -309,13 +352,10 @@ const USAGE_COLUMNS: Column<UsageGroup>[] = [
   { header: "Cost", cell: (g) => <Usd amount={g.cost_usd} />, numeric: true },
 ];
 
-function Ledger({ userId }: { userId: string }) {
+function Ledger({ target }: { target: Target }) {
   const cursor = useCursor();
   const query = { limit: "20", ...(cursor.after ? { after: cursor.after } : {}) };
-  const ledger = useQuery({
-    queryKey: ["admin-user", userId, "ledger", query],
-    queryFn: () => operatorUnwrap(api.GET("/v1/admin/users/{user_id}/ledger", { params: { path: { user_id: userId }, query }, headers: operatorHeaders() })),
-  });
+  const ledger = useQuery({ queryKey: targetKey(target, "ledger", query), queryFn: () => operatorUnwrap(calls.ledger(target, query)) });
   return (
     <QueryView query={ledger} isEmpty={(d) => d.data.length === 0} empty="No ledger entries.">
       {(d) => (
@@ -328,13 +368,10 @@ function Ledger({ userId }: { userId: string }) {
   );
 }
 
-function Requests({ userId }: { userId: string }) {
+function Requests({ target }: { target: Target }) {
   const cursor = useCursor();
   const query = { limit: "20", ...(cursor.after ? { after: cursor.after } : {}) };
-  const records = useQuery({
-    queryKey: ["admin-user", userId, "requests", query],
-    queryFn: () => operatorUnwrap(api.GET("/v1/admin/users/{user_id}/requests", { params: { path: { user_id: userId }, query }, headers: operatorHeaders() })),
-  });
+  const records = useQuery({ queryKey: targetKey(target, "requests", query), queryFn: () => operatorUnwrap(calls.requests(target, query)) });
   return (
     <QueryView query={records} isEmpty={(d) => d.data.length === 0} empty="No paid calls.">
       {(d) => (
@@ -347,12 +384,9 @@ function Requests({ userId }: { userId: string }) {
   );
 }
 
-function Usage({ userId }: { userId: string }) {
-  const query = { group_by: "model" as const, from: isoDateDaysAgo(29), tz: browserTimeZone() };
-  const usage = useQuery({
-    queryKey: ["admin-user", userId, "usage", query],
-    queryFn: () => operatorUnwrap(api.GET("/v1/admin/users/{user_id}/usage", { params: { path: { user_id: userId }, query }, headers: operatorHeaders() })),
-  });
+function Usage({ target }: { target: Target }) {
+  const query: UsageQuery = { group_by: "model", from: isoDateDaysAgo(29), tz: browserTimeZone() };
+  const usage = useQuery({ queryKey: targetKey(target, "usage", query), queryFn: () => operatorUnwrap(calls.usage(target, query)) });
   return (
     <QueryView query={usage} isEmpty={(d) => d.data.length === 0} empty="No paid calls in the last 30 days.">
       {(d) => (
@@ -373,7 +407,7 @@ const VIEWS = [
   ["usage", "Usage"],
 ] as const;
 
-function Activity({ userId }: { userId: string }) {
+export function Activity({ target }: { target: Target }) {
   const [filters, setFilters] = useUrlFilters({ view: "ledger" });
   const view = VIEWS.some(([v]) => v === filters.view) ? filters.view : "ledger";
   return (
@@ -386,9 +420,9 @@ function Activity({ userId }: { userId: string }) {
           </button>
         ))}
       </div>
-      {view === "ledger" && <Ledger userId={userId} />}
-      {view === "requests" && <Requests userId={userId} />}
-      {view === "usage" && <Usage userId={userId} />}
+      {view === "ledger" && <Ledger target={target} />}
+      {view === "requests" && <Requests target={target} />}
+      {view === "usage" && <Usage target={target} />}
     </section>
   );
 }
@@ -401,19 +435,22 @@ export default function Account() {
   });
   return (
     <QueryView query={account}>
-      {(a) => (
-        <>
-          <p>{a.email}</p>
-          <Summary a={a} />
-          <Limits a={a} />
-          <div className="grid cards">
-            <DepositForm userId={a.user_id} />
-            <TierForm a={a} />
-          </div>
-          <LimitsForm a={a} />
-          <Activity userId={a.user_id} />
-        </>
-      )}
+      {(a) => {
+        const target: Target = { kind: "user", id: a.user_id };
+        return (
+          <>
+            <p>{a.email}</p>
+            <Summary a={a} />
+            <Limits a={a} />
+            <div className="grid cards">
+              <DepositForm target={target} />
+              <TierForm target={target} a={a} />
+            </div>
+            <LimitsForm target={target} a={a} />
+            <Activity target={target} />
+          </>
+        );
+      }}
     </QueryView>
   );
 }

@@ -2,7 +2,9 @@
  * The playground's own API key. The generation endpoints take an API key, not the session token
  * (src/http/app.ts, the keyed group), so the playground creates a key of its own (`POST /v1/auth/keys`,
  * name "Console playground", mode live or test, D32) and keeps its secret in this browser's localStorage,
- * one entry per account: the only secret the console keeps besides the session token, and the page says so.
+ * one entry per user and organization (a key acts for its own organization only, D41: the scope
+ * `<user id>.<org id>`, {@link playgroundScope}): the only secret the console keeps besides the session
+ * token, and the page says so.
  * The key is an ordinary key: it is listed on the Keys page and revoking it there stops the playground.
  */
 import { useSyncExternalStore } from "react";
@@ -24,7 +26,7 @@ export interface PlaygroundKey {
 
 const PREFIX = PLAYGROUND_KEY_PREFIX;
 const listeners = new Set<() => void>();
-/** The last value read per account, so useSyncExternalStore gets a stable snapshot. */
+/** The last value read per scope, so useSyncExternalStore gets a stable snapshot. */
 const cache = new Map<string, { raw: string | null; key: PlaygroundKey | null }>();
 
 function parse(raw: string | null): PlaygroundKey | null {
@@ -39,13 +41,18 @@ function parse(raw: string | null): PlaygroundKey | null {
   return null;
 }
 
-/** The playground key of account `userId` kept in this browser, or null. */
-export function readPlaygroundKey(userId: string): PlaygroundKey | null {
-  const raw = localStorage.getItem(PREFIX + userId);
-  const hit = cache.get(userId);
+/** The scope of the playground key of user `userId` in organization `orgId`: one key each. */
+export function playgroundScope(userId: string, orgId: string): string {
+  return `${userId}.${orgId}`;
+}
+
+/** The playground key of `scope` ({@link playgroundScope}) kept in this browser, or null. */
+export function readPlaygroundKey(scope: string): PlaygroundKey | null {
+  const raw = localStorage.getItem(PREFIX + scope);
+  const hit = cache.get(scope);
   if (hit && hit.raw === raw) return hit.key;
   const key = parse(raw);
-  cache.set(userId, { raw, key });
+  cache.set(scope, { raw, key });
   return key;
 }
 
@@ -53,10 +60,10 @@ function notify(): void {
   for (const l of listeners) l();
 }
 
-/** Keeps (a key) or forgets (null) the playground key of `userId` in this browser. */
-export function savePlaygroundKey(userId: string, key: PlaygroundKey | null): void {
-  if (key === null) localStorage.removeItem(PREFIX + userId);
-  else localStorage.setItem(PREFIX + userId, JSON.stringify(key));
+/** Keeps (a key) or forgets (null) the playground key of `scope` in this browser. */
+export function savePlaygroundKey(scope: string, key: PlaygroundKey | null): void {
+  if (key === null) localStorage.removeItem(PREFIX + scope);
+  else localStorage.setItem(PREFIX + scope, JSON.stringify(key));
   notify();
 }
 
@@ -69,19 +76,19 @@ function subscribe(listener: () => void): () => void {
   return () => listeners.delete(listener);
 }
 
-/** The playground key of `userId` as React state (null when there is none or no user). */
-export function usePlaygroundKey(userId: string | null): PlaygroundKey | null {
-  return useSyncExternalStore(subscribe, () => (userId ? readPlaygroundKey(userId) : null));
+/** The playground key of `scope` as React state (null when there is none or no scope). */
+export function usePlaygroundKey(scope: string | null): PlaygroundKey | null {
+  return useSyncExternalStore(subscribe, () => (scope ? readPlaygroundKey(scope) : null));
 }
 
 /**
- * Creates the playground key with the session (`POST /v1/auth/keys`) and keeps it for `userId`.
- * Throws GatewayError (D1) when the gateway refuses.
+ * Creates the playground key with the session (`POST /v1/auth/keys`, in the selected organization) and
+ * keeps it for `scope`. Throws GatewayError (D1) when the gateway refuses.
  */
-export async function createPlaygroundKey(userId: string, mode: PlaygroundKey["mode"]): Promise<PlaygroundKey> {
+export async function createPlaygroundKey(scope: string, mode: PlaygroundKey["mode"]): Promise<PlaygroundKey> {
   const created = await unwrap(api.POST("/v1/auth/keys", { body: { name: PLAYGROUND_KEY_NAME, mode } }));
   const key: PlaygroundKey = { keyId: created.key_id, secret: created.api_key, mode: created.mode };
-  savePlaygroundKey(userId, key);
+  savePlaygroundKey(scope, key);
   return key;
 }
 
