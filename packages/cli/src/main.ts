@@ -4,10 +4,14 @@
  * (type stripping, no build step): `node packages/cli/src/main.ts <command>`, `npx gateway <command>` in the
  * repository, or `gateway <command>` after `npm link` (through `packages/cli/bin/gateway.js`).
  *
- * Reads the API key from `GATEWAY_API_KEY` and the address from `GATEWAY_URL` (default
- * http://127.0.0.1:8080). Exit status: 0 done; 1 the gateway refused (its D1 code and message are
- * printed), could not be reached, or a job did not succeed; 2 a usage mistake; 130 interrupted.
- * The key is never printed: any text that would contain it shows `[GATEWAY_API_KEY]` instead.
+ * Reads the credential from `GATEWAY_API_KEY` (an API key `gw_...`, or a session token `sess_...`, which
+ * the account and organization commands take: D41), the address from `GATEWAY_URL` (default
+ * http://127.0.0.1:8080) and the organization to act for from `--org` or `GATEWAY_ORG` (sent as
+ * `X-Svc-Org`: with a session, any of the user's organizations, default the personal one; an API key
+ * acts for its own only, and the gateway answers 404 `org_not_found` for another). Exit status: 0 done;
+ * 1 the gateway refused (its D1 code and message are printed), could not be reached, or a job did not
+ * succeed; 2 a usage mistake; 130 interrupted. The key is never printed: any text that would contain it
+ * shows `[GATEWAY_API_KEY]` instead.
  */
 import { APIConnectionError, APITimeoutError, Gateway, GatewayError } from "../../client/src/index.ts";
 import { type Command, parseCommand, UsageError } from "./args.ts";
@@ -21,6 +25,8 @@ export const DEFAULT_URL = "http://127.0.0.1:8080";
 export interface CliEnv {
   GATEWAY_API_KEY?: string;
   GATEWAY_URL?: string;
+  /** The organization to act for when `--org` is not given (D41). */
+  GATEWAY_ORG?: string;
 }
 
 /**
@@ -42,7 +48,7 @@ export async function main(argv: readonly string[], env: CliEnv, io: CliIo, sign
   }
   const key = env.GATEWAY_API_KEY?.trim();
   if (!key) {
-    io.stderr.write("error: GATEWAY_API_KEY is not set: export the API key of your account (gw_..., from registration or 'gateway keys create').\n");
+    io.stderr.write("error: GATEWAY_API_KEY is not set: export the API key of your account (gw_..., from registration or 'gateway keys create') or a session token (sess_..., from signing in).\n");
     return 2;
   }
   const baseUrl = env.GATEWAY_URL?.trim() || DEFAULT_URL;
@@ -50,16 +56,17 @@ export async function main(argv: readonly string[], env: CliEnv, io: CliIo, sign
     io.stderr.write(`error: GATEWAY_URL must be an http:// or https:// address (got '${shownUrl(baseUrl)}')\n`);
     return 2;
   }
+  const org = cmd.org ?? (env.GATEWAY_ORG?.trim() || null);
   const safeIo = redacting(io, key);
   try {
-    return await runCommand(cmd, { api: new Gateway({ baseUrl, apiKey: key }), io: safeIo, signal });
+    return await runCommand(cmd, { api: new Gateway({ baseUrl, apiKey: key, org }), io: safeIo, signal });
   } catch (err) {
-    return report(err, safeIo, baseUrl, signal);
+    return report(err, safeIo, baseUrl, signal, key.startsWith("sess_"));
   }
 }
 
-/** Prints a failure on stderr and gives its exit status. */
-function report(err: unknown, io: CliIo, baseUrl: string, signal: AbortSignal): number {
+/** Prints a failure on stderr and gives its exit status; `session`: the credential is a session token. */
+function report(err: unknown, io: CliIo, baseUrl: string, signal: AbortSignal, session: boolean): number {
   if (signal.aborted) {
     io.stderr.write("interrupted\n");
     return 130;
@@ -76,6 +83,7 @@ function report(err: unknown, io: CliIo, baseUrl: string, signal: AbortSignal): 
     const where = err.status > 0 ? ` (HTTP ${err.status}${err.requestId ? `, request ${err.requestId}` : ""})` : "";
     io.stderr.write(`error: ${err.code}: ${err.message}${where}\n`);
     if (err.retryAfterS !== null && err.status === 429) io.stderr.write(`retry after ${Math.ceil(err.retryAfterS)} s\n`);
+    if (session && err.status === 401) io.stderr.write("A session token serves the account and organization commands only; generating needs an API key (gateway keys create).\n");
     return 1;
   }
   // A failure outside any call: a file that cannot be written, say.
