@@ -145,6 +145,7 @@ describe("parseCommand", () => {
     assert.deepEqual(parseCommand(["orgs", "invites"]), { name: "orgs-invites", json: false });
     assert.deepEqual(parseCommand(["orgs", "revoke", "inv_1"]), { name: "orgs-revoke", json: false, inviteId: "inv_1" });
     assert.deepEqual(parseCommand(["invites", "accept", "inv_tok"]), { name: "invites-accept", json: false, token: "inv_tok" });
+    assert.deepEqual(parseCommand(["login", "a@example.com"]), { name: "login", json: false, email: "a@example.com" });
 
     assert.throws(() => parseCommand(["orgs", "create"]), /'orgs create' needs a name/);
     assert.throws(() => parseCommand(["orgs", "create", "Acme", "Studio"]), /quote a name with spaces \(got 2 arguments\)/);

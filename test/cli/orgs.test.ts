@@ -22,13 +22,17 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the CLI in `cwd` with `key` as GATEWAY_API_KEY, the gateway's URL, and `env` (GATEWAY_ORG...). */
-function cli(args: string[], opts: { url: string; key: string; cwd: string; env?: Record<string, string> }): Promise<Run> {
+/**
+ * Runs the CLI in `cwd` with `key` as GATEWAY_API_KEY (none when null), the gateway's URL, `env`
+ * (GATEWAY_ORG...), and `input` on its stdin (else stdin is empty).
+ */
+function cli(args: string[], opts: { url: string; key: string | null; cwd: string; env?: Record<string, string>; input?: string }): Promise<Run> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("GATEWAY_") && !k.startsWith("NODE_TEST")) env[k] = v;
-  Object.assign(env, { GATEWAY_URL: opts.url, GATEWAY_API_KEY: opts.key }, opts.env);
+  Object.assign(env, { GATEWAY_URL: opts.url, ...(opts.key === null ? {} : { GATEWAY_API_KEY: opts.key }) }, opts.env);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { cwd: opts.cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [MAIN, ...args], { cwd: opts.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+    child.stdin.end(opts.input ?? "");
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -193,6 +197,29 @@ for (const backend of BACKENDS) {
       assert.equal(withKey.code, 1);
       assert.match(withKey.stderr, /^error: forbidden_role: Accept an invite with a session token/m);
       assert.ok(!withKey.stderr.includes(bob.api_key), "the key is never printed");
+    });
+
+    test("login prints a session token for the password on stdin, which then acts for the user's organizations", async () => {
+      const alice = await gw.register();
+      const opts = { url: gw.url, key: null, cwd: dir };
+      const run = await cli(["login", alice.email], { ...opts, input: "correct horse battery\n" });
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(field(run.stdout, "user_id"), alice.user_id);
+      const session = field(run.stdout, "session_token");
+      assert.match(session, /^sess_/);
+      assert.match(run.stderr, /shown only this once: export GATEWAY_API_KEY=/);
+      const made = await cli(["orgs", "create", "Login Co"], { url: gw.url, key: session, cwd: dir });
+      assert.equal(made.code, 0, made.stderr);
+      const listed = await cli(["orgs", "list", "--json"], { url: gw.url, key: session, cwd: dir });
+      assert.deepEqual((JSON.parse(listed.stdout) as { data: { id: string }[] }).data.map((o) => o.id), [alice.org_id, field(made.stdout, "id")]);
+
+      const wrong = await cli(["login", alice.email], { ...opts, input: "not the password" });
+      assert.equal(wrong.code, 1);
+      assert.match(wrong.stderr, /^error: auth_error: .+ \(HTTP 401/m);
+      const none = await cli(["login", alice.email], opts);
+      assert.equal(none.code, 2);
+      assert.match(none.stderr, /^error: no password/m);
+      assert.equal((await cli(["login"], opts)).code, 2);
     });
 
     test("a session token on a key-only command says so; usage mistakes exit 2 before any call", async () => {

@@ -63,10 +63,11 @@ export type Command = CommonOptions &
     | { name: "orgs-invites" }
     | { name: "orgs-revoke"; inviteId: string }
     | { name: "invites-accept"; token: string }
+    | { name: "login"; email: string }
   );
 
 /** The names of the commands, in the order the usage text lists them. */
-export const COMMANDS = ["speak", "image", "video", "jobs", "job", "cancel", "usage", "requests", "keys", "balance", "alert", "voices", "orgs", "invites", "help"] as const;
+export const COMMANDS = ["speak", "image", "video", "jobs", "job", "cancel", "usage", "requests", "keys", "balance", "alert", "voices", "orgs", "invites", "login", "help"] as const;
 
 /**
  * The D34 controls given on `keys create` / `keys update`, as the API body takes them: absent = not given
@@ -114,6 +115,7 @@ const OPTIONS: Record<string, Options> = {
   voices: { provider: { type: "string", short: "p" } },
   orgs: { role: { type: "string", short: "r" } },
   invites: {},
+  login: {},
   help: {},
 };
 
@@ -243,6 +245,9 @@ function parseOptions(name: string, v: Values, pos: string[], json: boolean, str
       return { name, json, provider: oneOf(str("provider"), ["alpha", "beta", "all"] as const, "--provider") };
     case "orgs":
       return parseOrgs(pos, str("role"), json);
+    case "login":
+      expectPositionals(name, pos, 1, 1, "your email address");
+      return { name, json, email: pos[0] };
     case "invites": {
       const [sub, ...args] = pos;
       if (sub !== "accept") throw new UsageError(sub === undefined ? `'invites' needs an action: invites accept TOKEN` : `unknown 'invites' action '${sub}' (accept)`);

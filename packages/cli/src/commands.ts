@@ -14,10 +14,12 @@ import type { Command } from "./args.ts";
 import { extensionOf, extensionOfFormat, keyValues, table, usd } from "./format.ts";
 import { ProgressReporter, type ProgressSink } from "./progress.ts";
 
-/** The streams a command writes to. */
+/** The streams a command writes to, and how it reads a secret (a password) when it needs one. */
 export interface CliIo {
   stdout: { write(text: string): void };
   stderr: ProgressSink;
+  /** A secret typed at `prompt` without echo on a terminal, else the whole of stdin (one trailing newline dropped). */
+  readSecret?(prompt: string): Promise<string>;
 }
 
 /** What a command runs with: the SDK client (key and base URL applied), the streams, an abort signal (Ctrl-C). */
@@ -27,8 +29,26 @@ export interface CommandContext {
   signal: AbortSignal;
 }
 
-/** Runs `cmd` (anything but `help`) and resolves with the exit status. */
-export async function runCommand(cmd: Exclude<Command, { name: "help" }>, ctx: CommandContext): Promise<number> {
+/**
+ * `gateway login EMAIL`: a session token (`POST /v1/auth/login`, 30 days) for the password read by
+ * `io.readSecret`, printed once for `GATEWAY_API_KEY`: it serves the account and organization commands
+ * (D41: every organization of the user, with `--org`), not generation. Throws the SDK's
+ * `AuthenticationError` (401 `auth_error`) for a wrong pair, `RateLimitError` after too many failures.
+ */
+export async function login(cmd: Extract<Command, { name: "login" }>, { api, io, signal }: CommandContext): Promise<number> {
+  const password = io.readSecret ? await io.readSecret(`Password for ${cmd.email}: `) : "";
+  if (password === "") {
+    io.stderr.write("error: no password: type it at the prompt, or pipe it on stdin (printf %s \"$PASSWORD\" | gateway login EMAIL)\n");
+    return 2;
+  }
+  const data = await api.auth.login({ email: cmd.email, password }, { signal });
+  io.stdout.write(cmd.json ? json(data) : keyValues([["user_id", data.user_id], ["session_token", data.session_token]]));
+  io.stderr.write("The session_token is shown only this once: export GATEWAY_API_KEY=<session_token> for the account and organization commands (--org picks the organization); generating needs an API key.\n");
+  return 0;
+}
+
+/** Runs `cmd` (anything but `help` and `login`) and resolves with the exit status. */
+export async function runCommand(cmd: Exclude<Command, { name: "help" | "login" }>, ctx: CommandContext): Promise<number> {
   switch (cmd.name) {
     case "speak":
       return speak(cmd, ctx);

@@ -29,12 +29,13 @@ Organizations (a shared balance, members in roles)
   orgs members | orgs invite EMAIL [--role R] | orgs role USER_ID ROLE | orgs remove USER_ID
   orgs invites | orgs revoke INVITE_ID                            pending invites
   invites accept TOKEN                                            join an organization (session token)
+  login EMAIL                                                     a session token (password on stdin)
 
 Every command takes --json (the answer as JSON), --help, and --org ORG_ID (act for that organization).
 
 Environment
-  GATEWAY_API_KEY   your API key (gw_...), or a session token (sess_...) for the account and
-                    organization commands; required
+  GATEWAY_API_KEY   your API key (gw_...), or a session token (sess_..., from login) for the
+                    account and organization commands; required but for login
   GATEWAY_URL       the gateway's address (default http://127.0.0.1:8080)
   GATEWAY_ORG       the organization to act for when --org is not given
 
@@ -156,6 +157,14 @@ your role does not allow answers forbidden_role (exit 1).
 Joins the organization of an invite (POST /v1/invites/{token}/accept) in the invite's role. Needs a
 session token of the invited email (GATEWAY_API_KEY=sess_...); an invite is accepted once, within 7
 days. Then act for the organization with --org ORG_ID.
+`,
+  login: `Usage: gateway login EMAIL
+
+Signs in (POST /v1/auth/login) and prints a session token, once; it lasts 30 days. The password is
+typed at a prompt without echo, or read from stdin: printf %s "$PASSWORD" | gateway login EMAIL.
+Export the token as GATEWAY_API_KEY for the account and organization commands: it reaches every
+organization of yours (--org ORG_ID, default your personal one) and accepts invites. Generating
+(speak, image, video) needs an API key: gateway keys create.
 `,
   voices: `Usage: gateway voices [--provider alpha|beta|all]
 
