@@ -80,7 +80,7 @@ describe("parseCommand", () => {
       csv: true,
     });
     assert.deepEqual(parseCommand(["usage"]), { name: "usage", json: false, by: null, from: null, to: null, tz: null, csv: false });
-    assert.throws(() => parseCommand(["usage", "--by", "week"]), /--by must be one of day, model, key \(got 'week'\)/);
+    assert.throws(() => parseCommand(["usage", "--by", "week"]), /--by must be one of day, model, key, user \(got 'week'\)/);
     assert.deepEqual(parseCommand(["requests", "-l", "5"]), { name: "requests", json: false, limit: 5, after: null, model: null, status: null });
   });
 
@@ -127,6 +127,53 @@ describe("parseCommand", () => {
     assert.deepEqual(parseCommand(["voices", "-p", "beta"]), { name: "voices", json: false, provider: "beta" });
     assert.deepEqual(parseCommand(["voices"]), { name: "voices", json: false, provider: null });
     assert.throws(() => parseCommand(["voices", "--provider", "gamma"]), /--provider must be one of alpha, beta, all/);
+  });
+
+  test("orgs: list (the default), create NAME, show [ID], rename NAME, delete ID, members, invite EMAIL --role, role, remove, invites, revoke", () => {
+    assert.deepEqual(parseCommand(["orgs"]), { name: "orgs-list", json: false });
+    assert.deepEqual(parseCommand(["orgs", "list", "--json"]), { name: "orgs-list", json: true });
+    assert.deepEqual(parseCommand(["orgs", "create", "Acme Studio"]), { name: "orgs-create", json: false, orgName: "Acme Studio" });
+    assert.deepEqual(parseCommand(["orgs", "show"]), { name: "orgs-show", json: false, id: null });
+    assert.deepEqual(parseCommand(["orgs", "show", "org_1"]), { name: "orgs-show", json: false, id: "org_1" });
+    assert.deepEqual(parseCommand(["orgs", "rename", "Acme"]), { name: "orgs-rename", json: false, orgName: "Acme" });
+    assert.deepEqual(parseCommand(["orgs", "delete", "org_1"]), { name: "orgs-delete", json: false, id: "org_1" });
+    assert.deepEqual(parseCommand(["orgs", "members"]), { name: "orgs-members", json: false });
+    assert.deepEqual(parseCommand(["orgs", "invite", "bob@example.com"]), { name: "orgs-invite", json: false, email: "bob@example.com", role: "member" });
+    assert.deepEqual(parseCommand(["orgs", "invite", "bob@example.com", "-r", "viewer"]), { name: "orgs-invite", json: false, email: "bob@example.com", role: "viewer" });
+    assert.deepEqual(parseCommand(["orgs", "role", "usr_1", "admin"]), { name: "orgs-role", json: false, userId: "usr_1", role: "admin" });
+    assert.deepEqual(parseCommand(["orgs", "remove", "usr_1"]), { name: "orgs-remove", json: false, userId: "usr_1" });
+    assert.deepEqual(parseCommand(["orgs", "invites"]), { name: "orgs-invites", json: false });
+    assert.deepEqual(parseCommand(["orgs", "revoke", "inv_1"]), { name: "orgs-revoke", json: false, inviteId: "inv_1" });
+    assert.deepEqual(parseCommand(["invites", "accept", "inv_tok"]), { name: "invites-accept", json: false, token: "inv_tok" });
+    assert.deepEqual(parseCommand(["login", "a@example.com"]), { name: "login", json: false, email: "a@example.com" });
+
+    assert.throws(() => parseCommand(["orgs", "create"]), /'orgs create' needs a name/);
+    assert.throws(() => parseCommand(["orgs", "create", "Acme", "Studio"]), /quote a name with spaces \(got 2 arguments\)/);
+    assert.throws(() => parseCommand(["orgs", "invite", "bob@example.com", "--role", "boss"]), /--role must be one of owner, admin, member, viewer \(got 'boss'\)/);
+    assert.throws(() => parseCommand(["orgs", "role", "usr_1", "boss"]), /the role must be one of owner, admin, member, viewer/);
+    assert.throws(() => parseCommand(["orgs", "role", "usr_1"]), /'orgs role' needs a user id and a role/);
+    assert.throws(() => parseCommand(["orgs", "members", "--role", "admin"]), /--role applies to 'orgs invite' only/);
+    assert.throws(() => parseCommand(["orgs", "list", "extra"]), /'orgs list' takes no arguments \(got 'extra'\)/);
+    assert.throws(() => parseCommand(["orgs", "leave"]), /unknown 'orgs' action 'leave'/);
+    assert.throws(() => parseCommand(["invites"]), /'invites' needs an action: invites accept TOKEN/);
+    assert.throws(() => parseCommand(["invites", "accept"]), /'invites accept' needs one invite token/);
+  });
+
+  test("--org ORG_ID goes before or after the command, on every command; present only when given", () => {
+    assert.deepEqual(parseCommand(["orgs", "members", "--org", "org_1"]), { name: "orgs-members", json: false, org: "org_1" });
+    assert.deepEqual(parseCommand(["--org", "org_1", "orgs", "members"]), { name: "orgs-members", json: false, org: "org_1" });
+    assert.deepEqual(parseCommand(["--org=org_1", "balance", "--json"]), { name: "balance", json: true, org: "org_1" });
+    assert.deepEqual(parseCommand(["--org", "org_1", "keys", "list", "--org", "org_2"]), { name: "keys-list", json: false, org: "org_2" }, "the later one wins");
+    assert.deepEqual(parseCommand(["jobs", "--org", "org_1", "--limit", "2"]), { name: "jobs", json: false, status: null, kind: null, model: null, limit: 2, after: null, org: "org_1" });
+    assert.equal("org" in parseCommand(["balance"]), false);
+    assert.deepEqual(parseCommand(["--org", "org_1", "--help"]), { name: "help", topic: null, json: false });
+    assert.throws(() => parseCommand(["--org"]), /--org needs an organization id/);
+    assert.throws(() => parseCommand(["balance", "--org", " "]), /--org needs an organization id/);
+    assert.throws(() => parseCommand(["balance", "--org"]), (err: Error) => err instanceof UsageError && /--org/.test(err.message));
+    assert.match(helpText("orgs"), /^Usage: gateway orgs \[list\]/);
+    assert.match(helpText("invites"), /^Usage: gateway invites accept TOKEN/);
+    assert.match(helpText(null), /--org ORG_ID/);
+    assert.match(helpText(null), /GATEWAY_ORG/);
   });
 
   test("help: no arguments, --help, help TOPIC and COMMAND --help", () => {

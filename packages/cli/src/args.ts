@@ -17,7 +17,16 @@ export class UsageError extends Error {
 export interface CommonOptions {
   /** Print the answer as JSON on stdout instead of a table or text. */
   json: boolean;
+  /**
+   * `--org ORG_ID` (before or after the command): the organization the command acts for (D41, sent as
+   * `X-Svc-Org`); present only when given (else `GATEWAY_ORG`, else the credential's default one).
+   */
+  org?: string;
 }
+
+/** The roles of an organization's members (D41), highest first. */
+export const ROLES = ["owner", "admin", "member", "viewer"] as const;
+export type Role = (typeof ROLES)[number];
 
 /** `X-Svc-Simulate` values the built-in simulator honours (D10), for trying failures out. */
 export const SIMULATE_VALUES = ["fail", "slow", "hang"] as const;
@@ -33,7 +42,7 @@ export type Command = CommonOptions &
     | { name: "jobs"; status: string | null; kind: string | null; model: string | null; limit: number | null; after: string | null }
     | { name: "job"; id: string }
     | { name: "cancel"; id: string }
-    | { name: "usage"; by: "day" | "model" | "key" | null; from: string | null; to: string | null; tz: string | null; csv: boolean }
+    | { name: "usage"; by: "day" | "model" | "key" | "user" | null; from: string | null; to: string | null; tz: string | null; csv: boolean }
     | { name: "requests"; limit: number | null; after: string | null; model: string | null; status: string | null }
     | { name: "keys-list" }
     | { name: "keys-create"; keyName: string | null; mode: "test" | null; controls: KeyControlFlags }
@@ -42,10 +51,23 @@ export type Command = CommonOptions &
     | { name: "balance" }
     | { name: "alert"; set: number | null; off: boolean }
     | { name: "voices"; provider: "alpha" | "beta" | "all" | null }
+    | { name: "orgs-list" }
+    | { name: "orgs-create"; orgName: string }
+    | { name: "orgs-show"; id: string | null }
+    | { name: "orgs-rename"; orgName: string }
+    | { name: "orgs-delete"; id: string }
+    | { name: "orgs-members" }
+    | { name: "orgs-invite"; email: string; role: Role }
+    | { name: "orgs-role"; userId: string; role: Role }
+    | { name: "orgs-remove"; userId: string }
+    | { name: "orgs-invites" }
+    | { name: "orgs-revoke"; inviteId: string }
+    | { name: "invites-accept"; token: string }
+    | { name: "login"; email: string }
   );
 
 /** The names of the commands, in the order the usage text lists them. */
-export const COMMANDS = ["speak", "image", "video", "jobs", "job", "cancel", "usage", "requests", "keys", "balance", "alert", "voices", "help"] as const;
+export const COMMANDS = ["speak", "image", "video", "jobs", "job", "cancel", "usage", "requests", "keys", "balance", "alert", "voices", "orgs", "invites", "login", "help"] as const;
 
 /**
  * The D34 controls given on `keys create` / `keys update`, as the API body takes them: absent = not given
@@ -64,6 +86,7 @@ type Options = NonNullable<ParseArgsConfig["options"]>;
 const COMMON: Options = {
   json: { type: "boolean", default: false },
   help: { type: "boolean", short: "h", default: false },
+  org: { type: "string" },
 };
 const OUTPUT: Options = { output: { type: "string", short: "o" } };
 const SIMULATE: Options = { simulate: { type: "string" } };
@@ -90,6 +113,9 @@ const OPTIONS: Record<string, Options> = {
   balance: {},
   alert: { set: { type: "string" }, off: { type: "boolean", default: false } },
   voices: { provider: { type: "string", short: "p" } },
+  orgs: { role: { type: "string", short: "r" } },
+  invites: {},
+  login: {},
   help: {},
 };
 
@@ -101,6 +127,33 @@ type Values = Record<string, string | boolean | undefined>;
  * option, a missing argument or a value that is not of the expected form (a whole number, one of a list).
  */
 export function parseCommand(argv: readonly string[]): Command {
+  const { org: leading, rest: args } = leadingOrg(argv);
+  const cmd = parseNamed(args);
+  const org = cmd.org ?? leading;
+  if (org === undefined || cmd.name === "help") return cmd;
+  if (org.trim() === "") throw new UsageError("--org needs an organization id (org_...)");
+  return { ...cmd, org: org.trim() };
+}
+
+/** `--org ID` or `--org=ID` given before the command name (`gateway --org org_1 keys list`), and the arguments after it. */
+function leadingOrg(argv: readonly string[]): { org: string | undefined; rest: readonly string[] } {
+  let org: string | undefined;
+  let i = 0;
+  for (; i < argv.length; i++) {
+    if (argv[i] === "--org") {
+      if (i + 1 >= argv.length) throw new UsageError("--org needs an organization id (org_...)");
+      org = argv[++i];
+    } else if (argv[i].startsWith("--org=")) {
+      org = argv[i].slice("--org=".length);
+    } else {
+      break;
+    }
+  }
+  return { org, rest: argv.slice(i) };
+}
+
+/** The command of `argv` (command name first); `org` set when `--org` follows the command name. */
+function parseNamed(argv: readonly string[]): Command {
   const [name, ...rest] = argv;
   if (name === undefined || name === "--help" || name === "-h") return { name: "help", topic: null, json: false };
   if (!(name in OPTIONS)) throw new UsageError(`unknown command '${name}'`);
@@ -115,7 +168,12 @@ export function parseCommand(argv: readonly string[]): Command {
   const json = v.json === true;
   if (v.help === true) return { name: "help", topic: name, json };
   const str = (key: string): string | null => (typeof v[key] === "string" ? (v[key] as string) : null);
+  const cmd = parseOptions(name, v, pos, json, str);
+  return typeof v.org === "string" ? { ...cmd, org: v.org } : cmd;
+}
 
+/** The command `name` from its parsed option values `v` and positional arguments `pos`. */
+function parseOptions(name: string, v: Values, pos: string[], json: boolean, str: (key: string) => string | null): Command {
   switch (name) {
     case "help":
       expectPositionals(name, pos, 0, 1);
@@ -167,7 +225,7 @@ export function parseCommand(argv: readonly string[]): Command {
       return { name, json, id: pos[0] };
     case "usage":
       expectPositionals(name, pos, 0, 0);
-      return { name, json, by: oneOf(str("by"), ["day", "model", "key"] as const, "--by"), from: str("from"), to: str("to"), tz: str("tz"), csv: v.csv === true };
+      return { name, json, by: oneOf(str("by"), ["day", "model", "key", "user"] as const, "--by"), from: str("from"), to: str("to"), tz: str("tz"), csv: v.csv === true };
     case "requests":
       expectPositionals(name, pos, 0, 0);
       return { name, json, limit: wholeNumber(str("limit"), "--limit"), after: str("after"), model: str("model"), status: str("status") };
@@ -185,6 +243,17 @@ export function parseCommand(argv: readonly string[]): Command {
     case "voices":
       expectPositionals(name, pos, 0, 0);
       return { name, json, provider: oneOf(str("provider"), ["alpha", "beta", "all"] as const, "--provider") };
+    case "orgs":
+      return parseOrgs(pos, str("role"), json);
+    case "login":
+      expectPositionals(name, pos, 1, 1, "your email address");
+      return { name, json, email: pos[0] };
+    case "invites": {
+      const [sub, ...args] = pos;
+      if (sub !== "accept") throw new UsageError(sub === undefined ? `'invites' needs an action: invites accept TOKEN` : `unknown 'invites' action '${sub}' (accept)`);
+      if (args.length !== 1) throw new UsageError(`'invites accept' needs one invite token (inv_...)`);
+      return { name: "invites-accept", json, token: args[0] };
+    }
     default:
       throw new UsageError(`unknown command '${name}'`);
   }
@@ -245,6 +314,60 @@ function parseKeys(pos: string[], name: string | null, mode: string | null, cont
       return { name: "keys-delete", json, id: args[0] };
     default:
       throw new UsageError(`unknown 'keys' action '${sub}' (list, create, update or delete)`);
+  }
+}
+
+/**
+ * `orgs list` (the default), `orgs create NAME`, `orgs show [ORG_ID]`, `orgs rename NAME`, `orgs delete
+ * ORG_ID`, `orgs members`, `orgs invite EMAIL [--role R]` (default member), `orgs role USER_ID ROLE`,
+ * `orgs remove USER_ID`, `orgs invites`, `orgs revoke INVITE_ID`. Those without an id act for the
+ * organization of `--org` (else the credential's default one).
+ */
+function parseOrgs(pos: string[], role: string | null, json: boolean): Command {
+  const [sub, ...args] = pos;
+  const take = (n: number, what: string) => {
+    if (args.length < n) throw new UsageError(`'orgs ${sub}' needs ${what}`);
+    if (args.length > n) {
+      const quote = sub === "create" || sub === "rename" ? ": quote a name with spaces" : "";
+      throw new UsageError(n === 0 ? `'orgs ${sub ?? "list"}' takes no arguments (got '${args[0]}')` : `'orgs ${sub}' takes ${what}${quote} (got ${args.length} arguments)`);
+    }
+  };
+  if (role !== null && sub !== "invite") throw new UsageError(`--role applies to 'orgs invite' only ('orgs role USER_ID ROLE' changes a member's)`);
+  switch (sub) {
+    case "list":
+    case undefined:
+      take(0, "");
+      return { name: "orgs-list", json };
+    case "create":
+      take(1, "a name");
+      return { name: "orgs-create", json, orgName: args[0] };
+    case "show":
+      if (args.length > 1) throw new UsageError(`'orgs show' takes at most one organization id`);
+      return { name: "orgs-show", json, id: args[0] ?? null };
+    case "rename":
+      take(1, "the new name");
+      return { name: "orgs-rename", json, orgName: args[0] };
+    case "delete":
+      take(1, "the organization id (org_...)");
+      return { name: "orgs-delete", json, id: args[0] };
+    case "members":
+    case "invites":
+      take(0, "");
+      return { name: sub === "members" ? "orgs-members" : "orgs-invites", json };
+    case "invite":
+      take(1, "one email address");
+      return { name: "orgs-invite", json, email: args[0], role: oneOf(role, ROLES, "--role") ?? "member" };
+    case "role":
+      take(2, "a user id and a role");
+      return { name: "orgs-role", json, userId: args[0], role: oneOf(args[1], ROLES, "the role") as Role };
+    case "remove":
+      take(1, "one user id (usr_...)");
+      return { name: "orgs-remove", json, userId: args[0] };
+    case "revoke":
+      take(1, "one invite id");
+      return { name: "orgs-revoke", json, inviteId: args[0] };
+    default:
+      throw new UsageError(`unknown 'orgs' action '${sub}' (list, create, show, rename, delete, members, invite, role, remove, invites or revoke)`);
   }
 }
 

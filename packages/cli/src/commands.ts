@@ -14,10 +14,12 @@ import type { Command } from "./args.ts";
 import { extensionOf, extensionOfFormat, keyValues, table, usd } from "./format.ts";
 import { ProgressReporter, type ProgressSink } from "./progress.ts";
 
-/** The streams a command writes to. */
+/** The streams a command writes to, and how it reads a secret (a password) when it needs one. */
 export interface CliIo {
   stdout: { write(text: string): void };
   stderr: ProgressSink;
+  /** A secret typed at `prompt` without echo on a terminal, else the whole of stdin (one trailing newline dropped). */
+  readSecret?(prompt: string): Promise<string>;
 }
 
 /** What a command runs with: the SDK client (key and base URL applied), the streams, an abort signal (Ctrl-C). */
@@ -27,8 +29,26 @@ export interface CommandContext {
   signal: AbortSignal;
 }
 
-/** Runs `cmd` (anything but `help`) and resolves with the exit status. */
-export async function runCommand(cmd: Exclude<Command, { name: "help" }>, ctx: CommandContext): Promise<number> {
+/**
+ * `gateway login EMAIL`: a session token (`POST /v1/auth/login`, 30 days) for the password read by
+ * `io.readSecret`, printed once for `GATEWAY_API_KEY`: it serves the account and organization commands
+ * (D41: every organization of the user, with `--org`), not generation. Throws the SDK's
+ * `AuthenticationError` (401 `auth_error`) for a wrong pair, `RateLimitError` after too many failures.
+ */
+export async function login(cmd: Extract<Command, { name: "login" }>, { api, io, signal }: CommandContext): Promise<number> {
+  const password = io.readSecret ? await io.readSecret(`Password for ${cmd.email}: `) : "";
+  if (password === "") {
+    io.stderr.write("error: no password: type it at the prompt, or pipe it on stdin (printf %s \"$PASSWORD\" | gateway login EMAIL)\n");
+    return 2;
+  }
+  const data = await api.auth.login({ email: cmd.email, password }, { signal });
+  io.stdout.write(cmd.json ? json(data) : keyValues([["user_id", data.user_id], ["session_token", data.session_token]]));
+  io.stderr.write("The session_token is shown only this once: export GATEWAY_API_KEY=<session_token> for the account and organization commands (--org picks the organization); generating needs an API key.\n");
+  return 0;
+}
+
+/** Runs `cmd` (anything but `help` and `login`) and resolves with the exit status. */
+export async function runCommand(cmd: Exclude<Command, { name: "help" | "login" }>, ctx: CommandContext): Promise<number> {
   switch (cmd.name) {
     case "speak":
       return speak(cmd, ctx);
@@ -62,6 +82,21 @@ export async function runCommand(cmd: Exclude<Command, { name: "help" }>, ctx: C
       return alert(cmd, ctx);
     case "voices":
       return voices(cmd, ctx);
+    case "orgs-list":
+    case "orgs-create":
+    case "orgs-show":
+    case "orgs-rename":
+    case "orgs-delete":
+      return orgs(cmd, ctx);
+    case "orgs-members":
+    case "orgs-invite":
+    case "orgs-role":
+    case "orgs-remove":
+    case "orgs-invites":
+    case "orgs-revoke":
+      return members(cmd, ctx);
+    case "invites-accept":
+      return acceptInvite(cmd, ctx);
   }
 }
 
@@ -382,8 +417,136 @@ async function balance(cmd: Extract<Command, { name: "balance" }>, { api, io, si
           ["deposits", usd(data.total_deposits_usd)],
           ["email", data.email],
           ["user_id", data.user_id],
+          ["org", orgLabel(data.org_id, data.org_name)],
+          ["role", data.role],
         ]),
   );
+  return 0;
+}
+
+/** `org_... (name)`, or the id alone for an organization without a name. */
+function orgLabel(id: string, name: string | null): string {
+  return name ? `${id} (${name})` : id;
+}
+
+/**
+ * The organization a command acts for (D41): the client's `--org` / `GATEWAY_ORG`, else the one the
+ * credential acts for by default (`GET /v1/auth/me`: a key's own, a session's personal one).
+ */
+async function currentOrg(api: Gateway, signal: AbortSignal): Promise<string> {
+  return api.org ?? (await api.auth.me({ signal })).org_id;
+}
+
+/** An organization as key-value rows. */
+function orgRows(o: Answer<"getOrg">): [string, string | number | null][] {
+  return [
+    ["id", o.id],
+    ["name", o.name],
+    ["role", o.role],
+    ["balance", usd(o.balance_usd)],
+    ["tier", `${o.tier} (${o.tier_name})`],
+    ["deposits", usd(o.total_deposits_usd)],
+    ["created_at", o.created_at],
+  ];
+}
+
+/** `gateway orgs list|create NAME|show [ID]|rename NAME|delete ID` (D41). */
+async function orgs(cmd: Extract<Command, { name: "orgs-list" | "orgs-create" | "orgs-show" | "orgs-rename" | "orgs-delete" }>, { api, io, signal }: CommandContext): Promise<number> {
+  switch (cmd.name) {
+    case "orgs-list": {
+      const data = await api.orgs.list({ signal });
+      if (cmd.json) {
+        io.stdout.write(json(data));
+        return 0;
+      }
+      // The organization the commands act for is marked with `*`.
+      const current = await currentOrg(api, signal);
+      io.stdout.write(
+        table(
+          ["", "ORG_ID", "NAME", "ROLE", "BALANCE_USD", "TIER", "CREATED"],
+          data.data.map((o) => [o.id === current ? "*" : " ", o.id, o.name, o.role, o.balance_usd, o.tier, o.created_at]),
+        ),
+      );
+      return 0;
+    }
+    case "orgs-create": {
+      const data = await api.orgs.create({ name: cmd.orgName }, { signal });
+      io.stdout.write(cmd.json ? json(data) : keyValues(orgRows(data)));
+      io.stderr.write(`Act for it with --org ${data.id} (or export GATEWAY_ORG=${data.id}) and your session token, or give it a key: gateway --org ${data.id} keys create\n`);
+      return 0;
+    }
+    case "orgs-show": {
+      const data = await api.orgs.get(cmd.id ?? (await currentOrg(api, signal)), { signal });
+      io.stdout.write(cmd.json ? json(data) : keyValues(orgRows(data)));
+      return 0;
+    }
+    case "orgs-rename": {
+      const data = await api.orgs.update(await currentOrg(api, signal), { name: cmd.orgName }, { signal });
+      io.stdout.write(cmd.json ? json(data) : keyValues(orgRows(data)));
+      return 0;
+    }
+    case "orgs-delete": {
+      const data = await api.orgs.delete(cmd.id, { signal });
+      io.stdout.write(cmd.json ? json(data) : `deleted ${data.id}\n`);
+      return 0;
+    }
+  }
+}
+
+/** `gateway orgs members|invite EMAIL|role USER_ID ROLE|remove USER_ID|invites|revoke INVITE_ID`, for the current organization (D41). */
+async function members(
+  cmd: Extract<Command, { name: "orgs-members" | "orgs-invite" | "orgs-role" | "orgs-remove" | "orgs-invites" | "orgs-revoke" }>,
+  { api, io, signal }: CommandContext,
+): Promise<number> {
+  const org = await currentOrg(api, signal);
+  switch (cmd.name) {
+    case "orgs-members": {
+      const data = await api.orgs.members.list(org, { signal });
+      io.stdout.write(cmd.json ? json(data) : table(["USER_ID", "EMAIL", "ROLE", "JOINED"], data.data.map((m) => [m.user_id, m.email, m.role, m.created_at])));
+      return 0;
+    }
+    case "orgs-invite": {
+      const data = await api.orgs.invites.create(org, { email: cmd.email, role: cmd.role }, { signal });
+      io.stdout.write(
+        cmd.json
+          ? json(data)
+          : keyValues([["invite_id", data.id], ["org_id", data.org_id], ["email", data.email], ["role", data.role], ["expires_at", data.expires_at], ["token", data.token]]),
+      );
+      io.stderr.write(`The token is shown only this once: send it to ${data.email}, who accepts with 'gateway invites accept TOKEN' signed in as that email (a session token) within 7 days.\n`);
+      return 0;
+    }
+    case "orgs-role": {
+      const data = await api.orgs.members.update(org, cmd.userId, { role: cmd.role }, { signal });
+      io.stdout.write(cmd.json ? json(data) : `${data.user_id} (${data.email}) is now ${data.role} in ${data.org_id}\n`);
+      return 0;
+    }
+    case "orgs-remove": {
+      const data = await api.orgs.members.remove(org, cmd.userId, { signal });
+      io.stdout.write(cmd.json ? json(data) : `removed ${data.user_id} from ${data.org_id}\n`);
+      return 0;
+    }
+    case "orgs-invites": {
+      const data = await api.orgs.invites.list(org, { signal });
+      io.stdout.write(
+        cmd.json
+          ? json(data)
+          : table(["INVITE_ID", "EMAIL", "ROLE", "STATUS", "EXPIRES", "CREATED"], data.data.map((i) => [i.id, i.email, i.role, i.expired ? "expired" : "pending", i.expires_at, i.created_at])),
+      );
+      return 0;
+    }
+    case "orgs-revoke": {
+      const data = await api.orgs.invites.revoke(org, cmd.inviteId, { signal });
+      io.stdout.write(cmd.json ? json(data) : `revoked ${data.id}\n`);
+      return 0;
+    }
+  }
+}
+
+/** `gateway invites accept TOKEN`: joins the invite's organization (a session token of the invited email, D41). */
+async function acceptInvite(cmd: Extract<Command, { name: "invites-accept" }>, { api, io, signal }: CommandContext): Promise<number> {
+  const data = await api.invites.accept(cmd.token, { signal });
+  io.stdout.write(cmd.json ? json(data) : `joined ${data.org_id} as ${data.role} (${data.email})\n`);
+  io.stderr.write(`Act for it with --org ${data.org_id} (or export GATEWAY_ORG=${data.org_id}).\n`);
   return 0;
 }
 

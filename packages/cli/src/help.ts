@@ -18,17 +18,26 @@ Jobs
 
 Account
   balance                                                         balance and tier
-  usage [--by day|model|key] [--from D] [--to D] [--tz Z] [--csv] spend per day, model or key
+  usage [--by day|model|key|user] [--from D] [--to D] [--csv]     spend per day, model, key or member
   requests [--limit N]                                            the usage log, newest first
   keys list | keys create [--name N] [--mode test] [controls] | keys update ID [controls] | keys delete ID
   alert [--set USD | --off]                                       the low-balance alert
   voices [--provider alpha|beta|all]                              the voice library
 
-Every command takes --json (the answer as JSON) and --help.
+Organizations (a shared balance, members in roles)
+  orgs [list] | orgs create NAME | orgs show [ORG_ID] | orgs rename NAME | orgs delete ORG_ID
+  orgs members | orgs invite EMAIL [--role R] | orgs role USER_ID ROLE | orgs remove USER_ID
+  orgs invites | orgs revoke INVITE_ID                            pending invites
+  invites accept TOKEN                                            join an organization (session token)
+  login EMAIL                                                     a session token (password on stdin)
+
+Every command takes --json (the answer as JSON), --help, and --org ORG_ID (act for that organization).
 
 Environment
-  GATEWAY_API_KEY   your API key (gw_...); required
+  GATEWAY_API_KEY   your API key (gw_...), or a session token (sess_..., from login) for the
+                    account and organization commands; required but for login
   GATEWAY_URL       the gateway's address (default http://127.0.0.1:8080)
+  GATEWAY_ORG       the organization to act for when --org is not given
 
 Exit status: 0 done, 1 the gateway refused or the job failed (the error code is printed), 2 bad usage.
 `;
@@ -79,10 +88,11 @@ One job (GET /v1/jobs/{id}): status, queue position or progress, amounts, output
 Cancels a pending or processing job (POST /v1/jobs/{id}/cancel): it ends failed with code canceled and
 its whole hold is released. A finished job cannot be canceled (job_not_cancelable).
 `,
-  usage: `Usage: gateway usage [--by day|model|key] [--from DATE] [--to DATE] [--tz ZONE] [--csv]
+  usage: `Usage: gateway usage [--by day|model|key|user] [--from DATE] [--to DATE] [--tz ZONE] [--csv]
 
-Requests and spend per group (GET /v1/usage; --csv prints GET /v1/usage.csv). Dates are ISO dates or
-instants; the default range is the last 30 days; --tz is an IANA zone for day groups (default UTC).
+Requests and spend per group (GET /v1/usage; --csv prints GET /v1/usage.csv); user groups by the
+member who called. Dates are ISO dates or instants; the default range is the last 30 days; --tz is an
+IANA zone for day groups (default UTC).
 `,
   requests: `Usage: gateway requests [--limit N] [--after ID] [--model M] [--status S]
 
@@ -113,6 +123,48 @@ back above. Without options it shows the setting.
   balance: `Usage: gateway balance
 
 Your balance, tier and deposits (GET /v1/auth/me).
+`,
+  orgs: `Usage: gateway orgs [list]
+       gateway orgs create NAME
+       gateway orgs show [ORG_ID]
+       gateway orgs rename NAME
+       gateway orgs delete ORG_ID
+       gateway orgs members
+       gateway orgs invite EMAIL [--role owner|admin|member|viewer]
+       gateway orgs role USER_ID owner|admin|member|viewer
+       gateway orgs remove USER_ID
+       gateway orgs invites
+       gateway orgs revoke INVITE_ID
+
+Organizations (GET/POST /v1/orgs...): a balance, keys and usage shared by members in roles:
+  owner   everything, including admins' roles and deleting the organization
+  admin   every key, members below admin (invite, role, remove), webhooks, alerts, top-ups
+  member  calls, own keys, reads
+  viewer  reads (usage, ledger, jobs)
+list marks with * the organization the commands act for. show, rename, members, invite, role,
+remove, invites and revoke act for the organization of --org ORG_ID (or GATEWAY_ORG), else for the
+credential's own: an API key's organization, a session token's personal one. invite prints the
+invite's token once (--role default member); the invited person accepts it with 'gateway invites
+accept TOKEN'. remove with your own user id leaves. delete takes only an empty organization (no
+balance, nothing running) and needs its owner's session token.
+
+A session token (GATEWAY_API_KEY=sess_...) reaches every organization of its user; an API key only
+its own (acting at most as admin): with another --org the gateway answers org_not_found. An action
+your role does not allow answers forbidden_role (exit 1).
+`,
+  invites: `Usage: gateway invites accept TOKEN
+
+Joins the organization of an invite (POST /v1/invites/{token}/accept) in the invite's role. Needs a
+session token of the invited email (GATEWAY_API_KEY=sess_...); an invite is accepted once, within 7
+days. Then act for the organization with --org ORG_ID.
+`,
+  login: `Usage: gateway login EMAIL
+
+Signs in (POST /v1/auth/login) and prints a session token, once; it lasts 30 days. The password is
+typed at a prompt without echo, or read from stdin: printf %s "$PASSWORD" | gateway login EMAIL.
+Export the token as GATEWAY_API_KEY for the account and organization commands: it reaches every
+organization of yours (--org ORG_ID, default your personal one) and accepts invites. Generating
+(speak, image, video) needs an API key: gateway keys create.
 `,
   voices: `Usage: gateway voices [--provider alpha|beta|all]
 

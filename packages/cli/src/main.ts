@@ -4,14 +4,20 @@
  * (type stripping, no build step): `node packages/cli/src/main.ts <command>`, `npx gateway <command>` in the
  * repository, or `gateway <command>` after `npm link` (through `packages/cli/bin/gateway.js`).
  *
- * Reads the API key from `GATEWAY_API_KEY` and the address from `GATEWAY_URL` (default
- * http://127.0.0.1:8080). Exit status: 0 done; 1 the gateway refused (its D1 code and message are
- * printed), could not be reached, or a job did not succeed; 2 a usage mistake; 130 interrupted.
- * The key is never printed: any text that would contain it shows `[GATEWAY_API_KEY]` instead.
+ * Reads the credential from `GATEWAY_API_KEY` (an API key `gw_...`, or a session token `sess_...`, which
+ * the account and organization commands take, D41: `gateway login EMAIL` prints one), the address from `GATEWAY_URL` (default
+ * http://127.0.0.1:8080) and the organization to act for from `--org` or `GATEWAY_ORG` (sent as
+ * `X-Svc-Org`: with a session, any of the user's organizations, default the personal one; an API key
+ * acts for its own only, and the gateway answers 404 `org_not_found` for another). Exit status: 0 done;
+ * 1 the gateway refused (its D1 code and message are printed), could not be reached, or a job did not
+ * succeed; 2 a usage mistake; 130 interrupted. The key is never printed: any text that would contain it
+ * shows `[GATEWAY_API_KEY]` instead.
  */
+import { createInterface } from "node:readline/promises";
+import { Writable } from "node:stream";
 import { APIConnectionError, APITimeoutError, Gateway, GatewayError } from "../../client/src/index.ts";
 import { type Command, parseCommand, UsageError } from "./args.ts";
-import { type CliIo, runCommand } from "./commands.ts";
+import { type CliIo, login, runCommand } from "./commands.ts";
 import { helpText } from "./help.ts";
 
 /** The default address of a gateway started with `npm start` (D11). */
@@ -21,6 +27,8 @@ export const DEFAULT_URL = "http://127.0.0.1:8080";
 export interface CliEnv {
   GATEWAY_API_KEY?: string;
   GATEWAY_URL?: string;
+  /** The organization to act for when `--org` is not given (D41). */
+  GATEWAY_ORG?: string;
 }
 
 /**
@@ -40,26 +48,33 @@ export async function main(argv: readonly string[], env: CliEnv, io: CliIo, sign
     io.stdout.write(helpText(cmd.topic));
     return 0;
   }
+  if (cmd.name === "login") {
+    const url = env.GATEWAY_URL?.trim() || DEFAULT_URL;
+    if (!validUrl(url, io)) return 2;
+    try {
+      return await login(cmd, { api: new Gateway({ baseUrl: url }), io, signal });
+    } catch (err) {
+      return report(err, io, url, signal, false);
+    }
+  }
   const key = env.GATEWAY_API_KEY?.trim();
   if (!key) {
-    io.stderr.write("error: GATEWAY_API_KEY is not set: export the API key of your account (gw_..., from registration or 'gateway keys create').\n");
+    io.stderr.write("error: GATEWAY_API_KEY is not set: export the API key of your account (gw_..., from registration or 'gateway keys create') or a session token (sess_..., from 'gateway login EMAIL').\n");
     return 2;
   }
   const baseUrl = env.GATEWAY_URL?.trim() || DEFAULT_URL;
-  if (!/^https?:\/\/[^/]/i.test(baseUrl) || !URL.canParse(baseUrl)) {
-    io.stderr.write(`error: GATEWAY_URL must be an http:// or https:// address (got '${shownUrl(baseUrl)}')\n`);
-    return 2;
-  }
+  if (!validUrl(baseUrl, io)) return 2;
+  const org = cmd.org ?? (env.GATEWAY_ORG?.trim() || null);
   const safeIo = redacting(io, key);
   try {
-    return await runCommand(cmd, { api: new Gateway({ baseUrl, apiKey: key }), io: safeIo, signal });
+    return await runCommand(cmd, { api: new Gateway({ baseUrl, apiKey: key, org }), io: safeIo, signal });
   } catch (err) {
-    return report(err, safeIo, baseUrl, signal);
+    return report(err, safeIo, baseUrl, signal, key.startsWith("sess_"));
   }
 }
 
-/** Prints a failure on stderr and gives its exit status. */
-function report(err: unknown, io: CliIo, baseUrl: string, signal: AbortSignal): number {
+/** Prints a failure on stderr and gives its exit status; `session`: the credential is a session token. */
+function report(err: unknown, io: CliIo, baseUrl: string, signal: AbortSignal, session: boolean): number {
   if (signal.aborted) {
     io.stderr.write("interrupted\n");
     return 130;
@@ -76,12 +91,20 @@ function report(err: unknown, io: CliIo, baseUrl: string, signal: AbortSignal): 
     const where = err.status > 0 ? ` (HTTP ${err.status}${err.requestId ? `, request ${err.requestId}` : ""})` : "";
     io.stderr.write(`error: ${err.code}: ${err.message}${where}\n`);
     if (err.retryAfterS !== null && err.status === 429) io.stderr.write(`retry after ${Math.ceil(err.retryAfterS)} s\n`);
+    if (session && err.status === 401) io.stderr.write("A session token serves the account and organization commands only; generating needs an API key (gateway keys create).\n");
     return 1;
   }
   // A failure outside any call: a file that cannot be written, say.
   const message = err instanceof Error ? err.message : String(err);
   io.stderr.write(`error: ${(err as { code?: string }).code ?? "failed"}: ${message}\n`);
   return 1;
+}
+
+/** Whether `url` is an http(s) address; if not, says so on stderr. */
+function validUrl(url: string, io: CliIo): boolean {
+  if (/^https?:\/\/[^/]/i.test(url) && URL.canParse(url)) return true;
+  io.stderr.write(`error: GATEWAY_URL must be an http:// or https:// address (got '${shownUrl(url)}')\n`);
+  return false;
 }
 
 /** A URL as it may be shown: without user name or password. */
@@ -112,6 +135,31 @@ function redacting(io: CliIo, secret: string): CliIo {
   };
 }
 
+/**
+ * A secret from the process's stdin: typed at `prompt` without echo on a terminal (Ctrl-C exits 130),
+ * else all of stdin with one trailing newline dropped (a pipe, a file, or nothing: "").
+ */
+async function readSecret(prompt: string): Promise<string> {
+  if (!process.stdin.isTTY) {
+    let text = "";
+    for await (const chunk of process.stdin) text += String(chunk);
+    return text.replace(/\r?\n$/, "");
+  }
+  process.stderr.write(prompt);
+  // Echo goes to a sink: what is typed is not shown.
+  const rl = createInterface({ input: process.stdin, output: new Writable({ write: (_chunk, _encoding, done) => done() }), terminal: true });
+  rl.on("SIGINT", () => {
+    process.stderr.write("\n");
+    process.exit(130);
+  });
+  try {
+    return await rl.question("");
+  } finally {
+    rl.close();
+    process.stderr.write("\n");
+  }
+}
+
 /** The process entry: runs `process.argv` with the process's streams and sets the exit status. */
 export async function runCli(): Promise<void> {
   const controller = new AbortController();
@@ -130,6 +178,7 @@ export async function runCli(): Promise<void> {
       },
       write: (text) => void process.stderr.write(text),
     },
+    readSecret,
   };
   process.exitCode = await main(process.argv.slice(2), process.env, io, controller.signal);
 }

@@ -8,6 +8,7 @@
  * const me = await client.auth.me();
  * const job = await client.images.generateAndWait({ model: "imgA-v4", prompt: "a fox" });
  * for await (const j of client.jobs.list({ status: "failed" })) console.log(j.id, j.error?.code);
+ * const team = client.withOrg("org_..."); // a session acting for another of its organizations (D41)
  * ```
  */
 import { APIClient, type ClientOptions } from "./core.ts";
@@ -17,6 +18,7 @@ import { Audio, Voices } from "./resources/audio.ts";
 import { Billing, Requests, Usage } from "./resources/billing.ts";
 import { Files, Gallery, Models, Pricing, System } from "./resources/catalog.ts";
 import { Genmedia, Images, Jobs, Videos } from "./resources/jobs.ts";
+import { Invites, Orgs } from "./resources/orgs.ts";
 import { Chat, Messages } from "./resources/text.ts";
 import { Webhooks } from "./resources/webhooks.ts";
 
@@ -38,6 +40,10 @@ export class Gateway extends APIClient {
   readonly auth: Auth;
   /** API keys and their controls (D34). */
   readonly keys: Keys;
+  /** Organizations, their members and invites (D41). */
+  readonly orgs: Orgs;
+  /** Invites received: accept one (D41). */
+  readonly invites: Invites;
   /** Ledger (paginated), low-balance alert, checkout. */
   readonly billing: Billing;
   /** Usage totals and CSV (D29). */
@@ -63,7 +69,10 @@ export class Gateway extends APIClient {
   /** Health, readiness, metrics, the OpenAPI document. */
   readonly system: System;
 
-  /** A client of the gateway at `options.baseUrl`, sending `options.apiKey` as `Authorization: Bearer`. */
+  /**
+   * A client of the gateway at `options.baseUrl`, sending `options.apiKey` as `Authorization: Bearer` and
+   * `options.org`, when given, as `X-Svc-Org` (D41).
+   */
   constructor(options: ClientOptions) {
     super(options);
     this.audio = new Audio(this);
@@ -74,6 +83,8 @@ export class Gateway extends APIClient {
     this.genmedia = new Genmedia(this);
     this.auth = new Auth(this);
     this.keys = new Keys(this);
+    this.orgs = new Orgs(this);
+    this.invites = new Invites(this);
     this.billing = new Billing(this);
     this.usage = new Usage(this);
     this.requests = new Requests(this);
@@ -86,5 +97,15 @@ export class Gateway extends APIClient {
     this.messages = new Messages(this);
     this.admin = new Admin(this);
     this.system = new System(this);
+  }
+
+  /**
+   * A client like this one (same address, credential, retries, timeout, headers) acting for organization
+   * `orgId` (`X-Svc-Org`, D41); null: for the credential's default one (a session's personal organization,
+   * a key's own). This client is unchanged. With a session token, `orgId` must be one of the user's
+   * organizations; with an API key, its own: otherwise calls throw `NotFoundError` (404 `org_not_found`).
+   */
+  withOrg(orgId: string | null): Gateway {
+    return new Gateway({ ...this.options, org: orgId });
   }
 }

@@ -43,6 +43,13 @@ export interface ClientOptions {
   baseUrl: string;
   /** An API key (`gw_...`) or a session token, sent as `Authorization: Bearer`; none for public routes. */
   apiKey?: string;
+  /**
+   * The organization every call acts for (D41), sent as `X-Svc-Org: <org_id>`. With a session token it
+   * picks one of the user's organizations (default, without it: the personal one); an API key acts for
+   * its own organization only, so naming another one answers 404 `org_not_found` (`NotFoundError`).
+   * `Gateway.withOrg` gives a client for another organization.
+   */
+  org?: string | null;
   /** Retries of a retryable failure (see the module's docstring); default 2. */
   maxRetries?: number;
   /** Milliseconds an attempt may wait for the answer's headers (not for the body); default 600 000 (10 min). */
@@ -72,6 +79,8 @@ export interface FetchResult<T> {
   response: Response;
 }
 
+/** The header that names the organization a call acts for (D41). */
+export const ORG_HEADER = "x-svc-org";
 const DEFAULT_MAX_RETRIES = 2;
 const DEFAULT_TIMEOUT_MS = 600_000;
 /** A `Retry-After` above this is not waited out by the SDK: the error goes to the caller. */
@@ -92,16 +101,23 @@ export class APIClient {
   readonly maxRetries: number;
   /** Default timeout of an attempt, milliseconds. */
   readonly timeout: number;
-  /** The typed openapi-fetch client (key and base URL applied); calls through it alone are neither retried nor timed out. */
+  /** The organization the calls act for (`X-Svc-Org`, D41), or null: the credential's default one. */
+  readonly org: string | null;
+  /** The typed openapi-fetch client (key, base URL and organization applied); calls through it alone are neither retried nor timed out. */
   readonly raw: GatewayClient;
+  /** The options the client was made with (kept to make a client for another organization). */
+  protected readonly options: ClientOptions;
   private readonly fetchImpl: (request: Request) => Promise<Response>;
 
   constructor(options: ClientOptions) {
+    this.options = options;
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     this.timeout = options.timeout ?? DEFAULT_TIMEOUT_MS;
+    this.org = options.org ?? null;
     this.fetchImpl = options.fetch ?? ((request) => fetch(request));
-    this.raw = createClient(this.baseUrl, options.apiKey, { headers: options.defaultHeaders, fetch: this.fetchImpl });
+    const headers = this.org === null ? options.defaultHeaders : { ...options.defaultHeaders, [ORG_HEADER]: this.org };
+    this.raw = createClient(this.baseUrl, options.apiKey, { headers, fetch: this.fetchImpl });
   }
 
   /**

@@ -10,6 +10,7 @@
  * const job = await client.images.generateAndWait({ model: "imgA-v4", prompt: "a fox" }, { onUpdate: (j) => console.error(j.status) });
  * if (job.status === "succeeded") await downloadOutput(job, "fox.png");
  * for await (const j of client.jobs.list({ limit: 50 })) console.log(j.id);
+ * const team = client.withOrg("org_...");          // acts for another organization (X-Svc-Org, D41)
  * ```
  *
  * `createClient` is the low-level typed client under it (openapi-fetch: `api.GET("/v1/auth/me")`
@@ -18,7 +19,7 @@
  */
 export type { components, operations, paths } from "./schema.ts";
 export { Gateway } from "./client.ts";
-export { APIClient, backoffMs, createClient, unwrap, type ClientOptions, type GatewayClient, type RequestOptions } from "./core.ts";
+export { APIClient, backoffMs, createClient, ORG_HEADER, unwrap, type ClientOptions, type GatewayClient, type RequestOptions } from "./core.ts";
 export {
   APIConnectionError,
   APIError,
