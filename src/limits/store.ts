@@ -23,6 +23,13 @@ export interface WindowHit {
   resetMs: number;
 }
 
+/** One window of a {@link LimitStore.hitAll}: `cost` (requests or tokens, an integer; default 1) against `key` within `limit`. */
+export interface WindowCount {
+  key: string;
+  limit: number;
+  cost?: number;
+}
+
 /** Counters and pools shared by the processes that use the same store. */
 export interface LimitStore {
   /**
@@ -30,6 +37,13 @@ export interface LimitStore {
    * total stays within `limit`. Counted even when refused (a client hammering stays refused).
    */
   hit(key: string, limit: number, cost?: number): Promise<WindowHit>;
+  /**
+   * Counts each window of `windows` in order as {@link hit} does (the same counters: {@link peek} and
+   * {@link hit} read and add to them) and stops after the first one that refuses: that one is counted, the
+   * ones after it are not. Returns the hits made, in order (all of them, or up to and including the
+   * refusing one). In Redis one script, so one round trip whatever the number of windows (issue 33).
+   */
+  hitAll(windows: readonly WindowCount[]): Promise<WindowHit[]>;
   /** The current count of `key` without changing it. */
   peek(key: string): Promise<{ count: number; resetMs: number }>;
   /**
@@ -90,6 +104,16 @@ export class MemoryLimitStore implements LimitStore {
 
   async hit(key: string, limit: number, cost = 1): Promise<WindowHit> {
     return toHit(await this.#windows.consume(key, cost), limit);
+  }
+
+  async hitAll(windows: readonly WindowCount[]): Promise<WindowHit[]> {
+    const out: WindowHit[] = [];
+    for (const w of windows) {
+      const hit = await this.hit(w.key, w.limit, w.cost);
+      out.push(hit);
+      if (!hit.allowed) break;
+    }
+    return out;
   }
 
   async peek(key: string): Promise<{ count: number; resetMs: number }> {
@@ -169,9 +193,39 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 return redis.call('ZCARD', KEYS[1])
 `;
 
-/** The scripts defined on the connection (`defineCommand`): KEYS[1] then ARGV, as in the Lua above. */
+/**
+ * Counts several windows in order, stopping after the first that refuses (`LimitStore.hitAll`).
+ * KEYS = the windows' keys; ARGV[1] = the window in seconds; ARGV[2i], ARGV[2i+1] = cost and limit of KEYS[i].
+ * Each window is counted exactly as rate-limiter-flexible's `RateLimiterRedis` counts it (its
+ * `incrTtlLuaScript`: the same key, an integer counter created at 0 with the window as its expiry, then
+ * INCRBY; a counter found without expiry gets one), so `hit` and `peek` share the counters. Returns
+ * {count, pttl} of each window counted, flat; stops after the first whose count passes its limit.
+ * Keys of one script must live on one node (a single Redis, not Redis Cluster, as `openLimitStore` connects).
+ */
+const HIT_ALL_LUA = `
+local out = {}
+for i, key in ipairs(KEYS) do
+  redis.call('set', key, 0, 'EX', ARGV[1], 'NX')
+  local consumed = redis.call('incrby', key, ARGV[2 * i])
+  local ttl = redis.call('pttl', key)
+  if ttl == -1 then
+    redis.call('expire', key, ARGV[1])
+    ttl = 1000 * ARGV[1]
+  end
+  out[#out + 1] = consumed
+  out[#out + 1] = ttl
+  if consumed > tonumber(ARGV[2 * i + 1]) then
+    break
+  end
+end
+return out
+`;
+
+/** The scripts defined on the connection (`defineCommand`): KEYS then ARGV, as in the Lua above. */
 interface SlotScripts {
   gwAcquireSlot(key: string, now: number, cap: number, expiresAt: number, token: string): Promise<number>;
+  /** {@link HIT_ALL_LUA}: the number of keys first (it varies), then the keys, then ARGV. */
+  gwHitAll(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
 }
 
 /** Shared store in Redis (`REDIS_URL`): every process of a cluster sees the same counts and pools. */
@@ -215,6 +269,7 @@ export class RedisLimitStore implements LimitStore {
     // Sent as EVALSHA (ioredis loads the script on the first NOSCRIPT): the script's text is not sent,
     // nor hashed by Redis, at every call of the hot path.
     if (!("gwAcquireSlot" in redis)) redis.defineCommand("gwAcquireSlot", { numberOfKeys: 1, lua: ACQUIRE_LUA });
+    if (!("gwHitAll" in redis)) redis.defineCommand("gwHitAll", { lua: HIT_ALL_LUA });
     this.#scripts = redis as unknown as SlotScripts;
     this.#prefix = prefix;
     this.#windows = new RateLimiterRedis({
@@ -233,6 +288,26 @@ export class RedisLimitStore implements LimitStore {
     } catch (err) {
       throw err instanceof Error ? err : new Error(`redis window failed: ${JSON.stringify(err)}`);
     }
+  }
+
+  async hitAll(windows: readonly WindowCount[]): Promise<WindowHit[]> {
+    if (windows.length === 0) return [];
+    const keys: string[] = [];
+    const args: (string | number)[] = [WINDOW_S];
+    for (const w of windows) {
+      const cost = w.cost ?? 1;
+      // As RateLimiterRedis refuses them: INCRBY takes integers only.
+      if (!Number.isInteger(cost)) throw new Error(`window cost must be an integer, got ${cost}`);
+      keys.push(this.#windows.getKey(w.key));
+      args.push(cost, w.limit);
+    }
+    const flat = await this.#scripts.gwHitAll(keys.length, ...keys, ...args);
+    const out: WindowHit[] = [];
+    for (let i = 0; i < flat.length / 2; i++) {
+      const count = Number(flat[2 * i]);
+      out.push({ allowed: count <= windows[i].limit, count, resetMs: Number(flat[2 * i + 1]) });
+    }
+    return out;
   }
 
   async peek(key: string): Promise<{ count: number; resetMs: number }> {

@@ -55,6 +55,40 @@ for (const kind of kinds) {
       assert.equal((await store.hit("tpm:u1", 1000, 1)).allowed, false);
     });
 
+    test("hitAll counts in order and stops after the first window that refuses (it counted, later ones not)", async () => {
+      assert.deepEqual(await store.hitAll([]), []);
+      const all = await store.hitAll([
+        { key: "ha:a", limit: 2 },
+        { key: "ha:b", limit: 1 },
+        { key: "ha:t", limit: 100, cost: 40 },
+      ]);
+      assert.deepEqual(all.map((h) => [h.allowed, h.count]), [[true, 1], [true, 1], [true, 40]]);
+      for (const h of all) assert.ok(h.resetMs > 0 && h.resetMs <= 60_000);
+      // ha:b is full: counted (2, refused), ha:t after it untouched.
+      const stopped = await other.hitAll([
+        { key: "ha:a", limit: 2 },
+        { key: "ha:b", limit: 1 },
+        { key: "ha:t", limit: 100, cost: 40 },
+      ]);
+      assert.deepEqual(stopped.map((h) => [h.allowed, h.count]), [[true, 2], [false, 2]]);
+      assert.equal((await store.peek("ha:t")).count, 40);
+      // The first window refusing: nothing after it is counted.
+      const first = await store.hitAll([{ key: "ha:a", limit: 2 }, { key: "ha:c", limit: 5 }]);
+      assert.deepEqual(first.map((h) => [h.allowed, h.count]), [[false, 3]]);
+      assert.equal((await store.peek("ha:c")).count, 0);
+    });
+
+    test("hitAll, hit and peek share the same counters and expiry", async () => {
+      await store.hit("ha:x", 10, 3);
+      const [h] = await other.hitAll([{ key: "ha:x", limit: 10, cost: 2 }]);
+      assert.equal(h.count, 5);
+      const peeked = await store.peek("ha:x");
+      assert.equal(peeked.count, 5);
+      assert.ok(Math.abs(peeked.resetMs - h.resetMs) < 1000, `same window: ${peeked.resetMs} vs ${h.resetMs}`);
+      const next = await other.hit("ha:x", 5);
+      assert.deepEqual([next.allowed, next.count], [false, 6]);
+    });
+
     test("a pool never goes over its cap; release and refresh", async () => {
       const tokens = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? store : other).acquire("p1", 3, 10_000)));
       const got = tokens.filter((t): t is string => t !== null);
@@ -78,3 +112,45 @@ for (const kind of kinds) {
     });
   });
 }
+
+describe("redis hitAll: one round trip, rate-limiter-flexible's keys", { skip: REDIS_SKIP }, () => {
+  const prefix = `gwtest:${randomBytes(4).toString("hex")}`;
+  const redis = new Redis(REDIS_TEST_URL);
+  const store = new RedisLimitStore(redis, prefix);
+  after(() => store.close());
+
+  test("one command for any number of windows, once the script is loaded", async () => {
+    await store.hitAll([{ key: "warm", limit: 1 }]);
+    const sent: string[] = [];
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = ((cmd: Parameters<typeof send>[0]) => {
+      sent.push(cmd.name);
+      return send(cmd);
+    }) as typeof redis.sendCommand;
+    try {
+      const hits = await store.hitAll([
+        { key: "krpm:k1", limit: 5 },
+        { key: "rpm:a1", limit: 5 },
+        { key: "mrpm:a1:m", limit: 5 },
+        { key: "tpm:a1", limit: 5000, cost: 1200 },
+      ]);
+      assert.equal(hits.length, 4);
+      assert.deepEqual(sent, ["evalsha"]);
+    } finally {
+      redis.sendCommand = send;
+    }
+  });
+
+  test("the counter is RateLimiterRedis's: key `<prefix>:win:<key>`, an integer, a 60 s expiry", async () => {
+    await store.hitAll([{ key: "tpm:a2", limit: 5000, cost: 7 }]);
+    assert.equal(await redis.get(`${prefix}:win:tpm:a2`), "7");
+    const ttl = await redis.pttl(`${prefix}:win:tpm:a2`);
+    assert.ok(ttl > 59_000 && ttl <= 60_000, String(ttl));
+    // A counter left without expiry gets the window's, as RateLimiterRedis gives it.
+    await redis.set(`${prefix}:win:rpm:a2`, "3");
+    const [h] = await store.hitAll([{ key: "rpm:a2", limit: 10 }]);
+    assert.deepEqual([h.count, h.resetMs], [4, 60_000]);
+    assert.ok((await redis.pttl(`${prefix}:win:rpm:a2`)) > 59_000);
+    await assert.rejects(store.hitAll([{ key: "tpm:a2", limit: 10, cost: 1.5 }]), /integer/);
+  });
+});
