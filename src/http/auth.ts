@@ -18,8 +18,9 @@ declare module "fastify" {
   }
   interface FastifyContextConfig {
     /**
-     * The route calls a model through the call guard ({@link guardOf}); for a key with a model allow-list
-     * its request windows are counted after the allow-list check (D34 order). See {@link MODEL_CALL}.
+     * The route calls a model through the call guard ({@link guardOf}), which counts the request's windows
+     * after the key's model allow-list (D34 order), with the model's own windows in one round trip to the
+     * limit store (issue 33). See {@link MODEL_CALL}.
      */
     modelCall?: boolean;
     /**
@@ -64,16 +65,20 @@ export function bearerOf(request: FastifyRequest): string | null {
   return null;
 }
 
+/** The key's own per-minute window of `principal` (D34), or null when its key has no `rpm` (or it is a session). */
+function keyWindowOf(principal: Principal): { id: string; rpm: number } | null {
+  const rpm = principal.key?.rpm ?? null;
+  return rpm !== null && principal.keyId !== null ? { id: principal.keyId, rpm } : null;
+}
+
 /**
- * Counts one request of `principal` in its per-minute windows: the key's own `rpm` window (D34) first,
- * then the account's (D13, D15), whose headers go on `reply`.
+ * Counts one request of `principal` in its per-minute windows, in one round trip to the limit store: the
+ * key's own `rpm` window (D34) first, then the account's (D13, D15), whose headers go on `reply`.
  * @throws AppError 429 `rate_limited` over either (with `Retry-After`; the account's with its headers too).
  */
 async function countWindows(services: Services, principal: Principal, reply: FastifyReply): Promise<void> {
   try {
-    const keyRpm = principal.key?.rpm ?? null;
-    if (keyRpm !== null && principal.keyId !== null) await services.limiter.keyRequest(principal.keyId, keyRpm);
-    reply.headers({ ...(await services.limiter.request(principal.accountId, principal.limits)) });
+    reply.headers({ ...(await services.limiter.request(principal.accountId, principal.limits, keyWindowOf(principal))) });
   } catch (err) {
     if (err instanceof AppError) reply.headers(err.headers);
     throw err;
@@ -81,11 +86,12 @@ async function countWindows(services: Services, principal: Principal, reply: Fas
 }
 
 /**
- * The request windows of a call to a model made with a key that has a model allow-list (D34: expiry,
- * model allow-list, key rpm, account limits, ...): the auth hook leaves them to the call guard, which
- * counts them once the model is allowed and skips them when it is not, so a refused model never answers
- * 429 and never takes a place in a window. A request that ends before its guard ran (a body the route
- * refuses) is counted by {@link settleDeferredWindows} as it answers, without refusing it.
+ * The request windows of a call to a model (a {@link MODEL_CALL} route): the auth hook leaves them to the
+ * call guard, which counts them with the model's own windows in one round trip to the limit store once
+ * the model is allowed (issue 33; D34 order: expiry, model allow-list, key rpm, account limits, ...) and
+ * skips them when it is not, so a refused model never answers 429 and never takes a place in a window. A
+ * request that ends before its guard ran (a body the route refuses, an idempotent replay, an MCP request
+ * that calls no model) is counted by {@link settleDeferredWindows} as it answers, without refusing it.
  */
 class PendingWindows implements DeferredWindows {
   #state: "pending" | "counted" | "skipped" = "pending";
@@ -99,10 +105,10 @@ class PendingWindows implements DeferredWindows {
     this.#reply = reply;
   }
 
-  async count(): Promise<void> {
-    if (this.#state !== "pending") return;
+  take(): ReturnType<DeferredWindows["take"]> {
+    if (this.#state !== "pending") return undefined;
     this.#state = "counted";
-    await countWindows(this.#services, this.#principal, this.#reply);
+    return { key: keyWindowOf(this.#principal), headers: (h) => void this.#reply.headers({ ...h }) };
   }
 
   skip(): void {
@@ -112,7 +118,8 @@ class PendingWindows implements DeferredWindows {
   /**
    * As the answer goes out: counts a request still pending as {@link countWindows} would, without
    * refusing it (its answer was decided before the windows were reached), and puts the account window's
-   * D13 headers on the answer (read without counting for a request the allow-list refused). Never throws.
+   * D13 headers on the answer (read without counting for a request the allow-list refused, or one over
+   * its key's rpm, whose account window is not counted). Never throws.
    */
   async settle(): Promise<void> {
     const { limiter } = this.#services;
@@ -120,27 +127,19 @@ class PendingWindows implements DeferredWindows {
     const rateHeaders = (h: Record<string, string>) => Object.fromEntries(Object.entries(h).filter(([k]) => k.toLowerCase().startsWith("x-ratelimit-")));
     if (this.#state === "counted") return;
     try {
-      let count = this.#state === "pending";
+      const count = this.#state === "pending";
       this.#state = "counted";
-      const keyRpm = p.key?.rpm ?? null;
-      if (count && keyRpm !== null && p.keyId !== null) {
-        // Over the key's rpm the account's window is not counted, as in countWindows.
-        count = await limiter.keyRequest(p.keyId, keyRpm).then(
-          () => true,
-          (err: unknown) => {
-            if (err instanceof AppError) return false;
-            throw err;
-          },
-        );
-      }
+      let headers: Record<string, string> | null = null;
       if (count) {
         // (A callback never returns the reply: it is a thenable that settles once this answer is sent.)
-        const headers = await limiter.request(p.accountId, p.limits).catch((err: unknown) => {
+        headers = await limiter.request(p.accountId, p.limits, keyWindowOf(p)).then((h): Record<string, string> | null => ({ ...h }), (err: unknown) => {
           if (!(err instanceof AppError)) throw err;
-          return rateHeaders(err.headers);
+          // Over the account's rpm: its headers; over the key's: the account window was not counted.
+          const rate = rateHeaders(err.headers);
+          return Object.keys(rate).length > 0 ? rate : null;
         });
-        this.#reply.headers({ ...headers });
-      } else this.#reply.headers({ ...(await limiter.requestHeaders(p.accountId, p.limits)) });
+      }
+      this.#reply.headers({ ...(headers ?? (await limiter.requestHeaders(p.accountId, p.limits))) });
     } catch {
       // The limit store failed while the answer is already decided: it goes out without the headers.
     }
@@ -165,10 +164,11 @@ export async function settleDeferredWindows(request: FastifyRequest, _reply: Fas
 /**
  * `onRequest` hook: an API key (or, with `allowSession`, a session token) is required; 401 `auth_error`
  * otherwise, and for a key past its `expires_at` (D34). A key with its own `rpm` (D34) counts in its own
- * window before the account's (429 `rate_limited` over either); on a {@link MODEL_CALL} route with a key
- * that has a model allow-list, both are counted by the call guard after the allow-list check instead
- * (D34 order). Every answer behind it, errors included, carries `X-Svc-Request-Id` (the request's id,
- * `req_<random>`, made once by the app's `genReqId`; D29), and every answer to a test-mode key
+ * window before the account's (429 `rate_limited` over either), both in one round trip to the limit
+ * store; on a {@link MODEL_CALL} route both are counted by the call guard instead, after the key's model
+ * allow-list (D34 order) and with the model's own windows (issue 33; see {@link PendingWindows}). Every
+ * answer behind it, errors included, carries `X-Svc-Request-Id` (the request's id, `req_<random>`, made
+ * once by the app's `genReqId`; D29), and every answer to a test-mode key
  * `X-Svc-Test-Mode: true` (D32). `secretOf` reads the secret (default {@link bearerOf}; the ElevenLabs
  * dialect also reads `xi-api-key`, D36). D41: the caller acts for an organization (a key's own; a
  * session's from `X-Svc-Org`, default its personal one: 404 `org_not_found` for one it is not a member
@@ -192,8 +192,9 @@ export function requireAuth(services: Services, opts: { allowSession: boolean; s
     checkRouteRole(request, principal);
     // D13/D15: every authenticated request counts in the account's per-minute window and carries its
     // headers; D34: a key with its own rpm counts in the key's window first, and the model allow-list
-    // comes before both (a model call of a key with an allow-list is counted by its guard).
-    if ((principal.key?.models ?? null) !== null && request.routeOptions.config?.modelCall === true) {
+    // comes before both. A model call's windows are counted by its guard, with the model's own windows
+    // in one round trip to the limit store (issue 33).
+    if (request.routeOptions.config?.modelCall === true) {
       deferred.set(request, new PendingWindows(services, principal, reply));
       return;
     }
@@ -219,7 +220,8 @@ export function callOf(request: FastifyRequest): CallContext {
 }
 
 /**
- * The caller's limits for services: the key's model allow-list (D34), per-model windows and audio pool slots (D12).
+ * The caller's limits for services: the key's model allow-list (D34), then the request's own windows with
+ * the per-model (and token) windows in one round trip (issue 33), and audio pool slots (D12).
  * @throws Error (a programming error, 500) on a route registered without `config: MODEL_CALL`.
  */
 export function guardOf(services: Services, request: FastifyRequest): CallGuard {

@@ -14,7 +14,7 @@ import type { AuthLimits } from "../config.ts";
 import { AppError, errors } from "../errors.ts";
 import { poolSlots } from "../metrics.ts";
 import type { EffectiveLimits } from "./effective.ts";
-import type { LimitStore, WindowHit } from "./store.ts";
+import type { LimitStore, WindowCount, WindowHit } from "./store.ts";
 
 /** What to do when the store cannot be reached. */
 export type StoreFailureMode = "open" | "closed";
@@ -24,6 +24,22 @@ export interface RateHeaders {
   "X-RateLimit-Limit": string;
   "X-RateLimit-Remaining": string;
   "X-RateLimit-Reset": string;
+}
+
+/**
+ * The windows one {@link Limiter.count} counts, in this order (D34): the request's own, the per-model
+ * window, the tokens. Each part is optional.
+ */
+export interface CallWindows {
+  /**
+   * The request's per-minute windows: the key's own (`key`, when the key has an `rpm`, D34), then the
+   * account's (D13, D15), whose headers go to `headers`. Omitted when they were counted already.
+   */
+  request?: { key: { id: string; rpm: number } | null; headers(h: RateHeaders): void };
+  /** The model of the call: its per-model window. */
+  model?: string;
+  /** The tokens of a text call (input + `max_tokens`): `max_single_request`, then the token window. */
+  tokens?: number;
 }
 
 /** Minimal logger. */
@@ -131,27 +147,70 @@ export class Limiter {
   }
 
   /**
-   * Counts one request of `accountId` in its per-minute window (D15: every authenticated request).
-   * Returns the D13 headers; throws AppError 429 `rate_limited` (with the headers and `Retry-After`).
+   * Counts the windows of one request or model call in ONE round trip to the store (issue 33), in the
+   * order of the checks (D34): the key's own rpm, the account's rpm (D13, D15), the per-model window, then
+   * the tokens of a text call (`max_single_request`, checked in this process, then the token window). As
+   * when each was counted on its own: a window counts even when it refuses (a client hammering stays
+   * refused), the windows after the first refusal are not counted, and a call over `max_single_request`
+   * counts the windows before it but not the token window. The account window's D13 headers go to
+   * `w.request.headers` as soon as it is counted (refused or not); the store's failure applies the
+   * failure mode to all of them at once (`open`: nothing refused, headers of an empty window).
+   * @throws AppError 429 `rate_limited` of the first window that refuses, with `Retry-After` (the
+   *   account window's also with its D13 headers); 503 `limits_unavailable` in `closed` mode.
    */
-  async request(accountId: string, limits: EffectiveLimits): Promise<RateHeaders> {
-    const hit = await this.#guarded<WindowHit>(() => this.store.hit(`rpm:${accountId}`, limits.rpm), {
-      allowed: true,
-      count: 0,
-      resetMs: 60_000,
-    });
-    const headers = headersOf(limits.rpm, hit);
-    if (!hit.allowed) {
-      const retry = Math.max(1, Math.ceil(hit.resetMs / 1000));
-      throw new AppError(
-        429,
-        "rate_limited",
-        `Rate limit of ${limits.rpm} requests per minute reached (${limits.name}); retry in ${retry} s.`,
-        null,
-        { ...headers, "Retry-After": String(retry) },
+  async count(accountId: string, limits: EffectiveLimits, w: CallWindows): Promise<void> {
+    const plan: (WindowCount & { check: "key" | "account" | "model" | "tokens" })[] = [];
+    const key = w.request?.key ?? null;
+    if (key !== null) plan.push({ check: "key", key: `krpm:${key.id}`, limit: key.rpm });
+    if (w.request !== undefined) plan.push({ check: "account", key: `rpm:${accountId}`, limit: limits.rpm });
+    if (w.model !== undefined) plan.push({ check: "model", key: `mrpm:${accountId}:${w.model}`, limit: limits.perModelRpm });
+    const overSingle = w.tokens !== undefined && w.tokens > limits.maxSingleRequest;
+    if (w.tokens !== undefined && !overSingle) plan.push({ check: "tokens", key: `tpm:${accountId}`, limit: limits.tpm, cost: w.tokens });
+    const hits =
+      plan.length === 0
+        ? []
+        : await this.#guarded<WindowHit[]>(
+            () => this.store.hitAll(plan),
+            plan.map(() => ({ allowed: true, count: 0, resetMs: 60_000 })),
+          );
+    for (const [i, hit] of hits.entries()) {
+      const { check, limit } = plan[i];
+      if (check === "account") {
+        const headers = headersOf(limit, hit);
+        w.request?.headers(headers);
+        if (!hit.allowed) {
+          const retry = Math.max(1, Math.ceil(hit.resetMs / 1000));
+          throw new AppError(429, "rate_limited", `Rate limit of ${limit} requests per minute reached (${limits.name}); retry in ${retry} s.`, null, {
+            ...headers,
+            "Retry-After": String(retry),
+          });
+        }
+      }
+      if (hit.allowed) continue;
+      if (check === "key") throw errors.rateLimited(`Rate limit of ${limit} requests per minute for this API key reached.`, hit.resetMs / 1000);
+      if (check === "model") {
+        throw errors.rateLimited(`Rate limit of ${limit} requests per minute for ${w.model} reached (${limits.name}).`, hit.resetMs / 1000);
+      }
+      throw errors.rateLimited(`Token limit of ${limit} per minute reached (${limits.name}).`, hit.resetMs / 1000);
+    }
+    if (overSingle) {
+      throw errors.rateLimited(
+        `This request needs about ${w.tokens} tokens; ${limits.name} allows ${limits.maxSingleRequest} in one request.`,
+        60,
       );
     }
-    return headers;
+  }
+
+  /**
+   * Counts one request in its per-minute windows (D15: every authenticated request; D34: the key's own
+   * `rpm` window first when `key` has one), in one round trip, and returns the account window's D13
+   * headers. See {@link count}.
+   * @throws AppError 429 `rate_limited` over either (the account's with its headers).
+   */
+  async request(accountId: string, limits: EffectiveLimits, key: { id: string; rpm: number } | null): Promise<RateHeaders> {
+    const got: { headers?: RateHeaders } = {};
+    await this.count(accountId, limits, { request: { key, headers: (h) => (got.headers = h) } });
+    return got.headers ?? headersOf(limits.rpm, { count: 0, resetMs: 60_000 });
   }
 
   /**
@@ -161,52 +220,6 @@ export class Limiter {
   async requestHeaders(accountId: string, limits: EffectiveLimits): Promise<RateHeaders> {
     const now = await this.#guarded(() => this.store.peek(`rpm:${accountId}`), { count: 0, resetMs: 60_000 });
     return headersOf(limits.rpm, now);
-  }
-
-  /**
-   * Counts one request made with API key `keyId` in the key's own per-minute window of `rpm` (D34: every
-   * authenticated request made with it).
-   * @throws AppError 429 `rate_limited` with `Retry-After` when the key used its `rpm`.
-   */
-  async keyRequest(keyId: string, rpm: number): Promise<void> {
-    const hit = await this.#guarded<WindowHit>(() => this.store.hit(`krpm:${keyId}`, rpm), { allowed: true, count: 0, resetMs: 60_000 });
-    if (!hit.allowed) {
-      throw errors.rateLimited(`Rate limit of ${rpm} requests per minute for this API key reached.`, hit.resetMs / 1000);
-    }
-  }
-
-  /** Counts one call of `model` against the per-model window. @throws AppError 429 `rate_limited`. */
-  async model(accountId: string, limits: EffectiveLimits, model: string): Promise<void> {
-    const hit = await this.#guarded<WindowHit>(() => this.store.hit(`mrpm:${accountId}:${model}`, limits.perModelRpm), {
-      allowed: true,
-      count: 0,
-      resetMs: 60_000,
-    });
-    if (!hit.allowed) {
-      throw errors.rateLimited(
-        `Rate limit of ${limits.perModelRpm} requests per minute for ${model} reached (${limits.name}).`,
-        hit.resetMs / 1000,
-      );
-    }
-  }
-
-  /**
-   * Counts `tokens` against the per-minute token window and the single-request cap (text models).
-   * @throws AppError 429 `rate_limited`.
-   */
-  async tokens(accountId: string, limits: EffectiveLimits, tokens: number): Promise<void> {
-    if (tokens > limits.maxSingleRequest) {
-      throw errors.rateLimited(
-        `This request needs about ${tokens} tokens; ${limits.name} allows ${limits.maxSingleRequest} in one request.`,
-        60,
-      );
-    }
-    const hit = await this.#guarded<WindowHit>(() => this.store.hit(`tpm:${accountId}`, limits.tpm, tokens), {
-      allowed: true,
-      count: 0,
-      resetMs: 60_000,
-    });
-    if (!hit.allowed) throw errors.rateLimited(`Token limit of ${limits.tpm} per minute reached (${limits.name}).`, hit.resetMs / 1000);
   }
 
   /**
@@ -274,33 +287,43 @@ export class Limiter {
 }
 
 /**
- * The limits of one caller, as services see them: a per-model window check and audio pool slots.
- * Routes bind it to the authenticated principal; services call it after validation, before the hold.
+ * The limits of one caller, as services see them: the model checks (allow-list and windows) and audio
+ * pool slots. Routes bind it to the authenticated principal; services call it after validation, before
+ * the hold.
  */
 export interface CallGuard {
   /**
-   * Checks that the key may call `modelId` (D34 allow-list), then counts the call in the per-model window.
+   * Checks that the key may call `modelId` (D34 allow-list), then counts the call in one round trip to
+   * the limit store: the request's own windows when its auth left them to the guard (see
+   * {@link DeferredWindows}), the per-model window, and with `tokens` (a text call: input + `max_tokens`)
+   * `max_single_request` and the token window (see {@link Limiter.count}).
    * @throws AppError 403 `model_not_allowed`, 429 `rate_limited`.
    */
-  model(modelId: string): Promise<void>;
+  model(modelId: string, opts?: { tokens?: number }): Promise<void>;
   /** Takes a slot of `pool`; the returned function gives it back (call it exactly once). @throws 429. */
   slot(pool: AudioPool): Promise<() => Promise<void>>;
   /**
-   * {@link model} and {@link slot} of an audio call, the window check and the slot taken concurrently (one
-   * round trip to the limit store instead of two). A call the window refuses gives its slot back at once.
-   * @throws AppError 403 `model_not_allowed`, 429 `rate_limited` (the window's before the pool's).
+   * {@link model} and {@link slot} of an audio call, the windows counted and the slot taken concurrently
+   * (one round trip to the limit store instead of two). A call a window refuses gives its slot back at once.
+   * @throws AppError 403 `model_not_allowed`, 429 `rate_limited` (a window's before the pool's).
    */
   admit(modelId: string, pool: AudioPool): Promise<() => Promise<void>>;
 }
 
 /**
- * The per-minute request windows of one request (the key's rpm, then the account's) when their counting
- * waits for the model allow-list (D34: checks run in the order expiry, model allow-list, key rpm, account
- * limits, ...). The guard calls exactly one of them, once, when it checks the allow-list.
+ * The per-minute request windows of one request (the key's rpm, then the account's) when the auth hook
+ * left their counting to the call guard (every model call: D34 order of checks expiry, model allow-list,
+ * key rpm, account limits, ...; issue 33: counted in the same round trip as the per-model and token
+ * windows). The guard takes them once, with its first allowed model, or skips them when the allow-list
+ * refuses the model.
  */
 export interface DeferredWindows {
-  /** The model is allowed: counts the request in its windows now (a second call does nothing). @throws AppError 429 `rate_limited`. */
-  count(): Promise<void>;
+  /**
+   * The model is allowed: the windows to count with the guard's (the key's rpm when it has one; the
+   * account window's headers go to `headers`), the first time; undefined after (a second model call of
+   * the same request, or windows already settled).
+   */
+  take(): { key: { id: string; rpm: number } | null; headers(h: RateHeaders): void } | undefined;
   /** The allow-list refused the model: the request takes no place in any window. */
   skip(): void;
 }
@@ -323,8 +346,8 @@ export function modelAllowed(models: readonly string[] | null, modelId: string):
 
 /**
  * The guard of `accountId` with `limits` and the key's model allow-list (`models`, null for all). With
- * `windows`, the request's own per-minute windows are counted by the guard right after the allow-list
- * check (skipped when it refuses), before the per-model window (D34 order of checks).
+ * `windows`, the request's own per-minute windows are counted by the guard's first allowed model call,
+ * in the same round trip as its per-model window (D34 order), and skipped when the allow-list refuses.
  */
 export function guardFor(
   limiter: Limiter,
@@ -333,23 +356,25 @@ export function guardFor(
   models: readonly string[] | null = null,
   windows: DeferredWindows | null = null,
 ): CallGuard {
-  /** The allow-list, then the request's deferred windows. @throws AppError 403 `model_not_allowed`, 429. */
-  const allowed = async (modelId: string): Promise<void> => {
+  /** The allow-list (D34): a refused model skips the request's windows. @throws AppError 403 `model_not_allowed`. */
+  const allow = (modelId: string): void => {
     if (!modelAllowed(models, modelId)) {
       windows?.skip();
       throw errors.modelNotAllowed(modelId);
     }
-    await windows?.count();
   };
+  /** Every window of an allowed call, in one {@link Limiter.count}. @throws AppError 429. */
+  const count = (modelId: string, tokens?: number): Promise<void> =>
+    limiter.count(accountId, limits, { request: windows?.take(), model: modelId, tokens });
   return {
-    model: async (modelId) => {
-      await allowed(modelId);
-      await limiter.model(accountId, limits, modelId);
+    model: async (modelId, opts) => {
+      allow(modelId);
+      await count(modelId, opts?.tokens);
     },
     slot: (pool) => limiter.acquireSlot(accountId, limits, pool),
     admit: async (modelId, pool) => {
-      await allowed(modelId);
-      const [window, slot] = await Promise.allSettled([limiter.model(accountId, limits, modelId), limiter.acquireSlot(accountId, limits, pool)]);
+      allow(modelId);
+      const [window, slot] = await Promise.allSettled([count(modelId), limiter.acquireSlot(accountId, limits, pool)]);
       if (window.status === "rejected") {
         if (slot.status === "fulfilled") await slot.value();
         throw window.reason;

@@ -71,7 +71,7 @@ function allFailed(p: Prepared, err: unknown): AppError {
 async function prepare(
   accountId: string,
   input: ChatInput,
-  opts: { guard: CallGuard; tokens(n: number): Promise<void>; simulate: SimulateMode | null; tier?: number; call?: CallContext },
+  opts: { guard: CallGuard; simulate: SimulateMode | null; tier?: number; call?: CallContext },
 ): Promise<Prepared> {
   const model = getTextModel(input.model);
   if (!model) throw unknownModel(input.model);
@@ -87,8 +87,9 @@ async function prepare(
   }
   const maxTokens = input.maxTokens ?? DEFAULT_MAX_TOKENS;
   const inputTokens = countMessageTokens(input.messages, input.tools);
-  await opts.guard.model(model.id);
-  await opts.tokens(inputTokens + maxTokens);
+  // The allow-list, then the request, per-model and token windows (max_single_request first) in one
+  // round trip to the limit store (issue 33).
+  await opts.guard.model(model.id, { tokens: inputTokens + maxTokens });
   const holdMicros = Math.max(1, quoteTextCall(model, { inputTokens, cachedTokens: 0, outputTokens: maxTokens }));
   return {
     model,
@@ -167,8 +168,8 @@ export interface ChatOutcome {
 
 /** The caller's limits, tier and signal (see {@link runChat}). */
 export interface ChatOptions {
+  /** The caller's limits: the model checks, with the tokens of the call (input + `max_tokens`). */
   guard: CallGuard;
-  tokens(n: number): Promise<void>;
   simulate: SimulateMode | null;
   signal?: AbortSignal;
   tier?: number;

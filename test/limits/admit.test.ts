@@ -10,7 +10,7 @@ import { after, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { TIERS } from "../../src/catalog/tiers.ts";
 import { AppError } from "../../src/errors.ts";
-import { guardFor, Limiter } from "../../src/limits/limiter.ts";
+import { guardFor, Limiter, type RateHeaders } from "../../src/limits/limiter.ts";
 import { type LimitStore, MemoryLimitStore, RedisLimitStore } from "../../src/limits/store.ts";
 import { REDIS_SKIP, REDIS_TEST_URL } from "../helpers/backends.ts";
 
@@ -70,25 +70,33 @@ for (const kind of stores) {
       assert.equal((await store.peek(`mrpm:${account}:alpha-flash-v2-5`)).count, 0);
     });
 
-    test("deferred request windows (D34 order): skipped for a refused model, counted once after the allow-list for an allowed one", async () => {
+    test("deferred request windows (D34 order): skipped for a refused model, counted once with the allowed one's window", async () => {
       const store = kind.make();
       opened.push(store);
       const account = `acc_${randomBytes(4).toString("hex")}`;
       const seen: string[] = [];
+      let taken = false;
       const windows = {
-        count: async () => {
-          seen.push(`count mrpm=${(await store.peek(`mrpm:${account}:beta-speech-turbo`)).count}`);
-          await store.hit(`rpm:${account}`, 1);
+        take: () => {
+          if (taken) return undefined;
+          taken = true;
+          seen.push("take");
+          return { key: null, headers: (h: RateHeaders) => void seen.push(`headers remaining=${h["X-RateLimit-Remaining"]}`) };
         },
         skip: () => void seen.push("skip"),
       };
-      const guard = guardFor(new Limiter(store, "closed", quiet), account, { ...TIERS[1]!, perModelRpm: 5 }, ["beta-*"], windows);
+      const guard = guardFor(new Limiter(store, "closed", quiet), account, { ...TIERS[1]!, rpm: 1, perModelRpm: 5 }, ["beta-*"], windows);
       await assert.rejects(guard.model("alpha-flash-v2-5"), (err: unknown) => err instanceof AppError && err.code === "model_not_allowed");
       assert.deepEqual(seen, ["skip"]);
       const release = await guard.admit("beta-speech-turbo", "beta");
       await release();
-      assert.deepEqual(seen, ["skip", "count mrpm=0"], "counted after the allow-list, before the per-model window");
+      assert.deepEqual(seen, ["skip", "take", "headers remaining=0"]);
+      assert.equal((await store.peek(`rpm:${account}`)).count, 1);
       assert.equal((await store.peek(`mrpm:${account}:beta-speech-turbo`)).count, 1);
+      // A second model call of the same request counts only its own window.
+      await guard.model("beta-speech-turbo");
+      assert.equal((await store.peek(`rpm:${account}`)).count, 1);
+      assert.equal((await store.peek(`mrpm:${account}:beta-speech-turbo`)).count, 2);
     });
   });
 }

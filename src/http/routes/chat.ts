@@ -40,14 +40,12 @@ export function openEventStream(reply: FastifyReply, model: string, fallbackLaye
   });
 }
 
-/** The caller's limits, tier and paid-call context as the chat service needs them (shared with `/v1/messages`). */
+/**
+ * The caller's limits (the call guard, which also counts the tokens), tier and paid-call context as the
+ * chat service needs them (shared with `/v1/messages`).
+ */
 export function chatOptions(services: Services, req: FastifyRequest) {
-  const p = principalOf(req);
-  return {
-    ...paidCallOf(services, req),
-    tokens: (n: number) => services.limiter.tokens(p.accountId, p.limits, n),
-    tier: p.limits.tier,
-  };
+  return { ...paidCallOf(services, req), tier: principalOf(req).limits.tier };
 }
 
 /** The chat service's dependencies for the caller: a test-mode key's plans use the simulator only (D32). */
