@@ -109,7 +109,7 @@ export class MemoryLimitStore implements LimitStore {
   async hitAll(windows: readonly WindowCount[]): Promise<WindowHit[]> {
     const out: WindowHit[] = [];
     for (const w of windows) {
-      const hit = await this.hit(w.key, w.limit, w.cost);
+      const hit = toHit(await this.#windows.consume(w.key, w.cost ?? 1), w.limit);
       out.push(hit);
       if (!hit.allowed) break;
     }
