@@ -24,6 +24,12 @@ declare module "fastify" {
      */
     modelCall?: boolean;
     /**
+     * With `modelCall`: not every request of the route calls a model (the MCP server, one `POST` per
+     * JSON-RPC message), so its request windows are counted as it arrives (any message over them meets
+     * them), except for a key with a model allow-list (D34 order). See {@link MODEL_CALL_MIXED}.
+     */
+    windowsAtAuth?: boolean;
+    /**
      * The least role (D41) a caller needs in the organization it acts for; without it, `viewer` for
      * reads (GET, HEAD) and `member` for everything else (calls, own keys). See {@link ADMIN_ONLY}.
      */
@@ -50,8 +56,18 @@ function checkRouteRole(request: FastifyRequest, principal: Principal): void {
   requireRole(principal.role, need, `${request.method} ${request.routeOptions.url ?? request.url}`);
 }
 
-/** Route options `config` of a route that calls a model through {@link guardOf} (D34 order of checks). */
+/**
+ * Route options `config` of a route that calls a model through {@link guardOf} (D34 order of checks): its
+ * request windows are counted by the guard with the model's, in one round trip (issue 33).
+ */
 export const MODEL_CALL = { modelCall: true } as const;
+
+/**
+ * Route options `config` of a route whose requests may call a model through {@link guardOf} or not (the
+ * MCP server): its request windows are counted as the request arrives, as on any route, except for a key
+ * with a model allow-list, whose guard counts them after the allow-list (D34 order).
+ */
+export const MODEL_CALL_MIXED = { modelCall: true, windowsAtAuth: true } as const;
 
 /** The bearer secret of `Authorization: Bearer <secret>` (or `x-api-key`, D23), or null. */
 export function bearerOf(request: FastifyRequest): string | null {
@@ -165,8 +181,9 @@ export async function settleDeferredWindows(request: FastifyRequest, _reply: Fas
  * `onRequest` hook: an API key (or, with `allowSession`, a session token) is required; 401 `auth_error`
  * otherwise, and for a key past its `expires_at` (D34). A key with its own `rpm` (D34) counts in its own
  * window before the account's (429 `rate_limited` over either), both in one round trip to the limit
- * store; on a {@link MODEL_CALL} route both are counted by the call guard instead, after the key's model
- * allow-list (D34 order) and with the model's own windows (issue 33; see {@link PendingWindows}). Every
+ * store; on a {@link MODEL_CALL} route (on a {@link MODEL_CALL_MIXED} one: for a key with a model
+ * allow-list) both are counted by the call guard instead, after the key's model allow-list (D34 order)
+ * and with the model's own windows (issue 33; see {@link PendingWindows}). Every
  * answer behind it, errors included, carries `X-Svc-Request-Id` (the request's id, `req_<random>`, made
  * once by the app's `genReqId`; D29), and every answer to a test-mode key
  * `X-Svc-Test-Mode: true` (D32). `secretOf` reads the secret (default {@link bearerOf}; the ElevenLabs
@@ -194,7 +211,8 @@ export function requireAuth(services: Services, opts: { allowSession: boolean; s
     // headers; D34: a key with its own rpm counts in the key's window first, and the model allow-list
     // comes before both. A model call's windows are counted by its guard, with the model's own windows
     // in one round trip to the limit store (issue 33).
-    if (request.routeOptions.config?.modelCall === true) {
+    const config = request.routeOptions.config;
+    if (config?.modelCall === true && (config.windowsAtAuth !== true || (principal.key?.models ?? null) !== null)) {
       deferred.set(request, new PendingWindows(services, principal, reply));
       return;
     }

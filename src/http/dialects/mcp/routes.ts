@@ -17,7 +17,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { AppError } from "../../../errors.ts";
 import pkg from "../../../../package.json" with { type: "json" };
 import type { Services } from "../../../services.ts";
-import { MODEL_CALL, requireAuth } from "../../auth.ts";
+import { MODEL_CALL_MIXED, requireAuth } from "../../auth.ts";
 import { OWN_IDEMPOTENCY } from "../../idempotent-calls.ts";
 import { errorHandler } from "../../error-handler.ts";
 import { jobWaits } from "../../job-waits.ts";
@@ -124,9 +124,10 @@ async function mcpRoutes(app: App, services: Services): Promise<void> {
   app.addHook("onRequest", mcpAuth(services, limited));
   const waits = jobWaits(app, services);
 
-  // MODEL_CALL: tools call models through the call guard (a key's allow-list before its request windows, D34).
+  // MODEL_CALL_MIXED: tools call models through the call guard (a key's allow-list before its request
+  // windows, D34); the windows of any other key are counted as the message arrives (see mcpAuth).
   // OWN_IDEMPOTENCY: every tool call is one POST /mcp; the synchronous-call gate (idempotent-calls.ts) leaves it out.
-  app.post("/mcp", { schema: mcpSchema, config: { ...MODEL_CALL, ...OWN_IDEMPOTENCY } }, async (request, reply) => {
+  app.post("/mcp", { schema: mcpSchema, config: { ...MODEL_CALL_MIXED, ...OWN_IDEMPOTENCY } }, async (request, reply) => {
     // One message per request: the usage record of a paid tool call is this request's id (D29, D39).
     if (Array.isArray(request.body)) {
       return reply.code(400).send(jsonRpcError(ErrorCode.InvalidRequest, "Batches are not supported: send one JSON-RPC message per request."));
