@@ -4,7 +4,8 @@
  *
  * - Windows (RPM, per-model RPM, TPM) are fixed one-minute windows kept by rate-limiter-flexible
  *   (`RateLimiterMemory` / `RateLimiterRedis`, atomic increments). Each account has its own limit, so the
- *   limiter counts and this module compares the count with the caller's limit.
+ *   limiter counts and this module compares the count with the caller's limit. `hitAll` counts the
+ *   windows of one call in order in one round trip (in Redis one script on the same counters, issue 33).
  * - Pools are sets of slot tokens with an expiry (a Redis sorted set scored by expiry time, changed only by
  *   the Lua scripts below): a slot is always given back by `release`, and a slot of a process that died
  *   expires after its time to live.
