@@ -119,6 +119,8 @@ export async function startGatewayProcess(
   backend: "sqlite" | "postgres",
   env: Record<string, string> = {},
   nodeArgs: string[] = [],
+  /** The checkout whose `src/main.ts` runs (default: this one); a benchmark's baseline of another commit. */
+  cwd?: string,
 ): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), "gw-bench-"));
   let databaseUrl = `sqlite:${join(dir, "gateway.db")}`;
@@ -139,7 +141,7 @@ export async function startGatewayProcess(
       await d.end();
     };
   }
-  const spawned = await spawnOn(databaseUrl, dir, "serve", env, nodeArgs);
+  const spawned = await spawnOn(databaseUrl, dir, "serve", env, nodeArgs, join(dir, "blobs"), cwd);
   let siblings = 0;
   return {
     ...spawned,
@@ -173,12 +175,14 @@ async function spawnOn(
   env: Record<string, string>,
   nodeArgs: string[],
   blobs = join(dir, "blobs"),
+  cwd?: string,
 ): Promise<Server> {
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const probeFile = join(dir, "probe.jsonl");
   // As `npm start` runs it (package.json): the young generation's size.
   const child = spawn(process.execPath, ["--max-semi-space-size=16", ...nodeArgs, "--import", "./bench/probe.ts", "src/main.ts", role], {
+    cwd,
     env: {
       ...process.env,
       BENCH_PROBE_FILE: probeFile,

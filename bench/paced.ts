@@ -25,6 +25,8 @@ export interface PacedResult {
   errors: number;
   /** How late the generator itself sent requests (due time to send), p99 in ms: its own timer jitter. */
   sendLagP99: number;
+  /** Every request's latency, ms, in sending order (to merge several runs). */
+  latencies: Float64Array;
   /**
    * With `traceparents`: each request's W3C `traceparent` as sent, its due time (ms since the epoch,
    * fractional) and its latency (ms), in sending order.
@@ -126,6 +128,34 @@ export async function paced(opts: {
     non2xx,
     errors,
     sendLagP99: quantile(lagSorted, 0.99),
+    latencies,
     requests: opts.traceparents ? parents.map((traceparent, i) => ({ traceparent, dueEpochMs: dues[i]!, latencyMs: latencies[i]! })) : undefined,
+  };
+}
+
+/**
+ * One result of several paced runs of one target (slices alternating with other targets'): the requests
+ * per second over their summed time, quantiles over every latency, the worst send lag.
+ */
+export function mergePaced(runs: readonly PacedResult[]): PacedResult {
+  const all = new Float64Array(runs.reduce((n, r) => n + r.latencies.length, 0));
+  let at = 0;
+  for (const r of runs) {
+    all.set(r.latencies, at);
+    at += r.latencies.length;
+  }
+  const sorted = Float64Array.from(all).sort();
+  const seconds = runs.reduce((t, r) => t + r.latencies.length / r.rps, 0);
+  return {
+    rps: all.length / seconds,
+    p50: quantile(sorted, 0.5),
+    p90: quantile(sorted, 0.9),
+    p99: quantile(sorted, 0.99),
+    max: sorted[sorted.length - 1] ?? Number.NaN,
+    non2xx: runs.reduce((n, r) => n + r.non2xx, 0),
+    errors: runs.reduce((n, r) => n + r.errors, 0),
+    sendLagP99: Math.max(...runs.map((r) => r.sendLagP99)),
+    latencies: all,
+    requests: runs.every((r) => r.requests) ? runs.flatMap((r) => r.requests ?? []) : undefined,
   };
 }

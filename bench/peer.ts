@@ -6,15 +6,19 @@
  * - saturated: as many requests as 32 connections carry, requests/s (autocannon);
  * - fixed rate: `BENCH_RATE` (300) requests/s evenly paced over 8 connections (bench/paced.ts), p50 and
  *   p99, and what each gateway adds to the bare upstream's; with this gateway's event-loop delay and GC
- *   pauses during its paced run (bench/probe.ts).
+ *   pauses during the paced slices (bench/probe.ts).
+ * Each measurement is cut into `BENCH_PEER_SLICES` (5) slices, the targets taking turns slice by slice:
+ * on a shared machine whose speed drifts, every target meets the same drift.
  * The upstream is the loopback fake of fakes/openai-chat.ts, in the benchmark process as in the `chat`
  * row. PostgreSQL runs with its limits in Redis (`BENCH_REDIS_URL`), as a cluster would. Portkey runs as
  * `node build/start-server.js --port=<free port> --headless` with `NODE_ENV=production` (its own log UI
  * off); it reaches the fake through `x-portkey-custom-host` (loopback is among its default trusted hosts).
  * `BENCH_PEER_TRACING=1` adds a row: this gateway with tracing on (D40), exporting to a loopback sink.
+ * `BENCH_PEER_BASELINE=<checkout>` adds a row: the gateway of another checkout (a `git worktree` of an
+ * earlier commit, its node_modules in place), taking turns with the others: before and after in one run.
  * `BENCH_PEER_TAIL=1` adds where the time of the slowest requests goes ({@link tailBreakdown}).
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -23,11 +27,16 @@ import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-chat.ts";
 import { type ReceivedSpan, startOtlpReceiver } from "../test/helpers/otlp-receiver.ts";
 import { freePort } from "../test/helpers/process.ts";
 import { ADMIN_TOKEN, benchUser, call, type LoadResult, load, type ProbeReport, type Server, startGatewayProcess } from "./lib.ts";
-import { type PacedResult, paced, quantile } from "./paced.ts";
+import { mergePaced, type PacedResult, paced, quantile } from "./paced.ts";
 
 const durationS = Number(process.env.BENCH_DURATION_S ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const rate = Number(process.env.BENCH_RATE ?? 300);
+/**
+ * Each measured run is cut into this many slices, the targets taking turns slice by slice, so that a
+ * machine whose speed drifts during the run (a shared virtual machine) slows every target alike.
+ */
+const slices = Math.max(1, Number(process.env.BENCH_PEER_SLICES ?? 5));
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
 /** Connections of the paced runs (as the `chat` row). */
 const PACED_CONNECTIONS = 8;
@@ -101,12 +110,29 @@ interface Measured {
 
 const f2 = (n: number) => n.toFixed(2);
 
+/** `<short commit>` of the checkout at `dir` (its `git rev-parse`), or the folder's name. */
+function baselineLabel(dir: string): string {
+  try {
+    return execFileSync("git", ["-C", dir, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
+  } catch {
+    return dir;
+  }
+}
+
 /** A gateway process in front of `upstreamBase`, with 32 funded customers without limits; its target. */
-async function gatewayTarget(label: string, backend: "sqlite" | "postgres", upstreamBase: string, env: Record<string, string>): Promise<Target> {
-  const gw = await startGatewayProcess(backend, {
-    TEXT_UPSTREAMS: JSON.stringify([{ name: "fake", baseUrl: upstreamBase, apiKey: `k-${randomBytes(4).toString("hex")}` }]),
-    ...env,
-  });
+async function gatewayTarget(
+  label: string,
+  backend: "sqlite" | "postgres",
+  upstreamBase: string,
+  env: Record<string, string>,
+  cwd?: string,
+): Promise<Target> {
+  const gw = await startGatewayProcess(
+    backend,
+    { TEXT_UPSTREAMS: JSON.stringify([{ name: "fake", baseUrl: upstreamBase, apiKey: `k-${randomBytes(4).toString("hex")}` }]), ...env },
+    [],
+    cwd,
+  );
   const users = await Promise.all(Array.from({ length: connections }, () => benchUser(gw.url)));
   for (const u of users) {
     await call(gw.url, "PUT", `/v1/admin/users/${u.userId}/limits`, { rpm: 100_000_000, per_model_rpm: 100_000_000, tpm: 1_000_000_000_000 }, ADMIN_TOKEN);
@@ -218,40 +244,53 @@ export async function benchPeer(backend: "sqlite" | "postgres"): Promise<void> {
     });
     targets.push(await gatewayTarget("gateway", backend, fake.baseUrl, env));
     if (sink) targets.push(await gatewayTarget("gateway, tracing on", backend, fake.baseUrl, { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: sink.url }));
+    const baseline = process.env.BENCH_PEER_BASELINE;
+    if (baseline) targets.push(await gatewayTarget(`gateway at ${baselineLabel(baseline)}`, backend, fake.baseUrl, env, baseline));
     const sample = await fetch(targets[1]!.url, { method: "POST", headers: targets[1]!.headers, body: direct });
     if (sample.status !== 200) throw new Error(`Portkey sample failed: ${sample.status} ${await sample.text()}`);
 
     const saturate = (t: Target, d: number) => load({ url: t.url, method: "POST", headers: t.headers, body: t.body, connections, durationS: d, keys: t.keys });
-    // Warm-up of every target (JIT, connection pools, caches), then each measurement of every target in turn.
+    const pace = (t: Target, d: number) =>
+      paced({ url: t.url, method: "POST", headers: t.headers, body: t.body, rate, durationS: d, connections: PACED_CONNECTIONS, keys: t.keys?.slice(0, PACED_CONNECTIONS) });
+    // Warm-up of every target (JIT, connection pools, caches), then each measurement cut into slices, the
+    // targets taking turns slice by slice.
     for (const t of targets) await saturate(t, 2);
-    const sat = new Map<Target, LoadResult>();
-    for (const t of targets) {
-      sat.set(t, await saturate(t, durationS));
-      fake.requests.length = 0;
+    const slice = durationS / slices;
+    const satRuns = new Map<Target, LoadResult[]>(targets.map((t) => [t, []]));
+    for (let i = 0; i < slices; i++) {
+      for (const t of targets) {
+        satRuns.get(t)!.push(await saturate(t, slice));
+        fake.requests.length = 0;
+      }
+    }
+    const fixedRuns = new Map<Target, PacedResult[]>(targets.map((t) => [t, []]));
+    for (const t of targets) await t.server?.probe?.();
+    for (let i = 0; i < slices; i++) {
+      for (const t of targets) {
+        fixedRuns.get(t)!.push(await pace(t, slice));
+        fake.requests.length = 0;
+      }
     }
     const measured: Measured[] = [];
     for (const t of targets) {
-      await t.server?.probe?.();
-      const fixed = await paced({
-        url: t.url,
-        method: "POST",
-        headers: t.headers,
-        body: t.body,
-        rate,
-        durationS,
-        connections: PACED_CONNECTIONS,
-        keys: t.keys?.slice(0, PACED_CONNECTIONS),
-      });
-      const probe = (await t.server?.probe?.()) ?? null;
-      measured.push({ target: t, sat: sat.get(t)!, fixed, probe });
-      fake.requests.length = 0;
+      const runs = satRuns.get(t)!;
+      const sat: LoadResult = {
+        rps: runs.reduce((a, r) => a + r.rps, 0) / runs.length,
+        p50: Number.NaN,
+        p99: Number.NaN,
+        non2xx: runs.reduce((a, r) => a + r.non2xx, 0),
+        errors: runs.reduce((a, r) => a + r.errors, 0),
+      };
+      measured.push({ target: t, sat, fixed: mergePaced(fixedRuns.get(t)!), probe: (await t.server?.probe?.()) ?? null });
     }
 
     const bare = measured[0]!;
     const pk = measured[1]!;
     const gw = measured[2]!;
     const redis = backend === "postgres" ? " with limits in Redis" : "";
-    console.log(`\n## peer: chat completions in front of one bare upstream, ${backend}${redis} (${connections} connections saturated, ${rate} req/s paced over ${PACED_CONNECTIONS}; ${durationS} s per run)`);
+    console.log(
+      `\n## peer: chat completions in front of one bare upstream, ${backend}${redis} (${connections} connections saturated, ${rate} req/s paced over ${PACED_CONNECTIONS}; ${durationS} s per target, in ${slices} slices taking turns)`,
+    );
     console.log("| target | saturated req/s | p50 at rate, ms | p99 at rate, ms | added p50, ms | added p99, ms | non-2xx |");
     console.log("|---|---:|---:|---:|---:|---:|---:|");
     for (const m of measured) {
@@ -266,7 +305,7 @@ export async function benchPeer(backend: "sqlite" | "postgres"): Promise<void> {
       if (!m.probe) continue;
       const d = m.probe.eventLoopDelay;
       console.log(
-        `${m.target.label} during its paced run: event-loop delay p50 ${f2(d.p50)} p99 ${f2(d.p99)} max ${f2(d.max)} ms; GC ${m.probe.gc.count} pauses, ${f2(m.probe.gc.totalMs)} ms total, max ${f2(m.probe.gc.max)} ms; generator lag p99 ${f2(m.fixed.sendLagP99)} ms`,
+        `${m.target.label} during the paced slices (its own and the others'): event-loop delay p50 ${f2(d.p50)} p99 ${f2(d.p99)} max ${f2(d.max)} ms; GC ${m.probe.gc.count} pauses, ${f2(m.probe.gc.totalMs)} ms total, max ${f2(m.probe.gc.max)} ms; generator lag p99 ${f2(m.fixed.sendLagP99)} ms`,
       );
     }
     if (process.env.BENCH_PEER_TAIL === "1") {
