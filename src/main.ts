@@ -8,7 +8,7 @@ import { type Config, loadConfig } from "./config.ts";
 import { buildApp } from "./http/app.ts";
 import { readyFacts, readyMessage, readySummary } from "./http/ready.ts";
 import { startMetricsListener } from "./http/routes/ops.ts";
-import { compactWhenIdle } from "./memory.ts";
+import { compactWhenIdle, tuneCollector } from "./memory.ts";
 import { createServices, type Services } from "./services.ts";
 import { migrate, openDatabase } from "./storage/db.ts";
 
@@ -131,6 +131,8 @@ if (!run) {
   console.error(`unknown role '${role}'; use one of: ${Object.keys(roles).join(", ")}`);
   process.exit(2);
 }
+// Before any request or job: short-lived objects stay in the young generation (memory.ts).
+tuneCollector();
 run().catch((err: unknown) => {
   console.error(err instanceof Error ? err.message : err);
   process.exit(1);
