@@ -5,7 +5,6 @@
  * against what the gateway itself says (account balance, jobs).
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,34 +13,14 @@ import { parseBuffer } from "music-metadata";
 import { DEMO_ALPHA_VOICE_ID, DEMO_BETA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
 import { mp3Frames } from "../helpers/audio-fixtures.ts";
 import { BACKENDS } from "../helpers/backends.ts";
+import { runCli } from "../helpers/cli-run.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 import { freePort } from "../helpers/process.ts";
 
-const MAIN = join(import.meta.dirname, "../../packages/cli/src/main.ts");
 const BIN = join(import.meta.dirname, "../../packages/cli/bin/gateway.js");
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
-/** Runs the CLI (`script`: main.ts or the bin launcher) in `cwd` with the given key and gateway URL. */
-function cli(args: string[], opts: { url: string; key?: string; cwd: string; script?: string }): Promise<Run> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("GATEWAY_") && !k.startsWith("NODE_TEST")) env[k] = v;
-  env.GATEWAY_URL = opts.url;
-  if (opts.key !== undefined) env.GATEWAY_API_KEY = opts.key;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [opts.script ?? MAIN, ...args], { cwd: opts.cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = runCli;
 
 /** The MPEG audio header fields of the first frame of `bytes` (after an ID3v2 tag, if any). */
 function firstFrameHeader(bytes: Uint8Array): { version: number; layer: number; kbps: number; sampleRate: number; offset: number } {

@@ -6,41 +6,17 @@
  * with the API's code and message; a usage mistake exits 2.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { BACKENDS } from "../helpers/backends.ts";
+import { runCli } from "../helpers/cli-run.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 
-const MAIN = join(import.meta.dirname, "../../packages/cli/src/main.ts");
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
-/**
- * Runs the CLI in `cwd` with `key` as GATEWAY_API_KEY (none when null), the gateway's URL, `env`
- * (GATEWAY_ORG...), and `input` on its stdin (else stdin is empty).
- */
-function cli(args: string[], opts: { url: string; key: string | null; cwd: string; env?: Record<string, string>; input?: string }): Promise<Run> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("GATEWAY_") && !k.startsWith("NODE_TEST")) env[k] = v;
-  Object.assign(env, { GATEWAY_URL: opts.url, ...(opts.key === null ? {} : { GATEWAY_API_KEY: opts.key }) }, opts.env);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { cwd: opts.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
-    child.stdin.end(opts.input ?? "");
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = runCli;
 
 /** The value of `key` in `key  value` lines. */
 function field(text: string, key: string): string {

@@ -2,7 +2,22 @@
  * A modal confirmation on the native `<dialog>` (focus kept inside, Escape cancels, Pico styles it): for
  * actions that cannot be undone, such as revoking a key.
  */
-import { useEffect, useId, useRef, type ReactNode } from "react";
+import { type RefObject, useEffect, useId, useRef, type ReactNode } from "react";
+
+/**
+ * The ref of a native `<dialog>` shown as a modal while `open` is true and closed otherwise (every modal
+ * of the console: this confirmation, the key and organization creation forms).
+ */
+export function useModalDialog(open: boolean): RefObject<HTMLDialogElement | null> {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (open && !d.open) d.showModal();
+    if (!open && d.open) d.close();
+  }, [open]);
+  return ref;
+}
 
 export function ConfirmDialog({
   open,
@@ -24,14 +39,8 @@ export function ConfirmDialog({
   onConfirm: () => void;
   onCancel: () => void;
 }) {
-  const ref = useRef<HTMLDialogElement>(null);
+  const ref = useModalDialog(open);
   const id = useId();
-  useEffect(() => {
-    const d = ref.current;
-    if (!d) return;
-    if (open && !d.open) d.showModal();
-    if (!open && d.open) d.close();
-  }, [open]);
   return (
     <dialog ref={ref} aria-labelledby={`${id}-title`} onCancel={(e) => (e.preventDefault(), onCancel())}>
       <article>

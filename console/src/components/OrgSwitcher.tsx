@@ -6,9 +6,10 @@
  * organization's balance, keys, usage, ledger, jobs and webhooks: api.ts sends it as `X-Svc-Org`.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useEffect, useRef, useState } from "react";
+import { type FormEvent, useState } from "react";
 import { api, unwrap } from "../api.ts";
 import { selectOrg, useSelectedOrg } from "../org.ts";
+import { useModalDialog } from "./ConfirmDialog.tsx";
 import { ErrorNotice } from "./states.tsx";
 
 type Org = Awaited<ReturnType<typeof listOrgs>>["data"][number];
@@ -40,13 +41,7 @@ export function useActiveOrg(): Org | undefined {
 }
 
 function NewOrgDialog({ open, onClose }: { open: boolean; onClose: () => void }) {
-  const ref = useRef<HTMLDialogElement>(null);
-  useEffect(() => {
-    const d = ref.current;
-    if (!d) return;
-    if (open && !d.open) d.showModal();
-    if (!open && d.open) d.close();
-  }, [open]);
+  const ref = useModalDialog(open);
   return (
     <dialog ref={ref} aria-labelledby="new-org-title" onCancel={(e) => (e.preventDefault(), onClose())}>
       {open && <NewOrgForm onClose={onClose} />}

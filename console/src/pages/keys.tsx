@@ -8,10 +8,10 @@
  * made, admins and owners every key (roles.ts); the actions a role lacks are not shown.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useRef, useState, type FormEvent } from "react";
+import { useState, type FormEvent } from "react";
 import { Link } from "react-router";
 import { api, type paths, unwrap } from "../api.ts";
-import { ConfirmDialog } from "../components/ConfirmDialog.tsx";
+import { ConfirmDialog, useModalDialog } from "../components/ConfirmDialog.tsx";
 import { SecretReveal } from "../components/CopyButton.tsx";
 import { type Column, DataTable } from "../components/DataTable.tsx";
 import { FieldError, fieldErrors, type FormErrors, OtherError } from "../components/FieldError.tsx";
@@ -177,13 +177,7 @@ type CreatedKey = paths["/v1/auth/keys"]["post"]["responses"][201]["content"]["a
  * stays in the dialog, under the field it names.
  */
 function CreateKeyDialog({ open, onClose, onCreated }: { open: boolean; onClose: () => void; onCreated: (key: CreatedKey) => void }) {
-  const ref = useRef<HTMLDialogElement>(null);
-  useEffect(() => {
-    const d = ref.current;
-    if (!d) return;
-    if (open && !d.open) d.showModal();
-    if (!open && d.open) d.close();
-  }, [open]);
+  const ref = useModalDialog(open);
   return (
     <dialog ref={ref} aria-labelledby="create-key-title" onCancel={(e) => (e.preventDefault(), onClose())}>
       {/* A fresh form (and mutation state) each time the dialog opens. */}
@@ -281,13 +275,7 @@ function changes(key: Key, draft: Draft): PatchBody {
 
 /** The edit form of `editing` in a modal dialog; closes on save (or when nothing changed) and on cancel. */
 function EditKeyDialog({ editing, onClose }: { editing: Key | null; onClose: () => void }) {
-  const ref = useRef<HTMLDialogElement>(null);
-  useEffect(() => {
-    const d = ref.current;
-    if (!d) return;
-    if (editing && !d.open) d.showModal();
-    if (!editing && d.open) d.close();
-  }, [editing]);
+  const ref = useModalDialog(editing !== null);
   return (
     <dialog ref={ref} aria-labelledby="edit-key-title" onCancel={(e) => (e.preventDefault(), onClose())}>
       {/* Keyed by the key: a fresh form (and mutation state) for each key edited. */}
