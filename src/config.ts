@@ -40,6 +40,12 @@ export interface Config {
    * mode that cannot keep them (PgBouncer before 1.21, or without `max_prepared_statements`).
    */
   databasePreparedStatements: boolean;
+  /**
+   * `SQLITE_LEDGER_THREAD` (`on`, default, or `off`): on an SQLite file, the holds, captures and releases
+   * of paid calls run on a writer thread of their own (billing/ledger-writer.ts), so the event loop keeps
+   * serving requests meanwhile. `off` runs them on the event loop.
+   */
+  sqliteLedgerThread: boolean;
   /** Redis for shared limits and pools, or null for in-process. */
   redisUrl: string | null;
   /** Prefix of every Redis key (several deployments, or test runs, can share one Redis). */
@@ -487,6 +493,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: env.DATABASE_URL || "sqlite:./data/gateway.db",
     databasePoolSize: int(env, "DATABASE_POOL_SIZE", 20, 1, 1000),
     databasePreparedStatements: oneOf(env, "DATABASE_PREPARED_STATEMENTS", ["on", "off"] as const, "on") === "on",
+    sqliteLedgerThread: oneOf(env, "SQLITE_LEDGER_THREAD", ["on", "off"] as const, "on") === "on",
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.REDIS_PREFIX || "gw",
     limitsOnStoreError: oneOf(env, "LIMITS_ON_STORE_ERROR", ["open", "closed"] as const, "open"),

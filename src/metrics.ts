@@ -80,8 +80,20 @@ export const jobsByStatus = new client.Gauge({
   registers: [registry],
 });
 
+/** Where {@link recordLedger} sends entries instead of this thread's counters (the ledger's writer thread), or null. */
+let ledgerSink: ((kind: string, amountMicros: number) => void) | null = null;
+
+/**
+ * Sends the entries recorded on this thread to `sink` instead of its own counters: the ledger's writer
+ * thread (billing/ledger-writer-worker.ts) passes them to the event loop's, which `GET /metrics` reads.
+ */
+export function redirectLedgerMetrics(sink: (kind: string, amountMicros: number) => void): void {
+  ledgerSink = sink;
+}
+
 /** Records ledger entries (called by billing/ledger.ts). Amounts in micro-USD, signed. */
 export function recordLedger(kind: string, amountMicros: number): void {
+  if (ledgerSink !== null) return ledgerSink(kind, amountMicros);
   ledgerEntries.inc({ kind });
   ledgerAmount.inc({ kind }, Math.abs(amountMicros) / 1_000_000);
 }

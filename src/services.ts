@@ -39,6 +39,7 @@ import type { VisualAdapter } from "./upstreams/types.ts";
 import { AppError } from "./errors.ts";
 import { getJob, type JobStarter } from "./jobs/jobs.ts";
 import { PaidCalls } from "./billing/paid-call.ts";
+import { startLedgerWriter } from "./billing/ledger-writer.ts";
 import { BalanceEvents } from "./billing/balance-events.ts";
 import { AuthCache } from "./accounts/auth-cache.ts";
 import { createJobChangeFeed, type JobChangeFeed } from "./jobs/changes.ts";
@@ -166,6 +167,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const auth = new AuthCache({ ttlMs: config.authCacheMs });
   const jobChanges = createJobChangeFeed();
   const db = openDatabase(config.databaseUrl, { poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements });
+  const ledgerWriter = config.sqliteLedgerThread && db.sqliteFile !== null ? startLedgerWriter(db.kysely, db.sqliteFile) : null;
   const blobs = openBlobStore(config.storageUrl, config.s3);
   const media = createSimulatedMediaUpstream({ latencyScale: config.simLatencyScale });
   const simulatedVisual = createSimulatedVisualUpstream({ latencyScale: config.simLatencyScale, images: config.simImages });
@@ -288,6 +290,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       await limitStore.close();
       for (const u of textUpstreams) await u.adapter.close();
       await jobSources.close?.();
+      await ledgerWriter?.close();
       await db.close();
       // Last: the spans of the work drained above are sent before the process goes.
       await tracing?.shutdown().catch((err: unknown) => log.warn({ err: err instanceof Error ? err.message : String(err) }, "sending the last spans failed"));

@@ -13,6 +13,9 @@
  * On PostgreSQL, a hold, capture or release made outside a transaction is queued and shares one statement
  * and one commit with the others of the same moment (billing/ledger-pg-batch.ts); each call's result is
  * the one it would get alone. Inside a transaction (a job submit) it runs its own statement.
+ *
+ * On an SQLite file, a hold, capture or release made outside a transaction runs on the ledger's writer
+ * thread when one is attached (ledger-writer.ts): the same functions, on the thread's own connection.
  */
 import type { Kysely, Transaction } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
@@ -33,6 +36,7 @@ import {
   moveBalance,
   staleSyncHoldIds,
 } from "./ledger.repository.ts";
+import { ledgerWriterOf, LedgerWriterFailure } from "./ledger-writer.ts";
 import { countKeySpend, type KeySpend, KeySpendLimitError, keySpendState, periodStart, uncountKeySpend } from "./key-spend.ts";
 import type { BalanceEvents } from "./balance-events.ts";
 import { type Executor, inTransaction } from "./executor.ts";
@@ -50,6 +54,23 @@ export class InsufficientFundsError extends Error {
     this.name = "InsufficientFundsError";
     this.neededMicros = neededMicros;
     this.balanceMicros = balanceMicros;
+  }
+}
+
+/**
+ * The result of a call run on the ledger's writer thread (ledger-writer.ts), with the thread's error
+ * turned back into the class this module throws, so callers see what the same call here would throw.
+ */
+async function fromWriter<T>(call: Promise<unknown>): Promise<T> {
+  try {
+    return (await call) as T;
+  } catch (err) {
+    if (!(err instanceof LedgerWriterFailure)) throw err;
+    const { name, message, fields: f } = err.remote;
+    if (name === "InsufficientFundsError") throw new InsufficientFundsError(f["neededMicros"] as Micros, f["balanceMicros"] as Micros | null);
+    if (name === "KeySpendLimitError") throw new KeySpendLimitError(f as unknown as ConstructorParameters<typeof KeySpendLimitError>[0]);
+    if (name === "RangeError") throw new RangeError(message);
+    throw new Error(message);
   }
 }
 
@@ -92,7 +113,8 @@ export interface Hold {
  * @throws InsufficientFundsError when the balance is below the amount (nothing is written).
  */
 export async function placeHold(db: Executor, args: HoldArgs, events?: BalanceEvents | null): Promise<Hold> {
-  const hold = await placeHoldNow(db, args);
+  const writer = ledgerWriterOf(db);
+  const hold = writer ? await fromWriter<Hold>(writer.call("placeHold", [args])) : await placeHoldNow(db, args);
   // Only a hold lowers a balance (a capture gives back what the call did not use): the one write an alert hears of.
   events?.changed(db, args.accountId);
   return hold;
@@ -251,6 +273,8 @@ export async function captureHold(
   if (!Number.isSafeInteger(finalMicros) || finalMicros < 0) {
     throw new RangeError(`final amount must be a non-negative safe integer, got ${finalMicros}`);
   }
+  const writer = ledgerWriterOf(db);
+  if (writer) return fromWriter<Settlement>(writer.call("captureHold", [holdId, finalMicros, usage]));
   const now = Date.now();
   const end = usage ? endValues({ ...usage, costMicros: finalMicros }) : null;
   if (isPostgres(db)) {
@@ -289,6 +313,8 @@ export async function releaseHold(
   holdId: string,
   usage?: Omit<UsageEnd, "costMicros"> | null,
 ): Promise<Settlement | null> {
+  const writer = ledgerWriterOf(db);
+  if (writer) return fromWriter<Settlement | null>(writer.call("releaseHold", [holdId, usage]));
   const now = Date.now();
   if (isPostgres(db) && !db.isTransaction) {
     const end = usage ? endValues({ ...usage, costMicros: 0 }) : null;

@@ -38,15 +38,21 @@ export type { Dialect } from "./dialect.ts";
 export interface Db {
   kysely: Kysely<Database>;
   dialect: Dialect;
+  /**
+   * An SQLite file's absolute path and the buffer of its thread lock (storage/sqlite-thread-lock.ts), for
+   * a second connection on another thread (billing/ledger-writer.ts); null for PostgreSQL and in memory.
+   */
+  sqliteFile: { file: string; threadLock: SharedArrayBuffer } | null;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
 
 /** The {@link Db} handle of an open Kysely instance. */
-function handle(kysely: Kysely<Database>, dialect: Dialect): Db {
+function handle(kysely: Kysely<Database>, dialect: Dialect, sqliteFile: Db["sqliteFile"] = null): Db {
   return {
     kysely,
     dialect,
+    sqliteFile,
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },
@@ -96,8 +102,21 @@ export function openDatabase(url: string, opts: { poolSize?: number; preparedSta
   }
   const path = resolve(url.replace(/^(sqlite|file):(\/\/)?/, ""));
   mkdirSync(dirname(path), { recursive: true });
-  const kysely = new Kysely<Database>({ dialect: new NodeSqliteDialect(openSqlite(path)) });
-  return handle(kysely, "sqlite");
+  const sqlite = openSqlite(path);
+  const kysely = new Kysely<Database>({ dialect: new NodeSqliteDialect(sqlite) });
+  const threadLock = sqlite.coordinator.threadLock;
+  return handle(kysely, "sqlite", sqlite.file !== null && threadLock !== null ? { file: sqlite.file, threadLock: threadLock.buffer } : null);
+}
+
+/**
+ * Another connection to the SQLite file of a {@link Db} (its `sqliteFile`), for a worker thread of this
+ * process (billing/ledger-writer-worker.ts): it shares the file's thread lock, so neither connection ever
+ * waits for the other in SQLite's busy handler, and leaves checkpoints to the first connection's
+ * checkpointer, which counts its rows through that lock (storage/sqlite.ts `openSqlite`).
+ */
+export function openSqliteOnThread(sqliteFile: NonNullable<Db["sqliteFile"]>): Db {
+  const sqlite = openSqlite(sqliteFile.file, { threadLock: sqliteFile.threadLock, checkpointer: false });
+  return handle(new Kysely<Database>({ dialect: new NodeSqliteDialect(sqlite) }), "sqlite", sqliteFile);
 }
 
 /** Migrations in order; each takes the dialect for the few places where types differ. */

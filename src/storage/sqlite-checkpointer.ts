@@ -21,7 +21,6 @@
  * The thread starts on the first write-heavy period and exits after {@link THREAD_IDLE_EXIT_MS} without
  * work, so an idle gateway carries no second JavaScript heap.
  */
-import { type StatementSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
 
 /** When the checkpointer checkpoints (all optional; the defaults fit the gateway). */
@@ -71,14 +70,14 @@ parentPort.on("message", (m) => {
 `;
 
 /**
- * Runs passive WAL checkpoints of the SQLite file at `path` on a worker thread. `totalChanges` is a
- * statement `select total_changes() as n` on the event loop's connection (rows it has written since it
- * opened); `pause(fn)` runs `fn` while no transaction of this process is open on that connection
+ * Runs passive WAL checkpoints of the SQLite file at `path` on a worker thread. `totalChanges()` gives the
+ * rows this process's connections to the file have written (storage/sqlite-thread-lock.ts `rows`), a count
+ * that only grows; `pause(fn)` runs `fn` while no transaction of this process is open on the file
  * (storage/sqlite.ts `CommitCoordinator.exclusive`). Call {@link close} before closing that connection.
  */
 export class WalCheckpointer {
   readonly #path: string;
-  readonly #totalChanges: StatementSync;
+  readonly #totalChanges: () => number;
   readonly #pause: <T>(fn: () => Promise<T>) => Promise<T>;
   readonly #timer: NodeJS.Timeout;
   readonly #rowsPerCheckpoint: number;
@@ -92,7 +91,7 @@ export class WalCheckpointer {
 
   constructor(
     path: string,
-    totalChanges: StatementSync,
+    totalChanges: () => number,
     pause: <T>(fn: () => Promise<T>) => Promise<T>,
     settings: CheckpointSettings = {},
   ) {
@@ -108,7 +107,7 @@ export class WalCheckpointer {
 
   #check(): void {
     if (this.#running || this.#closed) return;
-    const changes = Number((this.#totalChanges.get() as { n: number }).n);
+    const changes = this.#totalChanges();
     const written = changes - this.#changesAtLast;
     if (written === 0) return;
     if (written < this.#rowsPerCheckpoint && performance.now() - this.#lastAt < this.#atLeastEveryMs) return;

@@ -6,6 +6,7 @@
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { resolve as resolvePath } from "node:path";
 import { type CheckpointSettings, WalCheckpointer } from "./sqlite-checkpointer.ts";
+import { ThreadWriteLock } from "./sqlite-thread-lock.ts";
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -28,8 +29,16 @@ const STATEMENT_CACHE_SIZE = 512;
  * waits instead of failing. WAL checkpoints run on a worker thread (sqlite-checkpointer.ts); `checkpoints`
  * overrides its thresholds (tests). A second `openSqlite` of the same file in this process shares the first
  * one's connection and ignores its options.
+ *
+ * A file's connection takes the file's {@link ThreadWriteLock} before it writes. Another thread of this
+ * process opens its own connection to the same file with `threadLock` (the first handle's
+ * `threadLock.buffer`) and `checkpointer: false` (the first connection's checkpointer counts its rows
+ * through the lock): the two then never wait for each other in SQLite's busy handler (billing/ledger-writer.ts).
  */
-export function openSqlite(path: string, opts: { checkpoints?: CheckpointSettings } = {}): SharedSqliteDatabase {
+export function openSqlite(
+  path: string,
+  opts: { checkpoints?: CheckpointSettings; threadLock?: SharedArrayBuffer; checkpointer?: boolean } = {},
+): SharedSqliteDatabase {
   const inMemory = path === ":memory:" || path.startsWith("file::memory:");
   const key = inMemory ? null : resolvePath(path);
   const open = key === null ? undefined : openFiles.get(key);
@@ -58,16 +67,21 @@ export function openSqlite(path: string, opts: { checkpoints?: CheckpointSetting
     };
   };
 
-  const coordinator = new CommitCoordinator((sqlText) => db.exec(sqlText));
-  const checkpointer = inMemory
-    ? null
-    : new WalCheckpointer(path, db.prepare("select total_changes() as n"), (fn) => coordinator.exclusive(fn), opts.checkpoints);
+  // An in-memory database is this connection's alone: no other connection can share it, nothing to lock.
+  const threadLock = inMemory ? null : new ThreadWriteLock(opts.threadLock);
+  const totalChanges = db.prepare("select total_changes() as n");
+  const coordinator = new CommitCoordinator((sqlText) => db.exec(sqlText), threadLock, () => Number((totalChanges.get() as { n: number }).n));
+  const checkpointer =
+    inMemory || threadLock === null || opts.checkpointer === false
+      ? null
+      : new WalCheckpointer(path, () => threadLock.rows(), (fn) => coordinator.exclusive(fn), opts.checkpoints);
   const entry = {
     refs: 1,
     handle: (): SharedSqliteDatabase => {
       let closed = false;
       return {
         coordinator,
+        file: key,
         prepare,
         close(): void {
           if (closed) return;
@@ -107,6 +121,8 @@ export function openSqlite(path: string, opts: { checkpoints?: CheckpointSetting
  */
 export interface SharedSqliteDatabase extends SqliteDatabase {
   readonly coordinator: CommitCoordinator;
+  /** The file's absolute path, or null for an in-memory database. */
+  readonly file: string | null;
 }
 
 const openFiles = new Map<string, { refs: number; handle: () => SharedSqliteDatabase }>();
@@ -161,13 +177,19 @@ class HeldConnection implements DatabaseConnection {
   wrote = false;
 
   readonly inner: DatabaseConnection;
+  readonly #c: CommitCoordinator;
 
-  constructor(inner: DatabaseConnection) {
+  constructor(inner: DatabaseConnection, coordinator: CommitCoordinator) {
     this.inner = inner;
+    this.#c = coordinator;
   }
 
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    if (!this.inTransaction && !PLAIN_READ.test(query.sql)) this.wrote = true;
+    if (!this.inTransaction && !PLAIN_READ.test(query.sql)) {
+      this.wrote = true;
+      // A write of its own (no group to join): SQLite commits it at once, under the file's thread lock.
+      if (this.#c.group === null && this.#c.threadLock !== null) return this.#c.autocommitWrite(() => this.inner.executeQuery<R>(query));
+    }
     return this.inner.executeQuery<R>(query);
   }
 
@@ -176,16 +198,65 @@ class HeldConnection implements DatabaseConnection {
   }
 }
 
-/** The connection lock and the open commit group of one SQLite connection, shared by its drivers. */
+/**
+ * The connection lock and the open commit group of one SQLite connection, shared by its drivers; and, for
+ * a file, the lock its writes take against the other threads' connections to it ({@link ThreadWriteLock}).
+ */
 export class CommitCoordinator {
   readonly lock = new FifoLock();
   group: CommitGroup | null = null;
   flushScheduled = false;
+  /** The file's lock shared with the other threads of this process, or null (in memory, tests). */
+  readonly threadLock: ThreadWriteLock | null;
   /** Runs one SQL statement on the connection, synchronously (throws SQLite's error). */
   readonly #exec: (sqlText: string) => void;
+  /** The connection's `total_changes()`. */
+  readonly #totalChanges: () => number;
+  #countedChanges = 0;
 
-  constructor(exec: (sqlText: string) => void) {
+  constructor(exec: (sqlText: string) => void, threadLock: ThreadWriteLock | null = null, totalChanges: () => number = () => 0) {
     this.#exec = exec;
+    this.threadLock = threadLock;
+    this.#totalChanges = totalChanges;
+  }
+
+  /**
+   * Opens the shared SQLite transaction of a new group (`begin immediate`), once this thread holds the
+   * file's thread lock. The caller holds {@link lock} and no group is open.
+   */
+  async openGroup(): Promise<void> {
+    const waited = this.threadLock?.acquire();
+    if (waited) await waited;
+    try {
+      this.#exec("begin immediate");
+    } catch (e) {
+      this.threadLock?.release();
+      throw e;
+    }
+    this.group = { waiting: [], openedAt: performance.now() };
+  }
+
+  /**
+   * Runs one write outside any transaction (SQLite commits it on its own) while holding the file's thread
+   * lock. The caller holds {@link lock} and no group is open.
+   */
+  async autocommitWrite<T>(fn: () => Promise<T>): Promise<T> {
+    const waited = this.threadLock?.acquire();
+    if (waited) await waited;
+    try {
+      return await fn();
+    } finally {
+      this.#endWrite();
+    }
+  }
+
+  /** After a commit or rollback: counts the rows written for the checkpointer, hands the thread lock on. */
+  #endWrite(): void {
+    if (this.threadLock === null) return;
+    const changes = this.#totalChanges();
+    this.threadLock.addRows(changes - this.#countedChanges);
+    this.#countedChanges = changes;
+    this.threadLock.release();
   }
 
   /**
@@ -204,23 +275,32 @@ export class CommitCoordinator {
       } catch {
         // Already rolled back by SQLite.
       }
+      this.#endWrite();
       for (const w of group.waiting) w.reject(e);
       return;
     }
+    this.#endWrite();
     for (const w of group.waiting) w.resolve();
   }
 
   /**
    * Runs `fn` while this process has no transaction open on the connection: takes the lock (waiting
    * for the transaction in progress), commits the open group, and hands the lock on when `fn` settles.
-   * The event loop keeps running; callers' transactions queue behind it. Used by the checkpointer to let
-   * a checkpoint catch up with the WAL's end so that the next write starts the WAL over.
+   * The event loop keeps running; callers' transactions queue behind it. The other threads' connections
+   * to the file are held back too (the thread lock). Used by the checkpointer to let a checkpoint catch up
+   * with the WAL's end so that the next write starts the WAL over.
    */
   async exclusive<T>(fn: () => Promise<T>): Promise<T> {
     await this.lock.acquire();
     try {
       this.commitGroup();
-      return await fn();
+      const waited = this.threadLock?.acquire();
+      if (waited) await waited;
+      try {
+        return await fn();
+      } finally {
+        this.threadLock?.release();
+      }
     } finally {
       this.lock.release();
     }
@@ -263,7 +343,7 @@ class NodeSqliteDriver extends SqliteDriver {
 
   override async acquireConnection(): Promise<DatabaseConnection> {
     await this.#c.lock.acquire();
-    return new HeldConnection(await super.acquireConnection());
+    return new HeldConnection(await super.acquireConnection(), this.#c);
   }
 
   override async releaseConnection(connection?: DatabaseConnection): Promise<void> {
@@ -284,10 +364,7 @@ class NodeSqliteDriver extends SqliteDriver {
    */
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     const held = connection as HeldConnection;
-    if (!this.#c.group) {
-      await held.inner.executeQuery(CompiledQuery.raw("begin immediate"));
-      this.#c.group = { waiting: [], openedAt: performance.now() };
-    }
+    if (!this.#c.group) await this.#c.openGroup();
     await held.inner.executeQuery(CompiledQuery.raw("savepoint grouped"));
     held.inTransaction = true;
   }
