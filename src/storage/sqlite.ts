@@ -253,10 +253,15 @@ export class CommitCoordinator {
   /** After a commit or rollback: counts the rows written for the checkpointer, hands the thread lock on. */
   #endWrite(): void {
     if (this.threadLock === null) return;
-    const changes = this.#totalChanges();
-    this.threadLock.addRows(changes - this.#countedChanges);
-    this.#countedChanges = changes;
-    this.threadLock.release();
+    try {
+      const changes = this.#totalChanges();
+      this.threadLock.addRows(changes - this.#countedChanges);
+      this.#countedChanges = changes;
+    } catch {
+      // The connection was closed while this write waited for the lock: nothing was written to count.
+    } finally {
+      this.threadLock.release();
+    }
   }
 
   /**
