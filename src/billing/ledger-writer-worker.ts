@@ -6,7 +6,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { openSqliteOnThread } from "../storage/db.ts";
 import { redirectLedgerMetrics } from "../metrics.ts";
-import { captureHold, placeHold, releaseHold } from "./ledger.ts";
+import { captureHold, inTransaction, placeHold, releaseHold } from "./ledger.ts";
 import type { LedgerWriterError, LedgerWriterFile, LedgerWriterReply, LedgerWriterRequest } from "./ledger-writer.ts";
 
 const port = parentPort;
@@ -26,9 +26,30 @@ function crossing(err: unknown): LedgerWriterError {
   return { name: err.name, message: err.message, fields };
 }
 
+/**
+ * `placeHoldAhead`: answered as soon as the hold is written in the open commit group (its transaction's
+ * savepoint), before the group commits; a second answer tells the commit (ledger.ts `placeHoldAhead`).
+ */
+function placeHoldAhead(req: LedgerWriterRequest): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    let placed = false;
+    inTransaction(db, async (trx) => {
+      const hold = await placeHold(trx, req.args[0] as never);
+      placed = true;
+      resolve(hold);
+      return hold;
+    }).then(
+      () => answer({ id: req.id, committed: true }),
+      (err: unknown) => (placed ? answer({ id: req.id, commitError: crossing(err) }) : reject(err)),
+    );
+  });
+}
+
 async function run(req: LedgerWriterRequest): Promise<unknown> {
   const a = req.args as never[];
   switch (req.op) {
+    case "placeHoldAhead":
+      return placeHoldAhead(req);
     case "placeHold":
       return placeHold(db, a[0]);
     case "captureHold":

@@ -23,7 +23,7 @@ import { recordLedger } from "../metrics.ts";
 import type { Executor } from "./executor.ts";
 
 /** The ledger functions the writer thread runs. */
-export type LedgerWriterOp = "placeHold" | "captureHold" | "releaseHold";
+export type LedgerWriterOp = "placeHold" | "placeHoldAhead" | "captureHold" | "releaseHold";
 
 /** A call to the thread (posted in arrays): its id, the function and its arguments (structured-cloneable, no `db`). */
 export interface LedgerWriterRequest {
@@ -47,6 +47,9 @@ export interface LedgerWriterReply {
   id: number;
   value?: unknown;
   error?: LedgerWriterError;
+  /** For `placeHoldAhead`, a second answer once the hold's commit group committed, or its commit's error. */
+  committed?: true;
+  commitError?: LedgerWriterError;
   entries: [string, number][];
 }
 
@@ -71,6 +74,8 @@ export class LedgerWriter {
   readonly #worker: Worker;
   readonly #threadId: number;
   readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  /** `placeHoldAhead` calls answered whose commit is still to come. */
+  readonly #uncommitted = new Map<number, { resolve: () => void; reject: (e: unknown) => void }>();
   readonly #onEntries: (entries: [string, number][]) => void;
   readonly #threadLock: { releaseIfHeldBy(id: number): boolean };
   #nextId = 1;
@@ -113,9 +118,28 @@ export class LedgerWriter {
    * @throws LedgerWriterFailure with the thread's error; Error when the thread died first.
    */
   call(op: LedgerWriterOp, args: unknown[]): Promise<unknown> {
-    if (!this.#alive) return Promise.reject(new Error("the ledger writer thread is not running"));
+    return this.#post(this.#nextId++, op, args);
+  }
+
+  /**
+   * Runs `placeHoldAhead` on the thread: resolves with the hold as soon as it is written in the thread's
+   * open commit group, and `committed` once that group committed (rejects with the commit's error).
+   * @throws LedgerWriterFailure with the thread's error (nothing written); Error when the thread died first.
+   */
+  async callAhead(args: unknown[]): Promise<{ value: unknown; committed: Promise<void> }> {
     const id = this.#nextId++;
-    if (this.#pending.size === 0) this.#worker.ref();
+    const committed = new Promise<void>((resolve, reject) => this.#uncommitted.set(id, { resolve, reject }));
+    try {
+      return { value: await this.#post(id, "placeHoldAhead", args), committed };
+    } catch (err) {
+      this.#uncommitted.delete(id);
+      throw err;
+    }
+  }
+
+  #post(id: number, op: LedgerWriterOp, args: unknown[]): Promise<unknown> {
+    if (!this.#alive) return Promise.reject(new Error("the ledger writer thread is not running"));
+    this.#worker.ref();
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       if (this.#outbox.push({ id, op, args }) === 1) setImmediate(() => this.#flush());
@@ -131,13 +155,20 @@ export class LedgerWriter {
   #onReplies(replies: LedgerWriterReply[]): void {
     for (const m of replies) {
       if (m.entries.length > 0) this.#onEntries(m.entries);
+      if (m.committed || m.commitError) {
+        const waiting = this.#uncommitted.get(m.id);
+        this.#uncommitted.delete(m.id);
+        if (m.commitError) waiting?.reject(new LedgerWriterFailure(m.commitError));
+        else waiting?.resolve();
+        continue;
+      }
       const call = this.#pending.get(m.id);
       if (!call) continue;
       this.#pending.delete(m.id);
       if (m.error) call.reject(new LedgerWriterFailure(m.error));
       else call.resolve(m.value);
     }
-    if (this.#pending.size === 0) {
+    if (this.#pending.size === 0 && this.#uncommitted.size === 0) {
       this.#worker.unref();
       this.#drained?.();
     }
@@ -150,13 +181,15 @@ export class LedgerWriter {
     this.#threadLock.releaseIfHeldBy(this.#threadId);
     for (const call of this.#pending.values()) call.reject(err);
     this.#pending.clear();
+    for (const waiting of this.#uncommitted.values()) waiting.reject(err);
+    this.#uncommitted.clear();
     this.#drained?.();
   }
 
   /** Lets the calls in flight finish, then closes the thread's connection and waits for it to exit. */
   async close(): Promise<void> {
     if (!this.#alive) return this.#exited;
-    if (this.#pending.size > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    if (this.#pending.size > 0 || this.#uncommitted.size > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
     this.#worker.postMessage("close");
     await this.#exited;
   }

@@ -120,6 +120,42 @@ export async function placeHold(db: Executor, args: HoldArgs, events?: BalanceEv
   return hold;
 }
 
+/**
+ * {@link placeHold} for a synchronous paid call (billing/paid-call.ts): the same hold, the same errors, but
+ * on the SQLite writer thread (ledger-writer.ts) it returns as soon as the hold is written in the thread's
+ * open commit group, before that group commits (about a millisecond later), so the upstream call starts
+ * without waiting for the commit (issue 33). What that changes:
+ * - the capture, release or refund of the hold runs on the same thread and connection: it always sees it;
+ * - a write of the event loop waits for the thread's commit (the file's thread lock), so it sees it too and
+ *   no later hold, here or there, can spend the same balance;
+ * - a plain read on the event loop's connection sees the hold once committed (a balance read at that
+ *   moment reads the balance just before the hold);
+ * - `events` hear of the hold once committed;
+ * - if the process dies or the commit fails before it commits, the hold is gone: nothing was taken, and
+ *   the capture of it fails (the call answers with an error), as if the hold had been released.
+ * Elsewhere (PostgreSQL, a transaction, no writer thread) it is {@link placeHold}, committed at once.
+ * Await `committed` before answering the caller (paid-call.ts does), so that what the caller reads next
+ * has the hold in it.
+ * @throws KeySpendLimitError, InsufficientFundsError as {@link placeHold} (nothing is written).
+ */
+export async function placeHoldAhead(db: Executor, args: HoldArgs, events?: BalanceEvents | null): Promise<PlacedHold> {
+  const writer = ledgerWriterOf(db);
+  if (!writer) return { ...(await placeHold(db, args, events)), committed: Promise.resolve() };
+  const { value, committed } = await fromWriter<{ value: unknown; committed: Promise<void> }>(writer.callAhead([args]));
+  const durable = committed.then(
+    () => events?.changed(db, args.accountId),
+    (err: unknown) => Promise.reject(err instanceof LedgerWriterFailure ? new Error(`the hold's commit failed: ${err.message}`) : err),
+  );
+  // Nobody may be waiting yet: a failed commit is reported to whoever awaits `committed`, never unhandled.
+  durable.catch(() => {});
+  return { ...(value as Hold), committed: durable };
+}
+
+/** A hold of {@link placeHoldAhead}: `committed` resolves once it is durable (rejects if its commit failed). */
+export interface PlacedHold extends Hold {
+  committed: Promise<void>;
+}
+
 async function placeHoldNow(db: Executor, args: HoldArgs): Promise<Hold> {
   assertAmount(args.amountMicros);
   const id = newTimeOrderedId("hold");

@@ -30,9 +30,10 @@ import {
   type Executor,
   getBalance,
   type Hold,
+  type PlacedHold,
   InsufficientFundsError,
   inTransaction,
-  placeHold,
+  placeHoldAhead,
   releaseHold,
   type Settlement,
 } from "./ledger.ts";
@@ -72,19 +73,22 @@ export type OnInsufficient = (err: InsufficientFundsError) => AppError;
  * Places a hold, translating a balance that is too low into the endpoint's 402. Runs inside `db` when it
  * is a transaction, so a job row and its hold commit (or roll back) together. A test-mode request (D32)
  * places no hold: it writes only its usage record and returns null. With `events` (the gateway's), a hold
- * placed outside a transaction is told to its balance listeners (balance-events.ts).
+ * placed outside a transaction is told to its balance listeners (balance-events.ts). Outside a transaction
+ * on SQLite it may return before its commit (ledger.ts `placeHoldAhead`): await its `committed` before
+ * answering the caller.
  * @throws the AppError of `onInsufficient` (nothing written); AppError 402 `key_spend_limit` when the hold
  *   would take the key past its spend limit (D34; nothing written); database errors as they are.
  */
-export async function holdOrRefuse(db: Executor, req: HoldRequest & { usage?: null }, onInsufficient: OnInsufficient, events?: BalanceEvents | null): Promise<Hold>;
-export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient, events?: BalanceEvents | null): Promise<Hold | null>;
-export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient, events?: BalanceEvents | null): Promise<Hold | null> {
+export async function holdOrRefuse(db: Executor, req: HoldRequest & { usage?: null }, onInsufficient: OnInsufficient, events?: BalanceEvents | null): Promise<PlacedHold>;
+export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient, events?: BalanceEvents | null): Promise<PlacedHold | null>;
+export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficient: OnInsufficient, events?: BalanceEvents | null): Promise<PlacedHold | null> {
   if (req.usage?.mode === "test") {
     await insertUsage(db, testRow(req, req.usage));
     return null;
   }
   try {
-    const hold = await billingStep("hold", () => placeHold(db, req, events));
+    // A synchronous call's hold goes on without waiting for its commit (ledger.ts placeHoldAhead).
+    const hold = await billingStep("hold", () => placeHoldAhead(db, req, events));
     annotateRequest({ "gw.hold_usd": hold.amountMicros / 1_000_000 });
     return hold;
   } catch (err) {
@@ -426,6 +430,7 @@ export class PaidCalls {
   ): Promise<T> {
     const usage = req.usage ? { requestId: req.usage.requestId, testMode: req.usage.mode === "test" } : null;
     let placed: Hold | { id: null; accountId: string; amountMicros: Micros; balanceAfterMicros: Micros };
+    let committed: Promise<void> | null = null;
     if (req.usage?.mode === "test") {
       // D32: no hold, the balance does not gate the call; the usage record is written as for a live call.
       if (!Number.isSafeInteger(req.amountMicros) || req.amountMicros <= 0) throw new RangeError(`amount must be a positive safe integer of micro-USD, got ${req.amountMicros}`);
@@ -434,7 +439,9 @@ export class PaidCalls {
     } else {
       this.#placing++;
       try {
-        placed = (await holdOrRefuse(db, req, policy.onInsufficient, this.#events))!;
+        const held = (await holdOrRefuse(db, req, policy.onInsufficient, this.#events))!;
+        committed = held.committed;
+        placed = held;
       } catch (err) {
         this.#placing--;
         this.#drainedCheck();
@@ -447,6 +454,9 @@ export class PaidCalls {
     let out: T;
     try {
       out = await run(hold);
+      // The hold may have gone ahead of its commit (ledger.ts placeHoldAhead): nothing is answered before
+      // it is durable, so what the caller reads next has it. A capture on the writer thread already waited.
+      if (committed) await committed;
     } catch (err) {
       await giveBack(hold);
       throw err;

@@ -16,8 +16,10 @@ import {
   inTransaction,
   ledgerSum,
   placeHold,
+  placeHoldAhead,
   releaseHold,
 } from "../../src/billing/ledger.ts";
+import type { BalanceEvents } from "../../src/billing/balance-events.ts";
 import { ledgerWriterOf, startLedgerWriter } from "../../src/billing/ledger-writer.ts";
 import { ledgerEntries } from "../../src/metrics.ts";
 import { ThreadWriteLock } from "../../src/storage/sqlite-thread-lock.ts";
@@ -119,6 +121,35 @@ describe("the ledger's writer thread (SQLite)", () => {
     assert.equal(await invariant(u.org_id), 600_000 - captured * 5_000);
     const open = await db.selectFrom("holds").select("id").where("account_id", "=", u.org_id).where("status", "=", "open").execute();
     assert.equal(open.length, 0);
+  });
+
+  test("a paid call's hold (placeHoldAhead) returns before its commit: its capture sees it, the event loop once committed, listeners after the commit", async () => {
+    const u = await gw.register();
+    const db = gw.services.db.kysely;
+    const heard: number[] = [];
+    const events = { changed: (_db: unknown, accountId: string) => void getBalance(db, accountId).then((b) => heard.push(b!)) } as unknown as BalanceEvents;
+    const hold = await placeHoldAhead(db, { accountId: u.org_id, amountMicros: 200_000, reference: "m" }, events);
+    assert.equal(hold.balanceAfterMicros, 300_000);
+    // The capture runs on the thread's connection: it finds the hold whether or not its group committed yet.
+    assert.deepEqual(await captureHold(db, hold.id, 150_000), { chargedMicros: 150_000, balanceAfterMicros: 350_000 });
+    assert.equal(await invariant(u.org_id), 350_000);
+    // The listener heard of the hold once committed: the balance it read already had the hold in it.
+    for (let i = 0; i < 100 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(heard.length, 1);
+    assert.ok(heard[0] === 300_000 || heard[0] === 350_000, `read after the commit: ${heard[0]}`);
+    await assert.rejects(placeHoldAhead(db, { accountId: u.org_id, amountMicros: 400_000 }), (err: unknown) => {
+      assert.ok(err instanceof InsufficientFundsError);
+      assert.equal(err.balanceMicros, 350_000);
+      return true;
+    });
+    // Many at once: never more placed than the balance covers (race).
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => placeHoldAhead(db, { accountId: u.org_id, amountMicros: 10_000 }).then((h) => h, (e: unknown) => e)),
+    );
+    const placed = results.filter((r) => !(r instanceof Error));
+    assert.equal(placed.length, 35);
+    for (let i = 0; i < 100 && (await getBalance(db, u.org_id)) !== 0; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(await invariant(u.org_id), 0, "committed: the event loop sees every hold");
   });
 
   test("the thread's ledger entries are counted in the event loop's metrics", async () => {
