@@ -1,7 +1,8 @@
 /**
  * The ledger's writer thread (billing/ledger-writer.ts): its own connection to the gateway's SQLite file,
  * sharing the event loop's thread lock, and the ledger's own functions (ledger.ts) run on it, with the
- * group commit of storage/sqlite.ts. Each request is answered once its transaction committed or failed.
+ * group commit of storage/sqlite.ts. Each request is answered once its transaction committed or failed,
+ * but for `placeHoldAhead`, answered once written and told again once committed.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { openSqliteOnThread } from "../storage/db.ts";
