@@ -11,7 +11,8 @@
  *
  * Semantics are those of the same call on the event loop's connection: a call's promise settles after its
  * transaction committed (or failed, with nothing written), with the same result or error
- * (ledger.ts `fromWriter` revives the error classes). Work inside a transaction of the event loop
+ * (ledger.ts `fromWriter` revives the error classes); only `callAhead` (ledger.ts `placeHoldAhead`)
+ * answers before the commit and tells it apart. Work inside a transaction of the event loop
  * (a job submit's hold, a capture with the caller's writes) stays on the event loop's connection.
  * If the thread dies, its pending calls fail and later ones run on the event loop again.
  */
