@@ -127,14 +127,18 @@ describe("the ledger's writer thread (SQLite)", () => {
     const u = await gw.register();
     const db = gw.services.db.kysely;
     const heard: number[] = [];
-    const events = { changed: (_db: unknown, accountId: string) => void getBalance(db, accountId).then((b) => heard.push(b!)) } as unknown as BalanceEvents;
+    let told!: () => void;
+    const toldOnce = new Promise<void>((r) => (told = r));
+    const events = {
+      changed: (_db: unknown, accountId: string) => void getBalance(db, accountId).then((b) => (heard.push(b!), told())),
+    } as unknown as BalanceEvents;
     const hold = await placeHoldAhead(db, { accountId: u.org_id, amountMicros: 200_000, reference: "m" }, events);
     assert.equal(hold.balanceAfterMicros, 300_000);
     // The capture runs on the thread's connection: it finds the hold whether or not its group committed yet.
     assert.deepEqual(await captureHold(db, hold.id, 150_000), { chargedMicros: 150_000, balanceAfterMicros: 350_000 });
     assert.equal(await invariant(u.org_id), 350_000);
     // The listener heard of the hold once committed: the balance it read already had the hold in it.
-    for (let i = 0; i < 100 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    await toldOnce;
     assert.equal(heard.length, 1);
     assert.ok(heard[0] === 300_000 || heard[0] === 350_000, `read after the commit: ${heard[0]}`);
     await assert.rejects(placeHoldAhead(db, { accountId: u.org_id, amountMicros: 400_000 }), (err: unknown) => {
@@ -146,9 +150,9 @@ describe("the ledger's writer thread (SQLite)", () => {
     const results = await Promise.all(
       Array.from({ length: 50 }, () => placeHoldAhead(db, { accountId: u.org_id, amountMicros: 10_000 }).then((h) => h, (e: unknown) => e)),
     );
-    const placed = results.filter((r) => !(r instanceof Error));
+    const placed = results.filter((r) => !(r instanceof Error)) as Awaited<ReturnType<typeof placeHoldAhead>>[];
     assert.equal(placed.length, 35);
-    for (let i = 0; i < 100 && (await getBalance(db, u.org_id)) !== 0; i++) await new Promise((r) => setTimeout(r, 5));
+    await Promise.all(placed.map((h) => h.committed));
     assert.equal(await invariant(u.org_id), 0, "committed: the event loop sees every hold");
   });
 
