@@ -191,3 +191,23 @@ export async function usageSums(
     .groupBy((eb) => eb(eb.ref("created_at"), "/", eb.lit(opts.bucketMs)))
     .execute()) as UsageSumRow[];
 }
+
+/**
+ * The characters the account was billed for in `[from, to)` (ms since the epoch): the sum of `characters`
+ * over its live (not test-mode, D32), succeeded records created in the window (speech records them; the
+ * ElevenLabs dialect's `character_count`, D36). A record still pending, failed or refunded counts
+ * nothing; 0 when none counts. One range scan of the index `usage_account_status` (migration 008).
+ */
+export async function billedCharacters(db: Executor, accountId: string, from: number, to: number): Promise<number> {
+  const row = await db
+    .selectFrom("usage_records")
+    .select((eb) => eb.fn.sum<number | string | null>("characters").as("chars"))
+    .where("account_id", "=", accountId)
+    .where("mode", "=", "live")
+    .where("status", "=", "succeeded")
+    .where("created_at", ">=", from)
+    .where("created_at", "<", to)
+    .executeTakeFirst();
+  // PostgreSQL's SUM of a bigint is a numeric, read as a string.
+  return Number(row?.chars ?? 0);
+}

@@ -14,7 +14,7 @@ import type { KeyMode } from "../storage/schema.ts";
 import type { Executor } from "./executor.ts";
 import { type LedgerEntry, ledgerOfRequest } from "./ledger.repository.ts";
 import type { Micros } from "../money.ts";
-import { type GroupBy, requestOfAccount, requestsPage, type RequestFilters, type UsageRecord, usageSums } from "./usage-report.repository.ts";
+import { billedCharacters, type GroupBy, requestOfAccount, requestsPage, type RequestFilters, type UsageRecord, usageSums } from "./usage-report.repository.ts";
 import { noUnits, UNIT_COLUMNS, type UnitValues, type UnitsView, unitsView } from "./usage-units.ts";
 
 export { UNIT_NAMES, type UnitsView } from "./usage-units.ts";
@@ -85,6 +85,22 @@ export async function summarizeUsage(
     groups: out,
     total: { requests: out.reduce((n, g) => n + g.requests, 0), costMicros: out.reduce((n, g) => n + g.costMicros, 0) },
   };
+}
+
+/** The UTC calendar month holding the instant `now` (ms since the epoch): its first ms and the next month's. */
+export function utcMonthOf(now: number): { from: number; to: number } {
+  const d = new Date(now);
+  return { from: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1), to: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) };
+}
+
+/**
+ * The characters the account was billed for in the UTC calendar month holding `now` (ms since the epoch,
+ * default the present): the sum over its live, succeeded records of that month (test-mode records, D32,
+ * and unfinished or failed calls count nothing). The ElevenLabs dialect's `character_count` (D36).
+ */
+export async function charactersBilledInMonth(db: Executor, accountId: string, now: number = Date.now()): Promise<number> {
+  const { from, to } = utcMonthOf(now);
+  return billedCharacters(db, accountId, from, to);
 }
 
 // ----------------------------------------------------------------------------------------- time zones

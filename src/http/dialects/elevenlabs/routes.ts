@@ -15,6 +15,7 @@ import { createMusic } from "../../../audio/music.ts";
 import { createSfx } from "../../../audio/sfx.ts";
 import { createSpeech, type SpeechBody } from "../../../audio/speech.ts";
 import { DEFAULT_SPEECH_MODEL, enabledModels, getModel } from "../../../catalog/models.ts";
+import { charactersBilledInMonth } from "../../../billing/usage-report.ts";
 import { tierRow } from "../../../catalog/tiers.ts";
 import type { SpeechModel } from "../../../catalog/types.ts";
 import type { MusicRequestBody, SfxRequestBody } from "../../../contracts/audio.ts";
@@ -50,28 +51,42 @@ export function xiKeyOf(request: FastifyRequest): string | null {
   return bearerOf(request);
 }
 
-/** Start of the current calendar month, UTC, epoch ms. */
-function monthStartMs(now = Date.now()): number {
-  const d = new Date(now);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-}
+/**
+ * The dialect's voice-creation paths (D36) and the methods registered on them: ElevenLabs' instant voice
+ * cloning (`POST /v1/voices/add`, the SDK's `voices.ivc.create`; `GET /v1/voices/add` stays the voice route's
+ * "no such voice") and voice design (`/v1/text-to-voice` and everything under it, any method).
+ */
+const UNSUPPORTED_ROUTES = [
+  { url: "/v1/voices/add", methods: ["POST", "PUT", "PATCH", "DELETE"], native: "POST /v1/audio/voice-clone" },
+  { url: "/v1/text-to-voice", methods: ["GET", "POST", "PUT", "PATCH", "DELETE"], native: "POST /v1/audio/voice-design" },
+  { url: "/v1/text-to-voice/*", methods: ["GET", "POST", "PUT", "PATCH", "DELETE"], native: "POST /v1/audio/voice-design" },
+] as const;
 
-/** The characters of live speech calls charged to `accountId` this calendar month (UTC). */
-async function charactersThisMonth(services: Services, accountId: string): Promise<number> {
-  const row = await services.db.kysely
-    .selectFrom("usage_records")
-    .select((eb) => eb.fn.sum<number | string | null>("characters").as("chars"))
-    .where("account_id", "=", accountId)
-    .where("mode", "=", "live")
-    .where("status", "=", "succeeded")
-    .where("created_at", ">=", monthStartMs())
-    .executeTakeFirst();
-  return Number(row?.chars ?? 0);
+/**
+ * The native route that creates what the dialect's voice-creation path `path` (with the `/elevenlabs`
+ * prefix, no query) would (D36): `POST /v1/audio/voice-clone` for `/elevenlabs/v1/voices/add`,
+ * `POST /v1/audio/voice-design` for `/elevenlabs/v1/text-to-voice` and the paths under it; null for any other
+ * path. For the not-found handler: a method {@link UNSUPPORTED_ROUTES} does not register (OPTIONS, ...).
+ */
+function nativeVoiceRouteOf(path: string): string | null {
+  if (path === "/elevenlabs/v1/voices/add") return UNSUPPORTED_ROUTES[0].native;
+  if (path === "/elevenlabs/v1/text-to-voice" || path.startsWith("/elevenlabs/v1/text-to-voice/")) return UNSUPPORTED_ROUTES[1].native;
+  return null;
 }
 
 /**
- * The account as ElevenLabs' `Subscription` (D36): `tier` the tier's name, `character_count` this month's
- * billed characters, `character_limit` what the balance buys at the default speech model's price.
+ * The answer to a voice-creation route of ElevenLabs (D36): 404 `endpoint_not_supported`, naming the
+ * native route (`native`, e.g. `POST /v1/audio/voice-clone`); the error handler renders it as
+ * `{"detail": {"status": "endpoint_not_supported", "message"}}`.
+ */
+function endpointNotSupported(method: string, path: string, native: string): AppError {
+  return new AppError(404, "endpoint_not_supported", `${method} ${path} is not served by the ElevenLabs dialect: voices are created on the gateway's native route, ${native}.`);
+}
+
+/**
+ * The account as ElevenLabs' `Subscription` (D36): `tier` the tier's name, `character_count` the characters
+ * billed this UTC calendar month (billing/usage-report.ts `charactersBilledInMonth`), `character_limit` what
+ * the balance buys at the default speech model's price.
  * @throws AppError 401 `auth_error` for an account that is gone.
  */
 async function subscriptionOf(services: Services, accountId: string) {
@@ -84,7 +99,7 @@ async function subscriptionOf(services: Services, accountId: string) {
     account,
     subscription: {
       tier: tierRow(account.tier).name,
-      character_count: await charactersThisMonth(services, accountId),
+      character_count: await charactersBilledInMonth(services.db.kysely, accountId),
       character_limit: perKchar > 0 ? Math.floor((balance * 1000) / perKchar) : 0,
       max_credit_limit_extension: 0,
       can_extend_character_limit: false,
@@ -115,13 +130,23 @@ export async function elevenLabsRoutes(app: App, services: Services): Promise<vo
   app.addHook("onRequest", requireAuth(services, { allowSession: false, secretOf: xiKeyOf }));
   app.setNotFoundHandler((request) => {
     const path = request.url.split("?")[0] ?? "";
-    // Voice creation stays on the native routes (its voices are beta voices, D36).
-    const native = path === "/elevenlabs/v1/voices/add" ? "POST /v1/audio/voice-clone" : path.startsWith("/elevenlabs/v1/text-to-voice") ? "POST /v1/audio/voice-design" : null;
-    if (native !== null) {
-      throw new AppError(404, "endpoint_not_supported", `${request.method} ${path} is not served by the ElevenLabs dialect: voices are created on the gateway's native route, ${native}.`);
-    }
+    // Another method on a voice-creation path (OPTIONS, ...): the same answer as its routes below.
+    const native = nativeVoiceRouteOf(path);
+    if (native !== null) throw endpointNotSupported(request.method, path, native);
     throw errors.notFound(`No route ${request.method} ${path}.`);
   });
+
+  // Voice creation stays on the native routes (its voices are beta voices, D36). These paths are routes of
+  // their own, refused in the route's `onRequest` hook: after the scope's auth, before Fastify reads or
+  // parses the body (a not-found handler runs the parsers first, so a multipart upload, the SDK's
+  // `voices.ivc.create`, answered 400 "not valid JSON"). Whatever the body, nothing of it is read or held:
+  // Node discards its bytes as they arrive, and the connection stays usable.
+  for (const { url, methods, native } of UNSUPPORTED_ROUTES) {
+    const refuse = async (request: FastifyRequest): Promise<never> => {
+      throw endpointNotSupported(request.method, request.url.split("?")[0] ?? "", native);
+    };
+    app.route({ method: [...methods], url, schema: { hide: true }, onRequest: refuse, handler: refuse });
+  }
 
   /** Answers a text-to-speech request (`stream`: the streaming route) with the audio and ElevenLabs' headers. */
   const speak = async (req: FastifyRequest, reply: FastifyReply, voiceId: string, format: AudioFormat | undefined, body: ElSpeechBody, stream: boolean) => {
