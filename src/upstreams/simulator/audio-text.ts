@@ -6,14 +6,15 @@ import { createHash } from "node:crypto";
 import type { AudioTextAdapter, AudioTextRequest } from "../types.ts";
 import { simulateLatency } from "./delay.ts";
 
-const WORDS = ["the", "gateway", "records", "every", "call", "and", "the", "balance", "follows", "the", "ledger", "while", "voices", "music", "and", "images", "arrive", "on", "time"];
+/** The simulator's vocabulary for transcripts of audio it did not make (also the realtime transcription's, D43). */
+export const SIMULATED_WORDS: readonly string[] = ["the", "gateway", "records", "every", "call", "and", "the", "balance", "follows", "the", "ledger", "while", "voices", "music", "and", "images", "arrive", "on", "time"];
 
 /** About 2.5 spoken words per second of audio. */
 function transcriptOf(req: AudioTextRequest): string {
   const h = createHash("sha256").update(req.audio).digest();
   const count = Math.max(3, Math.round(req.durationSec * 2.5));
   const words: string[] = [];
-  for (let i = 0; i < count; i++) words.push(WORDS[(h[i % h.length] + i) % WORDS.length]);
+  for (let i = 0; i < count; i++) words.push(SIMULATED_WORDS[(h[i % h.length] + i) % SIMULATED_WORDS.length]);
   const sentences: string[] = [];
   for (let i = 0; i < words.length; i += 12) {
     const s = words.slice(i, i + 12).join(" ");

@@ -33,9 +33,8 @@ export function floatToInt16(samples: Float32Array): Int16Array {
   return out;
 }
 
-/** Raw 16-bit little-endian bytes of `pcm` (no header). */
-/** 16-bit samples as little-endian bytes. */
-function int16ToLeBytes(pcm: Int16Array): Uint8Array {
+/** Raw 16-bit little-endian bytes of `pcm` (no header): 2 bytes per sample, low byte first. */
+export function int16ToLeBytes(pcm: Int16Array): Uint8Array {
   const out = new Uint8Array(pcm.length * 2);
   for (let i = 0, j = 0; i < pcm.length; i++, j += 2) {
     const v = pcm[i];
@@ -70,8 +69,8 @@ export function ulawToLinear(byte: number): number {
   return sign ? -s : s;
 }
 
-/** 16-bit samples as G.711 mu-law bytes. */
-function int16ToUlaw(pcm: Int16Array): Uint8Array {
+/** 16-bit samples as G.711 mu-law bytes (1 byte per sample). */
+export function int16ToUlaw(pcm: Int16Array): Uint8Array {
   const out = new Uint8Array(pcm.length);
   for (let i = 0; i < pcm.length; i++) out[i] = linearToUlaw(pcm[i]);
   return out;

@@ -9,6 +9,8 @@
  *   least 1 s even at scale 0 (D15).
  * - Speed: encoded clips are kept in a byte-bounded LRU cache, identical concurrent requests share one
  *   rendering, and long clips are rendered in `worker_threads` workers so the event loop stays free.
+ * - Realtime speech (D42): {@link SimulatedAudioUpstream.openSpeechStream}, in speech-stream.ts, renders
+ *   its chunks through the same cache and workers.
  */
 
 import { hash } from "node:crypto";
@@ -30,6 +32,8 @@ import { sleep } from "./delay.ts";
 import type { EncodeWorkerRequest } from "./encode-worker.ts";
 import { RenderCache, type RenderStats, RenderTask } from "./render-cache.ts";
 import { createVoiceCatalog, type VoiceCatalog } from "./voices.ts";
+import type { SpeechStreamRequest, SpeechStreamSource } from "../realtime.ts";
+import { openSimulatedSpeechStream, type RealtimeRendering, type SimulatedSpeechStream } from "./speech-stream.ts";
 
 /** Simulated delays in seconds, before multiplication by `latencyScale` (unless stated otherwise). */
 export const SIM_AUDIO_TIMING = {
@@ -182,7 +186,7 @@ function jobOf(req: SpeechRequest): { key: string; job: SpeechRenderJob } {
  * The simulated speech + voice-library upstream. Construct once per process; `close()` on shutdown.
  * Returned byte arrays may be shared with the cache: treat them as read-only.
  */
-export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapter {
+export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapter, SpeechStreamSource {
   readonly #publicBaseUrl: string;
   #catalog: VoiceCatalog | null = null;
   private readonly scale: number;
@@ -316,6 +320,16 @@ export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapte
     return provider === "alpha" ? this.catalog.alpha.slice() : this.catalog.beta.slice();
   }
 
+  /**
+   * Opens a realtime speech stream (D42; see {@link openSimulatedSpeechStream}) whose chunks are rendered
+   * through this upstream's cache and workers.
+   */
+  openSpeechStream(req: SpeechStreamRequest, signal?: AbortSignal): Promise<SimulatedSpeechStream> {
+    if (this.closed) return Promise.reject(new UpstreamError("the simulated audio upstream is closed", false));
+    const renderer = { latencyScale: this.scale, render: (key: string, job: SpeechRenderJob) => this.renderRealtime(key, job) };
+    return openSimulatedSpeechStream(renderer, req, signal);
+  }
+
   /** True when `voiceId` is in the alpha library (O(1)). */
   isAlphaVoice(voiceId: string): boolean {
     return this.catalog.isAlphaVoice(voiceId);
@@ -335,6 +349,20 @@ export class SimulatedAudioUpstream implements SpeechAdapter, VoiceLibraryAdapte
   private slowExtraMs(simulate: SimulateMode | null): number {
     if (simulate !== "slow" && simulate !== "hang") return 0;
     return (SIM_AUDIO_TIMING.slowMinSec + SIM_AUDIO_TIMING.slowScaledSec * this.scale) * 1000;
+  }
+
+  /** The rendering of one realtime chunk: a cached or inline clip, or a worker task joined until `release`. */
+  private renderRealtime(key: string, job: SpeechRenderJob): RealtimeRendering {
+    if (this.closed) throw new UpstreamError("the simulated audio upstream is closed", false);
+    const ready = this.cache.obtain(key, job);
+    if (!(ready instanceof RenderTask)) return { source: clipSource(ready), release: () => {} };
+    this.cache.join(ready);
+    let joined = true;
+    const release = () => {
+      if (joined) this.cache.release(ready);
+      joined = false;
+    };
+    return { source: taskSource(ready), release };
   }
 
   private async speechNoLatency(req: SpeechRequest, signal?: AbortSignal): Promise<RenderedClip> {

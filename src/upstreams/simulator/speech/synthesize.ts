@@ -80,21 +80,40 @@ interface SpeechPlan {
   pitchRange: number;
 }
 
+/** Start sample of each of `phones` over `total` samples, by weight, plus `total` at the end. */
+function phoneStarts(phones: readonly Phone[], total: number): Float64Array {
+  let weightSum = 0;
+  for (const p of phones) weightSum += WEIGHT[p.kind];
+  const starts = new Float64Array(phones.length + 1);
+  let acc = 0;
+  for (let i = 0; i < phones.length; i++) {
+    starts[i] = (acc / weightSum) * total;
+    acc += WEIGHT[phones[i].kind];
+  }
+  starts[phones.length] = total;
+  return starts;
+}
+
+/**
+ * Where each character (Unicode code point) of `text` is spoken in the clip {@link synthesizeSpeech}
+ * renders at `sampleRate` Hz: element `i` is the (fractional) sample where code point `i` starts, and the
+ * last element is the clip's sample count. Each code point is one phone; the clip's length is fixed by
+ * {@link speechDurationSec} (15 code points per second, at least 0.3 s) and shared among the phones by
+ * their kind's weight (a vowel lasts longer than a stop, a phrase end longer than a space). For an empty
+ * text: `[0, total]` (one pause). The realtime alignments (D42) and the simulator's transcription of its
+ * own speech (D43) read this timeline.
+ */
+export function speechCharStarts(text: string, sampleRate: number): Float64Array {
+  const phones = Array.from(text, classify);
+  if (phones.length === 0) phones.push(PAUSE);
+  return phoneStarts(phones, Math.round(speechDurationSec(text) * sampleRate));
+}
+
 /** Phones of `chars` spread over `total` samples by weight, with word accents and phrase boundaries. */
 function planSpeech(chars: string[], total: number, rng: Rng, stability: number, style: number): SpeechPlan {
   const phones = chars.map(classify);
   if (phones.length === 0) phones.push(PAUSE);
-  let weightSum = 0;
-  for (const p of phones) weightSum += WEIGHT[p.kind];
-  const starts = new Float64Array(phones.length + 1);
-  {
-    let acc = 0;
-    for (let i = 0; i < phones.length; i++) {
-      starts[i] = (acc / weightSum) * total;
-      acc += WEIGHT[phones[i].kind];
-    }
-    starts[phones.length] = total;
-  }
+  const starts = phoneStarts(phones, total);
   const pitchRange = 0.06 + 0.22 * (1 - stability) + 0.2 * style;
   const accent = new Float32Array(phones.length); // pitch multiplier offset per phone (per word)
   const loud = new Float32Array(phones.length); // loudness multiplier per phone
