@@ -84,6 +84,14 @@ export interface Config {
    */
   sweepSyncHoldsAfterSSet: boolean;
   /**
+   * Realtime sockets (D42, D43): `REALTIME_HOLD_CHARS` (1000) characters of speech one block of a
+   * socket's hold covers; `REALTIME_MAX_SESSION_S` (3600) the longest a socket stays open;
+   * `REALTIME_HEARTBEAT_MS` (5000, at most 5000) how often an open socket persists its running count; and
+   * `REALTIME_SWEEP_AFTER_S` (30, at least twice the heartbeat) after which the sweep settles the hold of
+   * a socket whose heartbeat stopped (its process died).
+   */
+  realtime: { holdChars: number; maxSessionS: number; heartbeatMs: number; sweepAfterS: number };
+  /**
    * `JOB_LEASE_S` (D28): a job on a real source whose runner has not heartbeat it for this long may be
    * taken over by another runner, which resumes it by polling. Default 30, at most half the smaller
    * sweep threshold (the default shrinks with them).
@@ -292,6 +300,22 @@ export function longestSyncCallS(textUpstreams: readonly { timeoutMs: number }[]
  */
 function sweepSyncHoldsAfterS(env: Env, textUpstreams: readonly { timeoutMs: number }[]): number {
   return int(env, "SWEEP_SYNC_HOLDS_AFTER_S", longestSyncCallS(textUpstreams) + SYNC_HOLD_MARGIN_S, 1, 86400);
+}
+
+/**
+ * The realtime socket settings (see {@link Config.realtime}).
+ * @throws Error naming the variable when `REALTIME_SWEEP_AFTER_S` is less than twice the heartbeat.
+ */
+function realtimeSettings(env: Env): Config["realtime"] {
+  const heartbeatMs = int(env, "REALTIME_HEARTBEAT_MS", 5000, 100, 5000);
+  const sweepAfterS = int(env, "REALTIME_SWEEP_AFTER_S", 30, 1, 86400);
+  if (sweepAfterS * 1000 < 2 * heartbeatMs) throw new Error(`REALTIME_SWEEP_AFTER_S must be at least twice REALTIME_HEARTBEAT_MS (${(2 * heartbeatMs) / 1000} s), got ${sweepAfterS}`);
+  return {
+    holdChars: int(env, "REALTIME_HOLD_CHARS", 1000, 1, 1_000_000),
+    maxSessionS: int(env, "REALTIME_MAX_SESSION_S", 3600, 1, 86400),
+    heartbeatMs,
+    sweepAfterS,
+  };
 }
 
 /**
@@ -513,6 +537,7 @@ export function loadConfig(env: Env = process.env): Config {
     sweepVideoAfterS: int(env, "SWEEP_VIDEO_AFTER_S", 720, 1, 86400),
     sweepImageAfterS: int(env, "SWEEP_IMAGE_AFTER_S", 420, 1, 86400),
     sweepSyncHoldsAfterS: sweepSyncHoldsAfterS(env, textUpstreams),
+    realtime: realtimeSettings(env),
     sweepSyncHoldsAfterSSet: env.SWEEP_SYNC_HOLDS_AFTER_S !== undefined && env.SWEEP_SYNC_HOLDS_AFTER_S !== "",
     jobLeaseS: jobLeaseS(env),
     textUpstreams,

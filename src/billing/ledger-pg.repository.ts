@@ -13,7 +13,10 @@ import type { Executor } from "./executor.ts";
 import { UNIT_COLUMNS, type UnitColumn, type UnitValues } from "./usage-units.ts";
 
 /** A usage record (D29) inserted by {@link pgPlaceHold} with the hold: the columns of schema.ts's table set at insert. */
-export type PgUsageRow = Omit<UsageRecordsTable, "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at" | "user_id"> & { user_id: string | null };
+export type PgUsageRow = Omit<
+  UsageRecordsTable,
+  "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at" | "user_id" | "realtime" | "session_ms" | "contexts" | "close_code"
+> & { user_id: string | null };
 
 /** How {@link pgCaptureHold} finishes the hold's usage record: status, cost and measured units (null keeps). */
 export interface PgUsageEnd {

@@ -251,17 +251,114 @@ export async function holdKeyCounter(db: Executor, holdId: string): Promise<{ ke
   return { keyId: hold.key_id, keyPeriodStart: hold.key_period_start === null ? null : Number(hold.key_period_start) };
 }
 
-/** Ids of at most `limit` synchronous-call holds (no job) still open and created before `cutoff` (epoch ms). */
+/**
+ * Ids of at most `limit` synchronous-call holds (no job, not a realtime socket's) still open and created
+ * before `cutoff` (epoch ms). A socket's hold lives as long as the socket and has its own sweep
+ * ({@link staleMeteredHolds}).
+ */
 export async function staleSyncHoldIds(db: Kysely<Database>, cutoff: number, limit: number): Promise<string[]> {
   const stale = await db
     .selectFrom("holds")
     .select("id")
     .where("status", "=", "open")
     .where("job_id", "is", null)
+    .where("heartbeat_at", "is", null)
     .where("created_at", "<", cutoff)
     .limit(limit)
     .execute();
   return stale.map((h) => h.id);
+}
+
+/** An open hold as a metered extension reads it (locked on PostgreSQL). Amounts micro-USD. */
+export interface LockedHold {
+  accountId: string;
+  amountMicros: Micros;
+  requestId: string | null;
+  reference: string | null;
+  keyId: string | null;
+  keyPeriodStart: number | null;
+}
+
+/**
+ * The open hold `holdId` (null when it is not open), its row locked until the end of `trx` on PostgreSQL
+ * (SQLite's single writer needs no lock): the first lock of a metered extension, which then locks the
+ * account and the key, the order every settlement takes (no deadlock).
+ */
+export async function lockOpenHold(trx: Transaction<Database>, holdId: string, pg: boolean): Promise<LockedHold | null> {
+  let q = trx
+    .selectFrom("holds")
+    .select(["account_id", "amount_micros", "request_id", "reference", "key_id", "key_period_start"])
+    .where("id", "=", holdId)
+    .where("status", "=", "open");
+  if (pg) q = q.forUpdate();
+  const r = await q.executeTakeFirst();
+  if (!r) return null;
+  return {
+    accountId: r.account_id,
+    amountMicros: Number(r.amount_micros),
+    requestId: r.request_id,
+    reference: r.reference,
+    keyId: r.key_id,
+    keyPeriodStart: r.key_period_start === null ? null : Number(r.key_period_start),
+  };
+}
+
+/**
+ * Adds `amountMicros` (> 0) to an open hold and persists its running count (`metered_micros` at `now`, the
+ * heartbeat of a realtime socket, D42). Returns whether the hold was open (nothing written otherwise).
+ */
+export async function growHold(trx: Transaction<Database>, holdId: string, amountMicros: Micros, meteredMicros: Micros, now: number): Promise<boolean> {
+  const res = await trx
+    .updateTable("holds")
+    .set((eb) => ({ amount_micros: eb("amount_micros", "+", amountMicros), metered_micros: meteredMicros, heartbeat_at: now }))
+    .where("id", "=", holdId)
+    .where("status", "=", "open")
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+/**
+ * Persists a realtime hold's running count: `metered_micros` (what it has charged so far, micro-USD) and the
+ * heartbeat `now` (epoch ms). Returns whether the hold is still open.
+ */
+export async function markMetered(db: Executor, holdId: string, meteredMicros: Micros, now: number): Promise<boolean> {
+  const res = await db
+    .updateTable("holds")
+    .set({ metered_micros: meteredMicros, heartbeat_at: now })
+    .where("id", "=", holdId)
+    .where("status", "=", "open")
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
+}
+
+/** An open realtime hold whose heartbeat stopped: what it holds and what it had charged, micro-USD. */
+export interface StaleMeteredHold {
+  id: string;
+  amountMicros: Micros;
+  meteredMicros: Micros;
+  requestId: string | null;
+  createdAt: number;
+  heartbeatAt: number;
+}
+
+/** At most `limit` open realtime holds (D42, D43) whose last heartbeat is before `cutoff` (epoch ms). */
+export async function staleMeteredHolds(db: Kysely<Database>, cutoff: number, limit: number): Promise<StaleMeteredHold[]> {
+  const rows = await db
+    .selectFrom("holds")
+    .select(["id", "amount_micros", "metered_micros", "request_id", "created_at", "heartbeat_at"])
+    .where("status", "=", "open")
+    .where("heartbeat_at", "is not", null)
+    .where("heartbeat_at", "<", cutoff)
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    amountMicros: Number(r.amount_micros),
+    meteredMicros: Number(r.metered_micros ?? 0),
+    requestId: r.request_id,
+    createdAt: Number(r.created_at),
+    heartbeatAt: Number(r.heartbeat_at),
+  }));
 }
 
 /** One ledger entry as the API shows it (D8, D17); amounts in micro-USD. */

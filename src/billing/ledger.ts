@@ -16,6 +16,11 @@
  *
  * On an SQLite file, a hold, capture or release made outside a transaction runs on the ledger's writer
  * thread when one is attached (ledger-writer.ts): the same functions, on the thread's own connection.
+ *
+ * A realtime socket (D42, D43) holds once and grows its hold block by block ({@link placeMeteredHold},
+ * {@link extendMeteredHold}): each growth is one more `hold` entry of the same hold, in one transaction
+ * that never overdraws and counts against the key's spend limit at once; its running count is persisted
+ * on the hold ({@link persistMetered}) so that {@link settleStaleMeteredHolds} can capture it after a crash.
  */
 import type { Kysely, Transaction } from "kysely";
 import { newTimeOrderedId } from "../ids.ts";
@@ -28,12 +33,16 @@ import {
   creditBalance,
   type EntryFields,
   getBalance,
+  growHold,
   holdKeyCounter,
   insertEntries,
   insertHold,
+  lockOpenHold,
   markCaptured,
+  markMetered,
   markReleased,
   moveBalance,
+  staleMeteredHolds,
   staleSyncHoldIds,
 } from "./ledger.repository.ts";
 import { ledgerWriterOf, LedgerWriterFailure } from "./ledger-writer.ts";
@@ -44,6 +53,8 @@ import type { Micros } from "../money.ts";
 export { type Executor, inTransaction } from "./executor.ts";
 export { getBalance, type LedgerEntry, ledgerOfRequest, ledgerSum, listLedger } from "./ledger.repository.ts";
 import { endValues, finishUsage, insertUsage, type UsageEnd, type UsageStart, usageRow } from "./usage.ts";
+import { endRealtimeUsage, markUsageRealtime, noteUsageHold, noteUsageUnits } from "./usage.repository.ts";
+import type { UnitValues } from "./usage-units.ts";
 
 /** The balance does not cover the amount asked for. Services translate it to their 402 code. */
 export class InsufficientFundsError extends Error {
@@ -446,4 +457,152 @@ export async function releaseStaleHolds(db: Kysely<Database>, olderThanMs: numbe
     if (await releaseHold(db, id, { status: "failed" })) released++;
   }
   return released;
+}
+
+/**
+ * The key spend left to a hold counted in `keyId`'s counter for the period starting at `period` (D34), or
+ * null when the key has no limit. micro-USD, never negative.
+ */
+async function keySpendLeft(trx: Transaction<Database>, keyId: string, period: number): Promise<{ left: Micros; limitMicros: Micros; spentMicros: Micros } | null> {
+  const state = await keySpendState(trx, keyId, period);
+  if (state === null) return null;
+  return { left: Math.max(0, state.limitMicros - state.spentMicros), ...state };
+}
+
+/**
+ * Places the hold of a realtime socket (D42, D43): `amountMicros` (the price of one block), or what the
+ * balance and the key's spend limit still allow if less, but at least `minMicros` (the price of one
+ * character or second, at least 1 micro-USD); in one transaction with the account row locked, so parallel
+ * sockets never overdraw. The hold is marked metered (running count 0, heartbeat `now`) and its usage record
+ * (`args.usage`, live) realtime. Not for test mode (no hold): billing/metered-hold.ts handles that.
+ * @throws InsufficientFundsError when the balance is below `minMicros`; KeySpendLimitError when the key's
+ *   limit leaves less than `minMicros` (nothing written either way).
+ */
+export async function placeMeteredHold(db: Executor, args: HoldArgs & { minMicros: Micros }, now = Date.now(), events?: BalanceEvents | null): Promise<Hold> {
+  assertAmount(args.minMicros);
+  if (args.amountMicros < args.minMicros) throw new RangeError("amountMicros must be at least minMicros");
+  const hold = await inTransaction(db, async (trx) => {
+    if (isPostgres(trx)) await pgLockAccount(trx, args.accountId);
+    const balance = (await getBalance(trx, args.accountId)) ?? 0;
+    let amount = Math.min(args.amountMicros, balance);
+    const spend = args.usage && args.usage.mode !== "test" ? (args.usage.keySpend ?? null) : null;
+    if (spend !== null) {
+      const key = await keySpendLeft(trx, spend.keyId, periodStart(spend.period, now));
+      if (key !== null && key.left < args.minMicros) {
+        throw new KeySpendLimitError({ limitMicros: key.limitMicros, spentMicros: key.spentMicros, neededMicros: args.minMicros, period: spend.period });
+      }
+      if (key !== null) amount = Math.min(amount, key.left);
+    }
+    if (amount < args.minMicros) throw new InsufficientFundsError(args.minMicros, balance);
+    const placed = await placeHold(trx, { ...args, amountMicros: amount });
+    await markMetered(trx, placed.id, 0, now);
+    if (args.usage) await markUsageRealtime(trx, args.usage.requestId);
+    return placed;
+  });
+  events?.changed(db, args.accountId);
+  return hold;
+}
+
+/** The result of {@link extendMeteredHold}: micro-USD. */
+export interface HoldExtension {
+  /** What this extension added to the hold. */
+  addedMicros: Micros;
+  /** The hold's amount after it. */
+  amountMicros: Micros;
+  balanceAfterMicros: Micros;
+}
+
+/**
+ * Grows the open realtime hold `holdId` by `wantMicros`, or by what the balance and the key's spend limit
+ * allow if less, but at least `minMicros` (D42: "extended by another block in one atomic step that never
+ * overdraws"): one more `hold` entry of the same hold, the key's counter raised in the same transaction
+ * (locks: the hold, the account, the key: the order of every settlement), and the running count
+ * `meteredMicros` persisted with the heartbeat `now`.
+ * @throws InsufficientFundsError when the balance is below `minMicros`; KeySpendLimitError when the key's
+ *   limit leaves less; Error when the hold is not open (the sweep settled it). Nothing written then.
+ */
+export async function extendMeteredHold(
+  db: Executor,
+  holdId: string,
+  a: { wantMicros: Micros; minMicros: Micros; meteredMicros: Micros },
+  now = Date.now(),
+  events?: BalanceEvents | null,
+): Promise<HoldExtension> {
+  assertAmount(a.minMicros);
+  if (a.wantMicros < a.minMicros) throw new RangeError("wantMicros must be at least minMicros");
+  let accountId = "";
+  const out = await inTransaction(db, async (trx) => {
+    const pg = isPostgres(trx);
+    const hold = await lockOpenHold(trx, holdId, pg);
+    if (hold === null) throw new Error(`hold ${holdId} is not open`);
+    accountId = hold.accountId;
+    if (pg) await pgLockAccount(trx, hold.accountId);
+    const balance = (await getBalance(trx, hold.accountId)) ?? 0;
+    let amount = Math.min(a.wantMicros, balance);
+    const counted = hold.keyId !== null && hold.keyPeriodStart !== null ? { keyId: hold.keyId, period: hold.keyPeriodStart } : null;
+    if (counted !== null) {
+      const key = await keySpendLeft(trx, counted.keyId, counted.period);
+      if (key !== null && key.left < a.minMicros) {
+        throw new KeySpendLimitError({ limitMicros: key.limitMicros, spentMicros: key.spentMicros, neededMicros: a.minMicros, period: "total" });
+      }
+      if (key !== null) amount = Math.min(amount, key.left);
+    }
+    if (amount < a.minMicros) throw new InsufficientFundsError(a.minMicros, balance);
+    if (counted !== null && (await countKeySpend(trx, counted.keyId, amount, counted.period)) === null) {
+      throw new KeySpendLimitError({ limitMicros: 0, spentMicros: 0, neededMicros: amount, period: "total" });
+    }
+    const after = await moveBalance(trx, hold.accountId, -amount);
+    if (after === null) throw new InsufficientFundsError(a.minMicros, balance);
+    if (!(await growHold(trx, holdId, amount, a.meteredMicros, now))) throw new Error(`hold ${holdId} is not open`);
+    await writeEntries(trx, hold.accountId, now, [
+      { kind: "hold", amount: -amount, balanceAfter: after, holdId, requestId: hold.requestId, reference: hold.reference },
+    ]);
+    if (hold.requestId !== null) await noteUsageHold(trx, hold.requestId, hold.amountMicros + amount);
+    return { addedMicros: amount, amountMicros: hold.amountMicros + amount, balanceAfterMicros: after };
+  });
+  events?.changed(db, accountId);
+  return out;
+}
+
+/**
+ * Persists a realtime hold's running count (D42: at least every 5 s): `meteredMicros` charged so far and
+ * the heartbeat `now`, with the units delivered so far on its usage record `requestId` (null: none), in one
+ * transaction. Returns false when the hold is no longer open (the sweep settled it).
+ */
+export async function persistMetered(db: Executor, holdId: string, meteredMicros: Micros, usage: { requestId: string; units: UnitValues } | null, now = Date.now()): Promise<boolean> {
+  return inTransaction(db, async (trx) => {
+    if (!(await markMetered(trx, holdId, meteredMicros, now))) return false;
+    if (usage !== null) await noteUsageUnits(trx, usage.requestId, usage.units, now);
+    return true;
+  });
+}
+
+/**
+ * Settles the open realtime holds (D42, D43) whose heartbeat stopped before `now - olderThanMs`: their
+ * socket's process died. Each captures its persisted running count (at most what it holds) and releases the
+ * rest, its usage record ending `succeeded` with that cost (`failed` with 0 when nothing was charged), its
+ * session length up to the last heartbeat and no close code. Returns how many it settled.
+ */
+export async function settleStaleMeteredHolds(db: Kysely<Database>, olderThanMs: number, now = Date.now()): Promise<number> {
+  const stale = await staleMeteredHolds(db, now - olderThanMs, 1000);
+  let settled = 0;
+  for (const h of stale) {
+    const final = Math.min(h.meteredMicros, h.amountMicros);
+    const done = await inTransaction(db, async (trx) => {
+      const status = final > 0 ? "succeeded" : "failed";
+      let ok: boolean;
+      if (final > 0) {
+        ok = await captureHold(trx, h.id, final, { status }).then(
+          () => true,
+          () => false,
+        );
+      } else {
+        ok = (await releaseHold(trx, h.id, { status })) !== null;
+      }
+      if (ok && h.requestId !== null) await endRealtimeUsage(trx, h.requestId, { sessionMs: Math.max(0, h.heartbeatAt - h.createdAt), contexts: null, closeCode: null });
+      return ok;
+    });
+    if (done) settled++;
+  }
+  return settled;
 }

@@ -112,7 +112,7 @@ function inScopeOf<T>(scope: TraceScope | undefined, fn: () => T): T {
 }
 
 /** The 402 `key_spend_limit` of D34, naming the limit, its period and what is left of it. */
-function keySpendLimitError(err: KeySpendLimitError): AppError {
+export function keySpendLimitError(err: KeySpendLimitError): AppError {
   const left = Math.max(0, err.limitMicros - err.spentMicros);
   const per = err.period === "total" ? "in total" : `per ${err.period}`;
   return errors.keySpendLimit(
@@ -356,7 +356,7 @@ export class PaidHold {
  */
 export class PaidCalls {
   /** Holds placed by this gateway and not yet settled (for a graceful shutdown: {@link PaidCalls.drain}). */
-  readonly #unsettled = new Set<PaidHold>();
+  readonly #unsettled = new Set<object>();
   /**
    * Holds {@link PaidCalls.withHold} is placing (their statement may be queued or in flight, their PaidHold
    * not made yet): a drain waits for them too, or a hold committed after the database closed would stay open.
@@ -379,13 +379,16 @@ export class PaidCalls {
     if (this.#unsettled.size === 0 && this.#placing === 0) this.#onDrained?.();
   }
 
-  /** Called by a {@link PaidHold} of this gateway when it is made: it counts as open until {@link PaidCalls.settled}. */
-  track(hold: PaidHold): void {
+  /**
+   * Called by a {@link PaidHold} (or a realtime socket's metered hold, metered-hold.ts) of this gateway when
+   * it is made: it counts as open until {@link PaidCalls.settled}.
+   */
+  track(hold: object): void {
     this.#unsettled.add(hold);
   }
 
-  /** Called by a {@link PaidHold} of this gateway once it is settled. */
-  settled(hold: PaidHold): void {
+  /** Called by a hold of this gateway once it is settled. */
+  settled(hold: object): void {
     this.#unsettled.delete(hold);
     this.#drainedCheck();
   }

@@ -29,6 +29,12 @@ export interface UsageRecord {
   latencyMs: number | null;
   jobId: string | null;
   createdAt: number;
+  /**
+   * A realtime socket's record (D42, D43): how long the socket was open (ms, null until it closed), the
+   * speech contexts it used (null for transcription) and its close code (null while open or when the sweep
+   * settled it); null for every other record.
+   */
+  realtime: { sessionMs: number | null; contexts: number | null; closeCode: number | null } | null;
 }
 
 const RECORD_COLUMNS = [
@@ -47,6 +53,10 @@ const RECORD_COLUMNS = [
   "latency_ms",
   "job_id",
   "created_at",
+  "realtime",
+  "session_ms",
+  "contexts",
+  "close_code",
 ] as const;
 
 function recordOf(r: UnitValues & {
@@ -64,7 +74,12 @@ function recordOf(r: UnitValues & {
   latency_ms: number | null;
   job_id: string | null;
   created_at: number;
+  realtime: number;
+  session_ms: number | null;
+  contexts: number | null;
+  close_code: number | null;
 }): UsageRecord {
+  const n = (v: number | null) => (v === null ? null : Number(v));
   return {
     id: r.id,
     accountId: r.account_id,
@@ -81,6 +96,7 @@ function recordOf(r: UnitValues & {
     latencyMs: r.latency_ms === null ? null : Number(r.latency_ms),
     jobId: r.job_id,
     createdAt: Number(r.created_at),
+    realtime: Number(r.realtime) === 1 ? { sessionMs: n(r.session_ms), contexts: n(r.contexts), closeCode: n(r.close_code) } : null,
   };
 }
 

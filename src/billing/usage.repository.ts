@@ -10,7 +10,10 @@ import type { Micros } from "../money.ts";
 import { UNIT_COLUMNS, type UnitValues, unitValueList } from "./usage-units.ts";
 
 /** A usage record as inserted: storage/schema.ts `UsageRecordsTable` with a new record's status and no settlement yet. */
-export type UsageRow = Omit<UsageRecordsTable, "status" | "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at" | "user_id"> & {
+export type UsageRow = Omit<
+  UsageRecordsTable,
+  "status" | "cost_micros" | "fallback_layer" | "latency_ms" | "updated_at" | "user_id" | "realtime" | "session_ms" | "contexts" | "close_code"
+> & {
   status: "pending" | "processing";
   user_id: string | null;
 };
@@ -77,4 +80,49 @@ export async function finishUsageRow(db: Executor, requestId: string, v: UsageEn
 export async function usageIdOfJob(db: Executor, jobId: string): Promise<string | null> {
   const row = await db.selectFrom("usage_records").select("id").where("job_id", "=", jobId).executeTakeFirst();
   return row?.id ?? null;
+}
+
+/** Marks the record `requestId` as a realtime socket's (D42, D43), in the transaction of its hold. */
+export async function markUsageRealtime(db: Executor, requestId: string): Promise<void> {
+  await db.updateTable("usage_records").set({ realtime: 1 }).where("id", "=", requestId).execute();
+}
+
+/**
+ * Notes on the record `requestId` the units a realtime socket has delivered so far (a null unit is left
+ * as it is), with the hold's persisted count, so that a record the sweep settles after a crash names what
+ * was charged.
+ */
+export async function noteUsageUnits(db: Executor, requestId: string, units: UnitValues, now: number): Promise<void> {
+  await db
+    .updateTable("usage_records")
+    .set((eb) => ({
+      ...(Object.fromEntries(UNIT_COLUMNS.map((c) => [c, eb.fn.coalesce(eb.val(units[c]), eb.ref(c))])) as Record<(typeof UNIT_COLUMNS)[number], never>),
+      updated_at: now,
+    }))
+    .where("id", "=", requestId)
+    .execute();
+}
+
+/** What a realtime socket's record gets at its end (D42): the session's length, its contexts, its close code. */
+export interface RealtimeEnd {
+  /** How long the socket was open, ms. */
+  sessionMs: number;
+  /** Speech contexts used (null for a transcription socket). */
+  contexts: number | null;
+  /** The WebSocket close code, or null when unknown (the sweep settled it). */
+  closeCode: number | null;
+}
+
+/** Writes the end of a realtime socket's record `requestId` (run it in the transaction of its settlement). */
+export async function endRealtimeUsage(db: Executor, requestId: string, end: RealtimeEnd): Promise<void> {
+  await db
+    .updateTable("usage_records")
+    .set({ session_ms: end.sessionMs, contexts: end.contexts, close_code: end.closeCode })
+    .where("id", "=", requestId)
+    .execute();
+}
+
+/** Sets what the record `requestId` holds, micro-USD: a realtime socket's hold grows (D42), in the growth's transaction. */
+export async function noteUsageHold(db: Executor, requestId: string, holdMicros: number): Promise<void> {
+  await db.updateTable("usage_records").set({ hold_micros: holdMicros }).where("id", "=", requestId).execute();
 }

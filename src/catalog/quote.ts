@@ -102,6 +102,18 @@ export function quotePerMinute(model: AudioTextModel, durationSec: number): Micr
   return p.microsPerMinute * billedMinutes(durationSec);
 }
 
+/**
+ * Realtime transcription (D43): the per-minute price charged per started second of audio, `seconds`
+ * whole seconds (>= 0) at `microsPerMinute / 60` each, rounded half-up once (0.0009 USD per minute is 15
+ * micro-USD per second). Returns micro-USD.
+ */
+export function quoteRealtimeSeconds(model: AudioTextModel, seconds: number): Micros {
+  const p = model.pricing;
+  if (p.mode !== "per-minute") return fail(model, "a per-second quote");
+  requireCount("seconds", seconds, 0);
+  return mulDiv(p.microsPerMinute, seconds, 60n);
+}
+
 /** Started minutes of `durationSec` seconds, at least 1 (spec: "billed per minute, rounded up"). */
 export function billedMinutes(durationSec: number): number {
   return Math.max(1, Math.ceil(durationSec / 60));

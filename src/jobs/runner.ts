@@ -223,7 +223,7 @@ export class JobRunner implements JobStarter {
   async #sweep(): Promise<void> {
     try {
       const { upstreamToCancel, ...r } = await sweepJobs(this.#deps.db, this.#deps.sweep, this.changes);
-      if (r.refunded + r.expired + r.syncHolds > 0) this.#deps.log.warn(r, "sweep released holds of dead or expired work");
+      if (r.refunded + r.expired + r.syncHolds + r.realtimeHolds > 0) this.#deps.log.warn(r, "sweep released holds of dead or expired work");
       for (const handle of upstreamToCancel) {
         const slot = this.#deps.sourceNamed?.(handle.source);
         await slot?.source

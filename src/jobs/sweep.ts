@@ -6,7 +6,7 @@
  * conditional on the status it expects.
  */
 import type { Kysely } from "kysely";
-import { inTransaction, releaseStaleHolds } from "../billing/ledger.ts";
+import { inTransaction, releaseStaleHolds, settleStaleMeteredHolds } from "../billing/ledger.ts";
 import { settleRelease } from "../billing/paid-call.ts";
 import { onJobEnded } from "./ended.ts";
 import type { JobChangeFeed } from "./changes.ts";
@@ -26,6 +26,11 @@ export interface SweepConfig {
   sweepImageAfterS: number;
   /** Open holds of synchronous calls older than this were orphaned by a dead process. */
   sweepSyncHoldsAfterS: number;
+  /**
+   * A realtime socket's hold whose heartbeat is older than this was orphaned by a dead process (D42, D43):
+   * the sweep captures its persisted count and releases the rest. Absent: 30 s.
+   */
+  sweepRealtimeAfterS?: number;
 }
 
 /**
@@ -57,7 +62,8 @@ export async function endJobWithoutCharge(
 
 /**
  * One sweep pass; returns how many jobs it refunded and expired, how many orphaned synchronous holds it
- * released (docs/architecture.md invariant 4: a process killed between hold and capture), and the upstream handles
+ * released (docs/architecture.md invariant 4: a process killed between hold and capture), how many realtime
+ * sockets' holds it settled (their process died: the persisted count captured, D42), and the upstream handles
  * of refunded jobs, which the caller asks their sources to cancel (D28). Each end is announced on
  * `changes`, the gateway's job feed.
  */
@@ -66,11 +72,12 @@ export async function sweepJobs(
   cfg: SweepConfig,
   changes: JobChangeFeed,
   now = Date.now(),
-): Promise<{ refunded: number; expired: number; syncHolds: number; upstreamToCancel: UpstreamHandle[] }> {
+): Promise<{ refunded: number; expired: number; syncHolds: number; realtimeHolds: number; upstreamToCancel: UpstreamHandle[] }> {
   let refunded = 0;
   const upstreamToCancel: UpstreamHandle[] = [];
   let expired = 0;
   const syncHolds = await releaseStaleHolds(db, cfg.sweepSyncHoldsAfterS * 1000);
+  const realtimeHolds = await settleStaleMeteredHolds(db, (cfg.sweepRealtimeAfterS ?? 30) * 1000, now);
   for (const kind of ["image", "video"] as const) {
     const staleBefore = now - (kind === "video" ? cfg.sweepVideoAfterS : cfg.sweepImageAfterS) * 1000;
     const stale = await staleRunningJobs(db, kind, staleBefore, SWEEP_BATCH);
@@ -98,5 +105,5 @@ export async function sweepJobs(
       if (ok) expired++;
     }
   }
-  return { refunded, expired, syncHolds, upstreamToCancel };
+  return { refunded, expired, syncHolds, realtimeHolds, upstreamToCancel };
 }

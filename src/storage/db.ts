@@ -25,6 +25,7 @@ import * as m014 from "./migrations/014_job_traceparent.ts";
 import * as m015 from "./migrations/015_idempotent_calls.ts";
 import * as m016 from "./migrations/016_organizations.ts";
 import * as m017 from "./migrations/017_drop_holds_account_status.ts";
+import * as m018 from "./migrations/018_realtime_sessions.ts";
 import type { Database } from "./schema.ts";
 import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
 import { pgStatementName } from "./prepared.ts";
@@ -139,6 +140,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, dialect: Dialect): Pr
   "015_idempotent_calls": m015,
   "016_organizations": m016,
   "017_drop_holds_account_status": m017,
+  "018_realtime_sessions": m018,
 };
 
 /**

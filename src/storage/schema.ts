@@ -175,6 +175,10 @@ export interface HoldsTable {
   key_id: Generated<string | null>;
   /** The period of that counter the hold counts in (`api_keys.spent_period_start`), or null. */
   key_period_start: Generated<number | null>;
+  /** A realtime socket's hold (D42, D43): what it has charged so far, micro-USD, as last persisted; else null. */
+  metered_micros: Generated<number | null>;
+  /** A realtime socket's hold: when its running count was last persisted, epoch ms; null for every other hold. */
+  heartbeat_at: Generated<number | null>;
 }
 
 /** Designed (`design`) or cloned (`clone`) voices, owned by one account. */
@@ -367,6 +371,14 @@ export interface UsageRecordsTable {
   fallback_layer: Generated<number>;
   /** From the hold to the settlement, ms; null until settled. */
   latency_ms: number | null;
+  /** 1 for a realtime socket's record (D42, D43), else 0. */
+  realtime: Generated<number>;
+  /** A socket's record: how long the socket was open, ms; null until it closed (and for other records). */
+  session_ms: Generated<number | null>;
+  /** A speech socket's record: how many contexts it used; else null. */
+  contexts: Generated<number | null>;
+  /** A socket's record: the WebSocket close code it ended with; null while open or when the sweep settled it. */
+  close_code: Generated<number | null>;
   created_at: number;
   updated_at: number;
 }
