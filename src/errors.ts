@@ -70,6 +70,9 @@ export const errors = {
   // 400
   invalidRequest: (message: string, param: string | null = null) =>
     new AppError(400, "invalid_request", message, param),
+  /** A realtime socket route asked without `Upgrade: websocket` (D42, D43). */
+  upgradeRequired: (path: string) =>
+    new AppError(426, "upgrade_required", `${path} is a WebSocket: connect with Upgrade: websocket (for example new WebSocket("ws://.../${path.replace(/^\//, "")}")).`, null, { Upgrade: "websocket" }),
   notATtsModel: (model: string) =>
     new AppError(400, "not_a_tts_model", `'${model}' is not a speech model.`, "model"),
   voiceRequired: () => new AppError(400, "voice_required", "voice_id (or voice) is required.", "voice_id"),

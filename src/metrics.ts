@@ -61,6 +61,20 @@ export const poolSlots = new client.Gauge({
   registers: [registry],
 });
 
+export const realtimeSockets = new client.Gauge({
+  name: "gateway_realtime_sockets_open",
+  help: "Realtime sockets (D42, D43) open in this process, by kind (speech, transcription).",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+});
+
+export const realtimeMetered = new client.Counter({
+  name: "gateway_realtime_metered_total",
+  help: "Units delivered and charged on realtime sockets (characters of speech, seconds of transcribed audio), by kind and unit.",
+  labelNames: ["kind", "unit"] as const,
+  registers: [registry],
+});
+
 export const holdsOpen = new client.Gauge({
   name: "gateway_holds_open",
   help: "Holds placed and not yet captured or released (all processes; read from the database).",

@@ -35,6 +35,7 @@ import { createSimulatedAudioUpstream } from "./upstreams/simulator/speech.ts";
 import { createSimulatedVisualUpstream } from "./upstreams/simulator/visual.ts";
 import { SimulatedVoiceCreation } from "./upstreams/simulator/voice-creation.ts";
 import { SimulatedAudioText } from "./upstreams/simulator/audio-text.ts";
+import { SimulatedRealtimeTranscription } from "./upstreams/simulator/realtime-transcription.ts";
 import type { VisualAdapter } from "./upstreams/types.ts";
 import { AppError } from "./errors.ts";
 import { getJob, type JobStarter } from "./jobs/jobs.ts";
@@ -184,6 +185,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       voices: simulator,
       voiceCreation: new SimulatedVoiceCreation(config.simLatencyScale),
       audioText: new SimulatedAudioText(config.simLatencyScale),
+      speechStream: simulator,
+      transcriptionStream: new SimulatedRealtimeTranscription({ latencyScale: config.simLatencyScale }),
     },
     realAudioSources,
   );
@@ -199,6 +202,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     sweepSyncHoldsAfterS: config.sweepSyncHoldsAfterSSet
       ? config.sweepSyncHoldsAfterS
       : Math.max(config.sweepSyncHoldsAfterS, Math.max(longestSyncCallS(textUpstreams), longestAudioChainS(upstreams, realAudioSources)) + SYNC_HOLD_MARGIN_S),
+    sweepRealtimeAfterS: config.realtime.sweepAfterS,
   };
   const chatPlanFor = chatPlanner(textUpstreams, chatSimulator);
   const limitStore = await openLimitStore(config.redisUrl, overrides.redisPrefix ?? config.redisPrefix);

@@ -154,41 +154,67 @@ export async function createSpeech(
   const guard = opts.guard ?? NO_LIMITS;
   const { model } = req;
 
+  const voice = await resolveVoice(deps, accountId, req.voiceId, model);
+  const releaseSlot = await guard.admit(model.id, model.audioPool);
+  let streaming = false;
+  try {
+    const out = await speakWithSlot(deps, accountId, req, voice, opts, releaseSlot);
+    streaming = out.audio.kind === "stream";
+    return out;
+  } catch (err) {
+    throw voiceUnknownToSource(deps, req.voiceId, model, voice.home, err);
+  } finally {
+    // A stream keeps its slot until its last chunk (released by the stream itself).
+    if (!streaming) await releaseSlot();
+  }
+}
+
+/** What the voice check of a speech call needs (a subset of {@link SpeechDeps}). */
+export type VoiceDeps = Pick<SpeechDeps, "db" | "isAlphaVoice" | "isBetaVoice" | "servedBy">;
+
+/**
+ * Where a voice of a speech call is spoken (D20): an owned voice (designed or cloned) by its upstream id on
+ * the source that made it (`home`: its name, null for the simulator); a library or system voice by its id
+ * on any source of the family (`home` undefined). Used by the HTTP route and the realtime socket (D42).
+ * @throws AppError 403 `voice_not_owned` (another account's voice), 400 `voice_model_mismatch` (a voice
+ *   of the other provider, worded by what the voice is).
+ */
+export async function resolveVoice(
+  deps: VoiceDeps,
+  accountId: string,
+  voiceId: string,
+  model: SpeechModel,
+): Promise<{ upstreamVoiceId: string; home: string | null | undefined }> {
   let voiceProvider: "alpha" | "beta" = "beta";
-  let upstreamVoiceId = req.voiceId;
+  let upstreamVoiceId = voiceId;
   // Undefined: a library or system voice (any source of the family); else the owned voice's source.
   let home: string | null | undefined;
-  const owned = await findOwnedVoice(deps.db, req.voiceId);
+  const owned = await findOwnedVoice(deps.db, voiceId);
   if (owned !== null) {
     if (owned.accountId !== accountId) throw errors.voiceNotOwned();
     upstreamVoiceId = owned.upstreamVoiceId;
     home = owned.upstreamSource;
   } else {
     // A library that cannot be read does not block speech: the requested model's provider is trusted.
-    const alpha = await deps.isAlphaVoice(req.voiceId);
+    const alpha = await deps.isAlphaVoice(voiceId);
     voiceProvider = (alpha ?? model.voiceProvider === "alpha") ? "alpha" : "beta";
   }
-  if (voiceProvider !== model.voiceProvider) throw await mismatch(deps, req.voiceId, model.id, voiceProvider, owned !== null);
+  if (voiceProvider !== model.voiceProvider) throw await mismatch(deps, voiceId, model.id, voiceProvider, owned !== null);
+  return { upstreamVoiceId, home };
+}
 
-  const releaseSlot = await guard.admit(model.id, model.audioPool);
-  let streaming = false;
-  try {
-    const out = await speakWithSlot(deps, accountId, req, { upstreamVoiceId, home }, opts, releaseSlot);
-    streaming = out.audio.kind === "stream";
-    return out;
-  } catch (err) {
-    // A library or system voice the family's source does not have: say so, and where the voices are
-    // listed (an owned voice keeps the D27 message: its source forgot it).
-    if (home === undefined && err instanceof AppError && err.code === "voice_unavailable") {
-      const unknown = errors.voiceUnavailable(unknownToSourceMessage(deps, req.voiceId, model.id, model.voiceProvider));
-      (unknown as Error).cause = err;
-      throw unknown;
-    }
-    throw err;
-  } finally {
-    // A stream keeps its slot until its last chunk (released by the stream itself).
-    if (!streaming) await releaseSlot();
+/**
+ * The error a speech call answers for `err`: a library or system voice (`home` undefined) that the
+ * family's source answered it does not have becomes a 410 `voice_unavailable` saying so and where the
+ * voices are listed (an owned voice keeps the D27 message: its source forgot it); anything else as it is.
+ */
+export function voiceUnknownToSource(deps: VoiceDeps, voiceId: string, model: SpeechModel, home: string | null | undefined, err: unknown): unknown {
+  if (home === undefined && err instanceof AppError && err.code === "voice_unavailable") {
+    const unknown = errors.voiceUnavailable(unknownToSourceMessage(deps, voiceId, model.id, model.voiceProvider));
+    (unknown as Error).cause = err;
+    return unknown;
   }
+  return err;
 }
 
 /** How to list `provider`'s voices: the API call and the CLI command (packages/cli `voices`). */
@@ -203,7 +229,7 @@ function howToList(provider: "alpha" | "beta"): string {
  * alpha model keeps this code; the message then says the id is unknown to the source(s) serving the
  * model, names them, and how to list their voices, instead of calling it a beta voice.
  */
-async function mismatch(deps: SpeechDeps, voiceId: string, modelId: string, voiceProvider: "alpha" | "beta", owned: boolean): Promise<AppError> {
+async function mismatch(deps: VoiceDeps, voiceId: string, modelId: string, voiceProvider: "alpha" | "beta", owned: boolean): Promise<AppError> {
   const wanted = voiceProvider === "alpha" ? "beta" : "alpha";
   const pick = `Model '${modelId}' needs an ${wanted} voice: ${howToList(wanted)}. Nothing was charged.`;
   if (owned) {
@@ -242,7 +268,7 @@ async function mismatch(deps: SpeechDeps, voiceId: string, modelId: string, voic
  * it does not have (ElevenLabs `voice_not_found`, MiniMax 2042): the voice is unknown to the source(s)
  * serving the model; how to list theirs.
  */
-function unknownToSourceMessage(deps: SpeechDeps, voiceId: string, modelId: string, family: "alpha" | "beta"): string {
+function unknownToSourceMessage(deps: VoiceDeps, voiceId: string, modelId: string, family: "alpha" | "beta"): string {
   return `Voice '${voiceId}' is not known to ${deps.servedBy(family)}, which serves model '${modelId}' (${family} voices): ${howToList(family)}. Nothing was charged.`;
 }
 

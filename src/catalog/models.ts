@@ -72,6 +72,8 @@ function speech(id: string, name: string, usdPerKchar: string, provider: "alpha"
     maxInputChars: 5000,
     // `stream: true` applies only to beta speech models (spec "POST /v1/audio/speech").
     supportsStreaming: provider === "beta",
+    // D42: every speech model has the socket but alpha-v3 (ElevenLabs serves eleven_v3 over HTTP only).
+    supportsRealtime: id !== "alpha-v3",
   };
 }
 

@@ -105,6 +105,11 @@ export interface SpeechModel extends ModelBase {
   maxInputChars: number;
   /** `stream: true` is honoured (beta models only). */
   supportsStreaming: boolean;
+  /**
+   * Served on the realtime speech socket (D42; `GET /v1/models` shows it as `realtime`). False for
+   * `alpha-v3`, as ElevenLabs has no socket for `eleven_v3`.
+   */
+  supportsRealtime: boolean;
 }
 
 /** Music (spec "POST /v1/audio/music"); limits count grapheme clusters after NFC (D7). */

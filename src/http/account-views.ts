@@ -63,6 +63,9 @@ export function recordJson(r: UsageRecord) {
     latency_ms: r.latencyMs,
     job_id: r.jobId,
     created_at: new Date(r.createdAt).toISOString(),
+    realtime: r.realtime !== null,
+    // D42, D43: a socket's record says how long it was open, its contexts and how it closed.
+    ...(r.realtime === null ? {} : { duration_ms: r.realtime.sessionMs, contexts: r.realtime.contexts, close_code: r.realtime.closeCode }),
   };
 }
 

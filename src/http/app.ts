@@ -41,6 +41,8 @@ import { usageRoutes } from "./routes/usage.ts";
 import { voiceCloneRoutes, voicePublicRoutes, voiceRoutes } from "./routes/voices.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 import { orgRoutes } from "./routes/orgs.ts";
+import { RealtimeSockets, registerWebSockets } from "./realtime/sockets.ts";
+import { elevenLabsRealtimeRoutes, realtimeRoutes } from "./realtime/routes.ts";
 import type { App } from "./types.ts";
 
 export type { App } from "./types.ts";
@@ -147,6 +149,10 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     throw errors.notFound(`No route ${request.method} ${path}.`);
   });
 
+  // Before any route (as @fastify/websocket requires): the realtime sockets' server (D42, D43), whose
+  // shutdown settles every open socket and closes it with 1001 before the app closes.
+  const realtimeSockets = new RealtimeSockets();
+  await registerWebSockets(app, realtimeSockets);
   // Before any route: @fastify/swagger collects the routes registered after it.
   await registerOpenApi(app, { publicBaseUrl: services.config.publicBaseUrl, adminToken: services.config.adminToken });
   // Before the route scopes: `Idempotency-Key` on every synchronous model call (D37, idempotent-calls.ts).
@@ -188,6 +194,9 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     await keyed.register(async (scope) => voiceCloneRoutes(scope, services));
     await keyed.register(async (scope) => audioTextRoutes(scope, services));
   });
+  // The realtime sockets (D42, D43): natively, and under the ElevenLabs dialect's prefix with its error shape.
+  await app.register(async (rt) => realtimeRoutes(rt, services, realtimeSockets));
+  await app.register(async (rt) => elevenLabsRealtimeRoutes(rt, services, realtimeSockets), { prefix: "/elevenlabs" });
   // The ElevenLabs dialect (D36): its own auth (`xi-api-key`), error shapes and not-found handler.
   await app.register(async (el) => elevenLabsRoutes(el, services), { prefix: "/elevenlabs" });
   // The OpenAI dialect (D37): `/v1/videos` (OpenAI's Videos API) and the whole dialect under `/openai/v1`.

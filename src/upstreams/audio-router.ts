@@ -14,6 +14,8 @@
 import type { UpstreamRegistry } from "./registry.ts";
 import { firstChunkThen } from "./first-chunk.ts";
 import { runOnSources, type Served, type SyncSlot } from "./sync-failover.ts";
+import type { SpeechStreamRequest, SpeechStreamSource, TranscriptionEvent, TranscriptionStreamRequest, TranscriptionStreamSource } from "./realtime.ts";
+import { FailoverSpeechStream, openTranscriptionOnSources, type ServedTranscription } from "./realtime-failover.ts";
 import {
   type AudioBytes,
   type AudioResult,
@@ -39,11 +41,11 @@ import {
 
 /**
  * A real audio source built from one `UPSTREAMS` entry: the capabilities its protocol has (elevenlabs:
- * speech, music, sfx, voices; minimax: speech, music, design, clone, voices; openai: transcribe,
- * understand). A capability it lacks is absent.
+ * speech, music, sfx, voices, realtime speech and transcription; minimax: speech, music, design, clone,
+ * voices, realtime speech; openai: transcribe, understand). A capability it lacks is absent.
  */
 export type RealAudioSource = NamedSource &
-  Partial<SpeechAdapter & MusicSource & SfxSource & VoiceCreationAdapter & VoiceListSource & AudioTextAdapter>;
+  Partial<SpeechAdapter & MusicSource & SfxSource & VoiceCreationAdapter & VoiceListSource & AudioTextAdapter & SpeechStreamSource & TranscriptionStreamSource>;
 
 /** The simulator's audio adapters (D10): what serves a family without a real source. */
 export interface SimulatedAudio {
@@ -52,6 +54,10 @@ export interface SimulatedAudio {
   voiceCreation: VoiceCreationAdapter;
   voices: VoiceLibraryAdapter;
   audioText: AudioTextAdapter;
+  /** Realtime speech (D42): audio follows the text as it arrives. */
+  speechStream: SpeechStreamSource;
+  /** Realtime transcription (D43): its own speech comes back as the text it spoke; silence gives nothing. */
+  transcriptionStream: TranscriptionStreamSource;
 }
 
 /** The catalog's voice design and cloning models (one each): what their upstream spans name (D40). */
@@ -157,6 +163,46 @@ export class AudioRouter {
       signal,
       { operation: "text_to_speech", model: req.model, content: () => req.text },
     );
+  }
+
+  /**
+   * A realtime speech stream of `family` (D42), opened at its first chunk on the family's sources with
+   * failover before the first audio of a chunk (realtime-failover.ts), or on the simulator when the family
+   * has no source with sockets. `home` pins an owned voice as {@link AudioRouter.speech} does.
+   * @throws UpstreamError (`voiceUnavailable`) when the voice's source is no longer configured.
+   */
+  speechStream(family: "alpha" | "beta", req: SpeechStreamRequest, home: VoiceHome | undefined): FailoverSpeechStream {
+    type Open = SpeechStreamSource;
+    const sim: Open = this.#sim.speechStream;
+    let slots: SyncSlot<Open>[];
+    if (home === undefined) {
+      slots = this.#plan(family, (s) => (s.openSpeechStream === undefined ? undefined : { openSpeechStream: s.openSpeechStream.bind(s) }), sim);
+    } else if (home === null || this.#simulatorOnly) {
+      slots = [{ name: null, state: null, adapter: sim }];
+    } else {
+      const state = this.#registry.get(home);
+      const source = this.#sources.get(home);
+      if (state === undefined || source?.openSpeechStream === undefined) {
+        throw new UpstreamError(`the voice's source ${home} is no longer configured`, false, { voiceUnavailable: true });
+      }
+      slots = [{ name: home, state, adapter: { openSpeechStream: source.openSpeechStream.bind(source) } }];
+    }
+    return new FailoverSpeechStream(this.#registry, slots, req);
+  }
+
+  /**
+   * Opens a realtime transcription stream (D43) on the `transcribe` family's sources with sockets, with
+   * failover at opening, or on the simulator. Its events go to `onEvent`.
+   * @throws UpstreamError, AppError 429 (every source at its cap).
+   */
+  transcriptionStream(req: TranscriptionStreamRequest, onEvent: (event: TranscriptionEvent) => void, signal?: AbortSignal): Promise<ServedTranscription> {
+    type Open = TranscriptionStreamSource;
+    const slots = this.#plan<Open>(
+      "transcribe",
+      (s) => (s.openTranscriptionStream === undefined ? undefined : { openTranscriptionStream: s.openTranscriptionStream.bind(s) }),
+      this.#sim.transcriptionStream,
+    );
+    return openTranscriptionOnSources(this.#registry, slots, req, onEvent, signal);
   }
 
   /** Music of `family` (`alpha-music` on alpha, beta models on beta). @throws UpstreamError, AppError 429. */

@@ -52,6 +52,8 @@ const simulated: SimulatedAudio = {
   voiceCreation: { designVoice: async () => ({ upstreamVoiceId: "sim-design" }), cloneVoice: async () => ({ upstreamVoiceId: "sim-clone" }) },
   voices: { listVoices: async () => [], isAlphaVoice: () => false },
   audioText: { transcribe: async () => ({ text: "sim" }), understand: async () => ({ text: "sim" }) },
+  speechStream: { openSpeechStream: async () => Promise.reject(new Error("not used here")) },
+  transcriptionStream: { openTranscriptionStream: async () => Promise.reject(new Error("not used here")) },
 };
 
 const req: SpeechRequest = { model: "alpha-v3", text: "hi", voiceId: "v", format: "mp3_44100_128", voiceSettings: {}, stream: false, simulate: null };

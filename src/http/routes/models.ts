@@ -24,6 +24,8 @@ export interface ModelEntry {
   /** D35: `YYYY-MM-DD` (UTC) from which the model answers 410 `model_retired`, or null. */
   shutdown_date: string | null;
   aliases: string[];
+  /** Speech models (D42): served on the realtime socket (`/v1/audio/speech/{voice_id}/stream-input`). Absent for other models. */
+  realtime?: boolean;
 }
 
 /** A fixed creation time: the catalog has no per-model dates. */
@@ -47,6 +49,7 @@ export function allModels(): ModelEntry[] {
     legacy: m.legacy,
     ...lifecycleOf(m.id, m.legacy),
     aliases: "aliases" in m ? m.aliases : [],
+    ...(m.capability === "speech" ? { realtime: m.supportsRealtime } : {}),
   }));
   const text: ModelEntry[] = TEXT_MODELS.filter((m) => m.enabled).map((m) => ({
     id: m.id,

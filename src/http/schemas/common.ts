@@ -235,6 +235,7 @@ const STATUS_TEXT: Record<number, string> = {
   415: "Unsupported media type",
   414: "Path too long",
   416: "Range not satisfiable",
+  426: "Upgrade required",
   429: "Rate limited (see `Retry-After`)",
   500: "Internal failure",
   502: "Upstream provider failure",

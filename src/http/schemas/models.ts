@@ -32,6 +32,7 @@ export const listModelsSchema = route({
             deprecated: bool("Deprecated: a legacy model, or one with a shutdown date; newer models are preferred for new projects."),
             shutdown_date: nullable(str("The day (`YYYY-MM-DD`, UTC) from which the model answers 410 `model_retired`; null when none is scheduled.", { format: "date" })),
             aliases: arr(str("Alias."), "Aliases resolving to it."),
+            realtime: bool("Speech models only (D42): served on the realtime socket `GET /v1/audio/speech/{voice_id}/stream-input` (and `multi-stream-input`)."),
           },
           ["id", "object", "owned_by", "capabilities", "deprecated", "shutdown_date"],
         ),

@@ -42,9 +42,16 @@ const RECORD_FIELDS = {
   latency_ms: nullable(int("From the hold to the charge or release, ms (a stream of speech: to its first audio); null until then.")),
   job_id: nullable(str("The job, for image, video and stored audio calls.")),
   created_at: isoTime("When the call placed its hold."),
+  realtime: bool("`true` for a realtime socket's record (D42, D43): one record per socket, whatever its length."),
 };
 const RECORD_REQUIRED = Object.keys(RECORD_FIELDS);
-const RECORD = obj(RECORD_FIELDS, RECORD_REQUIRED);
+/** Fields of a realtime socket's record only (D42, D43). */
+const REALTIME_FIELDS = {
+  duration_ms: nullable(int("How long the socket was open, ms (null while open).")),
+  contexts: nullable(int("Speech contexts the socket used (`multi-stream-input`: up to 5 at once); null for transcription.")),
+  close_code: nullable(int("The WebSocket close code the socket ended with (1000 normal, 1001 shutdown, 1008 policy, 1011 upstream); null while open, or when the sweep settled a socket whose process died.")),
+};
+const RECORD = obj({ ...RECORD_FIELDS, ...REALTIME_FIELDS }, RECORD_REQUIRED);
 
 /** The query of `GET /v1/requests` (also the operator's `GET /v1/admin/users/{user_id}/requests`). */
 export const REQUESTS_QUERY = obj({
@@ -85,7 +92,7 @@ export const getRequestSchema = route({
   responses: {
     200: ok(
       "The record and its ledger entries, oldest first (none for a test-mode key).",
-      obj({ ...RECORD_FIELDS, ledger: { type: "array", items: LEDGER_ENTRY, description: "The call's ledger entries." } }, [...RECORD_REQUIRED, "ledger"]),
+      obj({ ...RECORD_FIELDS, ...REALTIME_FIELDS, ledger: { type: "array", items: LEDGER_ENTRY, description: "The call's ledger entries." } }, [...RECORD_REQUIRED, "ledger"]),
     ),
     ...errors({ ...AUTH_ERR, 404: "`request_not_found` (unknown, or another account's)" }),
   },

@@ -1,0 +1,252 @@
+/**
+ * The text-to-speech sockets (D42): ElevenLabs' `stream-input` and `multi-stream-input` protocols at
+ * `GET /v1/audio/speech/{voice_id}/stream-input|multi-stream-input` and at the dialect's
+ * `/elevenlabs/v1/text-to-speech/{voice_id}/...` (one handler). This module is the protocol edge only: it
+ * turns the client's messages into calls of the speech session (audio/realtime/speech-session.ts), which
+ * owns the money, the limits and the upstream, and renders what the session reports as ElevenLabs'
+ * messages and close codes.
+ */
+import type { FastifyRequest } from "fastify";
+import type { WebSocket } from "ws";
+import { SpeechSession, type SessionEnd, type SpeechAudio, type SpeechSessionSink } from "../../audio/realtime/speech-session.ts";
+import { DEFAULT_SPEECH_MODEL } from "../../catalog/models.ts";
+import { AppError } from "../../errors.ts";
+import type { Services } from "../../services.ts";
+import type { AudioFormat } from "../../upstreams/types.ts";
+import { MODEL_CALL } from "../auth.ts";
+import { simulateHeader } from "../call-context.ts";
+import { catalogModelOf } from "../dialects/elevenlabs/models.ts";
+import { speechSocketSchema } from "../schemas/realtime.ts";
+import type { Tag } from "../schemas/common.ts";
+import type { App } from "../types.ts";
+import { jsonObject, MessageError, parseSpeechMessage, type SpeechMessage, speechAudioMessage, speechErrorMessage, speechFinalMessage } from "./messages.ts";
+import {
+  callerOfKey,
+  callerOfRequest,
+  closeSocket,
+  FIRST_MESSAGE_TIMEOUT_MS,
+  type RealtimeSockets,
+  sendText,
+  type SocketCaller,
+  socketAuth,
+  upgradeRequired,
+} from "./sockets.ts";
+
+/** The query of a text-to-speech upgrade, as the route schema validated it. */
+interface SpeechQuery {
+  model_id?: string;
+  output_format?: string;
+  inactivity_timeout?: string;
+  auto_mode?: "true" | "false";
+}
+
+/** One text-to-speech socket: the bridge between its WebSocket and its {@link SpeechSession}. */
+class SpeechSocket implements SpeechSessionSink {
+  readonly #services: Services;
+  readonly #sockets: RealtimeSockets;
+  readonly #request: FastifyRequest;
+  readonly #multi: boolean;
+  #ws: WebSocket | null = null;
+  #session: SpeechSession | null = null;
+  #closed = false;
+
+  constructor(services: Services, sockets: RealtimeSockets, request: FastifyRequest, multi: boolean) {
+    this.#services = services;
+    this.#sockets = sockets;
+    this.#request = request;
+    this.#multi = multi;
+  }
+
+  /**
+   * Opens the session for `caller` (D42: model, voice, limits, hold).
+   * @throws AppError: the refusal (an HTTP answer before the upgrade; after it, an error message and 1008).
+   */
+  async open(caller: SocketCaller): Promise<void> {
+    const q = this.#request.query as SpeechQuery;
+    const { voice_id: voiceId } = this.#request.params as { voice_id: string };
+    const rt = this.#services.config.realtime;
+    const library = this.#services.voiceLibrary;
+    this.#session = await SpeechSession.open(
+      {
+        db: this.#services.db.kysely,
+        paidCalls: this.#services.paidCalls,
+        events: this.#services.paidCalls.events,
+        audio: this.#services.audio,
+        isAlphaVoice: (id) => library.isAlphaVoice(id),
+        isBetaVoice: (id) => library.isBetaVoice(id),
+        servedBy: (p) => library.servedBy(p),
+        onBackgroundError: (err) => this.#request.log.warn({ err: err instanceof Error ? err.message : String(err) }, "realtime speech"),
+      },
+      {
+        accountId: caller.principal.accountId,
+        modelId: catalogModelOf(q.model_id ?? DEFAULT_SPEECH_MODEL),
+        voiceId,
+        format: (q.output_format ?? "mp3_44100_128") as AudioFormat,
+        autoMode: q.auto_mode === "true",
+        inactivityTimeoutS: q.inactivity_timeout === undefined ? 20 : Number(q.inactivity_timeout),
+        maxSessionS: rt.maxSessionS,
+        holdChars: rt.holdChars,
+        heartbeatMs: rt.heartbeatMs,
+        simulate: simulateHeader(this.#request.headers["x-svc-simulate"]),
+        call: caller.call,
+        guard: caller.guard,
+      },
+      this,
+    );
+    this.#sockets.add(this);
+  }
+
+  /**
+   * The socket is accepted: its messages go to the session (or, without a key before the upgrade, the
+   * first one authenticates it). Attached synchronously, so no message is missed.
+   */
+  attach(ws: WebSocket): void {
+    this.#ws = ws;
+    let first = true;
+    let chain: Promise<void> = Promise.resolve();
+    const waiting =
+      this.#session === null
+        ? setTimeout(() => this.#refuse("auth_error", "No key was sent: send xi-api-key (or Authorization) with the upgrade, or xi_api_key in the first message."), FIRST_MESSAGE_TIMEOUT_MS)
+        : null;
+    waiting?.unref();
+    ws.on("message", (data, isBinary) => {
+      // Messages are handled in order, the first one's authentication included.
+      chain = chain.then(async () => {
+        if (this.#closed) return;
+        let msg: SpeechMessage;
+        try {
+          msg = parseSpeechMessage(jsonObject(data as Buffer, isBinary), this.#multi);
+        } catch (err) {
+          if (err instanceof MessageError) return this.#refuse("invalid_request", err.message);
+          throw err;
+        }
+        if (first && this.#session === null) {
+          if (waiting !== null) clearTimeout(waiting);
+          if (!(await this.#authenticate(msg.key))) return;
+        }
+        first = false;
+        this.#handle(msg);
+      });
+      chain.catch((err: unknown) => {
+        this.#request.log.error({ err }, "realtime speech message");
+        this.#refuse("internal_error", "The message could not be handled.");
+      });
+    });
+    ws.on("close", (code) => {
+      this.#closed = true;
+      if (waiting !== null) clearTimeout(waiting);
+      void this.#session?.clientClosed(code);
+    });
+  }
+
+  /** First-message authentication (D42): a bad key closes with 1008; a refused opening too, with its code. */
+  async #authenticate(key: string | null): Promise<boolean> {
+    const caller = key === null ? null : await callerOfKey(this.#services, this.#request, key);
+    if (caller === null) {
+      this.#refuse("auth_error", key === null ? "No key was sent: send xi-api-key with the upgrade or xi_api_key in the first message." : "Invalid API key.");
+      return false;
+    }
+    try {
+      await this.open(caller);
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      this.#refuse(err.code, err.message);
+      return false;
+    }
+    if (this.#closed) void this.#session?.clientClosed(1006);
+    return true;
+  }
+
+  /** A parsed message (D42): a context's first message, text, flush, the end, `close_context`, `close_socket`. */
+  #handle(m: SpeechMessage): void {
+    const s = this.#session;
+    if (s === null || !s.open) return;
+    s.touch();
+    if (m.closeSocket) return s.endInput({ flushBuffered: false });
+    const ctx = this.#multi ? m.contextId : null;
+    if (m.closeContext) return s.closeContext(ctx);
+    if (!s.hasContext(ctx)) {
+      // A context's first message (ElevenLabs': `{"text": " "}` with its settings); its text, if any, is buffered.
+      if (!s.openContext(ctx, { voiceSettings: m.voiceSettings ?? {}, schedule: m.schedule })) return;
+      if (m.text !== undefined && m.text.trim().length > 0) s.text(ctx, m.text, { flush: m.flush, tryTrigger: m.tryTrigger });
+      else if (m.flush) s.flush(ctx);
+      return;
+    }
+    // `stream-input`: an empty text ends the input (everything buffered is spoken, then the socket closes).
+    if (!this.#multi && m.text === "") return s.endInput({ flushBuffered: true });
+    if (m.text !== undefined && m.text.length > 0) s.text(ctx, m.text, { flush: m.flush, tryTrigger: m.tryTrigger });
+    else if (m.flush) s.flush(ctx);
+  }
+
+  /** Ends the socket on a refusal: through the session when there is one (it settles), else the message and 1008. */
+  #refuse(code: string, message: string): void {
+    if (this.#session !== null) return this.#session.refuse(code, message);
+    if (this.#ws === null) return;
+    sendText(this.#ws, speechErrorMessage(code, message));
+    closeSocket(this.#ws, 1008, message);
+  }
+
+  // SpeechSessionSink
+
+  audio(contextId: string | null, audio: SpeechAudio): void {
+    sendText(this.#ws, speechAudioMessage(audio, contextId, this.#multi));
+  }
+
+  final(contextId: string | null): void {
+    sendText(this.#ws, speechFinalMessage(contextId, this.#multi));
+  }
+
+  end(end: SessionEnd): void {
+    this.#sockets.delete(this);
+    if (this.#ws === null) return;
+    if (end.error !== null) sendText(this.#ws, speechErrorMessage(end.error.code, end.error.message));
+    closeSocket(this.#ws, end.closeCode, end.error?.message ?? "");
+  }
+
+  /** A graceful shutdown (D42): settled, then 1001. */
+  shutdown(graceMs: number): Promise<void> {
+    return this.#session?.shutdown(graceMs) ?? Promise.resolve();
+  }
+
+  /** The connection closed before the upgrade completed: the session opened for it is settled (nothing was spoken). */
+  shutdownIfUnattached(): void {
+    if (this.#ws === null) void this.#session?.clientClosed(1006);
+  }
+}
+
+/** Sockets opened before the upgrade, waiting for it (by request). */
+const opened = new WeakMap<FastifyRequest, SpeechSocket>();
+
+/**
+ * Registers the text-to-speech sockets at `prefix` + `path` (D42): `/v1/audio/speech/:voice_id` natively,
+ * `/v1/text-to-speech/:voice_id` in the ElevenLabs dialect (its scope gives the error shape).
+ */
+export function speechSocketRoutes(app: App, services: Services, sockets: RealtimeSockets, opts: { path: string; tag: Tag; idPrefix: string }): void {
+  for (const multi of [false, true]) {
+    const url = `${opts.path}/${multi ? "multi-stream-input" : "stream-input"}`;
+    app.route({
+      method: "GET",
+      url,
+      schema: speechSocketSchema({ multi, tag: opts.tag, operationId: `${opts.idPrefix}${multi ? "MultiStreamInput" : "StreamInput"}` }),
+      config: MODEL_CALL,
+      onRequest: socketAuth(services),
+      // Before the upgrade: the session opens (a refusal is the HTTP answer); a client that leaves before the
+      // upgrade completes settles it.
+      preHandler: async (request) => {
+        if (!request.ws) return;
+        const caller = callerOfRequest(services, request);
+        if (caller === null) return;
+        const socket = new SpeechSocket(services, sockets, request, multi);
+        await socket.open(caller);
+        opened.set(request, socket);
+        request.raw.socket.once("close", () => void socket.shutdownIfUnattached());
+      },
+      handler: async (request) => upgradeRequired(request),
+      wsHandler: (ws, request) => {
+        const socket = opened.get(request) ?? new SpeechSocket(services, sockets, request, multi);
+        opened.delete(request);
+        socket.attach(ws);
+      },
+    });
+  }
+}
