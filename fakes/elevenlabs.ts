@@ -13,6 +13,9 @@
  * | `GET /v2/voices?page_size=&next_page_token=` | `{voices, has_more, total_count, next_page_token}` over the account's voices (`page_size` 1..100, default 10) |
  * | `GET /v1/voices` | `{voices}`: every account voice |
  * | `GET /v1/shared-voices?page_size=&page=` | `{voices, has_more, total_count, last_sort_id}` over the public library (`page_size` 1..100, default 30; `page` from 0) |
+ * | `POST /v1/speech-to-text` (multipart `file`, `model_id`, ...) | `{language_code, language_probability, text, words, transcription_id}` (fakes/elevenlabs-realtime.ts) |
+ * | WebSocket `/v1/text-to-speech/{voice_id}/stream-input`, `.../multi-stream-input` | realtime speech (D42; fakes/elevenlabs-realtime.ts) |
+ * | WebSocket `/v1/speech-to-text/realtime` | Scribe realtime transcription (D43; fakes/elevenlabs-realtime.ts) |
  * Another path: 404 `{detail: "Not Found"}`; a known path with another method: 405 `{detail: "Method
  * Not Allowed"}`. Audio is a sine tone in the requested `output_format` whose pitch follows the voice or
  * prompt; the content type is `audio/mpeg`, `audio/pcm` or `audio/basic` (*unverified*: ElevenLabs' own
@@ -64,15 +67,21 @@
  * | `hang` | never answered (until `close()`) |
  * | `slow` | answered after 2 s |
  * | `echo-key` | 401 `invalid_api_key` with the caller's key echoed in `message` (redaction tests) |
+ * The sockets have markers of their own (`ws-fail`, `ws-fail-after-audio`, `ws-drop`, `ws-1011`, `ws-hang`,
+ * `stt-*`; `429`, `500` and `hang` refuse or hold the upgrade): fakes/elevenlabs-realtime.ts lists them.
  *
  * `requests` records every request in order: `method`, `path` (with query), `headers` (lower-case;
- * `xi-api-key` recorded as `[redacted]`) and the parsed JSON `body` (or null).
+ * `xi-api-key` recorded as `[redacted]`) and the parsed JSON `body` (or null; for `POST /v1/speech-to-text`
+ * the form's fields, the file as `{name, type, bytes}`), WebSocket upgrades included (`GET`); `sockets`
+ * records each socket's messages both ways (fakes/elevenlabs-realtime.ts, "Records").
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { audioFormatInfo } from "../src/upstreams/audio-convert.ts";
 import { isJsonObject as isObject, markersOf, sendJson as json, startLoopbackFake } from "./loopback.ts";
 import type { LoopbackFake, LoopbackFakeCall, LoopbackFakeRequest } from "./loopback.ts";
+import { createRealtimeFake } from "./elevenlabs-realtime.ts";
+import type { ElevenLabsFakeSocket, RealtimeFake } from "./elevenlabs-realtime.ts";
 import { encodeAudio } from "../src/upstreams/simulator/encode.ts";
 import { contentTypeOf } from "../src/upstreams/types.ts";
 import type { AudioFormat } from "../src/upstreams/types.ts";
@@ -112,6 +121,8 @@ export type ElevenLabsFakeRequest = LoopbackFakeRequest;
  * `slow` requests included).
  */
 export interface ElevenLabsFake extends LoopbackFake {
+  /** Every WebSocket served, in order (see fakes/elevenlabs-realtime.ts, "Records"); `reset()` forgets them too. */
+  sockets: ElevenLabsFakeSocket[];
   setMarkers(markers: readonly string[]): void;
   /** Replaces the retired model ids (the `retired` option). */
   setRetired(ids: readonly string[]): void;
@@ -423,11 +434,16 @@ function tone(seconds: number, format: AudioFormat, seed: string): Uint8Array {
 
 function renderTone(seconds: number, format: AudioFormat, seed: string): Uint8Array {
   const rate = audioFormatInfo(format).sampleRate;
+  return encodeAudio(toneSamples(seconds, rate, seed), rate, format);
+}
+
+/** The samples (-1..1) of the fake's tone: `seconds` at `rate` Hz, its pitch (220..659 Hz) from `seed`. */
+function toneSamples(seconds: number, rate: number, seed: string): Float32Array {
   const n = Math.round(seconds * rate);
   const hz = 220 + (createHash("sha256").update(seed).digest().readUInt16BE(0) % 440);
   const samples = new Float32Array(n);
   for (let i = 0; i < n; i++) samples[i] = 0.3 * Math.sin((2 * Math.PI * hz * i) / rate);
-  return encodeAudio(samples, rate, format);
+  return samples;
 }
 
 /** Starts the fake on loopback. */
@@ -494,7 +510,7 @@ export async function startElevenLabsFake(options: ElevenLabsFakeOptions = {}): 
     return true;
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse, { url, method, body }: LoopbackFakeCall): Promise<void> => {
+  const handle = async (req: IncomingMessage, res: ServerResponse, { url, method, body, raw }: LoopbackFakeCall): Promise<void> => {
     const key = typeof req.headers["xi-api-key"] === "string" ? req.headers["xi-api-key"] : "";
     const text = isObject(body) ? (typeof body.text === "string" ? body.text : typeof body.prompt === "string" ? body.prompt : "") : "";
     // Own pattern: loopback.ts's `[fake:NAME]` takes no `_`, which `voice_gone` has.
@@ -539,6 +555,13 @@ export async function startElevenLabsFake(options: ElevenLabsFakeOptions = {}): 
       return;
     }
 
+    if (segments.length === 2 && segments[0] === "v1" && segments[1] === "speech-to-text") {
+      if (method !== "POST") return json(res, 405, { detail: "Method Not Allowed" });
+      const recorded = fake.requests.at(-1);
+      const fields = await realtime.speechToText(req, res, raw);
+      if (recorded !== undefined) recorded.body = fields;
+      return;
+    }
     const route = `${method} /${segments.slice(0, 2).join("/")}`;
     const ttsPath = segments[0] === "v1" && segments[1] === "text-to-speech" && (segments.length === 3 || (segments.length === 4 && segments[3] === "stream"));
     const path2 = segments.length === 2 ? `/${segments.join("/")}` : null;
@@ -703,13 +726,36 @@ export async function startElevenLabsFake(options: ElevenLabsFakeOptions = {}): 
     json(res, 200, { voices, has_more: hasMore, total_count: shared.length, last_sort_id: last === undefined ? null : (last.voice_id as string) });
   };
 
+  const realtime: RealtimeFake = createRealtimeFake({
+    apiKey: options.apiKey,
+    isVoice: (id) => known.has(id),
+    ttsModels: FAKE_TTS_MODELS,
+    isRetired: (id) => retired.has(id),
+    markers: () => always,
+    voiceRanges: VOICE_SETTING_RANGES,
+    latencyMs,
+    sleep,
+    // Upgrades go into the loopback's own `requests`, in order with the HTTP requests.
+    record: (request) => fake.requests.push(request),
+    toneSamples,
+  });
   const fake = await startLoopbackFake(
-    { port: options.port, host: options.host, recordHeader: (name, value) => (name === "xi-api-key" ? "[redacted]" : value) },
+    {
+      port: options.port,
+      host: options.host,
+      recordHeader: (name, value) => (name === "xi-api-key" ? "[redacted]" : value),
+      onUpgrade: (req, socket, head) => realtime.onUpgrade(req, socket, head),
+    },
     handle,
   );
   const closeServer = fake.close;
   return {
     ...fake,
+    sockets: realtime.sockets,
+    reset() {
+      fake.reset();
+      realtime.sockets.length = 0;
+    },
     setMarkers(markers) {
       always = [...markers];
     },
@@ -720,6 +766,7 @@ export async function startElevenLabsFake(options: ElevenLabsFakeOptions = {}): 
     async close() {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
+      realtime.closeAll();
       await closeServer();
     },
   };

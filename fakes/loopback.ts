@@ -7,7 +7,7 @@
  * `close()`. The protocol's own routes, shapes and misbehaviour markers stay in each fake.
  */
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 
 /** One recorded request: `path` with its query, lower-case `headers` (the key cut out), the parsed JSON `body` or null. */
 export interface LoopbackFakeRequest {
@@ -31,12 +31,19 @@ export interface LoopbackFake {
   close(): Promise<void>;
 }
 
-/** A request as the handler gets it: `body` is the parsed JSON, null when empty, undefined when not JSON. */
+/**
+ * A request as the handler gets it: `body` is the parsed JSON, null when empty, undefined when not JSON;
+ * `raw` the body's bytes (for a fake that reads other bodies, such as multipart uploads).
+ */
 export interface LoopbackFakeCall {
   url: URL;
   method: string;
   body: unknown;
+  raw: Buffer;
 }
+
+/** A handler of HTTP upgrades (WebSocket fakes): Node's `upgrade` event, unchanged. */
+export type LoopbackUpgradeHandler = (req: http.IncomingMessage, socket: Socket, head: Buffer) => void;
 
 /** Options of {@link startLoopbackFake}. */
 export interface LoopbackFakeOptions {
@@ -46,6 +53,8 @@ export interface LoopbackFakeOptions {
   host?: string;
   /** How a header is recorded (lower-case `name`, value joined by `, `): the place to cut the key out. */
   recordHeader: (name: string, value: string) => string;
+  /** Answers upgrade requests (WebSockets); without it the server drops them, as Node does. */
+  onUpgrade?: LoopbackUpgradeHandler;
 }
 
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -81,10 +90,10 @@ export async function startLoopbackFake(
       }
     }
     requests.push({ method, path: url.pathname + url.search, headers: record(req.headers), body: body ?? null });
-    await handler(req, res, { url, method, body });
+    await handler(req, res, { url, method, body, raw });
   };
   const server = await startLoopbackServer(
-    { port: options.port, host: options.host, errorBody: (_status, message) => ({ detail: message }) },
+    { port: options.port, host: options.host, errorBody: (_status, message) => ({ detail: message }), onUpgrade: options.onUpgrade },
     handle,
   );
   return {
@@ -108,6 +117,8 @@ export interface LoopbackServerOptions {
   maxBodyBytes?: number;
   /** The protocol's error body for the 413 and for a handler that threw (500). */
   errorBody: (status: 413 | 500, message: string) => unknown;
+  /** Answers upgrade requests; the handler owns the sockets it takes (and destroys them before `close()`). */
+  onUpgrade?: LoopbackUpgradeHandler | undefined;
 }
 
 /** A listening loopback server: its base URL and a `close()` that drops every connection. */
@@ -144,6 +155,7 @@ export async function startLoopbackServer(
       });
     });
   });
+  if (options.onUpgrade !== undefined) server.on("upgrade", options.onUpgrade);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());

@@ -85,11 +85,20 @@
  * `authorization` header keeps its scheme only: `Bearer [redacted]`), the parsed JSON `body` (for a
  * multipart upload `{purpose, file: {filename, type, size}}`) and `raw`, the JSON text as sent ("" for
  * multipart), where int64 ids keep every digit.
+ *
+ * ## Realtime speech socket (D42)
+ * The same server answers the WebSocket upgrade of MiniMax's T2A socket on `/ws/v1/t2a_v2` (`connected_success`,
+ * `task_start` -> `task_started`, `task_continue` -> `task_continued` with hex audio, `task_finish` ->
+ * `task_finished`, `task_failed`): minimax-realtime.ts, which lists its checks, its sources and its own
+ * markers (`ws-429`, `ws-fail-before`, `ws-fail-after`, `ws-drop`, ...). Its connections are in `sockets`; the
+ * upgrade is also recorded in `requests` as a `GET`.
  */
 import { randomBytes, randomInt } from "node:crypto";
 import type http from "node:http";
 import { isJsonObject as isObject, markersOf, recordAuthorizationScheme, sendJson, startLoopbackServer } from "./loopback.ts";
 import type { LoopbackFakeRequest } from "./loopback.ts";
+import { createT2aSocketFake } from "./minimax-realtime.ts";
+import type { T2aFakeSocket } from "./minimax-realtime.ts";
 import { encodeAudio } from "../src/upstreams/simulator/encode.ts";
 import { renderMp4, videoSize } from "../src/upstreams/simulator/video.ts";
 import type { AudioFormat } from "../src/upstreams/types.ts";
@@ -112,6 +121,10 @@ export interface MiniMaxFakeOptions {
   chunkGapMs?: number;
   /** How long a video task takes, ms (default 300). */
   videoRunMs?: number;
+  /** The T2A socket's delay before `task_started`, ms (default 5). Its audio messages use `firstChunkMs` and `chunkGapMs`. */
+  taskStartMs?: number;
+  /** The T2A socket closes after this long without a client event following its last result, ms (default 120 000, MiniMax's). */
+  socketIdleTimeoutMs?: number;
   /**
    * Model ids answered as MiniMax answers a model it does not serve: `base_resp` 2013 `invalid params,
    * model <id> is not supported` (`["music-2.6"]`: a retired music model). Replaced by `setRetired`.
@@ -129,8 +142,10 @@ export interface MiniMaxFakeRequest extends LoopbackFakeRequest {
 export interface MiniMaxFake {
   /** Base URL, e.g. `http://127.0.0.1:40123`. */
   url: string;
-  /** Every request, in order. */
+  /** Every request, in order (T2A socket upgrades included, as `GET /ws/v1/t2a_v2`). */
   requests: MiniMaxFakeRequest[];
+  /** Every T2A socket connection, in order (minimax-realtime.ts). */
+  sockets: T2aFakeSocket[];
   /** The recorded `POST`s. */
   submits(): MiniMaxFakeRequest[];
   /** Replaces the markers applied to every request. */
@@ -143,7 +158,7 @@ export interface MiniMaxFake {
   clonedVoiceIds(): string[];
   /** Forgets a cloned or designed voice: speech with it then answers 2042. */
   forgetVoice(id: string): void;
-  /** Forgets the recorded requests (the array stays the same object) and restores the `markers` option. */
+  /** Forgets the recorded requests and sockets (the arrays stay the same objects) and restores the `markers` option. */
   reset(): void;
   /** Stops listening and drops every connection (held `hang` requests included). */
   close(): Promise<void>;
@@ -592,12 +607,31 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
     }
   };
 
+  // MiniMax's T2A WebSocket on the same server (minimax-realtime.ts); `cdn` is read when a redirect is made.
+  const socket = createT2aSocketFake({
+    apiKey: opts.apiKey,
+    markers: () => always,
+    models: FAKE_SPEECH_MODELS,
+    isRetired: (model) => retired.has(model),
+    voiceExists: (id) => systemIds.has(id) || custom.has(id),
+    voiceSettingProblem,
+    rates: SPEECH_RATES,
+    bitrates: MP3_BITRATES,
+    render: (seconds, audio) => tone(seconds, audio),
+    record: (req) => requests.push(req),
+    otherHost: () => cdn.replace(/^http/, "ws"),
+    taskStartMs: opts.taskStartMs ?? 5,
+    firstChunkMs,
+    chunkGapMs,
+    idleTimeoutMs: opts.socketIdleTimeoutMs ?? 120_000,
+  });
   const server = await startLoopbackServer(
     {
       port: opts.port,
       host: opts.host,
       maxBodyBytes: MAX_BODY_BYTES,
       errorBody: (status, message) => ({ base_resp: { status_code: status === 413 ? 2013 : 1000, status_msg: message } }),
+      onUpgrade: socket.onUpgrade,
     },
     handle,
   );
@@ -609,6 +643,7 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
   return {
     url: base,
     requests,
+    sockets: socket.sockets,
     submits: () => requests.filter((r) => r.method === "POST"),
     setMarkers: (markers) => {
       always = [...markers];
@@ -623,15 +658,20 @@ export async function startMiniMaxFake(opts: MiniMaxFakeOptions = {}): Promise<M
     },
     reset: () => {
       requests.length = 0;
+      socket.reset();
       always = opts.markers ?? [];
     },
-    close: () => server.close(),
+    close: () => {
+      // Upgraded sockets are no longer the HTTP server's: dropped here, or its close would wait for them.
+      socket.closeAll();
+      return server.close();
+    },
   };
 }
 
-/** MiniMax's audio settings as the fake accepts them, or the reason they are refused. */
+/** MiniMax's audio settings as the fake renders them (`ulaw`: the T2A socket's `pcmu_raw`, 8 kHz). */
 interface FakeAudioSetting {
-  format: "mp3" | "pcm";
+  format: "mp3" | "pcm" | "ulaw";
   sample_rate: number;
   bitrate: number;
 }
@@ -698,7 +738,7 @@ function renderTone(seconds: number, setting: FakeAudioSetting): Uint8Array {
   const n = Math.round(seconds * rate);
   const samples = new Float32Array(n);
   for (let i = 0; i < n; i++) samples[i] = 0.3 * Math.sin((2 * Math.PI * 440 * i) / rate);
-  const name = setting.format === "mp3" ? `mp3_${rate}_${setting.bitrate / 1000}` : `pcm_${rate}`;
+  const name = setting.format === "mp3" ? `mp3_${rate}_${setting.bitrate / 1000}` : setting.format === "ulaw" ? "ulaw_8000" : `pcm_${rate}`;
   return encodeAudio(samples, rate, name as AudioFormat);
 }
 

@@ -29,10 +29,11 @@ export const TEXT_FAMILIES: readonly string[] = [...new Set(TEXT_MODELS.map((m) 
 
 /**
  * Which protocol may serve which family (D25). Families are the neutral prefixes: `transcribe` is the
- * catalog family `host1` (pool host_1) and `understand` is `host2` (pool host_2).
+ * catalog family `host1` (pool host_1) and `understand` is `host2` (pool host_2). ElevenLabs serves
+ * `transcribe` too, with Scribe (D43: batch `POST /v1/speech-to-text` and the realtime socket).
  */
 export const PROTOCOL_FAMILIES: Readonly<Record<UpstreamProtocol, readonly string[]>> = {
-  elevenlabs: ["alpha"],
+  elevenlabs: ["alpha", "transcribe"],
   minimax: ["beta", "vidC"],
   fal: ["imgA", "imgB", "vidA", "vidB", "vidC", "vidD"],
   bfl: ["imgB"],

@@ -156,11 +156,11 @@ type AudioSourceFactory = (cfg: UpstreamSource) => RealAudioSource;
 
 /**
  * The protocols whose sources serve synchronous audio calls, the families they serve them for, and their
- * factories (issue "Real upstreams, part 2"): elevenlabs for alpha, minimax for beta, openai for
- * transcribe and understand.
+ * factories (issue "Real upstreams, part 2"): elevenlabs for alpha and transcribe (Scribe, D43),
+ * minimax for beta, openai for transcribe and understand.
  */
 const AUDIO_SOURCE_FACTORIES: Partial<Record<UpstreamSource["protocol"], { families: readonly string[]; create: AudioSourceFactory }>> = {
-  elevenlabs: { families: ["alpha"], create: (cfg) => createElevenLabsSource(sourceSettings(cfg)) },
+  elevenlabs: { families: ["alpha", "transcribe"], create: (cfg) => createElevenLabsSource(sourceSettings(cfg)) },
   minimax: { families: ["beta"], create: (cfg) => createMiniMaxSource(sourceSettings(cfg)) },
   openai: { families: ["transcribe", "understand"], create: (cfg) => createOpenAIAudioSource(sourceSettings(cfg)) },
 };

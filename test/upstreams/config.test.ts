@@ -96,9 +96,9 @@ test("unset or empty UPSTREAMS means no source", () => {
   assert.deepEqual(parseUpstreams("[]", noEnv), []);
 });
 
-test("every protocol accepts exactly D25's families", () => {
+test("every protocol accepts exactly D25's families (and D43's: ElevenLabs Scribe for transcribe)", () => {
   const d25: Record<string, string[]> = {
-    elevenlabs: ["alpha"],
+    elevenlabs: ["alpha", "transcribe"],
     minimax: ["beta", "vidC"],
     fal: ["imgA", "imgB", "vidA", "vidB", "vidC", "vidD"],
     bfl: ["imgB"],
