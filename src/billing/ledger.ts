@@ -517,14 +517,14 @@ export interface HoldExtension {
  * allow if less, but at least `minMicros` (D42: "extended by another block in one atomic step that never
  * overdraws"): one more `hold` entry of the same hold, the key's counter raised in the same transaction
  * (locks: the hold, the account, the key: the order of every settlement), and the running count
- * `meteredMicros` persisted with the heartbeat `now`.
+ * `meteredMicros` persisted with the heartbeat `now` (and the usage record's `units` of that count, when given).
  * @throws InsufficientFundsError when the balance is below `minMicros`; KeySpendLimitError when the key's
  *   limit leaves less; Error when the hold is not open (the sweep settled it). Nothing written then.
  */
 export async function extendMeteredHold(
   db: Executor,
   holdId: string,
-  a: { wantMicros: Micros; minMicros: Micros; meteredMicros: Micros },
+  a: { wantMicros: Micros; minMicros: Micros; meteredMicros: Micros; units?: UnitValues },
   now = Date.now(),
   events?: BalanceEvents | null,
 ): Promise<HoldExtension> {
@@ -557,7 +557,11 @@ export async function extendMeteredHold(
     await writeEntries(trx, hold.accountId, now, [
       { kind: "hold", amount: -amount, balanceAfter: after, holdId, requestId: hold.requestId, reference: hold.reference },
     ]);
-    if (hold.requestId !== null) await noteUsageHold(trx, hold.requestId, hold.amountMicros + amount);
+    if (hold.requestId !== null) {
+      await noteUsageHold(trx, hold.requestId, hold.amountMicros + amount);
+      // The running count is persisted with the units it prices, so the sweep's capture matches its record.
+      if (a.units !== undefined) await noteUsageUnits(trx, hold.requestId, a.units, now);
+    }
     return { addedMicros: amount, amountMicros: hold.amountMicros + amount, balanceAfterMicros: after };
   });
   events?.changed(db, accountId);

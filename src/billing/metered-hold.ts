@@ -36,10 +36,9 @@ import {
   releaseHold,
 } from "./ledger.ts";
 import { KeySpendLimitError } from "./key-spend.ts";
-import { keySpendLimitError, type OnInsufficient, type PaidCalls } from "./paid-call.ts";
+import { billingStep, keySpendLimitError, type OnInsufficient, type PaidCalls } from "./paid-call.ts";
 import { finishUsage, insertUsage, unitColumns, type Units, type UsageStart, usageRow } from "./usage.ts";
 import { endRealtimeUsage, markUsageRealtime } from "./usage.repository.ts";
-import { observeBilling } from "../metrics.ts";
 
 /** How a socket's units are priced and held: a unit is a character (speech) or a second of audio (transcription). */
 export interface MeterPricing {
@@ -78,6 +77,8 @@ export interface MeterEnd {
   contexts: number | null;
   /** Units measured beyond the charged ones (none today), merged into the usage record's units. */
   units?: Units;
+  /** 1 when a later source of the family served the socket (D27), else 0. */
+  fallbackLayer?: number;
 }
 
 /** A settled socket: what it cost and the balance after, micro-USD (in test mode the live balance, unchanged). */
@@ -154,7 +155,7 @@ export class MeteredHold {
       return new MeteredHold(deps, req, null, block);
     }
     try {
-      const hold = await observeBilling("hold", () =>
+      const hold = await billingStep("hold", () =>
         placeMeteredHold(deps.db, { accountId: req.accountId, amountMicros: block, minMicros: unit, reference: req.model, usage: req.usage }, Date.now(), deps.events ?? null),
       );
       return new MeteredHold(deps, req, hold.id, hold.amountMicros);
@@ -205,12 +206,20 @@ export class MeteredHold {
       }
       const need = needTotal - this.#heldMicros;
       const want = Math.max(need, this.#pricing.price(this.#pricing.blockUnits));
+      // The count persisted with the extension: the charges made meanwhile go with the next heartbeat.
+      const charged = this.#charged;
       try {
-        const ext = await observeBilling("hold", () =>
-          extendMeteredHold(this.#deps.db, this.holdId!, { wantMicros: want, minMicros: need, meteredMicros: this.chargedMicros }, Date.now(), this.#deps.events ?? null),
+        const ext = await billingStep("hold", () =>
+          extendMeteredHold(
+            this.#deps.db,
+            this.holdId!,
+            { wantMicros: want, minMicros: need, meteredMicros: this.#pricing.price(charged), units: unitColumns(this.#pricing.usageUnits(charged)) },
+            Date.now(),
+            this.#deps.events ?? null,
+          ),
         );
         this.#heldMicros = ext.amountMicros;
-        this.#persistedUnits = this.#charged;
+        this.#persistedUnits = charged;
       } catch (err) {
         if (err instanceof InsufficientFundsError) {
           return {
@@ -273,7 +282,7 @@ export class MeteredHold {
       const units = this.#charged;
       const cost = Math.min(this.#pricing.price(units), this.#heldMicros);
       const status = units > 0 ? ("succeeded" as const) : ("failed" as const);
-      const usageEnd = { status, units: { ...this.#pricing.usageUnits(units), ...end.units } };
+      const usageEnd = { status, units: { ...this.#pricing.usageUnits(units), ...end.units }, fallbackLayer: end.fallbackLayer };
       const realtime = { sessionMs: Date.now() - this.#openedAt, contexts: end.contexts, closeCode: end.closeCode };
       try {
         let balance: Micros;
@@ -285,7 +294,7 @@ export class MeteredHold {
           });
         } else {
           const holdId = this.holdId;
-          balance = await observeBilling(units > 0 ? "capture" : "release", () =>
+          balance = await billingStep(units > 0 ? "capture" : "release", () =>
             inTransaction(this.#deps.db, async (trx) => {
               let after: Micros;
               if (units > 0) after = (await captureHold(trx, holdId, cost, usageEnd)).balanceAfterMicros;

@@ -100,9 +100,9 @@ export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficien
 
 /**
  * Runs one billing step: timed into `gateway_billing_duration_seconds` and, when the work is traced, in a
- * `billing.{step}` span of its request or job (D40).
+ * `billing.{step}` span of its request or job (D40). Also the steps of a realtime socket's hold (metered-hold.ts).
  */
-function billingStep<T>(step: "hold" | "capture" | "release", fn: () => Promise<T>): Promise<T> {
+export function billingStep<T>(step: "hold" | "capture" | "release", fn: () => Promise<T>): Promise<T> {
   return observeBilling(step, () => inSpan(`billing.${step}`, {}, fn));
 }
 

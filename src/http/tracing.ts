@@ -53,3 +53,29 @@ export function traceRequests(app: App, tracing: Tracing): void {
     done();
   });
 }
+
+/**
+ * Ends the SERVER span of a request upgraded to a WebSocket (D40, D42, D43): `onResponse` never runs for a
+ * socket, so its span ends when the socket closes, as `101` with the socket's close code
+ * (`gw.realtime.close_code`); an upstream failure (1011) marks it failed. Nothing when tracing is off or the
+ * span already ended.
+ */
+export function endSocketSpan(request: FastifyRequest, closeCode: number): void {
+  const scope = scopes.get(request);
+  if (scope === undefined) return;
+  scopes.delete(request);
+  const route = request.routeOptions.url;
+  const principal = request.principal;
+  scope.span.rename(serverSpanName(request.method, route));
+  scope.span.set({
+    "http.route": route,
+    "http.response.status_code": 101,
+    "gw.request.id": request.id,
+    "gw.account.id": principal?.accountId,
+    "gw.key.id": principal?.keyId ?? undefined,
+    "gw.test_mode": principal ? principal.mode === "test" : undefined,
+    "gw.realtime.close_code": closeCode,
+  });
+  if (closeCode === 1011) scope.span.fail("1011");
+  scope.span.end();
+}

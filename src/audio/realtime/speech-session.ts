@@ -87,10 +87,14 @@ export interface SpeechAudio {
   normalizedAlignment: CharAlignment | null;
 }
 
-/** Why a session ends: the close code, and the error message sent before it (null for a clean end). */
+/**
+ * Why a session ends: the close code, the error message sent before it (null for a clean end), and the
+ * close frame's reason when there is no error message (a shutdown's).
+ */
 export interface SessionEnd {
   closeCode: number;
   error: { code: string; message: string } | null;
+  reason?: string;
 }
 
 /** What the protocol edge renders for the client. Called in order; `end` once, last. */
@@ -138,6 +142,8 @@ export class SpeechSession {
   readonly #contexts = new Map<string | null, SpeechContext>();
   readonly #abort = new AbortController();
   #contextsUsed = 0;
+  /** 1 once a later source of the family served a chunk (D27: the record's `fallback_layer`). */
+  #fallbackLayer: 0 | 1 = 0;
   /** `open`, or `draining` (no new text: in-flight chunks finish, then `end`), or `ended`. */
   #state: "open" | "draining" | "ended" = "open";
   #pendingEnd: SessionEnd | null = null;
@@ -334,7 +340,8 @@ export class SpeechSession {
    * is settled, and the socket closes with 1001 (D42).
    */
   shutdown(graceMs: number): Promise<void> {
-    const done = this.#finish({ closeCode: 1001, error: { code: "server_shutting_down", message: "The gateway is shutting down; reconnect to continue." } }, "drain");
+    // No error message: a shutdown is not the client's fault (LiveKit's plugin would fail the context); the close frame says why.
+    const done = this.#finish({ closeCode: 1001, error: null, reason: "The gateway is shutting down; reconnect to continue." }, "drain");
     const timer = setTimeout(() => this.#abort.abort(), graceMs);
     timer.unref();
     return done.finally(() => clearTimeout(timer));
@@ -375,7 +382,8 @@ export class SpeechSession {
   /** Once a worker stopped: a draining session whose work is done is settled. */
   #afterWork(): void {
     if (this.#state === "draining" && this.#pendingEnd !== null && ![...this.#contexts.values()].some((c) => c.running)) {
-      void this.#settle(this.#pendingEnd);
+      const end = this.#pendingEnd;
+      void this.#inScope(() => this.#settle(end));
     }
   }
 
@@ -423,6 +431,7 @@ export class SpeechSession {
       return false;
     }
     this.#meter.charge(chars);
+    if (ctx.stream.fallbackLayer === 1) this.#fallbackLayer = 1;
     realtimeMetered.inc({ kind: "speech", unit: "characters" }, chars);
     ctx.offsetMs += audioMs(bytes, this.#params.format);
     return true;
@@ -503,7 +512,7 @@ export class SpeechSession {
     for (const ctx of this.#contexts.values()) await ctx.stream?.close();
     this.#contexts.clear();
     try {
-      await this.#meter.close({ closeCode: end.closeCode, contexts: this.#contextsUsed });
+      await this.#meter.close({ closeCode: end.closeCode, contexts: this.#contextsUsed, fallbackLayer: this.#fallbackLayer });
     } catch (err) {
       // Left open: the sweep captures the persisted count and releases the rest.
       this.#deps.onBackgroundError?.(err);

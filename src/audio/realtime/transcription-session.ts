@@ -92,6 +92,7 @@ export class TranscriptionSession {
   readonly #bytesPerSecond: number;
   readonly #sampleBytes: number;
   #stream: TranscriptionStream | null = null;
+  #fallbackLayer: 0 | 1 = 0;
   /** Chunks received before the upstream stream opened, sent once it does. */
   #early: { audio: Uint8Array; commit: boolean }[] = [];
   #receivedBytes = 0;
@@ -190,6 +191,7 @@ export class TranscriptionSession {
         return;
       }
       this.#stream = served.stream;
+      this.#fallbackLayer = served.fallbackLayer;
       this.#sink.started(this.requestId);
       for (const e of this.#early.splice(0)) this.#stream.send(e.audio, e.commit);
     } catch (err) {
@@ -279,7 +281,7 @@ export class TranscriptionSession {
 
   /** A graceful shutdown: settled, then closed with 1001 (D42, D43). */
   shutdown(): Promise<void> {
-    return this.#end({ closeCode: 1001, error: { code: "server_shutting_down", message: "The gateway is shutting down; reconnect to continue." } });
+    return this.#end({ closeCode: 1001, error: null, reason: "The gateway is shutting down; reconnect to continue." });
   }
 
   /** Ends once: closes the upstream stream, settles the hold, gives the pool slot back, then `sink.end`. */
@@ -292,7 +294,7 @@ export class TranscriptionSession {
       await this.#queue;
       await this.#stream?.close();
       try {
-        await this.#meter.close({ closeCode: end.closeCode, contexts: null });
+        await this.#inScope(() => this.#meter.close({ closeCode: end.closeCode, contexts: null, fallbackLayer: this.#fallbackLayer }));
       } catch (err) {
         this.#deps.onBackgroundError?.(err);
       }

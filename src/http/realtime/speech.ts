@@ -14,6 +14,7 @@ import { AppError } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import type { AudioFormat } from "../../upstreams/types.ts";
 import { MODEL_CALL } from "../auth.ts";
+import { endSocketSpan } from "../tracing.ts";
 import { simulateHeader } from "../call-context.ts";
 import { catalogModelOf } from "../dialects/elevenlabs/models.ts";
 import { speechSocketSchema } from "../schemas/realtime.ts";
@@ -135,7 +136,8 @@ class SpeechSocket implements SpeechSessionSink {
     ws.on("close", (code) => {
       this.#closed = true;
       if (waiting !== null) clearTimeout(waiting);
-      void this.#session?.clientClosed(code);
+      // The request's span (D40) ends once the socket's money is settled (its capture is a child span).
+      void (this.#session?.clientClosed(code) ?? Promise.resolve()).finally(() => endSocketSpan(this.#request, code));
     });
   }
 
@@ -200,7 +202,7 @@ class SpeechSocket implements SpeechSessionSink {
     this.#sockets.delete(this);
     if (this.#ws === null) return;
     if (end.error !== null) sendText(this.#ws, speechErrorMessage(end.error.code, end.error.message));
-    closeSocket(this.#ws, end.closeCode, end.error?.message ?? "");
+    closeSocket(this.#ws, end.closeCode, end.error?.message ?? end.reason ?? "");
   }
 
   /** A graceful shutdown (D42): settled, then 1001. */

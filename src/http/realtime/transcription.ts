@@ -13,6 +13,7 @@ import { AppError } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import { realtimeAudioInfo, type RealtimeAudioFormat, type VadSettings } from "../../upstreams/realtime.ts";
 import { MODEL_CALL } from "../auth.ts";
+import { endSocketSpan } from "../tracing.ts";
 import { simulateHeader } from "../call-context.ts";
 import { transcriptionSocketSchema } from "../schemas/realtime.ts";
 import type { Tag } from "../schemas/common.ts";
@@ -164,7 +165,8 @@ class TranscriptionSocket implements TranscriptionSessionSink {
     ws.on("close", (code) => {
       this.#closed = true;
       if (waiting !== null) clearTimeout(waiting);
-      void this.#session?.clientClosed(code);
+      // The request's span (D40) ends once the socket's money is settled (its capture is a child span).
+      void (this.#session?.clientClosed(code) ?? Promise.resolve()).finally(() => endSocketSpan(this.#request, code));
     });
   }
 
@@ -238,7 +240,7 @@ class TranscriptionSocket implements TranscriptionSessionSink {
     this.#sockets.delete(this);
     if (this.#ws === null) return;
     if (end.error !== null) sendText(this.#ws, transcriptionErrorMessage(end.error.code, end.error.message));
-    closeSocket(this.#ws, end.closeCode, end.error?.message ?? "");
+    closeSocket(this.#ws, end.closeCode, end.error?.message ?? end.reason ?? "");
   }
 
   /** A graceful shutdown (D43): settled, then 1001. */
