@@ -7,8 +7,8 @@
  * p99 under 10 ms at 32 connections. Numbers measured on the development machine go in bench/README.md.
  *
  * Environment: BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 32), BENCH_JOBS (default 2000),
- * BENCH_ONLY (comma list of felt, chat, peer, scaleout, voices, speech, upstreams, limits, stream, jobs;
- * default all), BENCH_RATE (the fixed rate of `felt`, `chat` and `peer`, default 300 requests/s). `felt`,
+ * BENCH_ONLY (comma list of felt, chat, peer, scaleout, voices, speech, upstreams, limits, stream, realtime,
+ * jobs; default all), BENCH_RATE (the fixed rate of `felt`, `chat` and `peer`, default 300 requests/s). `felt`,
  * `chat` and `scaleout` are the rows of the issue "Fast on the scale path" (bench/scale.ts); `peer` puts
  * Portkey's gateway beside this one in front of the same upstream (issue 33, bench/peer.ts).
  */
@@ -16,6 +16,7 @@ import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import { benchStreamingChat } from "./chat.ts";
 import { benchJobs } from "./jobs.ts";
 import { benchPeer } from "./peer.ts";
+import { benchRealtime } from "./realtime.ts";
 import { benchUpstreamSpeech } from "./upstream-speech.ts";
 import { benchChat, benchScaleOut, benchUserFelt } from "./scale.ts";
 import {
@@ -155,7 +156,7 @@ async function benchLimitsBackend(): Promise<void> {
 // into the first measured process only, about 20 MB of its RSS).
 await (await startGatewayProcess("sqlite")).stop();
 
-const only = (process.env.BENCH_ONLY ?? "felt,chat,peer,scaleout,voices,speech,upstreams,limits,stream,jobs").split(",");
+const only = (process.env.BENCH_ONLY ?? "felt,chat,peer,scaleout,voices,speech,upstreams,limits,stream,realtime,jobs").split(",");
 const has = (name: string) => only.includes(name);
 const pg = await pgReachable();
 if (!pg) console.log("\n## PostgreSQL unreachable: its rows are skipped (set BENCH_DATABASE_URL)");
@@ -177,6 +178,7 @@ if (has("speech")) await benchSpeech("sqlite");
 if (has("upstreams")) await benchUpstreamSpeech({ durationS, connections });
 if (has("limits")) await benchLimitsBackend();
 if (has("stream")) await benchStreamingChat();
+if (has("realtime")) await benchRealtime();
 if (has("jobs")) await benchJobs("sqlite");
 if (pg && has("speech")) await benchSpeech("postgres");
 if (pg && has("jobs")) await benchJobs("postgres");
