@@ -77,6 +77,9 @@ const upstreams = [
     trusted_hosts: [`localhost:${minimaxFiles}`],
   },
   { name: "openai-audio-fake", protocol: "openai", base_url: `${openaiAudio.url}/v1`, api_key: "env:FAKE_KEY", families: ["transcribe", "understand"], max_concurrency: 8 },
+  // Realtime transcription (D43) on ElevenLabs' Scribe socket: after the OpenAI source, so HTTP transcription
+  // stays there; the socket goes to the first transcribe source that has one.
+  { name: "elevenlabs-scribe-fake", protocol: "elevenlabs", base_url: elevenlabs.url, api_key: "env:FAKE_KEY", families: ["transcribe"], max_concurrency: 16 },
 ];
 const file = env.FAKE_UPSTREAMS_FILE ?? "data/upstreams.fake.json";
 mkdirSync(dirname(file), { recursive: true });

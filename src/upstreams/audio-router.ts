@@ -191,6 +191,17 @@ export class AudioRouter {
   }
 
   /**
+   * Whether realtime transcription (D43) has a server: the simulator when the `transcribe` family has no
+   * source at all (D25), else a source of the family with a socket (an `elevenlabs` one). A family served
+   * only by sources without one (OpenAI's HTTP transcription) has none: its sockets are refused, never
+   * answered by the simulator in their place.
+   */
+  get realtimeTranscription(): boolean {
+    if (this.#simulatorOnly || this.#registry.sourcesFor("transcribe").length === 0) return true;
+    return this.#isReal("transcribe", (s) => s.openTranscriptionStream);
+  }
+
+  /**
    * Opens a realtime transcription stream (D43) on the `transcribe` family's sources with sockets, with
    * failover at opening, or on the simulator. Its events go to `onEvent`.
    * @throws UpstreamError, AppError 429 (every source at its cap).

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { parseBuffer } from "music-metadata";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
+import { registry } from "../../src/metrics.ts";
 import { DEMO_ALPHA_VOICE_ID, DEMO_BETA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
 import { BACKENDS } from "../helpers/backends.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
@@ -326,6 +327,31 @@ for (const backend of BACKENDS) {
       const [rec] = await settledRecord(u.org_id);
       assert.deepEqual([rec.status, Number(rec.cost_micros)], ["failed", 0]);
       await exact(u.org_id);
+    });
+
+    test("a socket is one request of the rpm windows at open (D42): over the key's rpm, 429 before the upgrade", async () => {
+      const u = await gw.register();
+      const key = await gw.request("POST", "/v1/auth/keys", { token: u.session_token, body: { name: "slow", rpm: 1 } });
+      const k = key.json.api_key as string;
+      const first = await open(path(), { "xi-api-key": k });
+      first.ws.close();
+      await first.waitClose();
+      const second = await refused(path(), { "xi-api-key": k });
+      assert.equal(second.status, 429);
+      assert.equal((second.body as { error: { code: string } }).error.code, "rate_limited");
+    });
+
+    test("Prometheus: open sockets and units metered", async () => {
+      const u = await gw.register();
+      const s = await open(path(), { "xi-api-key": u.api_key });
+      const during = await registry.getSingleMetricAsString("gateway_realtime_sockets_open");
+      assert.match(during, /gateway_realtime_sockets_open\{kind="speech"\} [1-9]/);
+      s.send({ text: " " });
+      s.send({ text: "Counted characters. ", flush: true });
+      s.send({ text: "" });
+      await s.waitClose();
+      const metered = await registry.getSingleMetricAsString("gateway_realtime_metered_total");
+      assert.match(metered, /gateway_realtime_metered_total\{kind="speech",unit="characters"\} [1-9]/);
     });
 
     test("GET /v1/models marks speech models realtime", async () => {

@@ -3,16 +3,18 @@
  * loopback fakes of MiniMax's T2A socket (beta) and ElevenLabs' sockets (alpha, and Scribe for the transcribe
  * family), as `npm start` builds them. A chunk that fails before its first audio moves to the family's next
  * source under the same hold (fallback layer 1); one that fails after it ends the socket (`provider_error`,
- * 1011) without charging it; money exact after each; no key in an answer.
+ * 1011) without charging it; money exact after each; no key in an answer. A transcribe family whose sources
+ * have no socket refuses the transcription socket rather than letting the simulator answer for them.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { parseBuffer } from "music-metadata";
 import { type ElevenLabsFake, startElevenLabsFake } from "../../fakes/elevenlabs.ts";
 import { type MiniMaxFake, startMiniMaxFake } from "../../fakes/minimax.ts";
+import { type OpenAIAudioFake, startOpenAIAudioFake } from "../../fakes/openai-audio.ts";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
-import { open, type TestSocket, wsUrl } from "../helpers/realtime.ts";
+import { open, refused, type TestSocket, wsUrl } from "../helpers/realtime.ts";
 
 const EL_KEY = "el-rt-key-5d1c8e3a9b72f0";
 const MM_KEY = "mm-rt-key-0f6a2d9c4e81b7";
@@ -162,5 +164,31 @@ describe("realtime sockets on the upstream fakes", () => {
     assert.deepEqual([rec.kind, Number(rec.cost_micros), Number(rec.duration_ms)], ["transcription", 3 * 15, 3000]);
     assert.equal(await exact(), before - 45);
     assertNoKey(s);
+  });
+});
+
+describe("a transcribe family served only by sources without a socket", () => {
+  let oa: OpenAIAudioFake;
+  let gw: TestGateway;
+  before(async () => {
+    oa = await startOpenAIAudioFake({ apiKey: "sk-rt-oa-1f2e3d4c5b6a", latencyMs: 0 });
+    const upstreams = [{ name: "oa", protocol: "openai", base_url: `${oa.url}/v1`, api_key: "sk-rt-oa-1f2e3d4c5b6a", families: ["transcribe"] }];
+    gw = await startGateway("sqlite", { UPSTREAMS: JSON.stringify(upstreams) });
+  });
+  after(async () => {
+    await gw?.close();
+    await oa?.close();
+  });
+
+  test("its socket is refused (400 realtime_not_supported), never answered by the simulator in its place; a test key is", async () => {
+    const u = await gw.register();
+    const r = await refused(wsUrl(gw.url, "/v1/audio/transcriptions/realtime"), { "xi-api-key": u.api_key });
+    assert.equal(r.status, 400);
+    assert.equal((r.body as { error: { code: string } }).error.code, "realtime_not_supported");
+    const key = await gw.request("POST", "/v1/auth/keys", { token: u.session_token, body: { name: "t", mode: "test" } });
+    const s = await open(wsUrl(gw.url, "/v1/audio/transcriptions/realtime"), { "xi-api-key": key.json.api_key as string });
+    await s.waitFor((m) => m.message_type === "session_started");
+    s.ws.close();
+    await s.waitClose();
   });
 });

@@ -41,6 +41,7 @@ test("fake-upstreams writes a working UPSTREAMS file and every fake answers", as
       ["elevenlabs", ["alpha"]],
       ["minimax", ["beta", "vidC"]],
       ["openai", ["transcribe", "understand"]],
+      ["elevenlabs", ["transcribe"]],
     ]);
     const [fal, bfl, openai, elevenlabs, , minimax, openaiAudio] = sources;
     const post = (url: string, headers: Record<string, string>, body: unknown) =>

@@ -137,6 +137,14 @@ export class TranscriptionSession {
    */
   static async open(deps: TranscriptionSessionDeps, params: TranscriptionSessionParams, sink: TranscriptionSessionSink): Promise<TranscriptionSession> {
     const model = TranscriptionSession.modelFor(params.modelId);
+    if (params.call.mode !== "test" && !deps.audio.realtimeTranscription) {
+      throw new AppError(
+        400,
+        "realtime_not_supported",
+        "No configured transcription source has a realtime socket (UPSTREAMS: the transcribe family needs an elevenlabs source for it); use POST /v1/audio/transcriptions.",
+        "model_id",
+      );
+    }
     const releaseSlot = await params.guard.admit(model.id, model.audioPool);
     try {
       const meter = await MeteredHold.open(
