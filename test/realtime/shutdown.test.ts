@@ -43,3 +43,25 @@ for (const backend of BACKENDS) {
     }
   });
 }
+
+test("the session time limit (REALTIME_MAX_SESSION_S) closes a busy socket with 1000 after settling it", async () => {
+  const gw = await startGateway("sqlite", { REALTIME_MAX_SESSION_S: "1" });
+  try {
+    const u = await gw.register();
+    const s = await open(wsUrl(gw.url, `/v1/audio/speech/${DEMO_ALPHA_VOICE_ID}/stream-input?model_id=alpha-flash-v2-5&output_format=pcm_16000`), { "xi-api-key": u.api_key });
+    s.send({ text: " " });
+    const talk = setInterval(() => s.send({ text: "Still talking. ", flush: true }), 100);
+    const close = await s.waitClose(10_000);
+    clearInterval(talk);
+    assert.equal(close.code, 1000);
+    assert.equal(s.messages.find((m) => typeof m.error === "string")?.error, "session_time_limit_exceeded");
+    const db = gw.services.db.kysely;
+    const [rec] = await db.selectFrom("usage_records").selectAll().where("account_id", "=", u.org_id).where("realtime", "=", 1).execute();
+    assert.equal(rec.status, "succeeded");
+    assert.equal(Number(rec.close_code), 1000);
+    assert.equal(Number(rec.cost_micros), Number(rec.characters) * 200);
+    assert.equal((await getBalance(db, u.org_id))!, await ledgerSum(db, u.org_id));
+  } finally {
+    await gw.close();
+  }
+});

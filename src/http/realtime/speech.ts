@@ -33,6 +33,9 @@ import {
   upgradeRequired,
 } from "./sockets.ts";
 
+/** Audio the gateway keeps for a client that does not read it, bytes, before it ends the socket (1008). */
+export const MAX_UNREAD_BYTES = 64 * 1024 * 1024;
+
 /** The query of a text-to-speech upgrade, as the route schema validated it. */
 interface SpeechQuery {
   model_id?: string;
@@ -192,6 +195,11 @@ class SpeechSocket implements SpeechSessionSink {
 
   audio(contextId: string | null, audio: SpeechAudio): void {
     sendText(this.#ws, speechAudioMessage(audio, contextId, this.#multi));
+    // A client that does not read its audio would make the gateway hold it all: past the bound, the socket
+    // ends (what was generated was paid for; nothing more is generated).
+    if (this.#ws !== null && this.#ws.bufferedAmount > MAX_UNREAD_BYTES) {
+      this.#session?.refuse("client_not_reading", `More than ${MAX_UNREAD_BYTES / 1024 / 1024} MB of audio were waiting for the client to read them.`);
+    }
   }
 
   final(contextId: string | null): void {
