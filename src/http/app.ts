@@ -49,17 +49,39 @@ export type { App } from "./types.ts";
 
 const METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"] as const;
 
+/** Query parameters that may carry a secret (D42's `authorization` for browsers; the key names clients use). */
+const SECRET_QUERY = /([?&](?:authorization|xi_api_key|xi-api-key|api_key|token|key)=)[^&#]*/gi;
+
+/** A URL as request logs show it: a secret in its query replaced by `[redacted]`. */
+export function redactUrl(url: string): string {
+  return url.replace(SECRET_QUERY, "$1[redacted]");
+}
+
+/** The request fields of a log line (Fastify's default ones), with {@link redactUrl} applied to the URL. */
+function logRequest(req: { method: string; url: string; headers?: Record<string, unknown>; socket?: { remoteAddress?: string; remotePort?: number } | null; hostname?: string; ip?: string }) {
+  return {
+    method: req.method,
+    url: redactUrl(req.url),
+    host: req.hostname ?? (typeof req.headers?.host === "string" ? req.headers.host : undefined),
+    remoteAddress: req.ip ?? req.socket?.remoteAddress,
+    remotePort: req.socket?.remotePort,
+  };
+}
+
 /**
  * Builds the gateway app on `services`. `logger` false silences request logs (tests); `logStream`
  * receives them (JSON lines) instead of stdout.
  */
 export async function buildApp(services: Services, opts: { logger?: boolean; logStream?: NodeJS.WritableStream } = {}): Promise<App> {
+  // Request log lines never carry a secret from a query string (a browser's WebSocket sends its key as
+  // `authorization=Bearer ...`, D42): such values are replaced before the line is written.
+  const serializers = { req: logRequest };
   const app = Fastify({
     logger: opts.logStream
-      ? { level: services.config.logLevel, stream: opts.logStream }
+      ? { level: services.config.logLevel, stream: opts.logStream, serializers }
       : opts.logger === false
         ? false
-        : { level: services.config.logLevel },
+        : { level: services.config.logLevel, serializers },
     bodyLimit: services.config.bodyLimitBytes,
     // The longest a whole request (head and body) may take to arrive: a body that trickles in cannot
     // hold its share of the body budget for longer (body-budget.ts). Node answers 408 through

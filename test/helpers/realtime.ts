@@ -13,6 +13,8 @@ export interface TestSocket {
   messages: Record<string, unknown>[];
   /** The close code and reason once closed, else null. */
   closed: { code: number; reason: string } | null;
+  /** The headers of the `101 Switching Protocols` answer. */
+  upgradeHeaders: Record<string, string | string[] | undefined>;
   send(message: unknown): void;
   /** Resolves with the close (rejects after `timeoutMs`). */
   waitClose(timeoutMs?: number): Promise<{ code: number; reason: string }>;
@@ -44,6 +46,7 @@ export function connect(url: string, headers: Record<string, string> = {}): Prom
       ws,
       messages,
       closed: null,
+      upgradeHeaders: {},
       send: (m) => ws.send(typeof m === "string" ? m : JSON.stringify(m)),
       waitClose: (timeoutMs = 30_000) =>
         new Promise((res, rej) => {
@@ -90,6 +93,9 @@ export function connect(url: string, headers: Record<string, string> = {}): Prom
     ws.on("close", (code, reason) => {
       socket.closed = { code, reason: reason.toString() };
       wake();
+    });
+    ws.once("upgrade", (res) => {
+      socket.upgradeHeaders = res.headers;
     });
     ws.once("open", () => resolve(socket));
     ws.once("unexpected-response", (_req, res) => {

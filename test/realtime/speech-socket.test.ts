@@ -329,6 +329,28 @@ for (const backend of BACKENDS) {
       await exact(u.org_id);
     });
 
+    test("the socket's request id: the 101's X-Svc-Request-Id and the final message's request_id; a plain GET learns the refusal", async () => {
+      const u = await gw.register();
+      const s = await open(path(), { "xi-api-key": u.api_key });
+      const id = s.upgradeHeaders["x-svc-request-id"];
+      assert.match(String(id), /^req_/);
+      s.send({ text: " " });
+      s.send({ text: "Which record is mine? ", flush: true });
+      s.send({ text: "" });
+      await s.waitClose();
+      assert.equal(s.messages.find((m) => m.isFinal === true)?.request_id, id);
+      const r = await gw.request("GET", `/v1/requests/${String(id)}`, { token: u.api_key });
+      assert.equal(r.json.realtime, true);
+      const v3 = await gw.request("GET", `/v1/audio/speech/${DEMO_ALPHA_VOICE_ID}/stream-input?model_id=alpha-v3`, { token: u.api_key });
+      assert.equal(v3.status, 400);
+      assert.equal(v3.json.error.code, "realtime_not_supported");
+      const poor = await fundedOrg(0.0001);
+      const p402 = await gw.request("GET", `/v1/audio/speech/${DEMO_ALPHA_VOICE_ID}/stream-input?model_id=alpha-flash-v2-5`, { token: poor.api_key });
+      assert.equal(p402.status, 402);
+      const ok = await gw.request("GET", `/v1/audio/speech/${DEMO_ALPHA_VOICE_ID}/stream-input?model_id=alpha-flash-v2-5`, { token: u.api_key });
+      assert.equal(ok.status, 426);
+    });
+
     test("a socket is one request of the rpm windows at open (D42): over the key's rpm, 429 before the upgrade", async () => {
       const u = await gw.register();
       const key = await gw.request("POST", "/v1/auth/keys", { token: u.session_token, body: { name: "slow", rpm: 1 } });

@@ -19,7 +19,7 @@
  *   (`max_active_conversations`, 1008), inactivity (1000), the session time limit (1000), the client's
  *   end (1000), the client gone, or a shutdown (1001): each settles the hold once and gives the pool slot back.
  */
-import type { Executor } from "../../billing/ledger.ts";
+import { type Executor, getBalance, InsufficientFundsError } from "../../billing/ledger.ts";
 import { MeteredHold, type MeterRefusal, realtimeInsufficient } from "../../billing/metered-hold.ts";
 import type { BalanceEvents } from "../../billing/balance-events.ts";
 import type { PaidCalls } from "../../billing/paid-call.ts";
@@ -186,6 +186,20 @@ export class SpeechSession {
       throw new AppError(400, "realtime_not_supported", `Model '${modelId}' has no realtime socket (GET /v1/models shows \`realtime\` per speech model); use POST /v1/audio/speech, or a realtime model such as alpha-flash-v2-5.`, "model_id");
     }
     return model;
+  }
+
+  /**
+   * The checks of {@link SpeechSession.open} that take nothing (no rpm window, no pool slot, no hold): the
+   * model, the voice and a balance of at least one character's price (test mode: no balance check).
+   * @throws AppError as {@link SpeechSession.open} would for these.
+   */
+  static async preflight(deps: SpeechSessionDeps, params: SpeechSessionParams): Promise<void> {
+    const model = SpeechSession.modelFor(params.modelId);
+    await resolveVoice(deps, params.accountId, params.voiceId, model);
+    if (params.call.mode === "test") return;
+    const balance = (await getBalance(deps.db, params.accountId)) ?? 0;
+    const unit = Math.max(1, quoteSpeech(model, 1));
+    if (balance < unit) throw realtimeInsufficient("character")(new InsufficientFundsError(unit, balance));
   }
 
   /**

@@ -156,14 +156,18 @@ export function speechAudioMessage(audio: SpeechAudio, contextId: string | null,
   });
 }
 
-/** The final message of a context (D42): `{"isFinal": true}`, with `contextId` (and `is_final`) on `multi-stream-input`. */
-export function speechFinalMessage(contextId: string | null, multi: boolean): string {
-  return JSON.stringify(multi ? { isFinal: true, is_final: true, ...(contextId !== null ? { contextId } : {}) } : { isFinal: true });
+/**
+ * The final message of a context (D42): `{"isFinal": true}`, with `contextId` (and `is_final`) on
+ * `multi-stream-input`, and the socket's `request_id` (D29: its usage record; an addition ElevenLabs'
+ * clients ignore, so a browser, which cannot read the upgrade's headers, finds its record).
+ */
+export function speechFinalMessage(contextId: string | null, multi: boolean, requestId: string): string {
+  return JSON.stringify(multi ? { isFinal: true, is_final: true, ...(contextId !== null ? { contextId } : {}), request_id: requestId } : { isFinal: true, request_id: requestId });
 }
 
-/** An error message of a text-to-speech socket (D42): `{"error": "<native code>", "message"}`. */
-export function speechErrorMessage(code: string, message: string): string {
-  return JSON.stringify({ error: code, message });
+/** An error message of a text-to-speech socket (D42): `{"error": "<native code>", "message"}`, and the socket's `request_id` once it has one. */
+export function speechErrorMessage(code: string, message: string, requestId: string | null = null): string {
+  return JSON.stringify({ error: code, message, ...(requestId !== null ? { request_id: requestId } : {}) });
 }
 
 /** A message of a transcription socket (D43): `input_audio_chunk` with its audio (decoded) and `commit`. */

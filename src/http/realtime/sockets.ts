@@ -8,6 +8,7 @@
  * the route's error shape (D1, or D36's under `/elevenlabs`). A request without `Upgrade: websocket` gets
  * 426 `upgrade_required`.
  */
+import type { IncomingMessage } from "node:http";
 import websocket from "@fastify/websocket";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { WebSocket } from "ws";
@@ -56,9 +57,13 @@ export class RealtimeSockets {
   }
 }
 
+/** The request id of each upgrade request (D29), for the `101 Switching Protocols` answer's `X-Svc-Request-Id`. */
+const requestIds = new WeakMap<IncomingMessage, string>();
+
 /**
  * Registers the WebSocket server on `app` (before any route, as `@fastify/websocket` requires) with a
- * shutdown that settles every socket of `sockets` first, then closes what is left with 1001.
+ * shutdown that settles every socket of `sockets` first, then closes what is left with 1001. The `101`
+ * answer of an accepted socket carries `X-Svc-Request-Id`, the id of its usage record (D29).
  */
 export async function registerWebSockets(app: App, sockets: RealtimeSockets): Promise<void> {
   await app.register(websocket, {
@@ -71,6 +76,10 @@ export async function registerWebSockets(app: App, sockets: RealtimeSockets): Pr
       for (const client of server.clients) client.close(1001, "server shutting down");
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
+  });
+  app.websocketServer.on("headers", (headers: string[], req: IncomingMessage) => {
+    const id = requestIds.get(req);
+    if (id !== undefined) headers.push(`X-Svc-Request-Id: ${id}`);
   });
 }
 
@@ -94,6 +103,7 @@ export function socketKeyOf(request: FastifyRequest): string | null {
 export function socketAuth(services: Services) {
   const auth = requireAuth(services, { allowSession: false, secretOf: socketKeyOf });
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    requestIds.set(request.raw, request.id);
     if (socketKeyOf(request) === null && request.ws) {
       reply.header("x-svc-request-id", request.id);
       return;

@@ -8,7 +8,14 @@
  */
 import type { FastifyRequest } from "fastify";
 import type { WebSocket } from "ws";
-import { SpeechSession, type SessionEnd, type SpeechAudio, type SpeechSessionSink } from "../../audio/realtime/speech-session.ts";
+import {
+  type SessionEnd,
+  type SpeechAudio,
+  SpeechSession,
+  type SpeechSessionDeps,
+  type SpeechSessionParams,
+  type SpeechSessionSink,
+} from "../../audio/realtime/speech-session.ts";
 import { DEFAULT_SPEECH_MODEL } from "../../catalog/models.ts";
 import { AppError } from "../../errors.ts";
 import type { Services } from "../../services.ts";
@@ -61,42 +68,57 @@ class SpeechSocket implements SpeechSessionSink {
     this.#multi = multi;
   }
 
+  /** What the speech session needs of the gateway. */
+  #deps(): SpeechSessionDeps {
+    const library = this.#services.voiceLibrary;
+    return {
+      db: this.#services.db.kysely,
+      paidCalls: this.#services.paidCalls,
+      events: this.#services.paidCalls.events,
+      audio: this.#services.audio,
+      isAlphaVoice: (id) => library.isAlphaVoice(id),
+      isBetaVoice: (id) => library.isBetaVoice(id),
+      servedBy: (p) => library.servedBy(p),
+      onBackgroundError: (err) => this.#request.log.warn({ err: err instanceof Error ? err.message : String(err) }, "realtime speech"),
+    };
+  }
+
+  /** The session's settings: the upgrade's query and path, the gateway's realtime settings, the caller. */
+  #params(caller: SocketCaller): SpeechSessionParams {
+    const q = this.#request.query as SpeechQuery;
+    const { voice_id: voiceId } = this.#request.params as { voice_id: string };
+    const rt = this.#services.config.realtime;
+    return {
+      accountId: caller.principal.accountId,
+      modelId: catalogModelOf(q.model_id ?? DEFAULT_SPEECH_MODEL),
+      voiceId,
+      format: (q.output_format ?? "mp3_44100_128") as AudioFormat,
+      autoMode: q.auto_mode === "true",
+      inactivityTimeoutS: q.inactivity_timeout === undefined ? 20 : Number(q.inactivity_timeout),
+      maxSessionS: rt.maxSessionS,
+      holdChars: rt.holdChars,
+      heartbeatMs: rt.heartbeatMs,
+      simulate: simulateHeader(this.#request.headers["x-svc-simulate"]),
+      call: caller.call,
+      guard: caller.guard,
+    };
+  }
+
+  /**
+   * The checks of an opening that take nothing (model, voice, balance), for a plain request: it then learns
+   * why its upgrade would be refused (a browser never sees the refusal of an upgrade).
+   * @throws AppError: the refusal an upgrade would get.
+   */
+  async preflight(caller: SocketCaller): Promise<void> {
+    await SpeechSession.preflight(this.#deps(), this.#params(caller));
+  }
+
   /**
    * Opens the session for `caller` (D42: model, voice, limits, hold).
    * @throws AppError: the refusal (an HTTP answer before the upgrade; after it, an error message and 1008).
    */
   async open(caller: SocketCaller): Promise<void> {
-    const q = this.#request.query as SpeechQuery;
-    const { voice_id: voiceId } = this.#request.params as { voice_id: string };
-    const rt = this.#services.config.realtime;
-    const library = this.#services.voiceLibrary;
-    this.#session = await SpeechSession.open(
-      {
-        db: this.#services.db.kysely,
-        paidCalls: this.#services.paidCalls,
-        events: this.#services.paidCalls.events,
-        audio: this.#services.audio,
-        isAlphaVoice: (id) => library.isAlphaVoice(id),
-        isBetaVoice: (id) => library.isBetaVoice(id),
-        servedBy: (p) => library.servedBy(p),
-        onBackgroundError: (err) => this.#request.log.warn({ err: err instanceof Error ? err.message : String(err) }, "realtime speech"),
-      },
-      {
-        accountId: caller.principal.accountId,
-        modelId: catalogModelOf(q.model_id ?? DEFAULT_SPEECH_MODEL),
-        voiceId,
-        format: (q.output_format ?? "mp3_44100_128") as AudioFormat,
-        autoMode: q.auto_mode === "true",
-        inactivityTimeoutS: q.inactivity_timeout === undefined ? 20 : Number(q.inactivity_timeout),
-        maxSessionS: rt.maxSessionS,
-        holdChars: rt.holdChars,
-        heartbeatMs: rt.heartbeatMs,
-        simulate: simulateHeader(this.#request.headers["x-svc-simulate"]),
-        call: caller.call,
-        guard: caller.guard,
-      },
-      this,
-    );
+    this.#session = await SpeechSession.open(this.#deps(), this.#params(caller), this);
     this.#sockets.add(this);
   }
 
@@ -203,13 +225,13 @@ class SpeechSocket implements SpeechSessionSink {
   }
 
   final(contextId: string | null): void {
-    sendText(this.#ws, speechFinalMessage(contextId, this.#multi));
+    sendText(this.#ws, speechFinalMessage(contextId, this.#multi, this.#request.id));
   }
 
   end(end: SessionEnd): void {
     this.#sockets.delete(this);
     if (this.#ws === null) return;
-    if (end.error !== null) sendText(this.#ws, speechErrorMessage(end.error.code, end.error.message));
+    if (end.error !== null) sendText(this.#ws, speechErrorMessage(end.error.code, end.error.message, this.#request.id));
     closeSocket(this.#ws, end.closeCode, end.error?.message ?? end.reason ?? "");
   }
 
@@ -251,7 +273,12 @@ export function speechSocketRoutes(app: App, services: Services, sockets: Realti
         opened.set(request, socket);
         request.raw.socket.once("close", () => void socket.shutdownIfUnattached());
       },
-      handler: async (request) => upgradeRequired(request),
+      // A plain request (no `Upgrade: websocket`): the checks an upgrade would meet that take nothing, then 426.
+      handler: async (request) => {
+        const caller = callerOfRequest(services, request);
+        if (caller !== null) await new SpeechSocket(services, sockets, request, multi).preflight(caller);
+        upgradeRequired(request);
+      },
       wsHandler: (ws, request) => {
         const socket = opened.get(request) ?? new SpeechSocket(services, sockets, request, multi);
         opened.delete(request);

@@ -38,6 +38,11 @@ const TRANSCRIPTION_QUERY = obj({
 
 const VOICE_PARAMS = obj({ voice_id: str("The voice (an alpha or beta library voice, or one of yours).", { maxLength: 128 }) }, ["voice_id"]);
 
+/** The socket opened: `101 Switching Protocols` (the messages are ElevenLabs', see the description). */
+const SWITCHING = {
+  101: { description: "Switching Protocols: the socket is open. Its `X-Svc-Request-Id` is the id of the socket's one usage record (`GET /v1/requests/{id}`)." },
+};
+
 /** The refusals before a socket opens (D42): plain HTTP answers. */
 const REFUSALS = {
   400: "`invalid_request` (a query value), `not_a_tts_model`, `realtime_not_supported` (a model without a socket, e.g. alpha-v3), `voice_model_mismatch`",
@@ -45,7 +50,7 @@ const REFUSALS = {
   403: "`voice_not_owned`, `model_not_allowed`",
   404: "`not_found`",
   410: MODEL_RETIRED,
-  426: "`upgrade_required`: a request without `Upgrade: websocket`",
+  426: "`upgrade_required`: a request without `Upgrade: websocket` (it first meets the refusals of an opening that take nothing: the model, the voice, the balance)",
   ...AUTH_ERR,
 };
 
@@ -60,7 +65,7 @@ export function speechSocketSchema(opts: { multi: boolean; tag: Tag; operationId
     access: "key",
     params: VOICE_PARAMS,
     query: SPEECH_QUERY,
-    responses: errors(REFUSALS),
+    responses: { ...SWITCHING, ...errors(REFUSALS) },
   });
 }
 
@@ -74,6 +79,6 @@ export function transcriptionSocketSchema(opts: { tag: Tag; operationId: string 
     tags: [opts.tag],
     access: "key",
     query: TRANSCRIPTION_QUERY,
-    responses: errors({ ...REFUSALS, 400: "`invalid_request` (a query value), `invalid_model`" }),
+    responses: { ...SWITCHING, ...errors({ ...REFUSALS, 400: "`invalid_request` (a query value), `invalid_model`, `realtime_not_supported` (the transcription sources have no socket)" }) },
   });
 }
