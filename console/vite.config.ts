@@ -5,7 +5,8 @@
  *
  * Built by `npm run build:console` (scripts/build-console.ts, also run by `npm ci` through `prepare`).
  * `npx vite console` serves it in development (http://localhost:5173/console/), proxying the API to a
- * gateway on the default port 8080. The root is this folder: the build script and the CLI pass it.
+ * gateway on the default port 8080 (WebSocket upgrades included). The root is this folder: the build
+ * script and the CLI pass it.
  */
 import react from "@vitejs/plugin-react";
 import { defineConfig } from "vite";
@@ -24,7 +25,8 @@ export default defineConfig({
   },
   server: {
     proxy: {
-      "/v1": "http://127.0.0.1:8080",
+      // `ws`: the realtime sockets (D42) go through the proxy too.
+      "/v1": { target: "http://127.0.0.1:8080", ws: true },
       "/share": "http://127.0.0.1:8080",
     },
   },

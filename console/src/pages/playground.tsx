@@ -4,7 +4,9 @@
  * so the playground makes and keeps one: playground/key.ts), the tool tabs, the model list, the audio
  * player with the call's cost and request id, and the readable error of a refused call (D1; a 402 says
  * "top up"). The other tools are pages of their own under `pages/playground/`, one route each, so the URL
- * says which tool is open.
+ * says which tool is open. The speech tool has two modes: a file from one call (`POST /v1/audio/speech`),
+ * or "Stream (realtime)": the text sent word by word over the speech socket and played as it arrives
+ * (D42, playground/realtime.ts).
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, type ReactNode, useEffect, useId, useMemo, useState } from "react";
@@ -18,6 +20,7 @@ import { useSession } from "../session.ts";
 import { type AudioClip, speak, type SpeechBody } from "./playground/calls.ts";
 import { can } from "../roles.ts";
 import { createPlaygroundKey, PLAYGROUND_KEY_NAME, type PlaygroundKey, playgroundScope, savePlaygroundKey, usePlaygroundKey } from "./playground/key.ts";
+import { DEFAULT_PACE_MS, PACES, type StreamFailure, type StreamState, useSpeechStream } from "./playground/realtime.ts";
 
 export const page: PageMeta = { path: "/playground", title: "Playground: speech", navLabel: "Playground", group: "customer", order: 40, section: "build" };
 
@@ -202,8 +205,34 @@ export function PriceLine({ id }: { id: string }) {
   return text ? <small>Price: {text}</small> : null;
 }
 
-/** A labelled model select fed by {@link useModels}; calls `onChange` with the first model once loaded. */
-export function ModelSelect({ capability, value, onChange, label = "Model" }: { capability: string; value: string; onChange: (id: string) => void; label?: string }) {
+type ModelRow = NonNullable<ReturnType<typeof useModels>["data"]>[number];
+
+/**
+ * Whether a speech model is served on the realtime socket (`realtime` of `GET /v1/models`, D42; not yet in
+ * the generated client's types); undefined when the catalog does not say.
+ */
+export function isRealtimeModel(m: ModelRow | undefined): boolean | undefined {
+  const v = (m as { realtime?: unknown } | undefined)?.realtime;
+  return typeof v === "boolean" ? v : undefined;
+}
+
+/**
+ * A labelled model select fed by {@link useModels}; calls `onChange` with the first model once loaded.
+ * `optionNote` adds a word to a model's option (e.g. "realtime").
+ */
+export function ModelSelect({
+  capability,
+  value,
+  onChange,
+  label = "Model",
+  optionNote,
+}: {
+  capability: string;
+  value: string;
+  onChange: (id: string) => void;
+  label?: string;
+  optionNote?: (m: ModelRow) => string;
+}) {
   const id = useId();
   const models = useModels(capability);
   const first = models.data?.[0]?.id;
@@ -220,6 +249,7 @@ export function ModelSelect({ capability, value, onChange, label = "Model" }: { 
               <option key={m.id} value={m.id}>
                 {m.id}
                 {m.tier_min ? ` (tier ${m.tier_min}+)` : ""}
+                {optionNote?.(m) ?? ""}
               </option>
             ))}
           </select>
@@ -419,29 +449,75 @@ function VoicePicker({ pgKey, provider, value, onChange }: { pgKey: PlaygroundKe
   );
 }
 
+type SpeechMode = "file" | "stream";
+
+/** Stream phases during which the socket is (or is about to be) open. */
+const LIVE_PHASES: readonly StreamState["phase"][] = ["connecting", "streaming", "settling"];
+
 function SpeechTool({ pgKey }: { pgKey: PlaygroundKey }) {
+  const [mode, setMode] = useState<SpeechMode>("file");
   const [model, setModel] = useState("");
   const [voice, setVoice] = useState("");
   const [text, setText] = useState("");
   const [format, setFormat] = useState<NonNullable<SpeechBody["response_format"]>>("mp3_44100_128");
+  const [pace, setPace] = useState<number>(DEFAULT_PACE_MS);
   const [clip, setClip] = useClip();
+  const models = useModels("speech");
+  const stream = useSpeechStream();
   const provider = model.startsWith("beta-") ? "beta" : "alpha";
   const length = visibleLength(text);
   const tooLong = length > SPEECH_MAX_CHARS;
+  const realtime = isRealtimeModel(models.data?.find((m) => m.id === model));
+  const streaming = stream.state !== null && LIVE_PHASES.includes(stream.state.phase);
   const run = useMutation({
     mutationFn: () => speak(pgKey, { model: model as SpeechBody["model"], input: text, voice_id: voice, response_format: format }),
     onSuccess: (c) => setClip(c),
   });
+  const chooseMode = (next: SpeechMode) => {
+    setMode(next);
+    // The stream's panel goes away: its audio stops with it.
+    if (next === "file") stream.stop();
+    // Streaming starts on a model with a socket; another one can still be picked (the gateway refuses it).
+    if (next === "stream" && realtime === false) {
+      const first = models.data?.find((m) => isRealtimeModel(m) === true);
+      if (first) setModel(first.id);
+    }
+  };
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    run.mutate();
+    // In the click's handler: the stream's AudioContext may play (the browser's autoplay policy).
+    if (mode === "stream") stream.start({ key: pgKey, model, voiceId: voice, text, paceMs: pace, modelRealtime: realtime });
+    else run.mutate();
   };
+  const busy = mode === "stream" ? streaming : run.isPending;
   return (
     <section aria-labelledby="pg-speech-title">
       <h2 id="pg-speech-title">Text to speech</h2>
       <form onSubmit={submit}>
-        <ModelSelect capability="speech" value={model} onChange={setModel} />
+        <fieldset>
+          <legend>Mode</legend>
+          <label>
+            <input type="radio" name="pg-speech-mode" value="file" checked={mode === "file"} disabled={streaming} onChange={() => chooseMode("file")} />
+            Generate a file (one call)
+          </label>
+          <label>
+            <input type="radio" name="pg-speech-mode" value="stream" checked={mode === "stream"} disabled={streaming} onChange={() => chooseMode("stream")} />
+            Stream (realtime)
+          </label>
+          {mode === "stream" && (
+            <small>
+              The text is sent word by word over a WebSocket, as a language model writes it, and the speech plays as it arrives (PCM 24 kHz). One usage
+              record per stream: the characters spoken.
+            </small>
+          )}
+        </fieldset>
+        <ModelSelect capability="speech" value={model} onChange={setModel} optionNote={mode === "stream" ? (m) => (isRealtimeModel(m) ? " (realtime)" : "") : undefined} />
         {model && <PriceLine id={model} />}
+        {mode === "stream" && realtime === false && (
+          <p className="notice">
+            <small>{model} has no realtime socket: the gateway refuses to stream it. Pick a model marked “realtime”, or generate a file.</small>
+          </p>
+        )}
         {model && <VoicePicker pgKey={pgKey} provider={provider} value={voice} onChange={setVoice} />}
         <label htmlFor="pg-speech-text">Text to speak</label>
         <textarea
@@ -449,6 +525,7 @@ function SpeechTool({ pgKey }: { pgKey: PlaygroundKey }) {
           rows={4}
           value={text}
           required
+          readOnly={streaming}
           aria-invalid={tooLong || undefined}
           aria-describedby="pg-speech-count"
           onChange={(e) => setText(e.target.value)}
@@ -456,15 +533,158 @@ function SpeechTool({ pgKey }: { pgKey: PlaygroundKey }) {
         <small id="pg-speech-count" aria-live="polite">
           {length.toLocaleString()} / {SPEECH_MAX_CHARS.toLocaleString()} characters{tooLong ? ": too long, shorten the text" : ""}
         </small>
-        <FormatSelect value={format} onChange={setFormat} />
-        {run.isError && <CallError error={run.error} />}
-        <button type="submit" aria-busy={run.isPending} disabled={run.isPending || !model || !voice || text.trim() === "" || tooLong}>
-          Generate speech
-        </button>
+        {mode === "file" ? (
+          <FormatSelect value={format} onChange={setFormat} />
+        ) : (
+          <PaceSelect value={pace} onChange={setPace} disabled={streaming} />
+        )}
+        {mode === "file" && run.isError && <CallError error={run.error} />}
+        <div role="group">
+          <button type="submit" aria-busy={busy} disabled={busy || !model || !voice || text.trim() === "" || tooLong}>
+            {mode === "stream" ? "Speak (stream)" : "Generate speech"}
+          </button>
+          {mode === "stream" && (streaming || stream.audioLeft) && (
+            <button type="button" className="secondary outline" onClick={stream.stop}>
+              Stop
+            </button>
+          )}
+        </div>
       </form>
-      {run.isPending && <Loading label="Speaking…" />}
-      {clip && <ClipPlayer clip={clip} title="Generated speech" />}
+      {mode === "file" && run.isPending && <Loading label="Speaking…" />}
+      {mode === "file" && clip && <ClipPlayer clip={clip} title="Generated speech" />}
+      {mode === "stream" && stream.state && <StreamView state={stream.state} played={stream.played} gaps={stream.gaps} />}
     </section>
+  );
+}
+
+/** The pace the words are written at (stream mode). */
+function PaceSelect({ value, onChange, disabled }: { value: number; onChange: (ms: number) => void; disabled: boolean }) {
+  const id = useId();
+  return (
+    <div>
+      <label htmlFor={id}>Writing pace</label>
+      <select id={id} value={value} disabled={disabled} onChange={(e) => onChange(Number(e.target.value))}>
+        {PACES.map((p) => (
+          <option key={p.ms} value={p.ms}>
+            {p.label}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+/** A term and its value; the value is labelled by its term (tests find it with `getByLabel(term)`). */
+function Stat({ label, children }: { label: string; children: ReactNode }) {
+  const id = useId();
+  return (
+    <>
+      <dt id={id}>{label}</dt>
+      <dd aria-labelledby={id}>{children}</dd>
+    </>
+  );
+}
+
+function seconds(s: number): string {
+  return `${s.toFixed(1)} s`;
+}
+
+/** A failed stream in words, as {@link CallError} words a refused call; a balance run out says "top up". */
+function StreamError({ failure }: { failure: StreamFailure }) {
+  const topUp = failure.code === "insufficient_balance" || failure.code === "quota_exceeded" || /top up/i.test(failure.message);
+  return (
+    <div role="alert" className="notice error">
+      <p>
+        {failure.message}
+        {topUp && (
+          <>
+            {" "}
+            <Link to="/">Top up your balance</Link> and try again.
+          </>
+        )}
+      </p>
+      <small>
+        {failure.kind === "refused" ? "The socket did not open." : `The socket closed with code ${failure.closeCode ?? "—"}`}
+        {failure.code ? ` (${failure.code}).` : failure.kind === "refused" ? "" : "."}
+      </small>
+    </div>
+  );
+}
+
+const PHASE_TEXT: Record<StreamState["phase"], string> = {
+  connecting: "Connecting…",
+  streaming: "Streaming…",
+  settling: "Streaming ended; reading the cost…",
+  done: "Done",
+  stopped: "Stopped: the socket is closed",
+  failed: "Failed",
+};
+
+/** A stream: its state, counters, cost and balance after, and the words as their alignment arrives. */
+function StreamView({ state: s, played, gaps }: { state: StreamState; played: number; gaps: number }) {
+  const rec = s.record;
+  const chars = rec?.units.characters;
+  // The word playing: the last one whose start the played audio passed.
+  const playedMs = played * 1000;
+  const live = LIVE_PHASES.includes(s.phase);
+  const allPlayed = !live && played >= s.audioSeconds - 0.01;
+  let current = -1;
+  if (played > 0 && !allPlayed) for (let i = 0; i < s.words.length && s.words[i].startMs <= playedMs; i++) current = i;
+  let status = PHASE_TEXT[s.phase];
+  if (s.phase === "done" && rec) status += `: ${chars?.toLocaleString() ?? "—"} characters, ${rec.cost_usd === null ? "cost not known yet" : formatUsd(rec.cost_usd)}`;
+  return (
+    <article aria-labelledby="pg-stream-title">
+      <h3 id="pg-stream-title">Realtime speech</h3>
+      <p role="status" aria-busy={live}>
+        {status}
+      </p>
+      {s.failure && <StreamError failure={s.failure} />}
+      {s.settleError !== null && <ErrorNotice error={s.settleError} />}
+      <dl className="limits">
+        <Stat label="Model">{s.model}</Stat>
+        <Stat label="Words sent">
+          {s.wordsSent} of {s.wordsTotal}
+        </Stat>
+        <Stat label="Audio chunks">{s.chunks}</Stat>
+        <Stat label="Audio received">{seconds(s.audioSeconds)}</Stat>
+        <Stat label="Played">{seconds(Math.min(played, s.audioSeconds))}</Stat>
+        <Stat label="First audio">{s.firstAudio ? `after ${s.firstAudio.afterWords} of ${s.wordsTotal} words, ${s.firstAudio.afterMs} ms` : "—"}</Stat>
+        <Stat label="Gaps in the speech">{gaps}</Stat>
+        {rec && (
+          <>
+            <Stat label="Characters billed">{chars?.toLocaleString() ?? "—"}</Stat>
+            <Stat label="Cost">
+              <Usd amount={rec.cost_usd} />
+              {rec.mode === "test" && " (test key: no money moved)"}
+            </Stat>
+            <Stat label="Balance after">
+              <Usd amount={s.balanceUsd} />
+            </Stat>
+            <Stat label="Socket open">{rec.duration_ms === null || rec.duration_ms === undefined ? "—" : seconds(rec.duration_ms / 1000)}</Stat>
+            <Stat label="Close code">{rec.close_code ?? s.closeCode ?? "—"}</Stat>
+            <Stat label="Request id">
+              <Link to={`/usage/${rec.id}`} style={BREAK_ANYWHERE}>
+                <code>{rec.id}</code>
+              </Link>
+            </Stat>
+          </>
+        )}
+      </dl>
+      <section aria-labelledby="pg-stream-words-title">
+        <h4 id="pg-stream-words-title">Spoken words</h4>
+        {s.words.length === 0 ? (
+          <p className="empty">{live ? "The words show here as their audio arrives." : "No words were spoken."}</p>
+        ) : (
+          <p className="spoken-words">
+            {s.words.map((w, i) => (
+              <span key={i}>
+                {i === current ? <mark aria-current="true">{w.text}</mark> : <span className={i > current && !allPlayed ? "ahead" : undefined}>{w.text}</span>}{" "}
+              </span>
+            ))}
+          </p>
+        )}
+      </section>
+    </article>
   );
 }
 
