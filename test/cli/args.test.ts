@@ -25,6 +25,18 @@ describe("parseCommand", () => {
     assert.ok(short.name === "speak" && short.text === "Hi" && short.voice === "v1" && short.stream && short.json && short.output === null);
   });
 
+  test("speak --stream without a text (or with -) reads standard input: text null; without --stream the text is required", () => {
+    for (const argv of [["speak", "--stream", "--voice", "v1"], ["speak", "--stream", "-v", "v1", "-"]]) {
+      const cmd = parseCommand(argv);
+      assert.ok(cmd.name === "speak" && cmd.text === null && cmd.stream, argv.join(" "));
+    }
+    const withText = parseCommand(["speak", "Hi", "--stream", "-v", "v1"]);
+    assert.ok(withText.name === "speak" && withText.text === "Hi" && withText.stream, "a text with --stream: the HTTP streamed answer");
+    assert.throws(() => parseCommand(["speak", "--voice", "v1"]), /'speak' needs the text to speak \(or --stream to read standard input\)/);
+    assert.throws(() => parseCommand(["speak", "--stream", "a", "b", "-v", "v1"]), UsageError);
+    assert.match(helpText("speak"), /--stream --voice ID/);
+  });
+
   test("a text that starts with a dash goes after --", () => {
     const cmd = parseCommand(["speak", "--voice", "v1", "--", "-5 degrees tonight"]);
     assert.ok(cmd.name === "speak" && cmd.text === "-5 degrees tonight");

@@ -140,6 +140,10 @@ for (const backend of BACKENDS) {
       const speech = getModel("alpha-multilingual-v2");
       assert.ok(speech);
       assert.ok(byName.get("generate_speech")?.description?.includes(`alpha-multilingual-v2 ${priceOf(speech)}`));
+      // Voice agents are pointed at the realtime sockets (D42, D43).
+      assert.match(byName.get("generate_speech")?.description ?? "", /\/v1\/audio\/speech\/\{voice_id\}\/stream-input/);
+      assert.match(byName.get("generate_speech")?.description ?? "", /\/v1\/audio\/transcriptions\/realtime/);
+      assert.match(byName.get("list_models")?.description ?? "", /realtime: true/);
       for (const name of ["generate_speech", "generate_music", "generate_sound_effect", "generate_image", "submit_video"]) {
         const d = byName.get(name)?.description ?? "";
         assert.match(d, /USD/, name);
@@ -174,6 +178,11 @@ for (const backend of BACKENDS) {
       assert.equal(micros(models.balance_usd), before);
       const speechOnly = (await call(mcp, "list_models", { capability: "speech" })).s.models;
       assert.ok(speechOnly.length > 0 && speechOnly.every((m: { capabilities: string[] }) => m.capabilities.includes("speech")));
+      // Speech models say whether the realtime socket serves them (D42), as GET /v1/models does.
+      const realtime = Object.fromEntries(speechOnly.map((m: { id: string; realtime?: boolean }) => [m.id, m.realtime]));
+      assert.equal(realtime["alpha-flash-v2-5"], true);
+      assert.equal(realtime["alpha-v3"], false);
+      assert.ok(models.models.every((m: { realtime?: boolean }) => m.realtime === undefined), "no realtime field on image models");
 
       const { s: bal } = await call(mcp, "get_balance");
       assert.equal(micros(bal.balance_usd), before);
@@ -545,6 +554,18 @@ for (const backend of BACKENDS) {
       for (const m of TEXT_MODELS.filter((x) => x.enabled)) assert.ok(text.includes(m.id), m.id);
       for (const name of TOOL_NAMES) assert.ok(text.includes(`\`${name}\``), name);
       for (const link of ["/openapi.json", "/docs", "/mcp", "/elevenlabs", "/openai/v1", "/fal/proxy", "Authorization: Bearer"]) assert.ok(text.includes(link), link);
+      // The realtime sockets (D42, D43) with their ws:// URLs, the dialect's too.
+      const ws = gw.url.replace(/^http/, "ws");
+      for (const url of [
+        `${ws}/v1/audio/speech/{voice_id}/stream-input`,
+        `${ws}/v1/audio/transcriptions/realtime`,
+        `${ws}/elevenlabs/v1/text-to-speech/{voice_id}/stream-input`,
+        `${ws}/elevenlabs/v1/speech-to-text/realtime`,
+      ]) {
+        assert.ok(text.includes(url), url);
+      }
+      const realtimeSection = text.slice(text.indexOf("### Realtime"), text.indexOf("### Music"));
+      assert.ok(realtimeSection.includes("alpha-flash-v2-5") && !realtimeSection.includes("alpha-v3"), "the realtime speech models, alpha-v3 not among them");
     });
   });
 }

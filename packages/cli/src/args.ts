@@ -36,7 +36,17 @@ export type Simulate = (typeof SIMULATE_VALUES)[number];
 export type Command = CommonOptions &
   (
     | { name: "help"; topic: string | null }
-    | { name: "speak"; text: string; voice: string; model: string | null; format: string | null; output: string | null; stream: boolean; simulate: Simulate | null }
+    | {
+        name: "speak";
+        /** The text; null with `--stream` and no text (or `-`): standard input, line by line, through the realtime socket (D42). */
+        text: string | null;
+        voice: string;
+        model: string | null;
+        format: string | null;
+        output: string | null;
+        stream: boolean;
+        simulate: Simulate | null;
+      }
     | { name: "image"; prompt: string; model: string; size: string | null; n: number | null; quality: string | null; output: string | null; simulate: Simulate | null }
     | { name: "video"; prompt: string; model: string; duration: number | null; imageUrl: string | null; output: string | null; simulate: Simulate | null }
     | { name: "jobs"; status: string | null; kind: string | null; model: string | null; limit: number | null; after: string | null }
@@ -178,19 +188,22 @@ function parseOptions(name: string, v: Values, pos: string[], json: boolean, str
     case "help":
       expectPositionals(name, pos, 0, 1);
       return { name: "help", topic: pos[0] ?? null, json };
-    case "speak":
-      expectPositionals(name, pos, 1, 1, "the text to speak");
+    case "speak": {
+      // With --stream the text may be left out (or given as -): standard input is spoken as it arrives.
+      const stream = v.stream === true;
+      expectPositionals(name, pos, stream ? 0 : 1, 1, stream ? "the text to speak (or none: standard input)" : "the text to speak (or --stream to read standard input)");
       return {
         name,
         json,
-        text: pos[0],
+        text: stream && (pos[0] === undefined || pos[0] === "-") ? null : pos[0],
         voice: required(str("voice"), "--voice", "speak"),
         model: str("model"),
         format: str("format"),
         output: str("output"),
-        stream: v.stream === true,
+        stream,
         simulate: oneOf(str("simulate"), SIMULATE_VALUES, "--simulate"),
       };
+    }
     case "image":
       expectPositionals(name, pos, 1, 1, "the prompt");
       return {

@@ -13,6 +13,7 @@ import { type Answer, downloadOutput, type Gateway, GatewayError, type JsonBody,
 import type { Command } from "./args.ts";
 import { extensionOf, extensionOfFormat, keyValues, table, usd } from "./format.ts";
 import { ProgressReporter, type ProgressSink } from "./progress.ts";
+import { type AudioSink, speakStream, type StreamIo } from "./speak-stream.ts";
 
 /** The streams a command writes to, and how it reads a secret (a password) when it needs one. */
 export interface CliIo {
@@ -20,6 +21,10 @@ export interface CliIo {
   stderr: ProgressSink;
   /** A secret typed at `prompt` without echo on a terminal, else the whole of stdin (one trailing newline dropped). */
   readSecret?(prompt: string): Promise<string>;
+  /** Standard input, read line by line by `speak --stream` (absent: that command has no input). */
+  stdin?: StreamIo["stdin"];
+  /** Standard output for bytes: the audio of `speak --stream` without `-o`, when it is not a terminal. */
+  audioOut?: AudioSink;
 }
 
 /** What a command runs with: the SDK client (key and base URL applied), the streams, an abort signal (Ctrl-C). */
@@ -110,6 +115,11 @@ function simulateHeaders(simulate: string | null): Record<string, string> | unde
 }
 
 async function speak(cmd: Extract<Command, { name: "speak" }>, { api, io, signal }: CommandContext): Promise<number> {
+  if (cmd.text === null) {
+    // `--stream` without a text: standard input through the realtime socket (D42).
+    const headers = simulateHeaders(cmd.simulate);
+    return speakStream({ voice: cmd.voice, model: cmd.model, format: cmd.format, output: cmd.output, json: cmd.json, ...(headers ? { headers } : {}) }, api, io, signal);
+  }
   type SpeechBody = JsonBody<"createSpeech">;
   const body = {
     input: cmd.text,

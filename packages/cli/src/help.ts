@@ -8,6 +8,7 @@ Usage: gateway <command> [options]
 
 Generate
   speak "text" --voice ID [--model M] [--format F] [-o file]    speech to a file
+  speak --stream --voice ID [--model M] [--format F] [-o file]  standard input spoken line by line (a socket)
   image "prompt" --model M [--size S] [-n N] [-o file]            an image job, followed to the end
   video "prompt" --model M [--duration S] [-o file]               a video job, followed to the end
 
@@ -44,15 +45,25 @@ Exit status: 0 done, 1 the gateway refused or the job failed (the error code is 
 
 const TOPICS: Record<string, string> = {
   speak: `Usage: gateway speak "text" --voice ID [options]
+       gateway speak --stream --voice ID [options] < text
 
 Speech through POST /v1/audio/speech, written to a file; prints the file, the cost and the balance.
+
+With --stream and no text (or -), standard input is read line by line and each line is spoken as it
+arrives, through the realtime socket (/v1/audio/speech/{voice}/stream-input; docs/realtime-speech.md):
+the audio is written to -o FILE, or to standard output when it is not a terminal, as it comes. At the
+end stderr shows the characters billed, the cost and the balance (the socket's usage record). The
+model must have realtime support (not alpha-v3); default alpha-multilingual-v2.
+  printf 'Hello.\nHow are you?\n' | gateway speak --stream --voice ID -m alpha-flash-v2-5 -o hi.mp3
+  my-llm | gateway speak --stream --voice ID -f pcm_16000 | aplay -r 16000 -f S16_LE
   -v, --voice ID       voice id (gateway voices); required
   -m, --model M        alpha-multilingual-v2 (default), alpha-v3, alpha-flash-v2-5, alpha-turbo-v2-5,
                        beta-speech-hd, beta-speech-turbo (beta voices)
   -f, --format F       mp3_44100_128 (default), mp3_44100_192, mp3_22050_32, pcm_16000, pcm_22050,
                        pcm_24000, pcm_44100, ulaw_8000
   -o, --output FILE    where to write (default speech.mp3, .pcm or .ulaw by format)
-      --stream         progressive delivery (beta models)
+      --stream         with a text: progressive delivery (beta models); without one: standard
+                       input through the realtime socket, as it arrives
       --simulate MODE  X-Svc-Simulate: fail, slow or hang (the built-in simulator only)
 `,
   image: `Usage: gateway image "prompt" --model M [options]

@@ -15,7 +15,7 @@
  */
 import { createInterface } from "node:readline/promises";
 import { Writable } from "node:stream";
-import { APIConnectionError, APITimeoutError, Gateway, GatewayError } from "../../client/src/index.ts";
+import { APIConnectionError, APITimeoutError, Gateway, GatewayError, RealtimeError } from "../../client/src/index.ts";
 import { type Command, parseCommand, UsageError } from "./args.ts";
 import { type CliIo, login, runCommand } from "./commands.ts";
 import { helpText } from "./help.ts";
@@ -80,11 +80,17 @@ function report(err: unknown, io: CliIo, baseUrl: string, signal: AbortSignal, s
     return 130;
   }
   if (err instanceof APIConnectionError && !(err instanceof APITimeoutError)) {
-    // fetch reports an unreachable host as a TypeError whose cause carries the system code.
+    // fetch reports an unreachable host as a TypeError whose cause carries the system code; a socket's
+    // connection error (ws) carries it itself.
     const failure = err.cause instanceof Error ? err.cause : null;
     const cause = failure?.cause instanceof Error ? failure.cause : null;
-    const code = (cause as { code?: string } | null)?.code ?? cause?.message ?? "network error";
+    const code = (cause as { code?: string } | null)?.code ?? cause?.message ?? (failure as { code?: string } | null)?.code ?? "network error";
     io.stderr.write(`error: unreachable: cannot reach the gateway at ${shownUrl(baseUrl)} (${code})\n`);
+    return 1;
+  }
+  if (err instanceof RealtimeError) {
+    // A realtime socket that ended with an error once open (D42): its code, and the close code.
+    io.stderr.write(`error: ${err.code}: ${err.message}${err.closeCode !== null ? ` (socket closed ${err.closeCode})` : ""}\n`);
     return 1;
   }
   if (err instanceof GatewayError) {
@@ -119,10 +125,12 @@ function shownUrl(url: string): string {
   }
 }
 
-/** `io` with every occurrence of `secret` replaced, so the key cannot reach the screen or a log. */
+/** `io` with every occurrence of `secret` replaced in its text, so the key cannot reach the screen or a log (audio bytes pass as they are). */
 function redacting(io: CliIo, secret: string): CliIo {
   const clean = (text: string) => text.replaceAll(secret, "[GATEWAY_API_KEY]");
   return {
+    ...(io.stdin ? { stdin: io.stdin } : {}),
+    ...(io.audioOut ? { audioOut: io.audioOut } : {}),
     stdout: { write: (text) => io.stdout.write(clean(text)) },
     stderr: {
       isTTY: io.stderr.isTTY,
@@ -179,6 +187,14 @@ export async function runCli(): Promise<void> {
       write: (text) => void process.stderr.write(text),
     },
     readSecret,
+    stdin: process.stdin,
+    audioOut: {
+      isTTY: process.stdout.isTTY === true,
+      write: (bytes) =>
+        new Promise<void>((resolve, reject) => {
+          process.stdout.write(bytes, (err) => (err ? reject(err) : resolve()));
+        }),
+    },
   };
   process.exitCode = await main(process.argv.slice(2), process.env, io, controller.signal);
 }

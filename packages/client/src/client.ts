@@ -9,9 +9,10 @@
  * const job = await client.images.generateAndWait({ model: "imgA-v4", prompt: "a fox" });
  * for await (const j of client.jobs.list({ status: "failed" })) console.log(j.id, j.error?.code);
  * const team = client.withOrg("org_..."); // a session acting for another of its organizations (D41)
+ * const speech = await client.realtime.speech({ voiceId: "JBFqnCBsd6RMkjVDRZzb" }); // a socket (realtime.ts)
  * ```
  */
-import { APIClient, type ClientOptions } from "./core.ts";
+import { APIClient, type ClientOptions, ORG_HEADER } from "./core.ts";
 import { Auth, Keys } from "./resources/account.ts";
 import { Admin } from "./resources/admin.ts";
 import { Audio, Voices } from "./resources/audio.ts";
@@ -19,6 +20,7 @@ import { Billing, Requests, Usage } from "./resources/billing.ts";
 import { Files, Gallery, Models, Pricing, System } from "./resources/catalog.ts";
 import { Genmedia, Images, Jobs, Videos } from "./resources/jobs.ts";
 import { Invites, Orgs } from "./resources/orgs.ts";
+import { Realtime } from "./realtime.ts";
 import { Chat, Messages } from "./resources/text.ts";
 import { Webhooks } from "./resources/webhooks.ts";
 
@@ -26,6 +28,8 @@ import { Webhooks } from "./resources/webhooks.ts";
 export class Gateway extends APIClient {
   /** Speech, music, sound effects, transcription, audio understanding (D20). */
   readonly audio: Audio;
+  /** The realtime sockets: speech (text in, audio out, D42) and transcription (audio in, text out, D43). */
+  readonly realtime: Realtime;
   /** The voice library, previews, cloned and designed voices. */
   readonly voices: Voices;
   /** Media jobs: list (paginated), get, cancel, events, wait (D3, D30). */
@@ -76,6 +80,11 @@ export class Gateway extends APIClient {
   constructor(options: ClientOptions) {
     super(options);
     this.audio = new Audio(this);
+    this.realtime = new Realtime({
+      baseUrl: this.baseUrl,
+      apiKey: options.apiKey,
+      headers: this.org === null ? { ...options.defaultHeaders } : { ...options.defaultHeaders, [ORG_HEADER]: this.org },
+    });
     this.voices = new Voices(this);
     this.jobs = new Jobs(this);
     this.images = new Images(this);

@@ -7,7 +7,9 @@
  *   {@link PermissionDeniedError}, 404 {@link NotFoundError}, 409 {@link ConflictError}, 422
  *   {@link UnprocessableEntityError}, 429 {@link RateLimitError}, 5xx {@link InternalServerError};
  * - no answer: {@link APIConnectionError} (status 0; the fetch failure is its `cause`), or
- *   {@link APITimeoutError} when the call's `timeout` passed first.
+ *   {@link APITimeoutError} when the call's `timeout` passed first;
+ * - a realtime socket that ended with an error once open: {@link RealtimeError} (status 0, the socket's
+ *   error code, the close code).
  *
  * Each carries the gateway's D1 error body (`{"error": {code, message, type, param}}`) lifted onto the
  * `Error`, the HTTP status, the answer's headers and its request id (`X-Svc-Request-Id`, D29). Nothing
@@ -111,6 +113,55 @@ export class APIConnectionError extends GatewayError {
 export class APITimeoutError extends APIConnectionError {
   constructor(init: { message?: string; cause?: unknown } = {}) {
     super({ code: "timeout", message: init.message ?? "Request timed out.", cause: init.cause });
+  }
+}
+
+/** The D16 `type` of an error code a realtime socket sends (D42, D43), as the HTTP refusal of the same code would have. */
+function realtimeErrorType(code: string): string {
+  switch (code) {
+    case "auth_error":
+      return "authentication_error";
+    case "insufficient_balance":
+    case "quota_exceeded":
+    case "key_spend_limit":
+    case "billing_error":
+      return "billing_error";
+    case "rate_limited":
+      return "rate_limit_error";
+    case "model_not_allowed":
+    case "voice_not_owned":
+      return "permission_error";
+    case "provider_error":
+    case "transcriber_error":
+      return "provider_error";
+    case "internal_error":
+    case "error":
+    case "connection_closed":
+      return "api_error";
+    default:
+      return "invalid_request_error";
+  }
+}
+
+/**
+ * A realtime socket (D42 speech, D43 transcription) that ended with an error after it opened: the code and
+ * text of the socket's error message (speech: `{"error", "message"}`; transcription: `{"message_type",
+ * "error"}`), e.g. `insufficient_balance`, `quota_exceeded`, `invalid_request`, `input_error`,
+ * `provider_error`, `transcriber_error`, `input_timeout_exceeded`, `session_time_limit_exceeded`, and the
+ * WebSocket close code that followed (1008 policy, 1011 upstream, 1000); `requestId` is the socket's (the id
+ * of its usage record) when the gateway named it. A socket that closed with
+ * neither an error message nor 1000 gives the code `connection_closed` (the close code and reason
+ * tell why: 1001 the gateway shut down, 1006 the connection broke). `status` is 0: no HTTP answer
+ * carried it (a refusal before the socket opened is an {@link APIError} instead).
+ */
+export class RealtimeError extends GatewayError {
+  /** The WebSocket close code the socket ended with, or null when the error came before the close. */
+  closeCode: number | null;
+
+  constructor(init: { code: string; message: string; closeCode?: number | null; requestId?: string | null; cause?: unknown }) {
+    super({ status: 0, code: init.code, message: init.message, type: realtimeErrorType(init.code), requestId: init.requestId ?? null, cause: init.cause });
+    this.name = "RealtimeError";
+    this.closeCode = init.closeCode ?? null;
   }
 }
 

@@ -11,11 +11,13 @@
  * if (job.status === "succeeded") await downloadOutput(job, "fox.png");
  * for await (const j of client.jobs.list({ limit: 50 })) console.log(j.id);
  * const team = client.withOrg("org_...");          // acts for another organization (X-Svc-Org, D41)
+ * const speech = await client.realtime.speech({ voiceId: "JBFqnCBsd6RMkjVDRZzb" }); // realtime sockets (realtime.ts, D42, D43)
  * ```
  *
  * `createClient` is the low-level typed client under it (openapi-fetch: `api.GET("/v1/auth/me")`
  * resolving to `{data, error, response}`, one attempt, no timeout). Node only through `download.ts`
- * (files); the web console imports the browser-safe `errors.ts` and `sse.ts` directly.
+ * (files); the web console imports the browser-safe `errors.ts` and `sse.ts` directly. `realtime.ts` runs in
+ * both (the `ws` package in Node, the global `WebSocket` in a browser).
  */
 export type { components, operations, paths } from "./schema.ts";
 export { Gateway } from "./client.ts";
@@ -34,6 +36,7 @@ export {
   NotFoundError,
   PermissionDeniedError,
   RateLimitError,
+  RealtimeError,
   retryAfterSeconds,
   UnprocessableEntityError,
   type ErrorBody,
@@ -58,3 +61,21 @@ export {
   type WaitOptions,
 } from "./jobs.ts";
 export { downloadOutput, outputPaths, type DownloadOptions } from "./download.ts";
+export {
+  Realtime,
+  SpeechSocket,
+  TranscriptionSocket,
+  type RealtimeClose,
+  type RealtimeConnection,
+  type RealtimeOptions,
+  type RealtimeVoiceSettings,
+  type SpeechAlignment,
+  type SpeechEvent,
+  type SpeechSocketFormat,
+  type SpeechSocketParams,
+  type TranscriptionEvent,
+  type TranscriptionSocketFormat,
+  type TranscriptionSocketParams,
+  type TranscriptWord,
+  type WebSocketConstructor,
+} from "./realtime.ts";

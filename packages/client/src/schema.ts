@@ -64,6 +64,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/elevenlabs/v1/speech-to-text/realtime": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Realtime transcription (WebSocket)
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' Scribe realtime protocol (D43): audio in (`input_audio_chunk`), partial and committed transcripts out. Charged per started second of audio received. See docs/realtime-transcription.md.
+         */
+        get: operations["elevenLabsTranscriptionSocket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/elevenlabs/v1/text-to-speech/{voice_id}": {
         parameters: {
             query?: never;
@@ -84,6 +104,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/elevenlabs/v1/text-to-speech/{voice_id}/multi-stream-input": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Realtime speech, up to 5 contexts (WebSocket)
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol (D42): text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). See docs/realtime-speech.md.
+         */
+        get: operations["elevenLabsSpeechSocketMultiStreamInput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/elevenlabs/v1/text-to-speech/{voice_id}/stream": {
         parameters: {
             query?: never;
@@ -98,6 +138,26 @@ export interface paths {
          * @description ElevenLabs' text to speech, streamed (D36), billed as `POST /v1/audio/speech` with the mapped model.
          */
         post: operations["elevenLabsTextToSpeechStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/elevenlabs/v1/text-to-speech/{voice_id}/stream-input": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Realtime speech (WebSocket)
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol (D42): text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). See docs/realtime-speech.md.
+         */
+        get: operations["elevenLabsSpeechSocketStreamInput"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1013,6 +1073,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audio/speech/{voice_id}/multi-stream-input": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Realtime speech, up to 5 contexts (WebSocket)
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol (D42): text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). See docs/realtime-speech.md.
+         */
+        get: operations["speechSocketMultiStreamInput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audio/speech/{voice_id}/stream-input": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Realtime speech (WebSocket)
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol (D42): text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). See docs/realtime-speech.md.
+         */
+        get: operations["speechSocketStreamInput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audio/transcriptions": {
         parameters: {
             query?: never;
@@ -1027,6 +1127,26 @@ export interface paths {
          * @description The audio as multipart part `file` (up to 25 MB) or as JSON `audio_url` (https, up to 100 MB). Billed per started minute, 1-minute minimum (0.0009 USD per minute).
          */
         post: operations["createTranscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audio/transcriptions/realtime": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Realtime transcription (WebSocket)
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' Scribe realtime protocol (D43): audio in (`input_audio_chunk`), partial and committed transcripts out. Charged per started second of audio received. See docs/realtime-transcription.md.
+         */
+        get: operations["transcriptionSocket"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2968,6 +3088,208 @@ export interface operations {
             };
         };
     };
+    elevenLabsTranscriptionSocket: {
+        parameters: {
+            query?: {
+                /** @description Format of the audio sent: 16-bit little-endian PCM at a rate, or mu-law at 8 kHz. */
+                audio_format?: "pcm_16000" | "pcm_8000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "pcm_48000" | "ulaw_8000";
+                /** @description `Bearer <API key>`: for browsers, which cannot set headers on a WebSocket. */
+                authorization?: string;
+                /** @description Who ends a segment: the client (`commit: true`) or the server after silence. */
+                commit_strategy?: "manual" | "vad";
+                /** @description Seconds without a message before the socket closes (1 to 180, default 20). */
+                inactivity_timeout?: string;
+                /** @description Committed transcripts also come with the detected `language_code`. */
+                include_language_detection?: "true" | "false";
+                /** @description Committed transcripts also come with word timestamps (`committed_transcript_with_timestamps`). */
+                include_timestamps?: "true" | "false";
+                /** @description ISO 639-1 or 639-3 code of the audio's language. */
+                language_code?: string;
+                /** @description Shortest silence that counts, ms (50 to 2000, default 100). */
+                min_silence_duration_ms?: string;
+                /** @description Shortest speech that counts, ms (50 to 2000, default 100). */
+                min_speech_duration_ms?: string;
+                /** @description A transcription model of the catalog, the alias `transcribe`, or `scribe_v2_realtime` (the default). */
+                model_id?: string;
+                /** @description Silence that ends a segment with `vad`, seconds (0.3 to 3, default 1.5). */
+                vad_silence_threshold_secs?: string;
+                /** @description Voice activity threshold (0.1 to 0.9, default 0.4). */
+                vad_threshold?: string;
+            };
+            header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the socket is open. Its `X-Svc-Request-Id` is the id of the socket's one usage record (`GET /v1/requests/{id}`). */
+            101: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a query value), `invalid_model`, `realtime_not_supported` (the transcription sources have no socket). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `billing_error` (the balance is below one unit's price), `key_spend_limit`. */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade required: `upgrade_required`: a request without `Upgrade: websocket` (it first meets the refusals of an opening that take nothing: the model, the voice, the balance). */
+            426: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     elevenLabsTextToSpeech: {
         parameters: {
             query?: {
@@ -3240,6 +3562,212 @@ export interface operations {
             };
         };
     };
+    elevenLabsSpeechSocketMultiStreamInput: {
+        parameters: {
+            query?: {
+                /** @description `Bearer <API key>`: for browsers, which cannot set headers on a WebSocket. */
+                authorization?: string;
+                /** @description Generate at sentence ends instead of the chunk schedule. */
+                auto_mode?: "true" | "false";
+                /** @description Seconds without a message before the socket closes (1 to 180, default 20). */
+                inactivity_timeout?: string;
+                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id (D36); default the default speech model. */
+                model_id?: string;
+                /** @description Audio format of every chunk (ElevenLabs' names). */
+                output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
+                /** @description Alignment with every audio message (always sent when the source has it). */
+                sync_alignment?: "true" | "false";
+            };
+            header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The voice (an alpha or beta library voice, or one of yours). */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the socket is open. Its `X-Svc-Request-Id` is the id of the socket's one usage record (`GET /v1/requests/{id}`). */
+            101: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a query value), `not_a_tts_model`, `realtime_not_supported` (a model without a socket, e.g. alpha-v3), `voice_model_mismatch`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `billing_error` (the balance is below one unit's price), `key_spend_limit`. */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade required: `upgrade_required`: a request without `Upgrade: websocket` (it first meets the refusals of an opening that take nothing: the model, the voice, the balance). */
+            426: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     elevenLabsTextToSpeechStream: {
         parameters: {
             query?: {
@@ -3508,6 +4036,212 @@ export interface operations {
                             status: string;
                         };
                     };
+                };
+            };
+        };
+    };
+    elevenLabsSpeechSocketStreamInput: {
+        parameters: {
+            query?: {
+                /** @description `Bearer <API key>`: for browsers, which cannot set headers on a WebSocket. */
+                authorization?: string;
+                /** @description Generate at sentence ends instead of the chunk schedule. */
+                auto_mode?: "true" | "false";
+                /** @description Seconds without a message before the socket closes (1 to 180, default 20). */
+                inactivity_timeout?: string;
+                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id (D36); default the default speech model. */
+                model_id?: string;
+                /** @description Audio format of every chunk (ElevenLabs' names). */
+                output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
+                /** @description Alignment with every audio message (always sent when the source has it). */
+                sync_alignment?: "true" | "false";
+            };
+            header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The voice (an alpha or beta library voice, or one of yours). */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the socket is open. Its `X-Svc-Request-Id` is the id of the socket's one usage record (`GET /v1/requests/{id}`). */
+            101: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a query value), `not_a_tts_model`, `realtime_not_supported` (a model without a socket, e.g. alpha-v3), `voice_model_mismatch`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `billing_error` (the balance is below one unit's price), `key_spend_limit`. */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade required: `upgrade_required`: a request without `Upgrade: websocket` (it first meets the refusals of an opening that take nothing: the model, the voice, the balance). */
+            426: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -7088,6 +7822,8 @@ export interface operations {
                             object: "model";
                             /** @description Model family. */
                             owned_by: string;
+                            /** @description Speech models only (D42): served on the realtime socket `GET /v1/audio/speech/{voice_id}/stream-input` (and `multi-stream-input`). */
+                            realtime?: boolean;
                             /**
                              * Format: date
                              * @description The day (`YYYY-MM-DD`, UTC) from which the model answers 410 `model_retired`; null when none is scheduled.
@@ -9052,6 +9788,10 @@ export interface operations {
                     "application/json": {
                         /** @description The items. */
                         data: {
+                            /** @description The WebSocket close code the socket ended with (1000 normal, 1001 shutdown, 1008 policy, 1011 upstream); null while open, or when the sweep settled a socket whose process died. */
+                            close_code?: number | null;
+                            /** @description Speech contexts the socket used (`multi-stream-input`: up to 5 at once); null for transcription. */
+                            contexts?: number | null;
                             /** @description What the call cost (null while pending or processing) (USD, at most 6 decimals). */
                             cost_usd: number | null;
                             /**
@@ -9059,6 +9799,8 @@ export interface operations {
                              * @description When the call placed its hold.
                              */
                             created_at: string;
+                            /** @description How long the socket was open, ms (null while open). */
+                            duration_ms?: number | null;
                             /** @description 0 when the first source served the call, 1 or more for a fallback source. */
                             fallback_layer: number;
                             /** @description What was held (for a test-mode key: would have been held) (USD, at most 6 decimals). */
@@ -9090,6 +9832,8 @@ export interface operations {
                             object: "usage.record";
                             /** @description The organization charged (D41). */
                             org_id: string;
+                            /** @description `true` for a realtime socket's record (D42, D43): one record per socket, whatever its length. */
+                            realtime: boolean;
                             /**
                              * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
                              * @enum {string}
@@ -10311,6 +11055,10 @@ export interface operations {
                     "application/json": {
                         /** @description The items. */
                         data: {
+                            /** @description The WebSocket close code the socket ended with (1000 normal, 1001 shutdown, 1008 policy, 1011 upstream); null while open, or when the sweep settled a socket whose process died. */
+                            close_code?: number | null;
+                            /** @description Speech contexts the socket used (`multi-stream-input`: up to 5 at once); null for transcription. */
+                            contexts?: number | null;
                             /** @description What the call cost (null while pending or processing) (USD, at most 6 decimals). */
                             cost_usd: number | null;
                             /**
@@ -10318,6 +11066,8 @@ export interface operations {
                              * @description When the call placed its hold.
                              */
                             created_at: string;
+                            /** @description How long the socket was open, ms (null while open). */
+                            duration_ms?: number | null;
                             /** @description 0 when the first source served the call, 1 or more for a fallback source. */
                             fallback_layer: number;
                             /** @description What was held (for a test-mode key: would have been held) (USD, at most 6 decimals). */
@@ -10349,6 +11099,8 @@ export interface operations {
                             object: "usage.record";
                             /** @description The organization charged (D41). */
                             org_id: string;
+                            /** @description `true` for a realtime socket's record (D42, D43): one record per socket, whatever its length. */
+                            realtime: boolean;
                             /**
                              * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
                              * @enum {string}
@@ -11423,6 +12175,418 @@ export interface operations {
             };
         };
     };
+    speechSocketMultiStreamInput: {
+        parameters: {
+            query?: {
+                /** @description `Bearer <API key>`: for browsers, which cannot set headers on a WebSocket. */
+                authorization?: string;
+                /** @description Generate at sentence ends instead of the chunk schedule. */
+                auto_mode?: "true" | "false";
+                /** @description Seconds without a message before the socket closes (1 to 180, default 20). */
+                inactivity_timeout?: string;
+                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id (D36); default the default speech model. */
+                model_id?: string;
+                /** @description Audio format of every chunk (ElevenLabs' names). */
+                output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
+                /** @description Alignment with every audio message (always sent when the source has it). */
+                sync_alignment?: "true" | "false";
+            };
+            header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The voice (an alpha or beta library voice, or one of yours). */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the socket is open. Its `X-Svc-Request-Id` is the id of the socket's one usage record (`GET /v1/requests/{id}`). */
+            101: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a query value), `not_a_tts_model`, `realtime_not_supported` (a model without a socket, e.g. alpha-v3), `voice_model_mismatch`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `billing_error` (the balance is below one unit's price), `key_spend_limit`. */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade required: `upgrade_required`: a request without `Upgrade: websocket` (it first meets the refusals of an opening that take nothing: the model, the voice, the balance). */
+            426: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    speechSocketStreamInput: {
+        parameters: {
+            query?: {
+                /** @description `Bearer <API key>`: for browsers, which cannot set headers on a WebSocket. */
+                authorization?: string;
+                /** @description Generate at sentence ends instead of the chunk schedule. */
+                auto_mode?: "true" | "false";
+                /** @description Seconds without a message before the socket closes (1 to 180, default 20). */
+                inactivity_timeout?: string;
+                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id (D36); default the default speech model. */
+                model_id?: string;
+                /** @description Audio format of every chunk (ElevenLabs' names). */
+                output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
+                /** @description Alignment with every audio message (always sent when the source has it). */
+                sync_alignment?: "true" | "false";
+            };
+            header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description The voice (an alpha or beta library voice, or one of yours). */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the socket is open. Its `X-Svc-Request-Id` is the id of the socket's one usage record (`GET /v1/requests/{id}`). */
+            101: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a query value), `not_a_tts_model`, `realtime_not_supported` (a model without a socket, e.g. alpha-v3), `voice_model_mismatch`. */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `billing_error` (the balance is below one unit's price), `key_spend_limit`. */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade required: `upgrade_required`: a request without `Upgrade: websocket` (it first meets the refusals of an opening that take nothing: the model, the voice, the balance). */
+            426: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createTranscription: {
         parameters: {
             query?: never;
@@ -11648,6 +12812,208 @@ export interface operations {
             };
             /** @description Upstream provider failure: `provider_error`. */
             502: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    transcriptionSocket: {
+        parameters: {
+            query?: {
+                /** @description Format of the audio sent: 16-bit little-endian PCM at a rate, or mu-law at 8 kHz. */
+                audio_format?: "pcm_16000" | "pcm_8000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "pcm_48000" | "ulaw_8000";
+                /** @description `Bearer <API key>`: for browsers, which cannot set headers on a WebSocket. */
+                authorization?: string;
+                /** @description Who ends a segment: the client (`commit: true`) or the server after silence. */
+                commit_strategy?: "manual" | "vad";
+                /** @description Seconds without a message before the socket closes (1 to 180, default 20). */
+                inactivity_timeout?: string;
+                /** @description Committed transcripts also come with the detected `language_code`. */
+                include_language_detection?: "true" | "false";
+                /** @description Committed transcripts also come with word timestamps (`committed_transcript_with_timestamps`). */
+                include_timestamps?: "true" | "false";
+                /** @description ISO 639-1 or 639-3 code of the audio's language. */
+                language_code?: string;
+                /** @description Shortest silence that counts, ms (50 to 2000, default 100). */
+                min_silence_duration_ms?: string;
+                /** @description Shortest speech that counts, ms (50 to 2000, default 100). */
+                min_speech_duration_ms?: string;
+                /** @description A transcription model of the catalog, the alias `transcribe`, or `scribe_v2_realtime` (the default). */
+                model_id?: string;
+                /** @description Silence that ends a segment with `vad`, seconds (0.3 to 3, default 1.5). */
+                vad_silence_threshold_secs?: string;
+                /** @description Voice activity threshold (0.1 to 0.9, default 0.4). */
+                vad_threshold?: string;
+            };
+            header?: {
+                /**
+                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the socket is open. Its `X-Svc-Request-Id` is the id of the socket's one usage record (`GET /v1/requests/{id}`). */
+            101: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a query value), `invalid_model`, `realtime_not_supported` (the transcription sources have no socket). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Balance too low: `billing_error` (the balance is below one unit's price), `key_spend_limit`. */
+            402: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict: `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upgrade required: `upgrade_required`: a request without `Upgrade: websocket` (it first meets the refusals of an opening that take nothing: the model, the voice, the balance). */
+            426: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;
@@ -16955,6 +18321,8 @@ export interface operations {
                             object: "model";
                             /** @description Model family. */
                             owned_by: string;
+                            /** @description Speech models only (D42): served on the realtime socket `GET /v1/audio/speech/{voice_id}/stream-input` (and `multi-stream-input`). */
+                            realtime?: boolean;
                             /**
                              * Format: date
                              * @description The day (`YYYY-MM-DD`, UTC) from which the model answers 410 `model_retired`; null when none is scheduled.
@@ -19174,6 +20542,10 @@ export interface operations {
                     "application/json": {
                         /** @description The items. */
                         data: {
+                            /** @description The WebSocket close code the socket ended with (1000 normal, 1001 shutdown, 1008 policy, 1011 upstream); null while open, or when the sweep settled a socket whose process died. */
+                            close_code?: number | null;
+                            /** @description Speech contexts the socket used (`multi-stream-input`: up to 5 at once); null for transcription. */
+                            contexts?: number | null;
                             /** @description What the call cost (null while pending or processing) (USD, at most 6 decimals). */
                             cost_usd: number | null;
                             /**
@@ -19181,6 +20553,8 @@ export interface operations {
                              * @description When the call placed its hold.
                              */
                             created_at: string;
+                            /** @description How long the socket was open, ms (null while open). */
+                            duration_ms?: number | null;
                             /** @description 0 when the first source served the call, 1 or more for a fallback source. */
                             fallback_layer: number;
                             /** @description What was held (for a test-mode key: would have been held) (USD, at most 6 decimals). */
@@ -19212,6 +20586,8 @@ export interface operations {
                             object: "usage.record";
                             /** @description The organization charged (D41). */
                             org_id: string;
+                            /** @description `true` for a realtime socket's record (D42, D43): one record per socket, whatever its length. */
+                            realtime: boolean;
                             /**
                              * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
                              * @enum {string}
@@ -19363,6 +20739,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The WebSocket close code the socket ended with (1000 normal, 1001 shutdown, 1008 policy, 1011 upstream); null while open, or when the sweep settled a socket whose process died. */
+                        close_code?: number | null;
+                        /** @description Speech contexts the socket used (`multi-stream-input`: up to 5 at once); null for transcription. */
+                        contexts?: number | null;
                         /** @description What the call cost (null while pending or processing) (USD, at most 6 decimals). */
                         cost_usd: number | null;
                         /**
@@ -19370,6 +20750,8 @@ export interface operations {
                          * @description When the call placed its hold.
                          */
                         created_at: string;
+                        /** @description How long the socket was open, ms (null while open). */
+                        duration_ms?: number | null;
                         /** @description 0 when the first source served the call, 1 or more for a fallback source. */
                         fallback_layer: number;
                         /** @description What was held (for a test-mode key: would have been held) (USD, at most 6 decimals). */
@@ -19430,6 +20812,8 @@ export interface operations {
                         object: "usage.record";
                         /** @description The organization charged (D41). */
                         org_id: string;
+                        /** @description `true` for a realtime socket's record (D42, D43): one record per socket, whatever its length. */
+                        realtime: boolean;
                         /**
                          * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
                          * @enum {string}

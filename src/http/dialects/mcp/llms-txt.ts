@@ -2,7 +2,8 @@
  * `GET /llms.txt` (D39): a short Markdown guide for AI agents, following the llms.txt convention (a title, a
  * one-line summary in a quote, then sections of links and notes). Generated from the catalog (the models
  * and their prices), the MCP tools (`tools.ts`) and the gateway's public address, so it changes when they
- * do; a test keeps it in step with the catalog.
+ * do; a test keeps it in step with the catalog. The realtime sockets (D42, D43) are listed with their
+ * `ws://` URLs: agents that build voice pipelines need them, and MCP has no streaming audio.
  */
 import { SIGNUP_CREDIT_MICROS } from "../../../accounts/registration.ts";
 import { DEFAULT_MUSIC_MODEL, DEFAULT_SFX_MODEL, DEFAULT_SPEECH_MODEL, enabledModels } from "../../../catalog/models.ts";
@@ -39,6 +40,14 @@ export function buildLlmsTxt(publicBaseUrl: string): string {
   const firstOf = (cap: ModelRecord["capability"]) => idsOf(cap)[0] ?? "";
   const video = idsOf("video");
   const textModels = TEXT_MODELS.filter((m) => m.enabled).map((m) => m.id);
+  // The realtime sockets (D42, D43): the same address with ws:// (wss:// behind TLS).
+  const socketBase = base.replace(/^http/, "ws");
+  const realtimeSpeech = enabledModels()
+    .filter((m) => m.capability === "speech" && m.supportsRealtime)
+    .map((m) => m.id);
+  const realtimeTranscription = enabledModels()
+    .flatMap((m) => (m.capability === "transcription" && m.pricing.mode === "per-minute" ? [`${m.id} ${formatUsd(m.pricing.microsPerMinute)} USD per minute (${formatUsd(Math.ceil(m.pricing.microsPerMinute / 60))} USD per second)`] : []))
+    .join("; ");
   const lines = [
     "# Media Gateway",
     "",
@@ -58,6 +67,14 @@ export function buildLlmsTxt(publicBaseUrl: string): string {
     `Prices: ${priceList("speech")}. Voices: \`GET /v1/audio/voices?provider=alpha|beta\`.`,
     "",
     curl(base, "/v1/audio/speech", { model: DEFAULT_SPEECH_MODEL, input: "Hello from the gateway.", voice_id: EXAMPLE_VOICE_ID }, " -o hello.mp3"),
+    "",
+    `### Realtime speech and transcription (WebSockets)`,
+    "",
+    `For text that arrives over time (a voice agent, a language model's answer), open the speech socket: \`${socketBase}/v1/audio/speech/{voice_id}/stream-input\` (ElevenLabs' text-to-speech socket protocol; \`multi-stream-input\` for up to 5 contexts). Send \`{"text": " "}\`, then \`{"text": "words ", "flush": true}\` as text comes, then \`{"text": ""}\`; the answers are \`{"audio": "<base64>", "alignment": {...}}\` and \`{"isFinal": true}\`. Query: \`model_id\` (speech models with \`"realtime": true\` in \`GET /v1/models\`: ${realtimeSpeech.join(", ")}), \`output_format\`, \`inactivity_timeout\`, \`auto_mode\`. Billed per character spoken, at the prices above.`,
+    "",
+    `For live audio, the transcription socket: \`${socketBase}/v1/audio/transcriptions/realtime\` (ElevenLabs' Scribe realtime protocol; query \`audio_format\` such as \`pcm_16000\`, \`commit_strategy\` \`manual\` or \`vad\`). Send \`{"message_type": "input_audio_chunk", "audio_base_64": "...", "commit": false}\`; the answers are \`session_started\`, \`partial_transcript\` and \`committed_transcript\`. Billed per started second of audio received, at the per-minute price / 60: ${realtimeTranscription}.`,
+    "",
+    "Both take the key as `Authorization: Bearer <API key>` (or `xi-api-key`) on the upgrade request, or, from a browser, in the query `authorization=Bearer <API key>`. One socket is one paid call: one hold that grows as it is used, one usage record (`\"realtime\": true` in `GET /v1/requests`). Errors after the upgrade are a message (`{\"error\", \"message\"}` for speech, `{\"message_type\": \"<error>\", \"error\"}` for transcription) then a close: 1008 (out of funds, a bad message), 1011 (the upstream failed), 1000 (the end, inactivity, the session time limit).",
     "",
     `### Music: \`POST /v1/audio/music\``,
     "",
@@ -89,7 +106,7 @@ export function buildLlmsTxt(publicBaseUrl: string): string {
     "",
     "## Vendor dialects (their official SDKs work unchanged)",
     "",
-    `- ElevenLabs: \`new ElevenLabsClient({ baseUrl: "${base}/elevenlabs", apiKey })\` (speech, sound effects, music, voices, models; ElevenLabs model ids such as \`eleven_multilingual_v2\`).`,
+    `- ElevenLabs: \`new ElevenLabsClient({ baseUrl: "${base}/elevenlabs", apiKey })\` (speech, sound effects, music, voices, models; ElevenLabs model ids such as \`eleven_multilingual_v2\`). Its sockets are at \`${socketBase}/elevenlabs/v1/text-to-speech/{voice_id}/stream-input\` (and \`multi-stream-input\`; LiveKit's ElevenLabs plugin with \`baseURL: "${base}/elevenlabs/v1"\`) and \`${socketBase}/elevenlabs/v1/speech-to-text/realtime\` (\`speechToText.realtime.connect\` of the SDK).`,
     `- OpenAI: \`new OpenAI({ baseURL: "${base}/openai/v1", apiKey })\` (chat, speech, transcription, images, videos); \`${base}/v1\` serves OpenAI's Videos API too.`,
     `- fal: \`fal.config({ credentials: apiKey, proxyUrl: { url: "${base}/fal/proxy", when: "always" } })\` with \`@fal-ai/client\`.`,
     "",

@@ -148,6 +148,14 @@ const PAID = { readOnlyHint: false, destructiveHint: false, idempotentHint: fals
 
 const JOB_ID = (what: string): Schema => obj({ job_id: { ...propertyOf((getJobSchema as { params?: unknown }).params, "id"), description: what } as Schema }, ["job_id"]) as Schema;
 
+/**
+ * Where a voice agent goes instead of `generate_speech` (D42, D43): the realtime sockets, which MCP cannot
+ * carry (their audio streams both ways). Paths only: the tools do not know the gateway's address (llms.txt
+ * gives the full URLs).
+ */
+const REALTIME_SPEECH_NOTE =
+  "For a voice agent or text that arrives over time, do not call this tool per sentence: open the realtime speech WebSocket, GET /v1/audio/speech/{voice_id}/stream-input on the gateway's address with ws:// or wss:// (ElevenLabs' text-to-speech socket protocol, the same key as Authorization: Bearer; models with realtime: true in list_models), which speaks text as it is sent and is billed per character in one usage record; live audio is transcribed by /v1/audio/transcriptions/realtime (per second of audio). GET /llms.txt describes both.";
+
 /** Every field of the answers, as the descriptions state them once. */
 const ANSWER = "The result's structuredContent carries cost_usd, balance_usd (after the call) and request_id";
 
@@ -156,7 +164,7 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: "list_models",
     title: "List models",
-    description: `The gateway's enabled models (text, audio, image, video) with their capabilities, minimum tier and lifecycle (deprecated, shutdown_date), as GET /v1/models lists them. Free and instant. ${ANSWER}; the models are in structuredContent.models.`,
+    description: `The gateway's enabled models (text, audio, image, video) with their capabilities, minimum tier and lifecycle (deprecated, shutdown_date), as GET /v1/models lists them; speech models also say whether the realtime speech socket serves them (realtime: true). Free and instant. ${ANSWER}; the models are in structuredContent.models.`,
     inputSchema: obj({
       modality: oneOf(["text", "audio", "image", "video"], "Only models of this modality."),
       capability: propertyOf((listModelsSchema as { querystring?: unknown }).querystring, "capability"),
@@ -199,7 +207,7 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: "generate_speech",
     title: "Generate speech",
-    description: `Text to speech with a voice from list_voices (voice_id and input are required). Prices: ${priceList("speech")}; the characters of input are counted after NFC. Takes one to a few seconds. Answers the audio (MP3, base64) and the stored file's URL. ${ANSWER} and job_id (the stored output); a refusal is an error result with the gateway's code and costs nothing.`,
+    description: `Text to speech with a voice from list_voices (voice_id and input are required). Prices: ${priceList("speech")}; the characters of input are counted after NFC. Takes one to a few seconds. Answers the audio (MP3, base64) and the stored file's URL. ${ANSWER} and job_id (the stored output); a refusal is an error result with the gateway's code and costs nothing. ${REALTIME_SPEECH_NOTE}`,
     inputSchema: audioTool(bodyOf(createSpeechSchema), ["text", "voice", "stream"]),
     annotations: PAID,
   },
