@@ -224,7 +224,7 @@ export class MeteredHold {
         if (err instanceof InsufficientFundsError) {
           return {
             code: "insufficient_balance",
-            message: `The balance (${formatUsd(err.balanceMicros ?? 0)} USD) cannot pay for the next ${units} ${units === 1 ? "unit" : "units"} of this session; what was paid for has been delivered. Top up to continue.`,
+            message: `The balance left after what this and other calls hold (${formatUsd(err.balanceMicros ?? 0)} USD) cannot pay for the next ${units} ${units === 1 ? "unit" : "units"} of this session; what was paid for has been delivered. Top up to continue.`,
           };
         }
         if (err instanceof KeySpendLimitError) {

@@ -351,6 +351,22 @@ for (const backend of BACKENDS) {
       assert.equal(ok.status, 426);
     });
 
+    test("flow control: a client writing far faster than speech waits (the gateway stops reading), then ends as usual", async () => {
+      const u = await fundedOrg(0.05);
+      const s = await open(path(DEMO_ALPHA_VOICE_ID, "model_id=alpha-flash-v2-5&output_format=pcm_16000"), { "xi-api-key": u.api_key });
+      s.send({ text: " " });
+      const message = JSON.stringify({ text: "flooding! ", flush: true });
+      for (let i = 0; i < 200_000; i++) s.ws.send(message);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.ok(s.ws.bufferedAmount > 0 || s.closed !== null, "the gateway stopped reading: the client's writes wait in its own buffer");
+      const close = await s.waitClose(30_000);
+      assert.equal(close.code, 1008);
+      assert.equal(s.messages.find((m) => typeof m.error === "string")?.error, "insufficient_balance");
+      const [rec] = await settledRecord(u.org_id);
+      assert.equal(Number(rec.cost_micros), flashPrice(Number(rec.characters)));
+      assert.equal(await exact(u.org_id), 50_000 - Number(rec.cost_micros));
+    });
+
     test("a socket is one request of the rpm windows at open (D42): over the key's rpm, 429 before the upgrade", async () => {
       const u = await gw.register();
       const key = await gw.request("POST", "/v1/auth/keys", { token: u.session_token, body: { name: "slow", rpm: 1 } });

@@ -104,6 +104,8 @@ export interface SpeechSessionSink {
   final(contextId: string | null): void;
   /** The session is settled: send `error` if any, then close with `closeCode`. */
   end(end: SessionEnd): void;
+  /** A chunk was spoken (or dropped): the text waiting shrank ({@link SpeechSession.backlog}). */
+  spoke?(): void;
 }
 
 /** The first message of a context: its voice settings and chunk schedule (checked by the edge). */
@@ -263,6 +265,20 @@ export class SpeechSession {
     void this.#finish({ closeCode: 1000, error: { code: "input_timeout_exceeded", message: `No message was received for ${this.#params.inactivityTimeoutS} s (inactivity_timeout); the session is closed.` } }, "drain");
   }
 
+  /**
+   * Characters waiting to be spoken, every context together: buffered text and chunks queued (the chunk
+   * being spoken excluded). The edge stops reading the client while it is large (flow control: a client
+   * writing faster than speech is spoken waits instead of piling text up in the gateway).
+   */
+  backlog(): number {
+    let n = 0;
+    for (const c of this.#contexts.values()) {
+      n += c.chunker.buffered;
+      for (const q of c.queue) n += q.length;
+    }
+    return n;
+  }
+
   /** Whether context `id` exists (its first message was received). */
   hasContext(id: string | null): boolean {
     return this.#contexts.has(id);
@@ -384,6 +400,7 @@ export class SpeechSession {
       if (this.#state === "draining" && !this.#speakQueued) break;
       const chunk = ctx.queue.shift()!;
       const ok = await this.#speak(ctx, chunk);
+      this.#sink.spoke?.();
       if (!ok) return;
     }
     if (ctx.closing && ctx.queue.length === 0 && this.#contexts.get(ctx.id) === ctx) {

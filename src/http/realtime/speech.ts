@@ -40,6 +40,12 @@ import {
   upgradeRequired,
 } from "./sockets.ts";
 
+/**
+ * Characters waiting to be spoken (every context) past which the socket stops reading the client until
+ * they drop below half of it: TCP's own flow control then slows a client writing faster than speech.
+ */
+export const MAX_BACKLOG_CHARS = 10_000;
+
 /** Audio the gateway keeps for a client that does not read it, bytes, before it ends the socket (1008). */
 export const MAX_UNREAD_BYTES = 64 * 1024 * 1024;
 
@@ -152,6 +158,7 @@ class SpeechSocket implements SpeechSessionSink {
         }
         first = false;
         this.#handle(msg);
+        this.#flowControl();
       });
       chain.catch((err: unknown) => {
         this.#request.log.error({ err }, "realtime speech message");
@@ -205,6 +212,23 @@ class SpeechSocket implements SpeechSessionSink {
     else if (m.flush) s.flush(ctx);
   }
 
+  #paused = false;
+
+  /** Stops reading the client while the text waiting is large; reads again once it halved (see {@link MAX_BACKLOG_CHARS}). */
+  #flowControl(): void {
+    const ws = this.#ws;
+    const s = this.#session;
+    if (ws === null || s === null) return;
+    const backlog = s.open ? s.backlog() : 0;
+    if (!this.#paused && backlog > MAX_BACKLOG_CHARS) {
+      this.#paused = true;
+      ws.pause();
+    } else if (this.#paused && backlog <= MAX_BACKLOG_CHARS / 2) {
+      this.#paused = false;
+      ws.resume();
+    }
+  }
+
   /** Ends the socket on a refusal: through the session when there is one (it settles), else the message and 1008. */
   #refuse(code: string, message: string): void {
     if (this.#session !== null) return this.#session.refuse(code, message);
@@ -224,6 +248,10 @@ class SpeechSocket implements SpeechSessionSink {
     }
   }
 
+  spoke(): void {
+    this.#flowControl();
+  }
+
   final(contextId: string | null): void {
     sendText(this.#ws, speechFinalMessage(contextId, this.#multi, this.#request.id));
   }
@@ -231,6 +259,11 @@ class SpeechSocket implements SpeechSessionSink {
   end(end: SessionEnd): void {
     this.#sockets.delete(this);
     if (this.#ws === null) return;
+    // A paused socket reads again, so its close handshake completes.
+    if (this.#paused) {
+      this.#paused = false;
+      this.#ws.resume();
+    }
     if (end.error !== null) sendText(this.#ws, speechErrorMessage(end.error.code, end.error.message, this.#request.id));
     closeSocket(this.#ws, end.closeCode, end.error?.message ?? end.reason ?? "");
   }
