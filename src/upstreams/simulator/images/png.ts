@@ -1,9 +1,10 @@
 /** PNG encoding of the simulated images (8-bit RGB, deflate on the calling thread or the libuv pool). */
 import { promisify } from "node:util";
 import { crc32, deflate, deflateSync } from "node:zlib";
-import { planImage, type RenderImageOptions } from "./plan.ts";
+import { planImage } from "./plan.ts";
 import { rasterize } from "./raster.ts";
 import { checkSize } from "./size.ts";
+import type { RenderImageOptions } from "./types.ts";
 
 const deflateAsync = promisify(deflate);
 

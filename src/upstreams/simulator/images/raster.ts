@@ -3,7 +3,8 @@
  * plan's caption (the prompt) written in a dark band at the bottom.
  */
 import { ADVANCE, GLYPH_H, GLYPH_W, glyph, LINE_HEIGHT, wrapCaption } from "./font.ts";
-import { type Gradient, gradientLine, type ImagePlan, type Rgb, ridgeAt } from "./plan.ts";
+import { gradientLine, ridgeAt } from "./geometry.ts";
+import type { Gradient, ImagePlan, Rgb } from "./types.ts";
 
 /**
  * An RGB canvas whose memory is the PNG scanline buffer itself: each row is one filter-type byte

@@ -1,7 +1,9 @@
 /** SVG output of the simulated images: the same scene plan drawn as vector shapes, the caption as text. */
 import { LINE_HEIGHT } from "./font.ts";
-import { gradientLine, planImage, type RenderImageOptions, type Rgb, ridgeAt } from "./plan.ts";
+import { gradientLine, ridgeAt } from "./geometry.ts";
+import { planImage } from "./plan.ts";
 import { captionLayout } from "./raster.ts";
+import type { RenderImageOptions, Rgb } from "./types.ts";
 
 /** Pixels per layout cell of the caption: the PNG's raster cell (see `png.ts`), so both place it alike. */
 const CAPTION_CELL = 4;
