@@ -20,7 +20,8 @@
  *   end (1000), the client gone, or a shutdown (1001): each settles the hold once and gives the pool slot back.
  */
 import { type Executor, getBalance, InsufficientFundsError } from "../../billing/ledger.ts";
-import { MeteredHold, type MeterRefusal, realtimeInsufficient } from "../../billing/metered-hold.ts";
+import type { MeteredHold, MeterRefusal } from "../../billing/metered-hold.ts";
+import { realtimeInsufficient } from "../../billing/metered-hold.ts";
 import type { BalanceEvents } from "../../billing/balance-events.ts";
 import type { PaidCalls } from "../../billing/paid-call.ts";
 import type { CallContext } from "../../billing/usage.ts";
@@ -38,6 +39,7 @@ import type { FailoverSpeechStream } from "../../upstreams/realtime-failover.ts"
 import { type AudioFormat, type SimulateMode, UpstreamError } from "../../upstreams/types.ts";
 import { codePoints } from "../text-limits.ts";
 import { resolveVoice, type VoiceDeps, voiceUnknownToSource } from "../speech.ts";
+import { admitSocket } from "./admission.ts";
 import { TextChunker } from "./chunker.ts";
 
 /** Most contexts a `multi-stream-input` socket may have open at once (D42, ElevenLabs' limit). */
@@ -213,24 +215,18 @@ export class SpeechSession {
   static async open(deps: SpeechSessionDeps, params: SpeechSessionParams, sink: SpeechSessionSink): Promise<SpeechSession> {
     const model = SpeechSession.modelFor(params.modelId);
     const voice = await resolveVoice(deps, params.accountId, params.voiceId, model);
-    const releaseSlot = await params.guard.admit(model.id, model.audioPool);
-    try {
-      const meter = await MeteredHold.open(
-        { db: deps.db, paidCalls: deps.paidCalls, events: deps.events ?? null, onPersistError: deps.onBackgroundError },
-        {
-          accountId: params.accountId,
-          model: model.id,
-          usage: { ...params.call, kind: "speech", units: { characters: 0 } },
-          pricing: { price: (chars) => quoteSpeech(model, chars), blockUnits: params.holdChars, usageUnits: (chars) => ({ characters: chars }) },
-          heartbeatMs: params.heartbeatMs,
-        },
-        realtimeInsufficient("character"),
-      );
-      return new SpeechSession(deps, params, model, voice, meter, releaseSlot, sink);
-    } catch (err) {
-      await releaseSlot();
-      throw err;
-    }
+    const { meter, releaseSlot } = await admitSocket(deps, {
+      accountId: params.accountId,
+      model,
+      call: params.call,
+      guard: params.guard,
+      kind: "speech",
+      units: { characters: 0 },
+      pricing: { price: (chars) => quoteSpeech(model, chars), blockUnits: params.holdChars, usageUnits: (chars) => ({ characters: chars }) },
+      heartbeatMs: params.heartbeatMs,
+      unit: "character",
+    });
+    return new SpeechSession(deps, params, model, voice, meter, releaseSlot, sink);
   }
 
   /** The catalog model spoken. */

@@ -16,7 +16,7 @@
  *   upstream failure (`transcriber_error`, 1011), a shutdown (1001); each settles the hold once.
  */
 import type { Executor } from "../../billing/ledger.ts";
-import { MeteredHold, realtimeInsufficient } from "../../billing/metered-hold.ts";
+import type { MeteredHold } from "../../billing/metered-hold.ts";
 import type { BalanceEvents } from "../../billing/balance-events.ts";
 import type { PaidCalls } from "../../billing/paid-call.ts";
 import type { CallContext } from "../../billing/usage.ts";
@@ -31,6 +31,7 @@ import type { AudioRouter } from "../../upstreams/audio-router.ts";
 import { realtimeAudioInfo, type TranscriptionEvent, type TranscriptionStream, type TranscriptionStreamRequest, type TranscriptWord } from "../../upstreams/realtime.ts";
 import type { SimulateMode } from "../../upstreams/types.ts";
 import type { SessionEnd } from "./speech-session.ts";
+import { admitSocket } from "./admission.ts";
 
 /** Seconds of audio one block of the hold covers (D43). */
 export const TRANSCRIPTION_BLOCK_S = 60;
@@ -145,24 +146,18 @@ export class TranscriptionSession {
         "model_id",
       );
     }
-    const releaseSlot = await params.guard.admit(model.id, model.audioPool);
-    try {
-      const meter = await MeteredHold.open(
-        { db: deps.db, paidCalls: deps.paidCalls, events: deps.events ?? null, onPersistError: deps.onBackgroundError },
-        {
-          accountId: params.accountId,
-          model: model.id,
-          usage: { ...params.call, kind: "transcription", units: { seconds: 0 } },
-          pricing: { price: (s) => quoteRealtimeSeconds(model, s), blockUnits: TRANSCRIPTION_BLOCK_S, usageUnits: (s) => ({ seconds: s }) },
-          heartbeatMs: params.heartbeatMs,
-        },
-        realtimeInsufficient("second of audio"),
-      );
-      return new TranscriptionSession(deps, params, model, meter, releaseSlot, sink);
-    } catch (err) {
-      await releaseSlot();
-      throw err;
-    }
+    const { meter, releaseSlot } = await admitSocket(deps, {
+      accountId: params.accountId,
+      model,
+      call: params.call,
+      guard: params.guard,
+      kind: "transcription",
+      units: { seconds: 0 },
+      pricing: { price: (s) => quoteRealtimeSeconds(model, s), blockUnits: TRANSCRIPTION_BLOCK_S, usageUnits: (s) => ({ seconds: s }) },
+      heartbeatMs: params.heartbeatMs,
+      unit: "second of audio",
+    });
+    return new TranscriptionSession(deps, params, model, meter, releaseSlot, sink);
   }
 
   /** The socket's request id (its usage record). */

@@ -14,10 +14,11 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { WebSocket } from "ws";
 import type { Principal } from "../../accounts/auth-cache.ts";
 import type { CallContext } from "../../billing/usage.ts";
-import { errors } from "../../errors.ts";
+import { AppError, errors } from "../../errors.ts";
 import { type CallGuard, type DeferredWindows, guardFor } from "../../limits/limiter.ts";
 import type { Services } from "../../services.ts";
 import { bearerOf, callOf, guardOf, requireAuth } from "../auth.ts";
+import { endSocketSpan } from "../tracing.ts";
 import type { App } from "../types.ts";
 
 /** Largest message a socket accepts, bytes (a transcription chunk of a few seconds of 48 kHz audio in base64). */
@@ -176,4 +177,99 @@ export function closeSocket(ws: WebSocket, code: number, reason: string): void {
 /** Sends `text` when `ws` is open (a client gone meanwhile misses it, as it would the audio). */
 export function sendText(ws: WebSocket | null, text: string): void {
   if (ws !== null && ws.readyState === ws.OPEN) ws.send(text);
+}
+
+/** A socket kind's side of {@link serveSocket}: parsing, authentication, the session's calls. */
+export interface SocketHandlers<M> {
+  /** Whether the socket still has to be authenticated by its first message (no key at the upgrade). */
+  needsKey: boolean;
+  /** Parses a frame. @throws a refusal the socket answers (`refuse` is called with its code). */
+  parse(data: Buffer, isBinary: boolean): M;
+  /** The refusal code of a frame `parse` threw on (`invalid_request`, `input_error`, ...), or null to rethrow. */
+  refusalOf(err: unknown): string | null;
+  /** The key a message carries (`xi_api_key`), for the first message. */
+  keyOf(m: M): string | null;
+  /** First-message authentication with the message's key; false when refused (the socket then ends). */
+  authenticate(key: string | null): Promise<boolean>;
+  /** Handles a message once authenticated. */
+  handle(m: M): Promise<void> | void;
+  /** Ends the socket with an error message (`code`, `message`). */
+  refuse(code: string, message: string): void;
+  /** The code a message that could not be handled ends the socket with (`internal_error`, `error`). */
+  crashCode: string;
+  /** The client closed the socket (or it broke): settles; resolves once settled. */
+  closed(code: number): Promise<void>;
+}
+
+/**
+ * Serves an accepted socket: its messages handled one at a time in order (a frame that cannot be used
+ * refused; the first one authenticating the socket when no key came with the upgrade, within
+ * {@link FIRST_MESSAGE_TIMEOUT_MS}), and its close settled before the request's span ends (D40). Attached
+ * synchronously, so no message is missed.
+ */
+export function serveSocket<M>(ws: WebSocket, request: FastifyRequest, h: SocketHandlers<M>): void {
+  let needsKey = h.needsKey;
+  let closed = false;
+  const waiting = needsKey ? setTimeout(() => h.refuse("auth_error", "No key was sent: send xi-api-key (or Authorization) with the upgrade, or xi_api_key in the first message."), FIRST_MESSAGE_TIMEOUT_MS) : null;
+  waiting?.unref();
+  let chain: Promise<void> = Promise.resolve();
+  ws.on("message", (data, isBinary) => {
+    chain = chain
+      .then(async () => {
+        if (closed) return;
+        let m: M;
+        try {
+          m = h.parse(data as Buffer, isBinary);
+        } catch (err) {
+          const code = h.refusalOf(err);
+          if (code === null) throw err;
+          return h.refuse(code, err instanceof Error ? err.message : String(err));
+        }
+        if (needsKey) {
+          if (waiting !== null) clearTimeout(waiting);
+          needsKey = false;
+          if (!(await h.authenticate(h.keyOf(m)))) return;
+          // The client left while the session opened: it is settled now (its close found none to settle).
+          if (closed) return void (await h.closed(1006));
+        }
+        await h.handle(m);
+      })
+      .catch((err: unknown) => {
+        request.log.error({ err }, "realtime socket message");
+        h.refuse(h.crashCode, "The message could not be handled.");
+      });
+  });
+  ws.on("close", (code) => {
+    closed = true;
+    if (waiting !== null) clearTimeout(waiting);
+    // The request's span (D40) ends once the socket's money is settled (its capture is a child span).
+    void h.closed(code).finally(() => endSocketSpan(request, code));
+  });
+}
+
+/**
+ * First-message authentication (D42, D43): the key's caller, then `open` with it. Returns false, after
+ * `refuse` (`auth_error` for a bad or missing key; `codeOf` the opening's AppError otherwise), when refused.
+ */
+export async function authenticateByMessage(
+  services: Services,
+  request: FastifyRequest,
+  key: string | null,
+  open: (caller: SocketCaller) => Promise<void>,
+  refuse: (code: string, message: string) => void,
+  codeOf: (err: AppError) => string,
+): Promise<boolean> {
+  const caller = key === null ? null : await callerOfKey(services, request, key);
+  if (caller === null) {
+    refuse("auth_error", key === null ? "No key was sent: send xi-api-key with the upgrade or xi_api_key in the first message." : "Invalid API key.");
+    return false;
+  }
+  try {
+    await open(caller);
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    refuse(codeOf(err), err.message);
+    return false;
+  }
+  return true;
 }

@@ -17,11 +17,9 @@ import {
   type SpeechSessionSink,
 } from "../../audio/realtime/speech-session.ts";
 import { DEFAULT_SPEECH_MODEL } from "../../catalog/models.ts";
-import { AppError } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import type { AudioFormat } from "../../upstreams/types.ts";
 import { MODEL_CALL } from "../auth.ts";
-import { endSocketSpan } from "../tracing.ts";
 import { simulateHeader } from "../call-context.ts";
 import { catalogModelOf } from "../dialects/elevenlabs/models.ts";
 import { speechSocketSchema } from "../schemas/realtime.ts";
@@ -29,12 +27,12 @@ import type { Tag } from "../schemas/common.ts";
 import type { App } from "../types.ts";
 import { jsonObject, MessageError, parseSpeechMessage, type SpeechMessage, speechAudioMessage, speechErrorMessage, speechFinalMessage } from "./messages.ts";
 import {
-  callerOfKey,
+  authenticateByMessage,
   callerOfRequest,
   closeSocket,
-  FIRST_MESSAGE_TIMEOUT_MS,
   type RealtimeSockets,
   sendText,
+  serveSocket,
   type SocketCaller,
   socketAuth,
   upgradeRequired,
@@ -65,7 +63,6 @@ class SpeechSocket implements SpeechSessionSink {
   readonly #multi: boolean;
   #ws: WebSocket | null = null;
   #session: SpeechSession | null = null;
-  #closed = false;
 
   constructor(services: Services, sockets: RealtimeSockets, request: FastifyRequest, multi: boolean) {
     this.#services = services;
@@ -130,65 +127,25 @@ class SpeechSocket implements SpeechSessionSink {
 
   /**
    * The socket is accepted: its messages go to the session (or, without a key before the upgrade, the
-   * first one authenticates it). Attached synchronously, so no message is missed.
+   * first one authenticates it).
    */
   attach(ws: WebSocket): void {
     this.#ws = ws;
-    let first = true;
-    let chain: Promise<void> = Promise.resolve();
-    const waiting =
-      this.#session === null
-        ? setTimeout(() => this.#refuse("auth_error", "No key was sent: send xi-api-key (or Authorization) with the upgrade, or xi_api_key in the first message."), FIRST_MESSAGE_TIMEOUT_MS)
-        : null;
-    waiting?.unref();
-    ws.on("message", (data, isBinary) => {
-      // Messages are handled in order, the first one's authentication included.
-      chain = chain.then(async () => {
-        if (this.#closed) return;
-        let msg: SpeechMessage;
-        try {
-          msg = parseSpeechMessage(jsonObject(data as Buffer, isBinary), this.#multi);
-        } catch (err) {
-          if (err instanceof MessageError) return this.#refuse("invalid_request", err.message);
-          throw err;
-        }
-        if (first && this.#session === null) {
-          if (waiting !== null) clearTimeout(waiting);
-          if (!(await this.#authenticate(msg.key))) return;
-        }
-        first = false;
-        this.#handle(msg);
+    serveSocket<SpeechMessage>(ws, this.#request, {
+      needsKey: this.#session === null,
+      parse: (data, isBinary) => parseSpeechMessage(jsonObject(data, isBinary), this.#multi),
+      refusalOf: (err) => (err instanceof MessageError ? "invalid_request" : null),
+      keyOf: (m) => m.key,
+      authenticate: (key) =>
+        authenticateByMessage(this.#services, this.#request, key, (caller) => this.open(caller), (code, message) => this.#refuse(code, message), (err) => err.code),
+      handle: (m) => {
+        this.#handle(m);
         this.#flowControl();
-      });
-      chain.catch((err: unknown) => {
-        this.#request.log.error({ err }, "realtime speech message");
-        this.#refuse("internal_error", "The message could not be handled.");
-      });
+      },
+      refuse: (code, message) => this.#refuse(code, message),
+      crashCode: "internal_error",
+      closed: (code) => this.#session?.clientClosed(code) ?? Promise.resolve(),
     });
-    ws.on("close", (code) => {
-      this.#closed = true;
-      if (waiting !== null) clearTimeout(waiting);
-      // The request's span (D40) ends once the socket's money is settled (its capture is a child span).
-      void (this.#session?.clientClosed(code) ?? Promise.resolve()).finally(() => endSocketSpan(this.#request, code));
-    });
-  }
-
-  /** First-message authentication (D42): a bad key closes with 1008; a refused opening too, with its code. */
-  async #authenticate(key: string | null): Promise<boolean> {
-    const caller = key === null ? null : await callerOfKey(this.#services, this.#request, key);
-    if (caller === null) {
-      this.#refuse("auth_error", key === null ? "No key was sent: send xi-api-key with the upgrade or xi_api_key in the first message." : "Invalid API key.");
-      return false;
-    }
-    try {
-      await this.open(caller);
-    } catch (err) {
-      if (!(err instanceof AppError)) throw err;
-      this.#refuse(err.code, err.message);
-      return false;
-    }
-    if (this.#closed) void this.#session?.clientClosed(1006);
-    return true;
   }
 
   /** A parsed message (D42): a context's first message, text, flush, the end, `close_context`, `close_socket`. */

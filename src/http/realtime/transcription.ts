@@ -13,13 +13,12 @@ import { AppError } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import { realtimeAudioInfo, type RealtimeAudioFormat, type VadSettings } from "../../upstreams/realtime.ts";
 import { MODEL_CALL } from "../auth.ts";
-import { endSocketSpan } from "../tracing.ts";
 import { simulateHeader } from "../call-context.ts";
 import { transcriptionSocketSchema } from "../schemas/realtime.ts";
 import type { Tag } from "../schemas/common.ts";
 import type { App } from "../types.ts";
 import { type AudioChunkMessage, ChunkTooLarge, committedMessages, jsonObject, MessageError, parseAudioChunk, partialMessage, sessionStartedMessage, transcriptionErrorMessage } from "./messages.ts";
-import { callerOfKey, callerOfRequest, closeSocket, FIRST_MESSAGE_TIMEOUT_MS, type RealtimeSockets, sendText, type SocketCaller, socketAuth, upgradeRequired } from "./sockets.ts";
+import { authenticateByMessage, callerOfRequest, closeSocket, type RealtimeSockets, sendText, serveSocket, type SocketCaller, socketAuth, upgradeRequired } from "./sockets.ts";
 
 /** Largest chunk of audio one message may carry, bytes (about 10 s of 48 kHz PCM). */
 export const MAX_AUDIO_CHUNK_BYTES = 1024 * 1024;
@@ -66,6 +65,14 @@ function modelIdOf(q: TranscriptionQuery): string {
   return id === undefined || id === SCRIBE_REALTIME ? DEFAULT_TRANSCRIPTION_MODEL : id;
 }
 
+/** Scribe's error type for an opening refused after first-message authentication (D43). */
+function refusalKind(err: AppError): string {
+  if (err.status === 402) return "quota_exceeded";
+  if (err.status === 429) return "rate_limited";
+  if (err.status === 401) return "auth_error";
+  return "invalid_request";
+}
+
 /** One transcription socket: the bridge between its WebSocket and its {@link TranscriptionSession}. */
 class TranscriptionSocket implements TranscriptionSessionSink {
   readonly #services: Services;
@@ -76,7 +83,6 @@ class TranscriptionSocket implements TranscriptionSessionSink {
   readonly #vad: VadSettings;
   #ws: WebSocket | null = null;
   #session: TranscriptionSession | null = null;
-  #closed = false;
 
   /** @throws AppError 400 for a VAD setting out of range (before the upgrade). */
   constructor(services: Services, sockets: RealtimeSockets, request: FastifyRequest) {
@@ -131,62 +137,28 @@ class TranscriptionSocket implements TranscriptionSessionSink {
   /** The socket is accepted: the upstream starts, messages go to the session (or authenticate it first). */
   attach(ws: WebSocket): void {
     this.#ws = ws;
-    let chain: Promise<void> = Promise.resolve();
     const info = realtimeAudioInfo(this.#format);
     const limits = { sampleRate: info.sampleRate, sampleBytes: info.bytesPerSample, maxBytes: MAX_AUDIO_CHUNK_BYTES };
-    const waiting =
-      this.#session === null ? setTimeout(() => this.#refuse("auth_error", "No key was sent: send xi-api-key (or Authorization) with the upgrade, or xi_api_key in the first message."), FIRST_MESSAGE_TIMEOUT_MS) : null;
-    waiting?.unref();
     if (this.#session !== null) void this.#session.start();
-    ws.on("message", (data, isBinary) => {
-      chain = chain.then(async () => {
-        if (this.#closed) return;
-        let msg: AudioChunkMessage;
-        try {
-          msg = parseAudioChunk(jsonObject(data as Buffer, isBinary), limits);
-        } catch (err) {
-          if (err instanceof ChunkTooLarge) return this.#refuse("chunk_size_exceeded", err.message);
-          if (err instanceof MessageError) return this.#refuse("input_error", err.message);
-          throw err;
-        }
-        if (this.#session === null) {
-          if (waiting !== null) clearTimeout(waiting);
-          if (!(await this.#authenticate(msg.key))) return;
-        }
+    serveSocket<AudioChunkMessage>(ws, this.#request, {
+      needsKey: this.#session === null,
+      parse: (data, isBinary) => parseAudioChunk(jsonObject(data, isBinary), limits),
+      refusalOf: (err) => (err instanceof ChunkTooLarge ? "chunk_size_exceeded" : err instanceof MessageError ? "input_error" : null),
+      keyOf: (m) => m.key,
+      authenticate: async (key) => {
+        const ok = await authenticateByMessage(this.#services, this.#request, key, (caller) => this.open(caller), (code, message) => this.#refuse(code, message), refusalKind);
+        if (ok) void this.#session?.start();
+        return ok;
+      },
+      handle: async (m) => {
         const s = this.#session!;
         s.touch();
-        if (msg.audio.length > 0 || msg.commit) await s.audio(msg.audio, msg.commit);
-      });
-      chain.catch((err: unknown) => {
-        this.#request.log.error({ err }, "realtime transcription message");
-        this.#refuse("error", "The message could not be handled.");
-      });
+        if (m.audio.length > 0 || m.commit) await s.audio(m.audio, m.commit);
+      },
+      refuse: (code, message) => this.#refuse(code, message),
+      crashCode: "error",
+      closed: (code) => this.#session?.clientClosed(code) ?? Promise.resolve(),
     });
-    ws.on("close", (code) => {
-      this.#closed = true;
-      if (waiting !== null) clearTimeout(waiting);
-      // The request's span (D40) ends once the socket's money is settled (its capture is a child span).
-      void (this.#session?.clientClosed(code) ?? Promise.resolve()).finally(() => endSocketSpan(this.#request, code));
-    });
-  }
-
-  /** First-message authentication (D42, D43): a bad key is `auth_error` and 1008; a refused opening too, with its code. */
-  async #authenticate(key: string | null): Promise<boolean> {
-    const caller = key === null ? null : await callerOfKey(this.#services, this.#request, key);
-    if (caller === null) {
-      this.#refuse("auth_error", key === null ? "No key was sent." : "Invalid API key.");
-      return false;
-    }
-    try {
-      await this.open(caller);
-    } catch (err) {
-      if (!(err instanceof AppError)) throw err;
-      this.#refuse(err.status === 402 ? "quota_exceeded" : err.status === 429 ? "rate_limited" : err.status === 401 ? "auth_error" : "invalid_request", err.message);
-      return false;
-    }
-    if (this.#closed) void this.#session?.clientClosed(1006);
-    else void this.#session?.start();
-    return true;
   }
 
   /** Ends the socket on a refusal: through the session when there is one (it settles), else the message and 1008. */
