@@ -33,20 +33,18 @@ import type { CallGuard } from "../../limits/limiter.ts";
 import { realtimeMetered, realtimeSockets } from "../../metrics.ts";
 import { currentScope, runInScope, type TraceScope } from "../../observability/tracing.ts";
 import type { AudioRouter } from "../../upstreams/audio-router.ts";
-import { audioDurationSec } from "../../upstreams/audio-convert.ts";
 import type { CharAlignment, RealtimeVoiceSettings, SpeechPiece } from "../../upstreams/realtime.ts";
 import type { FailoverSpeechStream } from "../../upstreams/realtime-failover.ts";
 import { type AudioFormat, type SimulateMode, UpstreamError } from "../../upstreams/types.ts";
 import { codePoints } from "../text-limits.ts";
 import { resolveVoice, type VoiceDeps, voiceUnknownToSource } from "../speech.ts";
 import { admitSocket } from "./admission.ts";
+import { AlignmentEstimate, audioMs } from "./alignment.ts";
 import { TextChunker } from "./chunker.ts";
 
 /** Most contexts a `multi-stream-input` socket may have open at once (D42, ElevenLabs' limit). */
 export const MAX_CONTEXTS = 5;
 
-/** Characters per second of the estimate used for sources that give no alignment (about human speech). */
-const ESTIMATED_CHARS_PER_SEC = 15;
 
 /** What a speech session needs of the gateway. */
 export interface SpeechSessionDeps extends VoiceDeps {
@@ -548,58 +546,5 @@ export class SpeechSession {
     realtimeSockets.dec({ kind: "speech" });
     this.#sink.end(end);
     this.#onSettled?.();
-  }
-}
-
-/** Milliseconds of `bytes` bytes of `format`: exact for PCM and mu-law, by the bit rate for (CBR) MP3. */
-export function audioMs(bytes: number, format: AudioFormat): number {
-  if (format.startsWith("mp3_")) {
-    const kbps = Number(format.split("_")[2]);
-    return (bytes * 8) / kbps;
-  }
-  return audioDurationSec(new Uint8Array(bytes), format) * 1000;
-}
-
-/**
- * An alignment for a source that gives none (MiniMax): the chunk's characters at
- * {@link ESTIMATED_CHARS_PER_SEC}, each given to the piece of audio during which it starts; the characters
- * left when the chunk's audio ended come with {@link AlignmentEstimate.rest}.
- */
-class AlignmentEstimate {
-  readonly #chars: string[];
-  readonly #format: AudioFormat;
-  #next = 0;
-  #atMs = 0;
-
-  constructor(chunk: string, format: AudioFormat) {
-    this.#chars = Array.from(chunk);
-    this.#format = format;
-  }
-
-  /** The characters starting during `audio` (the next piece), times from the chunk's start. */
-  next(audio: Uint8Array): CharAlignment {
-    const endMs = this.#atMs + audioMs(audio.length, this.#format);
-    const per = 1000 / ESTIMATED_CHARS_PER_SEC;
-    const out: CharAlignment = { chars: [], charStartTimesMs: [], charDurationsMs: [] };
-    while (this.#next < this.#chars.length && this.#next * per < endMs) {
-      out.chars.push(this.#chars[this.#next]);
-      out.charStartTimesMs.push(Math.round(this.#next * per));
-      out.charDurationsMs.push(Math.round(per));
-      this.#next++;
-    }
-    this.#atMs = endMs;
-    return out;
-  }
-
-  /** The characters no piece covered (the audio was shorter than the estimate), at its end; null when none. */
-  rest(): CharAlignment | null {
-    if (this.#next === 0 || this.#next >= this.#chars.length) return null;
-    const out: CharAlignment = { chars: this.#chars.slice(this.#next), charStartTimesMs: [], charDurationsMs: [] };
-    for (let i = this.#next; i < this.#chars.length; i++) {
-      out.charStartTimesMs.push(Math.round(this.#atMs));
-      out.charDurationsMs.push(0);
-    }
-    this.#next = this.#chars.length;
-    return out;
   }
 }
