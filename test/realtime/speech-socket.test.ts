@@ -100,7 +100,7 @@ for (const backend of BACKENDS) {
 
     test("every output format is one valid stream of that format", async () => {
       const u = await gw.register();
-      for (const format of ["mp3_22050_32", "mp3_44100_192", "pcm_16000", "pcm_24000", "ulaw_8000"]) {
+      for (const format of ["mp3_44100_128", "mp3_22050_32", "mp3_44100_192", "pcm_16000", "pcm_22050", "pcm_24000", "pcm_44100", "ulaw_8000"]) {
         const s = await open(path(DEMO_ALPHA_VOICE_ID, `model_id=eleven_flash_v2_5&output_format=${format}`), { authorization: `Bearer ${u.api_key}` });
         s.send({ text: " " });
         s.send({ text: "First sentence of the test. ", flush: true });
@@ -119,6 +119,47 @@ for (const backend of BACKENDS) {
           assert.ok(audio.length / bytesPerSample / rate > 2, `${format}: ${audio.length} bytes`);
         }
       }
+      await exact(u.org_id);
+    });
+
+    test("the chunk schedule, try_trigger_generation and auto_mode decide when text is spoken", async () => {
+      const u = await gw.register();
+      await gw.request("PUT", `/v1/admin/orgs/${u.org_id}/limits`, { token: ADMIN_TOKEN, body: { audio_concurrent_per_provider: POOLS(5) } });
+      /** The text spoken so far on `s` (its alignment), spaces squeezed. */
+      const spoken = (s: TestSocket) => s.messages.flatMap((m) => ((m.alignment as { chars?: string[] } | null)?.chars ?? [])).join("").replace(/\s+/g, " ").trim();
+      // The schedule [60]: nothing is spoken before 60 characters are buffered, then all of them are.
+      const sched = await open(path(), { "xi-api-key": u.api_key });
+      sched.send({ text: " ", generation_config: { chunk_length_schedule: [60] } });
+      sched.send({ text: "Short text waits in the buffer. " });
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(sched.audio().length, 0, "32 characters: below the schedule's 60, nothing spoken yet");
+      sched.send({ text: "Now the buffer is past sixty characters. " });
+      await sched.waitFor((m) => typeof m.audio === "string");
+      sched.send({ text: "" });
+      await sched.waitClose();
+      assert.equal(spoken(sched), "Short text waits in the buffer. Now the buffer is past sixty characters.");
+      // try_trigger_generation: 50 characters or more go at once, fewer wait.
+      const tt = await open(path(), { "xi-api-key": u.api_key });
+      tt.send({ text: " " });
+      tt.send({ text: "Too short to trigger. ", try_trigger_generation: true });
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(tt.audio().length, 0, "22 characters do not trigger");
+      tt.send({ text: "With this the buffer holds more than fifty characters. ", try_trigger_generation: true });
+      await tt.waitFor((m) => typeof m.audio === "string");
+      tt.ws.close();
+      await tt.waitClose();
+      // auto_mode: every sentence end is spoken at once, the schedule off.
+      const auto = await open(path(DEMO_ALPHA_VOICE_ID, "model_id=alpha-flash-v2-5&auto_mode=true"), { "xi-api-key": u.api_key });
+      auto.send({ text: " " });
+      auto.send({ text: "One. " });
+      await auto.waitFor((m) => typeof m.audio === "string");
+      assert.equal(spoken(auto), "One.");
+      auto.send({ text: "Two words" });
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(spoken(auto), "One.", "no sentence end yet: waits");
+      auto.send({ text: "" });
+      await auto.waitClose();
+      assert.equal(spoken(auto), "One. Two words");
       await exact(u.org_id);
     });
 
