@@ -75,13 +75,15 @@ function logRequest(req: { method: string; url: string; headers?: Record<string,
 export async function buildApp(services: Services, opts: { logger?: boolean; logStream?: NodeJS.WritableStream } = {}): Promise<App> {
   // Request log lines never carry a secret from a query string (a browser's WebSocket sends its key as
   // `authorization=Bearer ...`, D42): such values are replaced before the line is written.
+  // @fastify/websocket logs an upgrade to a route without a socket as `{path: <url>}`: redacted the same way.
   const serializers = { req: logRequest };
+  const redact = { paths: ["path"], censor: (v: unknown) => (typeof v === "string" ? redactUrl(v) : v) };
   const app = Fastify({
     logger: opts.logStream
-      ? { level: services.config.logLevel, stream: opts.logStream, serializers }
+      ? { level: services.config.logLevel, stream: opts.logStream, serializers, redact }
       : opts.logger === false
         ? false
-        : { level: services.config.logLevel, serializers },
+        : { level: services.config.logLevel, serializers, redact },
     bodyLimit: services.config.bodyLimitBytes,
     // The longest a whole request (head and body) may take to arrive: a body that trickles in cannot
     // hold its share of the body budget for longer (body-budget.ts). Node answers 408 through
