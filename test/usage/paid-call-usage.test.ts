@@ -33,6 +33,18 @@ for (const backend of BACKENDS) {
     const db = () => gw.services.db.kysely;
     const paidCalls = () => gw.services.paidCalls;
     const record = (id: string) => db().selectFrom("usage_records").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+    /**
+     * The record read inside the call: on an SQLite file the hold (and its record) goes ahead of its commit
+     * (ledger.ts `placeHoldAhead`), so a read on the event loop's connection may come a moment before it;
+     * the read waits for the commit (a few ms), as anything the caller reads after the answer does.
+     */
+    const recordInCall = async (id: string) => {
+      for (let i = 0; ; i++) {
+        const r = await db().selectFrom("usage_records").selectAll().where("id", "=", id).executeTakeFirst();
+        if (r !== undefined || i >= 200) return r ?? record(id);
+        await new Promise((res) => setTimeout(res, 5));
+      }
+    };
     const entries = (id: string) =>
       db().selectFrom("ledger_entries").select(["kind", "amount_micros", "request_id"]).where("request_id", "=", id).orderBy("seq").execute();
 
@@ -47,7 +59,7 @@ for (const backend of BACKENDS) {
       const u = await gw.register();
       const usage = usageFor(undefined, "speech", { characters: 12 });
       const stream = await paidCalls().withHold(db(), { accountId: u.org_id, amountMicros: 30_000, reference: "beta-speech-turbo", usage }, { onInsufficient: refuse }, async (hold) => {
-        assert.equal((await record(usage.requestId)).status, "processing", "written with the hold");
+        assert.equal((await recordInCall(usage.requestId)).status, "processing", "written with the hold");
         hold.note({ fallbackLayer: 1 });
         await hold.capture(30_000);
         return hold.stream(chunks(5, 2));
