@@ -33,25 +33,33 @@ export function traceRequests(app: App, tracing: Tracing): void {
     else runInScope(scope, done);
   });
   app.addHook("onResponse", (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    const scope = scopes.get(request);
-    if (scope !== undefined) {
-      scopes.delete(request);
-      const route = request.routeOptions.url;
-      const principal = request.principal;
-      scope.span.rename(serverSpanName(request.method, route));
-      scope.span.set({
-        "http.route": route,
-        "http.response.status_code": reply.statusCode,
-        "gw.request.id": request.id,
-        "gw.account.id": principal?.accountId,
-        "gw.key.id": principal?.keyId ?? undefined,
-        "gw.test_mode": principal ? principal.mode === "test" : undefined,
-      });
-      if (reply.statusCode >= 500) scope.span.fail(String(reply.statusCode));
-      scope.span.end();
-    }
+    endRequestSpan(request, reply.statusCode, {}, reply.statusCode >= 500);
     done();
   });
+}
+
+/**
+ * Ends the SERVER span of `request` once (nothing when tracing is off or it already ended): renamed after
+ * its route, with the status, the caller's ids and `extra` attributes; `failed` marks it failed.
+ */
+function endRequestSpan(request: FastifyRequest, status: number, extra: Record<string, number>, failed: boolean): void {
+  const scope = scopes.get(request);
+  if (scope === undefined) return;
+  scopes.delete(request);
+  const route = request.routeOptions.url;
+  const principal = request.principal;
+  scope.span.rename(serverSpanName(request.method, route));
+  scope.span.set({
+    "http.route": route,
+    "http.response.status_code": status,
+    "gw.request.id": request.id,
+    "gw.account.id": principal?.accountId,
+    "gw.key.id": principal?.keyId ?? undefined,
+    "gw.test_mode": principal ? principal.mode === "test" : undefined,
+    ...extra,
+  });
+  if (failed) scope.span.fail(String(status === 101 ? extra["gw.realtime.close_code"] : status));
+  scope.span.end();
 }
 
 /**
@@ -61,21 +69,5 @@ export function traceRequests(app: App, tracing: Tracing): void {
  * span already ended.
  */
 export function endSocketSpan(request: FastifyRequest, closeCode: number): void {
-  const scope = scopes.get(request);
-  if (scope === undefined) return;
-  scopes.delete(request);
-  const route = request.routeOptions.url;
-  const principal = request.principal;
-  scope.span.rename(serverSpanName(request.method, route));
-  scope.span.set({
-    "http.route": route,
-    "http.response.status_code": 101,
-    "gw.request.id": request.id,
-    "gw.account.id": principal?.accountId,
-    "gw.key.id": principal?.keyId ?? undefined,
-    "gw.test_mode": principal ? principal.mode === "test" : undefined,
-    "gw.realtime.close_code": closeCode,
-  });
-  if (closeCode === 1011) scope.span.fail("1011");
-  scope.span.end();
+  endRequestSpan(request, 101, { "gw.realtime.close_code": closeCode }, closeCode === 1011);
 }

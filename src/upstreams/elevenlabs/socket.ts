@@ -28,7 +28,6 @@ import type { RawData } from "ws";
 import type { IncomingMessage } from "node:http";
 import type { ElevenLabsApi, HttpErrorContext } from "./api.ts";
 import { ElevenLabsError } from "./api.ts";
-import type { KeyedErrorKind } from "../keyed-http.ts";
 import { errorCode, isRecord } from "../util.ts";
 
 /** Most bytes of an upgrade refusal's body read (ElevenLabs' error bodies are small JSON documents). */
@@ -44,19 +43,7 @@ export const MAX_SERVER_MESSAGE_BYTES = 16 * 1024 * 1024;
 export class ElevenLabsSocketError extends ElevenLabsError {
   readonly closeCode: number | null;
 
-  constructor(
-    message: string,
-    opts: {
-      retryable: boolean;
-      kind: KeyedErrorKind;
-      status?: number | null;
-      errorStatus?: string | null;
-      voiceUnavailable?: boolean;
-      modelNotFound?: boolean;
-      upstreamModel?: string | null;
-      closeCode?: number | null;
-    },
-  ) {
+  constructor(message: string, opts: ConstructorParameters<typeof ElevenLabsError>[1] & { closeCode?: number | null }) {
     super(message, opts);
     this.name = "ElevenLabsSocketError";
     this.closeCode = opts.closeCode ?? null;
