@@ -179,6 +179,12 @@ export const errors = {
     new AppError(429, "rate_limited", message, null, {
       "Retry-After": String(Math.max(1, Math.ceil(retryAfterS))),
     }),
+  /**
+   * 429 `rate_limited` for a limit that no wait can lift (D48: a tier pool of size 0, a request over
+   * the tier's `max_single_request`): `x-should-retry: false` and no `Retry-After`, so SDKs that retry a
+   * 429 (the `openai` package reads the header) give up at once. `message` names the way up.
+   */
+  neverAllowed: (message: string) => new AppError(429, "rate_limited", message, null, { "x-should-retry": "false" }),
   // 500
   ownershipWriteFailed: () =>
     new AppError(

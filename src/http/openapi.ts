@@ -32,7 +32,7 @@ const DESCRIPTION = `A paid gateway in front of generative-media upstreams: spee
 
 **Errors.** Every error is JSON \`{"error": {"code", "message", "type", "param"}}\` (the \`Error\` schema); \`error.code\` is stable.
 
-**Rate limits.** Every authenticated answer carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\` (seconds); every 429 carries \`Retry-After\`. Limits depend on the tier (\`GET /v1/limits/tiers\`).
+**Rate limits.** Every authenticated answer carries \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and \`X-RateLimit-Reset\` (seconds); a 429 that a wait can lift carries \`Retry-After\`; one that no wait lifts (video on Tier 0, a request over the tier's \`max_single_request\`) carries \`x-should-retry: false\` instead, and its message names the way up. Limits depend on the tier (\`GET /v1/limits/tiers\`).
 
 **Billing.** Synchronous calls are charged when they succeed; their answers carry \`X-Svc-Cost-USD\` and \`X-Svc-Balance-USD\`. Image and video jobs place a hold at submit, charge only on success and release the hold otherwise.`;
 

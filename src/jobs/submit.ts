@@ -10,12 +10,11 @@ import type { BalanceEvents } from "../billing/balance-events.ts";
 import { holdOrRefuse } from "../billing/paid-call.ts";
 import { formatUsd } from "../money.ts";
 import { type CallContext, usageFor } from "../billing/usage.ts";
-import { TIERS } from "../catalog/tiers.ts";
 import { AppError, errors } from "../errors.ts";
 import { newTimeOrderedId } from "../ids.ts";
 import { currentTraceparent } from "../observability/tracing.ts";
 import { effectiveLimits } from "../accounts/limits.ts";
-import { type EffectiveLimits, mediaCaps } from "../limits/effective.ts";
+import { type EffectiveLimits, mediaCaps, wayUp } from "../limits/effective.ts";
 import { isUniqueViolation } from "../storage/db.ts";
 import { type ClaimedJob, insertJobWithinCaps, type NewJob } from "../storage/job-queue.ts";
 import type { SimulateMode } from "../upstreams/types.ts";
@@ -130,13 +129,28 @@ function committedViewRow(row: NewJob, started: boolean): JobViewRow {
 }
 
 /**
+ * The caps of the job's pool (D12), with D48's two rules for a tier whose video pool has size 0 (Tier 0):
+ * a test-mode submit (D32: simulated, no money) runs one video at a time per organization; a live one is
+ * refused at once with a 429 that no wait lifts, naming the way up.
+ * @throws AppError 429 `rate_limited` with `x-should-retry: false` (live video on a tier without video).
+ */
+function jobCaps(limits: EffectiveLimits, kind: "image" | "video", mode: "live" | "test"): ReturnType<typeof mediaCaps> {
+  const caps = mediaCaps(limits, kind);
+  if (kind !== "video" || caps.pool !== "video" || caps.concurrent > 0) return caps;
+  if (mode === "test") return { pool: "video", concurrent: 1, queue: 0 };
+  const way = wayUp(limits, (t) => t.videoConcurrent > 0 || t.combinedMediaConcurrent !== null);
+  throw errors.neverAllowed(`Video generation is not available on ${limits.name}. ${way} A test-mode key (gw_test_...) runs simulated video here now, one at a time.`);
+}
+
+/**
  * Submits a job: a replay of `(api key, idempotency_key)` answers the existing job (same body) or 409;
  * otherwise the hold, the job's `pending` usage record (D29, the submit's request id) and the job row are
  * written in one transaction after the queue cap is checked. A test-mode call (`call.mode`, D32) places
  * no hold and is not gated by the balance; its job records the mode so the runner serves it with the
  * simulator. `deps.events`, when given, hears of the hold once it committed (D34 low-balance alerts).
  * @returns the job and whether it was a replay (200) or new (202).
- * @throws AppError 402 `insufficient_balance`, 409 `idempotency_conflict`, 429 `rate_limited`.
+ * @throws AppError 402 `insufficient_balance`, 409 `idempotency_conflict`, 429 `rate_limited` (a full
+ *   queue with `Retry-After`; a tier without video with `x-should-retry: false`, D48).
  */
 export async function submitJob(
   deps: { db: Executor; publicBaseUrl: string; starter?: JobStarter | null; events?: BalanceEvents | null },
@@ -158,14 +172,7 @@ export async function submitJob(
     const existing = await replay(deps.db, deps.publicBaseUrl, limits, keyId, idemKey, hash);
     if (existing) return { ...existing, started: false };
   }
-  if (spec.kind === "video" && limits.combinedMediaConcurrent === null && limits.videoConcurrent === 0) {
-    const first = TIERS.find((t) => t.videoConcurrent > 0 || t.combinedMediaConcurrent !== null);
-    throw errors.rateLimited(
-      `Video generation is not available on ${limits.name}; it starts at ${first?.name ?? "a higher tier"} (deposits of ${formatUsd(first?.minDepositMicros ?? 0)} USD).`,
-      60,
-    );
-  }
-  const caps = mediaCaps(limits, spec.kind);
+  const caps = jobCaps(limits, spec.kind, usage.mode);
   // The job row as the submit writes it: inserted below, then the runner's job (when it starts at once)
   // and the answer's view, without reading it back.
   const row: NewJob = {

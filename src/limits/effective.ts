@@ -3,7 +3,9 @@
  * and D12) with the operator's per-field overrides applied (D22). Pure functions of a tier row: the
  * account lookup that feeds them is `effectiveLimits` in accounts/limits.ts (accounts sit above limits).
  */
+import { TIERS } from "../catalog/tiers.ts";
 import type { AudioPool, TierRow } from "../catalog/types.ts";
+import { formatUsd } from "../money.ts";
 
 /** Effective limits of an account: the tier row after overrides. */
 export type EffectiveLimits = TierRow;
@@ -47,4 +49,20 @@ export function mediaCaps(limits: EffectiveLimits, kind: "image" | "video"): { p
   return kind === "image"
     ? { pool: "image", concurrent: limits.imageConcurrent, queue: limits.imageQueueDepthCap }
     : { pool: "video", concurrent: limits.videoConcurrent, queue: limits.videoQueueDepthCap };
+}
+
+/**
+ * The way past a limit that no wait can lift (D48), as a sentence for a 429's message: the first higher
+ * tier whose row `allows` the call, with the deposits that reach it (a top-up on the console's Billing
+ * page, or the operator); the operator when the limit is an override of theirs (D22) or no tier allows it.
+ * `allows` sees a tier row as the tier ladder defines it (no overrides).
+ */
+export function wayUp(limits: EffectiveLimits, allows: (row: TierRow) => boolean): string {
+  const own = TIERS[limits.tier];
+  if (own !== undefined && allows(own)) {
+    return "The gateway's operator set this limit for your organization: ask them to raise it.";
+  }
+  const next = TIERS.find((t) => t.tier > limits.tier && allows(t));
+  if (next === undefined) return "No tier allows it: ask the gateway's operator.";
+  return `${next.name} allows it, reached by deposits of ${formatUsd(next.minDepositMicros)} USD in all: top up on the console's Billing page, or ask the gateway's operator to raise your tier.`;
 }

@@ -13,7 +13,7 @@ import type { AudioPool } from "../catalog/types.ts";
 import type { AuthLimits } from "../config.ts";
 import { AppError, errors } from "../errors.ts";
 import { poolSlots } from "../metrics.ts";
-import type { EffectiveLimits } from "./effective.ts";
+import { type EffectiveLimits, wayUp } from "./effective.ts";
 import type { LimitStore, WindowCount, WindowHit } from "./store.ts";
 
 /** What to do when the store cannot be reached. */
@@ -156,7 +156,8 @@ export class Limiter {
    * `w.request.headers` as soon as it is counted (refused or not); the store's failure applies the
    * failure mode to all of them at once (`open`: nothing refused, headers of an empty window).
    * @throws AppError 429 `rate_limited` of the first window that refuses, with `Retry-After` (the
-   *   account window's also with its D13 headers); 503 `limits_unavailable` in `closed` mode.
+   *   account window's also with its D13 headers); over `max_single_request` a 429 with
+   *   `x-should-retry: false` and no `Retry-After` (D48); 503 `limits_unavailable` in `closed` mode.
    */
   async count(accountId: string, limits: EffectiveLimits, w: CallWindows): Promise<void> {
     const plan: (WindowCount & { check: "key" | "account" | "model" | "tokens" })[] = [];
@@ -194,9 +195,10 @@ export class Limiter {
       throw errors.rateLimited(`Token limit of ${limit} per minute reached (${limits.name}).`, hit.resetMs / 1000);
     }
     if (overSingle) {
-      throw errors.rateLimited(
-        `This request needs about ${w.tokens} tokens; ${limits.name} allows ${limits.maxSingleRequest} in one request.`,
-        60,
+      // No wait lifts it (D48): the same request stays over the tier's `max_single_request`.
+      const tokens = w.tokens ?? 0;
+      throw errors.neverAllowed(
+        `This request needs about ${tokens} tokens; ${limits.name} allows ${limits.maxSingleRequest} in one request. Send a shorter request, or: ${wayUp(limits, (t) => t.maxSingleRequest >= tokens)}`,
       );
     }
   }
@@ -230,6 +232,8 @@ export class Limiter {
    */
   async acquireSlot(accountId: string, limits: EffectiveLimits, pool: AudioPool): Promise<() => Promise<void>> {
     const cap = limits.audioConcurrentPerProvider[pool];
+    // A pool of size 0 (an operator's override, D22): no wait lifts it (D48).
+    if (cap <= 0) throw errors.neverAllowed(`The ${pool} audio pool has no slots on ${limits.name}. ${wayUp(limits, (t) => t.audioConcurrentPerProvider[pool] > 0)}`);
     const key = `audio:${accountId}:${pool}`;
     const token = await this.#guarded<string | null>(() => this.store.acquire(key, cap, POOL_SLOT_TTL_MS), "unlimited");
     if (token === null) {

@@ -84,6 +84,9 @@ describe("tier limits over HTTP", () => {
     await new Promise((r) => setTimeout(r, 200));
     const refused = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: { input: "x", voice_id: DEMO_ALPHA_VOICE_ID } });
     assert.equal(refused.status, 429);
+    // A full pool frees itself: retry after a second (D48: only a pool of size 0 says never).
+    assert.equal(refused.headers.get("retry-after"), "1");
+    assert.equal(refused.headers.get("x-should-retry"), null);
     const limits = await gw.request("GET", "/v1/auth/limits", { token: u.api_key });
     assert.equal(limits.json.usage.audio_in_use.alpha, 1);
     // The beta pool is separate.
@@ -94,6 +97,20 @@ describe("tier limits over HTTP", () => {
     assert.equal(failed.status, 502);
     assert.equal((await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: { input: "x", voice_id: DEMO_ALPHA_VOICE_ID } })).status, 200);
     assert.equal((await gw.request("GET", "/v1/auth/limits", { token: u.api_key })).json.usage.audio_in_use.alpha, 0);
+  });
+
+  test("a pool of size 0 (an operator's override): 429 that no wait lifts, naming the operator; nothing charged (D48)", async () => {
+    const u = await gw.register();
+    const set = await gw.request("PUT", `/v1/admin/users/${u.user_id}/limits`, { token: ADMIN_TOKEN, body: { audio_concurrent_per_provider: { alpha: 0 } } });
+    assert.equal(set.status, 200, JSON.stringify(set.json));
+    const before = (await gw.request("GET", "/v1/auth/me", { token: u.api_key })).json.balance_usd;
+    const r = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: { input: "x", voice_id: DEMO_ALPHA_VOICE_ID } });
+    assert.equal(r.status, 429);
+    assert.equal(r.json.error.code, "rate_limited");
+    assert.equal(r.headers.get("retry-after"), null);
+    assert.equal(r.headers.get("x-should-retry"), "false");
+    assert.match(r.json.error.message, /The alpha audio pool has no slots on Tier 0\. The gateway's operator set this limit/);
+    assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).json.balance_usd, before);
   });
 
   test("a streamed answer holds its slot until its last chunk, then gives it back", async () => {

@@ -79,7 +79,7 @@ export const createImageJobSchema = route({
 export const createVideoJobSchema = route({
   operationId: "createVideoJob",
   summary: "Submit a video job",
-  description: "Asynchronous: a hold of rate x duration (or the clip price) is placed at submit; the charge happens only on success. Poll `GET /v1/jobs/{id}` every 2-5 s. Tier 0 cannot make videos.",
+  description: "Asynchronous: a hold of rate x duration (or the clip price) is placed at submit; the charge happens only on success. Poll `GET /v1/jobs/{id}` every 2-5 s. Tier 0 cannot make live videos (429 `rate_limited` with `x-should-retry: false`: deposits reaching Tier 1 lift it); a test-mode key makes simulated ones there, one at a time.",
   tags: ["media jobs"],
   access: "key",
   headers: SUBMIT_HEADERS,

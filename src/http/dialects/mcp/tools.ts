@@ -135,12 +135,12 @@ export const ESTIMATE_ENDPOINTS = {
 /** A path `estimate_cost` quotes. */
 export type EstimateEndpoint = keyof typeof ESTIMATE_ENDPOINTS;
 
-/** Which accounts make videos, from the tier matrix: "Tier 0 accounts cannot make videos (deposits of 10 USD reach Tier 1)." */
+/** Which accounts make videos, from the tier matrix: "Tier 0 accounts cannot make live videos (deposits of 10 USD reach Tier 1); ..." (D48). */
 function videoTierNote(): string {
   const first = TIERS.findIndex((t) => t.videoConcurrent > 0);
   if (first <= 0) return "";
   const t = TIERS[first];
-  return `${TIERS.slice(0, first).map((x) => x.name).join(", ")} accounts cannot make videos (deposits of ${formatUsd(t.minDepositMicros)} USD in all reach ${t.name}).`;
+  return `${TIERS.slice(0, first).map((x) => x.name).join(", ")} accounts cannot make live videos (deposits of ${formatUsd(t.minDepositMicros)} USD in all reach ${t.name}); a test-mode key makes simulated ones there, one at a time.`;
 }
 
 const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
