@@ -43,8 +43,9 @@
  * The fake renders MP3, PCM and mu-law; a valid Opus, WAV or A-law name answers 400
  * `fake_unsupported_format` (the fake's limit, not ElevenLabs').
  *
- * The catalog: 120 account voices (the first two are ElevenLabs' default voices `21m00Tcm4TlvDq8ikWAM`
- * "Rachel" of the SDK's `tests/wire/voices.test.ts` and `JBFqnCBsd6RMkjVDRZzb` "George" of its README; premade voices have `description: null` as ElevenLabs sends it; every
+ * The catalog: 120 account voices (the first fourteen are ElevenLabs' default voices with their real ids:
+ * `21m00Tcm4TlvDq8ikWAM` "Rachel" of the SDK's `tests/wire/voices.test.ts`, `JBFqnCBsd6RMkjVDRZzb` "George" of
+ * its README, and the twelve the OpenAI dialect's voice names stand for; premade voices have `description: null` as ElevenLabs sends it; every
  * tenth voice has no `labels`) and 2900 library voices (the first is `sB1b5zUrxQVAFl2PhZFp` "Alita" of
  * the same file), ids of 20 letters and digits, deterministic. Library voices 1 to 10 are also the
  * last account voices (the fake's choice, so a listing has duplicates to drop).
@@ -199,12 +200,25 @@ const pick = <T>(list: readonly T[], i: number): T => list[i % list.length]!;
 
 /**
  * ElevenLabs' own default (premade) voices that open the account's list, with their real ids: "Rachel" of
- * the SDK's `tests/wire/voices.test.ts`, and "George", the voice of the SDK's README examples (also the
- * gateway README's, so they run on the fakes as written).
+ * the SDK's `tests/wire/voices.test.ts`, "George", the voice of the SDK's README examples (also the
+ * gateway README's, so they run on the fakes as written), and the premade voices the OpenAI dialect's voice
+ * names (`alloy`, `nova`, ...) stand for.
  */
 const PREMADE_VOICES: readonly (readonly [string, string])[] = [
   ["21m00Tcm4TlvDq8ikWAM", "Rachel"],
   ["JBFqnCBsd6RMkjVDRZzb", "George"],
+  ["SAz9YHcvj6GT2YYXdXww", "River"],
+  ["TX3LPaxmHKxFdv7VOQHJ", "Liam"],
+  ["N2lVS1w4EtoT3dr4eOWO", "Callum"],
+  ["cgSgspJ2msm6clMCkdW9", "Jessica"],
+  ["cjVigY5qzO86Huf0OWal", "Eric"],
+  ["FGY2WhTYpPnrIDTdsKH5", "Laura"],
+  ["nPczCjzI2devNBz1zQrb", "Brian"],
+  ["XrExE9yKIg1WjnnlVkGX", "Matilda"],
+  ["EXAVITQu4vr4xnSDxMaL", "Sarah"],
+  ["bIHbv24MWmeRgasZH58o", "Will"],
+  ["pFZP5JQG7iQjIQuC4Bku", "Lily"],
+  ["iP95p4xoKVk53GoZ742B", "Chris"],
 ];
 
 /** The account's voices (`Voice` of the SDK, with the fields a listing carries). */

@@ -189,7 +189,8 @@ describe("the openai SDK at /openai/v1 (D37)", () => {
       [() => client.images.edit({ image: [fa, fb], prompt: "p" }), 400, "too_many_references"],
       [() => client.images.edit({ image: fa, prompt: "p", model: "imgA-v4" }), 400, "invalid_model"],
       [() => client.images.edit({ image: fa, prompt: " " }), 400, "invalid_prompt"],
-      [() => client.images.generate({ prompt: "p", model: "dall-e-3" }), 400, "invalid_model"],
+      [() => client.images.generate({ prompt: "p", model: "vidD-3-fast" }), 400, "invalid_model"],
+      [() => client.images.generate({ prompt: "p", model: "dall-e-3" }), 404, "model_not_found"],
       [() => client.images.generate({ prompt: "p", model: "imgA-v4", n: 9 }), 400, "invalid_request"],
     ];
     for (const [call, status, code] of cases) {

@@ -232,7 +232,8 @@ describe("the openai SDK's videos against the gateway (D37)", () => {
     const big = await toFile(Buffer.alloc(10 * 1024 * 1024 + 1), "big.png");
     const cases: [() => Promise<unknown>, number, string][] = [
       [() => client.videos.create({ prompt: "x", seconds: sec("12") }), 400, "invalid_duration"],
-      [() => client.videos.create({ prompt: "x", model: "sora-2" }), 400, "invalid_model"],
+      [() => client.videos.create({ prompt: "x", model: "imgA-v4" }), 400, "invalid_model"],
+      [() => client.videos.create({ prompt: "x", model: "sora-2" }), 404, "model_not_found"],
       [() => client.videos.create({ prompt: "   " }), 400, "invalid_prompt"],
       [() => client.videos.create({ prompt: "x", input_reference: gif }), 400, "invalid_request"],
       [() => client.videos.create({ prompt: "x", input_reference: { image_url: "http://127.0.0.1/a.png" } }), 400, "invalid_image_url"],

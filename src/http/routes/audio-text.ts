@@ -46,13 +46,19 @@ async function readForm(req: FastifyRequest, allowUrl: boolean): Promise<Form> {
   return form;
 }
 
-export async function audioTextRoutes(app: App, services: Services): Promise<void> {
+/**
+ * Registers the two routes on `app`. `opts.checkModel` (a dialect's rule for `model`, D48: the OpenAI
+ * dialect's 404 `model_not_found`) runs on the request's `model`, JSON or multipart, once the form is read and
+ * before anything is held.
+ */
+export async function audioTextRoutes(app: App, services: Services, opts: { checkModel?: (model: string | undefined) => void } = {}): Promise<void> {
   await app.register(multipart, {
     throwFileSizeLimit: true,
     limits: { fileSize: MAX_UPLOAD_BYTES, files: 1, fields: 20, fieldSize: 16 * 1024, parts: 24 },
   });
   const handle = (task: "transcribe" | "understand") => async (req: FastifyRequest, reply: FastifyReply) => {
     const form = await readForm(req, task === "transcribe");
+    opts.checkModel?.(form.fields.model);
     const prompt = form.fields.prompt ?? null;
     if (task === "understand" && (prompt === null || prompt.trim() === "")) throw errors.invalidRequest("prompt is required.", "prompt");
     const out = await runAudioText(

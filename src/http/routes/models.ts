@@ -75,10 +75,15 @@ const RECOMMEND: Record<string, { alias: string; why: string }> = {
   cheap: { alias: "cheap", why: "the lowest price per token" },
 };
 
-export function modelRoutes(app: App): void {
-  app.get("/v1/models", { schema: listModelsSchema }, async (req) => {
+/**
+ * Registers `GET /v1/models`, `/v1/models/recommend` and `/v1/capabilities` on `app`. `list` gives the
+ * entries and the schema of the model list (default: every enabled model, {@link allModels}; the OpenAI
+ * dialect lists its own, D48); the `tier` and `capability` filters apply to either.
+ */
+export function modelRoutes(app: App, list: { models: () => ModelEntry[]; schema: typeof listModelsSchema } = { models: allModels, schema: listModelsSchema }): void {
+  app.get("/v1/models", { schema: list.schema }, async (req) => {
     const query = req.query;
-    let data = allModels();
+    let data = list.models();
     if (query.tier !== undefined) data = data.filter((m) => m.tier_min <= Number(query.tier));
     if (query.capability !== undefined) data = data.filter((m) => m.capabilities.includes(query.capability ?? ""));
     return { object: "list", data };

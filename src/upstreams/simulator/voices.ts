@@ -5,10 +5,10 @@
  * names, a category, filter labels, a preview URL and a free-text description. Beta: exactly
  * {@link BETA_VOICE_COUNT} system voices with readable ids `beta_<name>_<n>` and tag descriptions
  * `[energy, language, gender]`. The same inputs always give the same catalogs; the first records of
- * each list are fixed demo voices (see {@link DEMO_ALPHA_VOICES} and {@link DEMO_BETA_VOICES}). One demo
- * voice of each list carries a real provider id (ElevenLabs' "George" `JBFqnCBsd6RMkjVDRZzb`, MiniMax's
- * `English_Graceful_Lady`), so the README's calls work as written on the simulator, on the loopback
- * fakes (`npm run fake-upstreams`) and on the providers.
+ * each list are fixed demo voices (see {@link DEMO_ALPHA_VOICES} and {@link DEMO_BETA_VOICES}). Demo voices
+ * that carry a real provider id (ElevenLabs' "George" `JBFqnCBsd6RMkjVDRZzb` and the premade voices the
+ * OpenAI dialect's voice names stand for, MiniMax's `English_Graceful_Lady`) make the README's calls work as
+ * written on the simulator, on the loopback fakes (`npm run fake-upstreams`) and on the providers.
  */
 
 import type { VoiceRecord } from "../types.ts";
@@ -64,6 +64,21 @@ export const DEMO_ALPHA_VOICES = [
     labels: { gender: "male", age: "middle_aged", accent: "british", use_case: "narration" },
     description: "Warm, captivating British storyteller.",
   },
+  // More of ElevenLabs' default (premade) voices, with their real ids: the voices OpenAI's voice names stand
+  // for in the OpenAI dialect (src/http/dialects/openai/speech.ts), so `voice: "alloy"` speaks on the
+  // simulator, on the ElevenLabs fake and on ElevenLabs alike.
+  { voice_id: "SAz9YHcvj6GT2YYXdXww", name: "River", category: "premade", labels: { gender: "neutral", age: "middle_aged", accent: "american", use_case: "conversational" }, description: "Relaxed, even and neutral." },
+  { voice_id: "TX3LPaxmHKxFdv7VOQHJ", name: "Liam", category: "premade", labels: { gender: "male", age: "young", accent: "american", use_case: "social_media" }, description: "Bright, articulate young voice." },
+  { voice_id: "N2lVS1w4EtoT3dr4eOWO", name: "Callum", category: "premade", labels: { gender: "male", age: "middle_aged", accent: "american", use_case: "characters" }, description: "Husky, intense character voice." },
+  { voice_id: "cgSgspJ2msm6clMCkdW9", name: "Jessica", category: "premade", labels: { gender: "female", age: "young", accent: "american", use_case: "conversational" }, description: "Playful, warm and expressive." },
+  { voice_id: "cjVigY5qzO86Huf0OWal", name: "Eric", category: "premade", labels: { gender: "male", age: "middle_aged", accent: "american", use_case: "conversational" }, description: "Smooth, calm and trustworthy." },
+  { voice_id: "FGY2WhTYpPnrIDTdsKH5", name: "Laura", category: "premade", labels: { gender: "female", age: "young", accent: "american", use_case: "social_media" }, description: "Upbeat and enthusiastic." },
+  { voice_id: "nPczCjzI2devNBz1zQrb", name: "Brian", category: "premade", labels: { gender: "male", age: "middle_aged", accent: "american", use_case: "narration" }, description: "Deep, resonant narrator." },
+  { voice_id: "XrExE9yKIg1WjnnlVkGX", name: "Matilda", category: "premade", labels: { gender: "female", age: "middle_aged", accent: "american", use_case: "educational" }, description: "Knowledgeable, professional and calm." },
+  { voice_id: "EXAVITQu4vr4xnSDxMaL", name: "Sarah", category: "premade", labels: { gender: "female", age: "young", accent: "american", use_case: "news" }, description: "Soft, confident and reassuring." },
+  { voice_id: "bIHbv24MWmeRgasZH58o", name: "Will", category: "premade", labels: { gender: "male", age: "young", accent: "american", use_case: "conversational" }, description: "Relaxed and friendly." },
+  { voice_id: "pFZP5JQG7iQjIQuC4Bku", name: "Lily", category: "premade", labels: { gender: "female", age: "middle_aged", accent: "british", use_case: "narration" }, description: "Velvety British narrator." },
+  { voice_id: "iP95p4xoKVk53GoZ742B", name: "Chris", category: "premade", labels: { gender: "male", age: "middle_aged", accent: "american", use_case: "conversational" }, description: "Casual, down-to-earth." },
 ] as const;
 
 /** The alpha demo voice used by tests and docs (first record of the alpha list). */

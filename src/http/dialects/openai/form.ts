@@ -7,7 +7,8 @@
  */
 import type { FastifyRequest } from "fastify";
 import { AppError, errors } from "../../../errors.ts";
-import { type MultipartFile, readMultipartFiles } from "../../multipart.ts";
+import { type MultipartFile, type MultipartFiles, readMultipartFiles } from "../../multipart.ts";
+import { requireServedModel } from "./models.ts";
 import { MAX_IMAGE_UPLOAD_BYTES } from "./uploads.ts";
 
 /** A create request's fields (JSON values, or the strings of a form) and its uploaded files. */
@@ -23,7 +24,8 @@ export const MAX_FILES = 10;
  * The fields and files of a create: a multipart form (files accepted only under `fileFields`), or a JSON
  * object (no files).
  * @throws AppError 400 `invalid_request` (a file part under another name, more than {@link MAX_FILES}, a
- *   malformed form, a JSON body that is not an object), 413 `invalid_request` (a file over 10 MB).
+ *   malformed form, a JSON body that is not an object), 404 `model_not_found` (a form's `model` the dialect
+ *   does not serve, D48), 413 `invalid_request` (a file over 10 MB).
  */
 export async function readCreateForm(req: FastifyRequest, fileFields: readonly string[]): Promise<CreateForm> {
   if (!req.isMultipart()) {
@@ -31,20 +33,24 @@ export async function readCreateForm(req: FastifyRequest, fileFields: readonly s
     if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body)) throw errors.invalidRequest("The body must be a JSON object or a multipart form.");
     return { fields: { ...(body as Record<string, unknown>) }, files: [] };
   }
+  let form: MultipartFiles;
   try {
-    const form = await readMultipartFiles(req, {
+    form = await readMultipartFiles(req, {
       isFileField: (name) => fileFields.includes(name),
       maxFiles: MAX_FILES,
       unexpectedFile: (name) =>
         errors.invalidRequest(fileFields.includes(name) ? `At most ${MAX_FILES} files.` : `Unexpected file part '${name.slice(0, 60)}': send files as ${fileFields.map((f) => `'${f}'`).join(" or ")}.`, name.slice(0, 60)),
     });
-    return { fields: form.fields, files: form.files };
   } catch (err) {
     if ((err as { code?: unknown }).code === "FST_REQ_FILE_TOO_LARGE") {
       throw new AppError(413, "invalid_request", `An uploaded image is over ${MAX_IMAGE_UPLOAD_BYTES / (1024 * 1024)} MB.`, fileFields[0] ?? null);
     }
     throw err;
   }
+  // A JSON body's `model` is checked before the route (models.ts `guardModels`); a form's here, before any
+  // upload is stored.
+  requireServedModel(form.fields.model);
+  return { fields: form.fields, files: form.files };
 }
 
 /**

@@ -20,11 +20,9 @@ import { jobWaits } from "../../job-waits.ts";
 import { formReadByRoute } from "../../schemas/common.ts";
 import type { App } from "../../types.ts";
 import { type CreateForm, intField, promptField, readCreateForm, stringField } from "./form.ts";
+import { catalogImageModel } from "./models.ts";
 import { DEFAULT_EDIT_MODEL, DEFAULT_IMAGE_MODEL, openAIImageEditsSchema, openAIImagesSchema } from "./schemas.ts";
 import { ownUploadUrl, storeImageUpload } from "./uploads.ts";
-
-/** OpenAI image model ids and the catalog models they name (D37); catalog ids are accepted as they are. */
-export const OPENAI_IMAGE_MODEL_IDS: Readonly<Record<string, string>> = Object.freeze({ "gpt-image-2": "imgC-q1" });
 
 /**
  * How long a synchronous image call waits for its job, ms: past the runner's give-up time for images
@@ -41,11 +39,6 @@ const QUALITY: Readonly<Record<string, "low" | "medium" | "high" | undefined>> =
   hd: "high",
   auto: undefined,
 });
-
-/** The catalog id an OpenAI `model` names. */
-function catalogImageModel(model: string): string {
-  return Object.hasOwn(OPENAI_IMAGE_MODEL_IDS, model) ? OPENAI_IMAGE_MODEL_IDS[model] : model;
-}
 
 /** `response_format`: `url` (default) or `b64_json`. @throws AppError 400 `invalid_request` for another value. */
 function responseFormatOf(fields: CreateForm["fields"]): "url" | "b64_json" {

@@ -5,9 +5,13 @@
  *
  * - `/v1/videos...`: OpenAI's Videos API beside the native routes, for `new OpenAI({ baseURL: "<gateway>/v1" })`.
  * - `/openai/v1/...`: the whole dialect for `new OpenAI({ baseURL: "<gateway>/openai/v1" })`: the native chat,
- *   speech, transcription and model routes (the same handlers, registered again under the prefix), the
- *   Videos API, and the images in OpenAI's synchronous shape (images.ts). The operations registered there are
+ *   transcription and model routes (the same handlers, registered again under the prefix; the model list
+ *   is the dialect's, models.ts), speech with OpenAI's model and voice names (speech.ts, D48), the Videos
+ *   API, and the images in OpenAI's synchronous shape (images.ts). The operations registered there are
  *   documented under the tag `openai` with their operation ids prefixed `openai_` (one document, unique ids).
+ *
+ * In both, a `model` the dialect does not serve answers OpenAI's 404 `model_not_found` before anything is
+ * held (models.ts `guardModels`, D48).
  */
 import multipart from "@fastify/multipart";
 import type { Services } from "../../../services.ts";
@@ -15,10 +19,12 @@ import { requireAuth } from "../../auth.ts";
 import { audioTextRoutes } from "../../routes/audio-text.ts";
 import { chatRoutes } from "../../routes/chat.ts";
 import { modelRoutes } from "../../routes/models.ts";
-import { speechRoutes } from "../../routes/speech.ts";
 import type { App } from "../../types.ts";
 import { MAX_FILES } from "./form.ts";
 import { openAIImageRoutes } from "./images.ts";
+import { guardModels, openAIModels, requireServedModel } from "./models.ts";
+import { openAISpeechRoutes } from "./speech.ts";
+import { openAIListModelsSchema } from "./speech-schemas.ts";
 import { MAX_IMAGE_UPLOAD_BYTES } from "./uploads.ts";
 import { openAIVideoRoutes } from "./videos.ts";
 
@@ -41,6 +47,7 @@ export async function openAIRoutes(app: App, services: Services): Promise<void> 
   // `/v1/videos`: the Videos API beside the native routes.
   await app.register(async (videos) => {
     videos.addHook("onRequest", requireAuth(services, { allowSession: false }));
+    guardModels(videos);
     await registerMultipart(videos);
     await openAIVideoRoutes(videos, services);
   });
@@ -55,10 +62,11 @@ export async function openAIRoutes(app: App, services: Services): Promise<void> 
         route.schema = { ...schema, operationId: `openai_${schema.operationId}`, tags: ["openai"] };
       });
       oa.addHook("onRequest", requireAuth(services, { allowSession: false }));
+      guardModels(oa);
       chatRoutes(oa, services);
-      speechRoutes(oa, services);
-      modelRoutes(oa);
-      await oa.register(async (scope) => audioTextRoutes(scope, services));
+      openAISpeechRoutes(oa, services);
+      modelRoutes(oa, { models: openAIModels, schema: openAIListModelsSchema });
+      await oa.register(async (scope) => audioTextRoutes(scope, services, { checkModel: requireServedModel }));
       await oa.register(async (scope) => {
         await registerMultipart(scope);
         await openAIVideoRoutes(scope, services);
