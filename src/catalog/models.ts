@@ -236,8 +236,11 @@ const AUDIO_TEXT: AudioTextModel[] = [
 
 // ----------------------------------------------------------------------------------------------- video
 
-/** A video row priced per second; requests take 1 to 10 s, default 5 (spec "POST /v1/videos/generations"). */
-function videoPerSecond(id: string, name: string, family: string, usdPerSecond: string): VideoModel {
+/**
+ * A video row priced per second; requests take 1 to 10 s, default 5 (spec "POST /v1/videos/generations").
+ * `maxShortSidePx`: the short side of its largest output (720 for 720p).
+ */
+function videoPerSecond(id: string, name: string, family: string, usdPerSecond: string, maxShortSidePx: number): VideoModel {
   const durations = { minDurationSec: 1, maxDurationSec: 10, defaultDurationSec: 5 } as const;
   return {
     ...base,
@@ -253,11 +256,12 @@ function videoPerSecond(id: string, name: string, family: string, usdPerSecond: 
     imageRequired: false,
     // D19: only vidD-* is also accepted at POST /v1/genmedia/jobs.
     genmediaAlias: family === "vidD",
+    maxShortSidePx,
   };
 }
 
-/** A vidC clip: flat per clip, 6 or 10 s, default 6 (spec video prices; D2, D19). */
-function videoClip(id: string, name: string, usdPerClip: string, imageRequired: boolean): VideoModel {
+/** A vidC clip: flat per clip, 6 or 10 s, default 6 (spec video prices; D2, D19); `maxShortSidePx` as for {@link videoPerSecond}. */
+function videoClip(id: string, name: string, usdPerClip: string, imageRequired: boolean, maxShortSidePx: number): VideoModel {
   return {
     ...base,
     id,
@@ -273,21 +277,24 @@ function videoClip(id: string, name: string, usdPerClip: string, imageRequired: 
     allowedDurations: [6, 10],
     imageRequired,
     genmediaAlias: false,
+    maxShortSidePx,
   };
 }
 
+// The largest output of each: the resolution in its name (vidC, vidD), Kling's 1080p (vidA), and the 720p
+// the gateway asks of Seedance and prices (vidB; src/upstreams/fal/models.ts). The simulator's cap.
 const VIDEO: VideoModel[] = [
-  videoPerSecond("vidA-2.5-pro", "vidA 2.5 Pro", "vidA", "0.0945"),
-  videoPerSecond("vidA-3-pro", "vidA 3 Pro", "vidA", "0.1512"),
-  videoPerSecond("vidA-3-pro-audio", "vidA 3 Pro (native audio)", "vidA", "0.2268"),
-  videoPerSecond("vidB-2-pro", "vidB 2 Pro (bundled audio)", "vidB", "0.40959"),
-  videoPerSecond("vidB-2-fast", "vidB 2 Fast (bundled audio)", "vidB", "0.326565"),
+  videoPerSecond("vidA-2.5-pro", "vidA 2.5 Pro", "vidA", "0.0945", 1080),
+  videoPerSecond("vidA-3-pro", "vidA 3 Pro", "vidA", "0.1512", 1080),
+  videoPerSecond("vidA-3-pro-audio", "vidA 3 Pro (native audio)", "vidA", "0.2268", 1080),
+  videoPerSecond("vidB-2-pro", "vidB 2 Pro (bundled audio)", "vidB", "0.40959", 720),
+  videoPerSecond("vidB-2-fast", "vidB 2 Fast (bundled audio)", "vidB", "0.326565", 720),
   // D2: vidC-02-512p is image-to-video only.
-  videoClip("vidC-02-512p", "vidC 02 512p (image-to-video)", "0.140", true),
-  videoClip("vidC-02-768p", "vidC 02 768p", "0.420", false),
-  videoClip("vidC-02-1080p", "vidC 02 1080p", "0.780", false),
-  videoPerSecond("vidD-3-fast", "vidD 3 Fast (720p, silent)", "vidD", "0.135"),
-  videoPerSecond("vidD-3", "vidD 3 (1080p, audio)", "vidD", "0.540"),
+  videoClip("vidC-02-512p", "vidC 02 512p (image-to-video)", "0.140", true, 512),
+  videoClip("vidC-02-768p", "vidC 02 768p", "0.420", false, 768),
+  videoClip("vidC-02-1080p", "vidC 02 1080p", "0.780", false, 1080),
+  videoPerSecond("vidD-3-fast", "vidD 3 Fast (720p, silent)", "vidD", "0.135", 720),
+  videoPerSecond("vidD-3", "vidD 3 (1080p, audio)", "vidD", "0.540", 1080),
 ];
 
 // ----------------------------------------------------------------------------------------------- image

@@ -182,6 +182,11 @@ export interface VideoModel extends ModelBase {
   imageRequired: boolean;
   /** Also accepted at `POST /v1/genmedia/jobs` (vidD-*, D19). */
   genmediaAlias: boolean;
+  /**
+   * The short side of the model's largest output, px (720: at most 1280x720 or 720x1280, the long side
+   * 16/9 of it): the largest size the simulator renders for it.
+   */
+  maxShortSidePx: number;
 }
 
 export type ModelRecord =

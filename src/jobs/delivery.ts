@@ -1,6 +1,7 @@
 /**
- * A job's delivery (D3, D26): its outputs rehosted (rehost.ts), then in one transaction the job marked
- * `succeeded` with its outputs, and the final amount captured (the rest of the hold released), the usage
+ * A job's delivery (D3, D26): its outputs rehosted (rehost.ts) and probed (what each file says of itself:
+ * type, size, length, frame rate; upstreams/media-probe.ts), then in one transaction the job marked
+ * `succeeded` with its outputs and their facts, and the final amount captured (the rest of the hold released), the usage
  * record finished and the webhook events queued. Every failure on the way ends the job without a charge.
  */
 import type { Kysely } from "kysely";
@@ -12,11 +13,12 @@ import { findModelOf } from "../catalog/models.ts";
 import { upstreamListPrice } from "../catalog/quote.ts";
 import type { ClaimedJob } from "../storage/job-queue.ts";
 import type { Database } from "../storage/schema.ts";
-import { mp4DurationSec, pngDimensions } from "../upstreams/media-probe.ts";
+import type { MediaFacts } from "../upstreams/media-probe.ts";
 import type { MediaOutput } from "../upstreams/types.ts";
 import type { JobChangeFeed } from "./changes.ts";
 import { onJobEnded } from "./ended.ts";
 import { markJobSucceeded } from "./execution.repository.ts";
+import { type JobOutput, storedMediaFacts } from "./outputs.ts";
 import { jobUsageEnd } from "./job-usage.ts";
 import { deleteBlobs, type RehostDeps, rehostOutputs } from "./rehost.ts";
 import { isVideoRequest, type JobRequest, requestedSeconds } from "./request.ts";
@@ -91,24 +93,25 @@ export async function deliverJob(
     );
     return;
   }
-  const { keys, contentType, firstBytes } = stored;
+  const { keys, contentType, facts } = stored;
+  const first = facts[0] ?? null;
 
-  // D26: a video's delivered length is what the source reports, else what the file's header says.
-  const delivery: Delivery | null =
-    kind === "video" && reported !== null && reported.durationSec === null && firstBytes !== null
-      ? { ...reported, durationSec: mp4DurationSec(firstBytes) }
-      : reported;
+  // D26: a video's delivered length is what the file's header says, else what the source reports (the
+  // simulator reports nothing: its file says it).
+  const deliveredSec = kind === "video" ? (first?.durationSec ?? reported?.durationSec ?? null) : null;
+  const delivery: Delivery | null = reported === null ? null : { ...reported, durationSec: deliveredSec };
   const priced = pricedJob(job, request);
   const held = Number(job.hold_micros);
-  const final = priced === null ? held : jobPrice(priced, { heldMicros: held, delivered: deliveredFacts(kind, firstBytes, delivery) });
-  const upstreamCost = delivery ? upstreamCostOf(job, final, firstBytes, delivery) : null;
+  const final = priced === null ? held : jobPrice(priced, { heldMicros: held, delivered: deliveredFacts(kind, first, reported, deliveredSec) });
+  const upstreamCost = delivery ? upstreamCostOf(job, final, first, delivery) : null;
+  const output: JobOutput = { key: keys[0], content_type: contentType, keys, media: facts.map(storedMediaFacts) };
   // The usage record's end from the row as the update below leaves it (D29): finished by the capture,
   // in its statement on PostgreSQL, rather than read back and updated in two more round trips.
   const usageEnd = jobUsageEnd({
     status: "succeeded",
     kind,
     fallbackLayer: delivery ? delivery.layer : job.fallback_layer,
-    durationSec: kind === "video" ? (delivery?.durationSec ?? requestedSeconds(request)) : null,
+    durationSec: kind === "video" ? (deliveredSec ?? requestedSeconds(request)) : null,
     requestedSec: requestedSeconds(request),
   });
   const committed = await inTransaction(db, async (trx) => {
@@ -116,8 +119,8 @@ export async function deliverJob(
       jobId: job.id,
       workerId,
       costMicros: final,
-      outputJson: JSON.stringify({ key: keys[0], content_type: contentType, keys }),
-      durationSec: kind === "video" ? (delivery?.durationSec ?? null) : null,
+      outputJson: JSON.stringify(output),
+      durationSec: deliveredSec,
       fallbackLayer: delivery ? delivery.layer : null,
       upstreamCostMicros: upstreamCost?.micros ?? null,
       upstreamCostBasis: upstreamCost?.basis ?? null,
@@ -138,14 +141,20 @@ export async function deliverJob(
   changes.publish({ accountId: job.account_id, jobId: job.id, ended: true, by: workerId });
 }
 
+/** The pixel size of a file's facts, or null when it does not say it. */
+function sizeOf(facts: MediaFacts | null): { width: number; height: number } | null {
+  return facts !== null && facts.width !== null && facts.height !== null ? { width: facts.width, height: facts.height } : null;
+}
+
 /**
- * What the catalog's final price needs of a delivery (D26): the source's reported megapixels and length,
- * and, for an image whose source reported no megapixels, the first image's PNG header size.
+ * What the catalog's final price needs of a delivery (D26): the source's reported megapixels, the
+ * delivered length (`deliveredSec`: the file's, else the source's), and, for an image whose source
+ * reported no megapixels, the first image's size read from its header.
  */
-function deliveredFacts(kind: "image" | "video", firstBytes: Uint8Array | null, delivery: Delivery | null): JobDelivery {
-  const megapixels = delivery?.megapixels ?? null;
-  const size = kind === "image" && !(megapixels !== null && megapixels > 0) && firstBytes ? pngDimensions(firstBytes) : null;
-  return { megapixels, size, durationSec: delivery?.durationSec ?? null };
+function deliveredFacts(kind: "image" | "video", first: MediaFacts | null, reported: Delivery | null, deliveredSec: number | null): JobDelivery {
+  const megapixels = reported?.megapixels ?? null;
+  const size = kind === "image" && !(megapixels !== null && megapixels > 0) ? sizeOf(first) : null;
+  return { megapixels, size, durationSec: deliveredSec };
 }
 
 /**
@@ -153,14 +162,14 @@ function deliveredFacts(kind: "image" | "video", firstBytes: Uint8Array | null, 
  * source reported (BFL's `cost`), else the provider's list price of what was delivered
  * (`upstreamListPrice`: the final charge without the x1.35 markup; imgB-2-pro by delivered megapixels).
  */
-function upstreamCostOf(job: ClaimedJob, final: Micros, firstBytes: Uint8Array | null, delivery: Delivery): { micros: Micros; basis: "reported" | "list_price" } | null {
+function upstreamCostOf(job: ClaimedJob, final: Micros, first: MediaFacts | null, delivery: Delivery): { micros: Micros; basis: "reported" | "list_price" } | null {
   if (delivery.upstreamCostUsd !== null && Number.isFinite(delivery.upstreamCostUsd) && delivery.upstreamCostUsd >= 0) {
     const micros = usdToMicros(delivery.upstreamCostUsd.toFixed(6));
     if (micros !== null) return { micros, basis: "reported" };
   }
   const model = job.kind === "video" ? findModelOf(job.model, "video") : findModelOf(job.model, "image");
   if (!model) return null;
-  const size = delivery.megapixels === null && firstBytes ? pngDimensions(firstBytes) : null;
+  const size = job.kind === "image" && delivery.megapixels === null ? sizeOf(first) : null;
   const megapixels = delivery.megapixels ?? (size ? (size.width * size.height) / 1_000_000 : null);
   return { micros: upstreamListPrice(model, final, megapixels), basis: "list_price" };
 }

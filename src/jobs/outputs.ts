@@ -5,13 +5,44 @@
 import type { Executor } from "../billing/ledger.ts";
 import { microsToUsd } from "../money.ts";
 import { AppError } from "../errors.ts";
+import type { MediaFacts } from "../upstreams/media-probe.ts";
 import { galleryRows, type OutputRow, sharedOutputRow } from "./outputs.repository.ts";
 
-/** The stored output of a job (`jobs.output_json`). */
+/**
+ * What one stored file says of itself (`upstreams/media-probe.ts`, read when it was stored): its type,
+ * and where the file says them its pixel size, length (seconds), frames per second and frame count.
+ */
+export interface StoredMediaFacts {
+  content_type: string;
+  width?: number;
+  height?: number;
+  duration_sec?: number;
+  fps?: number;
+  frames?: number;
+}
+
+/**
+ * The stored output of a job (`jobs.output_json`): the first file's key and type, every key, and (jobs
+ * stored since issue 42) `media`, the facts of each file in the order of `keys`, null for a file whose
+ * format the probe does not read.
+ */
 export interface JobOutput {
   key: string;
   content_type: string;
   keys: string[];
+  media?: (StoredMediaFacts | null)[];
+}
+
+/** `facts` as stored in `output_json.media` (facts the file does not say are left out), or null. */
+export function storedMediaFacts(facts: MediaFacts | null): StoredMediaFacts | null {
+  if (facts === null) return null;
+  return {
+    content_type: facts.contentType,
+    ...(facts.width !== null && facts.height !== null ? { width: facts.width, height: facts.height } : {}),
+    ...(facts.durationSec !== null ? { duration_sec: facts.durationSec } : {}),
+    ...(facts.fps !== null ? { fps: facts.fps } : {}),
+    ...(facts.frames !== null ? { frames: facts.frames } : {}),
+  };
 }
 
 /** A gallery item. Amounts in USD; duration in seconds. */

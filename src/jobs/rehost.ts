@@ -6,6 +6,7 @@
  */
 import type { BlobStore } from "../storage/blob-store.ts";
 import { fetchDirect } from "../upstreams/direct-fetch.ts";
+import { type MediaFacts, probeMedia } from "../upstreams/media-probe.ts";
 import type { MediaOutput } from "../upstreams/types.ts";
 import type { SourceSlot } from "./durable.ts";
 
@@ -24,12 +25,16 @@ export interface RehostDeps {
   sourceNamed?: (name: string) => SourceSlot | undefined;
 }
 
-/** The stored outputs: their blob keys, the first one's content type and bytes (for its header: size, length). */
+/**
+ * The stored outputs: their blob keys, the first one's content type, and what each file says of itself
+ * ({@link probeMedia}: its type, pixel size, length, frame rate), in the order of `keys` (null where the
+ * format is not one the probe reads).
+ */
 export interface Rehosted {
   ok: true;
   keys: string[];
   contentType: string;
-  firstBytes: Uint8Array | null;
+  facts: (MediaFacts | null)[];
 }
 
 /** Why rehosting failed: the download (`download`) or the blob store (`store`), with the error's text. */
@@ -51,8 +56,10 @@ function extensionOf(contentType: string): string {
 
 /**
  * Stores `outputs` of job `jobId` in blob storage (`images/<job>-<i>.<ext>`, `videos/<job>.<ext>`),
- * downloading URL outputs (at most 50 MB an image, 500 MB a video, 120 s each). `source` names the source
- * that served the job, or null (the simulator). On a failure the blobs stored so far are deleted.
+ * downloading URL outputs (at most 50 MB an image, 500 MB a video, 120 s each). Each file is stored
+ * with the content type its bytes show ({@link probeMedia}), whatever the source said; a format the probe
+ * does not know keeps the source's type. `source` names the source that served the job, or null (the
+ * simulator). On a failure the blobs stored so far are deleted.
  */
 export async function rehostOutputs(
   deps: RehostDeps,
@@ -63,7 +70,7 @@ export async function rehostOutputs(
 ): Promise<Rehosted | RehostFailure> {
   const keys: string[] = [];
   let contentType = "application/octet-stream";
-  let firstBytes: Uint8Array | null = null;
+  const facts: (MediaFacts | null)[] = [];
   let stage: "download" | "store" = "download";
   try {
     for (const [i, out] of outputs.entries()) {
@@ -80,22 +87,23 @@ export async function rehostOutputs(
         bytes = got.bytes;
         type = out.contentType ?? got.contentType ?? "application/octet-stream";
       }
+      // The file's own type wins over what the source said (issue 42: media describe themselves truthfully).
+      const probed = probeMedia(bytes);
+      if (probed !== null) type = probed.contentType;
       // One folder per kind (as audio): a folder per job cost an inode and a `mkdir` per job.
       const key = kind === "video" ? `videos/${jobId}.${extensionOf(type)}` : `images/${jobId}-${i}.${extensionOf(type)}`;
       stage = "store";
       await deps.blobs.put(key, bytes, { contentType: type });
       stage = "download";
       keys.push(key);
-      if (i === 0) {
-        contentType = type;
-        firstBytes = bytes;
-      }
+      facts.push(probed);
+      if (i === 0) contentType = type;
     }
   } catch (err) {
     await deleteBlobs(deps.blobs, keys);
     return { ok: false, stage, message: err instanceof Error ? err.message : "error" };
   }
-  return { ok: true, keys, contentType, firstBytes };
+  return { ok: true, keys, contentType, facts };
 }
 
 /** Deletes the blobs `keys`, ignoring failures (outputs of a job that will not keep them). */

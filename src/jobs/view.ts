@@ -22,7 +22,12 @@ export interface JobView {
   cost_usd: number | null;
   created_at: string;
   updated_at: string;
-  output: { url: string; content_type: string; urls: string[]; duration_sec?: number } | null;
+  /**
+   * The stored outputs, described by the (first) file itself: its type, and where the file says them
+   * its pixel size and, for a video, its length (seconds; also what the charge used, D26) and frames per
+   * second. A fact the file does not say is absent, never filled in from the request.
+   */
+  output: { url: string; content_type: string; urls: string[]; width?: number; height?: number; duration_sec?: number; fps?: number } | null;
   error: { code: string; message: string } | null;
   idempotency_key: string | null;
   /** The upstream source layer that serves the job: 0 the first of its family, 1 the next (D27). */
@@ -78,7 +83,13 @@ export function jobView(publicBaseUrl: string, r: JobViewRow, queuePosition: num
     const o = JSON.parse(r.output_json) as JobOutput;
     const keys = o.keys?.length ? o.keys : [o.key];
     output = { url: blobUrl(publicBaseUrl, o.key), content_type: o.content_type, urls: keys.map((k) => blobUrl(publicBaseUrl, k)) };
+    const facts = o.media?.[0] ?? null;
+    if (r.kind !== "audio" && facts?.width !== undefined && facts.height !== undefined) {
+      output.width = facts.width;
+      output.height = facts.height;
+    }
     if (r.kind === "video" && r.duration_sec !== null) output.duration_sec = Number(r.duration_sec);
+    if (r.kind === "video" && facts?.fps !== undefined) output.fps = facts.fps;
   }
   return {
     id: r.id,

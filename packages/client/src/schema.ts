@@ -2341,10 +2341,16 @@ export interface components {
                 content_type: string;
                 /** @description Delivered length of a video, seconds (D26); absent for images. */
                 duration_sec?: number;
+                /** @description Frames per second of a video, read from the file; absent for images. */
+                fps?: number;
+                /** @description Height of the (first) output in pixels, read from the file; absent when the file does not say it. */
+                height?: number;
                 /** @description Stable URL of the (first) output on this service. */
                 url: string;
                 /** @description Every output (several images when `n` > 1). */
                 urls: string[];
+                /** @description Width of the (first) output in pixels, read from the file; absent when the file does not say it (an SVG without a pixel size). */
+                width?: number;
             } | null;
             /** @description A `processing` job's fraction done, 0 to 1, when the upstream says (0 while it waits in the upstream's own queue); null otherwise. */
             progress: number | null;
@@ -5104,30 +5110,38 @@ export interface operations {
                     } | ({
                         /** @description The images. */
                         images: {
-                            /** @description Its media type. */
+                            /** @description Its media type, read from the file. */
                             content_type: string;
+                            /** @description Length of a video in seconds, read from the file. */
+                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Pixels (PNG). */
+                            /** @description Frames per second of a video, read from the file. */
+                            fps?: number;
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels (PNG). */
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             width?: number;
                         }[];
                         /** @description The prompt. */
                         prompt?: string;
                     } | {
                         video: {
-                            /** @description Its media type. */
+                            /** @description Its media type, read from the file. */
                             content_type: string;
+                            /** @description Length of a video in seconds, read from the file. */
+                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Pixels (PNG). */
+                            /** @description Frames per second of a video, read from the file. */
+                            fps?: number;
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels (PNG). */
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             width?: number;
                         };
                     });
@@ -5480,30 +5494,38 @@ export interface operations {
                     } | ({
                         /** @description The images. */
                         images: {
-                            /** @description Its media type. */
+                            /** @description Its media type, read from the file. */
                             content_type: string;
+                            /** @description Length of a video in seconds, read from the file. */
+                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Pixels (PNG). */
+                            /** @description Frames per second of a video, read from the file. */
+                            fps?: number;
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels (PNG). */
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             width?: number;
                         }[];
                         /** @description The prompt. */
                         prompt?: string;
                     } | {
                         video: {
-                            /** @description Its media type. */
+                            /** @description Its media type, read from the file. */
                             content_type: string;
+                            /** @description Length of a video in seconds, read from the file. */
+                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Pixels (PNG). */
+                            /** @description Frames per second of a video, read from the file. */
+                            fps?: number;
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels (PNG). */
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             width?: number;
                         };
                     });

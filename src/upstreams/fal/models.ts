@@ -44,6 +44,10 @@
  *   a 4-image generation at the price of a 720p or 1-image one;
  * - {@link DROPPED_PARAMETERS} are removed: `sync_mode` would turn the output URLs into data URIs and
  *   keep the request out of fal's history;
+ * - a video's `size` (`WxH`, the pixel size the OpenAI dialect's `size` asks for, which the simulator
+ *   renders) is removed too: no fal video endpoint has the field, and the resolution of each is the
+ *   model's (`resolution` in `fields` where the endpoint has one, as it sets the price); the picture's
+ *   shape reaches fal as `aspect_ratio`, which the dialect sets with it;
  * - everything else (a seed, `aspect_ratio` of videos, `negative_prompt`, `cfg_scale`,
  *   `safety_tolerance`, ...) is forwarded unchanged; fal ignores fields an endpoint does not have.
  *
@@ -59,7 +63,9 @@
  * - FLUX.2 pro (`image_size: {width, height}`): the requested pixels, each side rounded to a multiple
  *   of 16 (BFL's grid) within 64..2048; the final charge uses the delivered size (D26).
  * - FLUX Kontext and 1.1 ultra (`aspect_ratio`): the request's aspect, all six are in their enums.
- * - Videos take no gateway size: `aspect_ratio` comes from `parameters` when the caller sets one.
+ * - Videos take no gateway size: `aspect_ratio` comes from `parameters` when the caller sets one; a
+ *   `size` parameter is not sent (see above). What is reported of the delivered file (its size, length
+ *   and frame rate) is read from the file itself (media-probe.ts).
  */
 import type { AspectRatio, ImageRequest, MediaOutput, VideoRequest } from "../types.ts";
 import { isRecord } from "../util.ts";
@@ -117,6 +123,9 @@ export type FalModel = FalVideoModel | FalImageModel;
 
 /** Keys of `parameters` that are never forwarded (see the module comment). */
 export const DROPPED_PARAMETERS: readonly string[] = ["sync_mode"];
+
+/** Keys of a video's `parameters` that are never forwarded: the gateway's pixel size (see the module comment). */
+export const DROPPED_VIDEO_PARAMETERS: readonly string[] = ["size"];
 
 const kling25: Omit<FalVideoModel, "fields"> = {
   kind: "video",
@@ -323,7 +332,8 @@ export function videoCall(req: VideoRequest, overrides: Readonly<Record<string, 
     fixed[model.imageField] = req.imageUrl;
     Object.assign(fixed, model.imageFields ?? {});
   }
-  return { endpointId, variant, input: mergeParameters(req.parameters, fixed), parts: 1 };
+  const parameters = Object.fromEntries(Object.entries(req.parameters ?? {}).filter(([key]) => !DROPPED_VIDEO_PARAMETERS.includes(key)));
+  return { endpointId, variant, input: mergeParameters(parameters, fixed), parts: 1 };
 }
 
 /** Maps an image request to its fal call. @throws FalMappingError (see {@link resolveEndpoint}). */

@@ -6,8 +6,9 @@
  *   {@link renderPngAsync} / {@link renderSvg}, at exactly the requested pixel size up to 2048 px per
  *   side ({@link fitRenderSize}), drawn from the prompt (subject, palette, composition, the prompt as a
  *   caption: `images/plan.ts`); playable MP4 video (`video/mp4`, H.264 drawn from the prompt with
- *   motion, 640 px on the long side at the requested aspect ratio, AAC audio for the models with
- *   sound) of the requested length from {@link renderMp4}, rendered on a worker thread. Always bytes, never an
+ *   motion, at the pixel size asked for up to the model's largest ({@link simulatedVideoSize}), else
+ *   640 px on the long side at the requested aspect ratio, AAC audio for the models with sound) of the
+ *   requested length from {@link renderMp4}, rendered on a worker thread. Always bytes, never an
  *   upstream URL. Output is deterministic per request (model, prompt, size, index, reference URLs and
  *   a pass-through `parameters.seed`).
  * - Latency, multiplied by `latencyScale` (`SIM_LATENCY_SCALE`): {@link SIM_VISUAL_TIMING}, with a
@@ -31,7 +32,8 @@ import { renderPlaceholderPng, renderPngAsync } from "./images/png.ts";
 import { ByteLruCache, RenderCache } from "./render-cache.ts";
 import { fitRenderSize, sizeForAspect } from "./images/size.ts";
 import { renderSvg } from "./images/svg.ts";
-import { MAX_VIDEO_SEC, type RenderVideoOptions, videoAspectOf, videoSize } from "./video.ts";
+import { findModelOf } from "../../catalog/models.ts";
+import { fitVideoSize, MAX_VIDEO_SEC, type RenderVideoOptions, renderSizeOf, requestedVideoSize, videoAspectOf } from "./video.ts";
 import type { VideoWorkerRequest } from "./encode-worker.ts";
 import { concatBytes } from "../util.ts";
 import {
@@ -116,6 +118,18 @@ export function simulatedVideoHasAudio(model: string, parameters: Record<string,
     if (typeof v === "boolean") return v;
   }
   return /audio/i.test(model) || model.startsWith("vidB-") || model === "vidD-3";
+}
+
+/**
+ * The pixel size of the simulated clip of `model` for pass-through `parameters`, or null for the default
+ * (640 px on the long side): the size asked for ({@link requestedVideoSize}: `size` or `resolution`) scaled
+ * down to the model's largest output (the catalog's `maxShortSidePx`: vidD-3-fast at most 1280x720) and
+ * made even ({@link fitVideoSize}).
+ */
+export function simulatedVideoSize(model: string, parameters: Record<string, unknown>): { width: number; height: number } | null {
+  const asked = requestedVideoSize(parameters);
+  if (asked === null) return null;
+  return fitVideoSize(asked, findModelOf(model, "video")?.maxShortSidePx);
 }
 
 /** The pass-through `seed` parameter as seed material ("" when absent or not a string/number). */
@@ -271,9 +285,10 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
 
   /**
    * Generates one clip after about (45 + 3 x durationSec) s x scale:
-   * `{kind: "bytes", contentType: "video/mp4", body, width, height, durationSec}` at {@link videoSize}
-   * of the aspect ratio asked by the pass-through parameters ({@link videoAspectOf}), else 16:9
-   * (640x360); sound per {@link simulatedVideoHasAudio}. Image-to-video requests (`imageUrl` set) get the same kind of
+   * `{kind: "bytes", contentType: "video/mp4", body, width, height, durationSec}` at the size the
+   * pass-through parameters ask for, up to the model's largest ({@link simulatedVideoSize}), else 640 px
+   * on the long side at their aspect ratio ({@link videoAspectOf}; 16:9, 640x360, when none); sound per
+   * {@link simulatedVideoHasAudio}. Image-to-video requests (`imageUrl` set) get the same kind of
    * clip. Throws {@link UpstreamError} for `simulate: "fail"` or a duration outside (0, 60] s (not
    * retryable), and `signal.reason` on abort. `onProgress`: see the module comment.
    */
@@ -292,11 +307,12 @@ class SimulatedVisualUpstreamImpl implements SimulatedVisualUpstream {
       prompt: req.prompt,
       durationSec: sec,
       aspect: videoAspectOf(parameters) ?? "16:9",
+      ...(simulatedVideoSize(req.model, parameters) ?? {}),
       audio: simulatedVideoHasAudio(req.model, parameters),
       seed: [req.model, seedParam(parameters), req.imageUrl ?? ""].join("\n"),
     };
     const clip = await this.renderVideo(options, sig);
-    const size = videoSize(options.aspect);
+    const size = renderSizeOf(options);
     onProgress?.(1);
     return {
       kind: "bytes",

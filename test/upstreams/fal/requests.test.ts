@@ -129,6 +129,13 @@ describe("vidC Hailuo-02", () => {
 });
 
 describe("vidD Veo 3.1 (D35: fal removed fal-ai/veo3)", () => {
+  test("the OpenAI dialect's pixel size is not sent: the aspect ratio goes, the resolution is the model's", async () => {
+    // POST /v1/videos with size 720x1280 stores {aspect_ratio: "9:16", size: "720x1280"}: no fal endpoint has `size`.
+    const r = await submitted({ video: videoRequest({ model: "vidD-3-fast", durationSec: 4, parameters: { aspect_ratio: "9:16", size: "720x1280" } }) });
+    assert.equal(r.path, "/fal-ai/veo3.1/fast");
+    assert.deepEqual(r.body, { prompt: "a red fox running", duration: "4s", resolution: "720p", generate_audio: false, aspect_ratio: "9:16" });
+  });
+
   test("Veo 3.1 text-to-video: \"6s\" for 5 s, 1080p with audio", async () => {
     const r = await submitted({ video: videoRequest({ model: "vidD-3", durationSec: 5, parameters: { aspect_ratio: "9:16" } }) });
     assert.equal(r.path, "/fal-ai/veo3.1");

@@ -12,8 +12,19 @@ import { fitRenderSize, sizeForAspect } from "../../../src/upstreams/simulator/i
 import { renderSvg } from "../../../src/upstreams/simulator/images/svg.ts";
 import { motifOf } from "../../../src/upstreams/simulator/images/plan.ts";
 import { wrapCaption } from "../../../src/upstreams/simulator/images/font.ts";
-import { renderMp4, videoAspectOf, videoOrientationOf, videoSize } from "../../../src/upstreams/simulator/video.ts";
-import { createSimulatedVisualUpstream, simulatedVideoHasAudio } from "../../../src/upstreams/simulator/visual.ts";
+import {
+  fitVideoSize,
+  MAX_VIDEO_SIDE,
+  renderMp4,
+  renderSizeOf,
+  requestedVideoSize,
+  videoAspectOf,
+  videoOrientationOf,
+  videoSize,
+} from "../../../src/upstreams/simulator/video.ts";
+import { createSimulatedVisualUpstream, simulatedVideoHasAudio, simulatedVideoSize } from "../../../src/upstreams/simulator/visual.ts";
+import { MODELS } from "../../../src/catalog/models.ts";
+import { probeMedia } from "../../../src/upstreams/media-probe.ts";
 import { type ImageRequest, type MediaOutput, UpstreamError, type VideoRequest } from "../../../src/upstreams/types.ts";
 
 // ---------------------------------------------------------------------------------------------------
@@ -373,6 +384,55 @@ describe("simulated MP4 video", () => {
     assert.equal(videoAspectOf({}), null);
   });
 
+  test("the pixel size asked for: size or resolution as WxH, resolution as a video class at the aspect ratio", () => {
+    assert.deepEqual(requestedVideoSize({ size: "1280x720" }), { width: 1280, height: 720 });
+    assert.deepEqual(requestedVideoSize({ aspect_ratio: "9:16", size: " 720 X 1280 " }), { width: 720, height: 1280 });
+    assert.deepEqual(requestedVideoSize({ resolution: "1920x1080" }), { width: 1920, height: 1080 });
+    assert.deepEqual(requestedVideoSize({ resolution: "720p" }), { width: 1280, height: 720 });
+    assert.deepEqual(requestedVideoSize({ resolution: "1080P", aspect_ratio: "9:16" }), { width: 1080, height: 1920 });
+    assert.deepEqual(requestedVideoSize({ resolution: "768P", aspect_ratio: "1:1" }), { width: 768, height: 768 });
+    for (const none of [{}, { aspect_ratio: "16:9" }, { size: "big" }, { size: 1280 }, { resolution: "0p" }, { size: "0x720" }]) {
+      assert.equal(requestedVideoSize(none), null, JSON.stringify(none));
+    }
+  });
+
+  test("fitted to a model's largest output: scaled down with its aspect ratio, never up, even sides", () => {
+    assert.deepEqual(fitVideoSize({ width: 1280, height: 720 }, 720), { width: 1280, height: 720 });
+    assert.deepEqual(fitVideoSize({ width: 720, height: 1280 }, 720), { width: 720, height: 1280 });
+    assert.deepEqual(fitVideoSize({ width: 1920, height: 1080 }, 720), { width: 1280, height: 720 });
+    assert.deepEqual(fitVideoSize({ width: 1280, height: 720 }, 512), { width: 910, height: 512 });
+    assert.deepEqual(fitVideoSize({ width: 1920, height: 1080 }, 768), { width: 1366, height: 768 });
+    assert.deepEqual(fitVideoSize({ width: 1000, height: 1000 }, 720), { width: 720, height: 720 });
+    assert.deepEqual(fitVideoSize({ width: 641, height: 359 }, 1080), { width: 640, height: 358 });
+    assert.deepEqual(fitVideoSize({ width: 8000, height: 8000 }), { width: 1080, height: 1080 });
+    assert.deepEqual(fitVideoSize({ width: 10, height: 10 }, 720), { width: 32, height: 32 });
+    // Every catalog video model: a 4k ask gets at most its class, in both orientations.
+    for (const model of MODELS.filter((m) => m.capability === "video")) {
+      const cap = (model as { maxShortSidePx: number }).maxShortSidePx;
+      for (const size of ["3840x2160", "2160x3840"]) {
+        const got = simulatedVideoSize(model.id, { size });
+        assert.ok(got !== null && Math.min(got.width, got.height) === cap, `${model.id} ${size}: ${JSON.stringify(got)}`);
+        assert.ok(Math.max(got.width, got.height) <= Math.min(MAX_VIDEO_SIDE, Math.round((cap * 8) / 9) * 2), model.id);
+        assert.equal(got.width > got.height, size === "3840x2160", model.id);
+      }
+    }
+    assert.deepEqual(simulatedVideoSize("vidD-3-fast", { size: "1920x1080" }), { width: 1280, height: 720 });
+    assert.deepEqual(simulatedVideoSize("vidC-02-768p", { resolution: "1080p" }), { width: 1366, height: 768 });
+    assert.equal(simulatedVideoSize("vidD-3", {}), null);
+  });
+
+  test("renderMp4 draws the size given, and refuses a size it cannot encode", async () => {
+    const v = await renderMp4({ prompt: "a red car", durationSec: 0.25, width: 320, height: 568 });
+    assert.deepEqual([v.width, v.height], [320, 568]);
+    const facts = probeMedia(v.body);
+    assert.deepEqual([facts?.width, facts?.height], [320, 568]);
+    assert.deepEqual(renderSizeOf({ aspect: "4:3" }), { width: 640, height: 480 });
+    for (const bad of [{ width: 321, height: 200 }, { width: 320 }, { width: 2000, height: 1000 }, { width: 16, height: 16 }, { width: 1.5, height: 2 }]) {
+      assert.throws(() => renderSizeOf(bad), RangeError, JSON.stringify(bad));
+      await assert.rejects(renderMp4({ prompt: "p", durationSec: 1, ...bad }), RangeError);
+    }
+  });
+
   test("orientation and audio choices", () => {
     assert.equal(videoOrientationOf({}), "landscape");
     assert.equal(videoOrientationOf({ aspect_ratio: "9:16" }), "portrait");
@@ -489,6 +549,15 @@ describe("simulated visual upstream", () => {
     );
     assert.deepEqual([portrait.width, portrait.height], [360, 640]);
     assert.deepEqual([(await mp4Tracks(portrait.body)).width, (await mp4Tracks(portrait.body)).height], [360, 640]);
+    // A pixel size asked for (the OpenAI dialect's `size`), up to the model's largest: vidC-02-512p at most 910x512.
+    for (const [model, size, want] of [
+      ["vidD-3-fast", "720x1280", [720, 1280]],
+      ["vidC-02-512p", "1280x720", [910, 512]],
+    ] as const) {
+      const sized = bytesOf(await up.generateVideo(videoRequest({ model, durationSec: 1, imageUrl: "https://example.com/first.png", parameters: { size } })));
+      const tracks = await mp4Tracks(sized.body);
+      assert.deepEqual([sized.width, sized.height, tracks.width, tracks.height], [...want, ...want], model);
+    }
     await assert.rejects(up.generateVideo(videoRequest({ durationSec: 0 })), (e: unknown) => e instanceof UpstreamError && !e.retryable);
     await up.close();
   });

@@ -12,7 +12,7 @@
  * | `failed`, `refunded`, `expired` | `COMPLETED` with `error` (the job's message) and `error_type` (its `error.code`), as fal reports a failed request |
  */
 import type { JobView } from "../../../jobs/jobs.ts";
-import { pngDimensions } from "../../../upstreams/media-probe.ts";
+import { probeMedia } from "../../../upstreams/media-probe.ts";
 import type { BlobStore } from "../../../storage/blob-store.ts";
 import { FAL_QUEUE_HOST } from "./targets.ts";
 
@@ -58,23 +58,32 @@ function keyOf(publicBaseUrl: string, url: string): string | null {
   return url.startsWith(prefix) ? url.slice(prefix.length) : null;
 }
 
-/** Bytes read from the start of an image to find its size (a PNG's IHDR ends at byte 24). */
-const HEADER_BYTES = 64;
+/**
+ * Bytes read from the start of an image to find its size: a PNG's IHDR ends at byte 24, a JPEG's frame
+ * header follows its metadata segments (EXIF, ICC profile), which are seldom longer.
+ */
+const HEADER_BYTES = 64 * 1024;
 
-/** Width and height of a stored PNG, from its first bytes; null for another format or a missing blob. */
-async function storedPngSize(blobs: BlobStore, key: string | null): Promise<{ width: number; height: number } | null> {
+/**
+ * The type and pixel size a stored image says of itself, from its first bytes; null for a format whose
+ * size it does not say (an SVG without one) or a missing blob.
+ */
+async function storedImageFacts(blobs: BlobStore, key: string | null): Promise<{ width: number; height: number; content_type: string } | null> {
   if (key === null) return null;
   const read = await blobs.get(key, { start: 0, end: HEADER_BYTES - 1 }).catch(() => null);
   if (read === null) return null;
   const chunks: Buffer[] = [];
   for await (const chunk of read.body) chunks.push(Buffer.from(chunk as Uint8Array));
-  return pngDimensions(new Uint8Array(Buffer.concat(chunks)));
+  const facts = probeMedia(new Uint8Array(Buffer.concat(chunks)));
+  return facts !== null && facts.width !== null && facts.height !== null ? { width: facts.width, height: facts.height, content_type: facts.contentType } : null;
 }
 
 /**
- * A succeeded job's output in fal's output JSON: `{images: [{url, width, height, content_type}]}` (width
- * and height read from a PNG's header; absent for SVG and other formats, as fal's `File` has none) or
- * `{video: {url, content_type, file_size}}`, URLs on the gateway.
+ * A succeeded job's output in fal's output JSON, URLs on the gateway, every fact read from the files
+ * themselves: `{images: [{url, width, height, content_type}]}` (each image's own size and type; no
+ * width and height when the file does not say them, as fal's `File` has none) or `{video: {url,
+ * content_type, file_size, width, height, fps, duration}}` (fal's `VideoFile`; a fact the MP4 does not
+ * say is left out).
  */
 export async function outputAnswer(blobs: BlobStore, publicBaseUrl: string, job: JobView): Promise<Record<string, unknown>> {
   const output = job.output;
@@ -82,12 +91,21 @@ export async function outputAnswer(blobs: BlobStore, publicBaseUrl: string, job:
   if (job.kind === "video") {
     const key = keyOf(publicBaseUrl, output.url);
     const info = key === null ? null : await blobs.head(key).catch(() => null);
-    return { video: { url: output.url, content_type: output.content_type, ...(info ? { file_size: info.size } : {}) } };
+    return {
+      video: {
+        url: output.url,
+        content_type: output.content_type,
+        ...(info ? { file_size: info.size } : {}),
+        ...(output.width !== undefined && output.height !== undefined ? { width: output.width, height: output.height } : {}),
+        ...(output.fps !== undefined ? { fps: output.fps } : {}),
+        ...(output.duration_sec !== undefined ? { duration: output.duration_sec } : {}),
+      },
+    };
   }
   const images = await Promise.all(
     output.urls.map(async (url) => {
-      const size = await storedPngSize(blobs, keyOf(publicBaseUrl, url));
-      return { url, ...(size ?? {}), content_type: output.content_type };
+      const facts = await storedImageFacts(blobs, keyOf(publicBaseUrl, url));
+      return { url, ...(facts ?? { content_type: output.content_type }) };
     }),
   );
   return { images, prompt: job.prompt ?? "" };

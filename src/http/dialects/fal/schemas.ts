@@ -87,10 +87,12 @@ const COMPLETED = obj(
 const FILE = obj(
   {
     url: str("The gateway's rehosted file (`/v1/files/...`)."),
-    content_type: str("Its media type."),
-    width: int("Pixels (PNG)."),
-    height: int("Pixels (PNG)."),
+    content_type: str("Its media type, read from the file."),
+    width: int("Pixels, read from the file (absent when the file does not say them)."),
+    height: int("Pixels, read from the file (absent when the file does not say them)."),
     file_size: int("Bytes (videos)."),
+    fps: num("Frames per second of a video, read from the file."),
+    duration: num("Length of a video in seconds, read from the file."),
   },
   ["url", "content_type"],
 );

@@ -14,7 +14,6 @@ import { getJobWithRequest, type JobView, listJobs, TERMINAL_STATUSES } from "..
 import { isVideoRequest, type JobRequest, jobRequestOf } from "../../../jobs/request.ts";
 import { parseSize, validateVideoJob } from "../../../jobs/validate.ts";
 import type { Services } from "../../../services.ts";
-import type { AspectRatio } from "../../../upstreams/types.ts";
 import { MODEL_CALL, principalOf } from "../../auth.ts";
 import { OWN_IDEMPOTENCY } from "../../idempotent-calls.ts";
 import { submitFromRequest } from "../../job-submit.ts";
@@ -25,15 +24,21 @@ import { intField, promptField, readCreateForm, stringField } from "./form.ts";
 import { createVideoSchema, DEFAULT_VIDEO_MODEL, deleteVideoSchema, getVideoSchema, listVideosSchema, videoContentSchema } from "./schemas.ts";
 import { dataUrlBytes, ownUploadUrl, storeImageUpload } from "./uploads.ts";
 
-/** The `size` a video of each aspect ratio shows (720p-class sizes; the Video object's `size`). */
-const VIDEO_SIZES: Record<AspectRatio, string> = {
-  "16:9": "1280x720",
-  "9:16": "720x1280",
-  "1:1": "720x720",
-  "4:3": "960x720",
-  "3:4": "720x960",
-  "21:9": "1680x720",
-};
+/**
+ * A `WxH` size a create may ask for, as `WxH`, or null for anything else (an aspect ratio, `auto`, sides
+ * outside 64..2048: sizes `parseSize` does not read as pixels).
+ */
+function pixelSize(size: string): string | null {
+  const m = /^\s*(\d{1,5})\s*[xX×*]\s*(\d{1,5})\s*$/.exec(size);
+  if (!m) return null;
+  const parsed = parseSize(size);
+  return parsed.width === Number(m[1]) && parsed.height === Number(m[2]) ? `${parsed.width}x${parsed.height}` : null;
+}
+
+/** Seconds as the Video object writes them: a decimal string, to the millisecond (`"5"`, `"6.042"`). */
+function secondsText(sec: number): string {
+  return String(Math.round(sec * 1000) / 1000);
+}
 
 /** OpenAI's video status of a D3 status (D37). */
 function videoStatus(status: JobView["status"]): "queued" | "in_progress" | "completed" | "failed" {
@@ -53,12 +58,26 @@ function videoStatus(status: JobView["status"]): "queued" | "in_progress" | "com
 
 const unixSeconds = (iso: string) => Math.floor(Date.parse(iso) / 1000);
 
-/** OpenAI's Video object of a video job and its stored request (D37). */
+/**
+ * OpenAI's Video object of a video job and its stored request (D37). A completed video describes its
+ * file: `size` (`WxH`) and `seconds` are what the MP4 says of itself (the job's `output`), an empty string
+ * where it says nothing (never the request's); before that they are what was asked: the requested
+ * seconds, and the `size` of the create (empty when none was given).
+ */
 export function videoObject(job: JobView, request: JobRequest | null) {
   const status = videoStatus(job.status);
   const video = request !== null && isVideoRequest(request) ? request : null;
-  const aspect = video?.parameters?.aspect_ratio;
-  const size = typeof aspect === "string" && Object.hasOwn(VIDEO_SIZES, aspect) ? VIDEO_SIZES[aspect as AspectRatio] : VIDEO_SIZES["16:9"];
+  let size: string;
+  let seconds: string;
+  if (job.status === "succeeded") {
+    const out = job.output;
+    size = out?.width !== undefined && out.height !== undefined ? `${out.width}x${out.height}` : "";
+    seconds = out?.duration_sec !== undefined ? secondsText(out.duration_sec) : "";
+  } else {
+    const asked = video?.parameters?.size;
+    size = typeof asked === "string" ? (pixelSize(asked) ?? "") : "";
+    seconds = video !== null && typeof video.durationSec === "number" ? String(video.durationSec) : "";
+  }
   return {
     id: job.id,
     object: "video" as const,
@@ -69,7 +88,7 @@ export function videoObject(job: JobView, request: JobRequest | null) {
     completed_at: TERMINAL_STATUSES.has(job.status) ? unixSeconds(job.updated_at) : null,
     expires_at: null,
     prompt: job.prompt,
-    seconds: String(video?.durationSec ?? job.output?.duration_sec ?? ""),
+    seconds,
     size,
     remixed_from_video_id: null,
     error: job.error,
@@ -85,8 +104,11 @@ async function videoJob(services: Services, req: FastifyRequest, id: string) {
 
 /**
  * The native video request of an OpenAI create (D37): `model` (default {@link DEFAULT_VIDEO_MODEL}),
- * `prompt`, `seconds` as `duration`, `size` as the `aspect_ratio` parameter, `input_reference` as
- * `image_url` (an upload or a `data:` URL stored on the gateway; an https URL as it is).
+ * `prompt`, `seconds` as `duration`, `size` as the `aspect_ratio` parameter (its nearest of the six) and,
+ * when it is a `WxH` pixel size, also as the `size` parameter (`1280x720`: the simulator renders it, up
+ * to the model's largest; a real source makes the model's own resolution at that aspect ratio),
+ * `input_reference` as `image_url` (an upload or a `data:` URL stored on the gateway; an https URL as it
+ * is).
  * @throws AppError 400 for a bad field (the native codes), 413 for an upload over 10 MB.
  */
 async function nativeVideoBody(services: Services, req: FastifyRequest): Promise<VideoJobRequest> {
@@ -122,9 +144,15 @@ async function nativeVideoBody(services: Services, req: FastifyRequest): Promise
     prompt,
     ...(duration !== undefined ? { duration } : {}),
     ...(imageUrl !== undefined ? { image_url: imageUrl } : {}),
-    ...(size !== undefined ? { parameters: { aspect_ratio: parseSize(size).aspect } } : {}),
+    ...(size !== undefined ? { parameters: videoSizeParameters(size) } : {}),
     ...(key !== undefined ? { idempotency_key: key } : {}),
   };
+}
+
+/** The pass-through parameters of a create's `size`: its aspect ratio and, for a `WxH` size, the size itself. */
+function videoSizeParameters(size: string): Record<string, string> {
+  const pixels = pixelSize(size);
+  return { aspect_ratio: parseSize(size).aspect, ...(pixels !== null ? { size: pixels } : {}) };
 }
 
 /** The Videos API routes (see the module comment), on `app` (API key auth already hooked by routes.ts). */
