@@ -1,7 +1,7 @@
 /**
  * The peer row (issue 33, point 3): chat completions (non-streaming) through a bare OpenAI-compatible
- * upstream, through Portkey's open-source gateway (`@portkey-ai/gateway`, a development dependency, which
- * meters nothing) and through this gateway (which holds, charges and logs every call), all in front of
+ * upstream, through Portkey's open-source gateway (`@portkey-ai/gateway`, installed on first use in
+ * bench/portkey by bench/portkey.ts, not a dependency of the project; it meters nothing) and through this gateway (which holds, charges and logs every call), all in front of
  * the same upstream, measured in one run per database:
  * - saturated: as many requests as 32 connections carry, requests/s (autocannon);
  * - fixed rate: `BENCH_RATE` (300) requests/s evenly paced over 8 connections (bench/paced.ts), p50 and
@@ -22,10 +22,10 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { fileURLToPath } from "node:url";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/openai-chat.ts";
 import { type ReceivedSpan, startOtlpReceiver } from "../test/helpers/otlp-receiver.ts";
 import { freePort } from "../test/helpers/process.ts";
+import { ensurePortkey, portkeyVersion } from "./portkey.ts";
 import { ADMIN_TOKEN, benchUser, call, type LoadResult, load, type ProbeReport, type Server, startGatewayProcess } from "./lib.ts";
 import { mergePaced, type PacedResult, paced, quantile } from "./paced.ts";
 
@@ -41,12 +41,12 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
 /** Connections of the paced runs (as the `chat` row). */
 const PACED_CONNECTIONS = 8;
 const JSON_HEADERS = { "content-type": "application/json" };
-const PORTKEY_SERVER = fileURLToPath(new URL("../node_modules/@portkey-ai/gateway/build/start-server.js", import.meta.url));
 
-/** Starts Portkey's gateway on a free loopback port; resolves once `GET /` answers. */
+/** Starts Portkey's gateway (installed on first use, bench/portkey.ts) on a free loopback port; resolves once `GET /` answers. */
 async function startPortkey(): Promise<Server> {
+  const server = ensurePortkey();
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [PORTKEY_SERVER, `--port=${port}`, "--headless"], {
+  const child: ChildProcess = spawn(process.execPath, [server, `--port=${port}`, "--headless"], {
     env: { ...process.env, NODE_ENV: "production" },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -237,7 +237,7 @@ export async function benchPeer(backend: "sqlite" | "postgres"): Promise<void> {
     const direct = JSON.stringify({ model: "upstream", messages: [{ role: "user", content: "Say hi." }], max_tokens: 16 });
     targets.push({ label: "bare upstream", url: `${fake.baseUrl}/chat/completions`, headers: JSON_HEADERS, body: direct });
     targets.push({
-      label: "Portkey 1.15.2",
+      label: `Portkey ${portkeyVersion()}`,
       url: `${portkey.url}/v1/chat/completions`,
       headers: { ...JSON_HEADERS, "x-portkey-provider": "openai", "x-portkey-custom-host": fake.baseUrl, authorization: "Bearer sk-bench" },
       body: direct,

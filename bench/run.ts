@@ -7,13 +7,15 @@
  * p99 under 10 ms at 32 connections. Numbers measured on the development machine go in bench/README.md.
  *
  * Environment: BENCH_DURATION_S (default 10), BENCH_CONNECTIONS (default 32), BENCH_JOBS (default 2000),
- * BENCH_ONLY (comma list of felt, chat, peer, scaleout, voices, speech, upstreams, limits, stream, realtime,
- * jobs; default all), BENCH_RATE (the fixed rate of `felt`, `chat` and `peer`, default 300 requests/s). `felt`,
- * `chat` and `scaleout` are the rows of the issue "Fast on the scale path" (bench/scale.ts); `peer` puts
- * Portkey's gateway beside this one in front of the same upstream (issue 33, bench/peer.ts).
+ * BENCH_ONLY (comma list of cli, felt, chat, peer, scaleout, voices, speech, upstreams, limits, stream,
+ * realtime, jobs; default all), BENCH_RATE (the fixed rate of `felt`, `chat` and `peer`, default 300
+ * requests/s). `felt`, `chat` and `scaleout` are the rows of the issue "Fast on the scale path"
+ * (bench/scale.ts); `peer` puts Portkey's gateway beside this one in front of the same upstream (issue 33,
+ * bench/peer.ts); `cli` times the `gateway` command's start (issue 42, bench/cli-start.ts).
  */
 import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import { benchStreamingChat } from "./chat.ts";
+import { benchCliStart } from "./cli-start.ts";
 import { benchJobs } from "./jobs.ts";
 import { benchPeer } from "./peer.ts";
 import { benchRealtime } from "./realtime.ts";
@@ -156,10 +158,11 @@ async function benchLimitsBackend(): Promise<void> {
 // into the first measured process only, about 20 MB of its RSS).
 await (await startGatewayProcess("sqlite")).stop();
 
-const only = (process.env.BENCH_ONLY ?? "felt,chat,peer,scaleout,voices,speech,upstreams,limits,stream,realtime,jobs").split(",");
+const only = (process.env.BENCH_ONLY ?? "cli,felt,chat,peer,scaleout,voices,speech,upstreams,limits,stream,realtime,jobs").split(",");
 const has = (name: string) => only.includes(name);
 const pg = await pgReachable();
 if (!pg) console.log("\n## PostgreSQL unreachable: its rows are skipped (set BENCH_DATABASE_URL)");
+if (has("cli")) await benchCliStart();
 if (has("felt")) {
   await benchUserFelt("sqlite");
   if (pg) await benchUserFelt("postgres");

@@ -134,11 +134,23 @@ describe("parseCommand", () => {
     assert.throws(() => parseCommand(["alert", "--set", "5", "--off"]), /not both/);
   });
 
-  test("balance and voices", () => {
+  test("balance and voices: the first 50 voices unless --limit N or --all", () => {
     assert.deepEqual(parseCommand(["balance"]), { name: "balance", json: false });
-    assert.deepEqual(parseCommand(["voices", "-p", "beta"]), { name: "voices", json: false, provider: "beta" });
-    assert.deepEqual(parseCommand(["voices"]), { name: "voices", json: false, provider: null });
+    assert.deepEqual(parseCommand(["voices", "-p", "beta"]), { name: "voices", json: false, provider: "beta", limit: 50, limitGiven: false });
+    assert.deepEqual(parseCommand(["voices"]), { name: "voices", json: false, provider: null, limit: 50, limitGiven: false });
+    assert.deepEqual(parseCommand(["voices", "-l", "5"]), { name: "voices", json: false, provider: null, limit: 5, limitGiven: true });
+    assert.deepEqual(parseCommand(["voices", "--all", "--json"]), { name: "voices", json: true, provider: null, limit: null, limitGiven: true });
+    assert.throws(() => parseCommand(["voices", "--all", "--limit", "5"]), /give --limit N or --all, not both/);
+    assert.throws(() => parseCommand(["voices", "--limit", "0"]), /--limit must be a whole number of at least 1/);
     assert.throws(() => parseCommand(["voices", "--provider", "gamma"]), /--provider must be one of alpha, beta, all/);
+  });
+
+  test("--wide on the table commands (present only when given); a command without a table refuses it", () => {
+    assert.deepEqual(parseCommand(["keys", "list", "--wide"]), { name: "keys-list", json: false, wide: true });
+    assert.deepEqual(parseCommand(["requests", "--wide", "--org", "org_1"]), { name: "requests", json: false, limit: null, after: null, model: null, status: null, wide: true, org: "org_1" });
+    for (const argv of [["jobs"], ["usage"], ["voices"], ["orgs", "members"]]) assert.equal(parseCommand([...argv, "--wide"]).wide, true, argv.join(" "));
+    assert.equal(parseCommand(["jobs"]).wide, undefined);
+    assert.throws(() => parseCommand(["balance", "--wide"]), UsageError);
   });
 
   test("orgs: list (the default), create NAME, show [ID], rename NAME, delete ID, members, invite EMAIL --role, role, remove, invites, revoke", () => {

@@ -22,6 +22,11 @@ export interface CommonOptions {
    * `X-Svc-Org`); present only when given (else `GATEWAY_ORG`, else the credential's default one).
    */
   org?: string;
+  /**
+   * `--wide` (the commands that print a table): every column, uncut, whatever the terminal's width;
+   * present only when given (issue 42).
+   */
+  wide?: true;
 }
 
 /** The roles of an organization's members (D41), highest first. */
@@ -60,7 +65,14 @@ export type Command = CommonOptions &
     | { name: "keys-delete"; id: string }
     | { name: "balance" }
     | { name: "alert"; set: number | null; off: boolean }
-    | { name: "voices"; provider: "alpha" | "beta" | "all" | null }
+    | {
+        name: "voices";
+        provider: "alpha" | "beta" | "all" | null;
+        /** How many voices to show: `--limit N`, null for every one (`--all`); default {@link VOICES_LIMIT}. */
+        limit: number | null;
+        /** Whether `--limit` or `--all` was given (the JSON answer is then cut to it too; else it is whole). */
+        limitGiven: boolean;
+      }
     | { name: "orgs-list" }
     | { name: "orgs-create"; orgName: string }
     | { name: "orgs-show"; id: string | null }
@@ -75,6 +87,9 @@ export type Command = CommonOptions &
     | { name: "invites-accept"; token: string }
     | { name: "login"; email: string }
   );
+
+/** How many voices `gateway voices` shows without `--limit` or `--all` (the library holds thousands). */
+export const VOICES_LIMIT = 50;
 
 /** The names of the commands, in the order the usage text lists them. */
 export const COMMANDS = ["speak", "image", "video", "jobs", "job", "cancel", "usage", "requests", "keys", "balance", "alert", "voices", "orgs", "invites", "login", "help"] as const;
@@ -99,6 +114,8 @@ const COMMON: Options = {
   org: { type: "string" },
 };
 const OUTPUT: Options = { output: { type: "string", short: "o" } };
+/** `--wide`, taken by the commands that print a table. */
+const WIDE: Options = { wide: { type: "boolean", default: false } };
 const SIMULATE: Options = { simulate: { type: "string" } };
 
 /** The options each command accepts (beyond `--json` and `--help`). */
@@ -106,11 +123,11 @@ const OPTIONS: Record<string, Options> = {
   speak: { voice: { type: "string", short: "v" }, model: { type: "string", short: "m" }, format: { type: "string", short: "f" }, stream: { type: "boolean", default: false }, ...OUTPUT, ...SIMULATE },
   image: { model: { type: "string", short: "m" }, size: { type: "string", short: "s" }, n: { type: "string", short: "n" }, quality: { type: "string", short: "q" }, ...OUTPUT, ...SIMULATE },
   video: { model: { type: "string", short: "m" }, duration: { type: "string", short: "d" }, "image-url": { type: "string" }, ...OUTPUT, ...SIMULATE },
-  jobs: { status: { type: "string" }, kind: { type: "string" }, model: { type: "string", short: "m" }, limit: { type: "string", short: "l" }, after: { type: "string" } },
+  jobs: { status: { type: "string" }, kind: { type: "string" }, model: { type: "string", short: "m" }, limit: { type: "string", short: "l" }, after: { type: "string" }, ...WIDE },
   job: {},
   cancel: {},
-  usage: { by: { type: "string" }, from: { type: "string" }, to: { type: "string" }, tz: { type: "string" }, csv: { type: "boolean", default: false } },
-  requests: { limit: { type: "string", short: "l" }, after: { type: "string" }, model: { type: "string", short: "m" }, status: { type: "string" } },
+  usage: { by: { type: "string" }, from: { type: "string" }, to: { type: "string" }, tz: { type: "string" }, csv: { type: "boolean", default: false }, ...WIDE },
+  requests: { limit: { type: "string", short: "l" }, after: { type: "string" }, model: { type: "string", short: "m" }, status: { type: "string" }, ...WIDE },
   keys: {
     name: { type: "string" },
     mode: { type: "string" },
@@ -119,11 +136,12 @@ const OPTIONS: Record<string, Options> = {
     expires: { type: "string" },
     models: { type: "string" },
     rpm: { type: "string" },
+    ...WIDE,
   },
   balance: {},
   alert: { set: { type: "string" }, off: { type: "boolean", default: false } },
-  voices: { provider: { type: "string", short: "p" } },
-  orgs: { role: { type: "string", short: "r" } },
+  voices: { provider: { type: "string", short: "p" }, limit: { type: "string", short: "l" }, all: { type: "boolean", default: false }, ...WIDE },
+  orgs: { role: { type: "string", short: "r" }, ...WIDE },
   invites: {},
   login: {},
   help: {},
@@ -179,7 +197,8 @@ function parseNamed(argv: readonly string[]): Command {
   if (v.help === true) return { name: "help", topic: name, json };
   const str = (key: string): string | null => (typeof v[key] === "string" ? (v[key] as string) : null);
   const cmd = parseOptions(name, v, pos, json, str);
-  return typeof v.org === "string" ? { ...cmd, org: v.org } : cmd;
+  const withWide: Command = v.wide === true ? { ...cmd, wide: true } : cmd;
+  return typeof v.org === "string" ? { ...withWide, org: v.org } : withWide;
 }
 
 /** The command `name` from its parsed option values `v` and positional arguments `pos`. */
@@ -255,7 +274,14 @@ function parseOptions(name: string, v: Values, pos: string[], json: boolean, str
     }
     case "voices":
       expectPositionals(name, pos, 0, 0);
-      return { name, json, provider: oneOf(str("provider"), ["alpha", "beta", "all"] as const, "--provider") };
+      if (v.all === true && str("limit") !== null) throw new UsageError("give --limit N or --all, not both");
+      return {
+        name,
+        json,
+        provider: oneOf(str("provider"), ["alpha", "beta", "all"] as const, "--provider"),
+        limit: v.all === true ? null : (wholeNumber(str("limit"), "--limit") ?? VOICES_LIMIT),
+        limitGiven: v.all === true || str("limit") !== null,
+      };
     case "orgs":
       return parseOrgs(pos, str("role"), json);
     case "login":

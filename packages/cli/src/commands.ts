@@ -11,13 +11,15 @@ import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { type Answer, downloadOutput, type Gateway, GatewayError, type JsonBody, type MediaJob } from "../../client/src/index.ts";
 import type { Command } from "./args.ts";
-import { extensionOf, extensionOfFormat, keyValues, table, usd } from "./format.ts";
+import { type Column, extensionOf, extensionOfFormat, keyValues, table, type TableLayout, usd } from "./format.ts";
 import { ProgressReporter, type ProgressSink } from "./progress.ts";
-import { type AudioSink, speakStream, type StreamIo } from "./speak-stream.ts";
+// Types only: speak-stream.ts (and `ws` with it) is loaded by `speak --stream` alone.
+import type { AudioSink, StreamIo } from "./speak-stream.ts";
 
 /** The streams a command writes to, and how it reads a secret (a password) when it needs one. */
 export interface CliIo {
-  stdout: { write(text: string): void };
+  /** Standard output; `isTTY` and `columns` (the terminal's width) when known, for the width of tables and usage text. */
+  stdout: { write(text: string): void; isTTY?: boolean; readonly columns?: number };
   stderr: ProgressSink;
   /** A secret typed at `prompt` without echo on a terminal, else the whole of stdin (one trailing newline dropped). */
   readSecret?(prompt: string): Promise<string>;
@@ -27,12 +29,25 @@ export interface CliIo {
   audioOut?: AudioSink;
 }
 
-/** What a command runs with: the SDK client (key and base URL applied), the streams, an abort signal (Ctrl-C). */
+/**
+ * What a command runs with: the SDK client (key and base URL applied), the streams, an abort signal
+ * (Ctrl-C), and `width`: the columns a table may take (the terminal's or `COLUMNS`; null or absent:
+ * unbounded, output into a pipe or a file).
+ */
 export interface CommandContext {
   api: Gateway;
   io: CliIo;
   signal: AbortSignal;
+  width?: number | null;
 }
+
+/** The layout of a command's table: the context's width, or every column uncut with `--wide`. */
+function layoutOf(cmd: { wide?: true }, ctx: CommandContext): TableLayout {
+  return { width: ctx.width ?? null, wide: cmd.wide === true };
+}
+
+/** A timestamp column: kept while there is room, never cut. */
+const time = (header: string, priority: number): Column => ({ header, priority });
 
 /**
  * `gateway login EMAIL`: a session token (`POST /v1/auth/login`, 30 days) for the password read by
@@ -118,6 +133,7 @@ async function speak(cmd: Extract<Command, { name: "speak" }>, { api, io, signal
   if (cmd.text === null) {
     // `--stream` without a text: standard input through the realtime socket (D42).
     const headers = simulateHeaders(cmd.simulate);
+    const { speakStream } = await import("./speak-stream.ts");
     return speakStream({ voice: cmd.voice, model: cmd.model, format: cmd.format, output: cmd.output, json: cmd.json, ...(headers ? { headers } : {}) }, api, io, signal);
   }
   type SpeechBody = JsonBody<"createSpeech">;
@@ -228,7 +244,8 @@ async function media(cmd: Extract<Command, { name: "image" | "video" }>, { api, 
   return 0;
 }
 
-async function jobs(cmd: Extract<Command, { name: "jobs" }>, { api, io, signal }: CommandContext): Promise<number> {
+async function jobs(cmd: Extract<Command, { name: "jobs" }>, ctx: CommandContext): Promise<number> {
+  const { api, io, signal } = ctx;
   const query = {
     limit: cmd.limit ?? undefined,
     // Passed as given: the gateway answers 400 `invalid_request` (param status or kind) for a value it does not know.
@@ -244,12 +261,21 @@ async function jobs(cmd: Extract<Command, { name: "jobs" }>, { api, io, signal }
   }
   io.stdout.write(
     table(
-      ["ID", "KIND", "MODEL", "STATUS", "HOLD_USD", "COST_USD", "CREATED"],
+      [
+        "ID",
+        { header: "KIND", priority: 7 },
+        { header: "MODEL", priority: 8 },
+        { header: "STATUS", priority: 9 },
+        { header: "HOLD_USD", priority: 4 },
+        { header: "COST_USD", priority: 6 },
+        time("CREATED", 5),
+      ],
       page.data.map((j) => [j.id, j.kind, j.model, statusCell(j), j.hold_usd, j.cost_usd, j.created_at]),
+      layoutOf(cmd, ctx),
     ),
   );
   const next = page.nextCursor();
-  if (next !== null) io.stderr.write(`more: gateway jobs --after ${next}\n`);
+  if (next !== null) io.stderr.write(`more: gateway jobs --after ${next} (the next page; --limit N up to 100 for more at once)\n`);
   return 0;
 }
 
@@ -285,7 +311,8 @@ type UsageUnits = NonNullable<Answer<"getUsage">["data"][number]["units"]>;
 
 const UNIT_ORDER: (keyof UsageUnits)[] = ["characters", "seconds", "images", "minutes", "input_tokens", "output_tokens", "cached_tokens"];
 
-async function usage(cmd: Extract<Command, { name: "usage" }>, { api, io, signal }: CommandContext): Promise<number> {
+async function usage(cmd: Extract<Command, { name: "usage" }>, ctx: CommandContext): Promise<number> {
+  const { api, io, signal } = ctx;
   const query = { group_by: cmd.by ?? undefined, from: cmd.from ?? undefined, to: cmd.to ?? undefined, tz: cmd.tz ?? undefined };
   if (cmd.csv) {
     const csv = await api.usage.csv(query, { signal });
@@ -301,17 +328,24 @@ async function usage(cmd: Extract<Command, { name: "usage" }>, { api, io, signal
   const units = UNIT_ORDER.filter((u) => summary.data.some((g) => g.units?.[u] !== undefined));
   io.stdout.write(
     table(
-      [summary.group_by.toUpperCase(), "REQUESTS", "COST_USD", ...units.map((u) => u.toUpperCase())],
+      [
+        { header: summary.group_by.toUpperCase(), min: 16 },
+        { header: "REQUESTS", priority: 8 },
+        "COST_USD",
+        ...units.map((u, i): Column => ({ header: u.toUpperCase(), priority: 5 - i / 10 })),
+      ],
       [
         ...summary.data.map((g) => [g.group, g.requests, g.cost_usd, ...units.map((u) => g.units?.[u])]),
         ["total", summary.total.requests, summary.total.cost_usd, ...units.map(() => "")],
       ],
+      layoutOf(cmd, ctx),
     ),
   );
   return 0;
 }
 
-async function requests(cmd: Extract<Command, { name: "requests" }>, { api, io, signal }: CommandContext): Promise<number> {
+async function requests(cmd: Extract<Command, { name: "requests" }>, ctx: CommandContext): Promise<number> {
+  const { api, io, signal } = ctx;
   const query = {
     limit: cmd.limit ?? undefined,
     after: cmd.after ?? undefined,
@@ -325,12 +359,22 @@ async function requests(cmd: Extract<Command, { name: "requests" }>, { api, io, 
   }
   io.stdout.write(
     table(
-      ["ID", "KIND", "MODEL", "STATUS", "COST_USD", "LATENCY_MS", "JOB", "CREATED"],
+      [
+        "ID",
+        { header: "KIND", priority: 6 },
+        { header: "MODEL", priority: 9 },
+        { header: "STATUS", priority: 8 },
+        { header: "COST_USD", priority: 7 },
+        { header: "LATENCY_MS", priority: 2 },
+        { header: "JOB", priority: 3 },
+        time("CREATED", 5),
+      ],
       page.data.map((r) => [r.id, r.kind, r.model, r.status, r.cost_usd, r.latency_ms, r.job_id, r.created_at]),
+      layoutOf(cmd, ctx),
     ),
   );
   const next = page.nextCursor();
-  if (next !== null) io.stderr.write(`more: gateway requests --after ${next}\n`);
+  if (next !== null) io.stderr.write(`more: gateway requests --after ${next} (the next page; --limit N up to 100 for more at once)\n`);
   return 0;
 }
 
@@ -350,7 +394,8 @@ function controlRows(k: { spend_limit_usd: number | null; spend_limit_period: st
   ];
 }
 
-async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | "keys-update" | "keys-delete" }>, { api, io, signal }: CommandContext): Promise<number> {
+async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | "keys-update" | "keys-delete" }>, ctx: CommandContext): Promise<number> {
+  const { api, io, signal } = ctx;
   if (cmd.name === "keys-list") {
     const data = await api.keys.list({ signal });
     if (cmd.json) {
@@ -359,8 +404,19 @@ async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | 
     }
     io.stdout.write(
       table(
-        ["KEY_ID", "NAME", "PREFIX", "MODE", "SPEND", "EXPIRES", "MODELS", "RPM", "LAST_USED"],
+        [
+          "KEY_ID",
+          { header: "NAME", priority: 7, min: 10 },
+          { header: "PREFIX", priority: 6 },
+          { header: "MODE", priority: 8 },
+          { header: "SPEND", priority: 9, min: 12 },
+          time("EXPIRES", 4),
+          { header: "MODELS", priority: 5, min: 8 },
+          { header: "RPM", priority: 3 },
+          time("LAST_USED", 2),
+        ],
         data.data.map((k) => [k.key_id, k.name, k.prefix, k.mode, spendText(k), k.expires_at ?? "never", k.models === null ? "all" : k.models.join(","), k.rpm === null ? "-" : String(k.rpm), k.last_used_at]),
+        layoutOf(cmd, ctx),
       ),
     );
     return 0;
@@ -461,7 +517,8 @@ function orgRows(o: Answer<"getOrg">): [string, string | number | null][] {
 }
 
 /** `gateway orgs list|create NAME|show [ID]|rename NAME|delete ID` (D41). */
-async function orgs(cmd: Extract<Command, { name: "orgs-list" | "orgs-create" | "orgs-show" | "orgs-rename" | "orgs-delete" }>, { api, io, signal }: CommandContext): Promise<number> {
+async function orgs(cmd: Extract<Command, { name: "orgs-list" | "orgs-create" | "orgs-show" | "orgs-rename" | "orgs-delete" }>, ctx: CommandContext): Promise<number> {
+  const { api, io, signal } = ctx;
   switch (cmd.name) {
     case "orgs-list": {
       const data = await api.orgs.list({ signal });
@@ -473,8 +530,9 @@ async function orgs(cmd: Extract<Command, { name: "orgs-list" | "orgs-create" | 
       const current = await currentOrg(api, signal);
       io.stdout.write(
         table(
-          ["", "ORG_ID", "NAME", "ROLE", "BALANCE_USD", "TIER", "CREATED"],
+          ["", "ORG_ID", { header: "NAME", priority: 9, min: 10 }, { header: "ROLE", priority: 8 }, { header: "BALANCE_USD", priority: 7 }, { header: "TIER", priority: 6 }, time("CREATED", 5)],
           data.data.map((o) => [o.id === current ? "*" : " ", o.id, o.name, o.role, o.balance_usd, o.tier, o.created_at]),
+          layoutOf(cmd, ctx),
         ),
       );
       return 0;
@@ -506,13 +564,22 @@ async function orgs(cmd: Extract<Command, { name: "orgs-list" | "orgs-create" | 
 /** `gateway orgs members|invite EMAIL|role USER_ID ROLE|remove USER_ID|invites|revoke INVITE_ID`, for the current organization (D41). */
 async function members(
   cmd: Extract<Command, { name: "orgs-members" | "orgs-invite" | "orgs-role" | "orgs-remove" | "orgs-invites" | "orgs-revoke" }>,
-  { api, io, signal }: CommandContext,
+  ctx: CommandContext,
 ): Promise<number> {
+  const { api, io, signal } = ctx;
   const org = await currentOrg(api, signal);
   switch (cmd.name) {
     case "orgs-members": {
       const data = await api.orgs.members.list(org, { signal });
-      io.stdout.write(cmd.json ? json(data) : table(["USER_ID", "EMAIL", "ROLE", "JOINED"], data.data.map((m) => [m.user_id, m.email, m.role, m.created_at])));
+      io.stdout.write(
+        cmd.json
+          ? json(data)
+          : table(
+              ["USER_ID", { header: "EMAIL", priority: 9, min: 12 }, { header: "ROLE", priority: 8 }, time("JOINED", 5)],
+              data.data.map((m) => [m.user_id, m.email, m.role, m.created_at]),
+              layoutOf(cmd, ctx),
+            ),
+      );
       return 0;
     }
     case "orgs-invite": {
@@ -540,7 +607,11 @@ async function members(
       io.stdout.write(
         cmd.json
           ? json(data)
-          : table(["INVITE_ID", "EMAIL", "ROLE", "STATUS", "EXPIRES", "CREATED"], data.data.map((i) => [i.id, i.email, i.role, i.expired ? "expired" : "pending", i.expires_at, i.created_at])),
+          : table(
+              ["INVITE_ID", { header: "EMAIL", priority: 9, min: 12 }, { header: "ROLE", priority: 8 }, { header: "STATUS", priority: 7 }, time("EXPIRES", 6), time("CREATED", 5)],
+              data.data.map((i) => [i.id, i.email, i.role, i.expired ? "expired" : "pending", i.expires_at, i.created_at]),
+              layoutOf(cmd, ctx),
+            ),
       );
       return 0;
     }
@@ -560,13 +631,29 @@ async function acceptInvite(cmd: Extract<Command, { name: "invites-accept" }>, {
   return 0;
 }
 
-async function voices(cmd: Extract<Command, { name: "voices" }>, { api, io, signal }: CommandContext): Promise<number> {
+/**
+ * `gateway voices`: the voice library, which the API answers whole (thousands of voices, no paging): the
+ * first `--limit` (default 50) are shown and a note on stderr says how many there are and how to see more.
+ * `--json` prints the whole answer, or its first `--limit` voices when `--limit` or `--all` was given.
+ */
+async function voices(cmd: Extract<Command, { name: "voices" }>, ctx: CommandContext): Promise<number> {
+  const { api, io, signal } = ctx;
   const data = await api.voices.list(cmd.provider ? { provider: cmd.provider } : {}, { signal });
+  const shown = cmd.limit === null ? data.data : data.data.slice(0, cmd.limit);
   if (cmd.json) {
-    io.stdout.write(json(data));
+    io.stdout.write(json(cmd.limitGiven ? { ...data, data: shown } : data));
     return 0;
   }
   const about = (v: (typeof data.data)[number]) => (Array.isArray(v.description) ? v.description.join(", ") : (v.category ?? null));
-  io.stdout.write(table(["VOICE_ID", "PROVIDER", "NAME", "ABOUT"], data.data.map((v) => [v.voice_id, v.provider, v.name, about(v)])));
+  io.stdout.write(
+    table(
+      ["VOICE_ID", { header: "PROVIDER", priority: 5 }, { header: "NAME", priority: 9, min: 10 }, { header: "ABOUT", priority: 4, min: 10 }],
+      shown.map((v) => [v.voice_id, v.provider, v.name, about(v)]),
+      layoutOf(cmd, ctx),
+    ),
+  );
+  if (shown.length < data.data.length) {
+    io.stderr.write(`${shown.length} of ${data.data.length} voices: --limit N shows more, --all every one, --json all as JSON\n`);
+  }
   return 0;
 }

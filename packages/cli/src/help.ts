@@ -1,46 +1,60 @@
 /**
- * The usage text of `gateway` and of each command (`gateway help X`, `gateway X --help`).
+ * The usage text of `gateway` and of each command (`gateway help X`, `gateway X --help`), wrapped to the
+ * terminal's width by `wrapHelp` (format.ts).
  */
+import { HELP_MAX_WIDTH, wrapHelp } from "./format.ts";
 
 const OVERVIEW = `gateway: the media gateway from the command line
 
 Usage: gateway <command> [options]
 
 Generate
-  speak "text" --voice ID [--model M] [--format F] [-o file]    speech to a file
-  speak --stream --voice ID [--model M] [--format F] [-o file]  standard input spoken line by line (a socket)
-  image "prompt" --model M [--size S] [-n N] [-o file]            an image job, followed to the end
-  video "prompt" --model M [--duration S] [-o file]               a video job, followed to the end
+  speak "TEXT" --voice ID          speech to a file (--model, --format, -o)
+  speak --stream --voice ID        standard input, spoken line by line
+  image "PROMPT" --model M         an image job, followed to the end (-n, -o)
+  video "PROMPT" --model M         a video job, followed to the end (-d, -o)
 
 Jobs
-  jobs [--status S] [--kind K] [--limit N]                        your jobs, newest first
-  job ID                                                          one job
-  cancel ID                                                       cancel a pending or running job
+  jobs [--status S] [--limit N]    your jobs, newest first
+  job ID                           one job
+  cancel ID                        cancel a pending or running job
 
 Account
-  balance                                                         balance and tier
-  usage [--by day|model|key|user] [--from D] [--to D] [--csv]     spend per day, model, key or member
-  requests [--limit N]                                            the usage log, newest first
-  keys list | keys create [--name N] [--mode test] [controls] | keys update ID [controls] | keys delete ID
-  alert [--set USD | --off]                                       the low-balance alert
-  voices [--provider alpha|beta|all]                              the voice library
+  balance                          balance and tier
+  usage [--by day|model|key|user]  spend per day, model, key or member
+  requests [--limit N]             the usage log, newest first
+  keys list|create|update|delete   your API keys and their controls
+  alert [--set USD | --off]        the low-balance alert
+  voices [--provider P]            the voice library, 50 at a time (--limit N)
 
 Organizations (a shared balance, members in roles)
-  orgs [list] | orgs create NAME | orgs show [ORG_ID] | orgs rename NAME | orgs delete ORG_ID
-  orgs members | orgs invite EMAIL [--role R] | orgs role USER_ID ROLE | orgs remove USER_ID
-  orgs invites | orgs revoke INVITE_ID                            pending invites
-  invites accept TOKEN                                            join an organization (session token)
-  login EMAIL                                                     a session token (password on stdin)
+  orgs [list] | orgs show [ID]     your organizations; one of them
+  orgs create|rename NAME          a new organization; rename the current one
+  orgs delete ORG_ID               delete an empty organization
+  orgs members | orgs invites      the members; the pending invites
+  orgs invite EMAIL [--role R]     invite someone (prints a token, once)
+  orgs role USER_ID ROLE           change a member's role
+  orgs remove USER_ID              remove a member (your own id: leave)
+  orgs revoke INVITE_ID            revoke a pending invite
+  invites accept TOKEN             join an organization (session token)
+  login EMAIL                      a session token (password on stdin)
 
-Every command takes --json (the answer as JSON), --help, and --org ORG_ID (act for that organization).
+Every command takes --json (the answer as JSON), --help, and --org ORG_ID (act
+for that organization). Tables fit the terminal: the less important columns are
+left out and long texts cut short; --wide shows every column, uncut. 'gateway
+help COMMAND' lists a command's options.
 
 Environment
-  GATEWAY_API_KEY   your API key (gw_...), or a session token (sess_..., from login) for the
-                    account and organization commands; required but for login
-  GATEWAY_URL       the gateway's address (default http://127.0.0.1:8080)
-  GATEWAY_ORG       the organization to act for when --org is not given
+  GATEWAY_API_KEY  your API key (gw_...), or a session token (sess_..., from
+                   login) for the account and organization commands; required
+                   but for login
+  GATEWAY_URL      the gateway's address (default http://127.0.0.1:8080)
+  GATEWAY_ORG      the organization to act for when --org is not given
+  COLUMNS          the width tables fit (default: the terminal's; in a pipe or a
+                   file, tables are not cut)
 
-Exit status: 0 done, 1 the gateway refused or the job failed (the error code is printed), 2 bad usage.
+Exit status: 0 done, 1 the gateway refused or the job failed (the error code is
+printed), 2 bad usage.
 `;
 
 const TOPICS: Record<string, string> = {
@@ -54,8 +68,8 @@ arrives, through the realtime socket (/v1/audio/speech/{voice}/stream-input; doc
 the audio is written to -o FILE, or to standard output when it is not a terminal, as it comes. At the
 end stderr shows the characters billed, the cost and the balance (the socket's usage record). The
 model must have realtime support (not alpha-v3); default alpha-multilingual-v2.
-  printf 'Hello.\nHow are you?\n' | gateway speak --stream --voice ID -m alpha-flash-v2-5 -o hi.mp3
-  my-llm | gateway speak --stream --voice ID -f pcm_16000 | aplay -r 16000 -f S16_LE
+  printf 'Hello.\\nHow are you?\\n' | gateway speak --stream -v ID -o hi.mp3
+  my-llm | gateway speak --stream -v ID -f pcm_16000 | aplay -r 16000 -f S16_LE
   -v, --voice ID       voice id (gateway voices); required
   -m, --model M        alpha-multilingual-v2 (default), alpha-v3, alpha-flash-v2-5, alpha-turbo-v2-5,
                        beta-speech-hd, beta-speech-turbo (beta voices)
@@ -86,9 +100,11 @@ Submits a video job (tier 1 and up), shows its progress, saves the clip, prints 
   -o, --output FILE    where to write (default <job id>.mp4)
       --simulate MODE  X-Svc-Simulate: fail, slow or hang
 `,
-  jobs: `Usage: gateway jobs [--status S] [--kind image|video|audio] [--model M] [--limit N] [--after ID]
+  jobs: `Usage: gateway jobs [--status S] [--kind image|video|audio] [--model M]
+                    [--limit N] [--after ID] [--wide]
 
-Your jobs, newest first (GET /v1/jobs). --after takes the last id of the previous page.
+Your jobs, newest first (GET /v1/jobs), 20 at a time: --limit N (up to 100) for more at once, --after
+the last id of the previous page (the command prints it) for the next page.
 `,
   job: `Usage: gateway job ID
 
@@ -99,17 +115,20 @@ One job (GET /v1/jobs/{id}): status, queue position or progress, amounts, output
 Cancels a pending or processing job (POST /v1/jobs/{id}/cancel): it ends failed with code canceled and
 its whole hold is released. A finished job cannot be canceled (job_not_cancelable).
 `,
-  usage: `Usage: gateway usage [--by day|model|key|user] [--from DATE] [--to DATE] [--tz ZONE] [--csv]
+  usage: `Usage: gateway usage [--by day|model|key|user] [--from DATE] [--to DATE] [--tz ZONE]
+                     [--csv] [--wide]
 
 Requests and spend per group (GET /v1/usage; --csv prints GET /v1/usage.csv); user groups by the
 member who called. Dates are ISO dates or instants; the default range is the last 30 days; --tz is an
 IANA zone for day groups (default UTC).
 `,
-  requests: `Usage: gateway requests [--limit N] [--after ID] [--model M] [--status S]
+  requests: `Usage: gateway requests [--limit N] [--after ID] [--model M] [--status S] [--wide]
 
-The usage log (GET /v1/requests): one record per paid call, newest first.
+The usage log (GET /v1/requests): one record per paid call, newest first, 20 at a time: --limit N
+(up to 100) for more at once, --after the last id of the previous page (the command prints it) for
+the next page.
 `,
-  keys: `Usage: gateway keys list
+  keys: `Usage: gateway keys list [--wide]
        gateway keys create [--name LABEL] [--mode test] [controls]
        gateway keys update KEY_ID [--name LABEL] [controls]
        gateway keys delete KEY_ID
@@ -135,7 +154,7 @@ back above. Without options it shows the setting.
 
 Your balance, tier and deposits (GET /v1/auth/me).
 `,
-  orgs: `Usage: gateway orgs [list]
+  orgs: `Usage: gateway orgs [list] [--wide]
        gateway orgs create NAME
        gateway orgs show [ORG_ID]
        gateway orgs rename NAME
@@ -177,14 +196,22 @@ Export the token as GATEWAY_API_KEY for the account and organization commands: i
 organization of yours (--org ORG_ID, default your personal one) and accepts invites. Generating
 (speak, image, video) needs an API key: gateway keys create.
 `,
-  voices: `Usage: gateway voices [--provider alpha|beta|all]
+  voices: `Usage: gateway voices [--provider alpha|beta|all] [--limit N | --all] [--wide]
 
 The voice library (GET /v1/audio/voices; default alpha). alpha voices go with alpha-* speech models,
-beta voices with beta-speech-*.
+beta voices with beta-speech-*. The library holds thousands of voices: the table shows the first 50,
+and says how many there are.
+  -p, --provider P     alpha (default), beta or all
+  -l, --limit N        show the first N voices (default 50)
+      --all            show every voice
+      --json           the whole list as JSON (with --limit or --all: that many)
 `,
 };
 
-/** The usage text of `topic` (a command name), or the overview when null or unknown. */
-export function helpText(topic: string | null): string {
-  return (topic !== null && TOPICS[topic]) || OVERVIEW;
+/**
+ * The usage text of `topic` (a command name), or the overview when null or unknown, wrapped to `width`
+ * columns (at most {@link HELP_MAX_WIDTH}; default 80, as in a pipe).
+ */
+export function helpText(topic: string | null, width: number | null = null): string {
+  return wrapHelp((topic !== null && TOPICS[topic]) || OVERVIEW, Math.min(width ?? HELP_MAX_WIDTH, HELP_MAX_WIDTH));
 }

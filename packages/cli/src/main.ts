@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /**
  * `gateway`: the media gateway from the command line (issue 13). Node 24 runs this file as it is
- * (type stripping, no build step): `node packages/cli/src/main.ts <command>`, `npx gateway <command>` in the
- * repository, or `gateway <command>` after `npm link` (through `packages/cli/bin/gateway.js`).
+ * (type stripping, no build step): `node_modules/.bin/gateway <command>` in the repository after `npm ci`
+ * (the packages/cli workspace's bin), `gateway <command>` after `npm link` (both through
+ * `packages/cli/bin/gateway.js`, which keeps the compiled modules in Node's compile cache), `npx gateway`,
+ * or `node packages/cli/src/main.ts <command>`.
  *
  * Reads the credential from `GATEWAY_API_KEY` (an API key `gw_...`, or a session token `sess_...`, which
  * the account and organization commands take, D41: `gateway login EMAIL` prints one), the address from `GATEWAY_URL` (default
@@ -11,14 +13,26 @@
  * acts for its own only, and the gateway answers 404 `org_not_found` for another). Exit status: 0 done;
  * 1 the gateway refused (its D1 code and message are printed), could not be reached, or a job did not
  * succeed; 2 a usage mistake; 130 interrupted. The key is never printed: any text that would contain it
- * shows `[GATEWAY_API_KEY]` instead.
+ * shows `[GATEWAY_API_KEY]` instead. Tables fit `COLUMNS` or the terminal's width (issue 42; format.ts),
+ * and are not cut in a pipe.
  */
 import { createInterface } from "node:readline/promises";
 import { Writable } from "node:stream";
-import { APIConnectionError, APITimeoutError, Gateway, GatewayError, RealtimeError } from "../../client/src/index.ts";
 import { type Command, parseCommand, UsageError } from "./args.ts";
-import { type CliIo, login, runCommand } from "./commands.ts";
+import type { CliIo } from "./commands.ts";
+import { outputWidth } from "./format.ts";
 import { helpText } from "./help.ts";
+
+/**
+ * The SDK and the commands, loaded once a command is to run (not for `--help` or a usage mistake), so that
+ * nothing but the parser and the usage text is compiled before those are printed (issue 42: every command
+ * starts in well under a second).
+ */
+async function loadCommands() {
+  const [client, commands] = await Promise.all([import("../../client/src/index.ts"), import("./commands.ts")]);
+  return { client, commands };
+}
+type Loaded = Awaited<ReturnType<typeof loadCommands>>;
 
 /** The default address of a gateway started with `npm start` (D11). */
 export const DEFAULT_URL = "http://127.0.0.1:8080";
@@ -29,6 +43,8 @@ export interface CliEnv {
   GATEWAY_URL?: string;
   /** The organization to act for when `--org` is not given (D41). */
   GATEWAY_ORG?: string;
+  /** The width tables and the usage text fit, in columns (default: the terminal's; none in a pipe). */
+  COLUMNS?: string;
 }
 
 /**
@@ -36,25 +52,28 @@ export interface CliEnv {
  * command (Ctrl-C): a followed job is left running and its id printed.
  */
 export async function main(argv: readonly string[], env: CliEnv, io: CliIo, signal: AbortSignal = new AbortController().signal): Promise<number> {
+  // The width tables fit (null: unbounded, in a pipe) and the usage text's (80 in a pipe).
+  const width = outputWidth(env.COLUMNS, io.stdout);
   let cmd: Command;
   try {
     cmd = parseCommand(argv);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
-    io.stderr.write(`error: ${err.message}\n\n${helpText(argv[0] ?? null)}`);
+    io.stderr.write(`error: ${err.message}\n\n${helpText(argv[0] ?? null, outputWidth(env.COLUMNS, io.stderr))}`);
     return 2;
   }
   if (cmd.name === "help") {
-    io.stdout.write(helpText(cmd.topic));
+    io.stdout.write(helpText(cmd.topic, width));
     return 0;
   }
   if (cmd.name === "login") {
     const url = env.GATEWAY_URL?.trim() || DEFAULT_URL;
     if (!validUrl(url, io)) return 2;
+    const loaded = await loadCommands();
     try {
-      return await login(cmd, { api: new Gateway({ baseUrl: url }), io, signal });
+      return await loaded.commands.login(cmd, { api: new loaded.client.Gateway({ baseUrl: url }), io, signal });
     } catch (err) {
-      return report(err, io, url, signal, false);
+      return report(loaded, err, io, url, signal, false);
     }
   }
   const key = env.GATEWAY_API_KEY?.trim();
@@ -66,15 +85,17 @@ export async function main(argv: readonly string[], env: CliEnv, io: CliIo, sign
   if (!validUrl(baseUrl, io)) return 2;
   const org = cmd.org ?? (env.GATEWAY_ORG?.trim() || null);
   const safeIo = redacting(io, key);
+  const loaded = await loadCommands();
   try {
-    return await runCommand(cmd, { api: new Gateway({ baseUrl, apiKey: key, org }), io: safeIo, signal });
+    return await loaded.commands.runCommand(cmd, { api: new loaded.client.Gateway({ baseUrl, apiKey: key, org }), io: safeIo, signal, width });
   } catch (err) {
-    return report(err, safeIo, baseUrl, signal, key.startsWith("sess_"));
+    return report(loaded, err, safeIo, baseUrl, signal, key.startsWith("sess_"));
   }
 }
 
 /** Prints a failure on stderr and gives its exit status; `session`: the credential is a session token. */
-function report(err: unknown, io: CliIo, baseUrl: string, signal: AbortSignal, session: boolean): number {
+function report({ client }: Loaded, err: unknown, io: CliIo, baseUrl: string, signal: AbortSignal, session: boolean): number {
+  const { APIConnectionError, APITimeoutError, GatewayError, RealtimeError } = client;
   if (signal.aborted) {
     io.stderr.write("interrupted\n");
     return 130;
@@ -131,7 +152,13 @@ function redacting(io: CliIo, secret: string): CliIo {
   return {
     ...(io.stdin ? { stdin: io.stdin } : {}),
     ...(io.audioOut ? { audioOut: io.audioOut } : {}),
-    stdout: { write: (text) => io.stdout.write(clean(text)) },
+    stdout: {
+      isTTY: io.stdout.isTTY,
+      get columns() {
+        return io.stdout.columns;
+      },
+      write: (text) => io.stdout.write(clean(text)),
+    },
     stderr: {
       isTTY: io.stderr.isTTY,
       // Read at each redraw: the terminal may be resized while a job runs.
@@ -176,8 +203,20 @@ export async function runCli(): Promise<void> {
     controller.abort(new Error("interrupted"));
     process.once("SIGINT", () => process.exit(130));
   });
+  // Output into a pipe that closes early (`gateway voices | head`) ends the command quietly, as for any
+  // Unix tool, instead of a stack trace for EPIPE.
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE") throw err;
+    process.exit(process.exitCode ?? 0);
+  });
   const io: CliIo = {
-    stdout: { write: (text) => void process.stdout.write(text) },
+    stdout: {
+      isTTY: process.stdout.isTTY === true,
+      get columns() {
+        return process.stdout.columns;
+      },
+      write: (text) => void process.stdout.write(text),
+    },
     stderr: {
       isTTY: process.stderr.isTTY === true,
       // The terminal's width now (Node updates it on SIGWINCH), so a resized terminal gets lines that fit.
