@@ -55,7 +55,8 @@ async function main(): Promise<void> {
     return;
   }
   const started = performance.now();
-  await buildConsole();
+  // Quiet unless asked (`--verbose`): `npm ci` runs this, and a newcomer's first screen is the gateway's.
+  await buildConsole({ quiet: !process.argv.includes("--verbose") });
   console.log(`build-console: console/dist built in ${((performance.now() - started) / 1000).toFixed(1)} s.`);
 }
 
