@@ -2,10 +2,13 @@
  * The live model list (spec "Other endpoints", Versioning 6; D23): `GET /v1/models` (filters `tier` and
  * `capability`; disabled models omitted), `GET /v1/models/recommend?agent=` and `GET /v1/capabilities`.
  * Everything is read from the catalog; each model carries its lifecycle (D35: `deprecated`, `shutdown_date`).
+ * `GET /v1/capabilities` also says whether card top-ups are on (D33; issue 42: a client such as the console
+ * learns it there, without a `GET /v1/billing/checkout` that answers 404 when they are off).
  */
 import { lifecycleOf } from "../../catalog/lifecycle.ts";
 import { enabledModels } from "../../catalog/models.ts";
 import { TEXT_ALIASES, TEXT_MODELS } from "../../catalog/text-models.ts";
+import type { Topups } from "../../accounts/topups.ts";
 import type { App } from "../types.ts";
 import { getCapabilitiesSchema, listModelsSchema, recommendModelSchema } from "../schemas/models.ts";
 
@@ -75,7 +78,15 @@ const RECOMMEND: Record<string, { alias: string; why: string }> = {
   cheap: { alias: "cheap", why: "the lowest price per token" },
 };
 
-export function modelRoutes(app: App): void {
+/** The `payments` of `GET /v1/capabilities`: whether card top-ups (D33) are on, and their bounds in USD (null when off). */
+export function paymentsCapability(payments: Topups | null): { card_top_ups: boolean; min_usd: number | null; max_usd: number | null } {
+  if (payments === null) return { card_top_ups: false, min_usd: null, max_usd: null };
+  const { min_usd, max_usd } = payments.settings();
+  return { card_top_ups: true, min_usd, max_usd };
+}
+
+/** The model list, the recommendation and the capabilities; `payments` is null when card top-ups are off. */
+export function modelRoutes(app: App, payments: Topups | null): void {
   app.get("/v1/models", { schema: listModelsSchema }, async (req) => {
     const query = req.query;
     let data = allModels();
@@ -118,6 +129,7 @@ export function modelRoutes(app: App): void {
       aliases: { ...TEXT_ALIASES },
       streaming: { chat: true, messages: true, speech: ["beta-speech-hd", "beta-speech-turbo"] },
       fallback: { header: "X-Svc-Fallback", layers: [1, 2, 3] },
+      payments: paymentsCapability(payments),
     };
   });
 }

@@ -57,7 +57,7 @@ export async function openAIRoutes(app: App, services: Services): Promise<void> 
       oa.addHook("onRequest", requireAuth(services, { allowSession: false }));
       chatRoutes(oa, services);
       speechRoutes(oa, services);
-      modelRoutes(oa);
+      modelRoutes(oa, services.payments);
       await oa.register(async (scope) => audioTextRoutes(scope, services));
       await oa.register(async (scope) => {
         await registerMultipart(scope);
