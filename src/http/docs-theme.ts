@@ -31,9 +31,9 @@ const CSS = `.swagger-ui .topbar { background: ${BAR}; border-bottom: 1px solid 
 .swagger-ui .topbar .download-url-wrapper { display: none; }
 .swagger-ui .topbar a { max-width: none; min-width: 0; flex: 0 1 auto; }
 .swagger-ui .topbar a img { max-width: 100%; height: auto; max-height: 40px; }
-.swagger-ui .topbar .topbar-wrapper { flex-direction: row; align-items: center; justify-content: space-between; }
+.swagger-ui .topbar .topbar-wrapper { flex-direction: row; flex-wrap: nowrap; align-items: center; justify-content: space-between; }
 .swagger-ui .topbar .dark-mode-toggle button svg { fill: ${TEXT}; }
-.swagger-ui .topbar .console-link { font-family: ${FONT}; font-size: 15px; color: ${PRIMARY}; white-space: nowrap; margin-left: auto; }
+.swagger-ui .topbar .console-link { font-family: ${FONT}; font-size: 15px; color: ${PRIMARY}; white-space: nowrap; margin: 0 12px 0 auto; }
 `;
 
 /**
@@ -43,7 +43,12 @@ const CSS = `.swagger-ui .topbar { background: ${BAR}; border-bottom: 1px solid 
 const JS = `(function () {
   function brand(wrapper) {
     var logo = wrapper.querySelector("a.link");
-    if (logo) { logo.href = "/console/"; logo.setAttribute("aria-label", ${JSON.stringify(`${BRAND}: back to the console`)}); }
+    if (logo) {
+      logo.href = "/console/";
+      logo.setAttribute("aria-label", ${JSON.stringify(`${BRAND}: back to the console`)});
+      var img = logo.querySelector("img");
+      if (img) img.alt = ${JSON.stringify(`${BRAND} API reference`)};
+    }
     if (!wrapper.querySelector(".console-link")) {
       var back = document.createElement("a");
       back.className = "console-link";
