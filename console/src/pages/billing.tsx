@@ -18,7 +18,7 @@ import { FieldError, fieldErrors, OtherError } from "../components/FieldError.ts
 import { QueryView } from "../components/states.tsx";
 import { TopupNotice } from "../components/TopupNotice.tsx";
 import { Usd } from "../components/values.tsx";
-import { formatUsd } from "../format.ts";
+import { formatUsd, pluralNoun } from "../format.ts";
 import { parseNumberInput } from "../key-controls.ts";
 import type { PageMeta } from "../pages.ts";
 import { usePayments } from "../payments.ts";
@@ -187,7 +187,7 @@ function LowBalanceAlert({ mayEdit }: { mayEdit: boolean }) {
                 />
                 <small id="alert-threshold-help">
                   The event goes to your <Link to="/webhooks">webhook endpoints</Link> that take <code>balance.low</code>
-                  {endpoints === undefined ? "." : endpoints === 0 ? ": none does yet." : `: ${endpoints} ${endpoints === 1 ? "does" : "do"}.`}
+                  {endpoints === undefined ? "." : endpoints === 0 ? ": none does yet." : `: ${endpoints} ${pluralNoun(endpoints, "does", "do")}.`}
                 </small>
                 <FieldError errors={errors} field="low_balance_usd" />
                 <OtherError errors={errors} />
