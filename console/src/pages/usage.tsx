@@ -328,7 +328,7 @@ export default function Usage() {
 
   return (
     <>
-      <form className="filters" role="search" aria-label="Filter the request log" onSubmit={(e) => e.preventDefault()}>
+      <form className="filters usage-filters" role="search" aria-label="Filter the request log" onSubmit={(e) => e.preventDefault()}>
         <div>
           <label htmlFor="usage-from">From</label>
           <input id="usage-from" type="date" value={filters.from} max={filters.to || undefined} onChange={(e) => setFilters({ from: e.target.value })} />
