@@ -1,5 +1,5 @@
 /**
- * `npm run screenshots [folder]`: screenshots of every console page at 1280 and 375 px wide, written as PNGs
+ * `npm run screenshots [folder]`: screenshots of every console page at 1400 and 375 px wide, written as PNGs
  * to `folder` (default `console-screenshots/`, gitignored).
  *
  * It starts a gateway on loopback (temporary SQLite database, built-in simulator) through the browser-test
@@ -19,7 +19,7 @@ import { DEMO_ALPHA_VOICE_ID } from "../src/upstreams/simulator/voices.ts";
 import { ADMIN_TOKEN } from "../test/helpers/gateway.ts";
 import { startConsole } from "../test/console/harness.ts";
 
-const WIDTHS = [1280, 375] as const;
+const WIDTHS = [1400, 375] as const;
 const outDir = resolve(process.argv[2] ?? "console-screenshots");
 mkdirSync(outDir, { recursive: true });
 
@@ -141,7 +141,13 @@ try {
       await settle(page);
       written.push(await shoot(page, slug("", label), width));
     }
-    // States behind a click: the create-key dialog, a gallery card's share menu, the compact menu.
+    // States behind a click: the organization switcher's list, the create-key dialog, a gallery card's share
+    // menu, the compact menu.
+    await page.goto(h.url("/"));
+    await settle(page);
+    await page.getByRole("button", { name: /^Organization / }).click();
+    await page.getByRole("link", { name: "All organizations" }).waitFor();
+    written.push(await shoot(page, "switcher-open", width));
     await page.goto(h.url("/keys"));
     await settle(page);
     await page.getByRole("button", { name: "Create key" }).click();

@@ -1,5 +1,6 @@
 /**
- * Display formats of the console: money in USD and instants in the browser's time zone.
+ * Display formats of the console: money in USD, instants in the browser's time zone, and counts with a
+ * noun that agrees with them (`1 call`, `2 calls`: {@link plural}).
  *
  * Amounts arrive from the API as USD decimals with at most 6 decimals (D7: micro-dollar precision). They
  * are shown with at least 2 decimals and up to all 6, never rounded to cents: a speech call of 0.000200 USD
@@ -82,4 +83,19 @@ export function isoDateDaysAgo(daysAgo: number, opts: { now?: Date; timeZone?: s
 /** A whole number with the locale's grouping (`12,345`); null/undefined: an em dash. */
 export function formatCount(n: number | null | undefined, locale?: string): string {
   return n === null || n === undefined ? "—" : new Intl.NumberFormat(locale).format(n);
+}
+
+/**
+ * A count and its noun, in agreement: `plural(1, "call")` is `1 call`, `plural(12345, "call")` `12,345 calls`,
+ * `plural(0, "job")` `0 jobs`, `plural(2, "entry", "entries")` `2 entries`. The number is grouped like
+ * {@link formatCount}; only one (or minus one) takes the singular, as in English, the console's language.
+ * Every count the console shows in a sentence goes through it (issue 42: never "1 calls").
+ */
+export function plural(n: number, singular: string, pluralForm = `${singular}s`, locale?: string): string {
+  return `${formatCount(n, locale)} ${pluralNoun(n, singular, pluralForm)}`;
+}
+
+/** The noun alone, agreeing with `n`: `pluralNoun(1, "voice")` is `voice`, otherwise `voices` (or `pluralForm`). */
+export function pluralNoun(n: number, singular: string, pluralForm = `${singular}s`): string {
+  return Math.abs(n) === 1 ? singular : pluralForm;
 }

@@ -2,11 +2,11 @@
  * SQL of organizations' members and invites (D41): `memberships` and `invites`, and the organization rows
  * as members see them. Free functions taking the database or a transaction first (the team's SQL decision).
  */
-import { sql } from "kysely";
+import { type ExpressionBuilder, type SqlBool, sql } from "kysely";
 import type { Executor } from "../billing/ledger.ts";
 import { isPostgres } from "../storage/dialect.ts";
 import type { AccountLimitsRow } from "../storage/job-queue.ts";
-import type { Role } from "../storage/schema.ts";
+import type { Database, Role } from "../storage/schema.ts";
 
 /** Adds `userId` to `orgId` with `role`. */
 export async function insertMembership(db: Executor, row: { orgId: string; userId: string; role: Role; createdAt: number }): Promise<void> {
@@ -52,13 +52,29 @@ export interface OrgRow {
   totalDepositsMicros: number;
   tierOverride: number | null;
   createdAt: number;
+  /** How many members it has. */
+  memberCount: number;
+  /** Whether it is some user's personal organization (made at registration; it cannot be deleted). */
+  personal: boolean;
+}
+
+/** The member count and the personal flag of the `accounts` row in scope, as subqueries (one statement per list). */
+function orgFacts(eb: ExpressionBuilder<Database, "accounts">) {
+  return [
+    eb
+      .selectFrom("memberships as counted")
+      .select((c) => c.fn.countAll<number | string>().as("n"))
+      .whereRef("counted.org_id", "=", "accounts.id")
+      .as("member_count"),
+    eb.exists(eb.selectFrom("users").select("users.id").whereRef("users.personal_org_id", "=", "accounts.id")).as("personal"),
+  ] as const;
 }
 
 function orgSelect(db: Executor) {
   return db
     .selectFrom("memberships")
     .innerJoin("accounts", "accounts.id", "memberships.org_id")
-    .select([
+    .select((eb) => [
       "accounts.id",
       "accounts.name",
       "memberships.role",
@@ -66,6 +82,7 @@ function orgSelect(db: Executor) {
       "accounts.total_deposits_micros",
       "accounts.tier_override",
       "accounts.created_at",
+      ...orgFacts(eb),
     ]);
 }
 
@@ -77,6 +94,8 @@ function orgRowOf(r: {
   total_deposits_micros: number;
   tier_override: number | null;
   created_at: number;
+  member_count: number | string | null;
+  personal: SqlBool;
 }): OrgRow {
   return {
     id: r.id,
@@ -86,6 +105,9 @@ function orgRowOf(r: {
     totalDepositsMicros: Number(r.total_deposits_micros),
     tierOverride: r.tier_override === null ? null : Number(r.tier_override),
     createdAt: Number(r.created_at),
+    memberCount: Number(r.member_count ?? 0),
+    // SQLite answers 0/1, PostgreSQL a boolean.
+    personal: Boolean(Number(r.personal)),
   };
 }
 
@@ -103,7 +125,7 @@ export async function orgsOfUser(db: Executor, userId: string): Promise<OrgRow[]
 export async function orgById(db: Executor, orgId: string): Promise<Omit<OrgRow, "role"> | null> {
   const r = await db
     .selectFrom("accounts")
-    .select(["id", "name", "balance_micros", "total_deposits_micros", "tier_override", "created_at"])
+    .select((eb) => ["id", "name", "balance_micros", "total_deposits_micros", "tier_override", "created_at", ...orgFacts(eb)])
     .where("id", "=", orgId)
     .executeTakeFirst();
   return r ? orgRowOf({ ...r, role: "viewer" }) : null;

@@ -73,6 +73,10 @@ export interface OrgView {
   tier_name: string;
   total_deposits_usd: number;
   created_at: string;
+  /** How many members it has (the caller included). */
+  member_count: number;
+  /** Whether it is a user's personal organization (made at registration, named after its owner's email; never deleted). */
+  personal: boolean;
 }
 
 function orgView(r: Omit<OrgRow, "role">, role: Role): OrgView {
@@ -87,6 +91,8 @@ function orgView(r: Omit<OrgRow, "role">, role: Role): OrgView {
     tier_name: tierRow(tier).name,
     total_deposits_usd: microsToUsd(r.totalDepositsMicros),
     created_at: new Date(r.createdAt).toISOString(),
+    member_count: r.memberCount,
+    personal: r.personal,
   };
 }
 

@@ -194,6 +194,9 @@ export class LedgerWriter {
   async close(): Promise<void> {
     if (!this.#alive) return this.#exited;
     if (this.#pending.size > 0 || this.#uncommitted.size > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    // Kept referenced until it exits: an unreferenced thread still starting up (a close right after the
+    // start) would let the process end with this promise unsettled.
+    this.#worker.ref();
     this.#worker.postMessage("close");
     await this.#exited;
   }

@@ -70,7 +70,7 @@ export const LIMITS_BODY = typed<LimitsPatch>(
       ]),
     ),
     [],
-    { description: "Limit fields to override (D22)." },
+    { description: "Limit fields to override." },
   ),
 );
 

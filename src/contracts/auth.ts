@@ -10,7 +10,7 @@ import type { Static } from "typebox";
 import { arr, int, nullable, num, obj, oneOf, str, typed } from "./schema.ts";
 
 /** A key's mode (D32). */
-export const KEY_MODE = oneOf(["live", "test"], "`live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none (D32).");
+export const KEY_MODE = oneOf(["live", "test"], "`live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none.");
 /** The period of a key's spend limit (D34). */
 export const PERIOD = oneOf(["day", "week", "month", "total"], "The period of the spend limit and of `spent_usd`, in UTC (weeks start on Monday; `total`: since the key was made).");
 
@@ -47,7 +47,7 @@ export const CREATE_KEY_BODY = typed<CreateKeyBody | null>({
     role: typed<"admin" | "member" | "viewer" | null>({
       type: ["string", "null"],
       enum: ["admin", "member", "viewer", null],
-      description: "The role the key acts with (D41): at most the creator's (an owner's keys act as `admin`), which is the default; `viewer` makes a read-only key.",
+      description: "The role the key acts with: at most the creator's (an owner's keys act as `admin`), which is the default; `viewer` makes a read-only key.",
       "x-error-message": "role must be 'admin', 'member' or 'viewer'.",
     }),
     ...KEY_CONTROLS_IN,

@@ -21,7 +21,7 @@ const IDEMPOTENCY_KEY = { ...IDEMPOTENCY, minLength: 1, "x-error-message": "idem
 const PARAMETERS_OBJECT = { ...PARAMETERS, "x-error-message": "parameters must be an object." };
 /** Where this job's webhook events also go (D31), signed with the account's default secret. */
 const WEBHOOK_URL = coded(
-  str("Also POST this job's terminal event here (D31), signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.", {
+  str("Also POST this job's terminal event here, signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.", {
     maxLength: 2048,
     examples: ["https://example.com/hooks/jobs"],
   }),

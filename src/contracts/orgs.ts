@@ -8,7 +8,7 @@ import type { Static } from "typebox";
 import { obj, oneOf, str } from "./schema.ts";
 
 /** A role in an organization (D41). */
-export const ROLE_IN = oneOf(["owner", "admin", "member", "viewer"], "`owner`, `admin`, `member` or `viewer` (D41).", {
+export const ROLE_IN = oneOf(["owner", "admin", "member", "viewer"], "`owner`, `admin`, `member` or `viewer`.", {
   "x-error-message": "role must be one of owner, admin, member, viewer.",
 });
 

@@ -201,7 +201,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     billingRoutes(acc, services);
     alertRoutes(acc, services);
     usageRoutes(acc, services);
-    modelRoutes(acc);
+    modelRoutes(acc, services.payments);
     galleryRoutes(acc, services);
     webhookRoutes(acc, services);
     jobReadRoutes(acc, services);

@@ -210,10 +210,10 @@ function gateOf(calls: IdempotentCalls, maxCallMs: number) {
 
 /** The documented header (validated too: 1 to 128 characters). */
 const IDEMPOTENT_CALL_HEADER = str(
-  "Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.",
+  "Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.",
   { minLength: 1, maxLength: 128, examples: ["retry-7f3a"], "x-error-message": "The Idempotency-Key header must be a string of 1 to 128 characters." },
 );
-const REPLAYED_DOC = str("`true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again.");
+const REPLAYED_DOC = str("`true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again.");
 const RETRY_AFTER_DOC = str("`1` on `idempotency_in_progress`: seconds to wait before retrying.");
 const SHOULD_RETRY_DOC = str("`true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries).");
 const CONFLICTS = "`idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request)";

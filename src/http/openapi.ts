@@ -1,7 +1,8 @@
 /**
  * The OpenAPI 3.1 document of the gateway (D23: `GET /openapi.json` is public and lists every path of the
  * spec and D8) and readable reference docs at `GET /docs` (Swagger UI, served from the npm package: no
- * CDN, works offline).
+ * CDN, works offline), with the project's name and look (docs-theme.ts). The document's descriptions,
+ * summaries and tags speak to the API's users: no internal decision or issue numbers (test/http/openapi.test.ts).
  *
  * @fastify/swagger (dynamic mode) reads each route's own schema (`schemas/*.ts`): the schema that
  * validates a request is the one documented, so a route that does not exist is never documented and a
@@ -25,10 +26,11 @@ import type { App } from "./types.ts";
 import { SECURITY, TAGS } from "./schemas/common.ts";
 import { openapiSchema } from "./schemas/ops.ts";
 import { COMPONENTS } from "./schemas/components.ts";
+import { DOCS_LOGO, DOCS_THEME } from "./docs-theme.ts";
 
 const DESCRIPTION = `A paid gateway in front of generative-media upstreams: speech, music, sound effects, voices, images, video, transcription and chat, metered to the micro-dollar from a prepaid USD balance.
 
-**Authentication.** Send \`Authorization: Bearer <API_KEY>\` (from \`POST /v1/auth/register\` or \`POST /v1/auth/keys\`). \`POST /v1/messages\` also accepts \`x-api-key\`. The account endpoints also accept the session token. A missing or invalid key answers 401 \`auth_error\`. Keys and balances belong to organizations (D41, tag \`organizations\`): a key acts for its own, a session token for the one named by the \`X-Svc-Org\` header (default: the user's personal organization); a role that does not allow an action answers 403 \`forbidden_role\`.
+**Authentication.** Send \`Authorization: Bearer <API_KEY>\` (from \`POST /v1/auth/register\` or \`POST /v1/auth/keys\`). \`POST /v1/messages\` also accepts \`x-api-key\`. The account endpoints also accept the session token. A missing or invalid key answers 401 \`auth_error\`. Keys and balances belong to organizations (see the \`organizations\` tag): a key acts for its own, a session token for the one named by the \`X-Svc-Org\` header (default: the user's personal organization); a role that does not allow an action answers 403 \`forbidden_role\`.
 
 **Errors.** Every error is JSON \`{"error": {"code", "message", "type", "param"}}\` (the \`Error\` schema); \`error.code\` is stable.
 
@@ -185,7 +187,9 @@ export async function registerOpenApi(app: App, opts: { publicBaseUrl: string; a
     ].join("; "),
     // `/docs/json` and `/docs/yaml` (what the page loads) follow the same rule as `/openapi.json`.
     transformSpecification: (spec, req) => documentFor(req, spec as OpenApiDocument) as typeof spec,
-    theme: { title: "Media Gateway API reference" },
+    // The project's name and look, not the plugin's (Fastify's logo): docs-theme.ts.
+    logo: DOCS_LOGO,
+    theme: DOCS_THEME,
     uiConfig: { deepLinking: true, docExpansion: "list", defaultModelsExpandDepth: 0, displayRequestDuration: true, tryItOutEnabled: false },
   });
 }

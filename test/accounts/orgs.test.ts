@@ -115,8 +115,14 @@ for (const backend of BACKENDS) {
       assert.deepEqual([made.json.name, made.json.role, made.json.balance_usd], ["Acme Studio", "owner", 0]);
       const org = made.json.id as string;
       assert.match(org, /^org_/);
+      assert.deepEqual([made.json.member_count, made.json.personal], [1, false]);
       const list = await gw.request("GET", "/v1/orgs", as(u.session_token));
       assert.deepEqual(list.json.data.map((o: { id: string; role: string }) => [o.id, o.role]), [[u.org_id, "owner"], [org, "owner"]]);
+      // Each with its member count and whether it is a personal organization (the list and one organization agree).
+      type Listed = { member_count: number; personal: boolean };
+      assert.deepEqual(list.json.data.map((o: Listed) => [o.member_count, o.personal]), [[1, true], [1, false]]);
+      const one = await gw.request("GET", `/v1/orgs/${u.org_id}`, as(u.session_token));
+      assert.deepEqual([one.json.member_count, one.json.personal], [1, true]);
       const me = await gw.request("GET", "/v1/auth/me", as(u.session_token, org));
       assert.deepEqual([me.json.org_id, me.json.balance_usd, me.json.role], [org, 0, "owner"]);
       assert.equal((await gw.request("GET", "/v1/billing/ledger", as(u.session_token, org))).json.data.length, 0);
@@ -188,6 +194,8 @@ for (const backend of BACKENDS) {
       assertError(await gw.request("GET", `/v1/orgs/${id}`, as(owner.session_token)), 404, "org_not_found");
       assertError(await gw.request("DELETE", `/v1/orgs/${id}/members/${admin.user_id}`, as(admin.session_token)), 409, "last_owner");
       const members = await gw.request("GET", `/v1/orgs/${id}/members`, as(viewer.session_token));
+      const counted = await gw.request("GET", `/v1/orgs/${id}`, as(viewer.session_token));
+      assert.deepEqual([counted.json.member_count, counted.json.personal], [3, false], "the count follows who left");
       assert.deepEqual(
         members.json.data.map((m: { user_id: string; role: string }) => [m.user_id, m.role]),
         [[admin.user_id, "owner"], [member.user_id, "viewer"], [viewer.user_id, "viewer"]],

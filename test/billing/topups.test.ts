@@ -136,6 +136,10 @@ for (const backend of BACKENDS) {
       const settings = await gw.request("GET", "/v1/billing/checkout", { token: u.session_token });
       assert.equal(settings.status, 200);
       assert.deepEqual(settings.json, { object: "billing.checkout_settings", currency: "usd", min_usd: 5, max_usd: 10000 });
+      // The capabilities say the same (issue 42: a client learns it without a call that can 404).
+      const caps = await gw.request("GET", "/v1/capabilities", { token: u.session_token });
+      assert.equal(caps.status, 200);
+      assert.deepEqual(caps.json.payments, { card_top_ups: true, min_usd: 5, max_usd: 10000 });
       fake.reset();
       for (const amount of [5, 10000]) {
         const ok = await gw.request("POST", "/v1/billing/checkout", { token: u.api_key, body: { amount_usd: amount } });
@@ -341,6 +345,10 @@ describe("payment settings", () => {
       }
       const settings = await gw.request("GET", "/v1/billing/checkout", { token: u.api_key });
       assert.equal(settings.status, 404, "the settings say payments are off");
+      // The capabilities say it with a 200, so a client (the console) asks without a 404.
+      const caps = await gw.request("GET", "/v1/capabilities", { token: u.session_token });
+      assert.equal(caps.status, 200);
+      assert.deepEqual(caps.json.payments, { card_top_ups: false, min_usd: null, max_usd: null });
     } finally {
       await gw.close();
     }

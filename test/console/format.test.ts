@@ -5,10 +5,22 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { formatCount, formatDateTime, formatUsd, formatUsdCents, isoDateDaysAgo } from "../../console/src/format.ts";
+import { formatCount, formatDateTime, formatUsd, formatUsdCents, isoDateDaysAgo, plural, pluralNoun } from "../../console/src/format.ts";
 import { fromLocalInput, modelsText, parseModels, parseNumberInput, periodPhrase, toLocalInput } from "../../console/src/key-controls.ts";
 
 describe("console formats", () => {
+  test("counts agree with their noun: 1 call, 0 and 2 calls, irregular plurals, grouped digits", () => {
+    assert.equal(plural(1, "call"), "1 call");
+    assert.equal(plural(0, "call"), "0 calls");
+    assert.equal(plural(2, "call"), "2 calls");
+    assert.equal(plural(-1, "request"), "-1 request");
+    assert.equal(plural(12345, "request", undefined, "en-US"), "12,345 requests");
+    assert.equal(plural(1, "entry", "entries"), "1 entry");
+    assert.equal(plural(3, "entry", "entries"), "3 entries");
+    assert.equal(pluralNoun(1, "voice"), "voice");
+    assert.equal(pluralNoun(7, "voice"), "voices");
+  });
+
   test("USD: at least cents, up to micro-dollars, never rounded to cents", () => {
     assert.equal(formatUsd(12.5, "en-US"), "$12.50");
     assert.equal(formatUsd(0.054, "en-US"), "$0.054");

@@ -379,6 +379,37 @@ describe("OpenAPI document and reference docs", () => {
     assert.equal(me.status, 200);
   });
 
+  test("the document speaks to users: no internal decision or issue numbers in any description, summary or tag", () => {
+    // Decision numbers ("D41") and issue numbers belong to the project's own docs, not to the API's users.
+    const internal = /\bD\d{1,2}\b|\bissue \d+/i;
+    const found: string[] = [];
+    const walk = (value: unknown, at: string): void => {
+      if (typeof value === "string") {
+        if (internal.test(value)) found.push(`${at}: ${value.slice(0, 120)}`);
+      } else if (Array.isArray(value)) value.forEach((v, i) => walk(v, `${at}/${i}`));
+      else if (value !== null && typeof value === "object") for (const [k, v] of Object.entries(value)) walk(v, `${at}/${k}`);
+    };
+    walk(doc, "");
+    assert.deepEqual(found, [], "strings citing internal numbers (the operator's document included)");
+    assert.ok(JSON.stringify(pub).length > 1000 && !internal.test(JSON.stringify(pub)), "the public document");
+  });
+
+  test("GET /docs carries the project's name and look, not the plugin's (no Fastify logo)", async () => {
+    const html = await (await fetch(`${gw.url}/docs`)).text();
+    assert.match(html, /<title>API reference · Media Gateway<\/title>/);
+    assert.doesNotMatch(html, /swagger ui|fastify/i);
+    assert.match(html, /href="[^"]*\/theme\/favicon\.svg"/);
+    const init = await (await fetch(`${gw.url}/docs/static/swagger-initializer.js`)).text();
+    const logo = /img\.src = 'data:image\/svg\+xml;base64,([A-Za-z0-9+/=]+)'/.exec(init);
+    assert.ok(logo, "the top bar's logo is replaced");
+    const svg = Buffer.from(logo[1], "base64").toString("utf8");
+    assert.match(svg, /Media Gateway/);
+    assert.doesNotMatch(svg, /fastify/i);
+    const script = await fetch(`${gw.url}/docs/static/theme/media-gateway.js`);
+    assert.equal(script.status, 200);
+    assert.match(await script.text(), /"\/console\/"/, "the logo and a link lead back to the console");
+  });
+
   test("GET /docs is public HTML whose assets are all served by the gateway", async () => {
     const res = await fetch(`${gw.url}/docs`);
     assert.equal(res.status, 200);

@@ -2,8 +2,10 @@
  * The frame of every page: a skip link, a sidebar with the navigation built from the page registry
  * (pages.ts) in sections by purpose (Build, Observe, Billing, Integrate, Reference, and Operator for the
  * operator only), shown by who is signed in, the organization switcher when signed in (OrgSwitcher.tsx,
- * D41), the account menu (sign in and register, or sign out), and the page itself in `<main>`. Under 900 px the sidebar is a top bar and the navigation a menu opened by its
- * "Menu" button (closed again by a navigation or Escape).
+ * D41), the account menu (sign in and register, or sign out), and the page itself in `<main>`. The sidebar is
+ * one screen tall: the navigation scrolls on its own, so the account menu stays on screen, pinned at the
+ * bottom, in a short window (issue 42). Under 900 px the sidebar is a top bar (Sign out in its first row) and
+ * the navigation a menu opened by its "Menu" button (closed again by a navigation or Escape).
  */
 import { useEffect, useState } from "react";
 import { Link, NavLink, Outlet, useLocation, useNavigate } from "react-router";

@@ -4,8 +4,9 @@
  * Top-up: an amount (presets or typed) and "Continue to payment", which opens a Checkout Session
  * (`POST /v1/billing/checkout` with this page's own return addresses) and sends the browser to Stripe's
  * page; Stripe sends it back here with `?topup=success|cancel` (TopupNotice.tsx). A gateway without
- * `STRIPE_SECRET_KEY` answers 404 to a checkout; the page asks `GET /v1/billing/checkout` first (404 when payments
- * are off, the amount limits when on), and then shows the form with the limits or a sentence instead of it.
+ * `STRIPE_SECRET_KEY` answers 404 to a checkout; the page asks first (`usePayments()`: the `payments` of
+ * `GET /v1/capabilities`, which answers 200 either way), and then shows the form with the limits or a
+ * sentence instead of it.
  *
  * Alert: `GET`/`PUT /v1/billing/alerts`: the threshold, whether it is armed, saving and removing it; the
  * `balance.low` event goes to the webhook endpoints that take it (D31), and the page says how many do.
@@ -18,7 +19,7 @@ import { FieldError, fieldErrors, OtherError } from "../components/FieldError.ts
 import { QueryView } from "../components/states.tsx";
 import { TopupNotice } from "../components/TopupNotice.tsx";
 import { Usd } from "../components/values.tsx";
-import { formatUsd } from "../format.ts";
+import { formatUsd, pluralNoun } from "../format.ts";
 import { parseNumberInput } from "../key-controls.ts";
 import type { PageMeta } from "../pages.ts";
 import { usePayments } from "../payments.ts";
@@ -187,7 +188,7 @@ function LowBalanceAlert({ mayEdit }: { mayEdit: boolean }) {
                 />
                 <small id="alert-threshold-help">
                   The event goes to your <Link to="/webhooks">webhook endpoints</Link> that take <code>balance.low</code>
-                  {endpoints === undefined ? "." : endpoints === 0 ? ": none does yet." : `: ${endpoints} ${endpoints === 1 ? "does" : "do"}.`}
+                  {endpoints === undefined ? "." : endpoints === 0 ? ": none does yet." : `: ${endpoints} ${pluralNoun(endpoints, "does", "do")}.`}
                 </small>
                 <FieldError errors={errors} field="low_balance_usd" />
                 <OtherError errors={errors} />

@@ -2,7 +2,8 @@
  * Members of the selected organization (D41): the list with roles (`GET /v1/orgs/{id}/members`), changing
  * a role (`PATCH .../members/{user_id}`) and removing a member (`DELETE`), inviting by email and role
  * (`POST .../invites`: the one-time link `<origin>/console/invites/<token>` shown once with a copy button),
- * the pending invites with revoke (`GET|DELETE .../invites`), and leaving the organization. The actions
+ * the pending invites with revoke (`GET|DELETE .../invites`), and leaving the organization (not offered to
+ * its only owner, whom the gateway refuses with 409 `last_owner`: the page says what to do instead). The actions
  * show only to the roles that have them (roles.ts: admins manage members and viewers, owners anyone);
  * a refusal (403 `forbidden_role`, 409 `last_owner`, 409 `already_member`) shows the gateway's message.
  */
@@ -13,7 +14,7 @@ import { api, type paths, unwrap } from "../api.ts";
 import { ConfirmDialog } from "../components/ConfirmDialog.tsx";
 import { SecretReveal } from "../components/CopyButton.tsx";
 import { type Column, DataTable } from "../components/DataTable.tsx";
-import { orgLabel, useActiveOrg } from "../components/OrgSwitcher.tsx";
+import { type Org, orgLabel, useActiveOrg } from "../components/OrgSwitcher.tsx";
 import { ErrorNotice, Loading, QueryView } from "../components/states.tsx";
 import { DateTime } from "../components/values.tsx";
 import { selectOrg } from "../org.ts";
@@ -239,10 +240,17 @@ function PendingInvites({ orgId }: { orgId: string }) {
   );
 }
 
-function Leave({ orgId, name }: { orgId: string; name: string }) {
+/**
+ * Leaving the organization, offered only when the gateway would allow it (issue 42): its last owner cannot
+ * leave (409 `last_owner`, src/accounts/orgs.ts `removeMember`), so an only owner (of a personal
+ * organization too) is told what to do instead of being offered a refusal.
+ */
+function Leave({ org, name }: { org: Org; name: string }) {
   const { userId } = useSession();
   const navigate = useNavigate();
   const [asking, setAsking] = useState(false);
+  const members = useQuery({ queryKey: ["members", org.id], queryFn: () => unwrap(api.GET("/v1/orgs/{org_id}/members", { params: { path: { org_id: org.id } } })) });
+  const orgId = org.id;
   const leave = useMutation({
     mutationFn: () => unwrap(api.DELETE("/v1/orgs/{org_id}/members/{user_id}", { params: { path: { org_id: orgId, user_id: userId ?? "" } } })),
     onSuccess: () => {
@@ -252,13 +260,26 @@ function Leave({ orgId, name }: { orgId: string; name: string }) {
       void navigate("/");
     },
   });
+  // Until the members are known, nothing is offered; an only owner is told why there is no button.
+  const owners = members.data?.data.filter((m) => m.role === "owner").length;
+  const onlyOwner = org.role === "owner" && owners !== undefined && owners <= 1;
   return (
     <section aria-labelledby="leave-title">
       <h2 id="leave-title">Leave the organization</h2>
-      <p>You lose access to {name} at once; the keys you made stay its own. The last owner cannot leave: make someone else owner first.</p>
-      <button type="button" className="danger outline page-action" onClick={() => (leave.reset(), setAsking(true))}>
-        Leave {name}
-      </button>
+      {owners === undefined ? null : onlyOwner ? (
+        <p>
+          {org.personal
+            ? `${name} is your personal organization and you are its only owner: it stays yours. To leave it, give another member the owner role first.`
+            : `You are the only owner of ${name}, so you cannot leave it: give another member the owner role first.`}
+        </p>
+      ) : (
+        <>
+          <p>You lose access to {name} at once; the keys you made stay its own.</p>
+          <button type="button" className="danger outline page-action" onClick={() => (leave.reset(), setAsking(true))}>
+            Leave {name}
+          </button>
+        </>
+      )}
       <ConfirmDialog open={asking} title={`Leave ${name}?`} confirmLabel="Leave" busy={leave.isPending} onCancel={() => setAsking(false)} onConfirm={() => leave.mutate()}>
         <p>To come back you need a new invite.</p>
         {leave.isError && <ErrorNotice error={leave.error} />}
@@ -283,7 +304,7 @@ export default function Members() {
           <PendingInvites orgId={org.id} />
         </>
       )}
-      <Leave orgId={org.id} name={name} />
+      <Leave org={org} name={name} />
     </>
   );
 }

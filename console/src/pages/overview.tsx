@@ -16,7 +16,7 @@ import { TopupNotice } from "../components/TopupNotice.tsx";
 import { DateTime, Usd } from "../components/values.tsx";
 import { usePayments } from "../payments.ts";
 import { JobAmount } from "./jobs.tsx";
-import { browserTimeZone, formatCount, formatUsdCents, isoDateDaysAgo } from "../format.ts";
+import { browserTimeZone, formatCount, formatUsdCents, isoDateDaysAgo, plural } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
 import { can } from "../roles.ts";
 import { tierJobs } from "../tiers.ts";
@@ -124,8 +124,8 @@ function Spend() {
   return (
     <>
       <p>
-        Last 7 days: <Usd amount={week.data.total.cost_usd} cents /> in {formatCount(week.data.total.requests)} calls · last 30 days:{" "}
-        <Usd amount={month.data.total.cost_usd} cents /> in {formatCount(month.data.total.requests)} calls. <Link to="/usage">Usage details</Link>
+        Last 7 days: <Usd amount={week.data.total.cost_usd} cents /> in {plural(week.data.total.requests, "call")} · last 30 days:{" "}
+        <Usd amount={month.data.total.cost_usd} cents /> in {plural(month.data.total.requests, "call")}. <Link to="/usage">Usage details</Link>
       </p>
       <BarChart
         label="Spend by model"

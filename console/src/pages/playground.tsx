@@ -14,7 +14,7 @@ import { Link, NavLink } from "react-router";
 import { api, GatewayError, type Schemas, unwrap } from "../api.ts";
 import { ErrorNotice, Loading, QueryView } from "../components/states.tsx";
 import { Usd } from "../components/values.tsx";
-import { formatUsd } from "../format.ts";
+import { formatUsd, plural } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
 import { useSession } from "../session.ts";
 import { type AudioClip, speak, type SpeechBody } from "./playground/calls.ts";
@@ -434,8 +434,8 @@ function VoicePicker({ pgKey, provider, value, onChange }: { pgKey: PlaygroundKe
             {matching.length === 0
               ? "No voice matches the search."
               : matching.length > shown.length
-                ? `The first ${shown.length} of ${matching.length} matching voices; search to narrow them.`
-                : `${matching.length} voices.`}
+                ? `The first ${shown.length} of ${plural(matching.length, "matching voice")}; search to narrow them.`
+                : `${plural(matching.length, "voice")}.`}
           </small>
           {selected?.preview_url && (
             <p>
@@ -631,7 +631,7 @@ function StreamView({ state: s, played, gaps }: { state: StreamState; played: nu
   let current = -1;
   if (played > 0 && !allPlayed) for (let i = 0; i < s.words.length && s.words[i].startMs <= playedMs; i++) current = i;
   let status = PHASE_TEXT[s.phase];
-  if (s.phase === "done" && rec) status += `: ${chars?.toLocaleString() ?? "—"} characters, ${rec.cost_usd === null ? "cost not known yet" : formatUsd(rec.cost_usd)}`;
+  if (s.phase === "done" && rec) status += `: ${chars === undefined ? "— characters" : plural(chars, "character")}, ${rec.cost_usd === null ? "cost not known yet" : formatUsd(rec.cost_usd)}`;
   return (
     <article aria-labelledby="pg-stream-title">
       <h3 id="pg-stream-title">Realtime speech</h3>
@@ -648,7 +648,7 @@ function StreamView({ state: s, played, gaps }: { state: StreamState; played: nu
         <Stat label="Audio chunks">{s.chunks}</Stat>
         <Stat label="Audio received">{seconds(s.audioSeconds)}</Stat>
         <Stat label="Played">{seconds(Math.min(played, s.audioSeconds))}</Stat>
-        <Stat label="First audio">{s.firstAudio ? `after ${s.firstAudio.afterWords} of ${s.wordsTotal} words, ${s.firstAudio.afterMs} ms` : "—"}</Stat>
+        <Stat label="First audio">{s.firstAudio ? `after ${s.firstAudio.afterWords} of ${plural(s.wordsTotal, "word")}, ${s.firstAudio.afterMs} ms` : "—"}</Stat>
         <Stat label="Gaps in the speech">{gaps}</Stat>
         {rec && (
           <>

@@ -19,7 +19,7 @@ import { EmptyState, ErrorNotice, Loading, QueryView } from "../components/state
 import { FirstCall } from "../components/FirstCall.tsx";
 import { useCursor, useUrlFilters } from "../components/url-state.ts";
 import { Charge, DateTime, Usd } from "../components/values.tsx";
-import { browserTimeZone, formatCount, isoDateDaysAgo } from "../format.ts";
+import { browserTimeZone, formatCount, isoDateDaysAgo, plural } from "../format.ts";
 import type { PageMeta } from "../pages.ts";
 import { JobLink, RequestLink } from "./ledger.tsx";
 import "./ledger.css";
@@ -37,7 +37,7 @@ type GroupBy = "day" | "model" | "key";
 
 const STATUSES: Status[] = ["succeeded", "failed", "refunded", "expired", "pending", "processing"];
 
-/** Unit names (D29) in the words a table shows, singular and plural. */
+/** Unit names (D29) in the words a table shows, singular and plural ({@link plural}). */
 const UNIT_WORDS: Record<keyof UsageRecord["units"], [string, string]> = {
   characters: ["character", "characters"],
   seconds: ["second", "seconds"],
@@ -52,7 +52,7 @@ const UNIT_WORDS: Record<keyof UsageRecord["units"], [string, string]> = {
 export function formatUnits(units: UsageRecord["units"]): string {
   const parts = (Object.keys(UNIT_WORDS) as (keyof UsageRecord["units"])[])
     .filter((k) => units[k] !== undefined)
-    .map((k) => `${formatCount(units[k])} ${UNIT_WORDS[k][units[k] === 1 ? 0 : 1]}`);
+    .map((k) => plural(units[k] ?? 0, ...UNIT_WORDS[k]));
   return parts.length > 0 ? parts.join(" · ") : "—";
 }
 
@@ -103,10 +103,6 @@ interface Period {
   mode: Mode;
 }
 
-/** `1 request`, `12 requests`. */
-function requestCount(n: number): string {
-  return `${formatCount(n)} ${n === 1 ? "request" : "requests"}`;
-}
 
 /** The page's URL query with the model filter set to `model`, on the first page. */
 function withModel(params: URLSearchParams, model: string): string {
@@ -156,7 +152,7 @@ function Totals({ period, model, keyId, status, keys }: { period: Period; model:
           <div>
             <dt>{model}</dt>
             <dd>
-              {requestCount(modelRow.requests)}, <Usd amount={modelRow.cost_usd} cents />
+              {plural(modelRow.requests, "request")}, <Usd amount={modelRow.cost_usd} cents />
             </dd>
           </div>
         )}
@@ -166,7 +162,7 @@ function Totals({ period, model, keyId, status, keys }: { period: Period; model:
             <dd>
               {keyRow ? (
                 <>
-                  {requestCount(keyRow.requests)}, <Usd amount={keyRow.cost_usd} cents />
+                  {plural(keyRow.requests, "request")}, <Usd amount={keyRow.cost_usd} cents />
                 </>
               ) : byKey.isError ? (
                 "unavailable"
@@ -332,7 +328,7 @@ export default function Usage() {
 
   return (
     <>
-      <form className="filters" role="search" aria-label="Filter the request log" onSubmit={(e) => e.preventDefault()}>
+      <form className="filters usage-filters" role="search" aria-label="Filter the request log" onSubmit={(e) => e.preventDefault()}>
         <div>
           <label htmlFor="usage-from">From</label>
           <input id="usage-from" type="date" value={filters.from} max={filters.to || undefined} onChange={(e) => setFilters({ from: e.target.value })} />

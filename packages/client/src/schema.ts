@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * ElevenLabs: models
-         * @description The alpha speech models as ElevenLabs `Model` objects (D36).
+         * @description The alpha speech models as ElevenLabs `Model` objects.
          */
         get: operations["elevenLabsListModels"];
         put?: never;
@@ -35,7 +35,7 @@ export interface paths {
         put?: never;
         /**
          * ElevenLabs: music
-         * @description ElevenLabs' music (D36), billed as `POST /v1/audio/music` with the mapped model.
+         * @description ElevenLabs' music, billed as `POST /v1/audio/music` with the mapped model.
          */
         post: operations["elevenLabsComposeMusic"];
         delete?: never;
@@ -55,7 +55,7 @@ export interface paths {
         put?: never;
         /**
          * ElevenLabs: sound effect
-         * @description ElevenLabs' sound effect (D36), billed as `POST /v1/audio/sfx` with the mapped model.
+         * @description ElevenLabs' sound effect, billed as `POST /v1/audio/sfx` with the mapped model.
          */
         post: operations["elevenLabsSoundGeneration"];
         delete?: never;
@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * Realtime transcription (WebSocket)
-         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' Scribe realtime protocol (D43): audio in (`input_audio_chunk`), partial and committed transcripts out. Charged per started second of audio received. See docs/realtime-transcription.md.
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' Scribe realtime protocol: audio in (`input_audio_chunk`), partial and committed transcripts out. Charged per started second of audio received. The messages are those of ElevenLabs' realtime speech-to-text API, whose documentation applies.
          */
         get: operations["elevenLabsTranscriptionSocket"];
         put?: never;
@@ -95,7 +95,7 @@ export interface paths {
         put?: never;
         /**
          * ElevenLabs: text to speech
-         * @description ElevenLabs' text to speech (D36), billed as `POST /v1/audio/speech` with the mapped model.
+         * @description ElevenLabs' text to speech, billed as `POST /v1/audio/speech` with the mapped model.
          */
         post: operations["elevenLabsTextToSpeech"];
         delete?: never;
@@ -113,7 +113,7 @@ export interface paths {
         };
         /**
          * Realtime speech, up to 5 contexts (WebSocket)
-         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol (D42): text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). See docs/realtime-speech.md.
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol: text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). The messages are those of ElevenLabs' text-to-speech WebSocket API, whose documentation applies.
          */
         get: operations["elevenLabsSpeechSocketMultiStreamInput"];
         put?: never;
@@ -135,7 +135,7 @@ export interface paths {
         put?: never;
         /**
          * ElevenLabs: text to speech, streamed
-         * @description ElevenLabs' text to speech, streamed (D36), billed as `POST /v1/audio/speech` with the mapped model.
+         * @description ElevenLabs' text to speech, streamed, billed as `POST /v1/audio/speech` with the mapped model.
          */
         post: operations["elevenLabsTextToSpeechStream"];
         delete?: never;
@@ -153,7 +153,7 @@ export interface paths {
         };
         /**
          * Realtime speech (WebSocket)
-         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol (D42): text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). See docs/realtime-speech.md.
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol: text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). The messages are those of ElevenLabs' text-to-speech WebSocket API, whose documentation applies.
          */
         get: operations["elevenLabsSpeechSocketStreamInput"];
         put?: never;
@@ -173,7 +173,7 @@ export interface paths {
         };
         /**
          * ElevenLabs: user
-         * @description The account as an ElevenLabs `User` (D36).
+         * @description The account as an ElevenLabs `User`.
          */
         get: operations["elevenLabsGetUser"];
         put?: never;
@@ -193,7 +193,7 @@ export interface paths {
         };
         /**
          * ElevenLabs: subscription
-         * @description The account as an ElevenLabs `Subscription` (D36).
+         * @description The account as an ElevenLabs `Subscription`.
          */
         get: operations["elevenLabsGetSubscription"];
         put?: never;
@@ -213,7 +213,7 @@ export interface paths {
         };
         /**
          * ElevenLabs: voices
-         * @description Every voice the caller can list (D36): their designed and cloned voices, newest first, then the alpha library. Not billed.
+         * @description Every voice the caller can list: their designed and cloned voices, newest first, then the alpha library. Not billed.
          */
         get: operations["elevenLabsListVoices"];
         put?: never;
@@ -233,7 +233,7 @@ export interface paths {
         };
         /**
          * ElevenLabs: one voice
-         * @description A voice the caller can use (D36): an alpha library voice, one of their own, or a beta system voice. Not billed.
+         * @description A voice the caller can use: an alpha library voice, one of their own, or a beta system voice. Not billed.
          */
         get: operations["elevenLabsGetVoice"];
         put?: never;
@@ -253,7 +253,7 @@ export interface paths {
         };
         /**
          * ElevenLabs: search voices
-         * @description ElevenLabs' v2 voice search (D36) over the caller's voices and the alpha library: `search` in name, description and labels; filters; `sort`; pages of `page_size` with an opaque `next_page_token`. Other filters are accepted and ignored. Not billed.
+         * @description ElevenLabs' v2 voice search over the caller's voices and the alpha library: `search` in name, description and labels; filters; `sort`; pages of `page_size` with an opaque `next_page_token`. Other filters are accepted and ignored. Not billed.
          */
         get: operations["elevenLabsSearchVoices"];
         put?: never;
@@ -278,12 +278,12 @@ export interface paths {
         get: operations["falProxyGet"];
         /**
          * fal proxy: cancel a request
-         * @description `.../requests/<id>/cancel`: the job is cancelled as `POST /v1/jobs/{id}/cancel` does (D30: it ends `failed` with `canceled`, the whole hold released, the upstream request withdrawn) and the answer is 202 `{status: "CANCELLATION_REQUESTED"}`; a job that already ended answers 400 `{status: "ALREADY_COMPLETED"}`. The client's empty JSON body is accepted.
+         * @description `.../requests/<id>/cancel`: the job is cancelled as `POST /v1/jobs/{id}/cancel` does (it ends `failed` with `canceled`, the whole hold released, the upstream request withdrawn) and the answer is 202 `{status: "CANCELLATION_REQUESTED"}`; a job that already ended answers 400 `{status: "ALREADY_COMPLETED"}`. The client's empty JSON body is accepted.
          */
         put: operations["falProxyPut"];
         /**
          * fal proxy: submit a request to the queue, or run an endpoint
-         * @description With `x-fal-target-url: https://queue.fal.run/<endpoint id>` the endpoint's input becomes an image or video job (the same holds, charges, limits and webhooks as `POST /v1/images/generations` and `POST /v1/videos/generations`), answered in fal's queue shape with the job id as `request_id`. With `https://fal.run/<endpoint id>` the job is submitted and awaited, and the answer is the endpoint's output JSON. Endpoint ids name catalog models through the fal column of the default id table (both text-to-x and image-to-x variants; for example `fal-ai/flux-2-pro` is `imgB-2-pro`, `fal-ai/veo3.1/fast` is `vidD-3-fast`). A `?fal_webhook=` on the target becomes the job's `webhook_url` (D31 events).
+         * @description With `x-fal-target-url: https://queue.fal.run/<endpoint id>` the endpoint's input becomes an image or video job (the same holds, charges, limits and webhooks as `POST /v1/images/generations` and `POST /v1/videos/generations`), answered in fal's queue shape with the job id as `request_id`. With `https://fal.run/<endpoint id>` the job is submitted and awaited, and the answer is the endpoint's output JSON. Endpoint ids name catalog models through the fal column of the default id table (both text-to-x and image-to-x variants; for example `fal-ai/flux-2-pro` is `imgB-2-pro`, `fal-ai/veo3.1/fast` is `vidD-3-fast`). A `?fal_webhook=` on the target becomes the job's `webhook_url`: the job's terminal event is POSTed there.
          */
         post: operations["falProxyPost"];
         delete?: never;
@@ -318,7 +318,7 @@ export interface paths {
         };
         /**
          * Guide for AI agents (llms.txt)
-         * @description A short Markdown guide for agents, generated from the catalog (D39): what the gateway is, how to authenticate, the main endpoints with an example each and their prices, the dialects, the MCP endpoint, and links to `/openapi.json` and `/docs`.
+         * @description A short Markdown guide for agents, generated from the catalog: what the gateway is, how to authenticate, the main endpoints with an example each and their prices, the dialects, the MCP endpoint, and links to `/openapi.json` and `/docs`.
          */
         get: operations["llmsTxt"];
         put?: never;
@@ -340,7 +340,7 @@ export interface paths {
         put?: never;
         /**
          * MCP server (Streamable HTTP, stateless)
-         * @description The Model Context Protocol server of the gateway (D39), for AI agents: connect an MCP client (for example the official SDK's `StreamableHTTPClientTransport`) to `<gateway>/mcp` with `Authorization: Bearer <API key>`. Stateless: every request stands alone (no `Mcp-Session-Id`), answers are JSON (no event stream), and `GET /mcp` is not served (405). Tools list models, quote a call (`estimate_cost`), read the balance, list voices, generate speech, music, sound effects and images, and submit, follow and cancel video jobs; each call is billed, limited and logged exactly as the native endpoint it uses, and a test-mode key (`gw_test_...`) moves no money. Send one JSON-RPC message per request (no batches).
+         * @description The Model Context Protocol server of the gateway, for AI agents: connect an MCP client (for example the official SDK's `StreamableHTTPClientTransport`) to `<gateway>/mcp` with `Authorization: Bearer <API key>`. Stateless: every request stands alone (no `Mcp-Session-Id`), answers are JSON (no event stream), and `GET /mcp` is not served (405). Tools list models, quote a call (`estimate_cost`), read the balance, list voices, generate speech, music, sound effects and images, and submit, follow and cancel video jobs; each call is billed, limited and logged exactly as the native endpoint it uses, and a test-mode key (`gw_test_...`) moves no money. Send one JSON-RPC message per request (no batches).
          */
         post: operations["mcp"];
         delete?: never;
@@ -379,8 +379,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Text to speech (OpenAI Speech API)
-         * @description `openai.audio.speech.create` with `baseURL: <gateway>/openai/v1`: `POST /v1/audio/speech` with OpenAI's model and voice names. `X-Svc-Model` is the catalog model that spoke; priced per 1000 input characters by that model (`GET /v1/pricing`). A model the OpenAI API of the gateway does not serve answers 404 `model_not_found`; nothing is charged for a refusal.
+         * Text to speech
+         * @description Synchronous. Priced per 1000 input characters by model (see `GET /v1/pricing`). A designed or cloned voice may only be used by its owner, and is served only by the upstream source that made it. With `stream: true` (beta models) the audio arrives chunk by chunk. `X-Svc-Fallback: true` and `X-Svc-Fallback-Layer: 1` when a later source of the family served the call.
          */
         post: operations["openai_createSpeech"];
         delete?: never;
@@ -514,8 +514,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Models of the OpenAI API (OpenAI Models API)
-         * @description `openai.models.list` with `baseURL: <gateway>/openai/v1`: the enabled models its routes serve (text, speech, transcription, audio understanding, image, video) as `GET /v1/models` shows them, with OpenAI's names (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`, `gpt-image-2`) in their `aliases`, and one entry per OpenAI name whose `alias_of` is the catalog model it names. A model outside this list answers 404 `model_not_found` on the OpenAI routes.
+         * Live model list
+         * @description Enabled models of every modality, sorted by id; disabled models are omitted. Each carries its lifecycle: `deprecated` and `shutdown_date`; from its shutdown date a model answers 410 `model_retired` (it stays listed).
          */
         get: operations["openai_listModels"];
         put?: never;
@@ -745,7 +745,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * Override single limits of an organization (D22)
+         * Override single limits of an organization
          * @description As `PUT /v1/admin/users/{user_id}/limits`, for the organization.
          */
         put: operations["adminSetOrgLimits"];
@@ -845,7 +845,7 @@ export interface paths {
         };
         /**
          * Upstream sources: circuit, error rate and latency
-         * @description One row per configured source (`UPSTREAMS`, then `TEXT_UPSTREAMS`; D25), this process's view. Counts and latencies cover the last `window_s` seconds; `last_error` is the latest failure of any age (D35). Keys and URLs are never shown. An empty list: every family is served by the simulator.
+         * @description One row per configured source (`UPSTREAMS`, then `TEXT_UPSTREAMS`), this process's view. Counts and latencies cover the last `window_s` seconds; `last_error` is the latest failure of any age. Keys and URLs are never shown. An empty list: every family is served by the simulator.
          */
         get: operations["adminListUpstreams"];
         put?: never;
@@ -942,7 +942,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * Override single limits of an account (D22)
+         * Override single limits of an account
          * @description Any subset of the tier-row fields; each is merged into the account's overrides, `null` drops one. `audio_concurrent_per_provider` maps pools (`host_1`, `host_2`, `alpha`, `beta`, `host_3`) to counts. An unknown field is refused.
          */
         put: operations["adminSetLimits"];
@@ -1082,7 +1082,7 @@ export interface paths {
         };
         /**
          * Realtime speech, up to 5 contexts (WebSocket)
-         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol (D42): text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). See docs/realtime-speech.md.
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol: text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). The messages are those of ElevenLabs' text-to-speech WebSocket API, whose documentation applies.
          */
         get: operations["speechSocketMultiStreamInput"];
         put?: never;
@@ -1102,7 +1102,7 @@ export interface paths {
         };
         /**
          * Realtime speech (WebSocket)
-         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol (D42): text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). See docs/realtime-speech.md.
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol: text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). The messages are those of ElevenLabs' text-to-speech WebSocket API, whose documentation applies.
          */
         get: operations["speechSocketStreamInput"];
         put?: never;
@@ -1142,7 +1142,7 @@ export interface paths {
         };
         /**
          * Realtime transcription (WebSocket)
-         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' Scribe realtime protocol (D43): audio in (`input_audio_chunk`), partial and committed transcripts out. Charged per started second of audio received. See docs/realtime-transcription.md.
+         * @description A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' Scribe realtime protocol: audio in (`input_audio_chunk`), partial and committed transcripts out. Charged per started second of audio received. The messages are those of ElevenLabs' realtime speech-to-text API, whose documentation applies.
          */
         get: operations["transcriptionSocket"];
         put?: never;
@@ -1268,7 +1268,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description `mode: "test"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the model allow-list (403 `model_not_allowed`; a refused model takes no place in any per-minute window), the key's rpm, the account's per-minute window, the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance. The key belongs to the caller's organization (D41: a session's `X-Svc-Org`), records its creator and keeps working after the creator leaves; it acts with `role`, by default and at most the creator's (an owner's keys act as `admin`; a higher one: 403 `forbidden_role`). Members change and delete only their own keys, admins and owners every key.
+         * @description `mode: "test"` makes a test-mode key `gw_test_...`: its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. The optional controls limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the model allow-list (403 `model_not_allowed`; a refused model takes no place in any per-minute window), the key's rpm, the account's per-minute window, the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance. The key belongs to the caller's organization (a session's `X-Svc-Org`), records its creator and keeps working after the creator leaves; it acts with `role`, by default and at most the creator's (an owner's keys act as `admin`; a higher one: 403 `forbidden_role`). Members change and delete only their own keys, admins and owners every key.
          */
         post: operations["createKey"];
         delete?: never;
@@ -1296,7 +1296,7 @@ export interface paths {
         head?: never;
         /**
          * Change an API key's name and controls
-         * @description Changes the fields present (D34); `null` clears one. A new spend limit or period counts what the key's live calls already hold or were charged in the period. The change applies at once on this process and within `AUTH_CACHE_MS` on the others.
+         * @description Changes the fields present; `null` clears one. A new spend limit or period counts what the key's live calls already hold or were charged in the period. The change applies at once on this process and within `AUTH_CACHE_MS` on the others.
          */
         patch: operations["updateKey"];
         trace?: never;
@@ -1749,7 +1749,7 @@ export interface paths {
         };
         /**
          * Live model list
-         * @description Enabled models of every modality, sorted by id; disabled models are omitted. Each carries its lifecycle (D35): `deprecated` and `shutdown_date`; from its shutdown date a model answers 410 `model_retired` (it stays listed).
+         * @description Enabled models of every modality, sorted by id; disabled models are omitted. Each carries its lifecycle: `deprecated` and `shutdown_date`; from its shutdown date a model answers 410 `model_retired` (it stays listed).
          */
         get: operations["listModels"];
         put?: never;
@@ -2237,7 +2237,7 @@ export interface components {
             /** @description Permanent URL of the stored MP3. */
             url: string;
         };
-        /** @description Every error answer (D1). Unknown routes answer 404 `not_found`, a wrong method 405 `method_not_allowed`. */
+        /** @description Every error answer. Unknown routes answer 404 `not_found`, a wrong method 405 `method_not_allowed`. */
         Error: {
             error: {
                 /** @description Stable error code, for example `invalid_request`, `auth_error`, `billing_error`, `rate_limited`, `provider_error`. */
@@ -2247,14 +2247,14 @@ export interface components {
                 /** @description The offending request field, or null. */
                 param: string | null;
                 /**
-                 * @description Error class; follows the HTTP status (D16).
+                 * @description Error class; follows the HTTP status.
                  * @enum {string}
                  */
                 type: "invalid_request_error" | "authentication_error" | "permission_error" | "billing_error" | "rate_limit_error" | "provider_error" | "api_error";
             };
         };
         /**
-         * @description An image or video job (D3, D30).
+         * @description An image or video job.
          * @example {
          *       "id": "job_4kQ9xv2LmP7sT1wZ",
          *       "object": "media.job",
@@ -2311,7 +2311,7 @@ export interface components {
                 /** @description Explanation. */
                 message: string;
             } | null;
-            /** @description Which of the model family's upstream sources serves the job: 0 the first, 1 the next after a failover (D27). */
+            /** @description Which of the model family's upstream sources serves the job: 0 the first, 1 the next after a failover. */
             fallback_layer: number;
             /** @description Amount held at submit time (USD, at most 6 decimals). */
             hold_usd: number;
@@ -2325,7 +2325,7 @@ export interface components {
              */
             kind: "image" | "video" | "audio";
             /**
-             * @description `test` when a test-mode key submitted the job (D32): priced, served by the simulator, no money moved.
+             * @description `test` when a test-mode key submitted the job: priced, served by the simulator, no money moved.
              * @enum {string}
              */
             mode: "live" | "test";
@@ -2339,18 +2339,12 @@ export interface components {
             output: {
                 /** @description MIME type of the output, for example `image/png`, `image/svg+xml`, `video/mp4`. */
                 content_type: string;
-                /** @description Delivered length of a video, seconds (D26); absent for images. */
+                /** @description Delivered length of a video, seconds; absent for images. */
                 duration_sec?: number;
-                /** @description Frames per second of a video, read from the file; absent for images. */
-                fps?: number;
-                /** @description Height of the (first) output in pixels, read from the file; absent when the file does not say it. */
-                height?: number;
                 /** @description Stable URL of the (first) output on this service. */
                 url: string;
                 /** @description Every output (several images when `n` > 1). */
                 urls: string[];
-                /** @description Width of the (first) output in pixels, read from the file; absent when the file does not say it (an SVG without a pixel size). */
-                width?: number;
             } | null;
             /** @description A `processing` job's fraction done, 0 to 1, when the upstream says (0 while it waits in the upstream's own queue); null otherwise. */
             progress: number | null;
@@ -2588,7 +2582,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
@@ -2615,7 +2609,7 @@ export interface operations {
             /** @description The audio. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description The request id (as `X-Svc-Request-Id`). */
                     "request-id"?: string;
@@ -2844,7 +2838,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
@@ -2873,7 +2867,7 @@ export interface operations {
             /** @description The audio. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description The request id (as `X-Svc-Request-Id`). */
                     "request-id"?: string;
@@ -3124,7 +3118,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
@@ -3186,7 +3180,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -3199,7 +3193,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -3229,7 +3223,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -3304,7 +3298,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
@@ -3347,7 +3341,7 @@ export interface operations {
                 headers: {
                     /** @description Characters billed. */
                     "character-cost"?: string;
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description The request id (as `X-Svc-Request-Id`). */
                     "request-id"?: string;
@@ -3577,7 +3571,7 @@ export interface operations {
                 auto_mode?: "true" | "false";
                 /** @description Seconds without a message before the socket closes (1 to 180, default 20). */
                 inactivity_timeout?: string;
-                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id (D36); default the default speech model. */
+                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id; default the default speech model. */
                 model_id?: string;
                 /** @description Audio format of every chunk (ElevenLabs' names). */
                 output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
@@ -3586,7 +3580,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
@@ -3651,7 +3645,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -3664,7 +3658,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -3694,7 +3688,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -3782,7 +3776,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
@@ -3825,7 +3819,7 @@ export interface operations {
                 headers: {
                     /** @description Characters billed. */
                     "character-cost"?: string;
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description The request id (as `X-Svc-Request-Id`). */
                     "request-id"?: string;
@@ -4055,7 +4049,7 @@ export interface operations {
                 auto_mode?: "true" | "false";
                 /** @description Seconds without a message before the socket closes (1 to 180, default 20). */
                 inactivity_timeout?: string;
-                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id (D36); default the default speech model. */
+                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id; default the default speech model. */
                 model_id?: string;
                 /** @description Audio format of every chunk (ElevenLabs' names). */
                 output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
@@ -4064,7 +4058,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
@@ -4129,7 +4123,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -4142,7 +4136,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -4172,7 +4166,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -4324,7 +4318,7 @@ export interface operations {
                             /** @description 0. */
                             voice_slots_used: number;
                         };
-                        /** @description The member behind the key (its creator, D41). */
+                        /** @description The member behind the key (its creator). */
                         user_id: string;
                         /** @description The organization the key acts for. */
                         workspace_id: string;
@@ -5067,7 +5061,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job (D5). */
+                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job. */
                 "idempotency-key"?: string;
                 /**
                  * @description The fal address the client would have called: `https://queue.fal.run/<endpoint id>` (submit), `https://queue.fal.run/<owner>/<alias>/requests/<id>/status`, `.../requests/<id>` (result), `.../requests/<id>/cancel`, or `https://fal.run/<endpoint id>` (run). Any other address, or none, answers 400 `invalid_request` and nothing is sent anywhere.
@@ -5110,38 +5104,30 @@ export interface operations {
                     } | ({
                         /** @description The images. */
                         images: {
-                            /** @description Its media type, read from the file. */
+                            /** @description Its media type. */
                             content_type: string;
-                            /** @description Length of a video in seconds, read from the file. */
-                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Frames per second of a video, read from the file. */
-                            fps?: number;
-                            /** @description Pixels, read from the file (absent when the file does not say them). */
+                            /** @description Pixels (PNG). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels, read from the file (absent when the file does not say them). */
+                            /** @description Pixels (PNG). */
                             width?: number;
                         }[];
                         /** @description The prompt. */
                         prompt?: string;
                     } | {
                         video: {
-                            /** @description Its media type, read from the file. */
+                            /** @description Its media type. */
                             content_type: string;
-                            /** @description Length of a video in seconds, read from the file. */
-                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Frames per second of a video, read from the file. */
-                            fps?: number;
-                            /** @description Pixels, read from the file (absent when the file does not say them). */
+                            /** @description Pixels (PNG). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels, read from the file (absent when the file does not say them). */
+                            /** @description Pixels (PNG). */
                             width?: number;
                         };
                     });
@@ -5308,7 +5294,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job (D5). */
+                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job. */
                 "idempotency-key"?: string;
                 /**
                  * @description The fal address the client would have called: `https://queue.fal.run/<endpoint id>` (submit), `https://queue.fal.run/<owner>/<alias>/requests/<id>/status`, `.../requests/<id>` (result), `.../requests/<id>/cancel`, or `https://fal.run/<endpoint id>` (run). Any other address, or none, answers 400 `invalid_request` and nothing is sent anywhere.
@@ -5445,7 +5431,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job (D5). */
+                /** @description Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job. */
                 "idempotency-key"?: string;
                 /**
                  * @description The fal address the client would have called: `https://queue.fal.run/<endpoint id>` (submit), `https://queue.fal.run/<owner>/<alias>/requests/<id>/status`, `.../requests/<id>` (result), `.../requests/<id>/cancel`, or `https://fal.run/<endpoint id>` (run). Any other address, or none, answers 400 `invalid_request` and nothing is sent anywhere.
@@ -5494,38 +5480,30 @@ export interface operations {
                     } | ({
                         /** @description The images. */
                         images: {
-                            /** @description Its media type, read from the file. */
+                            /** @description Its media type. */
                             content_type: string;
-                            /** @description Length of a video in seconds, read from the file. */
-                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Frames per second of a video, read from the file. */
-                            fps?: number;
-                            /** @description Pixels, read from the file (absent when the file does not say them). */
+                            /** @description Pixels (PNG). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels, read from the file (absent when the file does not say them). */
+                            /** @description Pixels (PNG). */
                             width?: number;
                         }[];
                         /** @description The prompt. */
                         prompt?: string;
                     } | {
                         video: {
-                            /** @description Its media type, read from the file. */
+                            /** @description Its media type. */
                             content_type: string;
-                            /** @description Length of a video in seconds, read from the file. */
-                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Frames per second of a video, read from the file. */
-                            fps?: number;
-                            /** @description Pixels, read from the file (absent when the file does not say them). */
+                            /** @description Pixels (PNG). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels, read from the file (absent when the file does not say them). */
+                            /** @description Pixels (PNG). */
                             width?: number;
                         };
                     });
@@ -5598,7 +5576,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `model_not_allowed` (the key's allow-list, D34). */
+            /** @description `model_not_allowed` (the key's allow-list). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5945,7 +5923,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -5958,7 +5936,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6144,17 +6122,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
             cookie?: never;
         };
-        /** @description `input` (or `text`) and `voice` (or `voice_id`) are required. */
+        /** @description `input` (or `text`) and `voice_id` (or `voice`) are required. */
         requestBody: {
             content: {
                 "application/json": {
@@ -6163,42 +6141,28 @@ export interface operations {
                      * @example Hello from the gateway.
                      */
                     input?: string;
-                    /** @description Accepted and not used: the gateway's speech models take no speaking instructions. */
-                    instructions?: string;
                     /**
-                     * @description `tts-1` and `gpt-4o-mini-tts` name `alpha-multilingual-v2`, `tts-1-hd` names `alpha-v3`; a speech model id of the catalog works as it is (`GET /openai/v1/models`). Default `alpha-multilingual-v2`.
-                     * @example tts-1
-                     */
-                    model?: string;
-                    /**
-                     * @description `mp3` (default), `wav` or `pcm` (raw 24 kHz 16-bit little-endian mono), or a gateway format name.
-                     * @default mp3
+                     * @description Speech model. alpha voices work only with `alpha-*` models; beta voices and your own designed or cloned voices only with `beta-speech-*`.
+                     * @default alpha-multilingual-v2
+                     * @example alpha-multilingual-v2
                      * @enum {string}
                      */
-                    response_format?: "mp3" | "wav" | "pcm" | "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
+                    model?: "alpha-v3" | "alpha-multilingual-v2" | "alpha-flash-v2-5" | "alpha-turbo-v2-5" | "beta-speech-hd" | "beta-speech-turbo";
                     /**
-                     * @description 0.25 to 4.0; only 1.0 (the default) is served, another value answers 400 `invalid_request`.
-                     * @default 1
+                     * @description Audio format of the answer.
+                     * @default mp3_44100_128
+                     * @enum {string}
                      */
-                    speed?: number;
+                    response_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
                     /**
                      * @description Deliver the audio progressively (beta speech models only; ignored by others). The answer is still one complete stream.
                      * @default false
                      */
                     stream?: boolean;
-                    /**
-                     * @description `audio` only: the answer is the audio itself.
-                     * @default audio
-                     * @enum {string}
-                     */
-                    stream_format?: "audio";
                     /** @description Alias of `input`. */
                     text?: string;
-                    /** @description The voice (alias `voice_id`, which wins): a name, an id, or `{id}`. */
-                    voice?: string | {
-                        /** @description A voice id. */
-                        id: string;
-                    };
+                    /** @description Alias of `voice_id`. */
+                    voice?: string;
                     /** @description Voice id from the voice library, or one of your designed or cloned voices (alias `voice`). Required (`voice_required`); there is no default voice. */
                     voice_id?: string;
                     /** @description Voice tuning. */
@@ -6216,10 +6180,10 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The audio (`Content-Type` matches `response_format`: `audio/mpeg`, `audio/wav`, `audio/pcm`). */
+            /** @description The audio (`Content-Type` matches `response_format`). */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -6243,10 +6207,9 @@ export interface operations {
                     "audio/basic": string;
                     "audio/mpeg": string;
                     "audio/pcm": string;
-                    "audio/wav": string;
                 };
             };
-            /** @description Invalid request: `not_a_tts_model` (a model of another kind), `voice_required`, `input_too_long`, `voice_model_mismatch`, `invalid_request` (`speed` other than 1, `response_format` `opus`, `aac` or `flac`, `stream_format` `sse`). */
+            /** @description Invalid request: `not_a_tts_model`, `voice_required`, `input_too_long`, `voice_model_mismatch`, `invalid_request`. */
             400: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6272,7 +6235,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit`. */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6285,7 +6248,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6298,7 +6261,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6328,7 +6291,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35); `voice_unavailable`: a designed or cloned voice gone from the source that made it, or a voice the serving source does not know (nothing charged). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged; `voice_unavailable`: the designed or cloned voice is gone from the upstream source that made it (nothing charged). */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6413,11 +6376,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -6467,7 +6430,7 @@ export interface operations {
             /** @description The transcript: `{text}`; `response_format=text` answers plain text, `verbose_json` adds `duration` and `segments`. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -6523,7 +6486,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6536,7 +6499,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6549,7 +6512,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6579,7 +6542,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6664,11 +6627,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -6696,7 +6659,7 @@ export interface operations {
             /** @description The answer. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -6753,7 +6716,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6766,7 +6729,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6779,7 +6742,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6809,7 +6772,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6898,7 +6861,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Capabilities, endpoints, aliases, streaming and fallback support. */
+            /** @description Capabilities, endpoints, aliases, streaming and fallback support, and whether card top-ups are on. */
             200: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6926,6 +6889,15 @@ export interface operations {
                          * @enum {string}
                          */
                         object: "capabilities";
+                        /** @description How this gateway takes payments, so a client offers a top-up only when it can work. */
+                        payments: {
+                            /** @description Whether card top-ups are on: `POST /v1/billing/checkout` opens a payment page (when off, it answers 404 and deposits come from the operator). */
+                            card_top_ups: boolean;
+                            /** @description The largest top-up in USD (allowed); null when card top-ups are off. */
+                            max_usd: number | null;
+                            /** @description The smallest top-up in USD (allowed); null when card top-ups are off. */
+                            min_usd: number | null;
+                        };
                         /** @description Streaming support. */
                         streaming?: {
                             [key: string]: unknown;
@@ -6946,7 +6918,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6959,7 +6931,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7018,11 +6990,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -7117,7 +7089,7 @@ export interface operations {
             /** @description The completion, or server-sent events when `stream` is true. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -7215,7 +7187,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7228,7 +7200,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7241,7 +7213,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7271,7 +7243,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7360,7 +7332,7 @@ export interface operations {
                  * @example render-42
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -7462,7 +7434,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7475,7 +7447,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7501,7 +7473,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7590,7 +7562,7 @@ export interface operations {
                  * @example render-42
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -7689,7 +7661,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7702,7 +7674,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7728,7 +7700,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7859,7 +7831,7 @@ export interface operations {
                             object: "model";
                             /** @description Model family. */
                             owned_by: string;
-                            /** @description Speech models only (D42): served on the realtime socket `GET /v1/audio/speech/{voice_id}/stream-input` (and `multi-stream-input`). */
+                            /** @description Speech models only: served on the realtime socket `GET /v1/audio/speech/{voice_id}/stream-input` (and `multi-stream-input`). */
                             realtime?: boolean;
                             /**
                              * Format: date
@@ -7903,7 +7875,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7916,7 +7888,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8035,7 +8007,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8048,7 +8020,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8198,7 +8170,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8211,7 +8183,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8274,7 +8246,7 @@ export interface operations {
                  * @example render-42
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -8423,7 +8395,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8436,7 +8408,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8462,7 +8434,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8620,7 +8592,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8633,7 +8605,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found` (unknown, another user's, or not a video); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `job_not_found` (unknown, another user's, or not a video); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8764,7 +8736,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8777,7 +8749,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `job_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8914,7 +8886,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8927,7 +8899,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found`, `not_found` (the content was deleted); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `job_not_found`, `not_found` (the content was deleted); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -9215,7 +9187,7 @@ export interface operations {
                              * @description When the organization was made.
                              */
                             created_at: string;
-                            /** @description Whether the operator overrides some limits of the account (D22). */
+                            /** @description Whether the operator overrides some limits of the account. */
                             has_custom_limits: boolean;
                             /** @description API keys of the account (live and test). */
                             keys: number;
@@ -9301,7 +9273,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The organization's id (`org_...`, D41). */
+                /** @description The organization's id (`org_...`). */
                 org_id: string;
             };
             cookie?: never;
@@ -9322,7 +9294,7 @@ export interface operations {
                          * @description When the organization was made.
                          */
                         created_at: string;
-                        /** @description Whether the operator overrides some limits of the account (D22). */
+                        /** @description Whether the operator overrides some limits of the account. */
                         has_custom_limits: boolean;
                         /** @description API keys of the account (live and test). */
                         keys: number;
@@ -9332,7 +9304,7 @@ export interface operations {
                          */
                         last_key_used_at: string | null;
                         limits: components["schemas"]["TierRow"];
-                        /** @description The account's limit overrides (D22): the tier-row fields set by the operator; `{}` when none. */
+                        /** @description The account's limit overrides: the tier-row fields set by the operator; `{}` when none. */
                         limits_override: {
                             [key: string]: unknown;
                         };
@@ -9348,7 +9320,7 @@ export interface operations {
                             /** @description Email. */
                             email: string;
                             /**
-                             * @description Role (D41).
+                             * @description Role.
                              * @enum {string}
                              */
                             role: "owner" | "admin" | "member" | "viewer";
@@ -9436,7 +9408,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The organization's id (`org_...`, D41). */
+                /** @description The organization's id (`org_...`). */
                 org_id: string;
             };
             cookie?: never;
@@ -9548,7 +9520,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The organization's id (`org_...`, D41). */
+                /** @description The organization's id (`org_...`). */
                 org_id: string;
             };
             cookie?: never;
@@ -9582,13 +9554,13 @@ export interface operations {
                              * @enum {string}
                              */
                             kind: "signup_credit" | "deposit" | "hold" | "hold_release" | "charge" | "refund" | "adjustment";
-                            /** @description The organization whose balance the entry moved (D41). */
+                            /** @description The organization whose balance the entry moved. */
                             org_id: string;
                             /** @description A deposit's payment reference, the model of a call. */
                             reference: string | null;
                             /** @description The request (`req_...`) of the paid call the entry belongs to. */
                             request_id: string | null;
-                            /** @description The member behind the entry (D41): who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
+                            /** @description The member behind the entry: who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
                             user_id: string | null;
                         }[];
                         /** @description More entries follow. */
@@ -9662,12 +9634,12 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The organization's id (`org_...`, D41). */
+                /** @description The organization's id (`org_...`). */
                 org_id: string;
             };
             cookie?: never;
         };
-        /** @description Limit fields to override (D22). */
+        /** @description Limit fields to override. */
         requestBody: {
             content: {
                 "application/json": {
@@ -9702,7 +9674,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description The account's limit overrides (D22): the tier-row fields set by the operator; `{}` when none. */
+                        /** @description The account's limit overrides: the tier-row fields set by the operator; `{}` when none. */
                         limits_override: {
                             [key: string]: unknown;
                         };
@@ -9793,7 +9765,7 @@ export interface operations {
                  * @example 20
                  */
                 limit?: string;
-                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /** @description Only this model. */
                 model?: string;
@@ -9804,12 +9776,12 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 to?: string;
-                /** @description Only calls made by this member (D41). */
+                /** @description Only calls made by this member. */
                 user_id?: string;
             };
             header?: never;
             path: {
-                /** @description The organization's id (`org_...`, D41). */
+                /** @description The organization's id (`org_...`). */
                 org_id: string;
             };
             cookie?: never;
@@ -9867,9 +9839,9 @@ export interface operations {
                              * @enum {string}
                              */
                             object: "usage.record";
-                            /** @description The organization charged (D41). */
+                            /** @description The organization charged. */
                             org_id: string;
-                            /** @description `true` for a realtime socket's record (D42, D43): one record per socket, whatever its length. */
+                            /** @description `true` for a realtime socket's record: one record per socket, whatever its length. */
                             realtime: boolean;
                             /**
                              * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
@@ -9893,7 +9865,7 @@ export interface operations {
                                 /** @description Music, sound effects and video: seconds. */
                                 seconds?: number;
                             };
-                            /** @description The member who made the call (D41): the key's creator or the session's user; null for calls from before organizations. */
+                            /** @description The member who made the call: the key's creator or the session's user; null for calls from before organizations. */
                             user_id: string | null;
                         }[];
                         /** @description More records follow. */
@@ -9967,7 +9939,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The organization's id (`org_...`, D41). */
+                /** @description The organization's id (`org_...`). */
                 org_id: string;
             };
             cookie?: never;
@@ -10070,9 +10042,9 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id, D41). */
+                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
                 group_by?: "day" | "model" | "key" | "user";
-                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
                  * @description Until, exclusive (default: now; a date includes that day in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
@@ -10087,7 +10059,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The organization's id (`org_...`, D41). */
+                /** @description The organization's id (`org_...`). */
                 org_id: string;
             };
             cookie?: never;
@@ -10386,7 +10358,7 @@ export interface operations {
                             families: string[];
                             /** @description Calls running now. */
                             in_flight: number;
-                            /** @description The source's latest failed call since this process started (D35), or null. */
+                            /** @description The source's latest failed call since this process started, or null. */
                             last_error: {
                                 /**
                                  * Format: date-time
@@ -10497,7 +10469,7 @@ export interface operations {
                             created_at: string;
                             /** @description Email (stored lowercased). */
                             email: string;
-                            /** @description Whether the operator overrides some limits of the account (D22). */
+                            /** @description Whether the operator overrides some limits of the account. */
                             has_custom_limits: boolean;
                             /** @description API keys of the account (live and test). */
                             keys: number;
@@ -10506,7 +10478,7 @@ export interface operations {
                              * @description When one of its keys was last used (written at most once a minute per key), or null.
                              */
                             last_key_used_at: string | null;
-                            /** @description The user's personal organization (D41), whose balance, tier and keys these are. */
+                            /** @description The user's personal organization, whose balance, tier and keys these are. */
                             org_id: string;
                             /** @description Effective tier, 0 to 4 (the override when set, else by deposits). */
                             tier: number;
@@ -10581,7 +10553,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization. */
                 user_id: string;
             };
             cookie?: never;
@@ -10604,7 +10576,7 @@ export interface operations {
                         created_at: string;
                         /** @description Email (stored lowercased). */
                         email: string;
-                        /** @description Whether the operator overrides some limits of the account (D22). */
+                        /** @description Whether the operator overrides some limits of the account. */
                         has_custom_limits: boolean;
                         /** @description API keys of the account (live and test). */
                         keys: number;
@@ -10614,7 +10586,7 @@ export interface operations {
                          */
                         last_key_used_at: string | null;
                         limits: components["schemas"]["TierRow"];
-                        /** @description The account's limit overrides (D22): the tier-row fields set by the operator; `{}` when none. */
+                        /** @description The account's limit overrides: the tier-row fields set by the operator; `{}` when none. */
                         limits_override: {
                             [key: string]: unknown;
                         };
@@ -10623,7 +10595,7 @@ export interface operations {
                          * @enum {string}
                          */
                         object: "admin.account";
-                        /** @description The user's personal organization (D41), whose balance, tier and keys these are. */
+                        /** @description The user's personal organization, whose balance, tier and keys these are. */
                         org_id: string;
                         /** @description Effective tier, 0 to 4 (the override when set, else by deposits). */
                         tier: number;
@@ -10699,7 +10671,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization. */
                 user_id: string;
             };
             cookie?: never;
@@ -10813,7 +10785,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization. */
                 user_id: string;
             };
             cookie?: never;
@@ -10847,13 +10819,13 @@ export interface operations {
                              * @enum {string}
                              */
                             kind: "signup_credit" | "deposit" | "hold" | "hold_release" | "charge" | "refund" | "adjustment";
-                            /** @description The organization whose balance the entry moved (D41). */
+                            /** @description The organization whose balance the entry moved. */
                             org_id: string;
                             /** @description A deposit's payment reference, the model of a call. */
                             reference: string | null;
                             /** @description The request (`req_...`) of the paid call the entry belongs to. */
                             request_id: string | null;
-                            /** @description The member behind the entry (D41): who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
+                            /** @description The member behind the entry: who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
                             user_id: string | null;
                         }[];
                         /** @description More entries follow. */
@@ -10927,12 +10899,12 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization. */
                 user_id: string;
             };
             cookie?: never;
         };
-        /** @description Limit fields to override (D22). */
+        /** @description Limit fields to override. */
         requestBody: {
             content: {
                 "application/json": {
@@ -10967,7 +10939,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description The account's limit overrides (D22): the tier-row fields set by the operator; `{}` when none. */
+                        /** @description The account's limit overrides: the tier-row fields set by the operator; `{}` when none. */
                         limits_override: {
                             [key: string]: unknown;
                         };
@@ -11060,7 +11032,7 @@ export interface operations {
                  * @example 20
                  */
                 limit?: string;
-                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /** @description Only this model. */
                 model?: string;
@@ -11071,12 +11043,12 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 to?: string;
-                /** @description Only calls made by this member (D41). */
+                /** @description Only calls made by this member. */
                 user_id?: string;
             };
             header?: never;
             path: {
-                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization. */
                 user_id: string;
             };
             cookie?: never;
@@ -11134,9 +11106,9 @@ export interface operations {
                              * @enum {string}
                              */
                             object: "usage.record";
-                            /** @description The organization charged (D41). */
+                            /** @description The organization charged. */
                             org_id: string;
-                            /** @description `true` for a realtime socket's record (D42, D43): one record per socket, whatever its length. */
+                            /** @description `true` for a realtime socket's record: one record per socket, whatever its length. */
                             realtime: boolean;
                             /**
                              * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
@@ -11160,7 +11132,7 @@ export interface operations {
                                 /** @description Music, sound effects and video: seconds. */
                                 seconds?: number;
                             };
-                            /** @description The member who made the call (D41): the key's creator or the session's user; null for calls from before organizations. */
+                            /** @description The member who made the call: the key's creator or the session's user; null for calls from before organizations. */
                             user_id: string | null;
                         }[];
                         /** @description More records follow. */
@@ -11234,7 +11206,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization. */
                 user_id: string;
             };
             cookie?: never;
@@ -11339,9 +11311,9 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id, D41). */
+                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
                 group_by?: "day" | "model" | "key" | "user";
-                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
                  * @description Until, exclusive (default: now; a date includes that day in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
@@ -11356,7 +11328,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization (D41). */
+                /** @description The user's id (`usr_...`); the operation acts on the user's personal organization. */
                 user_id: string;
             };
             cookie?: never;
@@ -11479,11 +11451,11 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -11525,7 +11497,7 @@ export interface operations {
             /** @description The music as audio bytes in `response_format`; with `?save_to_blob=1` the JSON `audio.generation` instead. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -11578,7 +11550,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -11591,7 +11563,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -11604,7 +11576,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -11634,7 +11606,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -11722,11 +11694,11 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -11769,7 +11741,7 @@ export interface operations {
             /** @description The sound effect as audio bytes in `response_format`; with `?save_to_blob=1` the JSON `audio.generation` instead. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -11822,7 +11794,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -11835,7 +11807,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -11848,7 +11820,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -11878,7 +11850,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -11963,11 +11935,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -12024,7 +11996,7 @@ export interface operations {
             /** @description The audio (`Content-Type` matches `response_format`). */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -12076,7 +12048,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12089,7 +12061,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12102,7 +12074,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12132,7 +12104,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35); `voice_unavailable`: the designed or cloned voice is gone from the upstream source that made it (nothing charged). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged; `voice_unavailable`: the designed or cloned voice is gone from the upstream source that made it (nothing charged). */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12221,7 +12193,7 @@ export interface operations {
                 auto_mode?: "true" | "false";
                 /** @description Seconds without a message before the socket closes (1 to 180, default 20). */
                 inactivity_timeout?: string;
-                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id (D36); default the default speech model. */
+                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id; default the default speech model. */
                 model_id?: string;
                 /** @description Audio format of every chunk (ElevenLabs' names). */
                 output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
@@ -12230,7 +12202,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
@@ -12295,7 +12267,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12308,7 +12280,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12338,7 +12310,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12427,7 +12399,7 @@ export interface operations {
                 auto_mode?: "true" | "false";
                 /** @description Seconds without a message before the socket closes (1 to 180, default 20). */
                 inactivity_timeout?: string;
-                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id (D36); default the default speech model. */
+                /** @description A speech model of the catalog with realtime support, or an ElevenLabs id; default the default speech model. */
                 model_id?: string;
                 /** @description Audio format of every chunk (ElevenLabs' names). */
                 output_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
@@ -12436,7 +12408,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
@@ -12501,7 +12473,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12514,7 +12486,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12544,7 +12516,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12629,11 +12601,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -12683,7 +12655,7 @@ export interface operations {
             /** @description The transcript: `{text}`; `response_format=text` answers plain text, `verbose_json` adds `duration` and `segments`. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -12739,7 +12711,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12752,7 +12724,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12765,7 +12737,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12795,7 +12767,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12905,7 +12877,7 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
@@ -12967,7 +12939,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -12980,7 +12952,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13010,7 +12982,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13082,11 +13054,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -13114,7 +13086,7 @@ export interface operations {
             /** @description The answer. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -13171,7 +13143,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13184,7 +13156,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13197,7 +13169,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13227,7 +13199,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13312,11 +13284,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -13345,7 +13317,7 @@ export interface operations {
             /** @description The new voice. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -13402,7 +13374,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_credits` (balance below 2.1 USD), `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `insufficient_credits` (balance below 2.1 USD), `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13415,7 +13387,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13428,7 +13400,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13458,7 +13430,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13556,11 +13528,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -13604,7 +13576,7 @@ export interface operations {
             /** @description The new voice. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -13663,7 +13635,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_credits` (balance below 4.2 USD), `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `insufficient_credits` (balance below 4.2 USD), `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13676,7 +13648,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13689,7 +13661,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13719,7 +13691,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13865,7 +13837,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -13878,7 +13850,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14055,7 +14027,7 @@ export interface operations {
                              */
                             last_used_at: string | null;
                             /**
-                             * @description `live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none (D32).
+                             * @description `live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none.
                              * @enum {string}
                              */
                             mode: "live" | "test";
@@ -14066,7 +14038,7 @@ export interface operations {
                             /** @description First 12 characters of the secret. */
                             prefix: string;
                             /**
-                             * @description The role the key acts with (D41): its creator's role when it was made, at most `admin`.
+                             * @description The role the key acts with: its creator's role when it was made, at most `admin`.
                              * @enum {string}
                              */
                             role: "owner" | "admin" | "member" | "viewer";
@@ -14103,7 +14075,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14116,7 +14088,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14195,7 +14167,7 @@ export interface operations {
                     /** @description Optional label, at most 64 characters. */
                     name?: string | null;
                     /**
-                     * @description The role the key acts with (D41): at most the creator's (an owner's keys act as `admin`), which is the default; `viewer` makes a read-only key.
+                     * @description The role the key acts with: at most the creator's (an owner's keys act as `admin`), which is the default; `viewer` makes a read-only key.
                      * @enum {string|null}
                      */
                     role?: "admin" | "member" | "viewer" | null;
@@ -14240,7 +14212,7 @@ export interface operations {
                         /** @description Key id. */
                         key_id: string;
                         /**
-                         * @description `live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none (D32).
+                         * @description `live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none.
                          * @enum {string}
                          */
                         mode: "live" | "test";
@@ -14249,7 +14221,7 @@ export interface operations {
                         /** @description Label. */
                         name: string | null;
                         /**
-                         * @description The role the key acts with (D41): its creator's role when it was made, at most `admin`.
+                         * @description The role the key acts with: its creator's role when it was made, at most `admin`.
                          * @enum {string}
                          */
                         role: "owner" | "admin" | "member" | "viewer";
@@ -14293,7 +14265,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14306,7 +14278,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14432,7 +14404,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14445,7 +14417,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `key_not_found` (not the caller's key); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `key_not_found` (not the caller's key); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14578,7 +14550,7 @@ export interface operations {
                          */
                         last_used_at: string | null;
                         /**
-                         * @description `live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none (D32).
+                         * @description `live` keys move money; `test` keys (`gw_test_...`) are served by the simulator and move none.
                          * @enum {string}
                          */
                         mode: "live" | "test";
@@ -14589,7 +14561,7 @@ export interface operations {
                         /** @description First 12 characters of the secret. */
                         prefix: string;
                         /**
-                         * @description The role the key acts with (D41): its creator's role when it was made, at most `admin`.
+                         * @description The role the key acts with: its creator's role when it was made, at most `admin`.
                          * @enum {string}
                          */
                         role: "owner" | "admin" | "member" | "viewer";
@@ -14633,7 +14605,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14646,7 +14618,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `key_not_found` (not the caller's key); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `key_not_found` (not the caller's key); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14787,7 +14759,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14800,7 +14772,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -14879,7 +14851,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description Session token (secret): acts for the user's personal organization, or the one named by `X-Svc-Org` (D41). */
+                        /** @description Session token (secret): acts for the user's personal organization, or the one named by `X-Svc-Org`. */
                         session_token: string;
                         /** @description User id. */
                         user_id: string;
@@ -14971,7 +14943,7 @@ export interface operations {
                         created_at: string;
                         /** @description The caller's email address. */
                         email: string | null;
-                        /** @description The organization the call acts for (D41): the key's, or the session's (`X-Svc-Org`, default the personal one). */
+                        /** @description The organization the call acts for: the key's, or the session's (`X-Svc-Org`, default the personal one). */
                         org_id: string;
                         /** @description Its name. */
                         org_name: string | null;
@@ -14982,13 +14954,13 @@ export interface operations {
                             /** @description Organization id. */
                             org_id: string;
                             /**
-                             * @description A role in the organization (D41): `owner`, `admin`, `member` or `viewer`.
+                             * @description A role in the organization: `owner`, `admin`, `member` or `viewer`.
                              * @enum {string}
                              */
                             role: "owner" | "admin" | "member" | "viewer";
                         }[];
                         /**
-                         * @description A role in the organization (D41): `owner`, `admin`, `member` or `viewer`.
+                         * @description A role in the organization: `owner`, `admin`, `member` or `viewer`.
                          * @enum {string}
                          */
                         role: "owner" | "admin" | "member" | "viewer";
@@ -14998,7 +14970,7 @@ export interface operations {
                         tier_name: string;
                         /** @description Cumulative deposits (USD, at most 6 decimals). */
                         total_deposits_usd: number;
-                        /** @description The caller (D41): the session's user, or the user who made the API key. */
+                        /** @description The caller: the session's user, or the user who made the API key. */
                         user_id: string | null;
                     };
                 };
@@ -15016,7 +14988,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15029,7 +15001,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15107,7 +15079,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The new user, its personal organization (D41) and their first secrets. */
+            /** @description The new user, its personal organization and their first secrets. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -15116,7 +15088,7 @@ export interface operations {
                     "application/json": {
                         /** @description API key (secret) of the personal organization. */
                         api_key: string;
-                        /** @description The user's personal organization (`org_...`, D41): it holds the signup credit, the balance and the key. */
+                        /** @description The user's personal organization (`org_...`): it holds the signup credit, the balance and the key. */
                         org_id: string;
                         /** @description Session token (secret). */
                         session_token: string;
@@ -15228,7 +15200,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15241,7 +15213,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15362,7 +15334,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15375,7 +15347,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15492,7 +15464,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15505,7 +15477,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `not_found` (payments are off: no `STRIPE_SECRET_KEY`); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `not_found` (payments are off: no `STRIPE_SECRET_KEY`); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15640,7 +15612,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15653,7 +15625,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `not_found` (payments are off: no `STRIPE_SECRET_KEY`); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `not_found` (payments are off: no `STRIPE_SECRET_KEY`); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15781,13 +15753,13 @@ export interface operations {
                              * @enum {string}
                              */
                             kind: "signup_credit" | "deposit" | "hold" | "hold_release" | "charge" | "refund" | "adjustment";
-                            /** @description The organization whose balance the entry moved (D41). */
+                            /** @description The organization whose balance the entry moved. */
                             org_id: string;
                             /** @description A deposit's payment reference, the model of a call. */
                             reference: string | null;
                             /** @description The request (`req_...`) of the paid call the entry belongs to. */
                             request_id: string | null;
-                            /** @description The member behind the entry (D41): who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
+                            /** @description The member behind the entry: who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
                             user_id: string | null;
                         }[];
                         /** @description More entries follow. */
@@ -15826,7 +15798,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15839,7 +15811,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -15983,7 +15955,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Capabilities, endpoints, aliases, streaming and fallback support. */
+            /** @description Capabilities, endpoints, aliases, streaming and fallback support, and whether card top-ups are on. */
             200: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16011,6 +15983,15 @@ export interface operations {
                          * @enum {string}
                          */
                         object: "capabilities";
+                        /** @description How this gateway takes payments, so a client offers a top-up only when it can work. */
+                        payments: {
+                            /** @description Whether card top-ups are on: `POST /v1/billing/checkout` opens a payment page (when off, it answers 404 and deposits come from the operator). */
+                            card_top_ups: boolean;
+                            /** @description The largest top-up in USD (allowed); null when card top-ups are off. */
+                            max_usd: number | null;
+                            /** @description The smallest top-up in USD (allowed); null when card top-ups are off. */
+                            min_usd: number | null;
+                        };
                         /** @description Streaming support. */
                         streaming?: {
                             [key: string]: unknown;
@@ -16031,7 +16012,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16044,7 +16025,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16103,11 +16084,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -16202,7 +16183,7 @@ export interface operations {
             /** @description The completion, or server-sent events when `stream` is true. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -16300,7 +16281,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16313,7 +16294,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16326,7 +16307,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16356,7 +16337,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16606,7 +16587,7 @@ export interface operations {
                              */
                             kind: "image" | "video" | "audio";
                             /**
-                             * @description `test` when a test-mode key made it (D32): priced, but no money moved.
+                             * @description `test` when a test-mode key made it: priced, but no money moved.
                              * @enum {string}
                              */
                             mode: "live" | "test";
@@ -16657,7 +16638,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16670,7 +16651,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16738,7 +16719,7 @@ export interface operations {
                  * @example wait=30
                  */
                 prefer?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -16775,7 +16756,7 @@ export interface operations {
                      */
                     prompt: string;
                     /**
-                     * @description Also POST this job's terminal event here (D31), signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.
+                     * @description Also POST this job's terminal event here, signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.
                      * @example https://example.com/hooks/jobs
                      */
                     webhook_url?: string;
@@ -16839,7 +16820,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_balance`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `insufficient_balance`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16852,7 +16833,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16865,7 +16846,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16891,7 +16872,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -16972,7 +16953,7 @@ export interface operations {
                  * @example wait=30
                  */
                 prefer?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -17023,7 +17004,7 @@ export interface operations {
                      */
                     size?: string;
                     /**
-                     * @description Also POST this job's terminal event here (D31), signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.
+                     * @description Also POST this job's terminal event here, signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.
                      * @example https://example.com/hooks/jobs
                      */
                     webhook_url?: string;
@@ -17087,7 +17068,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_balance`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `insufficient_balance`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17100,7 +17081,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17113,7 +17094,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17139,7 +17120,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17244,7 +17225,7 @@ export interface operations {
                         /** @description Organization id. */
                         org_id: string;
                         /**
-                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                          * @enum {string}
                          */
                         role: "owner" | "admin" | "member" | "viewer";
@@ -17279,7 +17260,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `invite_email_mismatch` (the session's user is not the invited email), `forbidden_role` (an API key: accept with a session); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `invite_email_mismatch` (the session's user is not the invited email), `forbidden_role` (an API key: accept with a session); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17292,7 +17273,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `invite_not_found` (unknown, used or expired); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `invite_not_found` (unknown, used or expired); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17456,7 +17437,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17469,7 +17450,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17587,7 +17568,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17600,7 +17581,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found` (unknown or another user's job); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `job_not_found` (unknown or another user's job); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17721,7 +17702,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17734,7 +17715,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found` (unknown or another user's job); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `job_not_found` (unknown or another user's job); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17868,7 +17849,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17881,7 +17862,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found` (unknown or another user's job); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `job_not_found` (unknown or another user's job); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -17999,11 +17980,11 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes a retry safe (D37): the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
                  * @example retry-7f3a
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -18081,7 +18062,7 @@ export interface operations {
             /** @description The message, or server-sent events when `stream` is true. */
             200: {
                 headers: {
-                    /** @description `true` on an answer replayed for an `Idempotency-Key` (D37): the stored answer of the first request, nothing charged again. */
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
                     "Idempotent-Replayed"?: string;
                     /** @description Balance after the charge, USD. */
                     "X-Svc-Balance-USD"?: string;
@@ -18171,7 +18152,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18184,7 +18165,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18197,7 +18178,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18227,7 +18208,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18358,7 +18339,7 @@ export interface operations {
                             object: "model";
                             /** @description Model family. */
                             owned_by: string;
-                            /** @description Speech models only (D42): served on the realtime socket `GET /v1/audio/speech/{voice_id}/stream-input` (and `multi-stream-input`). */
+                            /** @description Speech models only: served on the realtime socket `GET /v1/audio/speech/{voice_id}/stream-input` (and `multi-stream-input`). */
                             realtime?: boolean;
                             /**
                              * Format: date
@@ -18402,7 +18383,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18415,7 +18396,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18534,7 +18515,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18547,7 +18528,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18632,6 +18613,8 @@ export interface operations {
                             created_at: string;
                             /** @description Organization id (`org_...`). */
                             id: string;
+                            /** @description How many members it has, the caller included. */
+                            member_count: number;
                             /** @description Its name (a personal organization: its owner's email). */
                             name: string | null;
                             /**
@@ -18639,8 +18622,10 @@ export interface operations {
                              * @enum {string}
                              */
                             object: "organization";
+                            /** @description Whether it is a personal organization: the one each user gets at registration, named after its owner's email, which cannot be deleted. */
+                            personal: boolean;
                             /**
-                             * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                             * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                              * @enum {string}
                              */
                             role: "owner" | "admin" | "member" | "viewer";
@@ -18672,7 +18657,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18685,7 +18670,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18778,6 +18763,8 @@ export interface operations {
                         created_at: string;
                         /** @description Organization id (`org_...`). */
                         id: string;
+                        /** @description How many members it has, the caller included. */
+                        member_count: number;
                         /** @description Its name (a personal organization: its owner's email). */
                         name: string | null;
                         /**
@@ -18785,8 +18772,10 @@ export interface operations {
                          * @enum {string}
                          */
                         object: "organization";
+                        /** @description Whether it is a personal organization: the one each user gets at registration, named after its owner's email, which cannot be deleted. */
+                        personal: boolean;
                         /**
-                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                          * @enum {string}
                          */
                         role: "owner" | "admin" | "member" | "viewer";
@@ -18825,7 +18814,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (an API key without a member behind it); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (an API key without a member behind it); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18838,7 +18827,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -18940,6 +18929,8 @@ export interface operations {
                         created_at: string;
                         /** @description Organization id (`org_...`). */
                         id: string;
+                        /** @description How many members it has, the caller included. */
+                        member_count: number;
                         /** @description Its name (a personal organization: its owner's email). */
                         name: string | null;
                         /**
@@ -18947,8 +18938,10 @@ export interface operations {
                          * @enum {string}
                          */
                         object: "organization";
+                        /** @description Whether it is a personal organization: the one each user gets at registration, named after its owner's email, which cannot be deleted. */
+                        personal: boolean;
                         /**
-                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                          * @enum {string}
                          */
                         role: "owner" | "admin" | "member" | "viewer";
@@ -18987,7 +18980,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19000,7 +18993,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19129,7 +19122,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (not an owner); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (not an owner); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19142,7 +19135,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19267,6 +19260,8 @@ export interface operations {
                         created_at: string;
                         /** @description Organization id (`org_...`). */
                         id: string;
+                        /** @description How many members it has, the caller included. */
+                        member_count: number;
                         /** @description Its name (a personal organization: its owner's email). */
                         name: string | null;
                         /**
@@ -19274,8 +19269,10 @@ export interface operations {
                          * @enum {string}
                          */
                         object: "organization";
+                        /** @description Whether it is a personal organization: the one each user gets at registration, named after its owner's email, which cannot be deleted. */
+                        personal: boolean;
                         /**
-                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                          * @enum {string}
                          */
                         role: "owner" | "admin" | "member" | "viewer";
@@ -19314,7 +19311,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19327,7 +19324,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19461,7 +19458,7 @@ export interface operations {
                             /** @description Organization id. */
                             org_id: string;
                             /**
-                             * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                             * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                              * @enum {string}
                              */
                             role: "owner" | "admin" | "member" | "viewer";
@@ -19500,7 +19497,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19513,7 +19510,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19602,7 +19599,7 @@ export interface operations {
                      */
                     email: string;
                     /**
-                     * @description `owner`, `admin`, `member` or `viewer` (D41).
+                     * @description `owner`, `admin`, `member` or `viewer`.
                      * @enum {string}
                      */
                     role: "owner" | "admin" | "member" | "viewer";
@@ -19647,7 +19644,7 @@ export interface operations {
                         /** @description Organization id. */
                         org_id: string;
                         /**
-                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                          * @enum {string}
                          */
                         role: "owner" | "admin" | "member" | "viewer";
@@ -19682,7 +19679,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19695,7 +19692,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19852,7 +19849,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19865,7 +19862,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found`, `invite_not_found` (unknown or already accepted); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found`, `invite_not_found` (unknown or already accepted); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -19975,7 +19972,7 @@ export interface operations {
                             /** @description Organization id. */
                             org_id: string;
                             /**
-                             * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                             * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                              * @enum {string}
                              */
                             role: "owner" | "admin" | "member" | "viewer";
@@ -20016,7 +20013,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -20029,7 +20026,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -20162,7 +20159,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -20175,7 +20172,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found`, `member_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found`, `member_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -20274,7 +20271,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description `owner`, `admin`, `member` or `viewer` (D41).
+                     * @description `owner`, `admin`, `member` or `viewer`.
                      * @enum {string}
                      */
                     role: "owner" | "admin" | "member" | "viewer";
@@ -20308,7 +20305,7 @@ export interface operations {
                         /** @description Organization id. */
                         org_id: string;
                         /**
-                         * @description A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
+                         * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                          * @enum {string}
                          */
                         role: "owner" | "admin" | "member" | "viewer";
@@ -20343,7 +20340,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role does not allow this); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -20356,7 +20353,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found`, `member_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found`, `member_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -20467,7 +20464,7 @@ export interface operations {
                     "application/json": {
                         /** @description Image, video and audio models, sorted by `id`. */
                         media: {
-                            /** @description Deprecated (D35): a legacy model, or one with a shutdown date. */
+                            /** @description Deprecated: a legacy model, or one with a shutdown date. */
                             deprecated: boolean;
                             /** @description Shape by `pricing_mode` (for example `provider_cost`, `markup` for per-image). */
                             detail: {
@@ -20546,7 +20543,7 @@ export interface operations {
                  * @example 20
                  */
                 limit?: string;
-                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /** @description Only this model. */
                 model?: string;
@@ -20557,7 +20554,7 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 to?: string;
-                /** @description Only calls made by this member (D41). */
+                /** @description Only calls made by this member. */
                 user_id?: string;
             };
             header?: never;
@@ -20621,9 +20618,9 @@ export interface operations {
                              * @enum {string}
                              */
                             object: "usage.record";
-                            /** @description The organization charged (D41). */
+                            /** @description The organization charged. */
                             org_id: string;
-                            /** @description `true` for a realtime socket's record (D42, D43): one record per socket, whatever its length. */
+                            /** @description `true` for a realtime socket's record: one record per socket, whatever its length. */
                             realtime: boolean;
                             /**
                              * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
@@ -20647,7 +20644,7 @@ export interface operations {
                                 /** @description Music, sound effects and video: seconds. */
                                 seconds?: number;
                             };
-                            /** @description The member who made the call (D41): the key's creator or the session's user; null for calls from before organizations. */
+                            /** @description The member who made the call: the key's creator or the session's user; null for calls from before organizations. */
                             user_id: string | null;
                         }[];
                         /** @description More records follow. */
@@ -20686,7 +20683,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -20699,7 +20696,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -20826,13 +20823,13 @@ export interface operations {
                              * @enum {string}
                              */
                             kind: "signup_credit" | "deposit" | "hold" | "hold_release" | "charge" | "refund" | "adjustment";
-                            /** @description The organization whose balance the entry moved (D41). */
+                            /** @description The organization whose balance the entry moved. */
                             org_id: string;
                             /** @description A deposit's payment reference, the model of a call. */
                             reference: string | null;
                             /** @description The request (`req_...`) of the paid call the entry belongs to. */
                             request_id: string | null;
-                            /** @description The member behind the entry (D41): who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
+                            /** @description The member behind the entry: who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations. */
                             user_id: string | null;
                         }[];
                         /**
@@ -20847,9 +20844,9 @@ export interface operations {
                          * @enum {string}
                          */
                         object: "usage.record";
-                        /** @description The organization charged (D41). */
+                        /** @description The organization charged. */
                         org_id: string;
-                        /** @description `true` for a realtime socket's record (D42, D43): one record per socket, whatever its length. */
+                        /** @description `true` for a realtime socket's record: one record per socket, whatever its length. */
                         realtime: boolean;
                         /**
                          * @description `processing` while a synchronous call runs, a job's status for a job; `failed` calls and `refunded` streams cost 0.
@@ -20873,7 +20870,7 @@ export interface operations {
                             /** @description Music, sound effects and video: seconds. */
                             seconds?: number;
                         };
-                        /** @description The member who made the call (D41): the key's creator or the session's user; null for calls from before organizations. */
+                        /** @description The member who made the call: the key's creator or the session's user; null for calls from before organizations. */
                         user_id: string | null;
                     };
                 };
@@ -20904,7 +20901,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -20917,7 +20914,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `request_not_found` (unknown, or another account's); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `request_not_found` (unknown, or another account's); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -20992,9 +20989,9 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id, D41). */
+                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
                 group_by?: "day" | "model" | "key" | "user";
-                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
                  * @description Until, exclusive (default: now; a date includes that day in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
@@ -21095,7 +21092,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21108,7 +21105,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21170,9 +21167,9 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id, D41). */
+                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
                 group_by?: "day" | "model" | "key" | "user";
-                /** @description `live` (default) or `test`: records of test-mode keys (D32) show only with `test`. */
+                /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
                  * @description Until, exclusive (default: now; a date includes that day in `tz`): an ISO date (`2025-03-01`, a whole day) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
@@ -21230,7 +21227,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21243,7 +21240,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21393,7 +21390,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21406,7 +21403,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21469,7 +21466,7 @@ export interface operations {
                  * @example render-42
                  */
                 "idempotency-key"?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -21618,7 +21615,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21631,7 +21628,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21657,7 +21654,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21815,7 +21812,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21828,7 +21825,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found` (unknown, another user's, or not a video); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `job_not_found` (unknown, another user's, or not a video); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21959,7 +21956,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21972,7 +21969,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `job_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22109,7 +22106,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22122,7 +22119,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `job_not_found`, `not_found` (the content was deleted); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `job_not_found`, `not_found` (the content was deleted); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22229,7 +22226,7 @@ export interface operations {
                  * @example wait=30
                  */
                 prefer?: string;
-                /** @description Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
+                /** @description Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored. */
                 "x-svc-simulate"?: string;
             };
             path?: never;
@@ -22266,7 +22263,7 @@ export interface operations {
                      */
                     prompt: string;
                     /**
-                     * @description Also POST this job's terminal event here (D31), signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.
+                     * @description Also POST this job's terminal event here, signed with the account's default secret (`GET /v1/webhooks/secret`). `https://` on a public address.
                      * @example https://example.com/hooks/jobs
                      */
                     webhook_url?: string;
@@ -22330,7 +22327,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `insufficient_balance`, `key_spend_limit` (the key's spend limit, D34). */
+            /** @description Balance too low: `insufficient_balance`, `key_spend_limit` (the key's spend limit). */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22343,7 +22340,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `model_not_allowed` (not in the key's `models`, D34); `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22356,7 +22353,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22382,7 +22379,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged. */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22518,7 +22515,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22531,7 +22528,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22674,7 +22671,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22687,7 +22684,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22816,7 +22813,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22829,7 +22826,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `webhook_not_found` (unknown or another account's endpoint); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `webhook_not_found` (unknown or another account's endpoint); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22958,7 +22955,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -22971,7 +22968,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `webhook_not_found` (unknown or another account's endpoint); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `webhook_not_found` (unknown or another account's endpoint); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -23170,7 +23167,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -23183,7 +23180,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -23347,7 +23344,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -23360,7 +23357,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `delivery_not_found` (unknown or another account's delivery); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `delivery_not_found` (unknown or another account's delivery); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -23468,7 +23465,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this, D41). */
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -23481,7 +23478,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */

@@ -2,10 +2,13 @@
  * The live model list (spec "Other endpoints", Versioning 6; D23): `GET /v1/models` (filters `tier` and
  * `capability`; disabled models omitted), `GET /v1/models/recommend?agent=` and `GET /v1/capabilities`.
  * Everything is read from the catalog; each model carries its lifecycle (D35: `deprecated`, `shutdown_date`).
+ * `GET /v1/capabilities` also says whether card top-ups are on (D33; issue 42: a client such as the console
+ * learns it there, without a `GET /v1/billing/checkout` that answers 404 when they are off).
  */
 import { lifecycleOf } from "../../catalog/lifecycle.ts";
 import { enabledModels } from "../../catalog/models.ts";
 import { TEXT_ALIASES, TEXT_MODELS } from "../../catalog/text-models.ts";
+import type { Topups } from "../../accounts/topups.ts";
 import type { App } from "../types.ts";
 import { getCapabilitiesSchema, listModelsSchema, recommendModelSchema } from "../schemas/models.ts";
 
@@ -75,12 +78,24 @@ const RECOMMEND: Record<string, { alias: string; why: string }> = {
   cheap: { alias: "cheap", why: "the lowest price per token" },
 };
 
+/** The `payments` of `GET /v1/capabilities`: whether card top-ups (D33) are on, and their bounds in USD (null when off). */
+export function paymentsCapability(payments: Topups | null): { card_top_ups: boolean; min_usd: number | null; max_usd: number | null } {
+  if (payments === null) return { card_top_ups: false, min_usd: null, max_usd: null };
+  const { min_usd, max_usd } = payments.settings();
+  return { card_top_ups: true, min_usd, max_usd };
+}
+
 /**
- * Registers `GET /v1/models`, `/v1/models/recommend` and `/v1/capabilities` on `app`. `list` gives the
- * entries and the schema of the model list (default: every enabled model, {@link allModels}; the OpenAI
- * dialect lists its own, D48); the `tier` and `capability` filters apply to either.
+ * Registers `GET /v1/models`, `/v1/models/recommend` and `/v1/capabilities` on `app`; `payments` is null
+ * when card top-ups are off. `list` gives the entries and the schema of the model list (default: every
+ * enabled model, {@link allModels}; the OpenAI dialect lists its own, D48); the `tier` and `capability`
+ * filters apply to either.
  */
-export function modelRoutes(app: App, list: { models: () => ModelEntry[]; schema: typeof listModelsSchema } = { models: allModels, schema: listModelsSchema }): void {
+export function modelRoutes(
+  app: App,
+  payments: Topups | null,
+  list: { models: () => ModelEntry[]; schema: typeof listModelsSchema } = { models: allModels, schema: listModelsSchema },
+): void {
   app.get("/v1/models", { schema: list.schema }, async (req) => {
     const query = req.query;
     let data = list.models();
@@ -123,6 +138,7 @@ export function modelRoutes(app: App, list: { models: () => ModelEntry[]; schema
       aliases: { ...TEXT_ALIASES },
       streaming: { chat: true, messages: true, speech: ["beta-speech-hd", "beta-speech-turbo"] },
       fallback: { header: "X-Svc-Fallback", layers: [1, 2, 3] },
+      payments: paymentsCapability(payments),
     };
   });
 }

@@ -43,22 +43,22 @@ const ACCOUNT_ERR = {
   404: "`user_not_found` (no such account), or `not_found` (the operator API is off)",
 };
 
-const USER_PARAMS = obj({ user_id: str("The user's id (`usr_...`); the operation acts on the user's personal organization (D41).", { maxLength: 200 }) }, ["user_id"]);
-const ORG_PARAMS = obj({ org_id: str("The organization's id (`org_...`, D41).", { maxLength: 200 }) }, ["org_id"]);
+const USER_PARAMS = obj({ user_id: str("The user's id (`usr_...`); the operation acts on the user's personal organization.", { maxLength: 200 }) }, ["user_id"]);
+const ORG_PARAMS = obj({ org_id: str("The organization's id (`org_...`).", { maxLength: 200 }) }, ["org_id"]);
 /** ... and those of an operation on one organization. */
 const ORG_ERR = { ...OPERATOR_ERR, 404: "`org_not_found` (no such organization), or `not_found` (the operator API is off)" };
 
 const ACCOUNT_FIELDS = {
   user_id: str("User id."),
   email: str("Email (stored lowercased)."),
-  org_id: str("The user's personal organization (D41), whose balance, tier and keys these are."),
+  org_id: str("The user's personal organization, whose balance, tier and keys these are."),
   balance_usd: usd("Balance"),
   tier: int("Effective tier, 0 to 4 (the override when set, else by deposits)."),
   tier_name: str("Name of the effective tier."),
   total_deposits_usd: usd("Cumulative deposits"),
   created_at: isoTime("When the account was registered."),
   tier_override: nullable(int("The operator's tier override, or null.")),
-  has_custom_limits: bool("Whether the operator overrides some limits of the account (D22)."),
+  has_custom_limits: bool("Whether the operator overrides some limits of the account."),
   keys: int("API keys of the account (live and test)."),
   last_key_used_at: nullable(isoTime("When one of its keys was last used (written at most once a minute per key), or null.")),
 };
@@ -88,7 +88,7 @@ const TIER_BODY = obj(
 );
 
 const LIMITS_OVERRIDE = obj({}, [], {
-  description: "The account's limit overrides (D22): the tier-row fields set by the operator; `{}` when none.",
+  description: "The account's limit overrides: the tier-row fields set by the operator; `{}` when none.",
   additionalProperties: true,
 });
 
@@ -231,7 +231,7 @@ export const setTierSchema = route({
 /** `PUT /v1/admin/users/{user_id}/limits`. */
 export const setLimitsSchema = route({
   operationId: "adminSetLimits",
-  summary: "Override single limits of an account (D22)",
+  summary: "Override single limits of an account",
   description:
     "Any subset of the tier-row fields; each is merged into the account's overrides, `null` drops one. `audio_concurrent_per_provider` maps pools (`host_1`, `host_2`, `alpha`, `beta`, `host_3`) to counts. An unknown field is refused.",
   tags: ["operator"],
@@ -281,7 +281,7 @@ export const getOrgSchema = route({
           ...ORG_FIELDS,
           members_list: arr(
             obj(
-              { user_id: str("User id."), email: str("Email."), role: oneOf(["owner", "admin", "member", "viewer"], "Role (D41)."), created_at: isoTime("When the user joined.") },
+              { user_id: str("User id."), email: str("Email."), role: oneOf(["owner", "admin", "member", "viewer"], "Role."), created_at: isoTime("When the user joined.") },
               ["user_id", "email", "role", "created_at"],
             ),
             "The members, oldest first.",
@@ -383,7 +383,7 @@ export const setOrgTierSchema = route({
 /** `PUT /v1/admin/orgs/{org_id}/limits` (D41). */
 export const setOrgLimitsSchema = route({
   operationId: "adminSetOrgLimits",
-  summary: "Override single limits of an organization (D22)",
+  summary: "Override single limits of an organization",
   description: "As `PUT /v1/admin/users/{user_id}/limits`, for the organization.",
   tags: ["operator"],
   access: "admin",
@@ -400,7 +400,7 @@ export const listUpstreamsSchema = route({
   operationId: "adminListUpstreams",
   summary: "Upstream sources: circuit, error rate and latency",
   description:
-    "One row per configured source (`UPSTREAMS`, then `TEXT_UPSTREAMS`; D25), this process's view. Counts and latencies cover the last `window_s` seconds; `last_error` is the latest failure of any age (D35). Keys and URLs are never shown. An empty list: every family is served by the simulator.",
+    "One row per configured source (`UPSTREAMS`, then `TEXT_UPSTREAMS`), this process's view. Counts and latencies cover the last `window_s` seconds; `last_error` is the latest failure of any age. Keys and URLs are never shown. An empty list: every family is served by the simulator.",
   tags: ["operator"],
   access: "admin",
   responses: {
@@ -428,7 +428,7 @@ export const listUpstreamsSchema = route({
                   at: isoTime("When it failed."),
                 },
                 ["code", "message", "at"],
-                { description: "The source's latest failed call since this process started (D35), or null." },
+                { description: "The source's latest failed call since this process started, or null." },
               ),
             ),
           },

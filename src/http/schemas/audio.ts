@@ -6,7 +6,7 @@ import { MUSIC_BODY, SFX_BODY, SPEECH_BODY } from "../../contracts/audio.ts";
 import { AUDIO_CONTENT, binary, COST_HEADERS, errors, FALLBACK_HEADERS, H, HTTPS_URL, json, MODEL_RETIRED, num, obj, ok, oneOf, priceText, ref, type ResponseDoc, route, type Schema, SIMULATE, str } from "./common.ts";
 
 /** Error answers every paid audio call shares besides its 400 codes. */
-const PAID_ERRORS = { 401: "`auth_error`", 402: "`billing_error`, `key_spend_limit` (the key's spend limit, D34)", 403: "`model_not_allowed` (not in the key's `models`, D34)", 410: MODEL_RETIRED, 429: "`rate_limited`", 502: "`provider_error`" };
+const PAID_ERRORS = { 401: "`auth_error`", 402: "`billing_error`, `key_spend_limit` (the key's spend limit)", 403: "`model_not_allowed` (not in the key's `models`)", 410: MODEL_RETIRED, 429: "`rate_limited`", 502: "`provider_error`" };
 
 const AUDIO_FILE = (limit: string) => ({ ...binary(`The audio file (${limit}); the duration is read from the audio.`), contentMediaType: "audio/*" });
 const TRANSCRIPTION_FORMAT = oneOf(["json", "text", "verbose_json"], "Answer format.", { default: "json" });
@@ -36,7 +36,7 @@ export const createSpeechSchema = route({
     ...errors({
       400: "`not_a_tts_model`, `voice_required`, `input_too_long`, `voice_model_mismatch`, `invalid_request`",
       ...PAID_ERRORS,
-      403: "`voice_not_owned`, `model_not_allowed` (not in the key's `models`, D34)",
+      403: "`voice_not_owned`, `model_not_allowed` (not in the key's `models`)",
       410: `${MODEL_RETIRED}; \`voice_unavailable\`: the designed or cloned voice is gone from the upstream source that made it (nothing charged)`,
     }),
   },

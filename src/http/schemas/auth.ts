@@ -17,11 +17,11 @@ const KEY_CONTROLS_OUT = {
 };
 const KEY_CONTROLS_REQUIRED = Object.keys(KEY_CONTROLS_OUT);
 /** A role in an organization (D41). */
-export const ROLE = oneOf(["owner", "admin", "member", "viewer"], "A role in the organization (D41): `owner`, `admin`, `member` or `viewer`.");
+export const ROLE = oneOf(["owner", "admin", "member", "viewer"], "A role in the organization: `owner`, `admin`, `member` or `viewer`.");
 /** Who made a key and what it may manage (D41). */
 const KEY_OWNER = {
   created_by: nullable(str("The member who made the key (`usr_...`); the key outlives the member's removal.")),
-  role: { ...ROLE, description: "The role the key acts with (D41): its creator's role when it was made, at most `admin`." },
+  role: { ...ROLE, description: "The role the key acts with: its creator's role when it was made, at most `admin`." },
 };
 const KEY_ROW = obj(
   {
@@ -47,11 +47,11 @@ export const registerSchema = route({
   body: json(REGISTER_BODY),
   responses: {
     200: ok(
-      "The new user, its personal organization (D41) and their first secrets.",
+      "The new user, its personal organization and their first secrets.",
       obj(
         {
           user_id: str("User id (`usr_...`)."),
-          org_id: str("The user's personal organization (`org_...`, D41): it holds the signup credit, the balance and the key."),
+          org_id: str("The user's personal organization (`org_...`): it holds the signup credit, the balance and the key."),
           api_key: str("API key (secret) of the personal organization."),
           session_token: str("Session token (secret)."),
         },
@@ -71,7 +71,7 @@ export const loginSchema = route({
   access: "public",
   body: json(LOGIN_BODY),
   responses: {
-    200: ok("A new session.", obj({ user_id: str("User id."), session_token: str("Session token (secret): acts for the user's personal organization, or the one named by `X-Svc-Org` (D41).") }, ["user_id", "session_token"])),
+    200: ok("A new session.", obj({ user_id: str("User id."), session_token: str("Session token (secret): acts for the user's personal organization, or the one named by `X-Svc-Org`.") }, ["user_id", "session_token"])),
     ...errors({
       400: "`invalid_request`",
       401: "`auth_error` (wrong email or password)",
@@ -91,9 +91,9 @@ export const getAccountSchema = route({
       "The account.",
       obj(
         {
-          user_id: nullable(str("The caller (D41): the session's user, or the user who made the API key.")),
+          user_id: nullable(str("The caller: the session's user, or the user who made the API key.")),
           email: nullable(str("The caller's email address.")),
-          org_id: str("The organization the call acts for (D41): the key's, or the session's (`X-Svc-Org`, default the personal one)."),
+          org_id: str("The organization the call acts for: the key's, or the session's (`X-Svc-Org`, default the personal one)."),
           org_name: nullable(str("Its name.")),
           role: ROLE,
           balance_usd: usd("The organization's current balance"),
@@ -163,9 +163,9 @@ export const createKeySchema = route({
   tags: ["auth"],
   access: "keyOrSession",
   description:
-    "`mode: \"test\"` makes a test-mode key `gw_test_...` (D32): its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. " +
-    "The optional controls (D34) limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the model allow-list (403 `model_not_allowed`; a refused model takes no place in any per-minute window), the key's rpm, the account's per-minute window, the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance. " +
-    "The key belongs to the caller's organization (D41: a session's `X-Svc-Org`), records its creator and keeps working after the creator leaves; it acts with `role`, by default and at most the creator's (an owner's keys act as `admin`; a higher one: 403 `forbidden_role`). Members change and delete only their own keys, admins and owners every key.",
+    "`mode: \"test\"` makes a test-mode key `gw_test_...`: its calls are served by the simulator and priced as usual, but move no money (no ledger entries; the balance neither changes nor gates them); its answers carry `X-Svc-Test-Mode: true`. " +
+    "The optional controls limit what the key may do: a spend limit per period, an expiry, a model allow-list and its own requests per minute. Checks run in this order: expiry (401), the model allow-list (403 `model_not_allowed`; a refused model takes no place in any per-minute window), the key's rpm, the account's per-minute window, the per-model window and pools (429), the key's spend limit (402 `key_spend_limit`), the balance. " +
+    "The key belongs to the caller's organization (a session's `X-Svc-Org`), records its creator and keeps working after the creator leaves; it acts with `role`, by default and at most the creator's (an owner's keys act as `admin`; a higher one: 403 `forbidden_role`). Members change and delete only their own keys, admins and owners every key.",
   body: json(CREATE_KEY_BODY),
   responses: {
     201: ok(
@@ -184,7 +184,7 @@ export const updateKeySchema = route({
   operationId: "updateKey",
   summary: "Change an API key's name and controls",
   description:
-    "Changes the fields present (D34); `null` clears one. A new spend limit or period counts what the key's live calls already hold or were charged in the period. The change applies at once on this process and within `AUTH_CACHE_MS` on the others.",
+    "Changes the fields present; `null` clears one. A new spend limit or period counts what the key's live calls already hold or were charged in the period. The change applies at once on this process and within `AUTH_CACHE_MS` on the others.",
   tags: ["auth"],
   access: "keyOrSession",
   params: obj({ key_id: str("Key id.", { maxLength: 200 }) }, ["key_id"]),

@@ -8,8 +8,8 @@ import { AUTH_ERR, bool, errors, isoTime, json, LIST, nullable, obj, ok, oneOf, 
 export const LEDGER_ENTRY = obj(
   {
     id: str("Entry id (the cursor for `after`)."),
-    org_id: str("The organization whose balance the entry moved (D41)."),
-    user_id: nullable(str("The member behind the entry (D41): who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations.")),
+    org_id: str("The organization whose balance the entry moved."),
+    user_id: nullable(str("The member behind the entry: who made the paid call (a key's creator or a session's user), registered (signup credit) or paid a top-up; null for operator deposits and entries from before organizations.")),
     kind: oneOf(["signup_credit", "deposit", "hold", "hold_release", "charge", "refund", "adjustment"], "Entry kind."),
     amount_usd: usd("Signed amount"),
     balance_usd: usd("Balance right after this entry"),

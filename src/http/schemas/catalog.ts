@@ -28,7 +28,7 @@ export const getPricingSchema = route({
                 pricing_mode: oneOf(["per-image", "per-second", "per-minute", "per-quality", "per-mp", "per-char", "per-song", "per-call"], "How the model is priced."),
                 usd_per_call: num("Representative cost of one typical call, USD."),
                 detail: obj({}, [], { description: "Shape by `pricing_mode` (for example `provider_cost`, `markup` for per-image).", additionalProperties: true }),
-                deprecated: bool("Deprecated (D35): a legacy model, or one with a shutdown date."),
+                deprecated: bool("Deprecated: a legacy model, or one with a shutdown date."),
                 shutdown_date: nullable(str("The day (`YYYY-MM-DD`, UTC) from which the model answers 410 `model_retired`; null when none is scheduled.", { format: "date" })),
               },
               ["id", "name", "modality", "pricing_mode", "usd_per_call", "detail", "deprecated", "shutdown_date"],

@@ -35,7 +35,7 @@ export type Access = "public" | "key" | "keyOrSession" | "keyOrXApiKey" | "admin
 /** Tags in display order, with their descriptions. */
 export const TAGS = {
   auth: "Accounts, sessions and API keys.",
-  organizations: "Organizations (D41): a shared balance with members in roles (`owner`, `admin`, `member`, `viewer`), invites, and keys that belong to the organization. A session token acts for the organization named by `X-Svc-Org` (default: the user's personal one).",
+  organizations: "Organizations: a shared balance with members in roles (`owner`, `admin`, `member`, `viewer`), invites, and keys that belong to the organization. A session token acts for the organization named by `X-Svc-Org` (default: the user's personal one).",
   billing: "The balance ledger, and balance top-ups through Stripe Checkout.",
   catalog: "Public pricing and rate-limit tiers.",
   audio: "Synchronous speech, music, sound effects, transcription and audio understanding.",
@@ -45,10 +45,10 @@ export const TAGS = {
   outputs: "Stored outputs: gallery, share pages and files.",
   text: "Chat in the OpenAI and Anthropic formats.",
   models: "The live model list.",
-  elevenlabs: "The ElevenLabs dialect (D36): `new ElevenLabsClient({ baseUrl: \"<gateway>/elevenlabs\", apiKey: \"<API key>\" })` works unchanged; the key goes in `xi-api-key`, errors come in ElevenLabs' shape.",
-  openai: "The OpenAI dialect (D37): `new OpenAI({ baseURL: \"<gateway>/v1\", apiKey: \"<API key>\" })` drives video jobs through `client.videos.*` (OpenAI's Videos API at `/v1/videos`); with `baseURL: \"<gateway>/openai/v1\"` chat, speech, transcription, models and videos answer there too, and `client.images.generate` / `client.images.edit` answer synchronously. Send `Idempotency-Key` to retry a create safely.",
-  fal: "The fal dialect (D38): `createFalClient({ credentials: \"<API key>\", proxyUrl: { url: \"<gateway>/fal/proxy\", when: \"always\" } })` of `@fal-ai/client` generates through the gateway with fal's endpoint ids and inputs; answers and errors come in fal's queue shapes, request ids are job ids.",
-  agents: "For AI agents (D39): the MCP server at `POST /mcp` (Streamable HTTP, stateless; the gateway's tools, billed as the native calls) and the guide `GET /llms.txt`.",
+  elevenlabs: "The ElevenLabs dialect: `new ElevenLabsClient({ baseUrl: \"<gateway>/elevenlabs\", apiKey: \"<API key>\" })` works unchanged; the key goes in `xi-api-key`, errors come in ElevenLabs' shape.",
+  openai: "The OpenAI dialect: `new OpenAI({ baseURL: \"<gateway>/v1\", apiKey: \"<API key>\" })` drives video jobs through `client.videos.*` (OpenAI's Videos API at `/v1/videos`); with `baseURL: \"<gateway>/openai/v1\"` chat, speech, transcription, models and videos answer there too, and `client.images.generate` / `client.images.edit` answer synchronously. Send `Idempotency-Key` to retry a create safely.",
+  fal: "The fal dialect: `createFalClient({ credentials: \"<API key>\", proxyUrl: { url: \"<gateway>/fal/proxy\", when: \"always\" } })` of `@fal-ai/client` generates through the gateway with fal's endpoint ids and inputs; answers and errors come in fal's queue shapes, request ids are job ids.",
+  agents: "For AI agents: the MCP server at `POST /mcp` (Streamable HTTP, stateless; the gateway's tools, billed as the native calls) and the guide `GET /llms.txt`.",
   operations: "Health, readiness, metrics and this document.",
   operator: "The operator API (`Authorization: Bearer $GATEWAY_ADMIN_TOKEN`): accounts, deposits, tiers, limits, upstream health and revenue. Without `GATEWAY_ADMIN_TOKEN` these routes answer 404.",
 } as const;
@@ -165,8 +165,8 @@ function callHeaders(): Record<string, Schema> {
 
 /** What every authenticated operation may answer for organizations and roles (D41), by status. */
 const ORG_ERRORS: Record<number, string> = {
-  403: "`forbidden_role` (the caller's role in the organization does not allow this, D41)",
-  404: "`org_not_found` (`X-Svc-Org` names an organization the caller is not a member of, D41)",
+  403: "`forbidden_role` (the caller's role in the organization does not allow this)",
+  404: "`org_not_found` (`X-Svc-Org` names an organization the caller is not a member of)",
 };
 
 /** `responses` with the D41 errors added: a status the operation documents gets their codes appended. */
@@ -247,7 +247,7 @@ export function errors(table: Record<number, string>): Record<string, ResponseDo
 }
 export const AUTH_ERR = { 401: "`auth_error`", 429: "`rate_limited`" };
 /** The 410 of a paid route naming a model (D35): the model's shutdown date has come. */
-export const MODEL_RETIRED = "`model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged (D35)";
+export const MODEL_RETIRED = "`model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged";
 
 // ------------------------------------------------------------------------------------ shared headers
 
@@ -266,7 +266,7 @@ export const FALLBACK_HEADERS = {
 export const SIMULATE = obj({
   // Listed as examples, not an enum: other values are ignored (D10), not refused.
   "x-svc-simulate": str(
-    "Simulator control (D10), ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored.",
+    "Simulator control, ignored for models served by a real upstream: `fail` makes the upstream fail, `hang` stops a job's worker (the sweep refunds it), `slow` adds latency. Other values are ignored.",
     { examples: ["fail", "hang", "slow"] },
   ),
 });

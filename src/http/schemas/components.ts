@@ -14,7 +14,7 @@ export const COMPONENTS: Record<string, Schema> = {
           message: str("Human-readable explanation."),
           type: oneOf(
             ["invalid_request_error", "authentication_error", "permission_error", "billing_error", "rate_limit_error", "provider_error", "api_error"],
-            "Error class; follows the HTTP status (D16).",
+            "Error class; follows the HTTP status.",
           ),
           param: nullable(str("The offending request field, or null.")),
         },
@@ -22,7 +22,7 @@ export const COMPONENTS: Record<string, Schema> = {
       ),
     },
     ["error"],
-    { description: "Every error answer (D1). Unknown routes answer 404 `not_found`, a wrong method 405 `method_not_allowed`." },
+    { description: "Every error answer. Unknown routes answer 404 `not_found`, a wrong method 405 `method_not_allowed`." },
   ),
   MediaJob: obj(
     {
@@ -41,7 +41,7 @@ export const COMPONENTS: Record<string, Schema> = {
             url: str("Stable URL of the (first) output on this service."),
             content_type: str("MIME type of the output, for example `image/png`, `image/svg+xml`, `video/mp4`."),
             urls: arr(str("Output URL."), "Every output (several images when `n` > 1)."),
-            duration_sec: num("Delivered length of a video, seconds (D26); absent for images.", { minimum: 0 }),
+            duration_sec: num("Delivered length of a video, seconds; absent for images.", { minimum: 0 }),
             width: int("Width of the (first) output in pixels, read from the file; absent when the file does not say it (an SVG without a pixel size).", { minimum: 1 }),
             height: int("Height of the (first) output in pixels, read from the file; absent when the file does not say it.", { minimum: 1 }),
             fps: num("Frames per second of a video, read from the file; absent for images.", { minimum: 0 }),
@@ -51,12 +51,12 @@ export const COMPONENTS: Record<string, Schema> = {
       ),
       error: nullable(obj({ code: str("Error code."), message: str("Explanation.") }, ["code", "message"])),
       idempotency_key: nullable(str("The idempotency key of the request.")),
-      fallback_layer: int("Which of the model family's upstream sources serves the job: 0 the first, 1 the next after a failover (D27).", { minimum: 0 }),
+      fallback_layer: int("Which of the model family's upstream sources serves the job: 0 the first, 1 the next after a failover.", { minimum: 0 }),
       queue_position: nullable(
         int("A `pending` job's place among your pending jobs of its pool (image, video, or the combined pool of tier 4) in the order they start: 1 starts next. Null for any other status.", { minimum: 1 }),
       ),
       progress: nullable(num("A `processing` job's fraction done, 0 to 1, when the upstream says (0 while it waits in the upstream's own queue); null otherwise.", { minimum: 0, maximum: 1 })),
-      mode: oneOf(["live", "test"], "`test` when a test-mode key submitted the job (D32): priced, served by the simulator, no money moved."),
+      mode: oneOf(["live", "test"], "`test` when a test-mode key submitted the job: priced, served by the simulator, no money moved."),
       prompt: nullable(str("The prompt the job was submitted with (stored speech: its text); null when it had none.")),
     },
     [
@@ -79,7 +79,7 @@ export const COMPONENTS: Record<string, Schema> = {
       "prompt",
     ],
     {
-      description: "An image or video job (D3, D30).",
+      description: "An image or video job.",
       examples: [
         {
           id: "job_4kQ9xv2LmP7sT1wZ",

@@ -43,8 +43,8 @@ const SUBMIT_HEADERS = obj({ ...SIMULATE.properties, prefer: PREFER, "idempotenc
 /** Error answers every job submission shares besides its 400 codes. */
 const SUBMIT_ERRORS = {
   401: "`auth_error`",
-  402: "`insufficient_balance`, `key_spend_limit` (the key's spend limit, D34)",
-  403: "`model_not_allowed` (not in the key's `models`, D34)",
+  402: "`insufficient_balance`, `key_spend_limit` (the key's spend limit)",
+  403: "`model_not_allowed` (not in the key's `models`)",
   409: "`idempotency_conflict`",
   410: MODEL_RETIRED,
   413: "`invalid_request` (body over 25 MB)",

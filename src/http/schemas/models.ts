@@ -1,7 +1,7 @@
 /**
  * Route schemas of the model list, recommendation and capabilities.
  */
-import { arr, AUTH_ERR, bool, errors, int, LIST, nullable, obj, ok, oneOf, route, str, queryInt } from "./common.ts";
+import { arr, AUTH_ERR, bool, errors, int, LIST, nullable, num, obj, ok, oneOf, route, str, queryInt } from "./common.ts";
 
 /** The kinds of agent `GET /v1/models/recommend` knows (its route holds the recommendations). */
 export const AGENTS = ["coding", "chat", "research", "agent", "cheap"];
@@ -11,7 +11,7 @@ export const listModelsSchema = route({
   operationId: "listModels",
   summary: "Live model list",
   description:
-    "Enabled models of every modality, sorted by id; disabled models are omitted. Each carries its lifecycle (D35): `deprecated` and `shutdown_date`; from its shutdown date a model answers 410 `model_retired` (it stays listed).",
+    "Enabled models of every modality, sorted by id; disabled models are omitted. Each carries its lifecycle: `deprecated` and `shutdown_date`; from its shutdown date a model answers 410 `model_retired` (it stays listed).",
   tags: ["models"],
   access: "keyOrSession",
   query: obj({ tier: queryInt("Only models usable on this tier, 0 to 4.", "^[0-4]$", "tier must be 0 to 4."), capability: str("Only models with this capability (for example `chat`, `tools`, `speech`, `image`, `video`).") }),
@@ -32,7 +32,7 @@ export const listModelsSchema = route({
             deprecated: bool("Deprecated: a legacy model, or one with a shutdown date; newer models are preferred for new projects."),
             shutdown_date: nullable(str("The day (`YYYY-MM-DD`, UTC) from which the model answers 410 `model_retired`; null when none is scheduled.", { format: "date" })),
             aliases: arr(str("Alias."), "Aliases resolving to it."),
-            realtime: bool("Speech models only (D42): served on the realtime socket `GET /v1/audio/speech/{voice_id}/stream-input` (and `multi-stream-input`)."),
+            realtime: bool("Speech models only: served on the realtime socket `GET /v1/audio/speech/{voice_id}/stream-input` (and `multi-stream-input`)."),
           },
           ["id", "object", "owned_by", "capabilities", "deprecated", "shutdown_date"],
         ),
@@ -66,7 +66,7 @@ export const getCapabilitiesSchema = route({
   access: "keyOrSession",
   responses: {
     200: ok(
-      "Capabilities, endpoints, aliases, streaming and fallback support.",
+      "Capabilities, endpoints, aliases, streaming and fallback support, and whether card top-ups are on.",
       obj(
         {
           object: oneOf(["capabilities"], "Always `capabilities`."),
@@ -75,8 +75,17 @@ export const getCapabilitiesSchema = route({
           aliases: obj({}, [], { description: "Text alias -> model id.", additionalProperties: { type: "string" } }),
           streaming: obj({}, [], { additionalProperties: true, description: "Streaming support." }),
           fallback: obj({}, [], { additionalProperties: true, description: "Fallback headers and layers." }),
+          payments: obj(
+            {
+              card_top_ups: bool("Whether card top-ups are on: `POST /v1/billing/checkout` opens a payment page (when off, it answers 404 and deposits come from the operator)."),
+              min_usd: nullable(num("The smallest top-up in USD (allowed); null when card top-ups are off.")),
+              max_usd: nullable(num("The largest top-up in USD (allowed); null when card top-ups are off.")),
+            },
+            ["card_top_ups", "min_usd", "max_usd"],
+            { description: "How this gateway takes payments, so a client offers a top-up only when it can work." },
+          ),
         },
-        ["object", "capabilities", "endpoints"],
+        ["object", "capabilities", "endpoints", "payments"],
       ),
     ),
     ...errors(AUTH_ERR),

@@ -7,7 +7,7 @@
 import { INVITE_BODY, MEMBER_BODY, ORG_BODY, ROLE_IN } from "../../contracts/orgs.ts";
 import { AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, obj, ok, oneOf, route, str, usd } from "./common.ts";
 
-const ROLE = { ...ROLE_IN, description: "A role (D41): `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads)." };
+const ROLE = { ...ROLE_IN, description: "A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads)." };
 const ORG_ID = str("Organization id (`org_...`).", { maxLength: 200, examples: ["org_3kTMd9fQk2aQ8xYvL1pZrW"] });
 const ORG_PARAMS = obj({ org_id: ORG_ID }, ["org_id"]);
 const MEMBER_PARAMS = obj({ org_id: ORG_ID, user_id: str("User id (`usr_...`).", { maxLength: 200 }) }, ["org_id", "user_id"]);
@@ -25,8 +25,10 @@ const ORG = obj(
     tier_name: str("Name of the tier."),
     total_deposits_usd: usd("Cumulative deposits"),
     created_at: isoTime("When it was made."),
+    member_count: int("How many members it has, the caller included."),
+    personal: bool("Whether it is a personal organization: the one each user gets at registration, named after its owner's email, which cannot be deleted."),
   },
-  ["id", "object", "name", "role", "balance_usd", "tier", "tier_name", "total_deposits_usd", "created_at"],
+  ["id", "object", "name", "role", "balance_usd", "tier", "tier_name", "total_deposits_usd", "created_at", "member_count", "personal"],
 );
 
 const MEMBER = obj(

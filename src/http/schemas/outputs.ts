@@ -27,7 +27,7 @@ export const listGallerySchema = route({
             cost_usd: nullable(usd("Charged amount")),
             created_at: isoTime("Creation time."),
             share_url: str("Public share page."),
-            mode: oneOf(["live", "test"], "`test` when a test-mode key made it (D32): priced, but no money moved."),
+            mode: oneOf(["live", "test"], "`test` when a test-mode key made it: priced, but no money moved."),
             prompt: nullable(str("The prompt the job was made from (stored speech: its text); null when it had none.")),
           },
           ["job_id", "kind", "model", "url", "urls", "content_type", "duration_sec", "cost_usd", "created_at", "share_url", "mode", "prompt"],

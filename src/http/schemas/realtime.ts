@@ -12,7 +12,7 @@ const queryBool = (description: string) => oneOf(["true", "false"], description,
 
 /** The query of a text-to-speech socket (D42); ElevenLabs' other parameters are accepted and ignored. */
 const SPEECH_QUERY = obj({
-  model_id: str("A speech model of the catalog with realtime support, or an ElevenLabs id (D36); default the default speech model."),
+  model_id: str("A speech model of the catalog with realtime support, or an ElevenLabs id; default the default speech model."),
   output_format: oneOf(AUDIO_FORMATS, "Audio format of every chunk (ElevenLabs' names).", { default: "mp3_44100_128" }),
   inactivity_timeout: queryInt("Seconds without a message before the socket closes (1 to 180, default 20).", "^(?:[1-9]|[1-9][0-9]|1[0-7][0-9]|180)$", "inactivity_timeout must be a whole number of seconds from 1 to 180."),
   sync_alignment: queryBool("Alignment with every audio message (always sent when the source has it)."),
@@ -60,7 +60,7 @@ export function speechSocketSchema(opts: { multi: boolean; tag: Tag; operationId
     operationId: opts.operationId,
     summary: opts.multi ? "Realtime speech, up to 5 contexts (WebSocket)" : "Realtime speech (WebSocket)",
     description:
-      "A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol (D42): text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). See docs/realtime-speech.md.",
+      "A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' text-to-speech socket protocol: text in as it is written, audio out as it is generated, with alignment. Authenticate with `xi-api-key`, `Authorization: Bearer`, the query `authorization=Bearer <key>` or `xi_api_key` in the first message. One hold per socket, extended block by block; one usage record per socket (`realtime: true`). The messages are those of ElevenLabs' text-to-speech WebSocket API, whose documentation applies.",
     tags: [opts.tag],
     access: "key",
     params: VOICE_PARAMS,
@@ -75,7 +75,7 @@ export function transcriptionSocketSchema(opts: { tag: Tag; operationId: string 
     operationId: opts.operationId,
     summary: "Realtime transcription (WebSocket)",
     description:
-      "A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' Scribe realtime protocol (D43): audio in (`input_audio_chunk`), partial and committed transcripts out. Charged per started second of audio received. See docs/realtime-transcription.md.",
+      "A WebSocket (send `Upgrade: websocket`) speaking ElevenLabs' Scribe realtime protocol: audio in (`input_audio_chunk`), partial and committed transcripts out. Charged per started second of audio received. The messages are those of ElevenLabs' realtime speech-to-text API, whose documentation applies.",
     tags: [opts.tag],
     access: "key",
     query: TRANSCRIPTION_QUERY,

@@ -67,7 +67,7 @@ export const createChatCompletionSchema = route({
       headers: { ...COST_HEADERS, ...FALLBACK_HEADERS },
       content: { ...json(CHAT_COMPLETION), "text/event-stream": { schema: str("`data: {chat.completion.chunk}` lines, then `data: [DONE]`.") } },
     },
-    ...errors({ 400: "`invalid_request`, `invalid_model`", 401: "`auth_error`", 402: "`billing_error`, `key_spend_limit` (the key's spend limit, D34)", 403: "`model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34)", 410: MODEL_RETIRED, 429: "`rate_limited`", 502: "`provider_error`" }),
+    ...errors({ 400: "`invalid_request`, `invalid_model`", 401: "`auth_error`", 402: "`billing_error`, `key_spend_limit` (the key's spend limit)", 403: "`model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`)", 410: MODEL_RETIRED, 429: "`rate_limited`", 502: "`provider_error`" }),
   },
 });
 
@@ -86,6 +86,6 @@ export const createMessageSchema = route({
       headers: { ...COST_HEADERS, ...FALLBACK_HEADERS },
       content: { ...json(MESSAGE), "text/event-stream": { schema: str("`event: <type>` / `data: {...}` pairs.") } },
     },
-    ...errors({ 400: "`invalid_request`, `invalid_model`", 401: "`auth_error`", 402: "`billing_error`, `key_spend_limit` (the key's spend limit, D34)", 403: "`model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`, D34)", 410: MODEL_RETIRED, 429: "`rate_limited`", 502: "`provider_error`" }),
+    ...errors({ 400: "`invalid_request`, `invalid_model`", 401: "`auth_error`", 402: "`billing_error`, `key_spend_limit` (the key's spend limit)", 403: "`model_not_available` (above the caller's tier), `model_not_allowed` (not in the key's `models`)", 410: MODEL_RETIRED, 429: "`rate_limited`", 502: "`provider_error`" }),
   },
 });

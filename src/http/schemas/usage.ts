@@ -7,7 +7,7 @@ import { AUTH_ERR, bool, errors, int, isoTime, JOB_STATUSES, LIST, nullable, num
 import { LEDGER_ENTRY } from "./billing.ts";
 
 const KINDS = ["speech", "music", "sfx", "voice_design", "voice_clone", "transcription", "audio_understanding", "chat", "image", "video"];
-const MODE = oneOf(["live", "test"], "`live` (default) or `test`: records of test-mode keys (D32) show only with `test`.", { "x-error-message": "mode must be 'live' or 'test'." });
+const MODE = oneOf(["live", "test"], "`live` (default) or `test`: records of test-mode keys show only with `test`.", { "x-error-message": "mode must be 'live' or 'test'." });
 const TIME_BOUND = (what: string): TString =>
   str(`${what}: an ISO date (\`2025-03-01\`, a whole day) or an ISO instant with a zone (\`2025-03-01T12:00:00Z\`).`, { maxLength: 40, examples: ["2025-03-01"] });
 
@@ -28,8 +28,8 @@ const UNITS = obj(
 const RECORD_FIELDS = {
   id: str("The request id (`req_...`), as sent in `X-Svc-Request-Id`."),
   object: oneOf(["usage.record"], "Always `usage.record`."),
-  org_id: str("The organization charged (D41)."),
-  user_id: nullable(str("The member who made the call (D41): the key's creator or the session's user; null for calls from before organizations.")),
+  org_id: str("The organization charged."),
+  user_id: nullable(str("The member who made the call: the key's creator or the session's user; null for calls from before organizations.")),
   key_id: nullable(str("The API key that made the call.")),
   model: str("Model id."),
   kind: oneOf(KINDS, "What the call was."),
@@ -42,7 +42,7 @@ const RECORD_FIELDS = {
   latency_ms: nullable(int("From the hold to the charge or release, ms (a stream of speech: to its first audio); null until then.")),
   job_id: nullable(str("The job, for image, video and stored audio calls.")),
   created_at: isoTime("When the call placed its hold."),
-  realtime: bool("`true` for a realtime socket's record (D42, D43): one record per socket, whatever its length."),
+  realtime: bool("`true` for a realtime socket's record: one record per socket, whatever its length."),
 };
 const RECORD_REQUIRED = Object.keys(RECORD_FIELDS);
 /** Fields of a realtime socket's record only (D42, D43). */
@@ -59,7 +59,7 @@ export const REQUESTS_QUERY = obj({
   after: str("Cursor: the `id` of the last record of the previous page.", { maxLength: 200 }),
   model: str("Only this model.", { maxLength: 200 }),
   key_id: str("Only calls made with this key.", { maxLength: 200 }),
-  user_id: str("Only calls made by this member (D41).", { maxLength: 200 }),
+  user_id: str("Only calls made by this member.", { maxLength: 200 }),
   status: oneOf(JOB_STATUSES, "Only this status.", { "x-error-message": `status must be one of ${JOB_STATUSES.join(", ")}.` }),
   from: TIME_BOUND("Records from (UTC for a date)"),
   to: TIME_BOUND("Records before (a date includes that day, UTC)"),
@@ -102,7 +102,7 @@ export const getRequestSchema = route({
 export const SUMMARY_QUERY = obj({
   from: TIME_BOUND("From (default: 30 days ago; a date starts at midnight in `tz`)"),
   to: TIME_BOUND("Until, exclusive (default: now; a date includes that day in `tz`)"),
-  group_by: oneOf(["day", "model", "key", "user"], "Group by day in `tz` (default), model, key or member (`user`: the user id, D41).", {
+  group_by: oneOf(["day", "model", "key", "user"], "Group by day in `tz` (default), model, key or member (`user`: the user id).", {
     "x-error-message": "group_by must be 'day', 'model', 'key' or 'user'.",
   }),
   tz: str("IANA time zone of the days and of date bounds (default `UTC`).", { maxLength: 64, examples: ["Europe/Berlin"] }),

@@ -65,8 +65,8 @@ export const designVoiceSchema = route({
     ...errors({
       400: "`not_a_voice_design_model`, `description_too_long`, `invalid_request`",
       401: "`auth_error`",
-      402: `\`insufficient_credits\` (balance below ${priceText(DEFAULT_VOICE_DESIGN_MODEL)}), \`key_spend_limit\` (the key's spend limit, D34)`,
-      403: "`model_not_allowed` (not in the key's `models`, D34)",
+      402: `\`insufficient_credits\` (balance below ${priceText(DEFAULT_VOICE_DESIGN_MODEL)}), \`key_spend_limit\` (the key's spend limit)`,
+      403: "`model_not_allowed` (not in the key's `models`)",
       410: MODEL_RETIRED,
       429: "`rate_limited`",
       500: "`ownership_write_failed`",
@@ -93,8 +93,8 @@ export const cloneVoiceSchema = route({
     ...errors({
       400: "`not_a_voice_clone_model`, `invalid_request` (file missing or form invalid), `reference_too_short`, `reference_too_long`, `audio_unreadable`",
       401: "`auth_error`",
-      402: `\`insufficient_credits\` (balance below ${priceText(DEFAULT_VOICE_CLONE_MODEL)}), \`key_spend_limit\` (the key's spend limit, D34)`,
-      403: "`model_not_allowed` (not in the key's `models`, D34)",
+      402: `\`insufficient_credits\` (balance below ${priceText(DEFAULT_VOICE_CLONE_MODEL)}), \`key_spend_limit\` (the key's spend limit)`,
+      403: "`model_not_allowed` (not in the key's `models`)",
       410: MODEL_RETIRED,
       413: "`invalid_request` (file over 10 MB)",
       415: "`invalid_request` (not MP3, WAV or M4A)",

@@ -14,7 +14,7 @@ import { type Column, DataTable, CursorPager } from "../../components/DataTable.
 import { ErrorNotice, QueryView } from "../../components/states.tsx";
 import { useCursor, useUrlFilters } from "../../components/url-state.ts";
 import { DateTime, Usd } from "../../components/values.tsx";
-import { browserTimeZone, formatCount, isoDateDaysAgo } from "../../format.ts";
+import { browserTimeZone, formatCount, isoDateDaysAgo, plural } from "../../format.ts";
 import type { PageMeta } from "../../pages.ts";
 import { tierJobs } from "../../tiers.ts";
 import { operatorHeaders, operatorUnwrap, TIERS } from "./operator-api.ts";
@@ -392,7 +392,7 @@ function Usage({ target }: { target: Target }) {
       {(d) => (
         <>
           <p>
-            Last 30 days: <Usd amount={d.total.cost_usd} /> in {formatCount(d.total.requests)} calls.
+            Last 30 days: <Usd amount={d.total.cost_usd} /> in {plural(d.total.requests, "call")}.
           </p>
           <DataTable columns={USAGE_COLUMNS} rows={d.data} rowKey={(g) => g.group} caption="Usage by model, last 30 days" />
         </>

@@ -11,7 +11,7 @@ import { type Column, DataTable } from "../../components/DataTable.tsx";
 import { ErrorNotice, Loading } from "../../components/states.tsx";
 import { useUrlFilters } from "../../components/url-state.ts";
 import { Usd } from "../../components/values.tsx";
-import { browserTimeZone, formatCount, formatUsd, isoDateDaysAgo } from "../../format.ts";
+import { browserTimeZone, formatCount, formatUsd, isoDateDaysAgo, plural } from "../../format.ts";
 import type { PageMeta } from "../../pages.ts";
 import { operatorHeaders, operatorUnwrap } from "./operator-api.ts";
 
@@ -90,7 +90,7 @@ function ByModel({ from, to }: { from: string; to: string }) {
           <p className="big-number">
             <Usd amount={total.revenue_usd} />
           </p>
-          <small>{formatCount(total.requests)} paid calls</small>
+          <small>{plural(total.requests, "paid call")}</small>
         </article>
         <article aria-labelledby="rev-cost">
           <h3 id="rev-cost">Upstream cost</h3>

@@ -8,7 +8,7 @@ import { useQuery } from "@tanstack/react-query";
 import { api, type paths } from "../../api.ts";
 import { type Column, DataTable } from "../../components/DataTable.tsx";
 import { QueryView } from "../../components/states.tsx";
-import { formatCount } from "../../format.ts";
+import { formatCount, plural } from "../../format.ts";
 import type { PageMeta } from "../../pages.ts";
 import { operatorHeaders, operatorUnwrap } from "./operator-api.ts";
 
@@ -66,7 +66,7 @@ export default function Upstreams() {
     <>
       <p>
         Refreshed every {REFRESH_MS / 1000} seconds{upstreams.dataUpdatedAt > 0 && <> (last at <UpdatedAt ms={upstreams.dataUpdatedAt} />)</>}.
-        {windowS !== undefined && ` Calls, error rate and latency cover the last ${formatCount(windowS / 60)} minutes.`} With several gateway processes,
+        {windowS !== undefined && ` Calls, error rate and latency cover the last ${plural(windowS / 60, "minute")}.`} With several gateway processes,
         this is the view of the one that answered.
       </p>
       <QueryView

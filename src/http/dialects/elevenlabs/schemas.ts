@@ -101,7 +101,7 @@ export const EL_SPEECH_BODY = obj(
 const speechDoc = (operationId: string, summary: string, streamed: boolean) => ({
   operationId,
   summary,
-  description: `ElevenLabs' text to speech${streamed ? ", streamed" : ""} (D36), billed as \`POST /v1/audio/speech\` with the mapped model.`,
+  description: `ElevenLabs' text to speech${streamed ? ", streamed" : ""}, billed as \`POST /v1/audio/speech\` with the mapped model.`,
   tags: ["elevenlabs"],
   security: DIALECT_SECURITY,
   querystring: OUTPUT_FORMAT,
@@ -151,7 +151,7 @@ const EL_MODEL = obj(
 export const elModelsSchema = {
   operationId: "elevenLabsListModels",
   summary: "ElevenLabs: models",
-  description: "The alpha speech models as ElevenLabs `Model` objects (D36).",
+  description: "The alpha speech models as ElevenLabs `Model` objects.",
   tags: ["elevenlabs"],
   security: DIALECT_SECURITY,
   response: { 200: { description: "The models.", content: { "application/json": { schema: arr(EL_MODEL, "Models.") } } }, ...COMMON_ERRORS },
@@ -187,14 +187,14 @@ const SUBSCRIPTION = obj(SUBSCRIPTION_FIELDS, Object.keys(SUBSCRIPTION_FIELDS) a
 export const elSubscriptionSchema = {
   operationId: "elevenLabsGetSubscription",
   summary: "ElevenLabs: subscription",
-  description: "The account as an ElevenLabs `Subscription` (D36).",
+  description: "The account as an ElevenLabs `Subscription`.",
   tags: ["elevenlabs"],
   security: DIALECT_SECURITY,
   response: { 200: { description: "The subscription.", content: { "application/json": { schema: SUBSCRIPTION } } }, ...COMMON_ERRORS },
 };
 
 const USER_FIELDS = {
-  user_id: str("The member behind the key (its creator, D41)."),
+  user_id: str("The member behind the key (its creator)."),
   workspace_id: str("The organization the key acts for."),
   subscription: SUBSCRIPTION,
   is_new_user: bool("false."),
@@ -209,7 +209,7 @@ const USER_FIELDS = {
 export const elUserSchema = {
   operationId: "elevenLabsGetUser",
   summary: "ElevenLabs: user",
-  description: "The account as an ElevenLabs `User` (D36).",
+  description: "The account as an ElevenLabs `User`.",
   tags: ["elevenlabs"],
   security: DIALECT_SECURITY,
   response: {
@@ -221,7 +221,7 @@ export const elUserSchema = {
 const generatedDoc = <B extends Schema>(operationId: string, summary: string, native: string, body: B) => ({
   operationId,
   summary,
-  description: `ElevenLabs' ${summary.replace("ElevenLabs: ", "")} (D36), billed as \`${native}\` with the mapped model.`,
+  description: `ElevenLabs' ${summary.replace("ElevenLabs: ", "")}, billed as \`${native}\` with the mapped model.`,
   tags: ["elevenlabs"],
   security: DIALECT_SECURITY,
   querystring: OUTPUT_FORMAT,
@@ -296,7 +296,7 @@ const EL_VOICE = obj(
 export const elListVoicesSchema = {
   operationId: "elevenLabsListVoices",
   summary: "ElevenLabs: voices",
-  description: "Every voice the caller can list (D36): their designed and cloned voices, newest first, then the alpha library. Not billed.",
+  description: "Every voice the caller can list: their designed and cloned voices, newest first, then the alpha library. Not billed.",
   tags: ["elevenlabs"],
   security: DIALECT_SECURITY,
   querystring: obj({ show_legacy: QUERY_BOOL("Accepted and ignored.") }),
@@ -315,7 +315,7 @@ export const elSearchVoicesSchema = {
   operationId: "elevenLabsSearchVoices",
   summary: "ElevenLabs: search voices",
   description:
-    "ElevenLabs' v2 voice search (D36) over the caller's voices and the alpha library: `search` in name, description and labels; filters; `sort`; pages of `page_size` with an opaque `next_page_token`. Other filters are accepted and ignored. Not billed.",
+    "ElevenLabs' v2 voice search over the caller's voices and the alpha library: `search` in name, description and labels; filters; `sort`; pages of `page_size` with an opaque `next_page_token`. Other filters are accepted and ignored. Not billed.",
   tags: ["elevenlabs"],
   security: DIALECT_SECURITY,
   querystring: obj({
@@ -361,7 +361,7 @@ export const elSearchVoicesSchema = {
 export const elGetVoiceSchema = {
   operationId: "elevenLabsGetVoice",
   summary: "ElevenLabs: one voice",
-  description: "A voice the caller can use (D36): an alpha library voice, one of their own, or a beta system voice. Not billed.",
+  description: "A voice the caller can use: an alpha library voice, one of their own, or a beta system voice. Not billed.",
   tags: ["elevenlabs"],
   security: DIALECT_SECURITY,
   params: VOICE_PARAMS,

@@ -71,7 +71,7 @@ const WEBHOOK_URL_MAX = 2048;
 
 /** 400 `invalid_request` for a refused target: nothing is sent anywhere. */
 function refused(reason: string): AppError {
-  return errors.invalidRequest(`Refused: ${reason}. The fal proxy serves queue submit, status, result and cancel on https://queue.fal.run and runs on https://fal.run (D38).`, "x-fal-target-url");
+  return errors.invalidRequest(`Refused: ${reason}. The fal proxy serves queue submit, status, result and cancel on https://queue.fal.run and runs on https://fal.run.`, "x-fal-target-url");
 }
 
 /** The job of a follow-up call, if it is the caller's and its endpoint's app is the target's; else 404 `job_not_found`. */

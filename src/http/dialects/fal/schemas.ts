@@ -16,7 +16,7 @@ const TARGET_HEADER = obj({
     "The fal address the client would have called: `https://queue.fal.run/<endpoint id>` (submit), `https://queue.fal.run/<owner>/<alias>/requests/<id>/status`, `.../requests/<id>` (result), `.../requests/<id>/cancel`, or `https://fal.run/<endpoint id>` (run). Any other address, or none, answers 400 `invalid_request` and nothing is sent anywhere.",
     { examples: ["https://queue.fal.run/fal-ai/flux-2-pro"] },
   ),
-  "idempotency-key": str("Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job (D5).", { maxLength: 128 }),
+  "idempotency-key": str("Optional, on a submit or run: a replay with the same key and input answers the same request instead of a new job.", { maxLength: 128 }),
 });
 
 /** `{"detail", "error_type"}`: a refusal, or a failed request's result. */
@@ -117,7 +117,7 @@ export const falPostSchema = {
   operationId: "falProxyPost",
   summary: "fal proxy: submit a request to the queue, or run an endpoint",
   description:
-    "With `x-fal-target-url: https://queue.fal.run/<endpoint id>` the endpoint's input becomes an image or video job (the same holds, charges, limits and webhooks as `POST /v1/images/generations` and `POST /v1/videos/generations`), answered in fal's queue shape with the job id as `request_id`. With `https://fal.run/<endpoint id>` the job is submitted and awaited, and the answer is the endpoint's output JSON. Endpoint ids name catalog models through the fal column of the default id table (both text-to-x and image-to-x variants; for example `fal-ai/flux-2-pro` is `imgB-2-pro`, `fal-ai/veo3.1/fast` is `vidD-3-fast`). A `?fal_webhook=` on the target becomes the job's `webhook_url` (D31 events).",
+    "With `x-fal-target-url: https://queue.fal.run/<endpoint id>` the endpoint's input becomes an image or video job (the same holds, charges, limits and webhooks as `POST /v1/images/generations` and `POST /v1/videos/generations`), answered in fal's queue shape with the job id as `request_id`. With `https://fal.run/<endpoint id>` the job is submitted and awaited, and the answer is the endpoint's output JSON. Endpoint ids name catalog models through the fal column of the default id table (both text-to-x and image-to-x variants; for example `fal-ai/flux-2-pro` is `imgB-2-pro`, `fal-ai/veo3.1/fast` is `vidD-3-fast`). A `?fal_webhook=` on the target becomes the job's `webhook_url`: the job's terminal event is POSTed there.",
   tags: ["fal"],
   security: DIALECT_SECURITY,
   headers: TARGET_HEADER,
@@ -127,7 +127,7 @@ export const falPostSchema = {
     202: answer("A run whose job had not ended after the wait: as a submit's answer (poll the queue).", QUEUED),
     ...COMMON_ERRORS,
     402: errorAnswer("`insufficient_balance`, `key_spend_limit`: nothing charged."),
-    403: errorAnswer("`model_not_allowed` (the key's allow-list, D34)."),
+    403: errorAnswer("`model_not_allowed` (the key's allow-list)."),
     409: errorAnswer("`idempotency_conflict`: the idempotency key was used with another input."),
     410: errorAnswer("`model_retired`."),
     422: {
@@ -159,7 +159,7 @@ export const falPutSchema = {
   operationId: "falProxyPut",
   summary: "fal proxy: cancel a request",
   description:
-    "`.../requests/<id>/cancel`: the job is cancelled as `POST /v1/jobs/{id}/cancel` does (D30: it ends `failed` with `canceled`, the whole hold released, the upstream request withdrawn) and the answer is 202 `{status: \"CANCELLATION_REQUESTED\"}`; a job that already ended answers 400 `{status: \"ALREADY_COMPLETED\"}`. The client's empty JSON body is accepted.",
+    "`.../requests/<id>/cancel`: the job is cancelled as `POST /v1/jobs/{id}/cancel` does (it ends `failed` with `canceled`, the whole hold released, the upstream request withdrawn) and the answer is 202 `{status: \"CANCELLATION_REQUESTED\"}`; a job that already ended answers 400 `{status: \"ALREADY_COMPLETED\"}`. The client's empty JSON body is accepted.",
   tags: ["fal"],
   security: DIALECT_SECURITY,
   headers: TARGET_HEADER,

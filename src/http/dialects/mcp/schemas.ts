@@ -44,7 +44,7 @@ export const mcpSchema = route({
   operationId: "mcp",
   summary: "MCP server (Streamable HTTP, stateless)",
   description:
-    "The Model Context Protocol server of the gateway (D39), for AI agents: connect an MCP client (for example the official SDK's `StreamableHTTPClientTransport`) to `<gateway>/mcp` with `Authorization: Bearer <API key>`. Stateless: every request stands alone (no `Mcp-Session-Id`), answers are JSON (no event stream), and `GET /mcp` is not served (405). Tools list models, quote a call (`estimate_cost`), read the balance, list voices, generate speech, music, sound effects and images, and submit, follow and cancel video jobs; each call is billed, limited and logged exactly as the native endpoint it uses, and a test-mode key (`gw_test_...`) moves no money. Send one JSON-RPC message per request (no batches).",
+    "The Model Context Protocol server of the gateway, for AI agents: connect an MCP client (for example the official SDK's `StreamableHTTPClientTransport`) to `<gateway>/mcp` with `Authorization: Bearer <API key>`. Stateless: every request stands alone (no `Mcp-Session-Id`), answers are JSON (no event stream), and `GET /mcp` is not served (405). Tools list models, quote a call (`estimate_cost`), read the balance, list voices, generate speech, music, sound effects and images, and submit, follow and cancel video jobs; each call is billed, limited and logged exactly as the native endpoint it uses, and a test-mode key (`gw_test_...`) moves no money. Send one JSON-RPC message per request (no batches).",
   tags: ["agents"],
   access: "key",
   body: json(
@@ -72,7 +72,7 @@ export const mcpSchema = route({
 export const llmsTxtSchema = route({
   operationId: "llmsTxt",
   summary: "Guide for AI agents (llms.txt)",
-  description: "A short Markdown guide for agents, generated from the catalog (D39): what the gateway is, how to authenticate, the main endpoints with an example each and their prices, the dialects, the MCP endpoint, and links to `/openapi.json` and `/docs`.",
+  description: "A short Markdown guide for agents, generated from the catalog: what the gateway is, how to authenticate, the main endpoints with an example each and their prices, the dialects, the MCP endpoint, and links to `/openapi.json` and `/docs`.",
   tags: ["agents"],
   access: "public",
   responses: {

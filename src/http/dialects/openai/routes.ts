@@ -65,7 +65,7 @@ export async function openAIRoutes(app: App, services: Services): Promise<void> 
       guardModels(oa);
       chatRoutes(oa, services);
       openAISpeechRoutes(oa, services);
-      modelRoutes(oa, { models: openAIModels, schema: openAIListModelsSchema });
+      modelRoutes(oa, services.payments, { models: openAIModels, schema: openAIListModelsSchema });
       await oa.register(async (scope) => audioTextRoutes(scope, services, { checkModel: requireServedModel }));
       await oa.register(async (scope) => {
         await registerMultipart(scope);

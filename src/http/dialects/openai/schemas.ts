@@ -41,7 +41,7 @@ const VIDEO = obj(
     error: nullable(obj({ code: str("The job's `error.code`."), message: str("What went wrong.") }, ["code", "message"])),
   },
   ["id", "object", "model", "status", "progress", "created_at", "completed_at", "expires_at", "prompt", "seconds", "size", "remixed_from_video_id", "error"],
-  { description: "OpenAI's Video object: a video job of the gateway (D37)." },
+  { description: "OpenAI's Video object: a video job of the gateway." },
 );
 
 const VIDEO_FIELDS = {
