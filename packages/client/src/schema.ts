@@ -379,8 +379,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Text to speech
-         * @description Synchronous. Priced per 1000 input characters by model (see `GET /v1/pricing`). A designed or cloned voice may only be used by its owner, and is served only by the upstream source that made it. With `stream: true` (beta models) the audio arrives chunk by chunk. `X-Svc-Fallback: true` and `X-Svc-Fallback-Layer: 1` when a later source of the family served the call.
+         * Text to speech (OpenAI Speech API)
+         * @description `openai.audio.speech.create` with `baseURL: <gateway>/openai/v1`: `POST /v1/audio/speech` with OpenAI's model and voice names. `X-Svc-Model` is the catalog model that spoke; priced per 1000 input characters by that model (`GET /v1/pricing`). A model the OpenAI API of the gateway does not serve answers 404 `model_not_found`; nothing is charged for a refusal.
          */
         post: operations["openai_createSpeech"];
         delete?: never;
@@ -514,8 +514,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Live model list
-         * @description Enabled models of every modality, sorted by id; disabled models are omitted. Each carries its lifecycle: `deprecated` and `shutdown_date`; from its shutdown date a model answers 410 `model_retired` (it stays listed).
+         * Models of the OpenAI API (OpenAI Models API)
+         * @description `openai.models.list` with `baseURL: <gateway>/openai/v1`: the enabled models its routes serve (text, speech, transcription, audio understanding, image, video) as `GET /v1/models` shows them, with OpenAI's names (`tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`, `gpt-image-2`) in their `aliases`, and one entry per OpenAI name whose `alias_of` is the catalog model it names. A model outside this list answers 404 `model_not_found` on the OpenAI routes.
          */
         get: operations["openai_listModels"];
         put?: never;
@@ -2075,7 +2075,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a video job
-         * @description Asynchronous: a hold of rate x duration (or the clip price) is placed at submit; the charge happens only on success. Poll `GET /v1/jobs/{id}` every 2-5 s. Tier 0 cannot make videos.
+         * @description Asynchronous: a hold of rate x duration (or the clip price) is placed at submit; the charge happens only on success. Poll `GET /v1/jobs/{id}` every 2-5 s. Tier 0 cannot make live videos (429 `rate_limited` with `x-should-retry: false`: deposits reaching Tier 1 lift it); a test-mode key makes simulated ones there, one at a time.
          */
         post: operations["createVideoJob"];
         delete?: never;
@@ -2341,10 +2341,16 @@ export interface components {
                 content_type: string;
                 /** @description Delivered length of a video, seconds; absent for images. */
                 duration_sec?: number;
+                /** @description Frames per second of a video, read from the file; absent for images. */
+                fps?: number;
+                /** @description Height of the (first) output in pixels, read from the file; absent when the file does not say it. */
+                height?: number;
                 /** @description Stable URL of the (first) output on this service. */
                 url: string;
                 /** @description Every output (several images when `n` > 1). */
                 urls: string[];
+                /** @description Width of the (first) output in pixels, read from the file; absent when the file does not say it (an SVG without a pixel size). */
+                width?: number;
             } | null;
             /** @description A `processing` job's fraction done, 0 to 1, when the upstream says (0 while it waits in the upstream's own queue); null otherwise. */
             progress: number | null;
@@ -5104,30 +5110,38 @@ export interface operations {
                     } | ({
                         /** @description The images. */
                         images: {
-                            /** @description Its media type. */
+                            /** @description Its media type, read from the file. */
                             content_type: string;
+                            /** @description Length of a video in seconds, read from the file. */
+                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Pixels (PNG). */
+                            /** @description Frames per second of a video, read from the file. */
+                            fps?: number;
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels (PNG). */
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             width?: number;
                         }[];
                         /** @description The prompt. */
                         prompt?: string;
                     } | {
                         video: {
-                            /** @description Its media type. */
+                            /** @description Its media type, read from the file. */
                             content_type: string;
+                            /** @description Length of a video in seconds, read from the file. */
+                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Pixels (PNG). */
+                            /** @description Frames per second of a video, read from the file. */
+                            fps?: number;
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels (PNG). */
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             width?: number;
                         };
                     });
@@ -5480,30 +5494,38 @@ export interface operations {
                     } | ({
                         /** @description The images. */
                         images: {
-                            /** @description Its media type. */
+                            /** @description Its media type, read from the file. */
                             content_type: string;
+                            /** @description Length of a video in seconds, read from the file. */
+                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Pixels (PNG). */
+                            /** @description Frames per second of a video, read from the file. */
+                            fps?: number;
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels (PNG). */
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             width?: number;
                         }[];
                         /** @description The prompt. */
                         prompt?: string;
                     } | {
                         video: {
-                            /** @description Its media type. */
+                            /** @description Its media type, read from the file. */
                             content_type: string;
+                            /** @description Length of a video in seconds, read from the file. */
+                            duration?: number;
                             /** @description Bytes (videos). */
                             file_size?: number;
-                            /** @description Pixels (PNG). */
+                            /** @description Frames per second of a video, read from the file. */
+                            fps?: number;
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             height?: number;
                             /** @description The gateway's rehosted file (`/v1/files/...`). */
                             url: string;
-                            /** @description Pixels (PNG). */
+                            /** @description Pixels, read from the file (absent when the file does not say them). */
                             width?: number;
                         };
                     });
@@ -6132,7 +6154,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description `input` (or `text`) and `voice_id` (or `voice`) are required. */
+        /** @description `input` (or `text`) and `voice` (or `voice_id`) are required. */
         requestBody: {
             content: {
                 "application/json": {
@@ -6141,28 +6163,42 @@ export interface operations {
                      * @example Hello from the gateway.
                      */
                     input?: string;
+                    /** @description Accepted and not used: the gateway's speech models take no speaking instructions. */
+                    instructions?: string;
                     /**
-                     * @description Speech model. alpha voices work only with `alpha-*` models; beta voices and your own designed or cloned voices only with `beta-speech-*`.
-                     * @default alpha-multilingual-v2
-                     * @example alpha-multilingual-v2
+                     * @description `tts-1` and `gpt-4o-mini-tts` name `alpha-multilingual-v2`, `tts-1-hd` names `alpha-v3`; a speech model id of the catalog works as it is (`GET /openai/v1/models`). Default `alpha-multilingual-v2`.
+                     * @example tts-1
+                     */
+                    model?: string;
+                    /**
+                     * @description `mp3` (default), `wav` or `pcm` (raw 24 kHz 16-bit little-endian mono), or a gateway format name.
+                     * @default mp3
                      * @enum {string}
                      */
-                    model?: "alpha-v3" | "alpha-multilingual-v2" | "alpha-flash-v2-5" | "alpha-turbo-v2-5" | "beta-speech-hd" | "beta-speech-turbo";
+                    response_format?: "mp3" | "wav" | "pcm" | "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
                     /**
-                     * @description Audio format of the answer.
-                     * @default mp3_44100_128
-                     * @enum {string}
+                     * @description 0.25 to 4.0; only 1.0 (the default) is served, another value answers 400 `invalid_request`.
+                     * @default 1
                      */
-                    response_format?: "mp3_44100_128" | "mp3_44100_192" | "mp3_22050_32" | "pcm_16000" | "pcm_22050" | "pcm_24000" | "pcm_44100" | "ulaw_8000";
+                    speed?: number;
                     /**
                      * @description Deliver the audio progressively (beta speech models only; ignored by others). The answer is still one complete stream.
                      * @default false
                      */
                     stream?: boolean;
+                    /**
+                     * @description `audio` only: the answer is the audio itself.
+                     * @default audio
+                     * @enum {string}
+                     */
+                    stream_format?: "audio";
                     /** @description Alias of `input`. */
                     text?: string;
-                    /** @description Alias of `voice_id`. */
-                    voice?: string;
+                    /** @description The voice (alias `voice_id`, which wins): a name, an id, or `{id}`. */
+                    voice?: string | {
+                        /** @description A voice id. */
+                        id: string;
+                    };
                     /** @description Voice id from the voice library, or one of your designed or cloned voices (alias `voice`). Required (`voice_required`); there is no default voice. */
                     voice_id?: string;
                     /** @description Voice tuning. */
@@ -6180,7 +6216,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The audio (`Content-Type` matches `response_format`). */
+            /** @description The audio (`Content-Type` matches `response_format`: `audio/mpeg`, `audio/wav`, `audio/pcm`). */
             200: {
                 headers: {
                     /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
@@ -6207,9 +6243,10 @@ export interface operations {
                     "audio/basic": string;
                     "audio/mpeg": string;
                     "audio/pcm": string;
+                    "audio/wav": string;
                 };
             };
-            /** @description Invalid request: `not_a_tts_model`, `voice_required`, `input_too_long`, `voice_model_mismatch`, `invalid_request`. */
+            /** @description Invalid request: `not_a_tts_model` (a model of another kind), `voice_required`, `input_too_long`, `voice_model_mismatch`, `invalid_request` (`speed` other than 1, `response_format` `opus`, `aac` or `flac`, `stream_format` `sse`). */
             400: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6235,7 +6272,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Balance too low: `billing_error`, `key_spend_limit` (the key's spend limit). */
+            /** @description Balance too low: `billing_error`, `key_spend_limit`. */
             402: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6248,7 +6285,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden: `voice_not_owned`, `model_not_allowed` (not in the key's `models`); `forbidden_role` (the caller's role in the organization does not allow this). */
+            /** @description Forbidden: `voice_not_owned`, `model_not_allowed`; `forbidden_role` (the caller's role in the organization does not allow this). */
             403: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6261,7 +6298,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            /** @description Not found: `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6291,7 +6328,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged; `voice_unavailable`: the designed or cloned voice is gone from the upstream source that made it (nothing charged). */
+            /** @description Gone: `model_retired`: the model's shutdown date (`shutdown_date` in `GET /v1/models`) has come; nothing was charged; `voice_unavailable`: a designed or cloned voice gone from the source that made it, or a voice the serving source does not know (nothing charged). */
             410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6512,7 +6549,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -6742,7 +6779,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7213,7 +7250,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7447,7 +7484,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -7674,7 +7711,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8133,9 +8170,9 @@ export interface operations {
                             prompt: string | null;
                             /** @description Always null. */
                             remixed_from_video_id: null;
-                            /** @description The requested duration, seconds. */
+                            /** @description The MP4's own length in whole seconds once completed; the seconds asked for before; empty when unknown. */
                             seconds: string;
-                            /** @description `WxH` of the requested aspect ratio. */
+                            /** @description `WxH` of the MP4 itself once completed; the size asked for before (empty when none was given). */
                             size: string;
                             /**
                              * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
@@ -8344,9 +8381,9 @@ export interface operations {
                         prompt: string | null;
                         /** @description Always null. */
                         remixed_from_video_id: null;
-                        /** @description The requested duration, seconds. */
+                        /** @description The MP4's own length in whole seconds once completed; the seconds asked for before; empty when unknown. */
                         seconds: string;
-                        /** @description `WxH` of the requested aspect ratio. */
+                        /** @description `WxH` of the MP4 itself once completed; the size asked for before (empty when none was given). */
                         size: string;
                         /**
                          * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
@@ -8408,7 +8445,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -8554,9 +8591,9 @@ export interface operations {
                         prompt: string | null;
                         /** @description Always null. */
                         remixed_from_video_id: null;
-                        /** @description The requested duration, seconds. */
+                        /** @description The MP4's own length in whole seconds once completed; the seconds asked for before; empty when unknown. */
                         seconds: string;
-                        /** @description `WxH` of the requested aspect ratio. */
+                        /** @description `WxH` of the MP4 itself once completed; the size asked for before (empty when none was given). */
                         size: string;
                         /**
                          * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
@@ -21353,9 +21390,9 @@ export interface operations {
                             prompt: string | null;
                             /** @description Always null. */
                             remixed_from_video_id: null;
-                            /** @description The requested duration, seconds. */
+                            /** @description The MP4's own length in whole seconds once completed; the seconds asked for before; empty when unknown. */
                             seconds: string;
-                            /** @description `WxH` of the requested aspect ratio. */
+                            /** @description `WxH` of the MP4 itself once completed; the size asked for before (empty when none was given). */
                             size: string;
                             /**
                              * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
@@ -21564,9 +21601,9 @@ export interface operations {
                         prompt: string | null;
                         /** @description Always null. */
                         remixed_from_video_id: null;
-                        /** @description The requested duration, seconds. */
+                        /** @description The MP4's own length in whole seconds once completed; the seconds asked for before; empty when unknown. */
                         seconds: string;
-                        /** @description `WxH` of the requested aspect ratio. */
+                        /** @description `WxH` of the MP4 itself once completed; the size asked for before (empty when none was given). */
                         size: string;
                         /**
                          * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
@@ -21628,7 +21665,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of); `model_not_found` (a model the OpenAI API of the gateway does not serve: `GET /openai/v1/models` lists them; nothing charged). */
             404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -21774,9 +21811,9 @@ export interface operations {
                         prompt: string | null;
                         /** @description Always null. */
                         remixed_from_video_id: null;
-                        /** @description The requested duration, seconds. */
+                        /** @description The MP4's own length in whole seconds once completed; the seconds asked for before; empty when unknown. */
                         seconds: string;
-                        /** @description `WxH` of the requested aspect ratio. */
+                        /** @description `WxH` of the MP4 itself once completed; the size asked for before (empty when none was given). */
                         size: string;
                         /**
                          * @description `pending` is `queued`, `processing` `in_progress`, `succeeded` `completed`; `failed`, `refunded` and `expired` are `failed`.
