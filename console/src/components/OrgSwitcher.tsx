@@ -9,7 +9,7 @@
  * `X-Svc-Org`.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useEffect, useRef, useState } from "react";
+import { type FormEvent, Fragment, useEffect, useRef, useState } from "react";
 import { Link, useLocation } from "react-router";
 import { api, unwrap } from "../api.ts";
 import { plural } from "../format.ts";
@@ -22,6 +22,25 @@ export type Org = Awaited<ReturnType<typeof listOrgs>>["data"][number];
 
 function listOrgs() {
   return unwrap(api.GET("/v1/orgs"));
+}
+
+/**
+ * An organization's name with line-break opportunities after `@`, `.`, `_` and `-`, so a personal
+ * organization's email wraps as `shots@` / `example.com` rather than in the middle of a word (CSS
+ * `overflow-wrap: anywhere` remains the fallback for a long unbroken name).
+ */
+export function BreakableName({ text }: { text: string }) {
+  const parts = text.split(/(?<=[@._-])/);
+  return (
+    <>
+      {parts.map((p, i) => (
+        <Fragment key={i}>
+          {i > 0 && <wbr />}
+          {p}
+        </Fragment>
+      ))}
+    </>
+  );
 }
 
 /** The name an organization shows (a personal one is named after its owner's email; an unnamed one by id). */
@@ -149,7 +168,9 @@ export function OrgSwitcher() {
         onClick={() => setOpenAt(open ? null : location.pathname)}
       >
         <span className="org-current-label">Organization</span>
-        <span className="org-current-name">{name}</span>
+        <span className="org-current-name">
+          <BreakableName text={name} />
+        </span>
       </button>
       <small id="org-switcher-role" className="org-switcher-role">
         {active ? `Your role: ${active.role}` : ""}
@@ -167,7 +188,9 @@ export function OrgSwitcher() {
                   aria-label={`${orgLabel(o)} (${orgFacts(o)})`}
                   onClick={() => choose(o.id)}
                 >
-                  <span className="org-choice-name">{orgLabel(o)}</span>
+                  <span className="org-choice-name">
+                    <BreakableName text={orgLabel(o)} />
+                  </span>
                   <small>{orgFacts(o)}</small>
                 </button>
               </li>
