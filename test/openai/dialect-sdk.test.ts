@@ -7,25 +7,19 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import OpenAI, { APIError, toFile } from "openai";
-import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
+import OpenAI, { toFile } from "openai";
 import { usdToMicros } from "../../src/money.ts";
 import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
 import { makeWav } from "../helpers/audio-fixtures.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
-import { tinyPng } from "./fixtures.ts";
+import { checkedBalance, failure, tinyPng } from "./fixtures.ts";
 
 describe("the openai SDK at /openai/v1 (D37)", () => {
   let gw: TestGateway;
   let user: { user_id: string; org_id: string; api_key: string };
   let client: OpenAI;
 
-  const balance = async () => {
-    const db = gw.services.db.kysely;
-    const b = await getBalance(db, user.org_id);
-    assert.equal(b, await ledgerSum(db, user.org_id), "balance == ledger sum");
-    return b ?? -1;
-  };
+  const balance = () => checkedBalance(gw.services.db.kysely, user.org_id);
   const micros = (usd: string | null) => {
     const m = usdToMicros(usd ?? "");
     assert.ok(m !== null, `a USD amount: ${usd}`);
@@ -33,15 +27,6 @@ describe("the openai SDK at /openai/v1 (D37)", () => {
   };
   const jobs = () => gw.services.db.kysely.selectFrom("jobs").selectAll().where("account_id", "=", user.org_id).orderBy("created_at", "desc").orderBy("id", "desc").execute();
   const holds = async () => (await gw.services.db.kysely.selectFrom("holds").select("id").where("account_id", "=", user.org_id).execute()).length;
-  const failure = async (call: Promise<unknown>): Promise<APIError> => {
-    try {
-      await call;
-    } catch (err) {
-      assert.ok(err instanceof APIError, `an APIError: ${String(err)}`);
-      return err;
-    }
-    assert.fail("the call succeeded");
-  };
 
   before(async () => {
     gw = await startGateway("sqlite");

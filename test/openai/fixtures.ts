@@ -1,10 +1,34 @@
 /**
  * Fixtures of the OpenAI dialect's tests: a small real PNG (the simulator's placeholder encoder), to upload
- * as a reference image.
+ * as a reference image; the SDK error of a call that must fail; an account's balance checked against its
+ * ledger.
  */
+import assert from "node:assert/strict";
+import type { Kysely } from "kysely";
+import { APIError } from "openai";
+import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
+import type { Database } from "../../src/storage/schema.ts";
 import { renderPlaceholderPng } from "../../src/upstreams/simulator/images/png.ts";
 
 /** A 64x64 PNG. */
 export function tinyPng(): Buffer {
   return Buffer.from(renderPlaceholderPng(64, 64));
+}
+
+/** The error a call fails with (an APIError of the SDK); fails the test when the call succeeds. */
+export async function failure(call: Promise<unknown>): Promise<APIError> {
+  try {
+    await call;
+  } catch (err) {
+    assert.ok(err instanceof APIError, `an APIError: ${String(err)}`);
+    return err;
+  }
+  assert.fail("the call succeeded");
+}
+
+/** The account's balance (micro-USD), asserting first that it equals the sum of its ledger entries. */
+export async function checkedBalance(db: Kysely<Database>, accountId: string): Promise<number> {
+  const b = await getBalance(db, accountId);
+  assert.equal(b, await ledgerSum(db, accountId), "balance == ledger sum");
+  return b ?? -1;
 }

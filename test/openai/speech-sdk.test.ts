@@ -9,8 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { parseBuffer } from "music-metadata";
-import OpenAI, { APIError, BadRequestError, NotFoundError, toFile } from "openai";
-import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
+import OpenAI, { BadRequestError, NotFoundError, toFile } from "openai";
 import { DEFAULT_SPEECH_MODEL, enabledModels, getModelOf } from "../../src/catalog/models.ts";
 import { quoteSpeech } from "../../src/catalog/quote.ts";
 import { HD_SPEECH_MODEL, OPENAI_SPEECH_MODEL_IDS } from "../../src/http/dialects/openai/models.ts";
@@ -19,7 +18,7 @@ import { type ElevenLabsFake, startElevenLabsFake } from "../../fakes/elevenlabs
 import { ELEVENLABS_MODELS } from "../../src/upstreams/elevenlabs/models.ts";
 import { makeWav } from "../helpers/audio-fixtures.ts";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
-import { tinyPng } from "./fixtures.ts";
+import { checkedBalance, failure, tinyPng } from "./fixtures.ts";
 
 /** OpenAI's voice names, as its API reference lists them. */
 const VOICE_NAMES = ["alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse", "marin", "cedar"];
@@ -31,28 +30,13 @@ function priceOf(id: string, chars: number): number {
   return Number(quoteSpeech(model, chars));
 }
 
-/** The error a call fails with (an APIError of the SDK). */
-async function failure(call: Promise<unknown>): Promise<APIError> {
-  try {
-    await call;
-  } catch (err) {
-    assert.ok(err instanceof APIError, `an APIError: ${String(err)}`);
-    return err;
-  }
-  assert.fail("the call succeeded");
-}
-
 describe("OpenAI's speech names in the OpenAI dialect, on the simulator (D48)", () => {
   let gw: TestGateway;
   let user: { user_id: string; org_id: string; api_key: string };
   let client: OpenAI;
 
   const db = () => gw.services.db.kysely;
-  const balance = async () => {
-    const b = await getBalance(db(), user.org_id);
-    assert.equal(b, await ledgerSum(db(), user.org_id), "balance == ledger sum");
-    return b ?? -1;
-  };
+  const balance = () => checkedBalance(db(), user.org_id);
   /** The money a request moved in the ledger (negative: charged) and its usage record. */
   const moneyOf = async (requestId: string | null) => {
     assert.ok(requestId, "X-Svc-Request-Id");

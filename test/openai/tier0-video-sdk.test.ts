@@ -7,8 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import OpenAI, { APIError, RateLimitError } from "openai";
-import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
+import OpenAI, { RateLimitError } from "openai";
+import { checkedBalance, failure } from "./fixtures.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 
 describe("video on Tier 0 through the openai SDK (D48)", () => {
@@ -24,22 +24,8 @@ describe("video on Tier 0 through the openai SDK (D48)", () => {
     return fetch(input, init);
   };
 
-  const balance = async () => {
-    const db = gw.services.db.kysely;
-    const b = await getBalance(db, user.org_id);
-    assert.equal(b, await ledgerSum(db, user.org_id), "balance == ledger sum");
-    return b ?? -1;
-  };
+  const balance = () => checkedBalance(gw.services.db.kysely, user.org_id);
   const ledgerEntries = async () => (await gw.services.db.kysely.selectFrom("ledger_entries").select("id").where("account_id", "=", user.org_id).execute()).length;
-  const failure = async (call: Promise<unknown>): Promise<APIError> => {
-    try {
-      await call;
-    } catch (err) {
-      assert.ok(err instanceof APIError, `an APIError: ${String(err)}`);
-      return err;
-    }
-    assert.fail("the call succeeded");
-  };
 
   before(async () => {
     gw = await startGateway("sqlite");

@@ -7,22 +7,16 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import OpenAI, { APIError, toFile } from "openai";
-import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
+import OpenAI, { toFile } from "openai";
 import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
-import { tinyPng } from "./fixtures.ts";
+import { checkedBalance, failure, tinyPng } from "./fixtures.ts";
 
 describe("the openai SDK's videos against the gateway (D37)", () => {
   let gw: TestGateway;
   let user: { user_id: string; org_id: string; api_key: string };
   let client: OpenAI;
 
-  const balance = async () => {
-    const db = gw.services.db.kysely;
-    const b = await getBalance(db, user.org_id);
-    assert.equal(b, await ledgerSum(db, user.org_id), "balance == ledger sum");
-    return b ?? -1;
-  };
+  const balance = () => checkedBalance(gw.services.db.kysely, user.org_id);
   const jobRow = (id: string) => gw.services.db.kysely.selectFrom("jobs").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
   const usageOfJob = (id: string) => gw.services.db.kysely.selectFrom("usage_records").selectAll().where("job_id", "=", id).execute();
   const holdsOf = async () => (await gw.services.db.kysely.selectFrom("holds").select("id").where("account_id", "=", user.org_id).execute()).length;
@@ -37,15 +31,6 @@ describe("the openai SDK's videos against the gateway (D37)", () => {
   /** `seconds` as the SDK's type names it (it lists Sora's 4, 8 and 12; the gateway takes 1 to 10). */
   const sec = (s: string) => s as OpenAI.Videos.VideoSeconds;
   /** The SDK error of a call that must fail. */
-  const failure = async (call: Promise<unknown>): Promise<APIError> => {
-    try {
-      await call;
-    } catch (err) {
-      assert.ok(err instanceof APIError, `an APIError: ${String(err)}`);
-      return err;
-    }
-    assert.fail("the call succeeded");
-  };
 
   before(async () => {
     gw = await startGateway("sqlite");
