@@ -95,7 +95,7 @@ for (const backend of BACKENDS) {
       // the crossing call's own or the sweep's): the crossing call's, or a later call's of the run when it
       // committed before that check read the balance (seen on PostgreSQL under load).
       const seen = [3, 4, 5, 6, 7, 8].map((k) => (start - k * p) / 1e6);
-      assert.ok(seen.includes(ev.data.balance_usd), `a balance of the run at or after the crossing: ${ev.data.balance_usd} in ${seen.join(", ")}`);
+      assert.ok(seen.includes(Number(ev.data.balance_usd)), `a balance of the run at or after the crossing: ${ev.data.balance_usd} in ${seen.join(", ")}`);
       assert.equal((await gw.request("GET", "/v1/billing/alerts", { token: u.api_key })).json.armed, false);
 
       // A deposit takes it back above: armed again in the deposit's own transaction, and the next fall sends a second event.
