@@ -7,12 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import OpenAI, { toFile } from "openai";
+import type OpenAI from "openai";
+import { toFile } from "openai";
 import { usdToMicros } from "../../src/money.ts";
 import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
 import { makeWav } from "../helpers/audio-fixtures.ts";
-import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
-import { checkedBalance, failure, tinyPng } from "./fixtures.ts";
+import { startGateway, type TestGateway } from "../helpers/gateway.ts";
+import { checkedBalance, failure, fundedClient, tinyPng } from "./fixtures.ts";
 
 describe("the openai SDK at /openai/v1 (D37)", () => {
   let gw: TestGateway;
@@ -30,10 +31,7 @@ describe("the openai SDK at /openai/v1 (D37)", () => {
 
   before(async () => {
     gw = await startGateway("sqlite");
-    user = await gw.register();
-    await gw.deposit(user.user_id, 20);
-    await gw.request("PUT", `/v1/admin/users/${user.user_id}/limits`, { token: ADMIN_TOKEN, body: { rpm: 10_000, per_model_rpm: 10_000 } });
-    client = new OpenAI({ apiKey: user.api_key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 });
+    ({ user, client } = await fundedClient(gw));
   });
   after(async () => {
     await gw?.close();

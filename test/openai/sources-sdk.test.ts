@@ -7,12 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import OpenAI, { APIError, toFile } from "openai";
+import type OpenAI from "openai";
+import { APIError, toFile } from "openai";
 import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
 import { type FalFake, startFalFake } from "../../fakes/fal.ts";
 import { type OpenAIImagesFake, startOpenAIImagesFake } from "../../fakes/openai-images.ts";
-import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
-import { tinyPng } from "./fixtures.ts";
+import { startGateway, type TestGateway } from "../helpers/gateway.ts";
+import { fundedClient, tinyPng } from "./fixtures.ts";
 
 const FAL_KEY = "fal-dialect-key-0123456789abcdef";
 const OPENAI_KEY = "sk-dialect-openai-5b9c2e7a1f04";
@@ -44,10 +45,7 @@ describe("the openai SDK's images and videos on the fal and openai sources (D37)
       { DIALECT_FAL_KEY: FAL_KEY, DIALECT_OPENAI_KEY: OPENAI_KEY, UPSTREAMS: JSON.stringify(upstreams) },
       { runner: { pollMs: 20, upstreamPoll: { pollMs: 20, backoffMaxMs: 100 } } },
     );
-    user = await gw.register();
-    await gw.deposit(user.user_id, 20);
-    await gw.request("PUT", `/v1/admin/users/${user.user_id}/limits`, { token: ADMIN_TOKEN, body: { rpm: 10_000, per_model_rpm: 10_000 } });
-    client = new OpenAI({ apiKey: user.api_key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 });
+    ({ user, client } = await fundedClient(gw));
   });
   after(async () => {
     await gw?.close();

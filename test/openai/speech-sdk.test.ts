@@ -17,8 +17,8 @@ import { OPENAI_VOICES } from "../../src/http/dialects/openai/speech.ts";
 import { type ElevenLabsFake, startElevenLabsFake } from "../../fakes/elevenlabs.ts";
 import { ELEVENLABS_MODELS } from "../../src/upstreams/elevenlabs/models.ts";
 import { makeWav } from "../helpers/audio-fixtures.ts";
-import { ADMIN_TOKEN, startGateway, type TestGateway } from "../helpers/gateway.ts";
-import { checkedBalance, failure, tinyPng } from "./fixtures.ts";
+import { startGateway, type TestGateway } from "../helpers/gateway.ts";
+import { checkedBalance, failure, fundedClient, tinyPng } from "./fixtures.ts";
 
 /** OpenAI's voice names, as its API reference lists them. */
 const VOICE_NAMES = ["alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse", "marin", "cedar"];
@@ -53,10 +53,7 @@ describe("OpenAI's speech names in the OpenAI dialect, on the simulator (D48)", 
 
   before(async () => {
     gw = await startGateway("sqlite");
-    user = await gw.register();
-    await gw.deposit(user.user_id, 20);
-    await gw.request("PUT", `/v1/admin/users/${user.user_id}/limits`, { token: ADMIN_TOKEN, body: { rpm: 10_000, per_model_rpm: 10_000 } });
-    client = new OpenAI({ apiKey: user.api_key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 });
+    ({ user, client } = await fundedClient(gw));
   });
   after(async () => {
     await gw?.close();
@@ -257,17 +254,13 @@ describe("OpenAI's speech names on the ElevenLabs fake (D48)", () => {
   const EL_KEY = "el-openai-names-key-3c8e1d07a9";
   let el: ElevenLabsFake;
   let gw: TestGateway;
-  let user: { user_id: string; org_id: string; api_key: string };
   let client: OpenAI;
 
   before(async () => {
     el = await startElevenLabsFake({ apiKey: EL_KEY });
     const upstreams = [{ name: "el-main", protocol: "elevenlabs", base_url: el.url, api_key: "env:OPENAI_NAMES_EL_KEY", families: ["alpha"] }];
     gw = await startGateway("sqlite", { OPENAI_NAMES_EL_KEY: EL_KEY, UPSTREAMS: JSON.stringify(upstreams) });
-    user = await gw.register();
-    await gw.deposit(user.user_id, 20);
-    await gw.request("PUT", `/v1/admin/users/${user.user_id}/limits`, { token: ADMIN_TOKEN, body: { rpm: 10_000, per_model_rpm: 10_000 } });
-    client = new OpenAI({ apiKey: user.api_key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 });
+    ({ client } = await fundedClient(gw));
   });
   after(async () => {
     await gw?.close();
