@@ -331,25 +331,51 @@ export function probeMedia(bytes: Uint8Array): MediaFacts | null {
   }
 }
 
+/**
+ * The media type of `bytes` by its leading bytes (the formats {@link probeMedia} reads), or null. Reads no
+ * more than the signature (an SVG: its root tag). Never throws.
+ */
+export function mediaTypeOf(bytes: Uint8Array): string | null {
+  if (bytes.byteLength >= 8 && PNG_SIGNATURE.every((b, i) => bytes[i] === b)) return "image/png";
+  if (bytes.byteLength >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return "image/jpeg";
+  if (ascii(bytes, 0, 4) === "RIFF" && ascii(bytes, 8, 4) === "WEBP") return "image/webp";
+  if (/^GIF8[79]a$/.test(ascii(bytes, 0, 6))) return "image/gif";
+  const iso = isoContentType(bytes);
+  if (iso !== null) return iso;
+  if (bytes.byteLength >= 4 && EBML_MAGIC.every((b, i) => bytes[i] === b)) return "video/webm";
+  if (svgRootTag(bytes) !== null) return "image/svg+xml";
+  return null;
+}
+
 function probe(bytes: Uint8Array): MediaFacts | null {
-  const image = (contentType: string, size: Size | null): MediaFacts => ({
-    contentType,
+  const contentType = mediaTypeOf(bytes);
+  const image = (size: Size | null): MediaFacts => ({
+    contentType: contentType as string,
     width: size?.width ?? null,
     height: size?.height ?? null,
     durationSec: null,
     fps: null,
     frames: null,
   });
-  if (bytes.byteLength >= 8 && PNG_SIGNATURE.every((b, i) => bytes[i] === b)) return image("image/png", pngDimensions(bytes));
-  if (bytes.byteLength >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return image("image/jpeg", jpegDimensions(bytes));
-  if (ascii(bytes, 0, 4) === "RIFF" && ascii(bytes, 8, 4) === "WEBP") return image("image/webp", webpDimensions(bytes));
-  if (/^GIF8[79]a$/.test(ascii(bytes, 0, 6))) return image("image/gif", gifDimensions(bytes));
-  const iso = isoContentType(bytes);
-  if (iso !== null) {
-    const track = mp4VideoTrack(bytes);
-    return { contentType: iso, width: track?.width ?? null, height: track?.height ?? null, durationSec: mp4DurationSec(bytes), fps: track?.fps ?? null, frames: track?.frames ?? null };
+  switch (contentType) {
+    case null:
+      return null;
+    case "image/png":
+      return image(pngDimensions(bytes));
+    case "image/jpeg":
+      return image(jpegDimensions(bytes));
+    case "image/webp":
+      return image(webpDimensions(bytes));
+    case "image/gif":
+      return image(gifDimensions(bytes));
+    case "image/svg+xml":
+      return image(svgDimensions(bytes));
+    case "video/webm":
+      return image(null);
+    default: {
+      // MP4 or QuickTime (ISO BMFF).
+      const track = mp4VideoTrack(bytes);
+      return { contentType, width: track?.width ?? null, height: track?.height ?? null, durationSec: mp4DurationSec(bytes), fps: track?.fps ?? null, frames: track?.frames ?? null };
+    }
   }
-  if (EBML_MAGIC.every((b, i) => bytes[i] === b)) return image("video/webm", null);
-  if (svgRootTag(bytes) !== null) return image("image/svg+xml", svgDimensions(bytes));
-  return null;
 }

@@ -16,6 +16,7 @@ import { AppError, errors } from "../../../errors.ts";
 import { blobUrl } from "../../../jobs/outputs.ts";
 import type { OwnReferenceUrl } from "../../../jobs/validate.ts";
 import type { BlobStore } from "../../../storage/blob-store.ts";
+import { mediaTypeOf } from "../../../upstreams/media-probe.ts";
 
 /** Largest reference image accepted, bytes (10 MB, D37). */
 export const MAX_IMAGE_UPLOAD_BYTES = 10 * 1024 * 1024;
@@ -27,22 +28,19 @@ const UPLOAD_PREFIX = "uploads/";
 interface ImageKind {
   contentType: "image/png" | "image/jpeg" | "image/webp";
   ext: "png" | "jpg" | "webp";
-  matches: (b: Uint8Array) => boolean;
 }
 
-const startsWith = (b: Uint8Array, sig: readonly number[], at = 0) => b.length >= at + sig.length && sig.every((x, i) => b[at + i] === x);
-const ascii = (s: string) => [...s].map((c) => c.charCodeAt(0));
+/** PNG, JPEG and WebP: the types the dialect takes, with the extension each is stored under. */
+const KINDS: Readonly<Record<string, ImageKind>> = Object.freeze({
+  "image/png": { contentType: "image/png", ext: "png" },
+  "image/jpeg": { contentType: "image/jpeg", ext: "jpg" },
+  "image/webp": { contentType: "image/webp", ext: "webp" },
+});
 
-/** PNG, JPEG and WebP by their magic bytes. */
-const KINDS: readonly ImageKind[] = [
-  { contentType: "image/png", ext: "png", matches: (b) => startsWith(b, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]) },
-  { contentType: "image/jpeg", ext: "jpg", matches: (b) => startsWith(b, [0xff, 0xd8, 0xff]) },
-  { contentType: "image/webp", ext: "webp", matches: (b) => startsWith(b, ascii("RIFF")) && startsWith(b, ascii("WEBP"), 8) },
-];
-
-/** The image type of `bytes` by its magic bytes, or null when it is none of PNG, JPEG, WebP. */
+/** The image type of `bytes` by its magic bytes (media-probe.ts), or null when it is none of PNG, JPEG, WebP. */
 export function imageKindOf(bytes: Uint8Array): ImageKind | null {
-  return KINDS.find((k) => k.matches(bytes)) ?? null;
+  const type = mediaTypeOf(bytes);
+  return type !== null && Object.hasOwn(KINDS, type) ? KINDS[type] : null;
 }
 
 /**
