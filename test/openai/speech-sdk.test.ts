@@ -146,6 +146,20 @@ describe("OpenAI's speech names in the OpenAI dialect, on the simulator (D48)", 
     assert.ok(Math.abs(pcm.length / 2 / 24000 - (meta.format.duration ?? 0)) < 0.01);
   });
 
+  test("an upstream that fails after the hold (tts-1, the simulator told to fail): 502, the hold released, nothing charged", async () => {
+    const start = await counts();
+    const err = await failure(client.audio.speech.create({ model: "tts-1", voice: "alloy", input: "This one fails upstream." }, { headers: { "x-svc-simulate": "fail" } }));
+    assert.equal(err.status, 502);
+    const requestId = err.headers?.get("x-svc-request-id") ?? null;
+    const { net, usage } = await moneyOf(requestId);
+    assert.equal(net, 0, "the hold and its release net to zero");
+    assert.equal(usage.status, "failed");
+    assert.equal(usage.model, DEFAULT_SPEECH_MODEL);
+    const end = await counts();
+    assert.equal(end.balance, start.balance);
+    assert.equal(end.holds, start.holds + 1, "a hold was placed, then released");
+  });
+
   test("refusals of what the gateway cannot make (opus, a speed other than 1, sse) are 400 and charge nothing", async () => {
     const start = await counts();
     const opus = await failure(client.audio.speech.create({ model: "tts-1", voice: "alloy", input: "Hi.", response_format: "opus" }));
