@@ -50,6 +50,8 @@ import { WebhookDeliveryLoop } from "./webhooks/delivery.ts";
 import type { WebhookUrlPolicy } from "./webhooks/urls.ts";
 import type { Tracing } from "./observability/tracing.ts";
 import { monitorEventLoopDelay } from "./metrics.ts";
+// The composition root renders a Replicate prediction webhook's body (D47) with the dialect's pure renderer.
+import { webhookPrediction } from "./http/dialects/replicate/prediction.ts";
 
 /** How long a shutdown waits for running paid calls to settle their holds before closing the database, ms. */
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -218,6 +220,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
         if (err instanceof AppError && err.status === 404) return null;
         throw err;
       }),
+    renderPrediction: async (accountId, jobId, event) => webhookPrediction(db.kysely, config.publicBaseUrl, accountId, jobId, event),
     allowPrivate: config.webhookAllowPrivate,
     retryScheduleS: config.webhookRetryScheduleS,
     tracing,

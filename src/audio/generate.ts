@@ -15,6 +15,14 @@ import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import type { AudioBytes } from "../upstreams/types.ts";
 import type { Served } from "../upstreams/sync-failover.ts";
 import { insertSucceededAudioJob } from "./generate.repository.ts";
+import type { Transaction } from "kysely";
+import type { Database } from "../storage/schema.ts";
+
+/**
+ * Runs in the transaction that inserts a stored output's succeeded job (`jobId`), after the insert: what a
+ * caller writes with the job (a dialect's facts and webhook events, D47). Throwing rolls the capture back.
+ */
+export type StoredJobHook = (trx: Transaction<Database>, jobId: string) => Promise<void>;
 
 /** Where a stored output lives. */
 export interface StoredOutput {
@@ -54,6 +62,8 @@ export interface GenerateArgs {
   /** The validated request, recorded on the job of a stored output. */
   request: unknown;
   saveToBlob: boolean;
+  /** With `saveToBlob`: written with the stored job (see {@link StoredJobHook}). */
+  onStored?: StoredJobHook;
   /** The duration reported for billing (`X-Svc-Duration-Sec`); defaults to the output's duration. */
   billedDurationSec?: number;
   /** The upstream call (the family's sources with failover, D27), given the abort signal. */
@@ -120,6 +130,7 @@ async function generateInSlot(deps: GenerateDeps, args: GenerateArgs): Promise<A
       durationSec,
       body: result.body,
       contentType: result.contentType,
+      onStored: args.onStored,
     });
     return { ...outcome, ...stored };
   });
@@ -137,6 +148,8 @@ export interface AudioToStore {
   durationSec: number;
   body: Uint8Array;
   contentType: string;
+  /** Written with the job, in its transaction. */
+  onStored?: StoredJobHook;
 }
 
 /**
@@ -171,6 +184,7 @@ export async function captureStoredAudio(
         durationSec: a.durationSec,
         now: Date.now(),
       });
+      if (a.onStored !== undefined) await a.onStored(trx, a.jobId);
     });
     return { balanceMicros: settled.balanceAfterMicros, stored: { jobId: a.jobId, key, contentType: a.contentType } };
   } catch {

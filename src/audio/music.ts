@@ -14,7 +14,7 @@ import { errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
 import type { AudioBytes, AudioFormat, MusicRequest, SimulateMode } from "../upstreams/types.ts";
 import type { Served } from "../upstreams/sync-failover.ts";
-import { type AudioOutcome, type GenerateDeps, generatePaidAudio } from "./generate.ts";
+import { type AudioOutcome, type GenerateDeps, generatePaidAudio, type StoredJobHook } from "./generate.ts";
 import { graphemeCount, optionalText } from "./text-limits.ts";
 
 /** The music request body as received (types already checked by the route schema): the contract's type. */
@@ -83,7 +83,7 @@ export async function createMusic(
   },
   principal: { accountId: string; keyId: string | null },
   body: MusicBody,
-  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
+  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard; call?: CallContext; onStored?: StoredJobHook },
 ): Promise<AudioOutcome> {
   const { model, req } = validateMusic(body, opts.saveToBlob);
   const price: Micros = quoteMusic(model, req.lengthMs);
@@ -94,6 +94,7 @@ export async function createMusic(
     priceMicros: price,
     request: { ...req },
     saveToBlob: opts.saveToBlob,
+    onStored: opts.onStored,
     billedDurationSec: model.honoursLength ? req.lengthMs / 1000 : undefined,
     call: (signal) => deps.music(model.family === "alpha" ? "alpha" : "beta", { ...req, simulate: opts.simulate }, signal),
     signal: opts.signal,

@@ -11,7 +11,7 @@ import { errors } from "../errors.ts";
 import type { CallGuard } from "../limits/limiter.ts";
 import type { AudioBytes, SfxRequest, SimulateMode } from "../upstreams/types.ts";
 import type { Served } from "../upstreams/sync-failover.ts";
-import { type AudioOutcome, type GenerateDeps, generatePaidAudio } from "./generate.ts";
+import { type AudioOutcome, type GenerateDeps, generatePaidAudio, type StoredJobHook } from "./generate.ts";
 import { parseAudioFormat } from "./music.ts";
 import { codePoints, optionalText } from "./text-limits.ts";
 
@@ -58,7 +58,7 @@ export async function createSfx(
   },
   principal: { accountId: string; keyId: string | null },
   body: SfxBody,
-  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard; call?: CallContext },
+  opts: { simulate: SimulateMode | null; saveToBlob: boolean; signal?: AbortSignal; guard?: CallGuard; call?: CallContext; onStored?: StoredJobHook },
 ): Promise<AudioOutcome> {
   const { model, req } = validateSfx(body, opts.saveToBlob);
   return generatePaidAudio(deps, {
@@ -68,6 +68,7 @@ export async function createSfx(
     priceMicros: quoteSfx(model),
     request: { ...req },
     saveToBlob: opts.saveToBlob,
+    onStored: opts.onStored,
     call: (signal) => deps.sfx("alpha", { ...req, simulate: opts.simulate }, signal),
     signal: opts.signal,
     guard: opts.guard,

@@ -22,7 +22,7 @@ import { findOwnedVoice } from "./voices.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import { newId } from "../ids.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
-import { captureStoredAudio, type StoredOutput } from "./generate.ts";
+import { captureStoredAudio, type StoredJobHook, type StoredOutput } from "./generate.ts";
 
 /** The speech request body as received (types already checked by the route schema): the contract's type. */
 export type SpeechBody = SpeechRequestBody;
@@ -65,6 +65,8 @@ export interface SpeechCallOptions {
    * `response_format` is served as `mp3_44100_128`. Needs `deps.blobs`. Used by the MCP server (D39).
    */
   saveToBlob?: boolean;
+  /** With `saveToBlob`: written with the stored job, in its transaction (D47). */
+  onStored?: StoredJobHook;
 }
 
 /** A finished speech call. Amounts in micro-USD. */
@@ -326,6 +328,7 @@ async function speakWithSlot(
         durationSec: result.durationSec,
         body: result.body,
         contentType: result.contentType,
+        onStored: opts.onStored,
       });
       return { ...common, balanceMicros: kept.balanceMicros, stored: kept.stored, audio: { kind: "bytes", body: result.body } };
     }

@@ -13,6 +13,21 @@ export const WEBHOOK_EVENT_TYPES = ["job.succeeded", "job.failed", "job.refunded
 /** One event type of D31. */
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
+/**
+ * The events of a prediction's own `webhook` (D47, the Replicate dialect's `webhook_events_filter`), as the
+ * delivery log names them: sent only to that URL, with the prediction itself as the body.
+ */
+export const PREDICTION_EVENT_TYPES = ["prediction.start", "prediction.output", "prediction.completed"] as const;
+
+/** One prediction event type (D47). */
+export type PredictionEventType = (typeof PREDICTION_EVENT_TYPES)[number];
+
+/** Every type a delivery can carry: D31's events and a prediction's own (D47). */
+export const DELIVERY_EVENT_TYPES = [...WEBHOOK_EVENT_TYPES, ...PREDICTION_EVENT_TYPES] as const;
+
+/** The type of a delivered event. */
+export const DELIVERY_EVENT_TYPE = oneOf(DELIVERY_EVENT_TYPES, "The event type: one of D31's, or a prediction's own webhook event (`prediction.start`, `prediction.output`, `prediction.completed`).", { examples: ["job.succeeded"] });
+
 /** An event type. */
 export const EVENT_TYPE = oneOf(WEBHOOK_EVENT_TYPES, "An event type.", { examples: ["job.succeeded"] });
 /** The event types an endpoint takes. */

@@ -7,6 +7,7 @@
 import type { FastifyRequest } from "fastify";
 import type { MediaJobRequest } from "../contracts/jobs.ts";
 import { type JobView, submitJob } from "../jobs/jobs.ts";
+import type { JobDialectFacts } from "../jobs/dialect-facts.ts";
 import { checkReferenceHosts, type JobSpec, type OwnReferenceUrl } from "../jobs/validate.ts";
 import type { Services } from "../services.ts";
 import { checkWebhookUrl } from "../webhooks/urls.ts";
@@ -26,7 +27,7 @@ export interface SubmittedJob {
  * `Idempotency-Key` header stands in for a missing `idempotency_key` (D37), `validate` reads the body into
  * a job spec, then the key's model allow-list (D34), the reference hosts (fail closed; `ownUrl` names the
  * gateway's own uploads, which are not resolved) and the webhook URL are checked before the submit places
- * the hold. A job this process's runner can take at once starts in the submit's transaction; one left
+ * the hold (with a dialect's facts, D47, written in its transaction). A job this process's runner can take at once starts in the submit's transaction; one left
  * pending is claimed by the runner, nudged here.
  * @throws AppError as `validate`, the checks and `submitJob` raise them (400, 402, 403, 409, 429).
  */
@@ -35,7 +36,7 @@ export async function submitFromRequest<B extends MediaJobRequest>(
   req: FastifyRequest,
   body: B,
   validate: (body: B) => JobSpec,
-  opts: { ownUrl?: OwnReferenceUrl } = {},
+  opts: { ownUrl?: OwnReferenceUrl; dialect?: JobDialectFacts } = {},
 ): Promise<SubmittedJob> {
   const keyed = withIdempotencyKey(body, req);
   const spec = validate(keyed);
@@ -44,7 +45,7 @@ export async function submitFromRequest<B extends MediaJobRequest>(
   await checkReferenceHosts(spec, services.resolveHost, opts.ownUrl);
   if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
   const deps = { db: services.db.kysely, publicBaseUrl: services.config.publicBaseUrl };
-  const out = await submitJob({ ...deps, starter: services.jobStarter(), events: services.paidCalls.events }, principalOf(req), spec, keyed, simulate, call);
+  const out = await submitJob({ ...deps, starter: services.jobStarter(), events: services.paidCalls.events }, principalOf(req), spec, keyed, simulate, call, opts.dialect);
   if (!out.replayed && !out.started) services.nudgeRunner();
   return { job: out.job, replayed: out.replayed, spec };
 }

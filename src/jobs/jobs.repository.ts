@@ -205,3 +205,39 @@ export async function jobOutputOf(db: Executor, jobId: string, accountId: string
 export async function clearJobOutput(db: Executor, jobId: string, outputJson: string): Promise<void> {
   await db.updateTable("jobs").set({ output_json: null, updated_at: Date.now() }).where("id", "=", jobId).where("output_json", "=", outputJson).execute();
 }
+
+/** Writes a dialect's facts on job `jobId` (D47), in the submit's transaction. */
+export async function writeJobDialectFacts(
+  db: Executor,
+  jobId: string,
+  f: { deadline_at: number | null; webhook_events_json: string | null; dialect_json: string | null; webhook_url?: string },
+): Promise<void> {
+  await db.updateTable("jobs").set(f).where("id", "=", jobId).execute();
+}
+
+/** What renders a job as a dialect's object besides its view (D47), per job of `accountId` among `ids`. */
+export async function jobDialectRows(
+  db: Executor,
+  accountId: string,
+  ids: readonly string[],
+): Promise<{ id: string; started_at: number | null; deadline_at: number | null; webhook_url: string | null; webhook_events_json: string | null; dialect_json: string | null }[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom("jobs")
+    .select(["id", "started_at", "deadline_at", "webhook_url", "webhook_events_json", "dialect_json"])
+    .where("account_id", "=", accountId)
+    .where("id", "in", [...ids])
+    .execute();
+}
+
+/** At most `limit` `pending` or `processing` jobs whose deadline (`deadline_at`, D47) is at or before `now` (epoch ms). */
+export async function overdueDeadlineJobs(db: Executor, now: number, limit: number): Promise<{ id: string; account_id: string }[]> {
+  return db
+    .selectFrom("jobs")
+    .select(["id", "account_id"])
+    .where("deadline_at", "is not", null)
+    .where("deadline_at", "<=", now)
+    .where("status", "in", [...ACTIVE])
+    .limit(limit)
+    .execute();
+}

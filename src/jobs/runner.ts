@@ -28,6 +28,7 @@ import { DEFAULT_POLL_TIMING, type PollTiming } from "./durable.ts";
 import { type ExecutionContext, executeJob, LostError, type RunnerDeps, StopError } from "./executor.ts";
 import type { JobStarter } from "./submit.ts";
 import { sweepJobs } from "./sweep.ts";
+import { cancelOverdueJobs } from "./cancel.ts";
 import { inTrace } from "../observability/tracing.ts";
 import { sweepIdempotentCalls } from "../billing/idempotent-calls.ts";
 
@@ -223,6 +224,8 @@ export class JobRunner implements JobStarter {
   async #sweep(): Promise<void> {
     try {
       const { upstreamToCancel, ...r } = await sweepJobs(this.#deps.db, this.#deps.sweep, this.changes);
+      // Jobs past their `Cancel-After` deadline (D47) whose process did not end them.
+      await cancelOverdueJobs({ db: this.#deps.db, sourceNamed: this.#deps.sourceNamed, log: this.#deps.log, changes: this.changes });
       if (r.refunded + r.expired + r.syncHolds + r.realtimeHolds > 0) this.#deps.log.warn(r, "sweep released holds of dead or expired work");
       for (const handle of upstreamToCancel) {
         const slot = this.#deps.sourceNamed?.(handle.source);

@@ -21,6 +21,7 @@ import type { SimulateMode } from "../upstreams/types.ts";
 import { idempotencyKeyTaken, jobByIdempotencyKey, type JobViewRow } from "./jobs.repository.ts";
 import { encodeJobRequest, jobRequestOf } from "./request.ts";
 import type { JobSpec } from "./validate.ts";
+import { type JobDialectFacts, recordDialectFacts } from "./dialect-facts.ts";
 import { jobView, type JobView, queuePositions } from "./view.ts";
 
 /** SHA-256 of a JSON value with object keys sorted: equal requests hash equal whatever their key order. */
@@ -148,6 +149,7 @@ function jobCaps(limits: EffectiveLimits, kind: "image" | "video", mode: "live" 
  * written in one transaction after the queue cap is checked. A test-mode call (`call.mode`, D32) places
  * no hold and is not gated by the balance; its job records the mode so the runner serves it with the
  * simulator. `deps.events`, when given, hears of the hold once it committed (D34 low-balance alerts).
+ * `dialect` (D47) is written on the job in the same transaction, with its webhook's `start` event.
  * @returns the job and whether it was a replay (200) or new (202).
  * @throws AppError 402 `insufficient_balance`, 409 `idempotency_conflict`, 429 `rate_limited` (a full
  *   queue with `Retry-After`; a tier without video with `x-should-retry: false`, D48).
@@ -159,6 +161,7 @@ export async function submitJob(
   body: unknown,
   simulate: SimulateMode | null = null,
   call?: CallContext,
+  dialect?: JobDialectFacts,
 ): Promise<{ job: JobView; replayed: boolean; started: boolean }> {
   const usage = usageFor(call ?? { requestId: newTimeOrderedId("req"), keyId: principal.keyId, mode: "live" }, spec.kind, spec.kind === "image" ? { images: spec.n } : { seconds: spec.durationSec });
   const hash = canonicalHash(body);
@@ -235,6 +238,8 @@ export async function submitJob(
       }
       started = out.started;
       queuePosition = started ? null : out.ahead + 1;
+      // A dialect's facts (D47: deadline, webhook format, names) and its `start` event, with the job.
+      if (dialect !== undefined) await recordDialectFacts(trx, { jobId: row.id, accountId: principal.accountId, webhookUrl: row.webhook_url, facts: dialect });
     });
   } catch (err) {
     started = false;

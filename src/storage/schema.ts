@@ -252,6 +252,15 @@ export interface JobsTable {
   webhook_url: Generated<string | null>;
   /** The mode of the key that submitted it (D32): a `test` job is served by the simulator and holds nothing. */
   mode: Generated<KeyMode>;
+  /** Epoch ms after which the job is canceled (`Cancel-After`, D47), or null. */
+  deadline_at: Generated<number | null>;
+  /**
+   * JSON array of the prediction events (`start`, `output`, `completed`) the job's `webhook_url` receives in
+   * the prediction format (D47); null: the URL receives the native job events (D31).
+   */
+  webhook_events_json: Generated<string | null>;
+  /** What a dialect keeps to render the job as its caller named it (JSON text, D47), or null. */
+  dialect_json: Generated<string | null>;
 }
 
 /** A webhook endpoint of an account (D31). */

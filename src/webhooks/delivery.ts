@@ -18,7 +18,7 @@ import { FetchFailedError, FetchTimeoutError, safePost, UnsafeUrlError } from ".
 import { defaultSecret } from "./endpoints.ts";
 import type { DeliveryAttempt } from "./deliveries.ts";
 import { type Claimed, claimDueDeliveries, endpointSigning, eventOfDelivery, keepEventData, recordAttempt } from "./delivery.repository.ts";
-import { eventBody } from "./events.ts";
+import { eventBody, isPredictionEventType } from "./events.ts";
 import { annotateSpan, failSpan, inTrace, traceHeaders, type Tracing } from "../observability/tracing.ts";
 
 /** What the loop needs from the process. */
@@ -32,6 +32,11 @@ export interface DeliveryLoopDeps {
    * Injected by services.ts: rendering a job is jobs/' business, a layer above this one.
    */
   renderJob(accountId: string, jobId: string): Promise<unknown>;
+  /**
+   * The prediction (D47) of the account's job as a `prediction.<event>` delivery sends it (`start`: as it
+   * was created), or null when the job is gone. Injected by services.ts, as `renderJob` is.
+   */
+  renderPrediction(accountId: string, jobId: string, event: "start" | "output" | "completed"): Promise<unknown>;
   /** `WEBHOOK_ALLOW_PRIVATE=1`: `http://` and private addresses allowed (development, tests). */
   allowPrivate: boolean;
   /** `WEBHOOK_RETRY_SCHEDULE_S`: seconds before each retry, in order. */
@@ -171,14 +176,21 @@ export class WebhookDeliveryLoop {
     }
     const event = await eventOfDelivery(db, d.event_id);
     let dataJson = event.dataJson;
+    // A prediction's own webhook (D47) is sent the prediction itself; every other event D31's envelope.
+    const prediction = isPredictionEventType(event.type);
     if (dataJson === null) {
-      const job = event.jobId === null ? null : await this.#deps.renderJob(d.account_id, event.jobId);
-      if (job === null) return { statusCode: null, error: "job_not_found", durationMs: 0, final: true };
-      dataJson = JSON.stringify(job);
+      const rendered =
+        event.jobId === null
+          ? null
+          : prediction
+            ? await this.#deps.renderPrediction(d.account_id, event.jobId, event.type.slice("prediction.".length) as "start" | "output" | "completed")
+            : await this.#deps.renderJob(d.account_id, event.jobId);
+      if (rendered === null) return { statusCode: null, error: "job_not_found", durationMs: 0, final: true };
+      dataJson = JSON.stringify(rendered);
       // Kept, so every later attempt and replay sends the same body.
       await keepEventData(db, event.id, dataJson);
     }
-    const body = eventBody({ id: event.id, type: event.type, createdAt: event.createdAt, dataJson });
+    const body = prediction ? dataJson : eventBody({ id: event.id, type: event.type, createdAt: event.createdAt, dataJson });
     const sentAt = new Date();
     const headers = {
       "content-type": "application/json",

@@ -2,10 +2,21 @@
  * Webhook event types and the event body (D31, Standard Webhooks). Shared by the outbox, the delivery
  * loop and the routes.
  */
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../contracts/webhooks.ts";
+import { PREDICTION_EVENT_TYPES, type PredictionEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from "../contracts/webhooks.ts";
 
 // The event types are declared with the request contract of endpoints (`src/contracts/webhooks.ts`).
-export { WEBHOOK_EVENT_TYPES, type WebhookEventType };
+export { PREDICTION_EVENT_TYPES, type PredictionEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType };
+
+/** The events a prediction's `webhook_events_filter` names (D47), without the `prediction.` prefix. */
+export const PREDICTION_EVENTS = ["start", "output", "logs", "completed"] as const;
+
+/** One event of a `webhook_events_filter` (D47). `logs` is accepted; the gateway's jobs have no logs to send. */
+export type PredictionEvent = (typeof PREDICTION_EVENTS)[number];
+
+/** Whether an event type is a prediction's own (D47): its body is the prediction, not the D31 envelope. */
+export function isPredictionEventType(type: string): type is PredictionEventType {
+  return (PREDICTION_EVENT_TYPES as readonly string[]).includes(type);
+}
 
 /** The event types of a job's terminal transition (a canceled job ends `failed`: `job.failed`). */
 export type JobEventType = Extract<WebhookEventType, `job.${string}`>;

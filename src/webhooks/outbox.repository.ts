@@ -7,7 +7,7 @@ import type { Transaction } from "kysely";
 import { newId } from "../ids.ts";
 import { prepare } from "../storage/prepared.ts";
 import type { Database } from "../storage/schema.ts";
-import type { WebhookEventType } from "./events.ts";
+import type { PredictionEventType, WebhookEventType } from "./events.ts";
 
 /** A destination of an event: an endpoint of the account, or a job's own `webhook_url` (endpoint null). */
 export interface Destination {
@@ -29,9 +29,13 @@ export async function enabledEndpoints(trx: Transaction<Database>, accountId: st
   return (await enabledEndpointsStmt(trx, accountId)).rows;
 }
 
-/** The job's own `webhook_url`, or null (none, or no such job). */
-export async function jobWebhookUrl(trx: Transaction<Database>, jobId: string): Promise<string | null> {
-  return (await trx.selectFrom("jobs").select("webhook_url").where("id", "=", jobId).executeTakeFirst())?.webhook_url ?? null;
+/**
+ * The job's own `webhook_url` and, when it receives the prediction format (D47), the JSON list of its
+ * events; null when the job has no webhook URL (or there is no such job).
+ */
+export async function jobWebhook(trx: Transaction<Database>, jobId: string): Promise<{ url: string; eventsJson: string | null } | null> {
+  const r = await trx.selectFrom("jobs").select(["webhook_url", "webhook_events_json"]).where("id", "=", jobId).executeTakeFirst();
+  return r?.webhook_url ? { url: r.webhook_url, eventsJson: r.webhook_events_json ?? null } : null;
 }
 
 /**
@@ -40,7 +44,7 @@ export async function jobWebhookUrl(trx: Transaction<Database>, jobId: string): 
  */
 export async function insertEvent(
   trx: Transaction<Database>,
-  e: { id: string; accountId: string; type: WebhookEventType; jobId: string | null; dataJson: string | null; now: number },
+  e: { id: string; accountId: string; type: WebhookEventType | PredictionEventType; jobId: string | null; dataJson: string | null; now: number },
   destinations: Destination[],
 ): Promise<void> {
   const eventId = e.id;

@@ -3,7 +3,7 @@
  * delivery log. Events are signed as Standard Webhooks (`webhook-id`, `webhook-timestamp`,
  * `webhook-signature`); the `standardwebhooks` package verifies them.
  */
-import { CREATE_WEBHOOK_BODY, EVENT_TYPE, EVENTS, WEBHOOK_EVENT_TYPES } from "../../contracts/webhooks.ts";
+import { CREATE_WEBHOOK_BODY, DELIVERY_EVENT_TYPE, DELIVERY_EVENT_TYPES, EVENTS } from "../../contracts/webhooks.ts";
 import { arr, AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, obj, ok, oneOf, PAGE_QUERY, route, str } from "./common.ts";
 
 const SECRET = str("Signing secret, `whsec_` + base64 of the key (Standard Webhooks). Keep it secret.", {
@@ -107,7 +107,7 @@ const DELIVERY = obj(
   {
     id: str("Delivery id (the cursor for `after`).", { examples: ["whd_8sHc2LQmYv3PZk0aTq1wXe"] }),
     event_id: str("Event id: the `webhook-id` header of every attempt.", { examples: ["evt_Jd82kLmQ0pXv7sYt3RzA1c"] }),
-    event_type: EVENT_TYPE,
+    event_type: DELIVERY_EVENT_TYPE,
     endpoint_id: nullable(str("The endpoint, or null for a submit's `webhook_url`.")),
     url: str("Where it is sent."),
     status: oneOf(["pending", "succeeded", "failed"], "`pending` until a 2xx (`succeeded`) or the last retry or a 410 (`failed`)."),
@@ -128,7 +128,7 @@ export const listWebhookDeliveriesSchema = route({
   query: obj({
     ...PAGE_QUERY.properties,
     after: str("Cursor: the `id` of the last delivery of the previous page."),
-    event_type: { ...EVENT_TYPE, "x-error-message": `event_type must be one of ${WEBHOOK_EVENT_TYPES.join(", ")}.` },
+    event_type: { ...DELIVERY_EVENT_TYPE, "x-error-message": `event_type must be one of ${DELIVERY_EVENT_TYPES.join(", ")}.` },
     status: oneOf(["pending", "succeeded", "failed"], "Only deliveries in this state.", { "x-error-message": "status must be pending, succeeded or failed." }),
   }),
   responses: {
