@@ -31,6 +31,7 @@ import { elevenLabsRoutes } from "./dialects/elevenlabs/routes.ts";
 import { openAIRoutes } from "./dialects/openai/routes.ts";
 import { falRoutes } from "./dialects/fal/routes.ts";
 import { agentRoutes } from "./dialects/mcp/routes.ts";
+import { REPLICATE_PREFIX, replicateRoutes } from "./dialects/replicate/routes.ts";
 import { jobReadRoutes, jobRoutes } from "./routes/jobs.ts";
 import { messagesRoutes } from "./routes/messages.ts";
 import { modelRoutes } from "./routes/models.ts";
@@ -227,6 +228,8 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   await app.register(async (oa) => openAIRoutes(oa, services));
   // The fal dialect (D38): fal's proxy protocol at /fal/proxy, its own auth (`Authorization: Key`) and error shapes.
   await app.register(async (fal) => falRoutes(fal, services), { prefix: "/fal" });
+  // The Replicate dialect (D47): Replicate's predictions API at /replicate/v1, its errors as problem+json.
+  await app.register(async (rep) => replicateRoutes(rep, services), { prefix: REPLICATE_PREFIX });
   // The MCP server and the agents' guide (D39): `POST /mcp` behind the API-key hook, the public `GET /llms.txt`.
   await app.register(async (agents) => agentRoutes(agents, services));
   await app.register(async (admin) => {

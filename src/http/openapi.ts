@@ -144,6 +144,7 @@ export async function registerOpenApi(app: App, opts: { publicBaseUrl: string; a
           xApiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "The API key in `x-api-key` (`POST /v1/messages`)." },
           xiApiKey: { type: "apiKey", in: "header", name: "xi-api-key", description: "The API key in `xi-api-key` (the ElevenLabs dialect, `/elevenlabs/*`)." },
           falKey: { type: "apiKey", in: "header", name: "Authorization", description: "`Authorization: Key <API_KEY>` (the fal dialect, `/fal/proxy`, as `@fal-ai/client` sends it)." },
+          replicateToken: { type: "apiKey", in: "header", name: "Authorization", description: "`Authorization: Token <API_KEY>` (the Replicate dialect, `/replicate/v1`; `Bearer`, what the `replicate` client sends, works too)." },
           adminToken: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <GATEWAY_ADMIN_TOKEN>` (the operator API only)." },
         },
         schemas: COMPONENTS,
