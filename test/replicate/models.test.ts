@@ -181,10 +181,11 @@ describe("Replicate model names (D47)", () => {
       assert.equal(body.model, m.catalogId);
       const native = NATIVE[m.kind];
       assert.ok(native(body), JSON.stringify(native.errors));
-      // The published document's Input compiles too, and the Output is a file URL (a list for images).
+      // The published document's Input compiles too, and the Output is a file URL (a list for gateway/ images and the provider names whose Replicate model answers one).
       const schemas = (versionAnswer(m).openapi_schema as { components: { schemas: Record<string, Record<string, unknown>> } }).components.schemas;
       assert.ok(plainAjv.compile(schemas.Input)(input));
-      assert.deepEqual(schemas.Output, m.kind === "image" ? { title: "Output", type: "array", items: { type: "string", format: "uri" } } : { title: "Output", type: "string", format: "uri" });
+      assert.equal(m.output, m.kind === "image" && (m.owner === "gateway" || m.ref === "openai/gpt-image-2") ? "uris" : "uri");
+      assert.deepEqual(schemas.Output, m.output === "uris" ? { title: "Output", type: "array", items: { type: "string", format: "uri" } } : { title: "Output", type: "string", format: "uri" });
     });
   }
 

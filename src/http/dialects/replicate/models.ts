@@ -65,6 +65,11 @@ export interface ReplicateModel {
   source: string | null;
   /** The JSON Schema (an object schema, no private keywords) of a prediction's `input`. */
   inputSchema: Record<string, unknown>;
+  /**
+   * The shape of a succeeded prediction's `output`: `uri` one file URL, `uris` a list (an image model
+   * under `gateway/`, which may make several; a provider's name answers as Replicate's model does).
+   */
+  output: "uri" | "uris";
 }
 
 /** How one Replicate input field of a provider name reaches the native body. */
@@ -92,6 +97,8 @@ export interface ProviderName {
   catalogId: string;
   /** Replicate's input fields of that model that differ from the native ones, in the order they are applied. */
   fields: Readonly<Record<string, FieldRule>>;
+  /** An image model whose Replicate output is a list of URLs (the others answer one URL, as on Replicate). */
+  outputList?: true;
 }
 
 /** Recraft on Replicate: `size` (`WxH`) and `aspect_ratio` (`Not set` by default), which wins when set. */
@@ -126,7 +133,7 @@ export const PROVIDER_NAMES: readonly ProviderName[] = deepFreeze<ProviderName[]
   // Unverified: lumenfall.ai's listing of Replicate's recraft-ai/recraft-v4-svg.
   { ref: "recraft-ai/recraft-v4-svg", catalogId: "imgA-v4-vector", fields: RECRAFT_FIELDS },
   // Unverified: third-party listings (`quality` low|medium|high|auto, `aspect_ratio`, `input_images`, `number_of_images`).
-  { ref: "openai/gpt-image-2", catalogId: "imgC-q1", fields: { input_images: "image_urls", aspect_ratio: "aspect_ratio", number_of_images: "n", quality: "quality" } },
+  { ref: "openai/gpt-image-2", catalogId: "imgC-q1", fields: { input_images: "image_urls", aspect_ratio: "aspect_ratio", number_of_images: "n", quality: "quality" }, outputList: true },
   // Unverified: third-party listings (`image`, `resolution` 720p default, `generate_audio` default true).
   {
     ref: "google/veo-3.1-fast",
@@ -342,20 +349,20 @@ function versionIdOf(ref: string, inputSchema: Json): string {
 }
 
 /** A frozen name. */
-function named(owner: string, name: string, catalogId: string, kind: ReplicateKind, source: string | null, inputSchema: Json): ReplicateModel {
+function named(owner: string, name: string, catalogId: string, kind: ReplicateKind, source: string | null, inputSchema: Json, output: "uri" | "uris"): ReplicateModel {
   const ref = `${owner}/${name}`;
-  return deepFreeze({ owner, name, ref, catalogId, kind, versionId: versionIdOf(ref, inputSchema), source, inputSchema });
+  return deepFreeze({ owner, name, ref, catalogId, kind, versionId: versionIdOf(ref, inputSchema), source, inputSchema, output });
 }
 
 /** Every name, built once (the catalog is fixed per process). */
 const MODELS: readonly ReplicateModel[] = (() => {
   const isKind = (c: string): c is ReplicateKind => (KINDS as readonly string[]).includes(c);
-  const gateway = enabledModels().flatMap((m) => (isKind(m.capability) ? [named("gateway", m.id, m.id, m.capability, null, gatewaySchema(m, m.capability))] : []));
+  const gateway = enabledModels().flatMap((m) => (isKind(m.capability) ? [named("gateway", m.id, m.id, m.capability, null, gatewaySchema(m, m.capability), m.capability === "image" ? "uris" : "uri")] : []));
   const providers = PROVIDER_NAMES.flatMap((row) => {
     const m = getModel(row.catalogId);
     if (m === undefined || !m.enabled || !isKind(m.capability)) return [];
     const [owner, name] = row.ref.split("/");
-    return [named(owner, name, m.id, m.capability, `https://replicate.com/${row.ref}`, providerSchema(row, gatewaySchema(m, m.capability), m.capability))];
+    return [named(owner, name, m.id, m.capability, `https://replicate.com/${row.ref}`, providerSchema(row, gatewaySchema(m, m.capability), m.capability), row.outputList === true ? "uris" : "uri")];
   });
   return Object.freeze([...gateway, ...providers]);
 })();
@@ -403,10 +410,10 @@ export function modelOfRef(ref: string): { model: ReplicateModel; version: strin
   return version === model.versionId ? { model, version } : undefined;
 }
 
-/** Cog's output schema of a kind: one file URL, or a list of them for images. */
-function outputSchema(kind: ReplicateKind): Json {
+/** Cog's output schema of a model: one file URL, or a list of them (see {@link ReplicateModel.output}). */
+function outputSchema(m: ReplicateModel): Json {
   const uri = { type: "string", format: "uri" };
-  return kind === "image" ? { title: "Output", type: "array", items: uri } : { title: "Output", ...uri };
+  return m.output === "uris" ? { title: "Output", type: "array", items: uri } : { title: "Output", ...uri };
 }
 
 /**
@@ -423,7 +430,7 @@ export function versionAnswer(m: ReplicateModel): Record<string, unknown> {
       openapi: "3.0.2",
       info: { title: "Cog", version: "0.1.0" },
       paths: {},
-      components: { schemas: { Input: { title: "Input", ...structuredClone(m.inputSchema) }, Output: outputSchema(m.kind) } },
+      components: { schemas: { Input: { title: "Input", ...structuredClone(m.inputSchema) }, Output: outputSchema(m) } },
     },
   };
 }

@@ -33,6 +33,8 @@ export interface PredictionNames {
   version: string;
   /** The input as sent (long strings cut, see the routes). */
   input: Record<string, unknown>;
+  /** The output's shape: one URL, or a list (models.ts `ReplicateModel.output`); absent: a list for images. */
+  output?: "uri" | "uris";
 }
 
 /** Replicate's prediction object. Times ISO 8601; `metrics` seconds. */
@@ -107,7 +109,8 @@ export function predictionOf(publicBaseUrl: string, job: JobView, view: JobDiale
   const ended = isFinal(status) ? Date.parse(job.updated_at) : null;
   const started = asStarted ? null : (view?.startedAt ?? (job.status === "processing" || job.status === "succeeded" ? created : null));
   let output: Prediction["output"] = null;
-  if (status === "succeeded" && job.output !== null) output = job.kind === "image" ? job.output.urls : job.output.url;
+  const list = names.output !== undefined ? names.output === "uris" : job.kind === "image";
+  if (status === "succeeded" && job.output !== null) output = list ? job.output.urls : job.output.url;
   const base = `${publicBaseUrl}/replicate/v1/predictions/${encodeURIComponent(job.id)}`;
   const metrics: Prediction["metrics"] = {};
   if (status === "succeeded" && ended !== null) {

@@ -228,7 +228,7 @@ export async function replicateRoutes(app: App, services: Services): Promise<voi
     const webhook = events === null ? null : await checkWebhookUrl(raw.webhook, services.webhookUrlPolicy, "webhook");
     const deadlineS = cancelAfterS(req.headers["cancel-after"]);
     const body = nativeBodyOf(model, raw.input ?? {});
-    const names: PredictionNames = { model: model.ref, version: version ?? model.versionId, input: {} };
+    const names: PredictionNames = { model: model.ref, version: version ?? model.versionId, input: {}, output: model.output };
     const facts = (input: Record<string, unknown>): JobDialectFacts => ({
       deadlineAt: deadlineS === null ? null : Date.now() + Math.round(deadlineS * 1000),
       webhookEvents: events,

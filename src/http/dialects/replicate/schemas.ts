@@ -62,7 +62,7 @@ const PREDICTION = obj(
     model: str("`owner/name` as the prediction named it (`gateway/<catalog id>`, or a provider's Replicate name)."),
     version: str("The version id it ran (`hidden` for a job made elsewhere)."),
     input: typed({ type: "object", additionalProperties: true, description: "The input as sent (long strings cut)." }),
-    output: typed({ description: "The stored file's URL (a list of URLs for an image model); null until it succeeded.", anyOf: [{ type: "string" }, { type: "array", items: { type: "string" } }, { type: "null" }] }),
+    output: typed({ description: "The stored file's URL, or a list of URLs (an image model under `gateway/`, and the provider names whose Replicate model answers a list); null until it succeeded.", anyOf: [{ type: "string" }, { type: "array", items: { type: "string" } }, { type: "null" }] }),
     error: nullable(str("Why it failed.")),
     logs: str("Always empty: the gateway's jobs keep no logs."),
     status: oneOf(["starting", "processing", "succeeded", "failed", "canceled", "aborted"], "`starting` (queued), `processing`, then `succeeded`, `failed`, `canceled`, or `aborted` (its `Cancel-After` passed before it started)."),
