@@ -50,8 +50,7 @@ import { WebhookDeliveryLoop } from "./webhooks/delivery.ts";
 import type { WebhookUrlPolicy } from "./webhooks/urls.ts";
 import type { Tracing } from "./observability/tracing.ts";
 import { monitorEventLoopDelay } from "./metrics.ts";
-// The composition root renders a Replicate prediction webhook's body (D47) with the dialect's pure renderer.
-import { webhookPrediction } from "./http/dialects/replicate/prediction.ts";
+import { webhookPrediction } from "./jobs/prediction-view.ts";
 
 /** How long a shutdown waits for running paid calls to settle their holds before closing the database, ms. */
 const SHUTDOWN_DRAIN_MS = 10_000;

@@ -29,15 +29,17 @@ import { AppError, errors } from "../errors.ts";
 import type { App } from "./types.ts";
 import { elevenLabsErrorHandler } from "./dialects/elevenlabs/errors.ts";
 import { falErrorHandler } from "./dialects/fal/routes.ts";
+import { sendProblem } from "./dialects/replicate/errors.ts";
 import { errorHandler } from "./error-handler.ts";
 
 /**
  * The error handlers of the dialects that answer errors in their vendor's shape, by path prefix: a router
- * failure under that prefix answers in the dialect's shape (D36, D38), like the dialect's own errors.
+ * failure under that prefix answers in the dialect's shape (D36, D38, D47), like the dialect's own errors.
  */
 const DIALECT_ERROR_HANDLERS: readonly { prefix: string; handler: typeof errorHandler }[] = [
   { prefix: "/elevenlabs/", handler: elevenLabsErrorHandler },
   { prefix: "/fal/", handler: falErrorHandler },
+  { prefix: "/replicate/", handler: sendProblem },
 ];
 
 /** The D1 error for a router failure (Fastify error code `code`), or null when it is not one of them. */

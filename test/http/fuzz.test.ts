@@ -181,7 +181,13 @@ describe(`fuzz of every route (seed ${SEED}, ${RUNS} runs per operation)`, () =>
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
           const where = `${op.method} ${path}${chunked ? " (chunked)" : ""} -> ${res.status}: ${text.slice(0, 300)}`;
           assert.ok(res.status < 500, where);
-          if (res.status >= 400) {
+          if (res.status >= 400 && path.startsWith("/replicate/")) {
+            // The Replicate dialect answers RFC 9457 problem details (D47), refusals before routing included.
+            assert.match(res.headers.get("content-type") ?? "", /application\/problem\+json/, where);
+            const p = JSON.parse(text) as { title?: unknown; detail?: unknown; status?: unknown };
+            assert.ok(typeof p.title === "string" && typeof p.detail === "string" && p.status === res.status, where);
+            assert.equal(await getBalance(db, user.org_id), before, `a 4xx moved money: ${where}`);
+          } else if (res.status >= 400) {
             assert.match(res.headers.get("content-type") ?? "", /application\/json/, where);
             if (path.startsWith("/elevenlabs/")) {
               // The ElevenLabs dialect answers in ElevenLabs' shape (D36): {detail: {status, message}}, or

@@ -4,7 +4,7 @@
  * catalog model through the gateway: `run`, `predictions.create|get|list|cancel`, `models.get|list`
  * (and versions), `files.create`, `wait` and `validateWebhook`.
  *
- * A prediction is a job (prediction.ts): an image or video model's input becomes a native job request,
+ * A prediction is a job (jobs/prediction-view.ts): an image or video model's input becomes a native job request,
  * submitted through the native submit sequence (`src/http/job-submit.ts`: the key's allow-list, reference
  * and webhook checks, hold, caps, usage record); a speech, music or sound-effect model's input runs the
  * native synchronous call (`createSpeech`, `createMusic`, `createSfx`) with its output stored, so the
@@ -56,7 +56,7 @@ import { dataUrlBytes, MAX_IMAGE_UPLOAD_BYTES, ownUploadUrl, storeImageUpload } 
 import { sendProblem } from "./errors.ts";
 import { fileAnswer, storeFile } from "./files.ts";
 import { modelAnswer, modelNamed, modelOfRef, nativeBodyOf, type ReplicateModel, ReplicateInputError, replicateModels, versionAnswer } from "./models.ts";
-import { isFinal, loadPrediction, type Prediction, type PredictionNames, predictionsOf } from "./prediction.ts";
+import { isFinal, loadPrediction, type Prediction, type PredictionNames, predictionsOf } from "../../../jobs/prediction-view.ts";
 import * as S from "./schemas.ts";
 
 /** The prefix of the dialect (the client's `baseUrl` is `<gateway>/replicate/v1`). */

@@ -14,13 +14,14 @@
  * | `failed` with `error.code` `aborted` (its `Cancel-After` passed before it started) | `aborted` |
  * | `failed` otherwise, `refunded`, `expired` | `failed` (`error`: the job's message) |
  *
- * Pure rendering plus one read ({@link loadPredictions}); no HTTP. services.ts uses it to render a
- * prediction webhook's body (webhooks/delivery.ts), so it imports nothing of the HTTP app.
+ * Rendering plus one read; no HTTP. It sits beside the job's own view (view.ts) rather than in the
+ * dialect's folder because a prediction webhook's body (webhooks/delivery.ts, wired by services.ts) is
+ * rendered by whichever process delivers it, a `worker` without the HTTP app included.
  */
-import type { Executor } from "../../../billing/ledger.ts";
-import { dialectViews, type JobDialectView } from "../../../jobs/dialect-facts.ts";
-import { getJob, type JobOwner, type JobView } from "../../../jobs/jobs.ts";
-import { AppError } from "../../../errors.ts";
+import type { Executor } from "../billing/ledger.ts";
+import { dialectViews, type JobDialectView } from "./dialect-facts.ts";
+import { getJob, type JobOwner, type JobView } from "./jobs.ts";
+import { AppError } from "../errors.ts";
 
 /** A prediction's status (Replicate's). */
 export type PredictionStatus = "starting" | "processing" | "succeeded" | "failed" | "canceled" | "aborted";
