@@ -229,18 +229,17 @@ export async function replicateRoutes(app: App, services: Services): Promise<voi
     const deadlineS = cancelAfterS(req.headers["cancel-after"]);
     const body = nativeBodyOf(model, raw.input ?? {});
     const names: PredictionNames = { model: model.ref, version: version ?? model.versionId, input: {}, output: model.output };
-    const facts = (input: Record<string, unknown>): JobDialectFacts => ({
+    // The input as the caller sent it (its data URLs cut: a prediction echoes its input, not a file's bytes).
+    const f: JobDialectFacts = {
       deadlineAt: deadlineS === null ? null : Date.now() + Math.round(deadlineS * 1000),
       webhookEvents: events,
-      dialectJson: JSON.stringify({ ...names, input: echoed(input) }),
-    });
+      dialectJson: JSON.stringify({ ...names, input: echoed(raw.input ?? {}) }),
+    };
 
     if (model.kind === "image" || model.kind === "video") {
       await storeDataUrls(principal.accountId, body);
       if (webhook !== null) body.webhook_url = webhook;
       checkedBody(req, model.kind, body, ownUrl);
-      const { webhook_url: _w, model: _m, ...inputEcho } = body;
-      const f = facts(inputEcho);
       const out =
         model.kind === "image"
           ? await submitFromRequest(services, req, body as unknown as ImageJobRequest, (b) => validateImageJob(b, { ownUrl }), { ownUrl, dialect: f })
@@ -265,8 +264,6 @@ export async function replicateRoutes(app: App, services: Services): Promise<voi
 
     // Speech, music, sound effects: the native synchronous call, its output stored as the prediction's job.
     const checked = checkedBody(req, model.kind, body);
-    const { model: _m, ...inputEcho } = checked;
-    const f = facts(inputEcho);
     const onStored: StoredJobHook = (trx, jobId) => recordDialectFacts(trx, { jobId, accountId: principal.accountId, webhookUrl: webhook, facts: { ...f, deadlineAt: null }, succeeded: true });
     const options = { ...callContext(services, req, reply), saveToBlob: true, onStored };
     let jobId: string;
