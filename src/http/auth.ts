@@ -81,6 +81,22 @@ export function bearerOf(request: FastifyRequest): string | null {
   return null;
 }
 
+/**
+ * The reader of a dialect's key: `Authorization: <scheme> <key>` (fal's `Key`, D38; Replicate's `Token`,
+ * D47), else as {@link bearerOf}.
+ */
+export function schemeKeyOf(scheme: string): (request: FastifyRequest) => string | null {
+  const pattern = new RegExp(`^${scheme}\\s+(\\S+)\\s*$`, "i");
+  return (request) => {
+    const h = request.headers.authorization;
+    if (typeof h === "string") {
+      const m = pattern.exec(h);
+      if (m) return m[1];
+    }
+    return bearerOf(request);
+  };
+}
+
 /** The key's own per-minute window of `principal` (D34), or null when its key has no `rpm` (or it is a session). */
 function keyWindowOf(principal: Principal): { id: string; rpm: number } | null {
   const rpm = principal.key?.rpm ?? null;

@@ -22,7 +22,7 @@ import { validateImageJob, validateVideoJob } from "../../../jobs/validate.ts";
 import { waitForJobEnd } from "../../../jobs/watch.ts";
 import { AppError, errors } from "../../../errors.ts";
 import type { Services } from "../../../services.ts";
-import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../../auth.ts";
+import { MODEL_CALL, principalOf, requireAuth, schemeKeyOf } from "../../auth.ts";
 import { OWN_IDEMPOTENCY } from "../../idempotent-calls.ts";
 import { submitFromRequest } from "../../job-submit.ts";
 import { jobWaits } from "../../job-waits.ts";
@@ -35,14 +35,7 @@ import { falGetSchema, falPostSchema, falPutSchema } from "./schemas.ts";
 import { type FalTarget, readTarget } from "./targets.ts";
 
 /** The key of a dialect request: `Authorization: Key <key>` (what `@fal-ai/client` sends), else Bearer / `x-api-key`. */
-export function falKeyOf(request: FastifyRequest): string | null {
-  const h = request.headers.authorization;
-  if (typeof h === "string") {
-    const m = /^Key\s+(\S+)\s*$/i.exec(h);
-    if (m) return m[1];
-  }
-  return bearerOf(request);
-}
+export const falKeyOf = schemeKeyOf("Key");
 
 /**
  * Error handler of the dialect's scope (D38): an input fal would refuse answers 422 `{"detail": [{loc,

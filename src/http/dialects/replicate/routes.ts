@@ -43,7 +43,7 @@ import type { Services } from "../../../services.ts";
 import { defaultSecret } from "../../../webhooks/endpoints.ts";
 import { PREDICTION_EVENTS, type PredictionEvent } from "../../../webhooks/events.ts";
 import { checkWebhookUrl } from "../../../webhooks/urls.ts";
-import { bearerOf, MODEL_CALL, principalOf, requireAuth } from "../../auth.ts";
+import { MODEL_CALL, principalOf, requireAuth, schemeKeyOf } from "../../auth.ts";
 import { callContext, generationDepsOf, speechDepsOf } from "../../call-context.ts";
 import { setCostHeaders } from "../../cost-headers.ts";
 import { schemaError } from "../../error-handler.ts";
@@ -78,14 +78,7 @@ const MAX_CANCEL_AFTER_S = 24 * 3600;
 const ECHO_STRING_MAX = 2000;
 
 /** The key of a dialect request: `Authorization: Bearer <key>` (what the client sends) or `Token <key>`. */
-export function replicateKeyOf(request: FastifyRequest): string | null {
-  const h = request.headers.authorization;
-  if (typeof h === "string") {
-    const m = /^Token\s+(\S+)\s*$/i.exec(h);
-    if (m) return m[1];
-  }
-  return bearerOf(request);
-}
+export const replicateKeyOf = schemeKeyOf("Token");
 
 /**
  * The seconds of a `Prefer` header's wait (RFC 7240): `wait` alone is {@link MAX_WAIT_S}, `wait=N` is N
