@@ -26,7 +26,7 @@ export type PredictionEventType = (typeof PREDICTION_EVENT_TYPES)[number];
 export const DELIVERY_EVENT_TYPES = [...WEBHOOK_EVENT_TYPES, ...PREDICTION_EVENT_TYPES] as const;
 
 /** The type of a delivered event. */
-export const DELIVERY_EVENT_TYPE = oneOf(DELIVERY_EVENT_TYPES, "The event type: one of D31's, or a prediction's own webhook event (`prediction.start`, `prediction.output`, `prediction.completed`).", { examples: ["job.succeeded"] });
+export const DELIVERY_EVENT_TYPE = oneOf(DELIVERY_EVENT_TYPES, "The event type: a job or balance event (`job.succeeded`, `job.failed`, `job.refunded`, `job.expired`, `balance.low`), or a Replicate prediction's own webhook event (`prediction.start`, `prediction.output`, `prediction.completed`).", { examples: ["job.succeeded"] });
 
 /** An event type. */
 export const EVENT_TYPE = oneOf(WEBHOOK_EVENT_TYPES, "An event type.", { examples: ["job.succeeded"] });
