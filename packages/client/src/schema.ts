@@ -340,7 +340,7 @@ export interface paths {
         put?: never;
         /**
          * MCP server (Streamable HTTP, stateless)
-         * @description The Model Context Protocol server of the gateway, for AI agents: connect an MCP client (for example the official SDK's `StreamableHTTPClientTransport`) to `<gateway>/mcp` with `Authorization: Bearer <API key>`. Stateless: every request stands alone (no `Mcp-Session-Id`), answers are JSON (no event stream), and `GET /mcp` is not served (405). Tools list models, quote a call (`estimate_cost`), read the balance, list voices, generate speech, music, sound effects and images, and submit, follow and cancel video jobs; each call is billed, limited and logged exactly as the native endpoint it uses, and a test-mode key (`gw_test_...`) moves no money. Send one JSON-RPC message per request (no batches).
+         * @description The Model Context Protocol server of the gateway, for AI agents: connect an MCP client (for example the official SDK's `StreamableHTTPClientTransport`) to `<gateway>/mcp` with `Authorization: Bearer <API key>`. Stateless: every request stands alone (no `Mcp-Session-Id`), answers are JSON (no event stream), and `GET /mcp` is not served (405). Tools list models, quote a call (`estimate_cost`), read the balance, list voices, generate speech, music, sound effects and images, and submit, follow and cancel video jobs (two resources, `gateway://llms.txt` and `gateway://dialects`, give the agents' guide and the vendor dialects as Markdown); each call is billed, limited and logged exactly as the native endpoint it uses, and a test-mode key (`gw_test_...`) moves no money. Send one JSON-RPC message per request (no batches).
          */
         post: operations["mcp"];
         delete?: never;
@@ -634,6 +634,218 @@ export interface paths {
          * @description Database and blob storage reachable (and Redis when required).
          */
         get: operations["ready"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replicate/v1/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Replicate: the account of the key */
+        get: operations["replicateAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replicate/v1/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replicate: upload a file
+         * @description What `files.create` sends (and what the client does with every Blob or Buffer of an input): a multipart form with the file as `content` and a JSON `metadata` part. A PNG, JPEG or WebP of at most 10 MB is kept on the gateway; `urls.get` is its URL, which a prediction's input may name.
+         */
+        post: operations["replicateCreateFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replicate/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Replicate: the models
+         * @description Every catalog image, video, speech, music and sound-effect model as `gateway/<catalog id>`, then the providers' Replicate names the catalog serves.
+         */
+        get: operations["replicateListModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replicate/v1/models/{owner}/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Replicate: a model, with its input schema */
+        get: operations["replicateGetModel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replicate/v1/models/{owner}/{name}/predictions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replicate: create a prediction of a model
+         * @description What `replicate.run("owner/name", {input})` sends. `input` (the model's input: its `openapi_schema`), `webhook` (an https URL; the prediction is POSTed there, signed as Standard Webhooks with the secret of `GET /replicate/v1/webhooks/default/secret`) and `webhook_events_filter` (`start`, `output`, `logs`, `completed`; default `start` and `completed`).
+         */
+        post: operations["replicateCreateModelPrediction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replicate/v1/models/{owner}/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Replicate: a model's versions (its current one) */
+        get: operations["replicateListModelVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replicate/v1/models/{owner}/{name}/versions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Replicate: a model version */
+        get: operations["replicateGetModelVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replicate/v1/predictions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Replicate: the caller's predictions, newest first
+         * @description 100 per page; `next` is the URL of the next page.
+         */
+        get: operations["replicateListPredictions"];
+        put?: never;
+        /**
+         * Replicate: create a prediction of a version
+         * @description `version` names the model: a version id, `owner/name` or `owner/name:<version id>` (every catalog model is `gateway/<catalog id>`). Image and video models run as jobs (held at submit, charged on success, released on failure); speech, music and sound effects run at once, billed as the native calls. `input` (the model's input: its `openapi_schema`), `webhook` (an https URL; the prediction is POSTed there, signed as Standard Webhooks with the secret of `GET /replicate/v1/webhooks/default/secret`) and `webhook_events_filter` (`start`, `output`, `logs`, `completed`; default `start` and `completed`).
+         */
+        post: operations["replicateCreatePrediction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replicate/v1/predictions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Replicate: a prediction
+         * @description Any job of the caller's account, rendered as a prediction.
+         */
+        get: operations["replicateGetPrediction"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replicate/v1/predictions/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replicate: cancel a prediction
+         * @description A `starting` or `processing` prediction ends `canceled`, its whole hold released and the upstream request withdrawn; one that already ended is answered as it is.
+         */
+        post: operations["replicateCancelPrediction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replicate/v1/webhooks/default/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Replicate: the webhook signing secret
+         * @description The account's default signing secret (`whsec_...`): every prediction webhook is signed with it, so `validateWebhook(request, secret)` of the client accepts it. The same secret signs the `webhook_url` of native job submits.
+         */
+        get: operations["replicateWebhookSecret"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5825,7 +6037,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description One JSON-RPC 2.0 message of the MCP protocol (`initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `ping`, ...). Its shape is checked by the protocol: a malformed message answers a JSON-RPC error. */
+        /** @description One JSON-RPC 2.0 message of the MCP protocol (`initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `resources/list`, `resources/read`, `ping`, ...). Its shape is checked by the protocol: a malformed message answers a JSON-RPC error. */
         requestBody: {
             content: {
                 /**
@@ -9119,6 +9331,3180 @@ export interface operations {
                          * @enum {string}
                          */
                         status: "not_ready";
+                    };
+                };
+            };
+        };
+    };
+    replicateAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Always null. */
+                        github_url?: string | null;
+                        /** @description The account id. */
+                        name?: string;
+                        /** @description Always `organization`. */
+                        type: string;
+                        /** @description The account id. */
+                        username: string;
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+        };
+    };
+    replicateCreateFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        checksums?: {
+                            /** @description SHA-256, hex. */
+                            sha256: string;
+                        };
+                        /** @description Its type, read from its bytes. */
+                        content_type: string;
+                        /**
+                         * Format: date-time
+                         * @description When it was uploaded.
+                         */
+                        created_at?: string;
+                        /** @description Always null. */
+                        expires_at?: string | null;
+                        /** @description The file's name on the gateway. */
+                        id: string;
+                        /** @description The metadata sent. */
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Bytes. */
+                        size: number;
+                        urls: {
+                            /** @description Its URL on the gateway. */
+                            get: string;
+                        };
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description Over 10 MB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description Not a PNG, JPEG or WebP; no `content` part. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+        };
+    };
+    replicateListModels: {
+        parameters: {
+            query?: {
+                /** @description The page cursor (from `next`). */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of models. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The next page's URL, or null. */
+                        next: string | null;
+                        /** @description Always null. */
+                        previous?: string | null;
+                        /** @description Models. */
+                        results: {
+                            /** @description What it makes. */
+                            description?: string | null;
+                            /** @description Always true. */
+                            is_official?: boolean;
+                            latest_version: {
+                                /** @description Always null. */
+                                cog_version?: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When this version was defined.
+                                 */
+                                created_at: string;
+                                /** @description The version id (64 hex digits): it changes when the model's input schema changes. */
+                                id: string;
+                                /** @description Cog's OpenAPI document: `components.schemas.Input` is the input schema, generated from the native request's schema. */
+                                openapi_schema: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                            /** @description The catalog id, or the provider's Replicate name. */
+                            name: string;
+                            /** @description `gateway`, or the provider's Replicate owner. */
+                            owner: string;
+                            /** @description Always 0. */
+                            run_count?: number;
+                            /** @description This model. */
+                            url: string;
+                            /**
+                             * @description Always public.
+                             * @enum {string}
+                             */
+                            visibility?: "public";
+                        }[];
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+        };
+    };
+    replicateGetModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The catalog id, or the provider's model name. */
+                name: string;
+                /** @description `gateway`, or a provider's Replicate owner. */
+                owner: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model; `latest_version.openapi_schema` gives its input. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What it makes. */
+                        description?: string | null;
+                        /** @description Always true. */
+                        is_official?: boolean;
+                        latest_version: {
+                            /** @description Always null. */
+                            cog_version?: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When this version was defined.
+                             */
+                            created_at: string;
+                            /** @description The version id (64 hex digits): it changes when the model's input schema changes. */
+                            id: string;
+                            /** @description Cog's OpenAPI document: `components.schemas.Input` is the input schema, generated from the native request's schema. */
+                            openapi_schema: {
+                                [key: string]: unknown;
+                            };
+                        };
+                        /** @description The catalog id, or the provider's Replicate name. */
+                        name: string;
+                        /** @description `gateway`, or the provider's Replicate owner. */
+                        owner: string;
+                        /** @description Always 0. */
+                        run_count?: number;
+                        /** @description This model. */
+                        url: string;
+                        /**
+                         * @description Always public.
+                         * @enum {string}
+                         */
+                        visibility?: "public";
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+        };
+    };
+    replicateCreateModelPrediction: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A duration (`30s`, `5m`, `1h30m`): a prediction that has not started by then ends `aborted`, one running is `canceled`; the hold is released either way.
+                 * @example 5m
+                 */
+                "cancel-after"?: string;
+                /**
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+                /**
+                 * @description `wait` (up to 60 s) or `wait=N` (1-60): answer once the prediction ended, or after the wait with `status: starting`.
+                 * @example wait=30
+                 */
+                prefer?: string;
+            };
+            path: {
+                /** @description The catalog id, or the provider's model name. */
+                name: string;
+                /** @description `gateway`, or a provider's Replicate owner. */
+                owner: string;
+            };
+            cookie?: never;
+        };
+        /** @description `{input, webhook?, webhook_events_filter?}`. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "input": {
+                 *         "prompt": "waves at dusk",
+                 *         "duration": 4
+                 *       }
+                 *     }
+                 */
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description The prediction. An image or video model's is a job: `starting` or `processing` (with `Prefer: wait`, its end, or `starting` when the wait ran out). A speech, music or sound-effect model's has run: `succeeded`, its `output` the stored file. */
+            201: {
+                headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description When it ended.
+                         */
+                        completed_at?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When it was created.
+                         */
+                        created_at: string;
+                        /** @description True once a succeeded prediction's output was deleted. */
+                        data_removed?: boolean;
+                        /** @description Why it failed. */
+                        error: string | null;
+                        /** @description The prediction id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        id: string;
+                        /** @description The input as sent (long strings cut). */
+                        input: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Always empty: the gateway's jobs keep no logs. */
+                        logs?: string;
+                        metrics?: {
+                            /** @description Seconds it ran. */
+                            predict_time?: number;
+                            /** @description Seconds from creation to its end. */
+                            total_time?: number;
+                        };
+                        /** @description `owner/name` as the prediction named it (`gateway/<catalog id>`, or a provider's Replicate name). */
+                        model: string;
+                        /** @description The stored file's URL, or a list of URLs (an image model under `gateway/`, and the provider names whose Replicate model answers a list); null until it succeeded. */
+                        output: string | string[] | null;
+                        /**
+                         * @description Always `api`.
+                         * @enum {string}
+                         */
+                        source?: "api";
+                        /**
+                         * Format: date-time
+                         * @description When it started running.
+                         */
+                        started_at?: string | null;
+                        /**
+                         * @description `starting` (queued), `processing`, then `succeeded`, `failed`, `canceled`, or `aborted` (its `Cancel-After` passed before it started).
+                         * @enum {string}
+                         */
+                        status: "starting" | "processing" | "succeeded" | "failed" | "canceled" | "aborted";
+                        urls: {
+                            /** @description Its cancel. */
+                            cancel: string;
+                            /** @description This prediction. */
+                            get: string;
+                        };
+                        /** @description The version id it ran (`hidden` for a job made elsewhere). */
+                        version: string;
+                        /** @description Its webhook, when it has one. */
+                        webhook?: string;
+                        /** @description The events sent to its webhook. */
+                        webhook_events_filter?: ("start" | "output" | "logs" | "completed")[];
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description `insufficient_balance`, `billing_error`, `key_spend_limit`: nothing was held or charged. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description `model_not_allowed`: the key's allow-list. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description `idempotency_conflict` or `idempotency_in_progress` (an `Idempotency-Key` in use).; `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description `model_retired`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The body is over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An input that fails the model's schema or the gateway's rules (`invalid_fields` names each field); an unknown version. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description `provider_error`: no source could serve a speech, music or sound-effect call; nothing charged. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+        };
+    };
+    replicateListModelVersions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The catalog id, or the provider's model name. */
+                name: string;
+                /** @description `gateway`, or a provider's Replicate owner. */
+                owner: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page with the current version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The next page's URL, or null. */
+                        next: string | null;
+                        /** @description Always null. */
+                        previous?: string | null;
+                        /** @description Versions. */
+                        results: {
+                            /** @description Always null. */
+                            cog_version?: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When this version was defined.
+                             */
+                            created_at: string;
+                            /** @description The version id (64 hex digits): it changes when the model's input schema changes. */
+                            id: string;
+                            /** @description Cog's OpenAPI document: `components.schemas.Input` is the input schema, generated from the native request's schema. */
+                            openapi_schema: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+        };
+    };
+    replicateGetModelVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The version id. */
+                id: string;
+                /** @description The catalog id, or the provider's model name. */
+                name: string;
+                /** @description `gateway`, or a provider's Replicate owner. */
+                owner: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Always null. */
+                        cog_version?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When this version was defined.
+                         */
+                        created_at: string;
+                        /** @description The version id (64 hex digits): it changes when the model's input schema changes. */
+                        id: string;
+                        /** @description Cog's OpenAPI document: `components.schemas.Input` is the input schema, generated from the native request's schema. */
+                        openapi_schema: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+        };
+    };
+    replicateListPredictions: {
+        parameters: {
+            query?: {
+                /** @description The page cursor (from `next`). */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of predictions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The next page's URL, or null. */
+                        next: string | null;
+                        /** @description Always null. */
+                        previous?: string | null;
+                        /** @description Predictions. */
+                        results: {
+                            /**
+                             * Format: date-time
+                             * @description When it ended.
+                             */
+                            completed_at?: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When it was created.
+                             */
+                            created_at: string;
+                            /** @description True once a succeeded prediction's output was deleted. */
+                            data_removed?: boolean;
+                            /** @description Why it failed. */
+                            error: string | null;
+                            /** @description The prediction id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                            id: string;
+                            /** @description The input as sent (long strings cut). */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Always empty: the gateway's jobs keep no logs. */
+                            logs?: string;
+                            metrics?: {
+                                /** @description Seconds it ran. */
+                                predict_time?: number;
+                                /** @description Seconds from creation to its end. */
+                                total_time?: number;
+                            };
+                            /** @description `owner/name` as the prediction named it (`gateway/<catalog id>`, or a provider's Replicate name). */
+                            model: string;
+                            /** @description The stored file's URL, or a list of URLs (an image model under `gateway/`, and the provider names whose Replicate model answers a list); null until it succeeded. */
+                            output: string | string[] | null;
+                            /**
+                             * @description Always `api`.
+                             * @enum {string}
+                             */
+                            source?: "api";
+                            /**
+                             * Format: date-time
+                             * @description When it started running.
+                             */
+                            started_at?: string | null;
+                            /**
+                             * @description `starting` (queued), `processing`, then `succeeded`, `failed`, `canceled`, or `aborted` (its `Cancel-After` passed before it started).
+                             * @enum {string}
+                             */
+                            status: "starting" | "processing" | "succeeded" | "failed" | "canceled" | "aborted";
+                            urls: {
+                                /** @description Its cancel. */
+                                cancel: string;
+                                /** @description This prediction. */
+                                get: string;
+                            };
+                            /** @description The version id it ran (`hidden` for a job made elsewhere). */
+                            version: string;
+                            /** @description Its webhook, when it has one. */
+                            webhook?: string;
+                            /** @description The events sent to its webhook. */
+                            webhook_events_filter?: ("start" | "output" | "logs" | "completed")[];
+                        }[];
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+        };
+    };
+    replicateCreatePrediction: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A duration (`30s`, `5m`, `1h30m`): a prediction that has not started by then ends `aborted`, one running is `canceled`; the hold is released either way.
+                 * @example 5m
+                 */
+                "cancel-after"?: string;
+                /**
+                 * @description Makes a retry safe: the first request with a key runs; a repeat of the same request (method, path, body) replays its stored answer for 24 h with `Idempotent-Replayed: true`, without a new hold, charge or usage record. While the first still runs: 409 `idempotency_in_progress` (`Retry-After: 1`); another request under the key: 409 `idempotency_conflict`. A failed first call frees the key. Scoped to the API key. 1 to 128 characters.
+                 * @example retry-7f3a
+                 */
+                "idempotency-key"?: string;
+                /**
+                 * @description `wait` (up to 60 s) or `wait=N` (1-60): answer once the prediction ended, or after the wait with `status: starting`.
+                 * @example wait=30
+                 */
+                prefer?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description `{version, input, webhook?, webhook_events_filter?}`. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "version": "gateway/imgB-2-pro",
+                 *       "input": {
+                 *         "prompt": "a lighthouse at dusk",
+                 *         "size": "16:9"
+                 *       }
+                 *     }
+                 */
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description The prediction. An image or video model's is a job: `starting` or `processing` (with `Prefer: wait`, its end, or `starting` when the wait ran out). A speech, music or sound-effect model's has run: `succeeded`, its `output` the stored file. */
+            201: {
+                headers: {
+                    /** @description `true` on an answer replayed for an `Idempotency-Key`: the stored answer of the first request, nothing charged again. */
+                    "Idempotent-Replayed"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description When it ended.
+                         */
+                        completed_at?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When it was created.
+                         */
+                        created_at: string;
+                        /** @description True once a succeeded prediction's output was deleted. */
+                        data_removed?: boolean;
+                        /** @description Why it failed. */
+                        error: string | null;
+                        /** @description The prediction id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        id: string;
+                        /** @description The input as sent (long strings cut). */
+                        input: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Always empty: the gateway's jobs keep no logs. */
+                        logs?: string;
+                        metrics?: {
+                            /** @description Seconds it ran. */
+                            predict_time?: number;
+                            /** @description Seconds from creation to its end. */
+                            total_time?: number;
+                        };
+                        /** @description `owner/name` as the prediction named it (`gateway/<catalog id>`, or a provider's Replicate name). */
+                        model: string;
+                        /** @description The stored file's URL, or a list of URLs (an image model under `gateway/`, and the provider names whose Replicate model answers a list); null until it succeeded. */
+                        output: string | string[] | null;
+                        /**
+                         * @description Always `api`.
+                         * @enum {string}
+                         */
+                        source?: "api";
+                        /**
+                         * Format: date-time
+                         * @description When it started running.
+                         */
+                        started_at?: string | null;
+                        /**
+                         * @description `starting` (queued), `processing`, then `succeeded`, `failed`, `canceled`, or `aborted` (its `Cancel-After` passed before it started).
+                         * @enum {string}
+                         */
+                        status: "starting" | "processing" | "succeeded" | "failed" | "canceled" | "aborted";
+                        urls: {
+                            /** @description Its cancel. */
+                            cancel: string;
+                            /** @description This prediction. */
+                            get: string;
+                        };
+                        /** @description The version id it ran (`hidden` for a job made elsewhere). */
+                        version: string;
+                        /** @description Its webhook, when it has one. */
+                        webhook?: string;
+                        /** @description The events sent to its webhook. */
+                        webhook_events_filter?: ("start" | "output" | "logs" | "completed")[];
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description `insufficient_balance`, `billing_error`, `key_spend_limit`: nothing was held or charged. */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description `model_not_allowed`: the key's allow-list. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description `idempotency_conflict` or `idempotency_in_progress` (an `Idempotency-Key` in use).; `idempotency_in_progress` (the first request with this `Idempotency-Key` still runs; `Retry-After: 1`), `idempotency_conflict` (the key was used with another request). */
+            409: {
+                headers: {
+                    /** @description `1` on `idempotency_in_progress`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description `true` on `idempotency_in_progress`, `false` on `idempotency_conflict` (read by the `openai` SDK's retries). */
+                    "x-should-retry"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description `model_retired`. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The body is over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An input that fails the model's schema or the gateway's rules (`invalid_fields` names each field); an unknown version. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description `provider_error`: no source could serve a speech, music or sound-effect call; nothing charged. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+        };
+    };
+    replicateGetPrediction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The prediction id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The prediction. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description When it ended.
+                         */
+                        completed_at?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When it was created.
+                         */
+                        created_at: string;
+                        /** @description True once a succeeded prediction's output was deleted. */
+                        data_removed?: boolean;
+                        /** @description Why it failed. */
+                        error: string | null;
+                        /** @description The prediction id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        id: string;
+                        /** @description The input as sent (long strings cut). */
+                        input: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Always empty: the gateway's jobs keep no logs. */
+                        logs?: string;
+                        metrics?: {
+                            /** @description Seconds it ran. */
+                            predict_time?: number;
+                            /** @description Seconds from creation to its end. */
+                            total_time?: number;
+                        };
+                        /** @description `owner/name` as the prediction named it (`gateway/<catalog id>`, or a provider's Replicate name). */
+                        model: string;
+                        /** @description The stored file's URL, or a list of URLs (an image model under `gateway/`, and the provider names whose Replicate model answers a list); null until it succeeded. */
+                        output: string | string[] | null;
+                        /**
+                         * @description Always `api`.
+                         * @enum {string}
+                         */
+                        source?: "api";
+                        /**
+                         * Format: date-time
+                         * @description When it started running.
+                         */
+                        started_at?: string | null;
+                        /**
+                         * @description `starting` (queued), `processing`, then `succeeded`, `failed`, `canceled`, or `aborted` (its `Cancel-After` passed before it started).
+                         * @enum {string}
+                         */
+                        status: "starting" | "processing" | "succeeded" | "failed" | "canceled" | "aborted";
+                        urls: {
+                            /** @description Its cancel. */
+                            cancel: string;
+                            /** @description This prediction. */
+                            get: string;
+                        };
+                        /** @description The version id it ran (`hidden` for a job made elsewhere). */
+                        version: string;
+                        /** @description Its webhook, when it has one. */
+                        webhook?: string;
+                        /** @description The events sent to its webhook. */
+                        webhook_events_filter?: ("start" | "output" | "logs" | "completed")[];
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+        };
+    };
+    replicateCancelPrediction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The prediction id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The prediction. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description When it ended.
+                         */
+                        completed_at?: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When it was created.
+                         */
+                        created_at: string;
+                        /** @description True once a succeeded prediction's output was deleted. */
+                        data_removed?: boolean;
+                        /** @description Why it failed. */
+                        error: string | null;
+                        /** @description The prediction id: the gateway's job id (`GET /v1/jobs/{id}` shows the same job). */
+                        id: string;
+                        /** @description The input as sent (long strings cut). */
+                        input: {
+                            [key: string]: unknown;
+                        };
+                        /** @description Always empty: the gateway's jobs keep no logs. */
+                        logs?: string;
+                        metrics?: {
+                            /** @description Seconds it ran. */
+                            predict_time?: number;
+                            /** @description Seconds from creation to its end. */
+                            total_time?: number;
+                        };
+                        /** @description `owner/name` as the prediction named it (`gateway/<catalog id>`, or a provider's Replicate name). */
+                        model: string;
+                        /** @description The stored file's URL, or a list of URLs (an image model under `gateway/`, and the provider names whose Replicate model answers a list); null until it succeeded. */
+                        output: string | string[] | null;
+                        /**
+                         * @description Always `api`.
+                         * @enum {string}
+                         */
+                        source?: "api";
+                        /**
+                         * Format: date-time
+                         * @description When it started running.
+                         */
+                        started_at?: string | null;
+                        /**
+                         * @description `starting` (queued), `processing`, then `succeeded`, `failed`, `canceled`, or `aborted` (its `Cancel-After` passed before it started).
+                         * @enum {string}
+                         */
+                        status: "starting" | "processing" | "succeeded" | "failed" | "canceled" | "aborted";
+                        urls: {
+                            /** @description Its cancel. */
+                            cancel: string;
+                            /** @description This prediction. */
+                            get: string;
+                        };
+                        /** @description The version id it ran (`hidden` for a job made elsewhere). */
+                        version: string;
+                        /** @description Its webhook, when it has one. */
+                        webhook?: string;
+                        /** @description The events sent to its webhook. */
+                        webhook_events_filter?: ("start" | "output" | "logs" | "completed")[];
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+        };
+    };
+    replicateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `whsec_...`. */
+                        key: string;
+                    };
+                };
+            };
+            /** @description A malformed request (a body that is not JSON, a bad `Cancel-After`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A missing, unknown or expired key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An unknown prediction (or another account's), model or version. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description A rate limit (see `Retry-After`); one that no wait lifts says so with `x-should-retry: false`. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description An internal failure; nothing charged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The limit store or the database is unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
                     };
                 };
             };
@@ -23078,10 +26464,10 @@ export interface operations {
                 /** @description Cursor: the `id` of the last delivery of the previous page. */
                 after?: string;
                 /**
-                 * @description An event type.
+                 * @description The event type: a job or balance event (`job.succeeded`, `job.failed`, `job.refunded`, `job.expired`, `balance.low`), or a Replicate prediction's own webhook event (`prediction.start`, `prediction.output`, `prediction.completed`).
                  * @example job.succeeded
                  */
-                event_type?: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low";
+                event_type?: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "prediction.start" | "prediction.output" | "prediction.completed";
                 /**
                  * @description Page size, 1 to 100 (default 20).
                  * @example 20
@@ -23145,11 +26531,11 @@ export interface operations {
                              */
                             event_id: string;
                             /**
-                             * @description An event type.
+                             * @description The event type: a job or balance event (`job.succeeded`, `job.failed`, `job.refunded`, `job.expired`, `balance.low`), or a Replicate prediction's own webhook event (`prediction.start`, `prediction.output`, `prediction.completed`).
                              * @example job.succeeded
                              * @enum {string}
                              */
-                            event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low";
+                            event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "prediction.start" | "prediction.output" | "prediction.completed";
                             /**
                              * @description Delivery id (the cursor for `after`).
                              * @example whd_8sHc2LQmYv3PZk0aTq1wXe
@@ -23330,11 +26716,11 @@ export interface operations {
                          */
                         event_id: string;
                         /**
-                         * @description An event type.
+                         * @description The event type: a job or balance event (`job.succeeded`, `job.failed`, `job.refunded`, `job.expired`, `balance.low`), or a Replicate prediction's own webhook event (`prediction.start`, `prediction.output`, `prediction.completed`).
                          * @example job.succeeded
                          * @enum {string}
                          */
-                        event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low";
+                        event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "prediction.start" | "prediction.output" | "prediction.completed";
                         /**
                          * @description Delivery id (the cursor for `after`).
                          * @example whd_8sHc2LQmYv3PZk0aTq1wXe
