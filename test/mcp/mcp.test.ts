@@ -526,7 +526,7 @@ for (const backend of BACKENDS) {
     test("protocol errors are JSON-RPC errors: an unknown tool or method, a body that is not JSON, a batch", async () => {
       await assert.rejects(mcp.callTool({ name: "make_coffee", arguments: {} }), (err: Error & { code?: number }) => err.code === -32602);
       const headers = { ...MCP_HEADERS, "mcp-protocol-version": "2025-06-18" };
-      const unknown = await gw.request("POST", "/mcp", { token: user.api_key, headers, body: { jsonrpc: "2.0", id: 3, method: "resources/list" } });
+      const unknown = await gw.request("POST", "/mcp", { token: user.api_key, headers, body: { jsonrpc: "2.0", id: 3, method: "prompts/list" } });
       assert.equal(unknown.status, 200);
       assert.equal(unknown.json.error.code, -32601);
       const notJson = await gw.request("POST", "/mcp", { token: user.api_key, headers: { ...headers, "content-type": "application/json" }, body: "{not json" });
@@ -553,7 +553,7 @@ for (const backend of BACKENDS) {
       }
       for (const m of TEXT_MODELS.filter((x) => x.enabled)) assert.ok(text.includes(m.id), m.id);
       for (const name of TOOL_NAMES) assert.ok(text.includes(`\`${name}\``), name);
-      for (const link of ["/openapi.json", "/docs", "/mcp", "/elevenlabs", "/openai/v1", "/fal/proxy", "Authorization: Bearer"]) assert.ok(text.includes(link), link);
+      for (const link of ["/openapi.json", "/docs", "/mcp", "/elevenlabs", "/openai/v1", "/fal/proxy", "/replicate/v1", "Authorization: Bearer"]) assert.ok(text.includes(link), link);
       // The realtime sockets (D42, D43) with their ws:// URLs, the dialect's too.
       const ws = gw.url.replace(/^http/, "ws");
       for (const url of [
@@ -564,6 +564,8 @@ for (const backend of BACKENDS) {
       ]) {
         assert.ok(text.includes(url), url);
       }
+      // The Replicate dialect (D47) among the vendor dialects, with its client's setup.
+      assert.ok(text.includes(`new Replicate({ auth: apiKey, baseUrl: "${gw.url}/replicate/v1" })`), "the Replicate client's setup");
       const realtimeSection = text.slice(text.indexOf("### Realtime"), text.indexOf("### Music"));
       assert.ok(realtimeSection.includes("alpha-flash-v2-5") && !realtimeSection.includes("alpha-v3"), "the realtime speech models, alpha-v3 not among them");
     });

@@ -340,7 +340,7 @@ export interface paths {
         put?: never;
         /**
          * MCP server (Streamable HTTP, stateless)
-         * @description The Model Context Protocol server of the gateway, for AI agents: connect an MCP client (for example the official SDK's `StreamableHTTPClientTransport`) to `<gateway>/mcp` with `Authorization: Bearer <API key>`. Stateless: every request stands alone (no `Mcp-Session-Id`), answers are JSON (no event stream), and `GET /mcp` is not served (405). Tools list models, quote a call (`estimate_cost`), read the balance, list voices, generate speech, music, sound effects and images, and submit, follow and cancel video jobs; each call is billed, limited and logged exactly as the native endpoint it uses, and a test-mode key (`gw_test_...`) moves no money. Send one JSON-RPC message per request (no batches).
+         * @description The Model Context Protocol server of the gateway, for AI agents: connect an MCP client (for example the official SDK's `StreamableHTTPClientTransport`) to `<gateway>/mcp` with `Authorization: Bearer <API key>`. Stateless: every request stands alone (no `Mcp-Session-Id`), answers are JSON (no event stream), and `GET /mcp` is not served (405). Tools list models, quote a call (`estimate_cost`), read the balance, list voices, generate speech, music, sound effects and images, and submit, follow and cancel video jobs (two resources, `gateway://llms.txt` and `gateway://dialects`, give the agents' guide and the vendor dialects as Markdown); each call is billed, limited and logged exactly as the native endpoint it uses, and a test-mode key (`gw_test_...`) moves no money. Send one JSON-RPC message per request (no batches).
          */
         post: operations["mcp"];
         delete?: never;
@@ -6037,7 +6037,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description One JSON-RPC 2.0 message of the MCP protocol (`initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `ping`, ...). Its shape is checked by the protocol: a malformed message answers a JSON-RPC error. */
+        /** @description One JSON-RPC 2.0 message of the MCP protocol (`initialize`, `notifications/initialized`, `tools/list`, `tools/call`, `resources/list`, `resources/read`, `ping`, ...). Its shape is checked by the protocol: a malformed message answers a JSON-RPC error. */
         requestBody: {
             content: {
                 /**

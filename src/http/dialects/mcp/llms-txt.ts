@@ -1,7 +1,8 @@
 /**
  * `GET /llms.txt` (D39): a short Markdown guide for AI agents, following the llms.txt convention (a title, a
  * one-line summary in a quote, then sections of links and notes). Generated from the catalog (the models
- * and their prices), the MCP tools (`tools.ts`) and the gateway's public address, so it changes when they
+ * and their prices), the MCP tools (`tools.ts`), the vendor dialects (`vendor-dialects.ts`, which also
+ * makes the MCP resource `gateway://dialects`) and the gateway's public address, so it changes when they
  * do; a test keeps it in step with the catalog. The realtime sockets (D42, D43) are listed with their
  * `ws://` URLs: agents that build voice pipelines need them, and MCP has no streaming audio.
  */
@@ -12,6 +13,7 @@ import { TEXT_MODELS } from "../../../catalog/text-models.ts";
 import { formatUsd } from "../../../money.ts";
 import { DEMO_ALPHA_VOICE_ID, DEMO_ALPHA_VOICES } from "../../../upstreams/simulator/voices.ts";
 import { priceList, TOOLS } from "./tools.ts";
+import { dialectListItems } from "./vendor-dialects.ts";
 
 /**
  * The voice of the speech example: ElevenLabs' "George", whose real id is also in the simulator's alpha
@@ -106,9 +108,7 @@ export function buildLlmsTxt(publicBaseUrl: string): string {
     "",
     "## Vendor dialects (their official SDKs work unchanged)",
     "",
-    `- ElevenLabs: \`new ElevenLabsClient({ baseUrl: "${base}/elevenlabs", apiKey })\` (speech, sound effects, music, voices, models; ElevenLabs model ids such as \`eleven_multilingual_v2\`). Its sockets are at \`${socketBase}/elevenlabs/v1/text-to-speech/{voice_id}/stream-input\` (and \`multi-stream-input\`; LiveKit's ElevenLabs plugin with \`baseURL: "${base}/elevenlabs/v1"\`) and \`${socketBase}/elevenlabs/v1/speech-to-text/realtime\` (\`speechToText.realtime.connect\` of the SDK).`,
-    `- OpenAI: \`new OpenAI({ baseURL: "${base}/openai/v1", apiKey })\` (chat, speech, transcription, images, videos); \`${base}/v1\` serves OpenAI's Videos API too.`,
-    `- fal: \`fal.config({ credentials: apiKey, proxyUrl: { url: "${base}/fal/proxy", when: "always" } })\` with \`@fal-ai/client\`.`,
+    ...dialectListItems(base),
     "",
     "## MCP server",
     "",

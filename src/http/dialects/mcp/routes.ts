@@ -2,7 +2,9 @@
  * The MCP server and the agents' guide (D39): `POST /mcp`, a Model Context Protocol server on the Streamable
  * HTTP transport of the official `@modelcontextprotocol/sdk`, stateless (a new server and transport per
  * request, no session id, JSON answers), behind the API-key hook of the native paid routes; and the public
- * `GET /llms.txt`.
+ * `GET /llms.txt`. Besides the tools, the server publishes two read-only resources (text/markdown), the same
+ * text for every key: `gateway://llms.txt` (the guide `GET /llms.txt` answers) and `gateway://dialects` (the
+ * vendor dialects, vendor-dialects.ts, the list llms.txt shows too).
  *
  * The SDK's transport is its web-standard one (`WebStandardStreamableHTTPServerTransport`, which its Node
  * transport wraps): it takes the request as a `Request` with the body Fastify already parsed and gives back
@@ -24,12 +26,13 @@ import { jobWaits } from "../../job-waits.ts";
 import type { App } from "../../types.ts";
 import { callTool, type ToolCallContext, UnknownToolError } from "./calls.ts";
 import { buildLlmsTxt } from "./llms-txt.ts";
+import { buildDialectsGuide } from "./vendor-dialects.ts";
 import { llmsTxtSchema, mcpSchema } from "./schemas.ts";
 import { publishedSchema, TOOLS } from "./tools.ts";
 
 /** What `initialize` tells the client about the server (shown to the model by many clients). */
 const INSTRUCTIONS =
-  "Generative media on a prepaid USD balance: speech, music, sound effects, images and video. Every call that costs money says so in its description; estimate_cost quotes a call without making it, get_balance reads the balance. Results carry cost_usd and balance_usd. A refused call (isError) charged nothing. Images come back within a minute; videos are jobs to follow with get_job.";
+  "Generative media on a prepaid USD balance: speech, music, sound effects, images and video. Every call that costs money says so in its description; estimate_cost quotes a call without making it, get_balance reads the balance. Results carry cost_usd and balance_usd. A refused call (isError) charged nothing. Images come back within a minute; videos are jobs to follow with get_job. The resources gateway://llms.txt (the guide) and gateway://dialects (the vendors' own clients that work against this gateway) are free to read.";
 
 /** The tools as `tools/list` answers them (built once: the catalog is static). */
 const LISTED: Tool[] = TOOLS.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: publishedSchema(t.inputSchema), annotations: t.annotations }));
@@ -52,9 +55,41 @@ function mcpErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyRe
   errorHandler(err, request, reply);
 }
 
-/** One stateless MCP server for the request of `ctx`: the tools of D39 with their JSON Schemas. */
-function serverFor(ctx: ToolCallContext): McpServer {
+/** The texts of the MCP resources (built once at startup: the catalog and the public address are fixed). */
+export interface AgentGuides {
+  /** `gateway://llms.txt`: the text of `GET /llms.txt` (llms-txt.ts). */
+  llmsTxt: string;
+  /** `gateway://dialects`: the vendor dialects (vendor-dialects.ts `buildDialectsGuide`). */
+  dialects: string;
+}
+
+/** The URIs of the MCP resources. */
+export const RESOURCE_URIS = { llmsTxt: "gateway://llms.txt", dialects: "gateway://dialects" } as const;
+
+/** A resource read's answer: one Markdown text at `uri`. */
+function markdownAt(uri: URL, text: string) {
+  return { contents: [{ uri: uri.href, mimeType: "text/markdown", text }] };
+}
+
+/**
+ * One stateless MCP server for the request of `ctx`: the tools of D39 with their JSON Schemas, and the
+ * resources of `guides` (registered with the SDK's `registerResource`: `resources/list` and
+ * `resources/read`; an unknown URI is the SDK's JSON-RPC error). Reading a resource is free.
+ */
+function serverFor(ctx: ToolCallContext, guides: AgentGuides): McpServer {
   const mcp = new McpServer({ name: "media-gateway", title: "Media Gateway", version: pkg.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  mcp.registerResource(
+    "llms-txt",
+    RESOURCE_URIS.llmsTxt,
+    { title: "Agents' guide (llms.txt)", description: "How to use the gateway: authentication, the main endpoints with an example and the prices of each, the realtime sockets, the vendor dialects, the MCP tools. The text of GET /llms.txt.", mimeType: "text/markdown" },
+    (uri) => markdownAt(uri, guides.llmsTxt),
+  );
+  mcp.registerResource(
+    "dialects",
+    RESOURCE_URIS.dialects,
+    { title: "Vendor dialects", description: "The vendors' official clients that run through the gateway unchanged (ElevenLabs, OpenAI, fal, Replicate): each one's base URL on this gateway, its setup and what it serves.", mimeType: "text/markdown" },
+    (uri) => markdownAt(uri, guides.dialects),
+  );
   // The low-level handlers publish the route schemas' JSON Schema as they are (McpServer.registerTool takes zod).
   mcp.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: LISTED }));
   mcp.server.setRequestHandler(CallToolRequestSchema, async (req) => {
@@ -117,8 +152,11 @@ function mcpAuth(services: Services, limited: WeakMap<FastifyRequest, AppError>)
   };
 }
 
-/** `POST /mcp` in its own scope: the API-key hook ({@link mcpAuth}), the JSON-RPC parse error (see {@link mcpErrorHandler}). */
-async function mcpRoutes(app: App, services: Services): Promise<void> {
+/**
+ * `POST /mcp` in its own scope: the API-key hook ({@link mcpAuth}), the JSON-RPC parse error (see
+ * {@link mcpErrorHandler}); `guides` are the resources' texts.
+ */
+async function mcpRoutes(app: App, services: Services, guides: AgentGuides): Promise<void> {
   app.setErrorHandler(mcpErrorHandler);
   const limited = new WeakMap<FastifyRequest, AppError>();
   app.addHook("onRequest", mcpAuth(services, limited));
@@ -135,7 +173,7 @@ async function mcpRoutes(app: App, services: Services): Promise<void> {
     const refused = limited.get(request);
     // Over the rate limit: a tool call gets a refusal as its result, any other message the native 429.
     if (refused !== undefined && !isToolCall(request.body)) throw refused;
-    const mcp = serverFor({ services, request, reply, waits, refused: refused ?? null });
+    const mcp = serverFor({ services, request, reply, waits, refused: refused ?? null }, guides);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     try {
       await mcp.connect(transport);
@@ -154,13 +192,14 @@ async function mcpRoutes(app: App, services: Services): Promise<void> {
 }
 
 /**
- * The agents' routes (D39): the public `GET /llms.txt` and, in a scope of its own, `POST /mcp`. Registered
- * as one scope of the app.
+ * The agents' routes (D39): the public `GET /llms.txt` and, in a scope of its own, `POST /mcp` (behind the
+ * API key: its resources too). Registered as one scope of the app.
  */
 export async function agentRoutes(app: App, services: Services): Promise<void> {
   const guide = buildLlmsTxt(services.config.publicBaseUrl);
+  const guides: AgentGuides = { llmsTxt: guide, dialects: buildDialectsGuide(services.config.publicBaseUrl) };
   app.get("/llms.txt", { schema: llmsTxtSchema }, async (_req, reply) =>
     reply.type("text/markdown; charset=utf-8").header("cache-control", "public, max-age=300").send(guide),
   );
-  await app.register(async (scope) => mcpRoutes(scope, services));
+  await app.register(async (scope) => mcpRoutes(scope, services, guides));
 }
