@@ -843,7 +843,7 @@ export interface paths {
         };
         /**
          * Replicate: the webhook signing secret
-         * @description The account's default signing secret (`whsec_...`): every prediction webhook is signed with it, so `validateWebhook(request, secret)` of the client accepts it. The same secret signs the `webhook_url` of native job submits.
+         * @description The account's default signing secret (`whsec_...`): every prediction webhook is signed with it, so `validateWebhook(request, secret)` of the client accepts it. The same secret signs the `webhook_url` of native job submits. Owners and admins of the organization only (403 `forbidden` for a member's key).
          */
         get: operations["replicateWebhookSecret"];
         put?: never;
@@ -12375,6 +12375,33 @@ export interface operations {
             };
             /** @description A missing, unknown or expired key. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description The gateway's error code (`insufficient_balance`, `rate_limited`, `model_not_found`, `provider_error`, ...). */
+                        code?: string;
+                        /** @description What went wrong. */
+                        detail: string;
+                        /** @description A 422: the input fields that failed validation. */
+                        invalid_fields?: {
+                            /** @description What is wrong. */
+                            description: string;
+                            /** @description The input field. */
+                            field: string;
+                            /** @description What failed (the native error code). */
+                            type: string;
+                        }[];
+                        /** @description The HTTP status. */
+                        status: number;
+                        /** @description A short summary of the problem (`Not found`, `Input validation failed`, `Insufficient credit`, ...). */
+                        title: string;
+                    };
+                };
+            };
+            /** @description The key's member is not an owner or admin. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

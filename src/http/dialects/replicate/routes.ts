@@ -43,7 +43,7 @@ import type { Services } from "../../../services.ts";
 import { defaultSecret } from "../../../webhooks/endpoints.ts";
 import { PREDICTION_EVENTS, type PredictionEvent } from "../../../webhooks/events.ts";
 import { checkWebhookUrl } from "../../../webhooks/urls.ts";
-import { MODEL_CALL, principalOf, requireAuth, schemeKeyOf } from "../../auth.ts";
+import { ADMIN_ONLY, MODEL_CALL, principalOf, requireAuth, schemeKeyOf } from "../../auth.ts";
 import { callContext, generationDepsOf, speechDepsOf } from "../../call-context.ts";
 import { setCostHeaders } from "../../cost-headers.ts";
 import { schemaError } from "../../error-handler.ts";
@@ -352,7 +352,8 @@ export async function replicateRoutes(app: App, services: Services): Promise<voi
     return reply.code(201).send(fileAnswer(file));
   });
 
-  app.get("/v1/webhooks/default/secret", { schema: S.webhookSecretSchema }, async (req) => ({ key: await defaultSecret(services.db.kysely, principalOf(req).accountId) }));
+  // The account's signing secret: owners and admins only, as natively (`GET /v1/webhooks/secret`, D41).
+  app.get("/v1/webhooks/default/secret", { schema: S.webhookSecretSchema, config: ADMIN_ONLY }, async (req) => ({ key: await defaultSecret(services.db.kysely, principalOf(req).accountId) }));
 
   app.get("/v1/account", { schema: S.accountSchema }, async (req) => {
     const p = principalOf(req);

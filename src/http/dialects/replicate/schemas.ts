@@ -261,10 +261,10 @@ export const createFileSchema = {
 export const webhookSecretSchema = {
   operationId: "replicateWebhookSecret",
   summary: "Replicate: the webhook signing secret",
-  description: "The account's default signing secret (`whsec_...`): every prediction webhook is signed with it, so `validateWebhook(request, secret)` of the client accepts it. The same secret signs the `webhook_url` of native job submits.",
+  description: "The account's default signing secret (`whsec_...`): every prediction webhook is signed with it, so `validateWebhook(request, secret)` of the client accepts it. The same secret signs the `webhook_url` of native job submits. Owners and admins of the organization only (403 `forbidden` for a member's key).",
   tags: TAGS,
   security: DIALECT_SECURITY,
-  response: { 200: answer("The secret.", obj({ key: str("`whsec_...`.") }, ["key"])), ...COMMON_ERRORS },
+  response: { 200: answer("The secret.", obj({ key: str("`whsec_...`.") }, ["key"])), ...COMMON_ERRORS, 403: problem("The key's member is not an owner or admin.") },
 };
 
 /** `GET /replicate/v1/account`. */
