@@ -138,6 +138,38 @@ for (const backend of BACKENDS) {
       await assertCharged(gw(), user.api_key, created.id, "video", VID_PER_S);
     });
 
+    test("run with a 1 s blocking wait on a long video: the answer is starting, run polls and returns the FileOutput", async () => {
+      const start = await balance();
+      const output = await client().run("gateway/vidD-3-fast", { input: { prompt: "a fox running in snow", duration: 1 }, wait: { mode: "block", timeout: 1 } });
+      assert.ok(output instanceof ReadableStream && typeof (output as { url?: unknown }).url === "function", `a FileOutput, not an empty output: ${String(output)}`);
+      const [p] = (await client().predictions.list()).results;
+      assert.equal(p.status, "succeeded");
+      assert.equal(String(output), p.output);
+      assert.equal(await balance(), start - VID_PER_S);
+      await assertCharged(gw(), user.api_key, p.id, "video", VID_PER_S);
+    });
+
+    test("run with an AbortSignal: the client cancels the prediction itself; canceled, the hold released", async () => {
+      const start = await balance();
+      const controller = new AbortController();
+      const seen: string[] = [];
+      const running = client({ "X-Svc-Simulate": "hang" }).run(
+        "gateway/vidD-3-fast",
+        { input: { prompt: "interrupted", duration: 2 }, wait: { mode: "poll", interval: 50 }, signal: controller.signal },
+        (p) => {
+          seen.push(p.status);
+          if (p.status === "processing") controller.abort();
+        },
+      );
+      const output = await running;
+      assert.equal(output, null, "a canceled prediction has no output");
+      const [p] = (await client().predictions.list()).results;
+      assert.equal(p.status, "canceled");
+      assert.equal(seen[seen.length - 1], "canceled", "the client saw the cancel's answer");
+      assert.equal(await balance(), start, "the hold released");
+      await assertNotCharged(gw(), user.api_key, p.id, "video");
+    });
+
     test("Cancel-After ends a job that could not start aborted, its hold released", async () => {
       // An account with one video place, held by a job that never ends by itself: the next video waits.
       const solo = await fundedAccount(gw(), 20, { video_concurrent: 1, video_queue_depth_cap: 5 });

@@ -195,6 +195,18 @@ for (const backend of BACKENDS) {
       await assertCharged(gw(), user.api_key, prediction.id, "image", cost);
     });
 
+    test("models.list pages through every name once; versions.list and versions.get name the one version", async () => {
+      const names: string[] = [];
+      for await (const page of client().paginate(() => client().models.list())) names.push(...page.map((m) => `${m.owner}/${m.name}`));
+      assert.equal(new Set(names).size, names.length, "each once");
+      for (const n of ["gateway/imgB-2-pro", "gateway/vidD-3-fast", "gateway/alpha-multilingual-v2", "black-forest-labs/flux-2-pro", "google/veo-3.1-fast"]) assert.ok(names.includes(n), n);
+      const model = await client().models.get("black-forest-labs", "flux-2-pro");
+      const versions = await client().models.versions.list("black-forest-labs", "flux-2-pro");
+      assert.deepEqual(versions.results.map((v) => v.id), [model.latest_version?.id]);
+      const version = await client().models.versions.get("black-forest-labs", "flux-2-pro", model.latest_version?.id ?? "");
+      assert.deepEqual(version.openapi_schema, model.latest_version?.openapi_schema);
+    });
+
     test("files.create(buffer) of a PNG: urls.get serves it on the front and is the image_url of gateway/imgB-edit-pro", async () => {
       const png = tinyPng();
       const start = await balance();
@@ -215,6 +227,20 @@ for (const backend of BACKENDS) {
       assert.equal(prediction.model, "gateway/imgB-edit-pro");
       assert.deepEqual(prediction.input, { prompt: "make it a watercolor", image_url: file.urls.get });
       assert.deepEqual(await jobImageUrls(prediction.id), [file.urls.get], "the job edits the uploaded file");
+      const cost = micros(price("imgB-edit-pro").usd_per_call);
+      assert.equal(await balance(), start - cost);
+      await assertCharged(gw(), user.api_key, prediction.id, "image", cost);
+    });
+
+    test("a data: URL as image_url is stored on the gateway and edited from there", async () => {
+      const png = tinyPng();
+      const start = await balance();
+      const output = await client().run("gateway/imgB-edit-pro", { input: { prompt: "pencil sketch", image_url: `data:image/png;base64,${png.toString("base64")}` } });
+      assert.ok(Array.isArray(output) && isFileOutput(output[0]), String(output));
+      const prediction = await lastPrediction();
+      const [stored] = await jobImageUrls(prediction.id);
+      assert.ok(stored.startsWith(`${rg.publicUrl}/v1/files/uploads/`), stored);
+      assert.deepEqual(Buffer.from(await (await fetch(stored)).arrayBuffer()), png);
       const cost = micros(price("imgB-edit-pro").usd_per_call);
       assert.equal(await balance(), start - cost);
       await assertCharged(gw(), user.api_key, prediction.id, "image", cost);
