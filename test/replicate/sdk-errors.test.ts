@@ -2,7 +2,8 @@
  * Refusals, test-mode keys, idempotency and paging of the Replicate dialect (D47) with the `replicate`
  * client (1.4.0, unchanged), on SQLite and PostgreSQL behind the TLS front: an unknown model (404
  * `ApiError`, problem+json), invalid input (422 with `invalid_fields` naming the field), a bad key (401), a
- * balance too low (402), each holding and charging nothing; a test-mode key (`gw_test_...`) whose
+ * balance too low (402), each holding and charging nothing; a prediction that fails (`run` throws, the hold
+ * released); another account's prediction (404 to get and cancel); a test-mode key (`gw_test_...`) whose
  * predictions run on the simulator and move no money; a create retried with the same `Idempotency-Key`
  * (the same answer, one job, one charge; another body is a 409); `predictions.list` paging past 100.
  */

@@ -1,9 +1,10 @@
 /**
  * Predictions of the Replicate dialect (D47) driven by the `replicate` client (1.4.0, unchanged), on SQLite
  * and PostgreSQL, behind the TLS front: `predictions.create` without a wait (`starting`/`processing`),
- * `get`, `list`, `wait`; `cancel` of a running video (its hold released); `Prefer: wait` through
- * `create({wait: 10})` and `wait: true` (succeeded at once), and `wait: 1` on a long video (`starting`,
- * then `replicate.wait` reaches `succeeded`); `Cancel-After` ending `aborted` (a job that could not start:
+ * `get`, `list`, `wait`; `cancel` of a running video (its hold released), also by `run`'s `signal`;
+ * `Prefer: wait` through `create({wait: 10})` and `wait: true` (succeeded at once), and `wait: 1` on a long
+ * video (`starting`, then `replicate.wait` reaches `succeeded`; `run` with a 1 s blocking wait still returns
+ * the video); `Cancel-After` ending `aborted` (a job that could not start:
  * the account's one video place held by another job) and `canceled` (a job running at its deadline), both
  * releasing the hold. Exact money after each: balance, balance == ledger sum, the usage record (kind,
  * cost, status) and its ledger entries.

@@ -4,8 +4,9 @@
  * answers `FileOutput`s, as the client does only for `https:` URLs): `run` of an image model under
  * `gateway/` (a list of one file) and under a provider's name (one file), of a video and of a speech model,
  * whose `FileOutput.blob()` bytes are a real PNG, MP4 and MP3, each charged exactly the native price;
- * `run` of `owner/name:<version>` as `models.get` answers it; `files.create` of a PNG whose `urls.get` is
- * then an edit's `image_url`, and a `Blob` in a `run`'s input, which the client uploads by itself. Exact
+ * `run` of `owner/name:<version>` as `models.get` answers it; `models.list` and versions; the prediction's
+ * `input` echoed as sent; `files.create` of a PNG whose `urls.get` is then an edit's `image_url`, a `data:`
+ * URL as `image_url`, and a `Blob` in a `run`'s input, which the client uploads by itself. Exact
  * money after each: the balance, the balance equal to the ledger's sum, the usage record (kind, cost,
  * status) and its ledger entries. On SQLite and PostgreSQL. Then, on plain http without the front, `run`
  * answers the URLs as strings (the client's documented behaviour for non-https outputs).

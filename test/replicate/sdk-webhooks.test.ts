@@ -4,15 +4,26 @@
  * through the webhook outbox to a loopback receiver (`WEBHOOK_ALLOW_PRIVATE=1`). The receiver gets exactly
  * the filtered events (the outbox holds no other delivery for the URL once the prediction ended), each body
  * a prediction, and the client's exported `validateWebhook(request, secret)` accepts every one with the
- * secret of `replicate.webhooks.default.secret.get()` and refuses a tampered body. A speech prediction,
- * whose `start` and `completed` are written at once, included. Exact money after each.
+ * secret of `replicate.webhooks.default.secret.get()` and refuses a tampered body (and another account's
+ * secret). A speech prediction, whose `start` and `completed` are written at once, a canceled one and one
+ * that `Cancel-After` ended `aborted` included. Exact money after each.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { type Prediction, validateWebhook } from "replicate";
 import { BACKENDS } from "../helpers/backends.ts";
 import { type Received, type Receiver, startReceiver } from "../webhooks/receiver.ts";
-import { type Account, assertCharged, assertNotCharged, checkedBalance, fundedAccount, type ReplicateGateway, replicateClient, startReplicateGateway } from "./fixtures.ts";
+import {
+  type Account,
+  assertCharged,
+  assertNotCharged,
+  checkedBalance,
+  fundedAccount,
+  jobStatusIs,
+  type ReplicateGateway,
+  replicateClient,
+  startReplicateGateway,
+} from "./fixtures.ts";
 
 /** imgB-2-pro's default image, micro-USD (`GET /v1/pricing`). */
 const IMAGE = 41_000;
@@ -63,12 +74,15 @@ for (const backend of BACKENDS) {
       return got;
     }
 
-    /** Checks each delivery with the client's `validateWebhook` (true), a tampered copy (false), and returns its prediction. */
-    async function verified(path: string, x: Received): Promise<Prediction> {
-      assert.equal(await validateWebhook(requestOf(rx.url + path, x), secret), true, "validateWebhook accepts it");
+    /**
+     * Checks a delivery with the client's `validateWebhook` and `key` (the account's default secret; the
+     * suite's account by default): true, and false for a tampered copy; returns its prediction.
+     */
+    async function verified(path: string, x: Received, key = secret): Promise<Prediction> {
+      assert.equal(await validateWebhook(requestOf(rx.url + path, x), key), true, "validateWebhook accepts it");
       const tampered = x.body.replace(/"status":"[a-z]+"/, '"status":"failed"');
       assert.notEqual(tampered, x.body);
-      assert.equal(await validateWebhook(requestOf(rx.url + path, x, tampered), secret), false, "a tampered body fails");
+      assert.equal(await validateWebhook(requestOf(rx.url + path, x, tampered), key), false, "a tampered body fails");
       assert.match(String(x.headers["content-type"]), /^application\/json/);
       return JSON.parse(x.body) as Prediction;
     }
@@ -165,6 +179,31 @@ for (const backend of BACKENDS) {
       assert.equal(bodies[1].output, null);
       assert.equal(await balance(), start, "the hold released");
       await assertNotCharged(gw(), user.api_key, created.id, "video");
+    });
+
+    test("Cancel-After ending a queued prediction aborted: its completed event is the aborted prediction; a wait answers it aborted", async () => {
+      // An account with one video place, held by a job that never ends by itself.
+      const solo = await fundedAccount(gw(), 20, { video_concurrent: 1, video_queue_depth_cap: 5 });
+      const start = await checkedBalance(gw(), solo);
+      const blocker = await replicateClient(rg.publicUrl, solo.api_key, { "X-Svc-Simulate": "hang" }).predictions.create({ model: "gateway/vidD-3-fast", input: { prompt: "holding the place", duration: 1 } });
+      await jobStatusIs(gw(), blocker.id, (st) => st === "processing");
+      const queued = await replicateClient(rg.publicUrl, solo.api_key, { "Cancel-After": "500ms" }).predictions.create({
+        model: "gateway/vidD-3-fast",
+        input: { prompt: "never runs", duration: 1 },
+        webhook: `${rx.url}/aborted`,
+        wait: 30,
+      });
+      assert.equal(queued.status, "aborted", "the wait ended with the deadline");
+      const got = await deliveriesTo("/aborted", 2);
+      // Signed with this account's own default secret (each account has its own).
+      const soloSecret = (await replicateClient(rg.publicUrl, solo.api_key).webhooks.default.secret.get()).key;
+      assert.notEqual(soloSecret, secret);
+      assert.equal(await validateWebhook(requestOf(`${rx.url}/aborted`, got[0]), secret), false, "another account's secret fails");
+      const bodies = await Promise.all(got.map((x) => verified("/aborted", x, soloSecret)));
+      assert.deepEqual(bodies.map((b) => b.status).sort(), ["aborted", "starting"]);
+      assert.equal((await replicateClient(rg.publicUrl, solo.api_key).predictions.cancel(blocker.id)).status, "canceled");
+      assert.equal(await checkedBalance(gw(), solo), start, "both holds released");
+      await assertNotCharged(gw(), solo.api_key, queued.id, "video");
     });
 
     test("a webhook the client rejects never reaches the gateway; one the gateway refuses is a 422 naming webhook", async () => {
