@@ -89,8 +89,8 @@ for (const backend of BACKENDS) {
         assertProblem(f, 422);
         assert.ok(Array.isArray(f.body.invalid_fields) && f.body.invalid_fields.length >= 1, JSON.stringify(f.body));
         const named = (f.body.invalid_fields as { field: string; type: string; description: string }[]).map((x) => x.field);
-        // The field as the input names it (some answers prefix it with `input.`).
-        assert.ok(named.some((n) => n === field || n === `input.${field}`), `${model}: ${field} in ${JSON.stringify(f.body)}`);
+        // An input field is named `input.<field>`, whichever check refused it (the dialect's or the native one).
+        assert.ok(named.includes(`input.${field}`), `${model}: input.${field} in ${JSON.stringify(f.body)}`);
         for (const x of f.body.invalid_fields as { type: string; description: string }[]) {
           assert.equal(typeof x.type, "string");
           assert.equal(typeof x.description, "string");

@@ -51,11 +51,14 @@ export function problemOf(e: AppError, invalid: InvalidField[] | null = null): R
 /** Headers a native 400 names that are not fields of the input: they stay 400. */
 const HEADER_PARAMS = new Set(["Cancel-After", "Idempotency-Key", "idempotency_key"]);
 
+/** Fields of the create's body itself (the rest a native 400 names are the input's: `input.<field>`). */
+const BODY_FIELDS: Readonly<Record<string, string>> = { webhook: "webhook", webhook_url: "webhook", webhook_events_filter: "webhook_events_filter", version: "version" };
+
 /** The `invalid_fields` of an input failure, or null when `err` is not one. */
 function invalidFieldsOf(err: unknown, e: AppError): InvalidField[] | null {
   if (err instanceof ReplicateInputError) return err.fields.map((f) => ({ type: "invalid", field: f.field, description: f.message }));
   if (e.status === 400 && typeof e.param === "string" && e.param !== "" && !HEADER_PARAMS.has(e.param)) {
-    return [{ type: e.code, field: e.param, description: e.message }];
+    return [{ type: e.code, field: BODY_FIELDS[e.param] ?? `input.${e.param}`, description: e.message }];
   }
   return null;
 }
