@@ -150,6 +150,22 @@ for (const backend of BACKENDS) {
       await assertCharged(gw(), user.api_key, p.id, "video", VID_PER_S);
     });
 
+    test("run's 500 ms polls of a running video stay within a small per-minute limit: each read holds until the end or 2 s", async () => {
+      // An account allowed 8 requests a minute: unheld, a 1 s wait and then polls every 500 ms over a video
+      // of several seconds would pass 8 and end in a 429; held, the loop makes a few reads.
+      const slow = await fundedAccount(rg.gw, 5, { rpm: 8, video_concurrent: 2 });
+      const seen: string[] = [];
+      const output = await replicateClient(rg.publicUrl, slow.api_key).run(
+        "gateway/vidD-3-fast",
+        { input: { prompt: "a slow tide", duration: 4 }, wait: { mode: "block", timeout: 1 } },
+        (p) => seen.push(p.status),
+      );
+      assert.ok(output instanceof ReadableStream, `a FileOutput: ${String(output)}`);
+      assert.equal(seen[0], "starting", "the 1 s wait ran out");
+      assert.ok(seen.length <= 7, `at most a create and a few reads: ${seen.join(", ")}`);
+      assert.equal(await checkedBalance(gw(), slow), 5_500_000 - 4 * VID_PER_S);
+    });
+
     test("run with an AbortSignal: the client cancels the prediction itself; canceled, the hold released", async () => {
       const start = await balance();
       const controller = new AbortController();

@@ -803,7 +803,7 @@ export interface paths {
         };
         /**
          * Replicate: a prediction
-         * @description Any job of the caller's account, rendered as a prediction.
+         * @description Any job of the caller's account, rendered as a prediction. A prediction still `starting` or `processing` is answered when it ends or after 2 s (with `Prefer: wait=N`, N seconds, at most 60), whichever comes first: the client's 500 ms poll loop then stays within the tier's requests per minute.
          */
         get: operations["replicateGetPrediction"];
         put?: never;
@@ -11838,7 +11838,13 @@ export interface operations {
     replicateGetPrediction: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description `wait=N` (1-60): how long to wait for a running prediction's end (default 2 s).
+                 * @example wait=10
+                 */
+                prefer?: string;
+            };
             path: {
                 /** @description The prediction id. */
                 id: string;

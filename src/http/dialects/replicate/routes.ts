@@ -12,7 +12,9 @@
  *
  * - `Prefer: wait` (60 s) or `wait=N` (1-60) waits for a job's end; a create whose wait ran out answers its
  *   prediction as `starting` (what the `replicate` client's `run` reads as "poll me"; `processing` would
- *   make it return no output).
+ *   make it return no output). A read of a running prediction holds up to {@link POLL_HOLD_S} seconds
+ *   for its end (`Prefer: wait=N`: N), so the client's polls (every 500 ms) stay within the tier's
+ *   requests per minute: on Tier 1, `run` of a video lasting minutes would otherwise end in a 429.
  * - `Cancel-After` (`30s`, `5m`, `1h30m`, `1.5s`, ...): the job's deadline (jobs/cancel.ts): `aborted`
  *   if it has not started by then, else `canceled`; the hold released either way.
  * - `webhook` with `webhook_events_filter` (`start`, `output`, `logs`, `completed`; default `start` and
@@ -36,7 +38,7 @@ import { MUSIC_BODY, SFX_BODY, SPEECH_BODY } from "../../../contracts/audio.ts";
 import { AppError, errors } from "../../../errors.ts";
 import { cancelAtDeadline, cancelJob } from "../../../jobs/cancel.ts";
 import { type JobDialectFacts, recordDialectFacts } from "../../../jobs/dialect-facts.ts";
-import { listJobs } from "../../../jobs/jobs.ts";
+import { getJob, listJobs } from "../../../jobs/jobs.ts";
 import { type OwnReferenceUrl, validateImageJob, validateVideoJob } from "../../../jobs/validate.ts";
 import { waitForJobEnd } from "../../../jobs/watch.ts";
 import type { Services } from "../../../services.ts";
@@ -64,6 +66,13 @@ export const REPLICATE_PREFIX = "/replicate";
 
 /** The longest wait of `Prefer: wait`, seconds (Replicate's). */
 const MAX_WAIT_S = 60;
+
+/**
+ * How long a read of a running prediction waits for its end, seconds: the `replicate` client polls every
+ * 500 ms (`wait`, `run`), 120 requests a minute against a tier's 30 or 60; held 2 s, a poll loop makes at
+ * most 24, and an ended prediction is still answered at once.
+ */
+const POLL_HOLD_S = 2;
 
 /** Predictions per page of `GET /predictions` (Replicate's 100). */
 const PAGE_SIZE = 100;
@@ -295,7 +304,23 @@ export async function replicateRoutes(app: App, services: Services): Promise<voi
     return create(req, reply, model, createBody(req.body), null);
   });
 
-  app.get<{ Params: { id: string } }>("/v1/predictions/:id", { schema: S.getPredictionSchema }, async (req) => loadPrediction(services.db.kysely, base, principalOf(req), req.params.id));
+  app.get<{ Params: { id: string } }>("/v1/predictions/:id", { schema: S.getPredictionSchema }, async (req, reply) => {
+    const principal = principalOf(req);
+    const job = await getJob(services.db.kysely, base, principal, req.params.id);
+    if (job.status === "pending" || job.status === "processing") {
+      // A running job's read holds until it ends or {@link POLL_HOLD_S} pass (`Prefer: wait=N`: N), so the
+      // client's 500 ms poll loop stays within the tier's requests per minute (see the module comment).
+      const explicit = replicateWaitS(req.headers.prefer);
+      if (explicit !== null) reply.header("Preference-Applied", `wait=${explicit}`);
+      const w = watcher(reply);
+      try {
+        await waitForJobEnd(waitDeps, principal, job.id, (explicit ?? POLL_HOLD_S) * 1000, w.signal, job);
+      } finally {
+        w.done();
+      }
+    }
+    return loadPrediction(services.db.kysely, base, principal, req.params.id);
+  });
 
   app.get<{ Querystring: { cursor?: string } }>("/v1/predictions", { schema: S.listPredictionsSchema }, async (req) => {
     const principal = principalOf(req);

@@ -155,7 +155,8 @@ export const createModelPredictionSchema = {
 export const getPredictionSchema = {
   operationId: "replicateGetPrediction",
   summary: "Replicate: a prediction",
-  description: "Any job of the caller's account, rendered as a prediction.",
+  description: "Any job of the caller's account, rendered as a prediction. A prediction still `starting` or `processing` is answered when it ends or after 2 s (with `Prefer: wait=N`, N seconds, at most 60), whichever comes first: the client's 500 ms poll loop then stays within the tier's requests per minute.",
+  headers: obj({ prefer: str("`wait=N` (1-60): how long to wait for a running prediction's end (default 2 s).", { examples: ["wait=10"] }) }),
   tags: TAGS,
   security: DIALECT_SECURITY,
   params: ID,
