@@ -29,6 +29,7 @@ import { type ExecutionContext, executeJob, LostError, type RunnerDeps, StopErro
 import type { JobStarter } from "./submit.ts";
 import { sweepJobs } from "./sweep.ts";
 import { cancelOverdueJobs } from "./cancel.ts";
+import { TEST_VIDEO_CONCURRENT } from "./submit.ts";
 import { inTrace } from "../observability/tracing.ts";
 import { sweepIdempotentCalls } from "../billing/idempotent-calls.ts";
 
@@ -50,12 +51,17 @@ export interface RunnerOptions {
   upstreamPoll?: PollTiming;
 }
 
-/** An account's concurrency caps from its limits columns (the claim reads them with its lock). */
+/**
+ * An account's concurrency caps from its limits columns (the claim reads them with its lock). A video pool
+ * of size 0 (Tier 0) runs test-mode videos one at a time (D48; live ones are refused at submit): without
+ * that, a test-mode video the submit could not start at once stayed queued until it expired.
+ */
 function capsOf(account: AccountLimitsRow): ConcurrencyCaps {
   const limits = limitsOf(account);
   const img = mediaCaps(limits, "image");
   const vid = mediaCaps(limits, "video");
-  return { image: img.concurrent, video: vid.concurrent, combined: img.pool === "combined" ? img.concurrent : null };
+  const video = vid.pool === "video" && vid.concurrent === 0 ? TEST_VIDEO_CONCURRENT : vid.concurrent;
+  return { image: img.concurrent, video, combined: img.pool === "combined" ? img.concurrent : null };
 }
 
 /** How long {@link JobRunner.stop} waits for submits that hold a place on the runner to start or give it back, ms. */

@@ -130,6 +130,13 @@ function committedViewRow(row: NewJob, started: boolean): JobViewRow {
 }
 
 /**
+ * Test-mode videos running at once per organization on a tier whose video pool has size 0 (D48). Live
+ * video is refused there at submit, so the runner's claim (runner.ts `capsOf`) gives such a pool this
+ * size: every video job of such an account is a test-mode one.
+ */
+export const TEST_VIDEO_CONCURRENT = 1;
+
+/**
  * The caps of the job's pool (D12), with D48's two rules for a tier whose video pool has size 0 (Tier 0):
  * a test-mode submit (D32: simulated, no money) runs one video at a time per organization; a live one is
  * refused at once with a 429 that no wait lifts, naming the way up.
@@ -138,7 +145,7 @@ function committedViewRow(row: NewJob, started: boolean): JobViewRow {
 function jobCaps(limits: EffectiveLimits, kind: "image" | "video", mode: "live" | "test"): ReturnType<typeof mediaCaps> {
   const caps = mediaCaps(limits, kind);
   if (kind !== "video" || caps.pool !== "video" || caps.concurrent > 0) return caps;
-  if (mode === "test") return { pool: "video", concurrent: 1, queue: 0 };
+  if (mode === "test") return { pool: "video", concurrent: TEST_VIDEO_CONCURRENT, queue: 0 };
   const way = wayUp(limits, (t) => t.videoConcurrent > 0 || t.combinedMediaConcurrent !== null);
   throw errors.neverAllowed(`Video generation is not available on ${limits.name}. ${way} A test-mode key (gw_test_...) runs simulated video here now, one at a time.`);
 }

@@ -98,3 +98,23 @@ describe("video on Tier 0 through the openai SDK (D48)", () => {
     assert.equal(await ledgerEntries(), entries);
   });
 });
+
+describe("a test-mode video on Tier 0 left queued by its submit is claimed by a runner (D48)", () => {
+  test("no runner at the submit: the job waits queued; a runner started later runs it to the end", async () => {
+    // Without a runner in the process the submit cannot start the job at once: it is left pending, and a
+    // claim must take it although Tier 0's video pool has size 0 (its one test-mode place, D48).
+    const gw = await startGateway("sqlite", {}, { runner: false });
+    try {
+      const user = await gw.register();
+      const key = await gw.request("POST", "/v1/auth/keys", { token: user.session_token, body: { name: "try", mode: "test" } });
+      const client = new OpenAI({ apiKey: key.json.api_key as string, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 });
+      const video = await client.videos.create({ prompt: "a tide coming in", seconds: "4", model: "vidD-3-fast" });
+      assert.equal(video.status, "queued");
+      gw.services.startRunner({ pollMs: 50, sweepMs: 500, heartbeatMs: 200 });
+      await gw.waitForJob(key.json.api_key as string, video.id, 30_000);
+      assert.equal((await client.videos.retrieve(video.id)).status, "completed");
+    } finally {
+      await gw.close();
+    }
+  });
+});
