@@ -264,3 +264,10 @@ export function magicOf(bytes: Uint8Array): "png" | "mp4" | "mp3" | "unknown" {
 export async function holdCount(gw: TestGateway, account: Account): Promise<number> {
   return (await gw.services.db.kysely.selectFrom("holds").select("id").where("account_id", "=", account.org_id).execute()).length;
 }
+
+/** imgB-2-pro's default image, micro-USD (`GET /v1/pricing`; the run suite checks the prices). */
+export const IMAGE = 41_000;
+/** vidD-3-fast's price per second, micro-USD. */
+export const VID_PER_S = 135_000;
+/** alpha-multilingual-v2's price per character, micro-USD (0.405 USD per 1000). */
+export const SPEECH_PER_CHAR = 405;

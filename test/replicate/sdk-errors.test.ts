@@ -28,12 +28,10 @@ import {
   replicateClient,
   startReplicateGateway,
   usageOf,
+  IMAGE,
+  SPEECH_PER_CHAR,
 } from "./fixtures.ts";
 
-/** imgB-2-pro's default image, micro-USD (`GET /v1/pricing`). */
-const IMAGE = 41_000;
-/** alpha-multilingual-v2's price per character, micro-USD (0.405 USD per 1000). */
-const SPEECH_PER_CHAR = 405;
 
 for (const backend of BACKENDS) {
   describe(`replicate refusals, test mode, idempotency and paging on ${backend.name} (D47)`, { skip: backend.skip }, () => {

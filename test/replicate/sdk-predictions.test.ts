@@ -30,12 +30,10 @@ import {
   replicateClient,
   settled,
   startReplicateGateway,
+  VID_PER_S,
+  IMAGE,
 } from "./fixtures.ts";
 
-/** vidD-3-fast's price per second, micro-USD (`GET /v1/pricing`; the run suite checks it). */
-const VID_PER_S = 135_000;
-/** imgB-2-pro's default image, micro-USD. */
-const IMAGE = 41_000;
 
 for (const backend of BACKENDS) {
   describe(`replicate predictions on ${backend.name} (D47)`, { skip: backend.skip }, () => {

@@ -23,12 +23,10 @@ import {
   type ReplicateGateway,
   replicateClient,
   startReplicateGateway,
+  IMAGE,
+  SPEECH_PER_CHAR,
 } from "./fixtures.ts";
 
-/** imgB-2-pro's default image, micro-USD (`GET /v1/pricing`). */
-const IMAGE = 41_000;
-/** alpha-multilingual-v2's price per character, micro-USD (0.405 USD per 1000). */
-const SPEECH_PER_CHAR = 405;
 
 /** A received delivery as the `Request` a fetch-style server hands its handler (what `validateWebhook` takes). */
 function requestOf(url: string, x: Received, body = x.body): Request {
