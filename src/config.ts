@@ -174,6 +174,30 @@ export interface Config {
   modelShutdownDates: Readonly<Record<string, string>>;
   /** OpenTelemetry tracing (D40), or null: off (neither OTLP endpoint variable is set). */
   tracing: TracingConfig | null;
+  /** The operator's retention windows (D46), days. */
+  retention: RetentionWindows;
+}
+
+/**
+ * How long the gateway keeps what its callers leave behind (D46), in days, counted from the call or the
+ * job's creation. An organization may shorten the first two for itself (never lengthen them).
+ */
+export interface RetentionWindows {
+  /**
+   * `RETENTION_PROMPTS_DAYS` (default 30, 0 to 36500): the texts of requests (speech text, prompts, lyrics,
+   * a job's free-form `parameters`) stored with jobs, their webhook events and a dialect's echo of the input
+   * are removed after this long; 0 means they are never written (zero retention).
+   */
+  promptsDays: number;
+  /**
+   * `RETENTION_OUTPUTS_DAYS` (default 30, 0 to 36500): generated files are deleted from the blob store
+   * after this long; their URLs then answer 410 `output_expired`.
+   */
+  outputsDays: number;
+  /** `RETENTION_USAGE_DAYS` (default 400, 1 to 36500): usage records older than this are deleted (ledger entries never are). */
+  usageDays: number;
+  /** `RETENTION_AUDIT_DAYS` (default 730, 1 to 36500): audit-log entries older than this are deleted. */
+  auditDays: number;
 }
 
 /**
@@ -566,5 +590,11 @@ export function loadConfig(env: Env = process.env): Config {
     payments: paymentsConfig(env),
     modelShutdownDates: modelShutdownDates(env),
     tracing: tracingConfig(env),
+    retention: {
+      promptsDays: int(env, "RETENTION_PROMPTS_DAYS", 30, 0, 36_500),
+      outputsDays: int(env, "RETENTION_OUTPUTS_DAYS", 30, 0, 36_500),
+      usageDays: int(env, "RETENTION_USAGE_DAYS", 400, 1, 36_500),
+      auditDays: int(env, "RETENTION_AUDIT_DAYS", 730, 1, 36_500),
+    },
   };
 }

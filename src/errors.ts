@@ -135,6 +135,9 @@ export const errors = {
       `${model} was retired on ${date} (its shutdown date) and is no longer served; choose another model (GET /v1/models). Nothing was charged.`,
       "model",
     ),
+  /** D46: a generated file past its organization's outputs window was deleted from the blob store. */
+  outputExpired: () =>
+    new AppError(410, "output_expired", "This output was deleted: generated files are kept for a limited number of days (the retention window of its organization)."),
   /** D27; `message` replaces the generic one (speech names the source for a voice it never had). */
   voiceUnavailable: (message = "This voice is no longer available at the upstream that created it; nothing was charged.") =>
     new AppError(410, "voice_unavailable", message, "voice_id"),

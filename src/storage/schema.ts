@@ -24,6 +24,10 @@ export interface AccountsTable {
   /** Per-account limit overrides (D22) as JSON text, or null. */
   limits_override: string | null;
   created_at: number;
+  /** The organization's own prompts window (D46), days (0: texts never written), or null for the operator's. */
+  retention_prompts_days: Generated<number | null>;
+  /** The organization's own outputs window (D46), days, or null for the operator's. */
+  retention_outputs_days: Generated<number | null>;
   /** The low-balance alert threshold (D34), micro-USD, or null for none. */
   low_balance_micros: Generated<number | null>;
   /** 1 while the next fall below the threshold sends `balance.low`; 0 after it did, until the balance is back above. */
@@ -261,6 +265,18 @@ export interface JobsTable {
   webhook_events_json: Generated<string | null>;
   /** What a dialect keeps to render the job as its caller named it (JSON text, D47), or null. */
   dialect_json: Generated<string | null>;
+  /**
+   * When the request texts were removed from `request_json`, `dialect_json` and the job's webhook events
+   * (D46: the prompts window passed, or the job was written without them), epoch ms; null while kept.
+   */
+  texts_cleared_at: Generated<number | null>;
+  /**
+   * A job written without its texts (D46 zero retention): the id of the process that holds them in memory
+   * (jobs/texts.ts); only its runner claims the job before an upstream accepted it. Null otherwise.
+   */
+  texts_holder: Generated<string | null>;
+  /** When the generated files were deleted for age (D46), epoch ms; `output_json` is null from then on. */
+  output_expired_at: Generated<number | null>;
 }
 
 /** A webhook endpoint of an account (D31). */

@@ -14,9 +14,9 @@ import {
   listMembers,
   listOrgs,
   removeMember,
-  renameOrg,
   revokeInvite,
 } from "../../accounts/orgs.ts";
+import { updateOrg, withRetention } from "../../accounts/retention.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
@@ -40,13 +40,19 @@ const ANY_MEMBER = { minRole: "viewer" } as const;
 
 export function orgRoutes(app: App, services: Services): void {
   const db = services.db.kysely;
+  // Every organization answer shows the windows that apply to it (D46).
+  const operator = services.config.retention;
+  const withWindows = async <V extends { id: string }>(view: V) => (await withRetention(db, operator, [view]))[0];
   app.post("/v1/orgs", { schema: createOrgSchema, config: ANY_MEMBER }, async (req, reply) =>
-    reply.code(201).send(await createOrg(db, principalOf(req), req.body)),
+    reply.code(201).send(await withWindows(await createOrg(db, principalOf(req), req.body))),
   );
-  app.get("/v1/orgs", { schema: listOrgsSchema }, async (req) => listOrgs(db, principalOf(req)));
-  app.get("/v1/orgs/:org_id", { schema: getOrgSchema }, async (req) => getOrg(db, principalOf(req), req.params.org_id));
+  app.get("/v1/orgs", { schema: listOrgsSchema }, async (req) => {
+    const list = await listOrgs(db, principalOf(req));
+    return { ...list, data: await withRetention(db, operator, list.data) };
+  });
+  app.get("/v1/orgs/:org_id", { schema: getOrgSchema }, async (req) => withWindows(await getOrg(db, principalOf(req), req.params.org_id)));
   app.patch("/v1/orgs/:org_id", { schema: updateOrgSchema, config: ANY_MEMBER }, async (req) =>
-    renameOrg(db, principalOf(req), req.params.org_id, req.body),
+    updateOrg(db, operator, principalOf(req), req.params.org_id, req.body),
   );
   app.delete("/v1/orgs/:org_id", { schema: deleteOrgSchema, config: ANY_MEMBER }, async (req) =>
     deleteOrg(db, services.auth, principalOf(req), req.params.org_id),

@@ -4,7 +4,7 @@
  * the caller does not belong to answers 404 `org_not_found`, an action the caller's role does not allow
  * 403 `forbidden_role`.
  */
-import { INVITE_BODY, MEMBER_BODY, ORG_BODY, ROLE_IN } from "../../contracts/orgs.ts";
+import { INVITE_BODY, MEMBER_BODY, ORG_BODY, ORG_PATCH_BODY, ROLE_IN } from "../../contracts/orgs.ts";
 import { AUTH_ERR, bool, errors, int, isoTime, json, LIST, nullable, obj, ok, oneOf, route, str, usd } from "./common.ts";
 
 const ROLE = { ...ROLE_IN, description: "A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads)." };
@@ -13,6 +13,17 @@ const ORG_PARAMS = obj({ org_id: ORG_ID }, ["org_id"]);
 const MEMBER_PARAMS = obj({ org_id: ORG_ID, user_id: str("User id (`usr_...`).", { maxLength: 200 }) }, ["org_id", "user_id"]);
 const NOT_FOUND = { 404: "`org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own)" };
 const ROLE_ERR = { 403: "`forbidden_role` (the caller's role does not allow this)" };
+
+const RETENTION = obj(
+  {
+    prompts_days: int("Days the texts of requests (speech text, prompts, lyrics, a job's parameters) are kept with jobs and their events; 0: never stored."),
+    outputs_days: int("Days generated files are kept; their URLs then answer 410 `output_expired`."),
+    usage_days: int("Days usage records are kept (the operator's window)."),
+    audit_days: int("Days audit-log entries are kept (the operator's window)."),
+  },
+  ["prompts_days", "outputs_days", "usage_days", "audit_days"],
+  { description: "The retention windows that apply to the organization: its own where an owner shortened them, else the operator's. Ledger entries are never deleted." },
+);
 
 const ORG = obj(
   {
@@ -27,8 +38,9 @@ const ORG = obj(
     created_at: isoTime("When it was made."),
     member_count: int("How many members it has, the caller included."),
     personal: bool("Whether it is a personal organization: the one each user gets at registration, named after its owner's email, which cannot be deleted."),
+    retention: RETENTION,
   },
-  ["id", "object", "name", "role", "balance_usd", "tier", "tier_name", "total_deposits_usd", "created_at", "member_count", "personal"],
+  ["id", "object", "name", "role", "balance_usd", "tier", "tier_name", "total_deposits_usd", "created_at", "member_count", "personal", "retention"],
 );
 
 const MEMBER = obj(
@@ -99,15 +111,16 @@ export const getOrgSchema = route({
 /** `PATCH /v1/orgs/{org_id}`. */
 export const updateOrgSchema = route({
   operationId: "updateOrg",
-  summary: "Rename an organization",
-  description: "Admins and owners.",
+  summary: "Rename an organization or shorten its retention windows",
+  description:
+    "`name`: admins and owners. `retention`: owners only (API keys act as admin at most, so this needs an owner's session): `prompts_days` and `outputs_days` from 0 up to the operator's windows, or null for the operator's. `prompts_days: 0` is zero retention: the texts of the organization's requests are never stored (the calls still run; a job whose texts were held by a gateway process that stopped before the job reached its upstream fails with `prompt_unavailable`, nothing charged). A shorter window also applies to what is already stored, at the next retention sweep. Nothing is changed when any part is refused.",
   tags: ["organizations"],
   access: "keyOrSession",
   params: ORG_PARAMS,
-  body: json(ORG_BODY),
+  body: json(ORG_PATCH_BODY),
   responses: {
     200: ok("The organization.", ORG),
-    ...errors({ 400: "`invalid_request` (name)", ...AUTH_ERR, ...ROLE_ERR, ...NOT_FOUND }),
+    ...errors({ 400: "`invalid_request` (name; a retention window that is not a whole number from 0 to the operator's)", ...AUTH_ERR, ...ROLE_ERR, ...NOT_FOUND }),
   },
 });
 
