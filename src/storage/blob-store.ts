@@ -66,6 +66,12 @@ export interface BlobStore {
   get(key: string, range?: ByteRange): Promise<BlobRead | null>;
   /** Removes the blob; a missing blob is not an error. Throws {@link InvalidBlobKeyError} for a bad key. */
   delete(key: string): Promise<void>;
+  /**
+   * Removes every blob of `keys` (the retention sweep's pages, D46): missing blobs are not an error. Resolves
+   * once all are gone; throws {@link InvalidBlobKeyError} for a bad key (nothing removed) or the store's
+   * error when any could not be removed (some may be gone: calling again with the same keys is safe).
+   */
+  deleteMany(keys: readonly string[]): Promise<void>;
   /** Readiness check: resolves when the store can be read and written, throws otherwise. */
   ping(): Promise<void>;
 }

@@ -19,6 +19,8 @@ import {
 } from "./blob-store.ts";
 
 const TMP_DIR = ".tmp";
+/** Files {@link DiskBlobStore.deleteMany} removes at once. */
+const DELETE_CONCURRENCY = 16;
 /** Folders a {@link DiskBlobStore} remembers as existing (then it forgets them all and asks again). */
 const MAX_KNOWN_FOLDERS = 10_000;
 
@@ -237,6 +239,15 @@ export class DiskBlobStore implements BlobStore {
     const file = this.pathOf(key);
     await rm(file, { force: true });
     await rm(`${file}${META_SUFFIX}`, { force: true });
+  }
+
+  /** {@link BlobStore.deleteMany}: every key checked first, then removed a few at a time. */
+  async deleteMany(keys: readonly string[]): Promise<void> {
+    for (const key of keys) assertBlobKey(key);
+    const list = [...keys];
+    for (let i = 0; i < list.length; i += DELETE_CONCURRENCY) {
+      await Promise.all(list.slice(i, i + DELETE_CONCURRENCY).map((k) => this.delete(k)));
+    }
   }
 
   async ping(): Promise<void> {

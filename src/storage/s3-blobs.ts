@@ -338,6 +338,23 @@ export class S3BlobStore implements BlobStore {
   }
 
   /**
+   * {@link BlobStore.deleteMany}: DeleteObjects, 1000 keys a request (S3's most), quiet (only failures come
+   * back). Every key is checked first; any object S3 could not delete fails the call, naming the first.
+   */
+  async deleteMany(keys: readonly string[]): Promise<void> {
+    for (const key of keys) assertBlobKey(key);
+    for (let i = 0; i < keys.length; i += 1000) {
+      const Objects = keys.slice(i, i + 1000).map((k) => ({ Key: this.objectKey(k) }));
+      const out = await this.client.send(new this.#sdk.s3.DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects, Quiet: true } }));
+      const failed = out.Errors ?? [];
+      if (failed.length > 0) {
+        const first = failed[0];
+        throw new Error(`S3 could not delete ${failed.length} object(s) of bucket '${this.bucket}', e.g. '${first.Key ?? "?"}': ${first.Code ?? "error"} ${first.Message ?? ""}`.trim());
+      }
+    }
+  }
+
+  /**
    * HeadBucket: resolves when the bucket exists and the credentials may access it. Throws an Error naming
    * the bucket (the SDK's error as `cause`) otherwise, e.g. for a missing bucket or an unreachable server.
    */

@@ -85,6 +85,9 @@ class CountingStore implements BlobStore {
   delete(key: string) {
     return this.inner.delete(key);
   }
+  deleteMany(keys: readonly string[]) {
+    return this.inner.deleteMany(keys);
+  }
   ping() {
     return this.inner.ping();
   }

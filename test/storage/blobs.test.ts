@@ -69,6 +69,17 @@ describe("DiskBlobStore", () => {
     assert.deepEqual(await readdir(join(root, "audio")), []); // sidecar gone too
   });
 
+  test("deleteMany removes every key (missing ones are fine); a bad key removes nothing", async () => {
+    const keys = ["images/job_many-0.png", "images/job_many-1.png", "videos/job_many.mp4"];
+    for (const k of keys) await store.put(k, bytes(k), { contentType: "application/octet-stream" });
+    await assert.rejects(store.deleteMany([keys[0], "../escape"]), /Invalid blob key/);
+    assert.ok(await store.head(keys[0]), "nothing removed when a key is bad");
+    await store.deleteMany([...keys, "images/job_never-0.png"]);
+    for (const k of keys) assert.equal(await store.head(k), null, k);
+    await store.deleteMany(keys); // again: nothing left, no error
+    await store.deleteMany([]);
+  });
+
   test("put from an async iterable, nested folders created", async () => {
     async function* chunks() {
       for (let i = 0; i < 100; i++) yield new Uint8Array(1000).fill(i);

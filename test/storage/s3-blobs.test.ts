@@ -99,6 +99,17 @@ describe("S3BlobStore", () => {
     await store.delete("audio/job_abc.mp3"); // missing: not an error
   });
 
+  test("deleteMany removes every key in one request per 1000 (missing ones are fine); a bad key sends nothing", async () => {
+    const keys = ["images/job_many-0.png", "images/job_many-1.png", "videos/job_many.mp4"];
+    for (const k of keys) await store.put(k, bytes(k), { contentType: "application/octet-stream" });
+    await assert.rejects(store.deleteMany([keys[0], "../escape"]), /Invalid blob key/);
+    assert.ok(await store.head(keys[0]), "nothing removed when a key is bad");
+    await store.deleteMany([...keys, "images/job_never-0.png"]);
+    for (const k of keys) assert.equal(await store.head(k), null, k);
+    await store.deleteMany(keys);
+    await store.deleteMany([]);
+  });
+
   test("put from an async iterable; replacing a key changes the etag", async () => {
     const put = await store.put("img/a.png", chunksOf(bytes("abc"), bytes(""), bytes("defgh")), {
       contentType: "image/png",
