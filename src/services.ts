@@ -51,6 +51,7 @@ import type { WebhookUrlPolicy } from "./webhooks/urls.ts";
 import type { Tracing } from "./observability/tracing.ts";
 import { monitorEventLoopDelay } from "./metrics.ts";
 import { webhookPrediction } from "./jobs/prediction-view.ts";
+import { WithheldTexts } from "./jobs/texts.ts";
 
 /** How long a shutdown waits for running paid calls to settle their holds before closing the database, ms. */
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -123,6 +124,11 @@ export interface Services {
    * it; the runner and the webhook loop continue a job's trace with it.
    */
   tracing: Tracing | null;
+  /**
+   * The texts of this process's zero-retention jobs (D46), held in memory instead of the database: the
+   * submits put them here, this process's runner takes them (jobs/texts.ts).
+   */
+  withheldTexts: WithheldTexts;
   /** Starts this process's job runner (and sweep) and its webhook delivery loop (D31). */
   startRunner(opts?: RunnerOptions): JobRunner;
   /** Tells this process's webhook delivery loop, if any, that a delivery is due now (a replay). */
@@ -230,7 +236,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const balanceEvents = new BalanceEvents();
   balanceEvents.on((accountId) => alerts.touch(accountId));
   const paidCalls = new PaidCalls(balanceEvents);
+  const withheldTexts = new WithheldTexts();
   return {
+    withheldTexts,
     alerts,
     paidCalls,
     resolveHost,
@@ -266,6 +274,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           log,
           changes: jobChanges,
           tracing,
+          withheld: withheldTexts,
+          retention: config.retention,
         },
         { leaseMs: config.jobLeaseS * 1000, ...opts },
       );

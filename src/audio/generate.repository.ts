@@ -24,6 +24,8 @@ export async function insertSucceededAudioJob(
     outputJson: string;
     durationSec: number;
     now: number;
+    /** Set when the request is written without its texts (D46 zero retention): nothing for the sweep to clear. */
+    textsClearedAt?: number | null;
   },
 ): Promise<void> {
   await trx
@@ -50,6 +52,7 @@ export async function insertSucceededAudioJob(
       started_at: j.now,
       heartbeat_at: null,
       worker_id: null,
+      texts_cleared_at: j.textsClearedAt ?? null,
     })
     .execute();
 }

@@ -17,12 +17,17 @@ import type { Served } from "../upstreams/sync-failover.ts";
 import { insertSucceededAudioJob } from "./generate.repository.ts";
 import type { Transaction } from "kysely";
 import type { Database } from "../storage/schema.ts";
+import type { RetentionWindows } from "../config.ts";
+import { promptsKept } from "../accounts/retention.ts";
+import { withoutTexts } from "../contracts/texts.ts";
 
 /**
  * Runs in the transaction that inserts a stored output's succeeded job (`jobId`), after the insert: what a
  * caller writes with the job (a dialect's facts and webhook events, D47). Throwing rolls the capture back.
+ * `textsKept` is false when the organization keeps no request texts (D46 zero retention): the hook must not
+ * write them either.
  */
-export type StoredJobHook = (trx: Transaction<Database>, jobId: string) => Promise<void>;
+export type StoredJobHook = (trx: Transaction<Database>, jobId: string, textsKept: boolean) => Promise<void>;
 
 /** Where a stored output lives. */
 export interface StoredOutput {
@@ -51,6 +56,8 @@ export interface GenerateDeps {
   db: Executor;
   paidCalls: PaidCalls;
   blobs: BlobStore;
+  /** The operator's retention windows (D46): whether a stored output's request keeps its texts. */
+  retention: RetentionWindows;
 }
 
 /** One paid audio generation. Amounts in micro-USD, durations in seconds. */
@@ -122,6 +129,8 @@ async function generateInSlot(deps: GenerateDeps, args: GenerateArgs): Promise<A
     }
 
     const stored = await captureStoredAudio(deps.blobs, hold, {
+      db: deps.db,
+      retention: deps.retention,
       jobId,
       apiKeyId: args.apiKeyId,
       model: args.model,
@@ -138,6 +147,10 @@ async function generateInSlot(deps: GenerateDeps, args: GenerateArgs): Promise<A
 
 /** A paid audio call's output to keep as a stored job (`save_to_blob`; D8, D17). Amounts in micro-USD, durations in seconds. */
 export interface AudioToStore {
+  /** Where the organization's prompts window is read (D46). */
+  db: Executor;
+  /** The operator's retention windows (D46). */
+  retention: RetentionWindows;
   /** The job id the hold was placed with (its ledger entries carry it). */
   jobId: string;
   apiKeyId: string | null;
@@ -155,7 +168,8 @@ export interface AudioToStore {
 /**
  * Stores an audio output (MP3, key `audio/<job id>.mp3`) and captures `priceMicros` in the transaction that
  * inserts its succeeded `audio` job, so the job row and the charge commit together. Shared by music and
- * sound effects ({@link generatePaidAudio}) and speech (`speech.ts`).
+ * sound effects ({@link generatePaidAudio}) and speech (`speech.ts`). The job's request is written without its
+ * texts (contracts/texts.ts) when the organization keeps none (D46 `prompts_days: 0`).
  * @throws AppError 500 `storage_error` when the blob or the capture fails (the blob is removed; the caller's
  *   `withHold` releases the hold).
  */
@@ -170,7 +184,16 @@ export async function captureStoredAudio(
   } catch {
     throw errors.storageFailed();
   }
+  let kept: boolean;
   try {
+    // Read before the capture: its transaction holds the organization's balance row.
+    kept = await promptsKept(a.db, a.retention, hold.accountId);
+  } catch {
+    await blobs.delete(key).catch(() => {});
+    throw errors.storageFailed();
+  }
+  try {
+    const now = Date.now();
     const settled = await hold.capture(a.priceMicros, async (trx) => {
       await insertSucceededAudioJob(trx, {
         id: a.jobId,
@@ -179,12 +202,13 @@ export async function captureStoredAudio(
         model: a.model,
         holdId: hold.id,
         costMicros: a.priceMicros,
-        requestJson: JSON.stringify(a.request),
+        requestJson: JSON.stringify(kept ? a.request : withoutTexts(a.request)),
         outputJson: JSON.stringify({ key, content_type: a.contentType, keys: [key] }),
         durationSec: a.durationSec,
-        now: Date.now(),
+        now,
+        textsClearedAt: kept ? null : now,
       });
-      if (a.onStored !== undefined) await a.onStored(trx, a.jobId);
+      if (a.onStored !== undefined) await a.onStored(trx, a.jobId, kept);
     });
     return { balanceMicros: settled.balanceAfterMicros, stored: { jobId: a.jobId, key, contentType: a.contentType } };
   } catch {

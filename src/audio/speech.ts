@@ -22,6 +22,7 @@ import { findOwnedVoice } from "./voices.ts";
 import { type CallGuard, NO_LIMITS } from "../limits/limiter.ts";
 import { newId } from "../ids.ts";
 import type { BlobStore } from "../storage/blob-store.ts";
+import type { RetentionWindows } from "../config.ts";
 import { captureStoredAudio, type StoredJobHook, type StoredOutput } from "./generate.ts";
 
 /** The speech request body as received (types already checked by the route schema): the contract's type. */
@@ -51,6 +52,8 @@ export interface SpeechDeps {
   servedBy(provider: "alpha" | "beta"): string;
   /** Where a stored output goes (`saveToBlob`); only needed by callers that store. */
   blobs?: BlobStore;
+  /** The operator's retention windows (D46); needed with `blobs` (whether the stored request keeps its text). */
+  retention?: RetentionWindows;
 }
 
 /** The options of one speech call: simulator control, abort signal, limits, call context, and whether to store the output. */
@@ -292,7 +295,8 @@ async function speakWithSlot(
   const onInsufficient = () => errors.billing(`This request costs ${formatUsd(cost)} USD; the balance is too low.`);
   const usage = usageFor(opts.call, "speech", { characters: req.chars });
   const blobs = opts.saveToBlob === true ? deps.blobs : undefined;
-  if (opts.saveToBlob === true && blobs === undefined) throw new Error("createSpeech: saveToBlob needs deps.blobs");
+  if (opts.saveToBlob === true && (blobs === undefined || deps.retention === undefined)) throw new Error("createSpeech: saveToBlob needs deps.blobs and deps.retention");
+  const retention = deps.retention;
   // A stored output is a job: its ledger entries carry the job id from the hold on (D17).
   const jobId = blobs !== undefined ? newId("job") : null;
   return deps.paidCalls.withHold(deps.db, { accountId, amountMicros: cost, reference: model.id, jobId, usage }, { onInsufficient }, async (hold) => {
@@ -317,9 +321,11 @@ async function speakWithSlot(
     const rest = result.kind === "stream" ? await afterFirstChunk(result.chunks) : null;
     hold.note({ fallbackLayer: served.fallbackLayer });
     const common = { model: model.id, charsBilled: req.chars, costMicros: cost, contentType: result.contentType, fallbackLayer: served.fallbackLayer };
-    if (jobId !== null && blobs !== undefined && result.kind === "bytes") {
+    if (jobId !== null && blobs !== undefined && retention !== undefined && result.kind === "bytes") {
       const request = { model: model.id, text: req.text, voice_id: req.voiceId, response_format: req.format };
       const kept = await captureStoredAudio(blobs, hold, {
+        db: deps.db,
+        retention,
         jobId,
         apiKeyId: opts.call?.keyId ?? null,
         model: model.id,

@@ -126,3 +126,18 @@ export async function endRealtimeUsage(db: Executor, requestId: string, end: Rea
 export async function noteUsageHold(db: Executor, requestId: string, holdMicros: number): Promise<void> {
   await db.updateTable("usage_records").set({ hold_micros: holdMicros }).where("id", "=", requestId).execute();
 }
+
+/**
+ * Deletes up to `limit` usage records of `mode` created before `before` (epoch ms), the oldest first, in one
+ * statement (D46 `RETENTION_USAGE_DAYS`; index `usage_mode_created`); returns how many it deleted. Ledger
+ * entries that name them (`request_id`) stay as they are.
+ */
+export async function deleteUsageBefore(db: Executor, mode: "live" | "test", before: number, limit: number): Promise<number> {
+  const res = await db
+    .deleteFrom("usage_records")
+    .where("id", "in", (eb) =>
+      eb.selectFrom("usage_records").select("id").where("mode", "=", mode).where("created_at", "<", before).orderBy("created_at").limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(res.numDeletedRows);
+}

@@ -47,6 +47,7 @@ export function speechDepsOf(services: Services, request: FastifyRequest) {
     isAlphaVoice: (voiceId: string) => library.isAlphaVoice(voiceId),
     isBetaVoice: (voiceId: string) => library.isBetaVoice(voiceId),
     servedBy: (provider: "alpha" | "beta") => library.servedBy(provider),
+    retention: services.config.retention,
   };
 }
 
@@ -57,7 +58,14 @@ export function speechDepsOf(services: Services, request: FastifyRequest) {
  */
 export function generationDepsOf(services: Services, request: FastifyRequest) {
   const audio = audioOf(services, request);
-  return { db: services.db.kysely, paidCalls: services.paidCalls, blobs: services.blobs, music: audio.music.bind(audio), sfx: audio.sfx.bind(audio) };
+  return {
+    db: services.db.kysely,
+    paidCalls: services.paidCalls,
+    blobs: services.blobs,
+    retention: services.config.retention,
+    music: audio.music.bind(audio),
+    sfx: audio.sfx.bind(audio),
+  };
 }
 
 /** The options of a paid call that need no reply: simulator control, the caller's limits and its call context. */

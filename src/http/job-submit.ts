@@ -45,7 +45,8 @@ export async function submitFromRequest<B extends MediaJobRequest>(
   await checkReferenceHosts(spec, services.resolveHost, opts.ownUrl);
   if (spec.webhookUrl !== null) await checkWebhookUrl(spec.webhookUrl, services.webhookUrlPolicy, "webhook_url");
   const deps = { db: services.db.kysely, publicBaseUrl: services.config.publicBaseUrl };
-  const out = await submitJob({ ...deps, starter: services.jobStarter(), events: services.paidCalls.events }, principalOf(req), spec, keyed, simulate, call, opts.dialect);
+  const retention = { windows: services.config.retention, withheld: services.withheldTexts };
+  const out = await submitJob({ ...deps, starter: services.jobStarter(), events: services.paidCalls.events, retention }, principalOf(req), spec, keyed, simulate, call, opts.dialect);
   if (!out.replayed && !out.started) services.nudgeRunner();
   return { job: out.job, replayed: out.replayed, spec };
 }

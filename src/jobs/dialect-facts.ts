@@ -5,6 +5,7 @@
  * Native jobs have none of them.
  */
 import type { Transaction } from "kysely";
+import { TEXT_FIELDS, withoutStrings } from "../contracts/texts.ts";
 import type { Executor } from "../billing/ledger.ts";
 import type { Database } from "../storage/schema.ts";
 import type { PredictionEvent } from "../webhooks/events.ts";
@@ -34,20 +35,39 @@ export interface JobDialectView {
 }
 
 /**
+ * A dialect's rendering data (`dialect_json`) without the request's texts (D46): each top-level text field
+ * (the echoed `input` of a prediction, ...) keeps its shape but loses every string; names, versions and
+ * formats stay. Null, or text that is not a JSON object, gives null (nothing of it can be told safe).
+ */
+export function dialectJsonWithoutTexts(json: string | null): string | null {
+  if (json === null) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return null;
+  return JSON.stringify(Object.fromEntries(Object.entries(value).map(([k, v]) => [k, TEXT_FIELDS.has(k) ? withoutStrings(v) : v])));
+}
+
+/**
  * Writes `facts` on the new job `jobId` inside the transaction `trx` that wrote the job, and enqueues what
  * its webhook (`webhookUrl`, in the prediction format) is owed already: `start`, and for a job written as
  * already succeeded (`succeeded`: a stored audio call, D47) `output` and `completed`, each when the filter
  * has it. `webhookUrl` is also written on the job when given (a stored audio call's row has none yet).
+ * `textsKept: false` (D46 zero retention) writes `dialectJson` without the request's texts.
  */
 export async function recordDialectFacts(
   trx: Transaction<Database>,
-  j: { jobId: string; accountId: string; webhookUrl: string | null; facts: JobDialectFacts; succeeded?: boolean },
+  j: { jobId: string; accountId: string; webhookUrl: string | null; facts: JobDialectFacts; succeeded?: boolean; textsKept?: boolean },
 ): Promise<void> {
   const { facts } = j;
   await writeJobDialectFacts(trx, j.jobId, {
     deadline_at: facts.deadlineAt,
     webhook_events_json: facts.webhookEvents === null ? null : JSON.stringify(facts.webhookEvents),
-    dialect_json: facts.dialectJson,
+    // Zero retention (D46): the echo of the input is written without its texts.
+    dialect_json: j.textsKept === false ? dialectJsonWithoutTexts(facts.dialectJson) : facts.dialectJson,
     ...(j.webhookUrl !== null ? { webhook_url: j.webhookUrl } : {}),
   });
   if (j.webhookUrl === null || facts.webhookEvents === null) return;

@@ -47,6 +47,12 @@ export interface DurableJob {
   handle: UpstreamHandle | null;
   /** The layer (index into the family's sources) the job is at. */
   layer: number;
+  /**
+   * False when the request lacks its texts (D46 zero retention, taken over by a runner that does not hold
+   * them): the job can be polled where it runs, never submitted again (a failover ends it
+   * `prompt_unavailable`). Absent: true.
+   */
+  resubmit?: boolean;
 }
 
 /** What the runner gives the durable path: row updates conditional on still owning the job. */
@@ -68,7 +74,7 @@ export interface DurableHooks {
 /** How the durable path ended. `handle` is the last handle (for a cancel on give-up). */
 export type DurableOutcome =
   | { kind: "succeeded"; result: Extract<UpstreamJobState, { state: "succeeded" }>; layer: number; source: string }
-  | { kind: "failed"; code: "provider_error" | "content_rejected"; message: string }
+  | { kind: "failed"; code: "provider_error" | "content_rejected" | "prompt_unavailable"; message: string }
   /** Every remaining source is at `max_concurrency`: back to the queue. */
   | { kind: "wait" }
   /** Another runner or the sweep owns the job now: touch nothing. */
@@ -107,6 +113,9 @@ export async function runDurable(
   for (;;) {
     let slot: SourceSlot | null = null;
     let acquired = false;
+    if (handle === null && job.resubmit === false) {
+      return { kind: "failed", code: "prompt_unavailable", message: "The source that accepted the job failed it, and the job cannot be sent to another source: its texts were not stored (zero retention) and this process does not hold them." };
+    }
     if (handle === null) {
       let sawFull = false;
       let lastError: unknown = null;

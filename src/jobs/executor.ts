@@ -10,6 +10,7 @@
  * is dropped.
  */
 import type { Kysely } from "kysely";
+import type { RetentionWindows } from "../config.ts";
 import { observeUpstream } from "../metrics.ts";
 import { type AttemptInfo, inAttemptSpan, type Tracing } from "../observability/tracing.ts";
 import type { ClaimedJob } from "../storage/job-queue.ts";
@@ -22,8 +23,9 @@ import { deliverJob } from "./delivery.ts";
 import { type DurableHooks, type PollTiming, runDurable, type SourceSlot } from "./durable.ts";
 import { updateRunningJob } from "./execution.repository.ts";
 import type { OutputFetcher } from "./rehost.ts";
-import { decodeJobRequest, isVideoRequest, type JobRequest } from "./request.ts";
+import { decodeJobRequest, isVideoRequest, type JobRequest, withJobTexts } from "./request.ts";
 import { endJobWithoutCharge, GIVE_UP_MS, type SweepConfig } from "./sweep.ts";
+import { PROMPT_UNAVAILABLE_MESSAGE, type WithheldTexts } from "./texts.ts";
 
 /** Minimal logger (pino-compatible). */
 export interface RunnerLog {
@@ -52,6 +54,13 @@ export interface RunnerDeps {
   changes: JobChangeFeed;
   /** Tracing (D40), or null/absent when off: a job's work continues the trace of its submit. */
   tracing?: Tracing | null;
+  /**
+   * This process's store of the texts of jobs written without them (D46 zero retention, texts.ts): its
+   * runner claims those jobs (`holderId`) and runs them with the texts held there.
+   */
+  withheld?: WithheldTexts | null;
+  /** The operator's retention windows (D46): the runner's retention sweep applies them; absent, it does not run. */
+  retention?: RetentionWindows | null;
 }
 
 /** What running a job needs of its runner. */
@@ -119,16 +128,52 @@ export async function executeJob(ctx: ExecutionContext, job: ClaimedJob, control
       .catch((err: unknown) => deps.log.warn({ err, job: job.id }, "heartbeat failed"));
   };
 
-  const request = decodeJobRequest(job.request_json);
+  // D46 zero retention: a job stored without its texts runs with the ones this process holds, if any.
+  const stored = decodeJobRequest(job.request_json);
+  const held = stored.textsRemoved === true ? deps.withheld?.get(job.id) : undefined;
+  const request = held !== undefined ? withJobTexts(stored, held) : stored;
+  const textsMissing = request.textsRemoved === true;
+  let deferred = false;
+  try {
+    if (textsMissing && job.upstream_handle_json === null) {
+      // Nothing was sent upstream and nobody has the prompt any more: end it now, nothing charged.
+      clearTimeout(giveUp);
+      await endJobWithoutCharge(db, { id: job.id, from: "processing", to: "failed", code: "prompt_unavailable", message: PROMPT_UNAVAILABLE_MESSAGE, workerId }, changes);
+      return;
+    }
+    deferred = await executeWithTexts(ctx, job, kind, request, controller, giveUp, onProgress, held !== undefined);
+  } finally {
+    // Texts held for a job that waits in its queue again (its sources were full) are needed by its next run.
+    if (!deferred) deps.withheld?.drop(job.id);
+  }
+}
+
+/**
+ * {@link executeJob} once the job's request is whole (or, `request.textsRemoved`, known to lack its texts:
+ * an upstream accepted the job, so it is only polled). `inMemory`: the texts are held by this process only
+ * (D46 zero retention), so a stop hands the job back only when an upstream accepted it and otherwise ends it
+ * `prompt_unavailable`. Returns true when the job went back to its queue to wait for a source (D28).
+ */
+async function executeWithTexts(
+  ctx: ExecutionContext,
+  job: ClaimedJob,
+  kind: "image" | "video",
+  request: JobRequest,
+  controller: AbortController,
+  giveUp: NodeJS.Timeout,
+  onProgress: (fraction?: number) => void,
+  inMemory: boolean,
+): Promise<boolean> {
+  const { deps, workerId, changes } = ctx;
+  const { db } = deps;
   // A test-mode job (D32) is always the simulator's, whatever sources its family has.
   const slots = job.mode === "test" ? [] : (deps.sourcesFor?.({ kind, model: job.model }) ?? []);
   if (slots.length > 0 || job.upstream_handle_json !== null) {
     try {
-      await executeDurable(ctx, job, kind, request, slots, controller);
+      return await executeDurable(ctx, job, kind, request, slots, controller, inMemory);
     } finally {
       clearTimeout(giveUp);
     }
-    return;
   }
 
   ctx.markLocal(job.id);
@@ -148,10 +193,11 @@ export async function executeJob(ctx: ExecutionContext, job: ClaimedJob, control
   } catch (err) {
     clearTimeout(giveUp);
     const reason: unknown = controller.signal.reason;
-    if (reason instanceof LostError) return;
+    if (reason instanceof LostError) return false;
     if (reason instanceof StopError) {
-      await endJobWithoutCharge(db, { id: job.id, from: "processing", to: "pending", code: null, message: null, workerId }, changes);
-      return;
+      // Texts held only here (D46) cannot follow the job to another runner: it ends, nothing charged.
+      await endJobWithoutCharge(db, inMemory ? withheldEnd(job.id, workerId) : { id: job.id, from: "processing", to: "pending", code: null, message: null, workerId }, changes);
+      return false;
     }
     const timedOut = reason instanceof GiveUpError;
     await endJobWithoutCharge(
@@ -168,10 +214,16 @@ export async function executeJob(ctx: ExecutionContext, job: ClaimedJob, control
       },
       changes,
     );
-    return;
+    return false;
   }
   clearTimeout(giveUp);
   await deliverJob(deliveryContext(ctx), job, request, outputs, null);
+  return false;
+}
+
+/** The end of a job whose texts only this stopping process held (D46): `failed`, `prompt_unavailable`. */
+function withheldEnd(id: string, workerId: string) {
+  return { id, from: "processing" as const, to: "failed" as const, code: "prompt_unavailable", message: PROMPT_UNAVAILABLE_MESSAGE, workerId };
 }
 
 /** The CLIENT span (D40) of a job served by the simulator: one attempt, no source. */
@@ -187,7 +239,10 @@ function deliveryContext(ctx: ExecutionContext) {
 
 /**
  * A job on real sources (D27, D28): submit with failover or resume by polling (durable.ts), then
- * deliver. Stop hands the job back with its handle; give-up cancels it upstream.
+ * deliver. Stop hands the job back with its handle (one without a handle whose texts only this process
+ * holds, `inMemory`, ends `prompt_unavailable`); give-up cancels it upstream. A request still without its
+ * texts (D46) is only polled: a failover that would submit it again ends it `prompt_unavailable`. Returns
+ * true when the job went back to its queue to wait for a source.
  */
 async function executeDurable(
   ctx: ExecutionContext,
@@ -196,7 +251,8 @@ async function executeDurable(
   request: JobRequest,
   slots: SourceSlot[],
   controller: AbortController,
-): Promise<void> {
+  inMemory: boolean,
+): Promise<boolean> {
   const { deps, workerId, changes } = ctx;
   const { db } = deps;
   let lastBeat = 0;
@@ -241,14 +297,23 @@ async function executeDurable(
   let outcome;
   try {
     outcome = await observeUpstream(job.model, () =>
-      runDurable({ id: job.id, kind, request, handle, layer: Number(job.fallback_layer) }, slots, hooks, controller.signal, current, ctx.upstreamPoll),
+      runDurable(
+        { id: job.id, kind, request, handle, layer: Number(job.fallback_layer), resubmit: request.textsRemoved !== true },
+        slots,
+        hooks,
+        controller.signal,
+        current,
+        ctx.upstreamPoll,
+      ),
     );
   } catch (err) {
     const reason: unknown = controller.signal.reason;
     if (reason instanceof StopError) {
-      // Shutdown: the job keeps its handle; any runner resumes it by polling (D28).
-      await endJobWithoutCharge(db, { id: job.id, from: "processing", to: "pending", code: null, message: null, workerId }, changes);
-      return;
+      // Shutdown: the job keeps its handle; any runner resumes it by polling (D28). Without a handle, a job
+      // whose texts only this process holds (D46) cannot be run elsewhere: it ends, nothing charged.
+      const end = inMemory && current.handle === null ? withheldEnd(job.id, workerId) : { id: job.id, from: "processing" as const, to: "pending" as const, code: null, message: null, workerId };
+      await endJobWithoutCharge(db, end, changes);
+      return false;
     }
     if (reason instanceof GiveUpError) {
       if (current.handle && current.slot) {
@@ -256,27 +321,27 @@ async function executeDurable(
         await slot.source.cancel(h, AbortSignal.timeout(10_000)).catch((e: unknown) => deps.log.warn({ err: e, job: job.id }, "upstream cancel failed"));
       }
       await endJobWithoutCharge(db, { id: job.id, from: "processing", to: "failed", code: "timeout", message: gaveUpMessage(kind), workerId }, changes);
-      return;
+      return false;
     }
     throw err;
   }
   switch (outcome.kind) {
     case "lost":
-      return;
+      return false;
     case "wait":
       // Every source is at max_concurrency: the job waits in its queue (D28) and is asked for again
       // after a second, rather than in a tight loop.
       if (await deferJob(db, job.id, workerId, Date.now() + WAIT_FOR_SOURCE_MS)) {
         changes.publish({ accountId: job.account_id, jobId: job.id, ended: false, by: workerId });
       }
-      return;
+      return true;
     case "failed":
       await endJobWithoutCharge(
         db,
         { id: job.id, from: "processing", to: "failed", code: outcome.code, message: `${outcome.message} The hold was released.`, workerId },
         changes,
       );
-      return;
+      return false;
     case "succeeded": {
       const r = outcome.result;
       await deliverJob(deliveryContext(ctx), job, request, r.outputs, {
@@ -286,6 +351,7 @@ async function executeDurable(
         layer: outcome.layer,
         source: outcome.source,
       });
+      return false;
     }
   }
 }

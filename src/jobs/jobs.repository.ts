@@ -162,6 +162,15 @@ export async function idempotencyKeyTaken(db: Executor, apiKeyId: string, key: s
   return row !== undefined;
 }
 
+/**
+ * Marks job `jobId` as written without its texts (D46 zero retention, in the submit's transaction): `holderId`
+ * names the process holding them in memory (only its runner claims the job before an upstream accepts it),
+ * and the texts count as cleared from `now` (the retention sweep has nothing to remove).
+ */
+export async function markTextsWithheld(db: Executor, jobId: string, holderId: string, now: number): Promise<void> {
+  await db.updateTable("jobs").set({ texts_holder: holderId, texts_cleared_at: now }).where("id", "=", jobId).execute();
+}
+
 /** Running (`processing`) and queued (`pending`) jobs of `accountId`, counted by kind and status; pairs without jobs absent. */
 export async function activeJobCounts(db: Executor, accountId: string): Promise<{ kind: JobsTable["kind"]; status: JobStatus; n: number }[]> {
   const rows = await db

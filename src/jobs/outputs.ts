@@ -4,9 +4,10 @@
  */
 import type { Executor } from "../billing/ledger.ts";
 import { microsToUsd } from "../money.ts";
-import { AppError } from "../errors.ts";
+import { AppError, errors } from "../errors.ts";
 import type { MediaFacts } from "../upstreams/media-probe.ts";
 import { galleryRows, type OutputRow, sharedOutputRow } from "./outputs.repository.ts";
+import { outputExpiredAt } from "./retention.repository.ts";
 
 /**
  * What one stored file says of itself (`upstreams/media-probe.ts`, read when it was stored): its type,
@@ -119,9 +120,32 @@ export async function listGallery(
   return { items: rows.slice(0, opts.limit).map((r) => toItem(publicBaseUrl, r)), hasMore: rows.length > opts.limit };
 }
 
-/** A succeeded job's output for its public share page. @throws AppError 404 `job_not_found`. */
+/**
+ * A succeeded job's output for its public share page.
+ * @throws AppError 404 `job_not_found`, 410 `output_expired` (its files were deleted for age, D46).
+ */
 export async function sharedOutput(db: Executor, publicBaseUrl: string, jobId: string): Promise<GalleryItem> {
   const r = await sharedOutputRow(db, jobId);
-  if (!r) throw jobNotFound();
+  if (!r) throw (await outputExpiredAt(db, jobId)) !== null ? errors.outputExpired() : jobNotFound();
   return toItem(publicBaseUrl, r);
+}
+
+/**
+ * The blob keys of job outputs (jobs/rehost.ts, audio/generate.ts): `images/<job id>-<n>.<ext>`,
+ * `videos/<job id>.<ext>`, `audio/<job id>.<ext>`; the job id is the first group.
+ */
+const OUTPUT_KEY = /^(?:images|videos|audio)\/(job_[A-Za-z0-9]+)(?:-\d+)?\.[A-Za-z0-9]+$/;
+
+/**
+ * Whether `key` named a file of a job output that the retention sweep deleted for age (D46): its URL
+ * answers 410 `output_expired` rather than 404. One primary-key read; false for any other key.
+ */
+export async function isExpiredOutputKey(db: Executor, key: string): Promise<boolean> {
+  const m = OUTPUT_KEY.exec(key);
+  return m !== null && (await outputExpiredAt(db, m[1])) !== null;
+}
+
+/** Whether job `jobId`'s output was deleted for age (D46). */
+export async function isOutputExpired(db: Executor, jobId: string): Promise<boolean> {
+  return (await outputExpiredAt(db, jobId)) !== null;
 }

@@ -5,6 +5,7 @@
  * `VideoRequest` of upstreams/types.ts): one JSON object, written once at submit and read once per
  * execution.
  */
+import { withoutStrings } from "../contracts/texts.ts";
 import type { ImageRequest, SimulateMode, VideoRequest } from "../upstreams/types.ts";
 import type { JobSpec } from "./validate.ts";
 
@@ -14,8 +15,39 @@ export type ImageJobRequest = ImageRequest;
 /** A stored video job request: the adapter's {@link VideoRequest} (`durationSec` in whole seconds). */
 export type VideoJobRequest = VideoRequest;
 
-/** A job's stored request (`jobs.request_json`): an image or a video request. */
-export type JobRequest = ImageJobRequest | VideoJobRequest;
+/**
+ * A job's stored request (`jobs.request_json`): an image or a video request. `textsRemoved` marks one stored
+ * without its texts (D46: the prompts window passed, or zero retention): its `prompt` is empty and its
+ * `parameters` hold no string; the runner runs such a job only with the texts it holds in memory (texts.ts).
+ */
+export type JobRequest = (ImageJobRequest | VideoJobRequest) & { textsRemoved?: true };
+
+/** The texts of a job's request (D46): its prompt and its free-form parameters, as submitted. */
+export interface JobTexts {
+  prompt: string;
+  parameters: Record<string, unknown>;
+}
+
+/** The texts of `request` (what zero retention keeps in memory instead of the row). */
+export function textsOf(request: JobRequest): JobTexts {
+  return { prompt: request.prompt, parameters: request.parameters };
+}
+
+/**
+ * `request` without its texts (D46): the prompt emptied, every string of `parameters` removed (its numbers
+ * and flags stay), marked `textsRemoved`. Everything the job API and the charge read (model, sizes, count,
+ * duration, references) stays.
+ */
+export function withoutJobTexts(request: JobRequest): JobRequest {
+  const parameters = (withoutStrings(request.parameters ?? {}) ?? {}) as Record<string, unknown>;
+  return { ...request, prompt: "", parameters, textsRemoved: true };
+}
+
+/** A request stored without its texts made whole again with `texts` (held in memory since the submit). */
+export function withJobTexts(request: JobRequest, texts: JobTexts): JobRequest {
+  const { textsRemoved: _removed, ...rest } = request;
+  return { ...rest, prompt: texts.prompt, parameters: texts.parameters };
+}
 
 /** Whether `request` is a video request (it carries `durationSec`; an image request carries `n`). */
 export function isVideoRequest(request: JobRequest): request is VideoJobRequest {

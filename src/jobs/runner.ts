@@ -27,11 +27,14 @@ import type { JobChangeFeed } from "./changes.ts";
 import { DEFAULT_POLL_TIMING, type PollTiming } from "./durable.ts";
 import { type ExecutionContext, executeJob, LostError, type RunnerDeps, StopError } from "./executor.ts";
 import type { JobStarter } from "./submit.ts";
-import { sweepJobs } from "./sweep.ts";
+import { endJobWithoutCharge, sweepJobs } from "./sweep.ts";
 import { cancelOverdueJobs } from "./cancel.ts";
 import { TEST_VIDEO_CONCURRENT } from "./submit.ts";
 import { inTrace } from "../observability/tracing.ts";
 import { sweepIdempotentCalls } from "../billing/idempotent-calls.ts";
+import { sweepRetention } from "./retention.ts";
+import { pendingJobsHeldBy } from "./retention.repository.ts";
+import { PROMPT_UNAVAILABLE_MESSAGE } from "./texts.ts";
 
 export type { RunnerDeps, RunnerLog } from "./executor.ts";
 export type { OutputFetcher } from "./rehost.ts";
@@ -49,6 +52,8 @@ export interface RunnerOptions {
   leaseMs?: number;
   /** Polling cadence of jobs on real sources (default: 1 s between polls, backoff up to 15 s). */
   upstreamPoll?: PollTiming;
+  /** Interval of the retention sweep (D46, retention.ts), ms; default one minute (its windows are days). */
+  retentionSweepMs?: number;
 }
 
 /**
@@ -93,6 +98,9 @@ export class JobRunner implements JobStarter {
   readonly #done = new Set<Promise<void>>();
   #pollTimer: NodeJS.Timeout | null = null;
   #sweepTimer: NodeJS.Timeout | null = null;
+  #retentionTimer: NodeJS.Timeout | null = null;
+  readonly #retentionSweepMs: number;
+  #retentionRunning = false;
   #claiming = false;
   #again = false;
   #stopped = true;
@@ -119,6 +127,7 @@ export class JobRunner implements JobStarter {
     this.#pollMs = opts.pollMs ?? 250;
     this.#sweepMs = opts.sweepMs ?? 5000;
     this.#leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
+    this.#retentionSweepMs = opts.retentionSweepMs ?? 60_000;
     this.changes = deps.changes;
     this.#execution = {
       deps,
@@ -147,8 +156,24 @@ export class JobRunner implements JobStarter {
       this.#claimSoon(true);
     }, this.#pollMs);
     this.#sweepTimer = setInterval(() => void this.#sweep(), this.#sweepMs);
+    if (this.#deps.retention) this.#retentionTimer = setInterval(() => void this.#sweepRetention(), this.#retentionSweepMs);
     this.nudge();
     void this.#sweep();
+  }
+
+  /** One retention sweep (D46), unless the previous one still runs (a large first pass may take a while). */
+  async #sweepRetention(): Promise<void> {
+    const windows = this.#deps.retention;
+    if (!windows || this.#retentionRunning || this.#stopped) return;
+    this.#retentionRunning = true;
+    try {
+      const r = await sweepRetention({ db: this.#deps.db, blobs: this.#deps.blobs, windows, log: this.#deps.log });
+      if (r.promptsCleared + r.outputsExpired + r.usageDeleted + (r.auditDeleted ?? 0) > 0) this.#deps.log.info(r, "retention sweep removed what its windows passed");
+    } catch (err) {
+      this.#deps.log.error({ err }, "retention sweep failed");
+    } finally {
+      this.#retentionRunning = false;
+    }
   }
 
   /**
@@ -216,6 +241,7 @@ export class JobRunner implements JobStarter {
     this.#unsubscribe = null;
     if (this.#pollTimer) clearInterval(this.#pollTimer);
     if (this.#sweepTimer) clearInterval(this.#sweepTimer);
+    if (this.#retentionTimer) clearInterval(this.#retentionTimer);
     for (const c of this.#inFlight.values()) c.abort(new StopError("runner stopping"));
     await Promise.allSettled([...this.#done]);
     // A submit that took a place before the stop starts its job (handed back at once) or gives the place
@@ -224,6 +250,25 @@ export class JobRunner implements JobStarter {
     while ((this.#reserved > 0 || this.#done.size > 0) && Date.now() < until) {
       await new Promise((r) => setTimeout(r, 5));
       await Promise.allSettled([...this.#done]);
+    }
+    await this.#endWithheldPending();
+  }
+
+  /**
+   * D46 zero retention: the pending jobs whose texts only this process holds, and that no upstream accepted,
+   * could never be claimed by another runner; end them now (`prompt_unavailable`, holds released) rather than
+   * at their give-up time.
+   */
+  async #endWithheldPending(): Promise<void> {
+    const withheld = this.#deps.withheld;
+    if (!withheld) return;
+    try {
+      for (const id of await pendingJobsHeldBy(this.#deps.db, withheld.holderId)) {
+        await endJobWithoutCharge(this.#deps.db, { id, from: "pending", to: "failed", code: "prompt_unavailable", message: PROMPT_UNAVAILABLE_MESSAGE }, this.changes);
+        withheld.drop(id);
+      }
+    } catch (err) {
+      this.#deps.log.error({ err }, "ending the pending jobs whose texts this process held failed");
     }
   }
 
@@ -241,6 +286,8 @@ export class JobRunner implements JobStarter {
       }
       // Stored answers of idempotent synchronous calls past their 24 h, with their blobs (D37).
       await sweepIdempotentCalls(this.#deps.db, this.#deps.blobs);
+      // Texts held for zero-retention jobs that ended elsewhere (a cancel, the sweep) are forgotten (D46).
+      this.#deps.withheld?.prune();
     } catch (err) {
       this.#deps.log.error({ err }, "sweep failed");
     }
@@ -256,7 +303,11 @@ export class JobRunner implements JobStarter {
         if (room <= 0 || this.#stopped) break;
         const takeOver = this.#takeOverDue;
         this.#takeOverDue = false;
-        const { jobs, capped } = await claimJobs(this.#deps.db, this.workerId, room, capsOf, { leaseMs: this.#leaseMs, takeOver });
+        const { jobs, capped } = await claimJobs(this.#deps.db, this.workerId, room, capsOf, {
+          leaseMs: this.#leaseMs,
+          takeOver,
+          textsHolder: this.#deps.withheld?.holderId ?? null,
+        });
         for (const a of capped) this.#capped.add(a);
         for (const job of jobs) {
           this.changes.publish({ accountId: job.account_id, jobId: job.id, ended: false, by: this.workerId });

@@ -18,8 +18,11 @@ import { type EffectiveLimits, mediaCaps, wayUp } from "../limits/effective.ts";
 import { isUniqueViolation } from "../storage/db.ts";
 import { type ClaimedJob, insertJobWithinCaps, type NewJob } from "../storage/job-queue.ts";
 import type { SimulateMode } from "../upstreams/types.ts";
-import { idempotencyKeyTaken, jobByIdempotencyKey, type JobViewRow } from "./jobs.repository.ts";
-import { encodeJobRequest, jobRequestOf } from "./request.ts";
+import type { RetentionWindows } from "../config.ts";
+import { promptsKept } from "../accounts/retention.ts";
+import { idempotencyKeyTaken, jobByIdempotencyKey, type JobViewRow, markTextsWithheld } from "./jobs.repository.ts";
+import { encodeJobRequest, jobRequestOf, textsOf, withoutJobTexts } from "./request.ts";
+import type { WithheldTexts } from "./texts.ts";
 import type { JobSpec } from "./validate.ts";
 import { type JobDialectFacts, recordDialectFacts } from "./dialect-facts.ts";
 import { jobView, type JobView, queuePositions } from "./view.ts";
@@ -157,12 +160,22 @@ function jobCaps(limits: EffectiveLimits, kind: "image" | "video", mode: "live" 
  * no hold and is not gated by the balance; its job records the mode so the runner serves it with the
  * simulator. `deps.events`, when given, hears of the hold once it committed (D34 low-balance alerts).
  * `dialect` (D47) is written on the job in the same transaction, with its webhook's `start` event.
+ * With `deps.retention` (D46), an organization whose prompts window is 0 gets its job written without its
+ * texts (prompt, parameters' strings; the dialect's echo of the input too), held in `withheld` for this
+ * process's runner instead and named on the row (texts.ts); without `deps.retention` the texts are stored.
  * @returns the job and whether it was a replay (200) or new (202).
  * @throws AppError 402 `insufficient_balance`, 409 `idempotency_conflict`, 429 `rate_limited` (a full
  *   queue with `Retry-After`; a tier without video with `x-should-retry: false`, D48).
  */
 export async function submitJob(
-  deps: { db: Executor; publicBaseUrl: string; starter?: JobStarter | null; events?: BalanceEvents | null },
+  deps: {
+    db: Executor;
+    publicBaseUrl: string;
+    starter?: JobStarter | null;
+    events?: BalanceEvents | null;
+    /** The operator's windows and this process's store of withheld texts (D46 zero retention). */
+    retention?: { windows: RetentionWindows; withheld: WithheldTexts } | null;
+  },
   principal: { accountId: string; keyId: string | null; limits?: EffectiveLimits },
   spec: JobSpec,
   body: unknown,
@@ -183,6 +196,9 @@ export async function submitJob(
     if (existing) return { ...existing, started: false };
   }
   const caps = jobCaps(limits, spec.kind, usage.mode);
+  // Zero retention (D46): the texts never reach the database; this process holds them for its runner.
+  const withheld = deps.retention && !(await promptsKept(deps.db, deps.retention.windows, principal.accountId)) ? deps.retention.withheld : null;
+  const request = jobRequestOf(spec, simulate);
   // The job row as the submit writes it: inserted below, then the runner's job (when it starts at once)
   // and the answer's view, without reading it back.
   const row: NewJob = {
@@ -194,7 +210,7 @@ export async function submitJob(
     hold_id: null,
     hold_micros: spec.holdMicros,
     mode: usage.mode,
-    request_json: encodeJobRequest(jobRequestOf(spec, simulate)),
+    request_json: encodeJobRequest(withheld === null ? request : withoutJobTexts(request)),
     request_hash: hash,
     idempotency_key: idemKey,
     duration_sec: spec.kind === "video" ? spec.durationSec : null,
@@ -206,6 +222,7 @@ export async function submitJob(
   // A place on this process's runner, taken before the transaction so that a job found startable in it
   // cannot then find the runner full; given back unless the job started (and adopted after the commit).
   const starter = deps.starter ?? null;
+  withheld?.put(row.id, textsOf(request), row.now);
   const reserved = starter?.reserve() ?? false;
   let started = false;
   let queuePosition: number | null = null;
@@ -245,11 +262,16 @@ export async function submitJob(
       }
       started = out.started;
       queuePosition = started ? null : out.ahead + 1;
+      // Before the commit, so no other runner can claim it meanwhile: only this process has its texts.
+      if (withheld !== null) await markTextsWithheld(trx, row.id, withheld.holderId, row.now);
       // A dialect's facts (D47: deadline, webhook format, names) and its `start` event, with the job.
-      if (dialect !== undefined) await recordDialectFacts(trx, { jobId: row.id, accountId: principal.accountId, webhookUrl: row.webhook_url, facts: dialect });
+      if (dialect !== undefined) {
+        await recordDialectFacts(trx, { jobId: row.id, accountId: principal.accountId, webhookUrl: row.webhook_url, facts: dialect, textsKept: withheld === null });
+      }
     });
   } catch (err) {
     started = false;
+    withheld?.drop(row.id);
     if ((err instanceof IdempotentReplay || isUniqueViolation(err)) && idemKey !== null && keyId !== null) {
       // A concurrent submit with the same key won the race: answer its job (or the conflict).
       const existing = await replay(deps.db, deps.publicBaseUrl, limits, keyId, idemKey, hash);

@@ -56,15 +56,21 @@ export interface ClaimOptions {
    * tens of seconds, so looking on every submit's nudge would be a wasted query.
    */
   takeOver?: boolean;
+  /**
+   * The id of this process's store of withheld texts (D46 zero retention, jobs/texts.ts): a pending job
+   * written without its texts is claimed only by the runner of the process that holds them (its
+   * `texts_holder`), unless an upstream already accepted it (a handle: resumed by polling, no text needed).
+   */
+  textsHolder?: string | null;
 }
 
 /**
  * Claims up to `limit` jobs for `workerId`: first (with `takeOver`) jobs on real sources whose lease
  * lapsed (`processing`, with an upstream handle, no heartbeat for `leaseMs`: their runner died; D28),
  * which the new runner resumes by polling; then pending jobs, oldest first, whose owner is below its
- * concurrency cap. Marks them `processing` by `workerId`. Returns the claimed jobs, and the owners whose
- * pending jobs were left because they are at their cap (the runner claims again when one of their jobs
- * ends).
+ * concurrency cap (a job written without its texts only when this process holds them: `textsHolder`,
+ * D46). Marks them `processing` by `workerId`. Returns the claimed jobs, and the owners whose pending jobs
+ * were left because they are at their cap (the runner claims again when one of their jobs ends).
  *
  * One transaction of four statements whatever the number of jobs and accounts: the candidates (ids,
  * owners and kinds only), the owners' limits columns (locked `FOR UPDATE` on PostgreSQL), their running
@@ -91,6 +97,13 @@ export async function claimJobs(
       .where("status", "=", "pending")
       .where("kind", "in", ["image", "video"])
       .where((eb) => eb.or([eb("not_before", "is", null), eb("not_before", "<=", Date.now())]))
+      .where((eb) =>
+        eb.or([
+          eb("texts_holder", "is", null),
+          eb("upstream_handle_json", "is not", null),
+          ...(opts.textsHolder ? [eb("texts_holder", "=", opts.textsHolder)] : []),
+        ]),
+      )
       .orderBy("created_at")
       .orderBy("id")
       // More than `limit`: some owners may be at their cap, and the jobs behind them must not starve.

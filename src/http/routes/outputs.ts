@@ -2,7 +2,8 @@
  * Stored outputs: the permanent file URLs (public, unguessable, with Range support), the caller's
  * gallery and public share pages (D8, D19).
  */
-import { listGallery, sharedOutput } from "../../jobs/outputs.ts";
+import { isExpiredOutputKey, listGallery, sharedOutput } from "../../jobs/outputs.ts";
+import { AppError } from "../../errors.ts";
 import { sharePage } from "../share-page.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../types.ts";
@@ -24,7 +25,13 @@ export function outputPublicRoutes(app: App, services: Services): void {
     const range = typeof req.headers.range === "string" ? req.headers.range : undefined;
     // SVG is a document that can carry scripts: served under a policy that runs none of them.
     const extra: Record<string, string> = key.endsWith(".svg") ? { "content-security-policy": SVG_CSP } : {};
-    return sendBlob(reply, services.blobs, key, range, extra);
+    try {
+      return await sendBlob(reply, services.blobs, key, range, extra);
+    } catch (err) {
+      // A job's file deleted by the retention sweep (D46) answers 410, not 404.
+      if (err instanceof AppError && err.status === 404 && (await isExpiredOutputKey(services.db.kysely, key))) throw errors.outputExpired();
+      throw err;
+    }
   });
   app.get(
     "/share/:job_id",

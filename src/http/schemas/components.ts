@@ -57,7 +57,7 @@ export const COMPONENTS: Record<string, Schema> = {
       ),
       progress: nullable(num("A `processing` job's fraction done, 0 to 1, when the upstream says (0 while it waits in the upstream's own queue); null otherwise.", { minimum: 0, maximum: 1 })),
       mode: oneOf(["live", "test"], "`test` when a test-mode key submitted the job: priced, served by the simulator, no money moved."),
-      prompt: nullable(str("The prompt the job was submitted with (stored speech: its text); null when it had none.")),
+      prompt: nullable(str("The prompt the job was submitted with (stored speech: its text); null when it had none, once its organization's prompts retention window passed, and always for an organization that keeps no prompts.")),
     },
     [
       "id",

@@ -28,7 +28,7 @@ export const listGallerySchema = route({
             created_at: isoTime("Creation time."),
             share_url: str("Public share page."),
             mode: oneOf(["live", "test"], "`test` when a test-mode key made it: priced, but no money moved."),
-            prompt: nullable(str("The prompt the job was made from (stored speech: its text); null when it had none.")),
+            prompt: nullable(str("The prompt the job was made from (stored speech: its text); null when it had none, and once the organization's prompts retention window passed (or it keeps no prompts).")),
           },
           ["job_id", "kind", "model", "url", "urls", "content_type", "duration_sec", "cost_usd", "created_at", "share_url", "mode", "prompt"],
         ),
@@ -46,21 +46,25 @@ export const getSharePageSchema = route({
   tags: ["outputs"],
   access: "public",
   params: obj({ job_id: str("Job id of a succeeded job.", { maxLength: 64 }) }, ["job_id"]),
-  responses: { 200: html("An HTML page showing the output."), ...errors({ 404: "`job_not_found`" }) },
+  responses: {
+    200: html("An HTML page showing the output."),
+    ...errors({ 404: "`job_not_found`", 410: "`output_expired` (the output's files were deleted at the end of its organization's retention window)" }),
+  },
 });
 
 /** `GET /v1/files/*`. */
 export const getFileSchema = route({
   operationId: "getFile",
   summary: "A stored output file",
-  description: "Public, unguessable permanent URLs of stored outputs (as found in `output.url`). Supports `Range` requests.",
+  description:
+    "Public, unguessable URLs of stored outputs (as found in `output.url`), kept for the organization's outputs retention window (30 days unless the operator or the organization set another); then the file is deleted and its URL answers 410 `output_expired`. Supports `Range` requests.",
   tags: ["outputs"],
   access: "public",
   headers: obj({ range: str("Optional byte range, for example `bytes=0-1023`.") }),
   responses: {
     200: { description: "The file.", content: { "*/*": { schema: binary("The file.") } } },
     206: { description: "The requested range.", content: { "*/*": { schema: binary("Part of the file.") } } },
-    ...errors({ 404: "`not_found`", 416: "`range_not_satisfiable`" }),
+    ...errors({ 404: "`not_found`", 410: "`output_expired` (deleted at the end of the retention window)", 416: "`range_not_satisfiable`" }),
   },
 });
 

@@ -134,7 +134,7 @@ export const videoContentSchema = route({
   responses: {
     200: { description: "The MP4.", content: { "video/mp4": { schema: binary("The video.") } } },
     206: { description: "The requested range.", content: { "video/mp4": { schema: binary("Part of the video.") } } },
-    ...errors({ 400: "`invalid_request` (a variant other than `video`)", ...AUTH_ERR, 404: "`job_not_found`, `not_found` (the content was deleted)", 409: "`video_not_ready`", 416: "`range_not_satisfiable`" }),
+    ...errors({ 400: "`invalid_request` (a variant other than `video`)", ...AUTH_ERR, 404: "`job_not_found`, `not_found` (the content was deleted)", 409: "`video_not_ready`", 410: "`output_expired` (deleted at the end of the retention window)", 416: "`range_not_satisfiable`" }),
   },
 });
 

@@ -11,6 +11,7 @@ import { AppError, errors } from "../../../errors.ts";
 import { cancelJob } from "../../../jobs/cancel.ts";
 import { deleteJobOutput } from "../../../jobs/delete-output.ts";
 import { getJobWithRequest, type JobView, listJobs, TERMINAL_STATUSES } from "../../../jobs/jobs.ts";
+import { isOutputExpired } from "../../../jobs/outputs.ts";
 import { isVideoRequest, type JobRequest, jobRequestOf } from "../../../jobs/request.ts";
 import { parseSize, validateVideoJob } from "../../../jobs/validate.ts";
 import type { Services } from "../../../services.ts";
@@ -190,7 +191,7 @@ export async function openAIVideoRoutes(app: App, services: Services): Promise<v
     if (variant !== "video") throw errors.invalidRequest(`variant '${variant.slice(0, 40)}' is not available: only 'video'.`, "variant");
     const { job } = await videoJob(services, req, req.params.id);
     if (job.status !== "succeeded") throw new AppError(409, "video_not_ready", `The video is ${videoStatus(job.status)}: its content exists once it is completed.`, "id");
-    if (job.output === null) throw errors.notFound("The video's content was deleted.");
+    if (job.output === null) throw (await isOutputExpired(services.db.kysely, job.id)) ? errors.outputExpired() : errors.notFound("The video's content was deleted.");
     const prefix = `${services.config.publicBaseUrl}/v1/files/`;
     const key = job.output.url.startsWith(prefix) ? job.output.url.slice(prefix.length) : "";
     const range = typeof req.headers.range === "string" ? req.headers.range : undefined;

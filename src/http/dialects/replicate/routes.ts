@@ -266,7 +266,8 @@ export async function replicateRoutes(app: App, services: Services): Promise<voi
 
     // Speech, music, sound effects: the native synchronous call, its output stored as the prediction's job.
     const checked = checkedBody(req, model.kind, body);
-    const onStored: StoredJobHook = (trx, jobId) => recordDialectFacts(trx, { jobId, accountId: principal.accountId, webhookUrl: webhook, facts: { ...f, deadlineAt: null }, succeeded: true });
+    const onStored: StoredJobHook = (trx, jobId, textsKept) =>
+      recordDialectFacts(trx, { jobId, accountId: principal.accountId, webhookUrl: webhook, facts: { ...f, deadlineAt: null }, succeeded: true, textsKept });
     const options = { ...callContext(services, req, reply), saveToBlob: true, onStored };
     let jobId: string;
     if (model.kind === "speech") {
