@@ -108,7 +108,7 @@ export async function pendingJobsHeldBy(db: Executor, holderId: string): Promise
 }
 
 /**
- * Deletes up to `limit` audit-log entries (table `audit_log`, D45; `at` epoch ms) older than `before`, in one
+ * Deletes up to `limit` audit-log entries (table `audit_log`, its `at` in epoch ms) older than `before`, in one
  * statement; returns how many, or null when the database has no `audit_log` table (a gateway without the
  * audit log: nothing to delete). The table is written by the audit log's own module; this is the only
  * statement that deletes from it.

@@ -1741,7 +1741,7 @@ export interface paths {
         };
         /**
          * A stored output file
-         * @description Public, unguessable permanent URLs of stored outputs (as found in `output.url`). Supports `Range` requests.
+         * @description Public, unguessable URLs of stored outputs (as found in `output.url`), kept for the organization's outputs retention window (30 days unless the operator or the organization set another); then the file is deleted and its URL answers 410 `output_expired`. Supports `Range` requests.
          */
         get: operations["getFile"];
         put?: never;
@@ -2032,8 +2032,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Rename an organization
-         * @description Admins and owners.
+         * Rename an organization or shorten its retention windows
+         * @description `name`: admins and owners. `retention`: owners only (API keys act as admin at most, so this needs an owner's session): `prompts_days` and `outputs_days` from 0 up to the operator's windows, or null for the operator's. `prompts_days: 0` is zero retention: the texts of the organization's requests are never stored (the calls still run; a job whose texts were held by a gateway process that stopped before the job reached its upstream fails with `prompt_unavailable`, nothing charged). A shorter window also applies to what is already stored, at the next retention sweep. Nothing is changed when any part is refused.
          */
         patch: operations["updateOrg"];
         trace?: never;
@@ -2566,7 +2566,7 @@ export interface components {
             } | null;
             /** @description A `processing` job's fraction done, 0 to 1, when the upstream says (0 while it waits in the upstream's own queue); null otherwise. */
             progress: number | null;
-            /** @description The prompt the job was submitted with (stored speech: its text); null when it had none. */
+            /** @description The prompt the job was submitted with (stored speech: its text); null when it had none, once its organization's prompts retention window passed, and always for an organization that keeps no prompts. */
             prompt: string | null;
             /** @description A `pending` job's place among your pending jobs of its pool (image, video, or the combined pool of tier 4) in the order they start: 1 starts next. Null for any other status. */
             queue_position: number | null;
@@ -9174,6 +9174,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Gone: `output_expired` (deleted at the end of the retention window). */
+            410: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Path too long: `invalid_request` (a path segment too long). */
             414: {
                 headers: {
@@ -12575,6 +12588,15 @@ export interface operations {
             };
             /** @description Not found: `job_not_found`. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `output_expired` (the output's files were deleted at the end of its organization's retention window). */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19965,6 +19987,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Gone: `output_expired` (deleted at the end of the retention window). */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Range not satisfiable: `range_not_satisfiable`. */
             416: {
                 headers: {
@@ -20049,7 +20080,7 @@ export interface operations {
                             mode: "live" | "test";
                             /** @description Model id. */
                             model: string;
-                            /** @description The prompt the job was made from (stored speech: its text); null when it had none. */
+                            /** @description The prompt the job was made from (stored speech: its text); null when it had none, and once the organization's prompts retention window passed (or it keeps no prompts). */
                             prompt: string | null;
                             /** @description Public share page. */
                             share_url: string;
@@ -22080,6 +22111,17 @@ export interface operations {
                             object: "organization";
                             /** @description Whether it is a personal organization: the one each user gets at registration, named after its owner's email, which cannot be deleted. */
                             personal: boolean;
+                            /** @description The retention windows that apply to the organization: its own where an owner shortened them, else the operator's. Ledger entries are never deleted. */
+                            retention: {
+                                /** @description Days audit-log entries are kept (the operator's window). */
+                                audit_days: number;
+                                /** @description Days generated files are kept; their URLs then answer 410 `output_expired`. */
+                                outputs_days: number;
+                                /** @description Days the texts of requests (speech text, prompts, lyrics, a job's parameters) are kept with jobs and their events; 0: never stored. */
+                                prompts_days: number;
+                                /** @description Days usage records are kept (the operator's window). */
+                                usage_days: number;
+                            };
                             /**
                              * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                              * @enum {string}
@@ -22230,6 +22272,17 @@ export interface operations {
                         object: "organization";
                         /** @description Whether it is a personal organization: the one each user gets at registration, named after its owner's email, which cannot be deleted. */
                         personal: boolean;
+                        /** @description The retention windows that apply to the organization: its own where an owner shortened them, else the operator's. Ledger entries are never deleted. */
+                        retention: {
+                            /** @description Days audit-log entries are kept (the operator's window). */
+                            audit_days: number;
+                            /** @description Days generated files are kept; their URLs then answer 410 `output_expired`. */
+                            outputs_days: number;
+                            /** @description Days the texts of requests (speech text, prompts, lyrics, a job's parameters) are kept with jobs and their events; 0: never stored. */
+                            prompts_days: number;
+                            /** @description Days usage records are kept (the operator's window). */
+                            usage_days: number;
+                        };
                         /**
                          * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                          * @enum {string}
@@ -22396,6 +22449,17 @@ export interface operations {
                         object: "organization";
                         /** @description Whether it is a personal organization: the one each user gets at registration, named after its owner's email, which cannot be deleted. */
                         personal: boolean;
+                        /** @description The retention windows that apply to the organization: its own where an owner shortened them, else the operator's. Ledger entries are never deleted. */
+                        retention: {
+                            /** @description Days audit-log entries are kept (the operator's window). */
+                            audit_days: number;
+                            /** @description Days generated files are kept; their URLs then answer 410 `output_expired`. */
+                            outputs_days: number;
+                            /** @description Days the texts of requests (speech text, prompts, lyrics, a job's parameters) are kept with jobs and their events; 0: never stored. */
+                            prompts_days: number;
+                            /** @description Days usage records are kept (the operator's window). */
+                            usage_days: number;
+                        };
                         /**
                          * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                          * @enum {string}
@@ -22691,7 +22755,14 @@ export interface operations {
                      * @description The organization's name, 1 to 100 characters.
                      * @example Acme Studio
                      */
-                    name: string;
+                    name?: string;
+                    /** @description Shorter retention windows for this organization; a field left out is unchanged. */
+                    retention?: {
+                        /** @description How long generated files are kept; their URLs then answer 410 `output_expired`. Whole days from 0 up to the operator's window (a longer one is refused); null goes back to the operator's window. */
+                        outputs_days?: number | null;
+                        /** @description How long the texts of requests (speech text, prompts, lyrics, a job's parameters) are kept. 0: they are never stored (zero retention); the calls still run. Whole days from 0 up to the operator's window (a longer one is refused); null goes back to the operator's window. */
+                        prompts_days?: number | null;
+                    };
                 };
             };
         };
@@ -22727,6 +22798,17 @@ export interface operations {
                         object: "organization";
                         /** @description Whether it is a personal organization: the one each user gets at registration, named after its owner's email, which cannot be deleted. */
                         personal: boolean;
+                        /** @description The retention windows that apply to the organization: its own where an owner shortened them, else the operator's. Ledger entries are never deleted. */
+                        retention: {
+                            /** @description Days audit-log entries are kept (the operator's window). */
+                            audit_days: number;
+                            /** @description Days generated files are kept; their URLs then answer 410 `output_expired`. */
+                            outputs_days: number;
+                            /** @description Days the texts of requests (speech text, prompts, lyrics, a job's parameters) are kept with jobs and their events; 0: never stored. */
+                            prompts_days: number;
+                            /** @description Days usage records are kept (the operator's window). */
+                            usage_days: number;
+                        };
                         /**
                          * @description A role: `owner` (everything), `admin` (keys, members below admin, webhooks, alerts, top-ups, limits), `member` (calls, own keys, reads), `viewer` (reads).
                          * @enum {string}
@@ -22741,7 +22823,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `invalid_request` (name). */
+            /** @description Invalid request: `invalid_request` (name; a retention window that is not a whole number from 0 to the operator's). */
             400: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -25590,6 +25672,19 @@ export interface operations {
             };
             /** @description Conflict: `video_not_ready`. */
             409: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone: `output_expired` (deleted at the end of the retention window). */
+            410: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;

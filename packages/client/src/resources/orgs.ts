@@ -61,9 +61,10 @@ export class Orgs {
   }
 
   /**
-   * `PATCH /v1/orgs/{org_id} {name}`: renames the organization (admins and owners). Throws
-   * `PermissionDeniedError` (403 `forbidden_role`), `NotFoundError` (404 `org_not_found`), `BadRequestError`
-   * (400, name). Not retried.
+   * `PATCH /v1/orgs/{org_id} {name?, retention?}`: renames the organization (admins and owners) and/or sets
+   * its own retention windows (`{prompts_days, outputs_days}`: days from 0 up to the operator's, null for the
+   * operator's; owners' sessions only). Throws `PermissionDeniedError` (403 `forbidden_role`),
+   * `NotFoundError` (404 `org_not_found`), `BadRequestError` (400: name, a window). Not retried.
    */
   update(orgId: string, body: JsonBody<"updateOrg">, options: RequestOptions = {}): Promise<Answer<"updateOrg">> {
     return unwrap(this.client.raw.PATCH("/v1/orgs/{org_id}", { params: { path: { org_id: orgId } }, body, ...this.client.requestInit(options) }));
