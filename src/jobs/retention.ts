@@ -18,7 +18,7 @@
  * Work goes in pages of {@link RETENTION_BATCH} rows (one read and one transaction per page; usage and audit
  * deletions one statement per page) until a page comes back short. Each write is conditional on the state
  * it read and blob deletes are idempotent, so several processes may sweep at once (every runner does, on its
- * timer: jobs/runner.ts); a page whose files could not be deleted is left for the next pass.
+ * timer: jobs/runner.ts); a job whose files could not be deleted is left for the next pass.
  */
 import type { Kysely } from "kysely";
 import type { RetentionWindows } from "../config.ts";
@@ -26,7 +26,7 @@ import { inTransaction } from "../billing/ledger.ts";
 import { deleteUsageBefore } from "../billing/usage.repository.ts";
 import { orgsWithOwnWindows } from "../accounts/retention.repository.ts";
 import { TEXT_FIELDS, withoutStrings, withoutTexts } from "../contracts/texts.ts";
-import type { BlobStore } from "../storage/blob-store.ts";
+import { type BlobStore, isValidBlobKey } from "../storage/blob-store.ts";
 import type { Database } from "../storage/schema.ts";
 import { renderedEventsOfJobs, replaceEventData } from "../webhooks/event-data.repository.ts";
 import { dialectJsonWithoutTexts } from "./dialect-facts.ts";
@@ -168,14 +168,24 @@ async function expireOutputs(deps: RetentionSweepDeps, scope: { before: number; 
   for (;;) {
     const rows = await jobsWithOutputs(deps.db, { ...scope, after, limit: batch });
     if (rows.length === 0) break;
-    const keys = rows.flatMap((r) => keysOf(r.output_json));
+    // Files first: a job is marked expired only once its files are gone (a failed delete is tried again by
+    // the next pass). One request for the page; when it fails, job by job, so one file the store refuses
+    // holds back its own job only.
+    let gone: string[] = rows.map((r) => r.id);
     try {
-      // Files first: a job is marked expired only once its files are gone (a failed delete is tried again by the next pass).
-      await deps.blobs.deleteMany(keys);
-      expired += await markOutputsExpired(deps.db, rows.map((r) => r.id), now);
-    } catch (err) {
-      deps.log?.warn({ err: err instanceof Error ? err.message : String(err), jobs: rows.length }, "retention: expired outputs could not be deleted; the next sweep tries again");
+      await deps.blobs.deleteMany(rows.flatMap((r) => keysOf(r.output_json)));
+    } catch {
+      gone = [];
+      for (const r of rows) {
+        try {
+          await deps.blobs.deleteMany(keysOf(r.output_json));
+          gone.push(r.id);
+        } catch (err) {
+          deps.log?.warn({ err: err instanceof Error ? err.message : String(err), job: r.id }, "retention: an expired output could not be deleted; the next sweep tries again");
+        }
+      }
     }
+    expired += await markOutputsExpired(deps.db, gone, now);
     const last = rows[rows.length - 1];
     after = { createdAt: last.created_at, id: last.id };
     if (rows.length < batch) break;
@@ -183,12 +193,12 @@ async function expireOutputs(deps: RetentionSweepDeps, scope: { before: number; 
   return expired;
 }
 
-/** The blob keys of a job's stored output (`output_json`), none when it does not parse. */
+/** The blob keys of a job's stored output (`output_json`), none when it does not parse; a key no store accepts is left out (nothing was stored under it). */
 function keysOf(outputJson: string): string[] {
   try {
     const o = JSON.parse(outputJson) as Partial<JobOutput>;
-    const keys = Array.isArray(o.keys) && o.keys.length > 0 ? o.keys : typeof o.key === "string" ? [o.key] : [];
-    return keys.filter((k): k is string => typeof k === "string");
+    const keys: unknown[] = Array.isArray(o.keys) && o.keys.length > 0 ? o.keys : typeof o.key === "string" ? [o.key] : [];
+    return keys.filter((k): k is string => typeof k === "string" && isValidBlobKey(k));
   } catch {
     return [];
   }

@@ -17,6 +17,7 @@ import { getBalance, ledgerSum } from "../../src/billing/ledger.ts";
 import { sweepRetention } from "../../src/jobs/retention.ts";
 import { JobRunner } from "../../src/jobs/runner.ts";
 import { WithheldTexts } from "../../src/jobs/texts.ts";
+import type { BlobStore } from "../../src/storage/blob-store.ts";
 import type { Database } from "../../src/storage/schema.ts";
 import { createSimulatedVisualUpstream } from "../../src/upstreams/simulator/visual.ts";
 import { DEMO_ALPHA_VOICE_ID } from "../../src/upstreams/simulator/voices.ts";
@@ -283,6 +284,32 @@ for (const backend of BACKENDS) {
       assert.ok(await gw.services.blobs.head(b.key), "the other organization's file stays");
       assert.equal((await gw.request("GET", `/v1/files/${b.key}`)).status, 200);
       assert.ok((await jobRow(b.id)).request_json.includes(mn));
+    });
+
+    test("a file the blob store fails to delete holds back its own job only, until a later pass", async () => {
+      const u = await funded();
+      assert.equal((await setRetention(u, { outputs_days: 1 })).status, 200);
+      const a = await imageJob(u, marker("stuck"));
+      const b = await imageJob(u, marker("freed"));
+      const real = gw.services.blobs;
+      const failing: BlobStore = {
+        put: (k, body, meta) => real.put(k, body, meta),
+        head: (k) => real.head(k),
+        get: (k, range) => real.get(k, range),
+        delete: (k) => real.delete(k),
+        deleteMany: async (keys) => {
+          if (keys.includes(a.key)) throw new Error("access denied");
+          await real.deleteMany(keys);
+        },
+        ping: () => real.ping(),
+      };
+      const r = await sweepRetention({ ...deps(), blobs: failing }, Date.now() + 1.5 * DAY);
+      assert.ok(r.outputsExpired >= 1, JSON.stringify(r));
+      assertError(await gw.request("GET", `/v1/files/${b.key}`), 410, "output_expired");
+      assert.equal((await gw.request("GET", `/v1/files/${a.key}`)).status, 200, "not deleted, still served");
+      assert.ok((await gw.request("GET", `/v1/jobs/${a.id}`, { token: u.api_key })).json.output !== null);
+      await sweepRetention(deps(), Date.now() + 1.5 * DAY);
+      assertError(await gw.request("GET", `/v1/files/${a.key}`), 410, "output_expired");
     });
 
     test("past the operator's windows: texts cleared (job, dialect echo, webhook event), files deleted with 410 on their URLs and share page, the ledger untouched", async () => {
