@@ -90,9 +90,22 @@ describe("parseCommand", () => {
       to: "2026-01-31",
       tz: "Europe/Berlin",
       csv: true,
+      focus: false,
     });
-    assert.deepEqual(parseCommand(["usage"]), { name: "usage", json: false, by: null, from: null, to: null, tz: null, csv: false });
-    assert.throws(() => parseCommand(["usage", "--by", "week"]), /--by must be one of day, model, key, user \(got 'week'\)/);
+    assert.deepEqual(parseCommand(["usage"]), { name: "usage", json: false, by: null, from: null, to: null, tz: null, csv: false, focus: false });
+    assert.equal((parseCommand(["usage", "--by", "member"]) as { by: string }).by, "member");
+    assert.throws(() => parseCommand(["usage", "--by", "week"]), /--by must be one of day, model, key, member, user \(got 'week'\)/);
+    assert.deepEqual(parseCommand(["usage", "--focus", "--from", "2026-01-01", "--to", "2026-01-31"]), {
+      name: "usage",
+      json: false,
+      by: null,
+      from: "2026-01-01",
+      to: "2026-01-31",
+      tz: null,
+      csv: false,
+      focus: true,
+    });
+    assert.throws(() => parseCommand(["usage", "--focus", "--by", "model"]), /--focus exports whole UTC days/);
     assert.deepEqual(parseCommand(["requests", "-l", "5"]), { name: "requests", json: false, limit: 5, after: null, model: null, status: null });
   });
 

@@ -57,7 +57,17 @@ export type Command = CommonOptions &
     | { name: "jobs"; status: string | null; kind: string | null; model: string | null; limit: number | null; after: string | null }
     | { name: "job"; id: string }
     | { name: "cancel"; id: string }
-    | { name: "usage"; by: "day" | "model" | "key" | "user" | null; from: string | null; to: string | null; tz: string | null; csv: boolean }
+    | {
+        name: "usage";
+        /** `member` and `user` group alike (`user` is the older name). */
+        by: "day" | "model" | "key" | "member" | "user" | null;
+        from: string | null;
+        to: string | null;
+        tz: string | null;
+        csv: boolean;
+        /** `--focus`: the FOCUS 1.2 export (GET /v1/usage/export?format=focus) as CSV, over UTC days. */
+        focus: boolean;
+      }
     | { name: "requests"; limit: number | null; after: string | null; model: string | null; status: string | null }
     | { name: "keys-list" }
     | { name: "keys-create"; keyName: string | null; mode: "test" | null; controls: KeyControlFlags }
@@ -126,7 +136,7 @@ const OPTIONS: Record<string, Options> = {
   jobs: { status: { type: "string" }, kind: { type: "string" }, model: { type: "string", short: "m" }, limit: { type: "string", short: "l" }, after: { type: "string" }, ...WIDE },
   job: {},
   cancel: {},
-  usage: { by: { type: "string" }, from: { type: "string" }, to: { type: "string" }, tz: { type: "string" }, csv: { type: "boolean", default: false }, ...WIDE },
+  usage: { by: { type: "string" }, from: { type: "string" }, to: { type: "string" }, tz: { type: "string" }, csv: { type: "boolean", default: false }, focus: { type: "boolean", default: false }, ...WIDE },
   requests: { limit: { type: "string", short: "l" }, after: { type: "string" }, model: { type: "string", short: "m" }, status: { type: "string" }, ...WIDE },
   keys: {
     name: { type: "string" },
@@ -257,7 +267,10 @@ function parseOptions(name: string, v: Values, pos: string[], json: boolean, str
       return { name, json, id: pos[0] };
     case "usage":
       expectPositionals(name, pos, 0, 0);
-      return { name, json, by: oneOf(str("by"), ["day", "model", "key", "user"] as const, "--by"), from: str("from"), to: str("to"), tz: str("tz"), csv: v.csv === true };
+      if (v.focus === true && (str("by") !== null || str("tz") !== null || v.csv === true)) {
+        throw new UsageError("--focus exports whole UTC days by model, member and key: it takes --from and --to only");
+      }
+      return { name, json, by: oneOf(str("by"), ["day", "model", "key", "member", "user"] as const, "--by"), from: str("from"), to: str("to"), tz: str("tz"), csv: v.csv === true, focus: v.focus === true };
     case "requests":
       expectPositionals(name, pos, 0, 0);
       return { name, json, limit: wholeNumber(str("limit"), "--limit"), after: str("after"), model: str("model"), status: str("status") };

@@ -313,6 +313,11 @@ const UNIT_ORDER: (keyof UsageUnits)[] = ["characters", "seconds", "images", "mi
 
 async function usage(cmd: Extract<Command, { name: "usage" }>, ctx: CommandContext): Promise<number> {
   const { api, io, signal } = ctx;
+  if (cmd.focus) {
+    const csv = await api.usage.focus({ from: cmd.from ?? undefined, to: cmd.to ?? undefined }, { signal });
+    io.stdout.write(csv);
+    return 0;
+  }
   const query = { group_by: cmd.by ?? undefined, from: cmd.from ?? undefined, to: cmd.to ?? undefined, tz: cmd.tz ?? undefined };
   if (cmd.csv) {
     const csv = await api.usage.csv(query, { signal });

@@ -21,7 +21,8 @@ Jobs
 
 Account
   balance                          balance and tier
-  usage [--by day|model|key|user]  spend per day, model, key or member
+  usage [--by GROUP]               spend per day, model, key or member
+  usage --focus [--from --to]      the FOCUS 1.2 cost export (CSV)
   requests [--limit N]             the usage log, newest first
   keys list|create|update|delete   your API keys and their controls
   alert [--set USD | --off]        the low-balance alert
@@ -115,12 +116,17 @@ One job (GET /v1/jobs/{id}): status, queue position or progress, amounts, output
 Cancels a pending or processing job (POST /v1/jobs/{id}/cancel): it ends failed with code canceled and
 its whole hold is released. A finished job cannot be canceled (job_not_cancelable).
 `,
-  usage: `Usage: gateway usage [--by day|model|key|user] [--from DATE] [--to DATE] [--tz ZONE]
+  usage: `Usage: gateway usage [--by day|model|key|member] [--from DATE] [--to DATE] [--tz ZONE]
                      [--csv] [--wide]
+       gateway usage --focus [--from DATE] [--to DATE]
 
-Requests and spend per group (GET /v1/usage; --csv prints GET /v1/usage.csv); user groups by the
-member who called. Dates are ISO dates or instants; the default range is the last 30 days; --tz is an
-IANA zone for day groups (default UTC).
+Requests and spend per group (GET /v1/usage; --csv prints GET /v1/usage.csv); member groups by the
+member who called (user is the same). Dates are ISO dates or instants; the default range is the last
+30 days; --tz is an IANA zone for day groups (default UTC).
+
+--focus prints the FinOps FOCUS 1.2 cost and usage dataset as CSV (GET /v1/usage/export?format=focus):
+one row per UTC day, model, member and key, for finance tools. --from and --to are UTC dates, both
+included (default: this month up to today).
 `,
   requests: `Usage: gateway requests [--limit N] [--after ID] [--model M] [--status S] [--wide]
 
