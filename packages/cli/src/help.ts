@@ -25,6 +25,7 @@ Account
   usage --focus [--from --to]      the FOCUS 1.2 cost export (CSV)
   requests [--limit N]             the usage log, newest first
   keys list|create|update|delete   your API keys and their controls
+  budgets [create|update|delete]   spend budgets per day, week, month or total
   alert [--set USD | --off]        the low-balance alert
   voices [--provider P]            the voice library, 50 at a time (--limit N)
 
@@ -149,6 +150,32 @@ Controls (each optional; on update, only those given change):
 create prints the new secret once: it cannot be shown again. A test-mode key is served by the
 simulator and moves no money. A deleted key stops working at once. list shows what each key spent
 in its period.
+`,
+  budgets: `Usage: gateway budgets [list] [--wide]
+       gateway budgets show BUDGET_ID
+       gateway budgets create [--scope S] --amount USD --period P [fields]
+       gateway budgets update BUDGET_ID [fields]
+       gateway budgets delete BUDGET_ID
+
+Budgets of the organization (GET/POST /v1/budgets, GET/PATCH/DELETE /v1/budgets/{id}): an amount per
+calendar window for the whole organization, one member or one key. A block budget refuses calls
+whose hold would pass it (402 budget_exceeded); an alert budget only sends budget.threshold events.
+Several apply at once. list shows each budget's scope, period and zone, action, spend of the current
+window, what remains and the window in the budget's zone; keys' spend limits show as key budgets.
+Owners and admins change budgets; members and viewers read them.
+
+Fields (on update only those given change; the scope stays):
+  --scope S                 org (default: the organization acted for), key:KEY_ID or member:USER_ID
+  --amount USD              the budget per window, more than 0
+  --period P                day, week (from Monday), month or total (one window)
+  --timezone ZONE           IANA zone of the windows, e.g. Asia/Tokyo (default UTC)
+  --action A                block (default: refuse calls past the amount) or alert (events only)
+  --thresholds L            percentages that send one budget.threshold event per window, e.g.
+                            50,80,100 (the default), or none
+
+A new period or zone starts counting the new current window.
+  gateway budgets create --amount 10 --period day --timezone Asia/Tokyo
+  gateway budgets create --scope member:usr_1 --amount 100 --period month --action alert
 `,
   alert: `Usage: gateway alert [--set USD | --off]
 
