@@ -115,6 +115,8 @@ export const errors = {
     new AppError(402, "insufficient_balance", message),
   /** D34: the call's hold would take its API key past the key's spend limit. */
   keySpendLimit: (message: string) => new AppError(402, "key_spend_limit", message),
+  /** D44: the hold would pass a `block` budget; `param` is the budget's id. */
+  budgetExceeded: (message: string, budgetId: string) => new AppError(402, "budget_exceeded", message, budgetId),
   // 403
   /** D34: the API key's `models` allow-list does not include the model. */
   modelNotAllowed: (model: string) =>
