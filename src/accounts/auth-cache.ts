@@ -33,6 +33,8 @@ export interface Principal {
   mode: KeyMode;
   /** The key's own controls (D34), or null for a session token. */
   key: KeyControls | null;
+  /** A session's user's email (the audit log's actor, D45); absent for an API key. */
+  email?: string | null;
 }
 
 /** The part of {@link AuthCache} that the modules changing an account's keys, tier or limits use. */
@@ -106,7 +108,7 @@ export class AuthCache implements AccountAuthChanges {
         m = orgId !== null ? await membershipWithLimits(db, s.userId, orgId) : null;
       }
       if (m === null || orgId === null) throw errors.orgNotFound();
-      return { accountId: orgId, userId: s.userId, role: m.role, keyId: null, limits: this.#limits.of(m), mode: "live", key: null };
+      return { accountId: orgId, userId: s.userId, role: m.role, keyId: null, limits: this.#limits.of(m), mode: "live", key: null, email: s.email };
     }
     const now = Date.now();
     const cached = this.#entries.get(hash);
