@@ -35,6 +35,8 @@ export interface Principal {
   key: KeyControls | null;
   /** The organization has budgets (D44): its live calls' holds count against them. */
   budgets: boolean;
+  /** A session's user's email (the audit log's actor, D45); absent for an API key. */
+  email?: string | null;
 }
 
 /** The part of {@link AuthCache} that the modules changing an account's keys, tier or limits use. */
@@ -108,7 +110,7 @@ export class AuthCache implements AccountAuthChanges {
         m = orgId !== null ? await membershipWithLimits(db, s.userId, orgId) : null;
       }
       if (m === null || orgId === null) throw errors.orgNotFound();
-      return { accountId: orgId, userId: s.userId, role: m.role, keyId: null, limits: this.#limits.of(m), mode: "live", key: null, budgets: Number(m.has_budgets) === 1 };
+      return { accountId: orgId, userId: s.userId, role: m.role, keyId: null, limits: this.#limits.of(m), mode: "live", key: null, budgets: Number(m.has_budgets) === 1, email: s.email };
     }
     const now = Date.now();
     const cached = this.#entries.get(hash);

@@ -477,6 +477,36 @@ export interface HoldBudgetsTable {
   budget_id: string;
   window_start: number;
 }
+/**
+ * One entry of the audit log (D45; storage/migrations/021_audit_log.ts): a change made through the API,
+ * written in the transaction of the change. Append-only: no route changes or deletes one.
+ */
+export interface AuditLogTable {
+  /** `aud_<random>` (time-ordered). */
+  id: string;
+  /** When the change was made, epoch ms. */
+  at: number;
+  /** The organization the change belongs to, or null (a failed sign-in of an unknown email, an operator event without one). */
+  org_id: string | null;
+  actor_type: AuditActorType;
+  /** The user's, key's id, or `operator`. */
+  actor_id: string;
+  /** A user actor's email (a failed sign-in: the email tried), else null. */
+  actor_email: string | null;
+  /** What was done, `<object>.<verb>` (`key.created`, `member.removed`, ...). */
+  action: string;
+  target_type: string;
+  target_id: string;
+  /** The `X-Svc-Request-Id` of the request that made the change (`req_<random>`). */
+  request_id: string;
+  ip: string | null;
+  user_agent: string | null;
+  /** `{field: [before, after]}` as JSON text, or null; secrets are never stored. */
+  changes_json: string | null;
+}
+
+/** Who made an audited change (D45). */
+export type AuditActorType = "user" | "key" | "operator";
 
 export interface Database {
   voices: VoicesTable;
@@ -498,4 +528,5 @@ export interface Database {
   idempotent_calls: IdempotentCallsTable;
   budgets: BudgetsTable;
   hold_budgets: HoldBudgetsTable;
+  audit_log: AuditLogTable;
 }
