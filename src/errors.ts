@@ -144,6 +144,8 @@ export const errors = {
   notFound: (message = "No such route.") => new AppError(404, "not_found", message),
   userNotFound: () => new AppError(404, "user_not_found", "No such user."),
   keyNotFound: () => new AppError(404, "key_not_found", "No such key."),
+  /** D44: no such budget in the caller's organization. */
+  budgetNotFound: () => new AppError(404, "budget_not_found", "No such budget."),
   /** D41: an unknown organization, or one the caller is not a member of (never 403). */
   orgNotFound: (param: string | null = null) => new AppError(404, "org_not_found", "No such organization.", param),
   /** D41: an unknown, used or expired invite token (never says which). */

@@ -135,50 +135,73 @@ export interface BudgetAlertRow extends BudgetCounterRow {
   alertedPercent: number;
 }
 
-/**
- * Budgets (of `accountId`, or of every organization) whose counter may have crossed a threshold not yet
- * announced in its window: something spent, and either no mark in the counter's window or a spend above the
- * mark. At most `limit` rows.
- */
-export async function budgetsMaybeDue(db: Executor, accountId: string | null, limit: number): Promise<BudgetAlertRow[]> {
-  let q = db
-    .selectFrom("budgets")
-    .select([...COUNTER_COLUMNS, "account_id", "thresholds_json", "alerted_window_start", "alerted_percent"])
-    .where("spent_micros", ">", 0)
-    .where((eb) =>
-      eb.or([
-        eb("alerted_window_start", "is", null),
-        eb("alerted_window_start", "<>", eb.ref("window_start")),
-        eb(sql<number>`spent_micros * 100`, ">", sql<number>`amount_micros * alerted_percent`),
-      ]),
-    )
-    .limit(limit);
-  if (accountId !== null) q = q.where("account_id", "=", accountId);
-  const rows = await q.execute();
-  return rows.map((r) => ({
+const ALERT_COLUMNS = [...COUNTER_COLUMNS, "account_id", "thresholds_json", "alerted_window_start", "alerted_percent"] as const;
+
+function alertRowOf(r: {
+  id: string;
+  scope_type: BudgetScopeType;
+  scope_id: string;
+  amount_micros: number;
+  period: BudgetPeriod;
+  timezone: string;
+  action: BudgetAction;
+  spent_micros: number;
+  window_start: number;
+  account_id: string;
+  thresholds_json: string;
+  alerted_window_start: number | null;
+  alerted_percent: number;
+}): BudgetAlertRow {
+  return {
     ...counterOf(r),
     accountId: r.account_id,
     thresholds: JSON.parse(r.thresholds_json) as number[],
     alertedWindowStart: r.alerted_window_start === null ? null : Number(r.alerted_window_start),
     alertedPercent: Number(r.alerted_percent),
-  }));
+  };
 }
 
 /**
- * Moves a budget's announced mark to `percent` in the window starting at `windowStart`, if the counter is
- * still on that window and the mark is lower there (or on another window). True when this call moved it:
- * only then may it announce (so each threshold is announced once per window, whatever the processes).
+ * Ids of budgets (of `accountId`, or of every organization) that may have a threshold to announce:
+ * something spent, and either no mark for the counter's window or a spend at or above the next threshold's.
+ * At most `limit`.
  */
-export async function raiseAlertMark(trx: Executor, budgetId: string, windowStart: number, percent: number): Promise<boolean> {
-  const w = sql<number>`cast(${windowStart} as bigint)`;
-  const res = await trx
+export async function budgetsMaybeDue(db: Executor, accountId: string | null, limit: number): Promise<string[]> {
+  let q = db
+    .selectFrom("budgets")
+    .select("id")
+    .where("spent_micros", ">", 0)
+    .where((eb) =>
+      eb.or([
+        eb("alerted_window_start", "is", null),
+        eb("alerted_window_start", "<>", eb.ref("window_start")),
+        eb("spent_micros", ">=", eb.ref("alert_next_micros")),
+      ]),
+    )
+    .limit(limit);
+  if (accountId !== null) q = q.where("account_id", "=", accountId);
+  return (await q.execute()).map((r) => r.id);
+}
+
+/** The budget's alert fields, its row locked until the end of `trx` on PostgreSQL; null when it is gone. */
+export async function lockBudgetAlert(trx: Executor, budgetId: string, lock: boolean): Promise<BudgetAlertRow | null> {
+  let q = trx.selectFrom("budgets").select([...ALERT_COLUMNS]).where("id", "=", budgetId);
+  if (lock) q = q.forUpdate();
+  const r = await q.executeTakeFirst();
+  return r ? alertRowOf(r) : null;
+}
+
+/** Records that the window starting at `windowStart` announced up to `percent`, the next due at `nextMicros`. */
+export async function setAlertMark(trx: Executor, budgetId: string, windowStart: number, percent: number, nextMicros: Micros): Promise<void> {
+  await trx
     .updateTable("budgets")
-    .set({ alerted_window_start: w, alerted_percent: percent })
+    .set({
+      alerted_window_start: sql<number>`cast(${windowStart} as bigint)`,
+      alerted_percent: percent,
+      alert_next_micros: sql<number>`cast(${nextMicros} as bigint)`,
+    })
     .where("id", "=", budgetId)
-    .where("window_start", "=", w)
-    .where((eb) => eb.or([eb("alerted_window_start", "is", null), eb("alerted_window_start", "<>", w), eb("alerted_percent", "<", percent)]))
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+    .execute();
 }
 
 /** The usage records of a budget's scope: the organization's live calls, of one member, or of one key. */
@@ -254,4 +277,9 @@ export async function recountHoldBudgets(trx: Executor, budgetId: string, s: Sco
         .where("holds.request_id", "in", users);
     })
     .execute();
+}
+
+/** Whether the organization has at least one budget. */
+export async function hasBudget(db: Executor, accountId: string): Promise<boolean> {
+  return (await db.selectFrom("budgets").select("id").where("account_id", "=", accountId).limit(1).executeTakeFirst()) !== undefined;
 }

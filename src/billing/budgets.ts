@@ -22,6 +22,7 @@ import type { Micros } from "../money.ts";
 import { isPostgres } from "../storage/dialect.ts";
 import { budgetWindow } from "./budget-windows.ts";
 import type { BudgetPeriod, BudgetScopeType } from "../storage/schema.ts";
+import type { BudgetAlertRow } from "./budgets.repository.ts";
 import {
   applicableBudgets,
   type BudgetCounterRow,
@@ -35,7 +36,7 @@ import {
   uncountHoldBudgets,
 } from "./budgets.repository.ts";
 
-export { budgetsMaybeDue, raiseAlertMark, type BudgetAlertRow, type BudgetCounterRow } from "./budgets.repository.ts";
+export { budgetsMaybeDue, hasBudget, lockBudgetAlert, setAlertMark, type BudgetAlertRow, type BudgetCounterRow } from "./budgets.repository.ts";
 export { noteHoldBudgets, uncountHoldBudgets };
 
 /** Whose call a hold is for, as budgets see it: the organization, the member (user id) and the key. */
@@ -174,4 +175,33 @@ export async function restartBudgetCounter(trx: Executor, b: BudgetToRecount, no
   await recountHoldBudgets(trx, b.id, b, from);
   await setBudgetCounter(trx, b.id, spent, from);
   return from;
+}
+
+/** What a budget's threshold check finds: the thresholds crossed and not yet announced, and the new mark. */
+export interface ThresholdsDue {
+  /** The window the counter is on (epoch ms): the one the thresholds are announced for. */
+  windowStart: number;
+  /** Percentages crossed since the last mark, ascending (each one event). */
+  crossed: number[];
+  /** The highest percentage announced in the window after this check. */
+  percent: number;
+  /** The spend at which the next threshold is due, micro-USD (`Number.MAX_SAFE_INTEGER`: none left). */
+  nextMicros: Micros;
+}
+
+/**
+ * The thresholds of `row` crossed in its counter's window and not yet announced there (D44: each threshold
+ * once per window): a threshold `t` is crossed when `spent * 100 >= amount * t`. Pure.
+ */
+export function thresholdsDue(row: Pick<BudgetAlertRow, "amountMicros" | "spentMicros" | "windowStart" | "thresholds" | "alertedWindowStart" | "alertedPercent">): ThresholdsDue {
+  const already = row.alertedWindowStart === row.windowStart ? row.alertedPercent : 0;
+  const crossed = row.thresholds.filter((t) => t > already && row.spentMicros * 100 >= row.amountMicros * t).sort((a, b) => a - b);
+  const percent = Math.max(already, ...crossed);
+  const next = [...row.thresholds].sort((a, b) => a - b).find((t) => t > percent);
+  return {
+    windowStart: row.windowStart,
+    crossed,
+    percent,
+    nextMicros: next === undefined ? Number.MAX_SAFE_INTEGER : Math.ceil((row.amountMicros * next) / 100),
+  };
 }

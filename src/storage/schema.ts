@@ -467,6 +467,8 @@ export interface BudgetsTable {
   alerted_window_start: Generated<number | null>;
   /** The highest threshold announced in `alerted_window_start`'s window (0: none). */
   alerted_percent: Generated<number>;
+  /** The spend (micro-USD) at which the next threshold of `alerted_window_start`'s window is due; 0: to be worked out. */
+  alert_next_micros: Generated<number>;
   created_at: number;
   updated_at: number;
 }

@@ -3,7 +3,8 @@
  * - `budgets`: one row per budget of an organization, scoped to the organization, a member or a key, with
  *   its counter (`spent_micros` for the window starting at `window_start`, epoch ms) that every counted hold
  *   raises and its settlement lowers, and the highest threshold already announced in a window
- *   (`alerted_percent` for `alerted_window_start`);
+ *   (`alerted_percent` for `alerted_window_start`) with the spend at which the next one is due
+ *   (`alert_next_micros`), so the alert sweep reads only budgets with something to announce;
  * - `hold_budgets`: which counters (budget and window) a hold was counted in, so its settlement gives back
  *   to exactly those;
  * - `holds.budgeted`: 1 when the hold has rows in `hold_budgets` (settlements of other holds skip the lookup);
@@ -29,6 +30,7 @@ export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> 
     .addColumn("window_start", "bigint", (c) => c.notNull().defaultTo(0))
     .addColumn("alerted_window_start", "bigint")
     .addColumn("alerted_percent", "integer", (c) => c.notNull().defaultTo(0))
+    .addColumn("alert_next_micros", "bigint", (c) => c.notNull().defaultTo(0))
     .addColumn("created_at", "bigint", (c) => c.notNull())
     .addColumn("updated_at", "bigint", (c) => c.notNull())
     .execute();
