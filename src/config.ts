@@ -174,6 +174,11 @@ export interface Config {
   modelShutdownDates: Readonly<Record<string, string>>;
   /** OpenTelemetry tracing (D40), or null: off (neither OTLP endpoint variable is set). */
   tracing: TracingConfig | null;
+  /**
+   * `FOCUS_PROVIDER_NAME` (default `media-gateway`): who sells, makes and invoices the calls in the FOCUS
+   * export (`GET /v1/usage/export`): its `ProviderName`, `PublisherName` and `InvoiceIssuerName`.
+   */
+  focusProviderName: string;
   /** The operator's retention windows (D46), days. */
   retention: RetentionWindows;
 }
@@ -590,6 +595,7 @@ export function loadConfig(env: Env = process.env): Config {
     payments: paymentsConfig(env),
     modelShutdownDates: modelShutdownDates(env),
     tracing: tracingConfig(env),
+    focusProviderName: (env.FOCUS_PROVIDER_NAME ?? "").trim() || "media-gateway",
     retention: {
       promptsDays: int(env, "RETENTION_PROMPTS_DAYS", 30, 0, 36_500),
       outputsDays: int(env, "RETENTION_OUTPUTS_DAYS", 30, 0, 36_500),

@@ -134,7 +134,7 @@ const sessionByHashQuery = prepare((db, p) =>
   db
     .selectFrom("sessions")
     .innerJoin("users", "users.id", "sessions.user_id")
-    .select(["sessions.user_id", "sessions.token_hash", "sessions.expires_at", "users.personal_org_id"])
+    .select(["sessions.user_id", "sessions.token_hash", "sessions.expires_at", "users.personal_org_id", "users.email"])
     .where("sessions.token_hash", "=", p<string>(0)),
 );
 
@@ -145,11 +145,13 @@ export interface SessionRow {
   /** Epoch ms. */
   expiresAt: number;
   personalOrgId: string | null;
+  /** The user's email (the audit log's actor, D45). */
+  email: string;
 }
 
 /** The session whose token hashes to `tokenHash`, or null. Compiled once. */
 export async function sessionByHash(db: Executor, tokenHash: string): Promise<SessionRow | null> {
   const s = (await sessionByHashQuery(db, tokenHash)).rows[0];
   if (!s) return null;
-  return { userId: s.user_id, tokenHash: s.token_hash, expiresAt: Number(s.expires_at), personalOrgId: s.personal_org_id };
+  return { userId: s.user_id, tokenHash: s.token_hash, expiresAt: Number(s.expires_at), personalOrgId: s.personal_org_id, email: s.email };
 }

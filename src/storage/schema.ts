@@ -32,6 +32,8 @@ export interface AccountsTable {
   low_balance_micros: Generated<number | null>;
   /** 1 while the next fall below the threshold sends `balance.low`; 0 after it did, until the balance is back above. */
   low_balance_armed: Generated<number>;
+  /** 1 while the organization has at least one budget (D44), else 0. */
+  has_budgets: Generated<number>;
 }
 
 export interface ApiKeysTable {
@@ -183,6 +185,8 @@ export interface HoldsTable {
   metered_micros: Generated<number | null>;
   /** A realtime socket's hold: when its running count was last persisted, epoch ms; null for every other hold. */
   heartbeat_at: Generated<number | null>;
+  /** 1 when the hold was counted in budget counters (D44; rows of `hold_budgets`), else 0. */
+  budgeted: Generated<number>;
 }
 
 /** Designed (`design`) or cloned (`clone`) voices, owned by one account. */
@@ -447,6 +451,81 @@ export interface IdempotentCallsTable {
   expires_at: number;
 }
 
+/** What a budget (D44) counts: an organization's, a member's or a key's calls. */
+export type BudgetScopeType = "org" | "member" | "key";
+/** The calendar window of a budget (D44); `total` is one window forever. */
+export type BudgetPeriod = "day" | "week" | "month" | "total";
+/** What a budget does when a hold would pass it (D44): refuse (`block`) or only announce thresholds (`alert`). */
+export type BudgetAction = "block" | "alert";
+
+/** Budgets of organizations (D44), each with the counter of its current window. */
+export interface BudgetsTable {
+  /** `bud_<random>`. */
+  id: string;
+  /** The organization the budget belongs to. */
+  account_id: string;
+  scope_type: BudgetScopeType;
+  /** The organization's id, the member's user id or the key's id. */
+  scope_id: string;
+  /** micro-USD, > 0. */
+  amount_micros: number;
+  period: BudgetPeriod;
+  /** IANA time zone whose calendar the windows follow. */
+  timezone: string;
+  action: BudgetAction;
+  /** Percentages (JSON array of integers 1..100, ascending) announced once per window. */
+  thresholds_json: string;
+  /** Open holds plus captured charges counted in the window starting at `window_start`, micro-USD. */
+  spent_micros: Generated<number>;
+  /** Epoch ms of the window the counter is for (0 for `total`). */
+  window_start: Generated<number>;
+  /** The window whose thresholds were announced up to `alerted_percent`, or null. */
+  alerted_window_start: Generated<number | null>;
+  /** The highest threshold announced in `alerted_window_start`'s window (0: none). */
+  alerted_percent: Generated<number>;
+  /** The spend (micro-USD) at which the next threshold of `alerted_window_start`'s window is due; 0: to be worked out. */
+  alert_next_micros: Generated<number>;
+  created_at: number;
+  updated_at: number;
+}
+
+/** The budget counters (budget, window) a hold was counted in (D44); its settlement gives back to them. */
+export interface HoldBudgetsTable {
+  hold_id: string;
+  budget_id: string;
+  window_start: number;
+}
+/**
+ * One entry of the audit log (D45; storage/migrations/021_audit_log.ts): a change made through the API,
+ * written in the transaction of the change. Append-only: no route changes or deletes one.
+ */
+export interface AuditLogTable {
+  /** `aud_<random>` (time-ordered). */
+  id: string;
+  /** When the change was made, epoch ms. */
+  at: number;
+  /** The organization the change belongs to, or null (a failed sign-in of an unknown email, an operator event without one). */
+  org_id: string | null;
+  actor_type: AuditActorType;
+  /** The user's, key's id, or `operator`. */
+  actor_id: string;
+  /** A user actor's email (a failed sign-in: the email tried), else null. */
+  actor_email: string | null;
+  /** What was done, `<object>.<verb>` (`key.created`, `member.removed`, ...). */
+  action: string;
+  target_type: string;
+  target_id: string;
+  /** The `X-Svc-Request-Id` of the request that made the change (`req_<random>`). */
+  request_id: string;
+  ip: string | null;
+  user_agent: string | null;
+  /** `{field: [before, after]}` as JSON text, or null; secrets are never stored. */
+  changes_json: string | null;
+}
+
+/** Who made an audited change (D45). */
+export type AuditActorType = "user" | "key" | "operator";
+
 export interface Database {
   voices: VoicesTable;
   jobs: JobsTable;
@@ -465,4 +544,7 @@ export interface Database {
   usage_records: UsageRecordsTable;
   topups: TopupsTable;
   idempotent_calls: IdempotentCallsTable;
+  budgets: BudgetsTable;
+  hold_budgets: HoldBudgetsTable;
+  audit_log: AuditLogTable;
 }

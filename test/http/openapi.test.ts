@@ -33,6 +33,12 @@ const EXPECTED: [method: string, path: string][] = [
   ["get", "/v1/orgs/{org_id}/invites"],
   ["delete", "/v1/orgs/{org_id}/invites/{invite_id}"],
   ["post", "/v1/invites/{token}/accept"],
+  // D44: budgets.
+  ["get", "/v1/budgets"],
+  ["post", "/v1/budgets"],
+  ["get", "/v1/budgets/{budget_id}"],
+  ["patch", "/v1/budgets/{budget_id}"],
+  ["delete", "/v1/budgets/{budget_id}"],
   ["get", "/v1/pricing"],
   ["get", "/v1/limits/tiers"],
   ["get", "/v1/credits/pricing"],
@@ -84,6 +90,8 @@ const OPERATOR: [method: string, path: string][] = [
   ["post", "/v1/admin/orgs/{org_id}/deposits"],
   ["put", "/v1/admin/orgs/{org_id}/tier"],
   ["put", "/v1/admin/orgs/{org_id}/limits"],
+  ["get", "/v1/admin/orgs/{org_id}/budgets"],
+  ["post", "/v1/admin/orgs/{org_id}/budgets"],
   ["get", "/v1/admin/upstreams"],
   ["get", "/v1/admin/revenue"],
 ];

@@ -908,6 +908,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/orgs/{org_id}/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An organization's budgets
+         * @description Every budget of the organization, with its API keys' spend limits as key budgets of action `block` in UTC. Budgets of the organization, of the calling member and of the calling key all apply to a call at once; a call whose hold would pass a `block` budget is refused with 402 `budget_exceeded` (`param` = the budget id) before any upstream call.
+         */
+        get: operations["adminListBudgets"];
+        put?: never;
+        /**
+         * Create a budget for an organization
+         * @description As `POST /v1/budgets`, recorded in the organization's audit log as the operator's.
+         */
+        post: operations["adminCreateBudget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/orgs/{org_id}/deposits": {
         parameters: {
             query?: never;
@@ -1675,6 +1699,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's budgets
+         * @description Every budget of the organization, with its API keys' spend limits as key budgets of action `block` in UTC. Budgets of the organization, of the calling member and of the calling key all apply to a call at once; a call whose hold would pass a `block` budget is refused with 402 `budget_exceeded` (`param` = the budget id) before any upstream call.
+         */
+        get: operations["listBudgets"];
+        put?: never;
+        /**
+         * Create a budget
+         * @description Owners and admins. The window starts at the calendar boundary of `timezone` (midnight; Monday for weeks; the first for months). What the scope's live calls already hold or were charged in the current window counts at once. Each threshold crossed sends one `budget.threshold` event per window `{budget_id, scope, percent, spent_usd, amount_usd, window_start}`.
+         */
+        post: operations["createBudget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/budgets/{budget_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One budget */
+        get: operations["getBudget"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a budget
+         * @description Owners and admins. On a key's spend limit it removes the key's limit.
+         */
+        delete: operations["deleteBudget"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a budget
+         * @description Owners and admins. A new period or time zone starts the counter again from the usage of the new current window. On a key's spend limit only `amount_usd` and `period` change (the key's limit).
+         */
+        patch: operations["updateBudget"];
+        trace?: never;
+    };
     "/v1/capabilities": {
         parameters: {
             query?: never;
@@ -2187,7 +2260,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Usage summed by day, model or key */
+        /** Usage summed by day, model, key or member */
         get: operations["getUsage"];
         put?: never;
         post?: never;
@@ -2205,10 +2278,30 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Usage summed by day, model or key, as CSV
+         * Usage summed by day, model, key or member, as CSV
          * @description The same groups as `GET /v1/usage`: a header row `group,requests,cost_usd,characters,seconds,images,input_tokens,output_tokens,cached_tokens,minutes`, then one row per group.
          */
         get: operations["getUsageCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage as a FOCUS 1.2 cost and usage dataset (CSV)
+         * @description The organization's charged calls as the FinOps Open Cost and Usage Specification (FOCUS) 1.2 dataset: one row per UTC day, model, member and key, so each row's `Tags` are exact. Columns: the 21 mandatory FOCUS columns (`BilledCost`, `BillingAccountId`, `BillingAccountName`, `BillingCurrency`, `BillingPeriodEnd`, `BillingPeriodStart`, `ChargeCategory`, `ChargeClass`, `ChargeDescription`, `ChargePeriodEnd`, `ChargePeriodStart`, `ContractedCost`, `EffectiveCost`, `InvoiceIssuerName`, `ListCost`, `PricingQuantity`, `PricingUnit`, `ProviderName`, `PublisherName`, `ServiceCategory`, `ServiceName`), then `ChargeFrequency`, `ConsumedQuantity`, `ConsumedUnit`, `ServiceSubcategory`, `SkuId`, `SkuPriceId`, `Tags` and the custom `x_Requests` (calls in the row), in alphabetical order with `x_Requests` last. Costs are USD decimal text (at most 6 decimals): `BilledCost` and `EffectiveCost` what the ledger charged, `ListCost` and `ContractedCost` the catalog price of the same calls (the same amount: no discounts). Date/times are UTC, `YYYY-MM-DDTHH:mm:ssZ`: `ChargePeriodStart` a UTC midnight, `ChargePeriodEnd` the next; the billing period is the UTC calendar month. `Tags` is a JSON object: `gateway/org_id`, `gateway/user_id` (the member; null for calls that name none) and `gateway/key_id` (null for calls made without a key). `SkuId` is the model id (its `/v1/pricing` row). Only calls whose charge was kept count (failed, refunded, expired and unfinished calls charged nothing). An empty field is null.
+         */
+        get: operations["getUsageExport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -12881,6 +12974,327 @@ export interface operations {
             };
         };
     };
+    adminListBudgets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (`org_...`). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budgets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /**
+                             * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                             * @enum {string}
+                             */
+                            action: "block" | "alert";
+                            /** @description The budget per window (USD, at most 6 decimals). */
+                            amount_usd: number;
+                            /**
+                             * Format: date-time
+                             * @description When it was made.
+                             */
+                            created_at: string;
+                            /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                            id: string;
+                            /**
+                             * @description Always `budget`.
+                             * @enum {string}
+                             */
+                            object: "budget";
+                            /**
+                             * @description The calendar window.
+                             * @enum {string}
+                             */
+                            period: "day" | "week" | "month" | "total";
+                            /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                            remaining_usd: number;
+                            scope: {
+                                /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                                id: string;
+                                /**
+                                 * @description The organization's calls, one member's calls, or one API key's calls.
+                                 * @enum {string}
+                                 */
+                                type: "org" | "member" | "key";
+                            };
+                            /**
+                             * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                             * @enum {string}
+                             */
+                            source: "budget" | "key_spend_limit";
+                            /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                            spent_usd: number;
+                            /** @description Percentages that send one `budget.threshold` event per window. */
+                            thresholds: number[];
+                            /** @description The IANA time zone of the windows. */
+                            timezone: string;
+                            /**
+                             * Format: date-time
+                             * @description End of the current window (the next one's start); null for `total`.
+                             */
+                            window_end: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Start of the current window, in the budget's time zone.
+                             */
+                            window_start: string;
+                        }[];
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminCreateBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (`org_...`). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `block` refuses a call whose hold would pass the budget (402 `budget_exceeded`); `alert` only sends `budget.threshold` events.
+                     * @enum {string}
+                     */
+                    action?: "block" | "alert";
+                    /**
+                     * @description The budget per window, USD (more than 0, at most 6 decimals).
+                     * @example 50
+                     */
+                    amount_usd: number;
+                    /**
+                     * @description The calendar window: a day, a week (from Monday), a month of `timezone`, or `total` (one window forever).
+                     * @enum {string}
+                     */
+                    period: "day" | "week" | "month" | "total";
+                    scope: {
+                        /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                        id: string;
+                        /**
+                         * @description The organization's calls, one member's calls, or one API key's calls.
+                         * @enum {string}
+                         */
+                        type: "org" | "member" | "key";
+                    };
+                    /** @description Percentages at which one `budget.threshold` event is sent per window (default [50, 80, 100]). */
+                    thresholds?: number[];
+                    /**
+                     * @description IANA time zone whose calendar the windows follow (default `UTC`).
+                     * @example Europe/Paris
+                     */
+                    timezone?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The budget. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                         * @enum {string}
+                         */
+                        action: "block" | "alert";
+                        /** @description The budget per window (USD, at most 6 decimals). */
+                        amount_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                        id: string;
+                        /**
+                         * @description Always `budget`.
+                         * @enum {string}
+                         */
+                        object: "budget";
+                        /**
+                         * @description The calendar window.
+                         * @enum {string}
+                         */
+                        period: "day" | "week" | "month" | "total";
+                        /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                        remaining_usd: number;
+                        scope: {
+                            /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                            id: string;
+                            /**
+                             * @description The organization's calls, one member's calls, or one API key's calls.
+                             * @enum {string}
+                             */
+                            type: "org" | "member" | "key";
+                        };
+                        /**
+                         * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                         * @enum {string}
+                         */
+                        source: "budget" | "key_spend_limit";
+                        /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                        spent_usd: number;
+                        /** @description Percentages that send one `budget.threshold` event per window. */
+                        thresholds: number[];
+                        /** @description The IANA time zone of the windows. */
+                        timezone: string;
+                        /**
+                         * Format: date-time
+                         * @description End of the current window (the next one's start); null for `total`.
+                         */
+                        window_end: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Start of the current window, in the budget's time zone.
+                         */
+                        window_start: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a field; a time zone the runtime does not know; a scope that is not this organization, one of its members or keys; more than 100 budgets). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     adminOrgDeposit: {
         parameters: {
             query?: never;
@@ -13520,8 +13934,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
-                group_by?: "day" | "model" | "key" | "user";
+                /** @description Group by day in `tz` (default), model, key or `member` (the member's user id; `user` is the same grouping under its older name). */
+                group_by?: "day" | "model" | "key" | "member" | "user";
                 /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
@@ -13555,7 +13969,7 @@ export interface operations {
                         data: {
                             /** @description What they cost (USD, at most 6 decimals). */
                             cost_usd: number;
-                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key). */
+                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model), the key id (key; `none` for calls made without a key) or the member's user id (member; `none` for records that name no member). */
                             group: string;
                             /** @description Paid calls. */
                             requests: number;
@@ -13578,10 +13992,10 @@ export interface operations {
                             };
                         }[];
                         /**
-                         * @description How the groups were made.
+                         * @description How the groups were made (as asked).
                          * @enum {string}
                          */
-                        group_by: "day" | "model" | "key" | "user";
+                        group_by: "day" | "model" | "key" | "member" | "user";
                         /**
                          * @description Always `usage.summary`.
                          * @enum {string}
@@ -14789,8 +15203,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
-                group_by?: "day" | "model" | "key" | "user";
+                /** @description Group by day in `tz` (default), model, key or `member` (the member's user id; `user` is the same grouping under its older name). */
+                group_by?: "day" | "model" | "key" | "member" | "user";
                 /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
@@ -14824,7 +15238,7 @@ export interface operations {
                         data: {
                             /** @description What they cost (USD, at most 6 decimals). */
                             cost_usd: number;
-                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key). */
+                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model), the key id (key; `none` for calls made without a key) or the member's user id (member; `none` for records that name no member). */
                             group: string;
                             /** @description Paid calls. */
                             requests: number;
@@ -14847,10 +15261,10 @@ export interface operations {
                             };
                         }[];
                         /**
-                         * @description How the groups were made.
+                         * @description How the groups were made (as asked).
                          * @enum {string}
                          */
-                        group_by: "day" | "model" | "key" | "user";
+                        group_by: "day" | "model" | "key" | "member" | "user";
                         /**
                          * @description Always `usage.summary`.
                          * @enum {string}
@@ -19416,6 +19830,954 @@ export interface operations {
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listBudgets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budgets. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /**
+                             * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                             * @enum {string}
+                             */
+                            action: "block" | "alert";
+                            /** @description The budget per window (USD, at most 6 decimals). */
+                            amount_usd: number;
+                            /**
+                             * Format: date-time
+                             * @description When it was made.
+                             */
+                            created_at: string;
+                            /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                            id: string;
+                            /**
+                             * @description Always `budget`.
+                             * @enum {string}
+                             */
+                            object: "budget";
+                            /**
+                             * @description The calendar window.
+                             * @enum {string}
+                             */
+                            period: "day" | "week" | "month" | "total";
+                            /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                            remaining_usd: number;
+                            scope: {
+                                /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                                id: string;
+                                /**
+                                 * @description The organization's calls, one member's calls, or one API key's calls.
+                                 * @enum {string}
+                                 */
+                                type: "org" | "member" | "key";
+                            };
+                            /**
+                             * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                             * @enum {string}
+                             */
+                            source: "budget" | "key_spend_limit";
+                            /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                            spent_usd: number;
+                            /** @description Percentages that send one `budget.threshold` event per window. */
+                            thresholds: number[];
+                            /** @description The IANA time zone of the windows. */
+                            timezone: string;
+                            /**
+                             * Format: date-time
+                             * @description End of the current window (the next one's start); null for `total`.
+                             */
+                            window_end: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Start of the current window, in the budget's time zone.
+                             */
+                            window_start: string;
+                        }[];
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `block` refuses a call whose hold would pass the budget (402 `budget_exceeded`); `alert` only sends `budget.threshold` events.
+                     * @enum {string}
+                     */
+                    action?: "block" | "alert";
+                    /**
+                     * @description The budget per window, USD (more than 0, at most 6 decimals).
+                     * @example 50
+                     */
+                    amount_usd: number;
+                    /**
+                     * @description The calendar window: a day, a week (from Monday), a month of `timezone`, or `total` (one window forever).
+                     * @enum {string}
+                     */
+                    period: "day" | "week" | "month" | "total";
+                    scope: {
+                        /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                        id: string;
+                        /**
+                         * @description The organization's calls, one member's calls, or one API key's calls.
+                         * @enum {string}
+                         */
+                        type: "org" | "member" | "key";
+                    };
+                    /** @description Percentages at which one `budget.threshold` event is sent per window (default [50, 80, 100]). */
+                    thresholds?: number[];
+                    /**
+                     * @description IANA time zone whose calendar the windows follow (default `UTC`).
+                     * @example Europe/Paris
+                     */
+                    timezone?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The budget. */
+            201: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                         * @enum {string}
+                         */
+                        action: "block" | "alert";
+                        /** @description The budget per window (USD, at most 6 decimals). */
+                        amount_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                        id: string;
+                        /**
+                         * @description Always `budget`.
+                         * @enum {string}
+                         */
+                        object: "budget";
+                        /**
+                         * @description The calendar window.
+                         * @enum {string}
+                         */
+                        period: "day" | "week" | "month" | "total";
+                        /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                        remaining_usd: number;
+                        scope: {
+                            /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                            id: string;
+                            /**
+                             * @description The organization's calls, one member's calls, or one API key's calls.
+                             * @enum {string}
+                             */
+                            type: "org" | "member" | "key";
+                        };
+                        /**
+                         * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                         * @enum {string}
+                         */
+                        source: "budget" | "key_spend_limit";
+                        /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                        spent_usd: number;
+                        /** @description Percentages that send one `budget.threshold` event per window. */
+                        thresholds: number[];
+                        /** @description The IANA time zone of the windows. */
+                        timezone: string;
+                        /**
+                         * Format: date-time
+                         * @description End of the current window (the next one's start); null for `total`.
+                         */
+                        window_end: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Start of the current window, in the budget's time zone.
+                         */
+                        window_start: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a field; a time zone the runtime does not know; a scope that is not this organization, one of its members or keys; more than 100 budgets). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (members and viewers read budgets; owners and admins change them); `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Budget id. */
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budget. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                         * @enum {string}
+                         */
+                        action: "block" | "alert";
+                        /** @description The budget per window (USD, at most 6 decimals). */
+                        amount_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                        id: string;
+                        /**
+                         * @description Always `budget`.
+                         * @enum {string}
+                         */
+                        object: "budget";
+                        /**
+                         * @description The calendar window.
+                         * @enum {string}
+                         */
+                        period: "day" | "week" | "month" | "total";
+                        /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                        remaining_usd: number;
+                        scope: {
+                            /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                            id: string;
+                            /**
+                             * @description The organization's calls, one member's calls, or one API key's calls.
+                             * @enum {string}
+                             */
+                            type: "org" | "member" | "key";
+                        };
+                        /**
+                         * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                         * @enum {string}
+                         */
+                        source: "budget" | "key_spend_limit";
+                        /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                        spent_usd: number;
+                        /** @description Percentages that send one `budget.threshold` event per window. */
+                        thresholds: number[];
+                        /** @description The IANA time zone of the windows. */
+                        timezone: string;
+                        /**
+                         * Format: date-time
+                         * @description End of the current window (the next one's start); null for `total`.
+                         */
+                        window_end: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Start of the current window, in the budget's time zone.
+                         */
+                        window_start: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `budget_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Budget id. */
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Always true.
+                         * @enum {boolean}
+                         */
+                        deleted: true;
+                        /** @description Budget id. */
+                        id: string;
+                        /**
+                         * @description Always `budget`.
+                         * @enum {string}
+                         */
+                        object: "budget";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (members and viewers read budgets; owners and admins change them); `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `budget_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Budget id. */
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `block` refuses a call whose hold would pass the budget (402 `budget_exceeded`); `alert` only sends `budget.threshold` events.
+                     * @enum {string}
+                     */
+                    action?: "block" | "alert";
+                    /**
+                     * @description The budget per window, USD (more than 0, at most 6 decimals).
+                     * @example 50
+                     */
+                    amount_usd?: number;
+                    /**
+                     * @description The calendar window: a day, a week (from Monday), a month of `timezone`, or `total` (one window forever).
+                     * @enum {string}
+                     */
+                    period?: "day" | "week" | "month" | "total";
+                    /** @description Percentages at which one `budget.threshold` event is sent per window (default [50, 80, 100]). */
+                    thresholds?: number[];
+                    /**
+                     * @description IANA time zone whose calendar the windows follow (default `UTC`).
+                     * @example Europe/Paris
+                     */
+                    timezone?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The budget. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                         * @enum {string}
+                         */
+                        action: "block" | "alert";
+                        /** @description The budget per window (USD, at most 6 decimals). */
+                        amount_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                        id: string;
+                        /**
+                         * @description Always `budget`.
+                         * @enum {string}
+                         */
+                        object: "budget";
+                        /**
+                         * @description The calendar window.
+                         * @enum {string}
+                         */
+                        period: "day" | "week" | "month" | "total";
+                        /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                        remaining_usd: number;
+                        scope: {
+                            /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                            id: string;
+                            /**
+                             * @description The organization's calls, one member's calls, or one API key's calls.
+                             * @enum {string}
+                             */
+                            type: "org" | "member" | "key";
+                        };
+                        /**
+                         * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                         * @enum {string}
+                         */
+                        source: "budget" | "key_spend_limit";
+                        /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                        spent_usd: number;
+                        /** @description Percentages that send one `budget.threshold` event per window. */
+                        thresholds: number[];
+                        /** @description The IANA time zone of the windows. */
+                        timezone: string;
+                        /**
+                         * Format: date-time
+                         * @description End of the current window (the next one's start); null for `total`.
+                         */
+                        window_end: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Start of the current window, in the budget's time zone.
+                         */
+                        window_start: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a field; a time zone the runtime does not know; a scope that is not this organization, one of its members or keys; more than 100 budgets). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (members and viewers read budgets; owners and admins change them); `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `budget_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -24527,8 +25889,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
-                group_by?: "day" | "model" | "key" | "user";
+                /** @description Group by day in `tz` (default), model, key or `member` (the member's user id; `user` is the same grouping under its older name). */
+                group_by?: "day" | "model" | "key" | "member" | "user";
                 /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
@@ -24563,7 +25925,7 @@ export interface operations {
                         data: {
                             /** @description What they cost (USD, at most 6 decimals). */
                             cost_usd: number;
-                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key). */
+                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model), the key id (key; `none` for calls made without a key) or the member's user id (member; `none` for records that name no member). */
                             group: string;
                             /** @description Paid calls. */
                             requests: number;
@@ -24586,10 +25948,10 @@ export interface operations {
                             };
                         }[];
                         /**
-                         * @description How the groups were made.
+                         * @description How the groups were made (as asked).
                          * @enum {string}
                          */
-                        group_by: "day" | "model" | "key" | "user";
+                        group_by: "day" | "model" | "key" | "member" | "user";
                         /**
                          * @description Always `usage.summary`.
                          * @enum {string}
@@ -24705,8 +26067,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
-                group_by?: "day" | "model" | "key" | "user";
+                /** @description Group by day in `tz` (default), model, key or `member` (the member's user id; `user` is the same grouping under its older name). */
+                group_by?: "day" | "model" | "key" | "member" | "user";
                 /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
@@ -24740,6 +26102,136 @@ export interface operations {
                 };
             };
             /** @description Invalid request: `invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsageExport: {
+        parameters: {
+            query: {
+                /** @description `focus`: the FinOps FOCUS 1.2 cost and usage dataset, as CSV. */
+                format: "focus";
+                /**
+                 * @description The first UTC day (`YYYY-MM-DD`; default: the first day of the current UTC month).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /** @description `live` (default) or `test`: the calls of test-mode keys, which billed nothing (`BilledCost` 0, `ListCost` what they would have cost). */
+                mode?: "live" | "test";
+                /**
+                 * @description The last UTC day, included (`YYYY-MM-DD`; default: today, UTC). At most 366 days from `from`.
+                 * @example 2025-03-31
+                 */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CSV: a header row, then one row per day, model, member and key. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a format other than `focus`, a date that is not `YYYY-MM-DD`, `from` after `to`, more than 366 days). */
             400: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
@@ -26033,7 +27525,7 @@ export interface operations {
                              *       "job.failed"
                              *     ]
                              */
-                            events: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low")[];
+                            events: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold")[];
                             /**
                              * @description Endpoint id.
                              * @example we_3kTMd9fQk2aQ8xYvL1pZrW
@@ -26150,7 +27642,7 @@ export interface operations {
                      *       "job.failed"
                      *     ]
                      */
-                    events?: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low")[];
+                    events?: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold")[];
                     /**
                      * @description The endpoint URL (`https://`, public address, at most 2048 characters).
                      * @example https://example.com/hooks/gateway
@@ -26183,7 +27675,7 @@ export interface operations {
                          *       "job.failed"
                          *     ]
                          */
-                        events: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low")[];
+                        events: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold")[];
                         /** @description Endpoint id. */
                         id: string;
                         /**
@@ -26595,7 +28087,7 @@ export interface operations {
                  * @description The event type: a job or balance event, or a Replicate prediction's own webhook event (`prediction.start`, `prediction.output`, `prediction.completed`, sent only to that prediction's `webhook`).
                  * @example job.succeeded
                  */
-                event_type?: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "prediction.start" | "prediction.output" | "prediction.completed";
+                event_type?: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold" | "prediction.start" | "prediction.output" | "prediction.completed";
                 /**
                  * @description Page size, 1 to 100 (default 20).
                  * @example 20
@@ -26663,7 +28155,7 @@ export interface operations {
                              * @example job.succeeded
                              * @enum {string}
                              */
-                            event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "prediction.start" | "prediction.output" | "prediction.completed";
+                            event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold" | "prediction.start" | "prediction.output" | "prediction.completed";
                             /**
                              * @description Delivery id (the cursor for `after`).
                              * @example whd_8sHc2LQmYv3PZk0aTq1wXe
@@ -26848,7 +28340,7 @@ export interface operations {
                          * @example job.succeeded
                          * @enum {string}
                          */
-                        event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "prediction.start" | "prediction.output" | "prediction.completed";
+                        event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold" | "prediction.start" | "prediction.output" | "prediction.completed";
                         /**
                          * @description Delivery id (the cursor for `after`).
                          * @example whd_8sHc2LQmYv3PZk0aTq1wXe
