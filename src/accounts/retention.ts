@@ -8,12 +8,13 @@
  * later. The sweep that applies the windows is jobs/retention.ts.
  */
 import type { RetentionWindows } from "../config.ts";
-import type { Executor } from "../billing/ledger.ts";
+import { type Executor, inTransaction } from "../billing/ledger.ts";
 import { errors } from "../errors.ts";
 import type { Role } from "../storage/schema.ts";
 import type { OrgPatchBody } from "../contracts/orgs.ts";
 import { getOrg, type OrgCaller, type OrgView, renameOrg, roleIn } from "./orgs.ts";
 import { requireRole } from "./roles.ts";
+import { type AuditContext, changesOf, recordAudit } from "./audit.ts";
 import { ownPromptsDays, ownWindowsOf, updateOwnWindows } from "./retention.repository.ts";
 
 /** The windows that apply to an organization, days, as `GET /v1/orgs/{org_id}` shows them. */
@@ -98,23 +99,48 @@ export function checkRetentionChange(role: Role, change: RetentionChange, operat
 }
 
 /**
- * Writes a change checked by {@link checkRetentionChange} on `orgId` (in the caller's transaction when `db`
- * is one: an audit entry written with it commits together). Takes effect for the next call of every
- * process: the window is read where texts are written, not cached.
+ * Writes a change checked by {@link checkRetentionChange} on `orgId` and, with `audit` (D45), its audit entry
+ * `org.retention_updated` (`{prompts_days|outputs_days: [before, after]}` of the organization's own values,
+ * null meaning the operator's; none when nothing changed) in the same transaction. Takes effect for the
+ * next call of every process: the window is read where texts are written, not cached.
  */
-export async function applyRetentionChange(db: Executor, orgId: string, change: { promptsDays?: number | null; outputsDays?: number | null }): Promise<void> {
-  await updateOwnWindows(db, orgId, change);
+export async function applyRetentionChange(
+  db: Executor,
+  orgId: string,
+  change: { promptsDays?: number | null; outputsDays?: number | null },
+  audit?: AuditContext,
+): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const before = (await ownWindowsOf(trx, [orgId]))[0];
+    await updateOwnWindows(trx, orgId, change);
+    if (audit === undefined || before === undefined) return;
+    const was = { prompts_days: before.promptsDays, outputs_days: before.outputsDays };
+    const now = {
+      prompts_days: change.promptsDays !== undefined ? change.promptsDays : before.promptsDays,
+      outputs_days: change.outputsDays !== undefined ? change.outputsDays : before.outputsDays,
+    };
+    const changes = changesOf(was, now);
+    if (Object.keys(changes).length > 0) await recordAudit(trx, audit, { orgId, action: "org.retention_updated", target: { type: "organization", id: orgId }, changes });
+  });
 }
 
 /**
  * `PATCH /v1/orgs/{org_id}`: a new `name` (admins and owners, orgs.ts `renameOrg`) and the organization's own
- * retention windows (owners). Every check runs before anything is written, so a refused part changes nothing.
+ * retention windows (owners; audited with `audit`, D45). Every check runs before anything is written, so a
+ * refused part changes nothing.
  * @returns the organization with its windows.
  * @throws AppError 404 `org_not_found`, 403 `forbidden_role`, 400 `invalid_request` (name, a window).
  */
-export async function updateOrg(db: Executor, operator: RetentionWindows, caller: OrgCaller, orgId: string, body: OrgPatchBody): Promise<OrgView & { retention: RetentionView }> {
+export async function updateOrg(
+  db: Executor,
+  operator: RetentionWindows,
+  caller: OrgCaller,
+  orgId: string,
+  body: OrgPatchBody,
+  audit?: AuditContext,
+): Promise<OrgView & { retention: RetentionView }> {
   const change = body.retention === undefined ? null : checkRetentionChange(await roleIn(db, caller, orgId), body.retention, operator);
   const view = body.name !== undefined ? await renameOrg(db, caller, orgId, { name: body.name }) : await getOrg(db, caller, orgId);
-  if (change !== null) await applyRetentionChange(db, orgId, change);
+  if (change !== null) await applyRetentionChange(db, orgId, change, audit);
   return (await withRetention(db, operator, [view]))[0];
 }

@@ -6,7 +6,7 @@
  * id)` order after a cursor, so a pass never reads a row it cleared, and every update is conditional on
  * the state it expects: several processes may sweep at once.
  */
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import type { Executor } from "../billing/ledger.ts";
 import type { Database, JobsTable } from "../storage/schema.ts";
 
@@ -108,15 +108,18 @@ export async function pendingJobsHeldBy(db: Executor, holderId: string): Promise
 }
 
 /**
- * Deletes up to `limit` audit-log entries (table `audit_log`, its `at` in epoch ms) older than `before`, in one
- * statement; returns how many, or null when the database has no `audit_log` table (a gateway without the
- * audit log: nothing to delete). The table is written by the audit log's own module; this is the only
- * statement that deletes from it.
+ * Deletes up to `limit` audit-log entries (`audit_log`, migration 021; `at` in epoch ms, index
+ * `audit_log_at`) older than `before`, oldest first, in one statement; returns how many, or null when the
+ * database has no `audit_log` table yet (nothing to delete). The table is written by accounts/audit.ts,
+ * append-only; this is the only statement that deletes from it.
  */
 export async function deleteAuditBefore(db: Kysely<Database>, before: number, limit: number): Promise<number | null> {
   try {
-    const res = await sql`delete from audit_log where id in (select id from audit_log where at < ${before} order by at limit ${limit})`.execute(db);
-    return Number(res.numAffectedRows ?? 0);
+    const res = await db
+      .deleteFrom("audit_log")
+      .where("id", "in", (eb) => eb.selectFrom("audit_log").select("id").where("at", "<", before).orderBy("at").limit(limit))
+      .executeTakeFirst();
+    return Number(res.numDeletedRows);
   } catch (err) {
     if (isMissingTable(err)) return null;
     throw err;

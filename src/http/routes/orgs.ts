@@ -20,6 +20,7 @@ import { updateOrg, withRetention } from "../../accounts/retention.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
+import { auditContextOf } from "../audit-context.ts";
 import {
   acceptInviteSchema,
   createInviteSchema,
@@ -52,7 +53,7 @@ export function orgRoutes(app: App, services: Services): void {
   });
   app.get("/v1/orgs/:org_id", { schema: getOrgSchema }, async (req) => withWindows(await getOrg(db, principalOf(req), req.params.org_id)));
   app.patch("/v1/orgs/:org_id", { schema: updateOrgSchema, config: ANY_MEMBER }, async (req) =>
-    updateOrg(db, operator, principalOf(req), req.params.org_id, req.body),
+    updateOrg(db, operator, principalOf(req), req.params.org_id, req.body, auditContextOf(req)),
   );
   app.delete("/v1/orgs/:org_id", { schema: deleteOrgSchema, config: ANY_MEMBER }, async (req) =>
     deleteOrg(db, services.auth, principalOf(req), req.params.org_id),
