@@ -30,6 +30,7 @@ import type { BudgetAction, BudgetPeriod, BudgetScopeType, SpendPeriod } from ".
 import { type BudgetRow, budgetCountOf, budgetRowOf, budgetRowsOf, deleteBudgetRow, insertBudget, refreshHasBudgets, updateBudgetRow } from "./budgets.repository.ts";
 import { type KeyCaller, listKeys, patchKey } from "./keys.ts";
 import { keyRowOf } from "./keys.repository.ts";
+import { spentOfKeys } from "./key-controls.ts";
 import { roleOf } from "./orgs.repository.ts";
 
 /** A budget as the API shows it; USD amounts, ISO times. */
@@ -349,9 +350,11 @@ export async function budgetRemaining(db: Executor, accountId: string, call: Cal
     if (room !== null) left = room.leftMicros;
   }
   if (call.keySpend && call.keyId !== null) {
-    const key = (await keyLimitViews(db, accountId, nowMs)).find((b) => b.scope.id === call.keyId);
-    if (key) {
-      const k = usdToMicros(key.remaining_usd) ?? 0;
+    // This key's row only: its limit's counter (spentOfKeys reads it, no usage sum).
+    const row = await keyRowOf(db, accountId, call.keyId);
+    if (row !== null && row.spend_limit_micros !== null) {
+      const spent = (await spentOfKeys(db, accountId, [row], nowMs)).get(row.id) ?? 0;
+      const k = Math.max(0, Number(row.spend_limit_micros) - spent);
       left = left === null ? k : Math.min(left, k);
     }
   }
