@@ -33,6 +33,8 @@ const EXPECTED: [method: string, path: string][] = [
   ["get", "/v1/orgs/{org_id}/invites"],
   ["delete", "/v1/orgs/{org_id}/invites/{invite_id}"],
   ["post", "/v1/invites/{token}/accept"],
+  // D45: the organization's audit log.
+  ["get", "/v1/orgs/{org_id}/audit-log"],
   ["get", "/v1/pricing"],
   ["get", "/v1/limits/tiers"],
   ["get", "/v1/credits/pricing"],
@@ -68,6 +70,7 @@ const EXPECTED: [method: string, path: string][] = [
 
 /** The operator API (D23 allows leaving it out: listed for the operator token only, and in the typed client). */
 const OPERATOR: [method: string, path: string][] = [
+  ["get", "/v1/admin/audit-log"],
   ["get", "/v1/admin/users"],
   ["get", "/v1/admin/users/{user_id}"],
   ["get", "/v1/admin/users/{user_id}/ledger"],
