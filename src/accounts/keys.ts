@@ -203,8 +203,10 @@ export async function createKey(
       spent_micros: 0,
       spent_period_start: controls.spend_limit_micros != null ? periodStart(controls.spend_limit_period ?? "month", now) : 0,
     });
-    const { spent_usd: _spent, ...shown } = view;
-    await recordAudit(trx, audit, { orgId: accountId, action: "key.created", target: { type: "key", id }, changes: changesOf(null, { name, mode, role, ...shown }) });
+    // The key as made (fields left empty are not listed; a period without a limit says nothing).
+    const { spent_usd: _spent, spend_limit_period, ...shown } = view;
+    const period = view.spend_limit_usd === null ? {} : { spend_limit_period };
+    await recordAudit(trx, audit, { orgId: accountId, action: "key.created", target: { type: "key", id }, changes: changesOf(null, { name, mode, role, ...shown, ...period }) });
   });
   return { key_id: id, name, api_key: secret, created_at: new Date(now).toISOString(), mode, created_by: caller.userId, role, ...view };
 }
