@@ -115,6 +115,8 @@ export const errors = {
     new AppError(402, "insufficient_balance", message),
   /** D34: the call's hold would take its API key past the key's spend limit. */
   keySpendLimit: (message: string) => new AppError(402, "key_spend_limit", message),
+  /** D44: the hold would pass a `block` budget; `param` is the budget's id. */
+  budgetExceeded: (message: string, budgetId: string) => new AppError(402, "budget_exceeded", message, budgetId),
   // 403
   /** D34: the API key's `models` allow-list does not include the model. */
   modelNotAllowed: (model: string) =>
@@ -142,6 +144,8 @@ export const errors = {
   notFound: (message = "No such route.") => new AppError(404, "not_found", message),
   userNotFound: () => new AppError(404, "user_not_found", "No such user."),
   keyNotFound: () => new AppError(404, "key_not_found", "No such key."),
+  /** D44: no such budget in the caller's organization. */
+  budgetNotFound: () => new AppError(404, "budget_not_found", "No such budget."),
   /** D41: an unknown organization, or one the caller is not a member of (never 403). */
   orgNotFound: (param: string | null = null) => new AppError(404, "org_not_found", "No such organization.", param),
   /** D41: an unknown, used or expired invite token (never says which). */

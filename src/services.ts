@@ -46,6 +46,7 @@ import { AuthCache } from "./accounts/auth-cache.ts";
 import { createJobChangeFeed, type JobChangeFeed } from "./jobs/changes.ts";
 import { createTopups, type Topups } from "./accounts/topups.ts";
 import { BalanceAlerts } from "./webhooks/balance-alerts.ts";
+import { BudgetAlerts } from "./webhooks/budget-alerts.ts";
 import { WebhookDeliveryLoop } from "./webhooks/delivery.ts";
 import type { WebhookUrlPolicy } from "./webhooks/urls.ts";
 import type { Tracing } from "./observability/tracing.ts";
@@ -111,6 +112,8 @@ export interface Services {
   webhookUrlPolicy: WebhookUrlPolicy;
   /** Low-balance alerts (D34): checked after ledger writes, swept with the runner. */
   alerts: BalanceAlerts;
+  /** Budget thresholds (D44): checked after ledger writes, swept with the runner. */
+  budgetAlerts: BudgetAlerts;
   /** This gateway's paid calls: their open holds (drained by close) and the balance events of their holds. */
   paidCalls: PaidCalls;
   /**
@@ -229,9 +232,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   alerts.onFired = () => webhooks.nudge();
   const balanceEvents = new BalanceEvents();
   balanceEvents.on((accountId) => alerts.touch(accountId));
+  // D44: a hold that crosses a budget's threshold writes `budget.threshold` into the outbox; send it now.
+  const budgetAlerts = new BudgetAlerts(db.kysely, log);
+  budgetAlerts.onFired = () => webhooks.nudge();
+  balanceEvents.on((accountId) => budgetAlerts.touch(accountId));
   const paidCalls = new PaidCalls(balanceEvents);
   return {
     alerts,
+    budgetAlerts,
     paidCalls,
     resolveHost,
     webhookUrlPolicy: { allowPrivate: config.webhookAllowPrivate, resolve: resolveHost },
@@ -272,6 +280,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       runner.start();
       webhooks.start();
       alerts.start();
+      budgetAlerts.start();
       return runner;
     },
     nudgeWebhooks() {
@@ -288,6 +297,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       await paidCalls.drain(SHUTDOWN_DRAIN_MS);
       await runner?.stop();
       await alerts.stop();
+      await budgetAlerts.stop();
       await webhooks.stop();
       await simulator.close();
       await media.close();

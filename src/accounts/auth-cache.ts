@@ -33,6 +33,8 @@ export interface Principal {
   mode: KeyMode;
   /** The key's own controls (D34), or null for a session token. */
   key: KeyControls | null;
+  /** The organization has budgets (D44): its live calls' holds count against them. */
+  budgets: boolean;
   /** A session's user's email (the audit log's actor, D45); absent for an API key. */
   email?: string | null;
 }
@@ -108,7 +110,7 @@ export class AuthCache implements AccountAuthChanges {
         m = orgId !== null ? await membershipWithLimits(db, s.userId, orgId) : null;
       }
       if (m === null || orgId === null) throw errors.orgNotFound();
-      return { accountId: orgId, userId: s.userId, role: m.role, keyId: null, limits: this.#limits.of(m), mode: "live", key: null, email: s.email };
+      return { accountId: orgId, userId: s.userId, role: m.role, keyId: null, limits: this.#limits.of(m), mode: "live", key: null, budgets: Number(m.has_budgets) === 1, email: s.email };
     }
     const now = Date.now();
     const cached = this.#entries.get(hash);
@@ -132,6 +134,7 @@ export class AuthCache implements AccountAuthChanges {
       limits: this.#limits.of(k),
       mode: k.mode === "test" ? "test" : "live",
       key: controlsOf(k),
+      budgets: k.hasBudgets,
     };
     if (this.#ttlMs > 0) {
       if (this.#entries.size >= AUTH_CACHE_MAX_ENTRIES) this.#entries.clear();

@@ -70,6 +70,7 @@ const keyByHashQuery = prepare((db, p) =>
       "accounts.total_deposits_micros",
       "accounts.tier_override",
       "accounts.limits_override",
+      "accounts.has_budgets",
     ])
     .where("api_keys.key_hash", "=", p<string>(0)),
 );
@@ -84,6 +85,8 @@ export interface AuthKeyRow extends KeyControlColumns, AccountLimitsRow {
   createdBy: string | null;
   /** What the key may manage (D41). */
   role: Role;
+  /** Whether the key's organization has budgets (D44). */
+  hasBudgets: boolean;
 }
 
 /** The key whose secret hashes to `keyHash`, with its account's limits columns, or null. Compiled once. */
@@ -105,6 +108,7 @@ export async function keyByHash(db: Executor, keyHash: string): Promise<AuthKeyR
     total_deposits_micros: k.total_deposits_micros,
     tier_override: k.tier_override,
     limits_override: k.limits_override,
+    hasBudgets: Number(k.has_budgets) === 1,
   };
 }
 

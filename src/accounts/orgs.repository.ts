@@ -14,11 +14,11 @@ export async function insertMembership(db: Executor, row: { orgId: string; userI
 }
 
 /** The role of `userId` in `orgId` with the organization's limits columns, or null when not a member. */
-export async function membershipWithLimits(db: Executor, userId: string, orgId: string): Promise<(AccountLimitsRow & { role: Role }) | null> {
+export async function membershipWithLimits(db: Executor, userId: string, orgId: string): Promise<(AccountLimitsRow & { role: Role; has_budgets: number }) | null> {
   const row = await db
     .selectFrom("memberships")
     .innerJoin("accounts", "accounts.id", "memberships.org_id")
-    .select(["memberships.role", "accounts.total_deposits_micros", "accounts.tier_override", "accounts.limits_override"])
+    .select(["memberships.role", "accounts.total_deposits_micros", "accounts.tier_override", "accounts.limits_override", "accounts.has_budgets"])
     .where("memberships.user_id", "=", userId)
     .where("memberships.org_id", "=", orgId)
     .executeTakeFirst();

@@ -117,7 +117,7 @@ export async function batchSettlements(db: Kysely<Database>, calls: PgSettleArgs
       from inp
       where holds.id = inp.hold_id and holds.status = 'open' and (inp.final is null or holds.amount_micros >= inp.final)
       returning inp.ord, holds.id as hold_id, holds.account_id, holds.amount_micros, holds.job_id, holds.request_id, holds.reference,
-        holds.key_id, holds.key_period_start
+        holds.key_id, holds.key_period_start, holds.budgeted
     ), lk as materialized (
       select id, balance_micros from accounts where id in (select account_id from h) order by id for update
     ), d as materialized (
@@ -137,6 +137,12 @@ export async function batchSettlements(db: Kysely<Database>, calls: PgSettleArgs
       update api_keys set spent_micros = api_keys.spent_micros - t.total
       from (select key_id, key_period_start, sum(delta) as total from d where key_id is not null group by key_id, key_period_start) t
       where api_keys.id = t.key_id and api_keys.spent_period_start = t.key_period_start
+    ), b as (
+      -- D44: and to the budget counters it was counted in, still on the hold's window (budgets after keys)
+      update budgets set spent_micros = budgets.spent_micros - t.total
+      from (select hb.budget_id, hb.window_start, sum(d.delta) as total from d join hold_budgets hb on hb.hold_id = d.hold_id
+        where d.budgeted = 1 group by hb.budget_id, hb.window_start) t
+      where budgets.id = t.budget_id and budgets.window_start = t.window_start
     ), u as (
       update usage_records set status = d.u_status, cost_micros = d.u_cost,
         ${keepUnitsSet((c) => sql.raw(`d.u_${c}`), "usage_records.")},

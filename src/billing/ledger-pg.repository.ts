@@ -135,6 +135,19 @@ function uncountKeyCte(final: number) {
 }
 
 /**
+ * The CTE `b` that gives a settled hold's unused amount back to the budget counters (D44) it was counted in
+ * and that are still on the hold's window. It reads `acc` (budgets after the account, as a counted hold
+ * locks them) and looks for the hold's counters only when the hold was budgeted.
+ */
+function uncountBudgetsCte(holdId: string, final: number) {
+  return sql`, b as (
+      update budgets set spent_micros = budgets.spent_micros - (acc.amount_micros - ${final}::bigint)
+      from acc, hold_budgets hb
+      where acc.budgeted = 1 and hb.hold_id = ${holdId} and budgets.id = hb.budget_id and budgets.window_start = hb.window_start
+    )`;
+}
+
+/**
  * Captures an open hold for `final` micro-USD (0 <= final <= held): marks it captured, returns the
  * difference to the balance and writes `hold_release` (+held) then `charge` (-final, omitted when 0);
  * with `usage`, finishes the usage record of the hold's request (D29) in the same statement. Returns the
@@ -150,13 +163,13 @@ export async function pgCaptureHold(
     with h as (
       update holds set status = 'captured', captured_micros = ${a.final}::bigint, settled_at = ${a.now}::bigint
       where id = ${a.holdId} and status = 'open' and amount_micros >= ${a.final}::bigint
-      returning account_id, amount_micros, job_id, request_id, reference, key_id, key_period_start
+      returning account_id, amount_micros, job_id, request_id, reference, key_id, key_period_start, budgeted
     ), acc as (
       update accounts set balance_micros = accounts.balance_micros + h.amount_micros - ${a.final}::bigint,
         ${rearmAfterCredit(sql`(h.amount_micros - ${a.final}::bigint)`)}
       from h where accounts.id = h.account_id
-      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference, h.key_id, h.key_period_start
-    )${usageCte}${uncountKeyCte(a.final)}
+      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference, h.key_id, h.key_period_start, h.budgeted
+    )${usageCte}${uncountKeyCte(a.final)}${uncountBudgetsCte(a.holdId, a.final)}
     insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, request_id, reference, created_at)
     select ${newTimeOrderedId("le")}, account_id, 'hold_release', amount_micros, balance_micros + ${a.final}::bigint, ${a.holdId}, job_id, request_id, reference, ${a.now}::bigint from acc
     union all
@@ -185,12 +198,12 @@ export async function pgReleaseHold(
     with h as (
       update holds set status = 'released', settled_at = ${a.now}::bigint
       where id = ${a.holdId} and status = 'open'
-      returning account_id, amount_micros, job_id, request_id, reference, key_id, key_period_start
+      returning account_id, amount_micros, job_id, request_id, reference, key_id, key_period_start, budgeted
     ), acc as (
       update accounts set balance_micros = accounts.balance_micros + h.amount_micros, ${rearmAfterCredit(sql`h.amount_micros`)}
       from h where accounts.id = h.account_id
-      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference, h.key_id, h.key_period_start
-    )${usageCte}${uncountKeyCte(0)}
+      returning accounts.balance_micros, h.amount_micros, h.account_id, h.job_id, h.request_id, h.reference, h.key_id, h.key_period_start, h.budgeted
+    )${usageCte}${uncountKeyCte(0)}${uncountBudgetsCte(a.holdId, 0)}
     insert into ledger_entries (id, account_id, kind, amount_micros, balance_after_micros, hold_id, job_id, request_id, reference, created_at)
     select ${newTimeOrderedId("le")}, account_id, 'hold_release', amount_micros, balance_micros, ${a.holdId}, job_id, request_id, reference, ${a.now}::bigint from acc
     returning balance_after_micros, amount_micros`.execute(db);

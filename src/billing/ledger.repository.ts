@@ -189,7 +189,7 @@ const captureStmt = prepare((db, p) =>
     .where("id", "=", p<string>(2))
     .where("status", "=", "open")
     .where("amount_micros", ">=", p<number>(0))
-    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id", "key_id", "key_period_start"]),
+    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id", "key_id", "key_period_start", "budgeted"]),
 );
 const releaseStmt = prepare((db, p) =>
   db
@@ -197,7 +197,7 @@ const releaseStmt = prepare((db, p) =>
     .set({ status: "released", settled_at: p<number>(0) })
     .where("id", "=", p<string>(1))
     .where("status", "=", "open")
-    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id", "key_id", "key_period_start"]),
+    .returning(["account_id", "amount_micros", "job_id", "reference", "request_id", "key_id", "key_period_start", "budgeted"]),
 );
 
 /** A hold that left `open`, as the settlement statements return it. */
@@ -210,6 +210,8 @@ export interface SettledHoldRow {
   /** The key counter the hold was counted in (D34), or null. */
   keyId: string | null;
   keyPeriodStart: number | null;
+  /** Whether the hold was counted in budget counters (D44). */
+  budgeted: boolean;
 }
 
 function settledOf(r: {
@@ -220,6 +222,7 @@ function settledOf(r: {
   request_id: string | null;
   key_id: string | null;
   key_period_start: number | null;
+  budgeted: number;
 }): SettledHoldRow {
   return {
     accountId: r.account_id,
@@ -229,6 +232,7 @@ function settledOf(r: {
     requestId: r.request_id,
     keyId: r.key_id,
     keyPeriodStart: r.key_period_start === null ? null : Number(r.key_period_start),
+    budgeted: Number(r.budgeted) === 1,
   };
 }
 
@@ -277,6 +281,8 @@ export interface LockedHold {
   reference: string | null;
   keyId: string | null;
   keyPeriodStart: number | null;
+  /** Whether the hold was counted in budget counters (D44). */
+  budgeted: boolean;
 }
 
 /**
@@ -287,7 +293,7 @@ export interface LockedHold {
 export async function lockOpenHold(trx: Transaction<Database>, holdId: string, pg: boolean): Promise<LockedHold | null> {
   let q = trx
     .selectFrom("holds")
-    .select(["account_id", "amount_micros", "request_id", "reference", "key_id", "key_period_start"])
+    .select(["account_id", "amount_micros", "request_id", "reference", "key_id", "key_period_start", "budgeted"])
     .where("id", "=", holdId)
     .where("status", "=", "open");
   if (pg) q = q.forUpdate();
@@ -300,6 +306,7 @@ export async function lockOpenHold(trx: Transaction<Database>, holdId: string, p
     reference: r.reference,
     keyId: r.key_id,
     keyPeriodStart: r.key_period_start === null ? null : Number(r.key_period_start),
+    budgeted: Number(r.budgeted) === 1,
   };
 }
 

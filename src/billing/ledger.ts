@@ -47,6 +47,7 @@ import {
 } from "./ledger.repository.ts";
 import { ledgerWriterOf, LedgerWriterFailure } from "./ledger-writer.ts";
 import { countKeySpend, type KeySpend, KeySpendLimitError, keySpendState, periodStart, uncountKeySpend } from "./key-spend.ts";
+import { BudgetExceededError, budgetRoom, countBudgets, holdBudgetsForExtension, noteHoldBudgets, uncountHoldBudgets } from "./budgets.ts";
 import type { BalanceEvents } from "./balance-events.ts";
 import { type Executor, inTransaction } from "./executor.ts";
 import type { Micros } from "../money.ts";
@@ -80,6 +81,7 @@ async function fromWriter<T>(call: Promise<unknown>): Promise<T> {
     const { name, message, fields: f } = err.remote;
     if (name === "InsufficientFundsError") throw new InsufficientFundsError(f["neededMicros"] as Micros, f["balanceMicros"] as Micros | null);
     if (name === "KeySpendLimitError") throw new KeySpendLimitError(f as unknown as ConstructorParameters<typeof KeySpendLimitError>[0]);
+    if (name === "BudgetExceededError") throw new BudgetExceededError(f as unknown as ConstructorParameters<typeof BudgetExceededError>[0]);
     if (name === "RangeError") throw new RangeError(message);
     throw new Error(message);
   }
@@ -97,9 +99,15 @@ async function writeEntries(trx: Transaction<Database>, accountId: string, now: 
   await insertEntries(trx, accountId, now, entries);
 }
 
-/** Gives a settled hold's unused amount back to the key counter it was counted in (D34), if any. */
-async function uncountHold(trx: Transaction<Database>, hold: { keyId: string | null; keyPeriodStart: number | null }, amount: Micros): Promise<void> {
+/** Gives a settled hold's unused amount back to the key counter (D34) and the budget counters (D44) it was counted in, if any. */
+async function uncountHold(
+  trx: Transaction<Database>,
+  holdId: string,
+  hold: { keyId: string | null; keyPeriodStart: number | null; budgeted: boolean },
+  amount: Micros,
+): Promise<void> {
   if (hold.keyId !== null && hold.keyPeriodStart !== null) await uncountKeySpend(trx, hold.keyId, hold.keyPeriodStart, amount);
+  if (hold.budgeted) await uncountHoldBudgets(trx, holdId, amount);
 }
 
 /** A placed hold. */
@@ -117,10 +125,13 @@ export interface Hold {
  * With `usage`, the call's usage record (D29, id = its request id) is inserted with the hold, in the same
  * statement on PostgreSQL; the hold and its entries then carry the request id. `reference` is the model.
  * A live call whose key has a spend limit (`usage.keySpend`, D34) is counted against the key's counter in
- * the same transaction, before the balance is checked (key-spend.ts); such holds are not batched.
+ * the same transaction, before the balance is checked (key-spend.ts); a live call of an organization with
+ * budgets (`usage.budgets`, D44) against every budget that applies to it (budgets.ts). Such holds are not
+ * batched.
  * With `events` (the gateway's, balance-events.ts), a hold made on `db` itself (not a transaction) is told
  * to its listeners once committed.
  * @throws KeySpendLimitError when the hold would take the key past its limit (nothing is written).
+ * @throws BudgetExceededError when the hold would pass a `block` budget (nothing is written).
  * @throws InsufficientFundsError when the balance is below the amount (nothing is written).
  */
 export async function placeHold(db: Executor, args: HoldArgs, events?: BalanceEvents | null): Promise<Hold> {
@@ -175,8 +186,10 @@ async function placeHoldNow(db: Executor, args: HoldArgs): Promise<Hold> {
     ? usageRow(args.usage, { accountId: args.accountId, amountMicros: args.amountMicros, jobId: args.jobId, model: args.reference ?? "" }, now)
     : null;
   const requestId = usage?.id ?? null;
-  const keySpend = args.usage && args.usage.mode !== "test" ? (args.usage.keySpend ?? null) : null;
-  if (keySpend !== null) return placeCountedHold(db, args, keySpend, { id, now, usage, requestId });
+  const live = args.usage !== null && args.usage !== undefined && args.usage.mode !== "test";
+  const keySpend = live ? (args.usage?.keySpend ?? null) : null;
+  const budgeted = live && args.usage?.budgets === true;
+  if (keySpend !== null || budgeted) return placeCountedHold(db, args, keySpend, budgeted, { id, now, usage, requestId });
   if (isPostgres(db)) {
     const a = {
       holdId: id,
@@ -258,26 +271,38 @@ async function sqlitePlaceHold(
 }
 
 /**
- * A hold counted against its key's spend limit (D34), in one transaction: the account row is locked first
- * (settlements lock holds, then accounts, then keys: the same order, so no deadlock), then the key's
- * counter takes the amount if the limit allows, then the balance is debited; either refusal rolls back.
+ * A hold counted against its key's spend limit (D34) and its organization's budgets (D44), in one
+ * transaction: the account row is locked first (settlements lock holds, then accounts, then keys, then
+ * budgets: the same order, so no deadlock), then the key's counter takes the amount if the limit allows,
+ * then the budget counters if every `block` budget allows, then the balance is debited; any refusal rolls
+ * back.
  */
-async function placeCountedHold(db: Executor, args: HoldArgs, spend: KeySpend, h: HoldRow): Promise<Hold> {
+async function placeCountedHold(db: Executor, args: HoldArgs, spend: KeySpend | null, budgeted: boolean, h: HoldRow): Promise<Hold> {
   return inTransaction(db, async (trx) => {
     const pg = isPostgres(trx);
     if (pg) await pgLockAccount(trx, args.accountId);
-    const period = periodStart(spend.period, h.now);
-    const counted = await countKeySpend(trx, spend.keyId, args.amountMicros, period);
-    if (counted === null) {
-      const state = await keySpendState(trx, spend.keyId, period);
-      throw new KeySpendLimitError({
-        limitMicros: state?.limitMicros ?? spend.limitMicros,
-        spentMicros: state?.spentMicros ?? 0,
-        neededMicros: args.amountMicros,
-        period: spend.period,
-      });
+    let counted: number | null = null;
+    if (spend !== null) {
+      const period = periodStart(spend.period, h.now);
+      counted = await countKeySpend(trx, spend.keyId, args.amountMicros, period);
+      if (counted === null) {
+        const state = await keySpendState(trx, spend.keyId, period);
+        throw new KeySpendLimitError({
+          limitMicros: state?.limitMicros ?? spend.limitMicros,
+          spentMicros: state?.spentMicros ?? 0,
+          neededMicros: args.amountMicros,
+          period: spend.period,
+        });
+      }
     }
-    if (!pg) return sqlitePlaceHold(trx, args, { ...h, keyId: spend.keyId, keyPeriod: counted });
+    const call = { accountId: args.accountId, userId: args.usage?.userId ?? null, keyId: args.usage?.keyId ?? null };
+    const budgets = budgeted ? await countBudgets(trx, call, args.amountMicros, h.now) : [];
+    const keyId = spend === null ? null : spend.keyId;
+    if (!pg) {
+      const hold = await sqlitePlaceHold(trx, args, { ...h, keyId, keyPeriod: counted });
+      await noteHoldBudgets(trx, h.id, budgets);
+      return hold;
+    }
     const after = await pgPlaceHold(trx, {
       holdId: h.id,
       accountId: args.accountId,
@@ -287,10 +312,11 @@ async function placeCountedHold(db: Executor, args: HoldArgs, spend: KeySpend, h
       reference: args.reference ?? null,
       now: h.now,
       usage: h.usage,
-      keyId: spend.keyId,
+      keyId,
       keyPeriod: counted,
     });
     if (after === null) throw new InsufficientFundsError(args.amountMicros, await getBalance(trx, args.accountId));
+    await noteHoldBudgets(trx, h.id, budgets);
     recordLedger("hold", -args.amountMicros);
     return { id: h.id, accountId: args.accountId, amountMicros: args.amountMicros, balanceAfterMicros: after };
   });
@@ -344,7 +370,7 @@ export async function captureHold(
     if (finalMicros > 0)
       entries.push({ kind: "charge", amount: -finalMicros, balanceAfter: balance, ...common });
     await writeEntries(trx, hold.accountId, now, entries);
-    await uncountHold(trx, hold, held - finalMicros);
+    await uncountHold(trx, holdId, hold, held - finalMicros);
     if (usage && hold.requestId !== null) await finishUsage(trx, hold.requestId, { ...usage, costMicros: finalMicros }, now);
     return { chargedMicros: finalMicros, balanceAfterMicros: balance };
   });
@@ -387,7 +413,7 @@ export async function releaseHold(
         reference: hold.reference,
       },
     ]);
-    await uncountHold(trx, hold, held);
+    await uncountHold(trx, holdId, hold, held);
     if (usage && hold.requestId !== null) await finishUsage(trx, hold.requestId, { ...usage, costMicros: 0 }, now);
     return { chargedMicros: 0, balanceAfterMicros: balance };
   });
@@ -433,9 +459,9 @@ export async function credit(
       },
     ]);
     if (args.kind === "refund" && args.holdId) {
-      // A refunded charge no longer counts against the key's spend limit (D34).
+      // A refunded charge no longer counts against the key's spend limit (D34) nor the budgets (D44).
       const hold = await holdKeyCounter(trx, args.holdId);
-      if (hold) await uncountHold(trx, hold, args.amountMicros);
+      if (hold) await uncountHold(trx, args.holdId, { ...hold, budgeted: true }, args.amountMicros);
     }
     return balance;
   });
@@ -475,8 +501,9 @@ async function keySpendLeft(trx: Transaction<Database>, keyId: string, period: n
  * character or second, at least 1 micro-USD); in one transaction with the account row locked, so parallel
  * sockets never overdraw. The hold is marked metered (running count 0, heartbeat `now`) and its usage record
  * (`args.usage`, live) realtime. Not for test mode (no hold): billing/metered-hold.ts handles that.
+ * Budgets (D44) that apply to the call cap it the same way.
  * @throws InsufficientFundsError when the balance is below `minMicros`; KeySpendLimitError when the key's
- *   limit leaves less than `minMicros` (nothing written either way).
+ *   limit leaves less than `minMicros`; BudgetExceededError when a `block` budget does (nothing written).
  */
 export async function placeMeteredHold(db: Executor, args: HoldArgs & { minMicros: Micros }, now = Date.now(), events?: BalanceEvents | null): Promise<Hold> {
   assertAmount(args.minMicros);
@@ -492,6 +519,13 @@ export async function placeMeteredHold(db: Executor, args: HoldArgs & { minMicro
         throw new KeySpendLimitError({ limitMicros: key.limitMicros, spentMicros: key.spentMicros, neededMicros: args.minMicros, period: spend.period });
       }
       if (key !== null) amount = Math.min(amount, key.left);
+    }
+    if (args.usage && args.usage.mode !== "test" && args.usage.budgets === true) {
+      const room = await budgetRoom(trx, { accountId: args.accountId, userId: args.usage.userId ?? null, keyId: args.usage.keyId }, now);
+      if (room !== null && room.leftMicros < args.minMicros) {
+        throw new BudgetExceededError({ budgetId: room.budget.id, amountMicros: room.budget.amountMicros, spentMicros: room.budget.spentMicros, neededMicros: args.minMicros });
+      }
+      if (room !== null) amount = Math.min(amount, room.leftMicros);
     }
     if (amount < args.minMicros) throw new InsufficientFundsError(args.minMicros, balance);
     const placed = await placeHold(trx, { ...args, amountMicros: amount });
@@ -518,8 +552,10 @@ export interface HoldExtension {
  * overdraws"): one more `hold` entry of the same hold, the key's counter raised in the same transaction
  * (locks: the hold, the account, the key: the order of every settlement), and the running count
  * `meteredMicros` persisted with the heartbeat `now` (and the usage record's `units` of that count, when given).
+ * The budgets (D44) the hold was counted in cap it and count it the same way.
  * @throws InsufficientFundsError when the balance is below `minMicros`; KeySpendLimitError when the key's
- *   limit leaves less; Error when the hold is not open (the sweep settled it). Nothing written then.
+ *   limit leaves less; BudgetExceededError when a `block` budget does; Error when the hold is not open (the
+ *   sweep settled it). Nothing written then.
  */
 export async function extendMeteredHold(
   db: Executor,
@@ -547,10 +583,19 @@ export async function extendMeteredHold(
       }
       if (key !== null) amount = Math.min(amount, key.left);
     }
+    const budgets = hold.budgeted ? await holdBudgetsForExtension(trx, holdId, now) : null;
+    if (budgets?.room) {
+      const room = budgets.room;
+      if (room.leftMicros < a.minMicros) {
+        throw new BudgetExceededError({ budgetId: room.budget.id, amountMicros: room.budget.amountMicros, spentMicros: room.budget.spentMicros, neededMicros: a.minMicros });
+      }
+      amount = Math.min(amount, room.leftMicros);
+    }
     if (amount < a.minMicros) throw new InsufficientFundsError(a.minMicros, balance);
     if (counted !== null && (await countKeySpend(trx, counted.keyId, amount, counted.period)) === null) {
       throw new KeySpendLimitError({ limitMicros: 0, spentMicros: 0, neededMicros: amount, period: "total" });
     }
+    if (budgets !== null) await budgets.count(amount);
     const after = await moveBalance(trx, hold.accountId, -amount);
     if (after === null) throw new InsufficientFundsError(a.minMicros, balance);
     if (!(await growHold(trx, holdId, amount, a.meteredMicros, now))) throw new Error(`hold ${holdId} is not open`);

@@ -36,7 +36,8 @@ import {
   releaseHold,
 } from "./ledger.ts";
 import { KeySpendLimitError } from "./key-spend.ts";
-import { billingStep, keySpendLimitError, type OnInsufficient, type PaidCalls } from "./paid-call.ts";
+import { BudgetExceededError } from "./budgets.ts";
+import { billingStep, budgetExceededError, keySpendLimitError, type OnInsufficient, type PaidCalls } from "./paid-call.ts";
 import { finishUsage, insertUsage, unitColumns, type Units, type UsageStart, usageRow } from "./usage.ts";
 import { endRealtimeUsage, markUsageRealtime } from "./usage.repository.ts";
 
@@ -53,7 +54,7 @@ export interface MeterPricing {
 /** A reservation the money does not cover: the socket's error message (D42) and nothing sent. */
 export interface MeterRefusal {
   /** `insufficient_balance` (the balance), or `key_spend_limit` (D34). */
-  code: "insufficient_balance" | "key_spend_limit";
+  code: "insufficient_balance" | "key_spend_limit" | "budget_exceeded";
   message: string;
 }
 
@@ -162,6 +163,7 @@ export class MeteredHold {
     } catch (err) {
       if (err instanceof InsufficientFundsError) throw onInsufficient(err);
       if (err instanceof KeySpendLimitError) throw keySpendLimitError(err);
+      if (err instanceof BudgetExceededError) throw budgetExceededError(err);
       throw err;
     }
   }
@@ -229,6 +231,9 @@ export class MeteredHold {
         }
         if (err instanceof KeySpendLimitError) {
           return { code: "key_spend_limit", message: `This API key's spend limit leaves too little for the next ${units} units of this session; what was paid for has been delivered.` };
+        }
+        if (err instanceof BudgetExceededError) {
+          return { code: "budget_exceeded", message: `Budget ${err.budgetId} leaves too little for the next ${units} units of this session; what was paid for has been delivered.` };
         }
         throw err;
       }

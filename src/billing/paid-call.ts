@@ -39,6 +39,7 @@ import {
 } from "./ledger.ts";
 import type { BalanceEvents } from "./balance-events.ts";
 import { KeySpendLimitError } from "./key-spend.ts";
+import { BudgetExceededError } from "./budgets.ts";
 import { formatUsd, type Micros } from "../money.ts";
 import { finishUsage, insertUsage, type Units, type UsageEnd, type UsageStart, usageRow } from "./usage.ts";
 
@@ -94,6 +95,7 @@ export async function holdOrRefuse(db: Executor, req: HoldRequest, onInsufficien
   } catch (err) {
     if (err instanceof InsufficientFundsError) throw onInsufficient(err);
     if (err instanceof KeySpendLimitError) throw keySpendLimitError(err);
+    if (err instanceof BudgetExceededError) throw budgetExceededError(err);
     throw err;
   }
 }
@@ -117,6 +119,15 @@ export function keySpendLimitError(err: KeySpendLimitError): AppError {
   const per = err.period === "total" ? "in total" : `per ${err.period}`;
   return errors.keySpendLimit(
     `This call holds ${formatUsd(err.neededMicros)} USD, more than the ${formatUsd(left)} USD left of this API key's spend limit of ${formatUsd(err.limitMicros)} USD ${per}.`,
+  );
+}
+
+/** The 402 `budget_exceeded` of D44 (`param` = the budget id), naming the budget and what is left of it. */
+export function budgetExceededError(err: BudgetExceededError): AppError {
+  const left = Math.max(0, err.amountMicros - err.spentMicros);
+  return errors.budgetExceeded(
+    `This call holds ${formatUsd(err.neededMicros)} USD, more than the ${formatUsd(left)} USD left of budget ${err.budgetId} (${formatUsd(err.amountMicros)} USD in its current window).`,
+    err.budgetId,
   );
 }
 

@@ -32,6 +32,8 @@ export interface CallContext {
   keySpend?: KeySpend | null;
   /** The member making the call (D41: the key's creator or the session's user), written on the usage record. */
   userId?: string | null;
+  /** The organization has budgets (D44): a live call's hold is counted against those that apply to it. */
+  budgets?: boolean;
 }
 
 /** A context for a call made outside an HTTP request (direct service calls in tests): a fresh live request. */

@@ -8,7 +8,7 @@ import type { Static } from "typebox";
 import { arr, coded, obj, oneOf, str } from "./schema.ts";
 
 /** Every event type, in the order `events` is echoed when omitted at creation (D31). */
-export const WEBHOOK_EVENT_TYPES = ["job.succeeded", "job.failed", "job.refunded", "job.expired", "balance.low"] as const;
+export const WEBHOOK_EVENT_TYPES = ["job.succeeded", "job.failed", "job.refunded", "job.expired", "balance.low", "budget.threshold"] as const;
 
 /** One event type of D31. */
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];

@@ -44,6 +44,8 @@ import { usageRoutes } from "./routes/usage.ts";
 import { voiceCloneRoutes, voicePublicRoutes, voiceRoutes } from "./routes/voices.ts";
 import { webhookRoutes } from "./routes/webhooks.ts";
 import { orgRoutes } from "./routes/orgs.ts";
+import { adminBudgetRoutes, budgetRoutes } from "./routes/budgets.ts";
+import { budgetHeaderHook } from "./cost-headers.ts";
 import { RealtimeSockets, registerWebSockets } from "./realtime/sockets.ts";
 import { elevenLabsRealtimeRoutes, realtimeRoutes } from "./realtime/routes.ts";
 import type { App } from "./types.ts";
@@ -134,6 +136,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   // A model call whose request windows waited for the key's allow-list and never reached its guard is
   // counted as it answers (auth.ts, D34 order of checks).
   app.addHook("onSend", settleDeferredWindows);
+  app.addHook("onSend", budgetHeaderHook(services));
   // Before every other hook: a request arriving while the gateway shuts down answers 503, and an
   // `Expect` other than 100-continue answers 417, both in the D1 body.
   refuseWhileClosing(app);
@@ -210,6 +213,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     jobReadRoutes(acc, services);
     orgRoutes(acc, services);
     orgAuditRoutes(acc, services);
+    budgetRoutes(acc, services);
   });
   await app.register(async (keyed) => {
     keyed.addHook("onRequest", requireAuth(services, { allowSession: false }));
@@ -240,6 +244,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     admin.addHook("onRequest", requireAdmin(services));
     adminRoutes(admin, services);
     adminAuditRoutes(admin, services);
+    adminBudgetRoutes(admin, services);
   });
   // Stripe Checkout top-ups (D33): the checkout (key or session) and Stripe's webhook (public, signed),
   // in their own scope: both answer 404 while payments are off, and the webhook reads raw bytes.

@@ -250,7 +250,7 @@ export function callOf(request: FastifyRequest): CallContext {
   const p = principalOf(request);
   const limit = p.key?.spendLimitMicros ?? null;
   const keySpend = limit !== null && p.keyId !== null && p.key ? { keyId: p.keyId, limitMicros: limit, period: p.key.spendLimitPeriod } : null;
-  return { requestId: request.id, keyId: p.keyId, mode: p.mode, keySpend, userId: p.userId };
+  return { requestId: request.id, keyId: p.keyId, mode: p.mode, keySpend, userId: p.userId, budgets: p.budgets };
 }
 
 /**

@@ -3,8 +3,11 @@
  * set in this one place for every paid route. Values: USD amounts as `formatUsd` text (D16), durations in
  * seconds rounded to milliseconds, the fallback pair only when a substitute served the call.
  */
-import type { FastifyReply } from "fastify";
+import type { FastifyReply, onSendHookHandler } from "fastify";
+import { budgetRemaining } from "../accounts/budgets.ts";
 import { formatUsd, type Micros } from "../money.ts";
+import type { Services } from "../services.ts";
+import { callOf } from "./auth.ts";
 
 /** What a paid call reports in headers. Amounts in micro-USD; omitted fields set no header. */
 export interface CostHeaderFields {
@@ -38,4 +41,22 @@ export function setCostHeaders(reply: FastifyReply, fields: CostHeaderFields): F
   if (fields.costMicros !== undefined) reply.header("x-svc-cost-usd", formatUsd(fields.costMicros));
   if (fields.balanceMicros !== undefined) reply.header("x-svc-balance-usd", formatUsd(fields.balanceMicros));
   return reply;
+}
+
+/**
+ * The `onSend` hook that adds `X-Svc-Budget-Remaining-USD` (D44) to a successful answer of a model call:
+ * the smallest remaining of the `block` budgets that apply to the call (the organization's, the member's,
+ * the key's, and the key's spend limit), read after the call's capture. Nothing when none applies, for a
+ * test-mode key, or for organizations without budgets or key limits (no read then).
+ */
+export function budgetHeaderHook(services: Services): onSendHookHandler {
+  return async (request, reply, payload) => {
+    const principal = request.principal;
+    if (principal === null || principal === undefined || principal.mode === "test") return payload;
+    if (request.routeOptions.config?.modelCall !== true || reply.statusCode >= 300) return payload;
+    if (!principal.budgets && (principal.key?.spendLimitMicros ?? null) === null) return payload;
+    const left = await budgetRemaining(services.db.kysely, principal.accountId, callOf(request));
+    if (left !== null) reply.header("x-svc-budget-remaining-usd", formatUsd(left));
+    return payload;
+  };
 }

@@ -27,6 +27,7 @@ import * as m016 from "./migrations/016_organizations.ts";
 import * as m017 from "./migrations/017_drop_holds_account_status.ts";
 import * as m018 from "./migrations/018_realtime_sessions.ts";
 import * as m019 from "./migrations/019_job_dialect_facts.ts";
+import * as m020 from "./migrations/020_budgets.ts";
 import * as m021 from "./migrations/021_audit_log.ts";
 import type { Database } from "./schema.ts";
 import { NodeSqliteDialect, openSqlite } from "./sqlite.ts";
@@ -144,6 +145,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, dialect: Dialect): Pr
   "017_drop_holds_account_status": m017,
   "018_realtime_sessions": m018,
   "019_job_dialect_facts": m019,
+  "020_budgets": m020,
   "021_audit_log": m021,
 };
 

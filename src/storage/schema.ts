@@ -28,6 +28,8 @@ export interface AccountsTable {
   low_balance_micros: Generated<number | null>;
   /** 1 while the next fall below the threshold sends `balance.low`; 0 after it did, until the balance is back above. */
   low_balance_armed: Generated<number>;
+  /** 1 while the organization has at least one budget (D44), else 0. */
+  has_budgets: Generated<number>;
 }
 
 export interface ApiKeysTable {
@@ -179,6 +181,8 @@ export interface HoldsTable {
   metered_micros: Generated<number | null>;
   /** A realtime socket's hold: when its running count was last persisted, epoch ms; null for every other hold. */
   heartbeat_at: Generated<number | null>;
+  /** 1 when the hold was counted in budget counters (D44; rows of `hold_budgets`), else 0. */
+  budgeted: Generated<number>;
 }
 
 /** Designed (`design`) or cloned (`clone`) voices, owned by one account. */
@@ -431,6 +435,50 @@ export interface IdempotentCallsTable {
   expires_at: number;
 }
 
+/** What a budget (D44) counts: an organization's, a member's or a key's calls. */
+export type BudgetScopeType = "org" | "member" | "key";
+/** The calendar window of a budget (D44); `total` is one window forever. */
+export type BudgetPeriod = "day" | "week" | "month" | "total";
+/** What a budget does when a hold would pass it (D44): refuse (`block`) or only announce thresholds (`alert`). */
+export type BudgetAction = "block" | "alert";
+
+/** Budgets of organizations (D44), each with the counter of its current window. */
+export interface BudgetsTable {
+  /** `bud_<random>`. */
+  id: string;
+  /** The organization the budget belongs to. */
+  account_id: string;
+  scope_type: BudgetScopeType;
+  /** The organization's id, the member's user id or the key's id. */
+  scope_id: string;
+  /** micro-USD, > 0. */
+  amount_micros: number;
+  period: BudgetPeriod;
+  /** IANA time zone whose calendar the windows follow. */
+  timezone: string;
+  action: BudgetAction;
+  /** Percentages (JSON array of integers 1..100, ascending) announced once per window. */
+  thresholds_json: string;
+  /** Open holds plus captured charges counted in the window starting at `window_start`, micro-USD. */
+  spent_micros: Generated<number>;
+  /** Epoch ms of the window the counter is for (0 for `total`). */
+  window_start: Generated<number>;
+  /** The window whose thresholds were announced up to `alerted_percent`, or null. */
+  alerted_window_start: Generated<number | null>;
+  /** The highest threshold announced in `alerted_window_start`'s window (0: none). */
+  alerted_percent: Generated<number>;
+  /** The spend (micro-USD) at which the next threshold of `alerted_window_start`'s window is due; 0: to be worked out. */
+  alert_next_micros: Generated<number>;
+  created_at: number;
+  updated_at: number;
+}
+
+/** The budget counters (budget, window) a hold was counted in (D44); its settlement gives back to them. */
+export interface HoldBudgetsTable {
+  hold_id: string;
+  budget_id: string;
+  window_start: number;
+}
 /**
  * One entry of the audit log (D45; storage/migrations/021_audit_log.ts): a change made through the API,
  * written in the transaction of the change. Append-only: no route changes or deletes one.
@@ -480,5 +528,7 @@ export interface Database {
   usage_records: UsageRecordsTable;
   topups: TopupsTable;
   idempotent_calls: IdempotentCallsTable;
+  budgets: BudgetsTable;
+  hold_budgets: HoldBudgetsTable;
   audit_log: AuditLogTable;
 }

@@ -32,10 +32,22 @@ export interface BalanceLowData {
   threshold_usd: number;
 }
 
+/** The `data` of a `budget.threshold` event (D44): the budget, the threshold crossed, USD amounts. */
+export interface BudgetThresholdData {
+  budget_id: string;
+  scope: { type: string; id: string };
+  /** The threshold crossed, a percentage of `amount_usd`. */
+  percent: number;
+  spent_usd: number;
+  amount_usd: number;
+  /** The window's start in the budget's time zone (ISO 8601 with offset). */
+  window_start: string;
+}
+
 /**
  * The JSON body every delivery of an event sends, byte for byte the same on each retry and replay:
  * `{"id": "evt_...", "type", "created_at": ISO 8601, "data"}`. `data` is the job object (D3) for job
- * events, {@link BalanceLowData} for `balance.low`.
+ * events, {@link BalanceLowData} for `balance.low`, {@link BudgetThresholdData} for `budget.threshold`.
  */
 export function eventBody(e: { id: string; type: string; createdAt: number; dataJson: string }): string {
   return `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"created_at":${JSON.stringify(new Date(e.createdAt).toISOString())},"data":${e.dataJson}}`;

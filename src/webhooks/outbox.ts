@@ -6,7 +6,7 @@
 import type { Transaction } from "kysely";
 import { newId } from "../ids.ts";
 import type { Database } from "../storage/schema.ts";
-import type { BalanceLowData, JobEventType, PredictionEvent, WebhookEventType } from "./events.ts";
+import type { BalanceLowData, BudgetThresholdData, JobEventType, PredictionEvent, WebhookEventType } from "./events.ts";
 import { type Destination, enabledEndpoints, insertEvent, jobWebhook } from "./outbox.repository.ts";
 
 /**
@@ -79,4 +79,12 @@ export async function enqueuePredictionEvent(
  */
 export async function enqueueBalanceLow(trx: Transaction<Database>, accountId: string, data: BalanceLowData): Promise<string | null> {
   return enqueue(trx, { accountId, type: "balance.low", jobId: null, dataJson: JSON.stringify(data), extraUrl: null });
+}
+
+/**
+ * Enqueues a `budget.threshold` event with `data` (D44) inside the transaction `trx` that moved the
+ * budget's alert mark, so the event is written once per threshold and window.
+ */
+export async function enqueueBudgetThreshold(trx: Transaction<Database>, accountId: string, data: BudgetThresholdData): Promise<string | null> {
+  return enqueue(trx, { accountId, type: "budget.threshold", jobId: null, dataJson: JSON.stringify(data), extraUrl: null });
 }

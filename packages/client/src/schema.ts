@@ -928,6 +928,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/orgs/{org_id}/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An organization's budgets
+         * @description Every budget of the organization, with its API keys' spend limits as key budgets of action `block` in UTC. Budgets of the organization, of the calling member and of the calling key all apply to a call at once; a call whose hold would pass a `block` budget is refused with 402 `budget_exceeded` (`param` = the budget id) before any upstream call.
+         */
+        get: operations["adminListBudgets"];
+        put?: never;
+        /**
+         * Create a budget for an organization
+         * @description As `POST /v1/budgets`, recorded in the organization's audit log as the operator's.
+         */
+        post: operations["adminCreateBudget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/orgs/{org_id}/deposits": {
         parameters: {
             query?: never;
@@ -1693,6 +1717,55 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's budgets
+         * @description Every budget of the organization, with its API keys' spend limits as key budgets of action `block` in UTC. Budgets of the organization, of the calling member and of the calling key all apply to a call at once; a call whose hold would pass a `block` budget is refused with 402 `budget_exceeded` (`param` = the budget id) before any upstream call.
+         */
+        get: operations["listBudgets"];
+        put?: never;
+        /**
+         * Create a budget
+         * @description Owners and admins. The window starts at the calendar boundary of `timezone` (midnight; Monday for weeks; the first for months). What the scope's live calls already hold or were charged in the current window counts at once. Each threshold crossed sends one `budget.threshold` event per window `{budget_id, scope, percent, spent_usd, amount_usd, window_start}`.
+         */
+        post: operations["createBudget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/budgets/{budget_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One budget */
+        get: operations["getBudget"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a budget
+         * @description Owners and admins. On a key's spend limit it removes the key's limit.
+         */
+        delete: operations["deleteBudget"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a budget
+         * @description Owners and admins. A new period or time zone starts the counter again from the usage of the new current window. On a key's spend limit only `amount_usd` and `period` change (the key's limit).
+         */
+        patch: operations["updateBudget"];
         trace?: never;
     };
     "/v1/capabilities": {
@@ -13061,6 +13134,327 @@ export interface operations {
             };
         };
     };
+    adminListBudgets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (`org_...`). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budgets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /**
+                             * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                             * @enum {string}
+                             */
+                            action: "block" | "alert";
+                            /** @description The budget per window (USD, at most 6 decimals). */
+                            amount_usd: number;
+                            /**
+                             * Format: date-time
+                             * @description When it was made.
+                             */
+                            created_at: string;
+                            /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                            id: string;
+                            /**
+                             * @description Always `budget`.
+                             * @enum {string}
+                             */
+                            object: "budget";
+                            /**
+                             * @description The calendar window.
+                             * @enum {string}
+                             */
+                            period: "day" | "week" | "month" | "total";
+                            /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                            remaining_usd: number;
+                            scope: {
+                                /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                                id: string;
+                                /**
+                                 * @description The organization's calls, one member's calls, or one API key's calls.
+                                 * @enum {string}
+                                 */
+                                type: "org" | "member" | "key";
+                            };
+                            /**
+                             * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                             * @enum {string}
+                             */
+                            source: "budget" | "key_spend_limit";
+                            /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                            spent_usd: number;
+                            /** @description Percentages that send one `budget.threshold` event per window. */
+                            thresholds: number[];
+                            /** @description The IANA time zone of the windows. */
+                            timezone: string;
+                            /**
+                             * Format: date-time
+                             * @description End of the current window (the next one's start); null for `total`.
+                             */
+                            window_end: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Start of the current window, in the budget's time zone.
+                             */
+                            window_start: string;
+                        }[];
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminCreateBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (`org_...`). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `block` refuses a call whose hold would pass the budget (402 `budget_exceeded`); `alert` only sends `budget.threshold` events.
+                     * @enum {string}
+                     */
+                    action?: "block" | "alert";
+                    /**
+                     * @description The budget per window, USD (more than 0, at most 6 decimals).
+                     * @example 50
+                     */
+                    amount_usd: number;
+                    /**
+                     * @description The calendar window: a day, a week (from Monday), a month of `timezone`, or `total` (one window forever).
+                     * @enum {string}
+                     */
+                    period: "day" | "week" | "month" | "total";
+                    scope: {
+                        /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                        id: string;
+                        /**
+                         * @description The organization's calls, one member's calls, or one API key's calls.
+                         * @enum {string}
+                         */
+                        type: "org" | "member" | "key";
+                    };
+                    /** @description Percentages at which one `budget.threshold` event is sent per window (default [50, 80, 100]). */
+                    thresholds?: number[];
+                    /**
+                     * @description IANA time zone whose calendar the windows follow (default `UTC`).
+                     * @example Europe/Paris
+                     */
+                    timezone?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The budget. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                         * @enum {string}
+                         */
+                        action: "block" | "alert";
+                        /** @description The budget per window (USD, at most 6 decimals). */
+                        amount_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                        id: string;
+                        /**
+                         * @description Always `budget`.
+                         * @enum {string}
+                         */
+                        object: "budget";
+                        /**
+                         * @description The calendar window.
+                         * @enum {string}
+                         */
+                        period: "day" | "week" | "month" | "total";
+                        /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                        remaining_usd: number;
+                        scope: {
+                            /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                            id: string;
+                            /**
+                             * @description The organization's calls, one member's calls, or one API key's calls.
+                             * @enum {string}
+                             */
+                            type: "org" | "member" | "key";
+                        };
+                        /**
+                         * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                         * @enum {string}
+                         */
+                        source: "budget" | "key_spend_limit";
+                        /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                        spent_usd: number;
+                        /** @description Percentages that send one `budget.threshold` event per window. */
+                        thresholds: number[];
+                        /** @description The IANA time zone of the windows. */
+                        timezone: string;
+                        /**
+                         * Format: date-time
+                         * @description End of the current window (the next one's start); null for `total`.
+                         */
+                        window_end: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Start of the current window, in the budget's time zone.
+                         */
+                        window_start: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a field; a time zone the runtime does not know; a scope that is not this organization, one of its members or keys; more than 100 budgets). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     adminOrgDeposit: {
         parameters: {
             query?: never;
@@ -19596,6 +19990,954 @@ export interface operations {
             /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listBudgets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budgets. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /**
+                             * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                             * @enum {string}
+                             */
+                            action: "block" | "alert";
+                            /** @description The budget per window (USD, at most 6 decimals). */
+                            amount_usd: number;
+                            /**
+                             * Format: date-time
+                             * @description When it was made.
+                             */
+                            created_at: string;
+                            /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                            id: string;
+                            /**
+                             * @description Always `budget`.
+                             * @enum {string}
+                             */
+                            object: "budget";
+                            /**
+                             * @description The calendar window.
+                             * @enum {string}
+                             */
+                            period: "day" | "week" | "month" | "total";
+                            /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                            remaining_usd: number;
+                            scope: {
+                                /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                                id: string;
+                                /**
+                                 * @description The organization's calls, one member's calls, or one API key's calls.
+                                 * @enum {string}
+                                 */
+                                type: "org" | "member" | "key";
+                            };
+                            /**
+                             * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                             * @enum {string}
+                             */
+                            source: "budget" | "key_spend_limit";
+                            /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                            spent_usd: number;
+                            /** @description Percentages that send one `budget.threshold` event per window. */
+                            thresholds: number[];
+                            /** @description The IANA time zone of the windows. */
+                            timezone: string;
+                            /**
+                             * Format: date-time
+                             * @description End of the current window (the next one's start); null for `total`.
+                             */
+                            window_end: string | null;
+                            /**
+                             * Format: date-time
+                             * @description Start of the current window, in the budget's time zone.
+                             */
+                            window_start: string;
+                        }[];
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `block` refuses a call whose hold would pass the budget (402 `budget_exceeded`); `alert` only sends `budget.threshold` events.
+                     * @enum {string}
+                     */
+                    action?: "block" | "alert";
+                    /**
+                     * @description The budget per window, USD (more than 0, at most 6 decimals).
+                     * @example 50
+                     */
+                    amount_usd: number;
+                    /**
+                     * @description The calendar window: a day, a week (from Monday), a month of `timezone`, or `total` (one window forever).
+                     * @enum {string}
+                     */
+                    period: "day" | "week" | "month" | "total";
+                    scope: {
+                        /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                        id: string;
+                        /**
+                         * @description The organization's calls, one member's calls, or one API key's calls.
+                         * @enum {string}
+                         */
+                        type: "org" | "member" | "key";
+                    };
+                    /** @description Percentages at which one `budget.threshold` event is sent per window (default [50, 80, 100]). */
+                    thresholds?: number[];
+                    /**
+                     * @description IANA time zone whose calendar the windows follow (default `UTC`).
+                     * @example Europe/Paris
+                     */
+                    timezone?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The budget. */
+            201: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                         * @enum {string}
+                         */
+                        action: "block" | "alert";
+                        /** @description The budget per window (USD, at most 6 decimals). */
+                        amount_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                        id: string;
+                        /**
+                         * @description Always `budget`.
+                         * @enum {string}
+                         */
+                        object: "budget";
+                        /**
+                         * @description The calendar window.
+                         * @enum {string}
+                         */
+                        period: "day" | "week" | "month" | "total";
+                        /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                        remaining_usd: number;
+                        scope: {
+                            /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                            id: string;
+                            /**
+                             * @description The organization's calls, one member's calls, or one API key's calls.
+                             * @enum {string}
+                             */
+                            type: "org" | "member" | "key";
+                        };
+                        /**
+                         * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                         * @enum {string}
+                         */
+                        source: "budget" | "key_spend_limit";
+                        /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                        spent_usd: number;
+                        /** @description Percentages that send one `budget.threshold` event per window. */
+                        thresholds: number[];
+                        /** @description The IANA time zone of the windows. */
+                        timezone: string;
+                        /**
+                         * Format: date-time
+                         * @description End of the current window (the next one's start); null for `total`.
+                         */
+                        window_end: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Start of the current window, in the budget's time zone.
+                         */
+                        window_start: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a field; a time zone the runtime does not know; a scope that is not this organization, one of its members or keys; more than 100 budgets). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (members and viewers read budgets; owners and admins change them); `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Budget id. */
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budget. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                         * @enum {string}
+                         */
+                        action: "block" | "alert";
+                        /** @description The budget per window (USD, at most 6 decimals). */
+                        amount_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                        id: string;
+                        /**
+                         * @description Always `budget`.
+                         * @enum {string}
+                         */
+                        object: "budget";
+                        /**
+                         * @description The calendar window.
+                         * @enum {string}
+                         */
+                        period: "day" | "week" | "month" | "total";
+                        /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                        remaining_usd: number;
+                        scope: {
+                            /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                            id: string;
+                            /**
+                             * @description The organization's calls, one member's calls, or one API key's calls.
+                             * @enum {string}
+                             */
+                            type: "org" | "member" | "key";
+                        };
+                        /**
+                         * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                         * @enum {string}
+                         */
+                        source: "budget" | "key_spend_limit";
+                        /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                        spent_usd: number;
+                        /** @description Percentages that send one `budget.threshold` event per window. */
+                        thresholds: number[];
+                        /** @description The IANA time zone of the windows. */
+                        timezone: string;
+                        /**
+                         * Format: date-time
+                         * @description End of the current window (the next one's start); null for `total`.
+                         */
+                        window_end: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Start of the current window, in the budget's time zone.
+                         */
+                        window_start: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `budget_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Budget id. */
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Always true.
+                         * @enum {boolean}
+                         */
+                        deleted: true;
+                        /** @description Budget id. */
+                        id: string;
+                        /**
+                         * @description Always `budget`.
+                         * @enum {string}
+                         */
+                        object: "budget";
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a path parameter that does not decode). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (members and viewers read budgets; owners and admins change them); `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `budget_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Budget id. */
+                budget_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `block` refuses a call whose hold would pass the budget (402 `budget_exceeded`); `alert` only sends `budget.threshold` events.
+                     * @enum {string}
+                     */
+                    action?: "block" | "alert";
+                    /**
+                     * @description The budget per window, USD (more than 0, at most 6 decimals).
+                     * @example 50
+                     */
+                    amount_usd?: number;
+                    /**
+                     * @description The calendar window: a day, a week (from Monday), a month of `timezone`, or `total` (one window forever).
+                     * @enum {string}
+                     */
+                    period?: "day" | "week" | "month" | "total";
+                    /** @description Percentages at which one `budget.threshold` event is sent per window (default [50, 80, 100]). */
+                    thresholds?: number[];
+                    /**
+                     * @description IANA time zone whose calendar the windows follow (default `UTC`).
+                     * @example Europe/Paris
+                     */
+                    timezone?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The budget. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description What happens at the amount: `block` refuses calls, `alert` only sends events.
+                         * @enum {string}
+                         */
+                        action: "block" | "alert";
+                        /** @description The budget per window (USD, at most 6 decimals). */
+                        amount_usd: number;
+                        /**
+                         * Format: date-time
+                         * @description When it was made.
+                         */
+                        created_at: string;
+                        /** @description Budget id (`bud_...`); a key's spend limit shows as `bud_<key id>`. */
+                        id: string;
+                        /**
+                         * @description Always `budget`.
+                         * @enum {string}
+                         */
+                        object: "budget";
+                        /**
+                         * @description The calendar window.
+                         * @enum {string}
+                         */
+                        period: "day" | "week" | "month" | "total";
+                        /** @description What is left in the current window (never below 0) (USD, at most 6 decimals). */
+                        remaining_usd: number;
+                        scope: {
+                            /** @description The organization id (`org_...`), the member's user id or the key id (`key_...`). */
+                            id: string;
+                            /**
+                             * @description The organization's calls, one member's calls, or one API key's calls.
+                             * @enum {string}
+                             */
+                            type: "org" | "member" | "key";
+                        };
+                        /**
+                         * @description `budget`, or `key_spend_limit` for an API key's spend limit shown as a budget (changing it here changes the key's limit).
+                         * @enum {string}
+                         */
+                        source: "budget" | "key_spend_limit";
+                        /** @description Open holds and captured charges of live calls in the current window (USD, at most 6 decimals). */
+                        spent_usd: number;
+                        /** @description Percentages that send one `budget.threshold` event per window. */
+                        thresholds: number[];
+                        /** @description The IANA time zone of the windows. */
+                        timezone: string;
+                        /**
+                         * Format: date-time
+                         * @description End of the current window (the next one's start); null for `total`.
+                         */
+                        window_end: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Start of the current window, in the budget's time zone.
+                         */
+                        window_start: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a field; a time zone the runtime does not know; a scope that is not this organization, one of its members or keys; more than 100 budgets). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (members and viewers read budgets; owners and admins change them); `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `budget_not_found`; `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large: `invalid_request` (body over the limit). */
+            413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -26366,7 +27708,7 @@ export interface operations {
                              *       "job.failed"
                              *     ]
                              */
-                            events: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low")[];
+                            events: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold")[];
                             /**
                              * @description Endpoint id.
                              * @example we_3kTMd9fQk2aQ8xYvL1pZrW
@@ -26483,7 +27825,7 @@ export interface operations {
                      *       "job.failed"
                      *     ]
                      */
-                    events?: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low")[];
+                    events?: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold")[];
                     /**
                      * @description The endpoint URL (`https://`, public address, at most 2048 characters).
                      * @example https://example.com/hooks/gateway
@@ -26516,7 +27858,7 @@ export interface operations {
                          *       "job.failed"
                          *     ]
                          */
-                        events: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low")[];
+                        events: ("job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold")[];
                         /** @description Endpoint id. */
                         id: string;
                         /**
@@ -26928,7 +28270,7 @@ export interface operations {
                  * @description The event type: a job or balance event, or a Replicate prediction's own webhook event (`prediction.start`, `prediction.output`, `prediction.completed`, sent only to that prediction's `webhook`).
                  * @example job.succeeded
                  */
-                event_type?: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "prediction.start" | "prediction.output" | "prediction.completed";
+                event_type?: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold" | "prediction.start" | "prediction.output" | "prediction.completed";
                 /**
                  * @description Page size, 1 to 100 (default 20).
                  * @example 20
@@ -26996,7 +28338,7 @@ export interface operations {
                              * @example job.succeeded
                              * @enum {string}
                              */
-                            event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "prediction.start" | "prediction.output" | "prediction.completed";
+                            event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold" | "prediction.start" | "prediction.output" | "prediction.completed";
                             /**
                              * @description Delivery id (the cursor for `after`).
                              * @example whd_8sHc2LQmYv3PZk0aTq1wXe
@@ -27181,7 +28523,7 @@ export interface operations {
                          * @example job.succeeded
                          * @enum {string}
                          */
-                        event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "prediction.start" | "prediction.output" | "prediction.completed";
+                        event_type: "job.succeeded" | "job.failed" | "job.refunded" | "job.expired" | "balance.low" | "budget.threshold" | "prediction.start" | "prediction.output" | "prediction.completed";
                         /**
                          * @description Delivery id (the cursor for `after`).
                          * @example whd_8sHc2LQmYv3PZk0aTq1wXe

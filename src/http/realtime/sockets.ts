@@ -157,7 +157,7 @@ export async function callerOfKey(services: Services, request: FastifyRequest, k
   return {
     principal,
     guard: guardFor(services.limiter, principal.accountId, principal.limits, principal.key?.models ?? null, firstMessageWindows(principal)),
-    call: { requestId: request.id, keyId: principal.keyId, mode: principal.mode, keySpend, userId: principal.userId },
+    call: { requestId: request.id, keyId: principal.keyId, mode: principal.mode, keySpend, userId: principal.userId, budgets: principal.budgets },
   };
 }
 
