@@ -71,6 +71,8 @@ const EXPECTED: [method: string, path: string][] = [
 /** The operator API (D23 allows leaving it out: listed for the operator token only, and in the typed client). */
 const OPERATOR: [method: string, path: string][] = [
   ["get", "/v1/admin/audit-log"],
+  ["get", "/v1/admin/orgs/{org_id}/budgets"],
+  ["post", "/v1/admin/orgs/{org_id}/budgets"],
   ["get", "/v1/admin/users"],
   ["get", "/v1/admin/users/{user_id}"],
   ["get", "/v1/admin/users/{user_id}/ledger"],
