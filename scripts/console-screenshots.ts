@@ -85,6 +85,9 @@ try {
     await h.gw.client(limited.data.api_key).POST("/v1/chat/completions", { body: { model: "txtA-large", messages: [{ role: "user", content: "Hi." }], max_tokens: 20 } });
   }
   await api.PUT("/v1/billing/alerts", { body: { low_balance_usd: 5 } });
+  // Budgets (D44): a day budget in a far zone, a month one that only alerts; the key's limit lists too.
+  await api.POST("/v1/budgets", { body: { scope: { type: "org", id: user.org_id }, amount_usd: 0.5, period: "day", timezone: "Asia/Tokyo" } });
+  await api.POST("/v1/budgets", { body: { scope: { type: "member", id: user.user_id }, amount_usd: 20, period: "month", timezone: "Europe/Paris", action: "alert", thresholds: [80] } });
   // The playground's own key, as the playground would have made it, so its pages show their forms.
   const playgroundKey = await api.POST("/v1/auth/keys", { body: { name: "Console playground", mode: "test" } });
   // Pages reached from a list rather than from the navigation: one of each.

@@ -174,6 +174,11 @@ export interface Config {
   modelShutdownDates: Readonly<Record<string, string>>;
   /** OpenTelemetry tracing (D40), or null: off (neither OTLP endpoint variable is set). */
   tracing: TracingConfig | null;
+  /**
+   * `FOCUS_PROVIDER_NAME` (default `media-gateway`): who sells, makes and invoices the calls in the FOCUS
+   * export (`GET /v1/usage/export`): its `ProviderName`, `PublisherName` and `InvoiceIssuerName`.
+   */
+  focusProviderName: string;
 }
 
 /**
@@ -566,5 +571,6 @@ export function loadConfig(env: Env = process.env): Config {
     payments: paymentsConfig(env),
     modelShutdownDates: modelShutdownDates(env),
     tracing: tracingConfig(env),
+    focusProviderName: (env.FOCUS_PROVIDER_NAME ?? "").trim() || "media-gateway",
   };
 }

@@ -6,7 +6,8 @@
  *   `ADMIN_ONLY` routes `admin` (webhooks and their secret and replays, the low-balance alert, top-ups);
  * - src/accounts/keys.ts `assertMayManage`: members change and revoke only their own keys, admins every key;
  * - src/accounts/orgs.ts `requireManages`: admins invite, change and remove members and viewers (and only
- *   give those roles), owners anyone; anyone may leave; renaming needs `admin`, deleting `owner`.
+ *   give those roles), owners anyone; anyone may leave; renaming needs `admin`, deleting `owner`;
+ * - budgets (D44): owners and admins write, members and viewers read.
  * The gateway stays the judge: a hidden button is a courtesy, every refusal still shows its message.
  */
 import { useQuery } from "@tanstack/react-query";
@@ -47,6 +48,8 @@ export const NEEDS = {
   alerts: "admin",
   /** Card top-ups (Checkout). */
   topUp: "admin",
+  /** Creating, changing and deleting budgets (D44; everyone reads them). */
+  budgets: "admin",
   /** Inviting, listing and revoking invites; changing and removing members below admin. */
   members: "admin",
   /** Reading the audit log. */

@@ -162,18 +162,18 @@ export async function requestOfAccount(db: Executor, accountId: string, id: stri
   return row ? recordOf(row) : null;
 }
 
-/** How `GET /v1/usage` groups. */
-export type GroupBy = "day" | "model" | "key" | "user";
+/** How `GET /v1/usage` groups: `member` and `user` both by member (the user id; `user` is the older name). */
+export type GroupBy = "day" | "model" | "key" | "member" | "user";
 
 /**
- * One row of {@link usageSums}: the group (the model, the key id or null, or for `day` the index of the
+ * One row of {@link usageSums}: the group (the model, the key id or null, the user id or null, or for `day` the index of the
  * `bucketMs` UTC bucket since the epoch), its record count, cost (micro-USD) and unit sums.
  */
 export type UsageSumRow = UnitValues & { group: string | number | null; requests: number; cost: number | null };
 
 /**
- * The account's records in `[from, to)` (ms since the epoch) and `mode`, summed by model, by key or (for
- * `day`) by UTC bucket of `bucketMs`. Pending and processing records count as requests with no cost yet.
+ * The account's records in `[from, to)` (ms since the epoch) and `mode`, summed by model, by key, by
+ * member or (for `day`) by UTC bucket of `bucketMs`. Pending and processing records count as requests with no cost yet.
  */
 export async function usageSums(
   db: Executor,
@@ -197,7 +197,7 @@ export async function usageSums(
   if (opts.groupBy === "key") {
     return (await sums.select("key_id as group").groupBy("key_id").execute()) as UsageSumRow[];
   }
-  if (opts.groupBy === "user") {
+  if (opts.groupBy === "member" || opts.groupBy === "user") {
     // D41: by member (the key's creator or the session's user); records without one group as `none`.
     return (await sums.select("user_id as group").groupBy("user_id").execute()) as UsageSumRow[];
   }

@@ -1,7 +1,7 @@
 /**
  * Reading the usage log (D29): `GET /v1/requests` (one page of records, newest first),
  * `GET /v1/requests/{id}` (a record and its ledger entries) and `GET /v1/usage` (records summed by day in
- * an IANA time zone, by model or by key). Every read is confined to one account and one mode: test-mode
+ * an IANA time zone, by model, by key or by member). Every read is confined to one account and one mode: test-mode
  * records (D32) show only when asked for with `mode=test`.
  *
  * Each query is one index range scan on `(account_id, mode, ..., created_at, id)` (migration 008 lists the
@@ -46,7 +46,10 @@ export async function getRequest(db: Executor, accountId: string, id: string): P
 
 /** One group of a usage summary. */
 export interface UsageGroup {
-  /** `YYYY-MM-DD` in the zone (day), the model id (model) or the key id (key; `none` for calls without one). */
+  /**
+   * `YYYY-MM-DD` in the zone (day), the model id (model), the key id (key; `none` for calls made without
+   * one) or the member's user id (member; `none` for records that name no member).
+   */
   group: string;
   requests: number;
   costMicros: Micros;

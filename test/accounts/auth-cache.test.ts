@@ -41,16 +41,23 @@ for (const backend of BACKENDS) {
     });
 
     test("two gateways in one process keep their own caches and settings", async () => {
-      const u = await gw.register();
-      assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200);
-      // A second gateway on the same database, its cache off: starting it leaves the first one's cache alone.
-      const other = await startGateway(backend.name, { AUTH_CACHE_MS: "0", DATABASE_URL: gw.services.config.databaseUrl }, { runner: false });
+      // The first gateway caches for a minute, so that starting the second (seconds on a busy machine)
+      // never outlasts its cache.
+      const first = await startGateway(backend.name, { AUTH_CACHE_MS: "60000", DATABASE_URL: gw.services.config.databaseUrl }, { runner: false });
       try {
-        await gw.services.db.kysely.deleteFrom("api_keys").where("account_id", "=", u.org_id).execute();
-        assert.equal((await gw.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200, "the first gateway's cache");
-        assert.equal((await other.request("GET", "/v1/auth/me", { token: u.api_key })).status, 401, "the second gateway caches nothing");
+        const u = await first.register();
+        assert.equal((await first.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200);
+        // A second gateway on the same database, its cache off: starting it leaves the first one's cache alone.
+        const other = await startGateway(backend.name, { AUTH_CACHE_MS: "0", DATABASE_URL: gw.services.config.databaseUrl }, { runner: false });
+        try {
+          await first.services.db.kysely.deleteFrom("api_keys").where("account_id", "=", u.org_id).execute();
+          assert.equal((await first.request("GET", "/v1/auth/me", { token: u.api_key })).status, 200, "the first gateway's cache");
+          assert.equal((await other.request("GET", "/v1/auth/me", { token: u.api_key })).status, 401, "the second gateway caches nothing");
+        } finally {
+          await other.close();
+        }
       } finally {
-        await other.close();
+        await first.close();
       }
     });
 

@@ -90,9 +90,22 @@ describe("parseCommand", () => {
       to: "2026-01-31",
       tz: "Europe/Berlin",
       csv: true,
+      focus: false,
     });
-    assert.deepEqual(parseCommand(["usage"]), { name: "usage", json: false, by: null, from: null, to: null, tz: null, csv: false });
-    assert.throws(() => parseCommand(["usage", "--by", "week"]), /--by must be one of day, model, key, user \(got 'week'\)/);
+    assert.deepEqual(parseCommand(["usage"]), { name: "usage", json: false, by: null, from: null, to: null, tz: null, csv: false, focus: false });
+    assert.equal((parseCommand(["usage", "--by", "member"]) as { by: string }).by, "member");
+    assert.throws(() => parseCommand(["usage", "--by", "week"]), /--by must be one of day, model, key, member, user \(got 'week'\)/);
+    assert.deepEqual(parseCommand(["usage", "--focus", "--from", "2026-01-01", "--to", "2026-01-31"]), {
+      name: "usage",
+      json: false,
+      by: null,
+      from: "2026-01-01",
+      to: "2026-01-31",
+      tz: null,
+      csv: false,
+      focus: true,
+    });
+    assert.throws(() => parseCommand(["usage", "--focus", "--by", "model"]), /--focus exports whole UTC days/);
     assert.deepEqual(parseCommand(["requests", "-l", "5"]), { name: "requests", json: false, limit: 5, after: null, model: null, status: null });
   });
 
@@ -132,6 +145,50 @@ describe("parseCommand", () => {
     assert.deepEqual(parseCommand(["alert", "--set", "5"]), { name: "alert", json: false, set: 5, off: false });
     assert.deepEqual(parseCommand(["alert", "--off"]), { name: "alert", json: false, set: null, off: true });
     assert.throws(() => parseCommand(["alert", "--set", "5", "--off"]), /not both/);
+  });
+
+  test("budgets list (the default), show, create with a scope and the D44 fields, update, delete", () => {
+    assert.deepEqual(parseCommand(["budgets"]), { name: "budgets-list", json: false });
+    assert.deepEqual(parseCommand(["budgets", "list", "--wide"]), { name: "budgets-list", json: false, wide: true });
+    assert.deepEqual(parseCommand(["budgets", "show", "bud_1", "--json"]), { name: "budgets-show", json: true, id: "bud_1" });
+    assert.deepEqual(
+      parseCommand(["budgets", "create", "--scope", "org", "--amount", "10", "--period", "day", "--timezone", "Asia/Tokyo", "--action", "block", "--thresholds", "100,50,80"]),
+      {
+        name: "budgets-create",
+        json: false,
+        scope: { type: "org" },
+        fields: { amount_usd: 10, period: "day", timezone: "Asia/Tokyo", action: "block", thresholds: [50, 80, 100] },
+      },
+    );
+    assert.deepEqual(parseCommand(["budgets", "create", "--amount", "2.5", "--period", "month"]), {
+      name: "budgets-create",
+      json: false,
+      scope: { type: "org" },
+      fields: { amount_usd: 2.5, period: "month" },
+    });
+    assert.deepEqual((parseCommand(["budgets", "create", "--scope", "key:key_abc", "--amount", "1", "--period", "total"]) as { scope: unknown }).scope, { type: "key", id: "key_abc" });
+    assert.deepEqual((parseCommand(["budgets", "create", "--scope", "member:usr_1", "--amount", "1", "--period", "week", "--thresholds", "none"]) as { scope: unknown; fields: unknown }), {
+      name: "budgets-create",
+      json: false,
+      scope: { type: "member", id: "usr_1" },
+      fields: { amount_usd: 1, period: "week", thresholds: [] },
+    });
+    assert.deepEqual(parseCommand(["budgets", "update", "bud_1", "--amount", "20", "--action", "alert"]), { name: "budgets-update", json: false, id: "bud_1", fields: { amount_usd: 20, action: "alert" } });
+    assert.deepEqual(parseCommand(["budgets", "delete", "bud_1"]), { name: "budgets-delete", json: false, id: "bud_1" });
+
+    assert.throws(() => parseCommand(["budgets", "create", "--period", "day"]), /'budgets create' needs --amount USD/);
+    assert.throws(() => parseCommand(["budgets", "create", "--amount", "5"]), /'budgets create' needs --period/);
+    assert.throws(() => parseCommand(["budgets", "create", "--amount", "0", "--period", "day"]), /--amount must be more than 0/);
+    assert.throws(() => parseCommand(["budgets", "create", "--amount", "5", "--period", "year"]), /--period must be one of day, week, month, total/);
+    assert.throws(() => parseCommand(["budgets", "create", "--amount", "5", "--period", "day", "--timezone", "Mars/Olympus"]), /--timezone must be an IANA time zone/);
+    assert.throws(() => parseCommand(["budgets", "create", "--amount", "5", "--period", "day", "--scope", "team:x"]), /--scope must be org, key:<key id> or member:<user id>/);
+    assert.throws(() => parseCommand(["budgets", "create", "--amount", "5", "--period", "day", "--thresholds", "50,120"]), /--thresholds must be whole percentages from 1 to 100/);
+    assert.throws(() => parseCommand(["budgets", "create", "--amount", "5", "--period", "day", "--action", "warn"]), /--action must be one of block, alert/);
+    assert.throws(() => parseCommand(["budgets", "update", "bud_1"]), /'budgets update' needs something to change/);
+    assert.throws(() => parseCommand(["budgets", "update", "bud_1", "--scope", "org"]), /--scope cannot be changed/);
+    assert.throws(() => parseCommand(["budgets", "delete"]), /'budgets delete' needs one budget id/);
+    assert.throws(() => parseCommand(["budgets", "list", "--amount", "3"]), /apply to 'budgets create' and 'budgets update' only/);
+    assert.throws(() => parseCommand(["budgets", "pause", "bud_1"]), /unknown 'budgets' action 'pause'/);
   });
 
   test("balance and voices: the first 50 voices unless --limit N or --all", () => {

@@ -337,7 +337,7 @@ for (const backend of BACKENDS) {
       assert.match(again.stderr, /^error: job_not_cancelable: /m);
     });
 
-    test("usage sums spend per model (table, JSON and CSV); requests lists the usage log", async () => {
+    test("usage sums spend per model and member (table, JSON and CSV) and exports FOCUS; requests lists the usage log", async () => {
       const user = await gw.register();
       const opts = { url: gw.url, key: user.api_key, cwd: dir };
       assert.equal((await cli(["speak", "Hello.", "--voice", DEMO_ALPHA_VOICE_ID, "-o", "u.mp3"], opts)).code, 0);
@@ -355,6 +355,14 @@ for (const backend of BACKENDS) {
       const csv = await cli(["usage", "--by", "model", "--csv"], opts);
       assert.equal(csv.code, 0, csv.stderr);
       assert.match(csv.stdout, /^group,requests,cost_usd/);
+      const byMember = await cli(["usage", "--by", "member", "--json"], opts);
+      assert.deepEqual((JSON.parse(byMember.stdout) as { data: { group: string }[] }).data.map((g) => g.group), [user.user_id]);
+      const focus = await cli(["usage", "--focus"], opts);
+      assert.equal(focus.code, 0, focus.stderr);
+      const [header, row, ...rest] = focus.stdout.split("\r\n");
+      assert.match(header, /^BilledCost,BillingAccountId,/);
+      assert.match(row, /^0\.00243,org_/);
+      assert.deepEqual(rest, [""], "one row, the CSV's line ends");
       const log = await cli(["requests", "--limit", "5", "--json"], opts);
       assert.equal(log.code, 0, log.stderr);
       const records = (JSON.parse(log.stdout) as { data: { model: string; kind: string; cost_usd: number }[] }).data;

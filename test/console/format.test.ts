@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { formatCount, formatDateTime, formatUsd, formatUsdCents, isoDateDaysAgo, plural, pluralNoun } from "../../console/src/format.ts";
 import { fromLocalInput, modelsText, parseModels, parseNumberInput, periodPhrase, toLocalInput } from "../../console/src/key-controls.ts";
+import { isTimeZone, parseThresholds, periodLabel, spentShare, thresholdsText, timeZones, wallClock, windowText } from "../../console/src/budgets.ts";
 
 describe("console formats", () => {
   test("counts agree with their noun: 1 call, 0 and 2 calls, irregular plurals, grouped digits", () => {
@@ -89,5 +90,35 @@ describe("key controls as form fields (console/src/key-controls.ts, D34)", () =>
     assert.equal(parseNumberInput("0"), 0);
     assert.equal(periodPhrase("month"), "this month");
     assert.equal(periodPhrase("total"), "in total");
+  });
+});
+
+describe("console budget texts (D44)", () => {
+  test("a window reads in the budget's own zone, the end being the next window's start; a total budget only has a start", () => {
+    assert.equal(wallClock("2026-11-29T15:00:00Z", "Asia/Tokyo", false, "en-US"), "Nov 30, 00:00");
+    assert.equal(windowText({ window_start: "2026-11-29T15:00:00Z", window_end: "2026-11-30T15:00:00Z", timezone: "Asia/Tokyo" }, "en-US"), "Nov 30, 00:00 – Dec 1, 00:00");
+    assert.equal(windowText({ window_start: "2026-03-28T23:00:00Z", window_end: "2026-03-29T22:00:00Z", timezone: "Europe/Paris" }, "en-US"), "Mar 29, 00:00 – Mar 30, 00:00", "a 23-hour day");
+    assert.equal(windowText({ window_start: "2026-11-01T09:30:00Z", window_end: null, timezone: "UTC" }, "en-US"), "since Nov 1, 2026, 09:30");
+    assert.equal(wallClock("2026-11-29T15:00:00Z", "Not/AZone", false, "en-US"), "Nov 29, 15:00", "an unknown zone reads in UTC");
+  });
+  test("thresholds typed as percentages: sorted, deduplicated, 1 to 100; empty is none", () => {
+    assert.deepEqual(parseThresholds("80, 50 100"), [50, 80, 100]);
+    assert.deepEqual(parseThresholds("50%,50"), [50]);
+    assert.deepEqual(parseThresholds(" "), []);
+    assert.equal(parseThresholds("0, 50"), null);
+    assert.equal(parseThresholds("120"), null);
+    assert.equal(parseThresholds("half"), null);
+    assert.equal(parseThresholds("12.5"), null);
+    assert.equal(thresholdsText([50, 80, 100]), "50%, 80%, 100%");
+    assert.equal(thresholdsText([]), "none");
+  });
+  test("periods, the spent share of the bar, and the time zones offered", () => {
+    assert.deepEqual((["day", "week", "month", "total"] as const).map(periodLabel), ["Daily", "Weekly", "Monthly", "Total"]);
+    assert.equal(spentShare({ spent_usd: 2.5, amount_usd: 10 }), 0.25);
+    assert.equal(spentShare({ spent_usd: 12, amount_usd: 10 }), 1);
+    const zones = timeZones();
+    assert.equal(zones[0], "UTC");
+    assert.ok(zones.includes("Asia/Tokyo") && zones.includes("America/New_York"));
+    assert.ok(isTimeZone("Asia/Tokyo") && !isTimeZone("Mars/Olympus") && !isTimeZone(""));
   });
 });

@@ -2,7 +2,7 @@
  * The Usage and Ledger pages of the console in a real browser (issue 15, D29): a user registers, makes a
  * speech call and an image job with its API key over HTTP, then finds both in Usage, filters by model
  * (kept in the URL), key and status, opens the request detail with its ledger entries, downloads the CSV
- * and finds the model's row in it; the Ledger shows the job's hold and charge, signed. Role and label
+ * and finds the model's row in it (and the member's, and the FOCUS export's row of the model); the Ledger shows the job's hold and charge, signed. Role and label
  * locators only.
  */
 import assert from "node:assert/strict";
@@ -18,6 +18,7 @@ describe("console usage and ledger", { skip: browserSkip }, () => {
   let h: ConsoleHarness;
   let page: Page;
   let apiKey: string;
+  let userId: string;
   let speech: { id: string; model: string };
   let image: { id: string; jobId: string };
 
@@ -26,6 +27,7 @@ describe("console usage and ledger", { skip: browserSkip }, () => {
     page = await h.context.newPage();
     const user = await h.signUp(page);
     apiKey = user.apiKey;
+    userId = user.userId;
     // Tier 3 (200 requests a minute): the paging test makes 24 more calls, and the console's own calls count too.
     await h.deposit(user.userId, 250);
     const s = await h.gw.request("POST", "/v1/audio/speech", { token: apiKey, body: { input: "Hello from the usage page.", voice_id: DEMO_ALPHA_VOICE_ID } });
@@ -109,6 +111,17 @@ describe("console usage and ledger", { skip: browserSkip }, () => {
     await page.getByLabel("CSV rows per").selectOption("day");
     const [byDay] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download CSV" }).click()]);
     assert.match(byDay.suggestedFilename(), /-by-day\.csv$/);
+
+    await page.getByLabel("CSV rows per").selectOption("member");
+    const [byMember] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download CSV" }).click()]);
+    assert.match(byMember.suggestedFilename(), /-by-member\.csv$/);
+    assert.ok(readFileSync((await byMember.path())!, "utf8").split(/\r?\n/).some((l) => l.startsWith(`${userId},2,`)), "both calls under the member");
+
+    const [focus] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download FOCUS 1.2" }).click()]);
+    assert.match(focus.suggestedFilename(), /^focus-\d{4}-\d{2}-\d{2}-to-\d{4}-\d{2}-\d{2}\.csv$/);
+    const rows = readFileSync((await focus.path())!, "utf8").split("\r\n");
+    assert.match(rows[0], /^BilledCost,BillingAccountId,/);
+    assert.ok(rows.some((l) => l.includes(`,${IMAGE_MODEL},${IMAGE_MODEL},`)), "the image model's row, SkuId and SkuPriceId");
   });
 
   test("ledger: the job's hold and charge with links to the request and the job, amounts signed", async () => {

@@ -35,6 +35,12 @@ const EXPECTED: [method: string, path: string][] = [
   ["post", "/v1/invites/{token}/accept"],
   // D45: the organization's audit log.
   ["get", "/v1/orgs/{org_id}/audit-log"],
+  // D44: budgets.
+  ["get", "/v1/budgets"],
+  ["post", "/v1/budgets"],
+  ["get", "/v1/budgets/{budget_id}"],
+  ["patch", "/v1/budgets/{budget_id}"],
+  ["delete", "/v1/budgets/{budget_id}"],
   ["get", "/v1/pricing"],
   ["get", "/v1/limits/tiers"],
   ["get", "/v1/credits/pricing"],
@@ -71,8 +77,6 @@ const EXPECTED: [method: string, path: string][] = [
 /** The operator API (D23 allows leaving it out: listed for the operator token only, and in the typed client). */
 const OPERATOR: [method: string, path: string][] = [
   ["get", "/v1/admin/audit-log"],
-  ["get", "/v1/admin/orgs/{org_id}/budgets"],
-  ["post", "/v1/admin/orgs/{org_id}/budgets"],
   ["get", "/v1/admin/users"],
   ["get", "/v1/admin/users/{user_id}"],
   ["get", "/v1/admin/users/{user_id}/ledger"],
@@ -89,6 +93,8 @@ const OPERATOR: [method: string, path: string][] = [
   ["post", "/v1/admin/orgs/{org_id}/deposits"],
   ["put", "/v1/admin/orgs/{org_id}/tier"],
   ["put", "/v1/admin/orgs/{org_id}/limits"],
+  ["get", "/v1/admin/orgs/{org_id}/budgets"],
+  ["post", "/v1/admin/orgs/{org_id}/budgets"],
   ["get", "/v1/admin/upstreams"],
   ["get", "/v1/admin/revenue"],
 ];

@@ -166,6 +166,9 @@ for (const backend of BACKENDS) {
       const summary = await client.usage.summary({ group_by: "model" });
       assert.equal(summary.total.requests, 2);
       assert.match(await client.usage.csv({ group_by: "model" }), /^group,requests,cost_usd/);
+      const focus = (await client.usage.focus()).split("\r\n");
+      assert.match(focus[0], /^BilledCost,BillingAccountId,/);
+      assert.ok(focus.filter((l) => l.includes(",Usage,")).length >= 2, "a FOCUS row per model and day");
     });
 
     test("an aborted wait rejects with the signal's reason and leaves the job running", async () => {

@@ -2,7 +2,8 @@
  * Usage (D29): the request log (`GET /v1/requests`, newest first, cursor paged) filtered by model, key,
  * status, key mode and a date range, all kept in the URL; the totals of the period by model
  * (`GET /v1/usage?group_by=model`, and `group_by=key` for the selected key); and a CSV of the period
- * (`GET /v1/usage.csv`) fetched with the session token and saved through a download link.
+ * (`GET /v1/usage.csv`, by model, day, key or member) and its FOCUS 1.2 export (`GET /v1/usage/export`,
+ * the chosen days as UTC days), fetched with the session token and saved through a download link.
  *
  * Dates are days in the browser's time zone: the range is sent as the instants of its local midnights
  * (`from` inclusive, `to` the midnight after the last day, exclusive), so the log, the totals and the CSV
@@ -33,7 +34,7 @@ export type UsageRecord = paths["/v1/requests"]["get"]["responses"][200]["conten
 export type ApiKey = paths["/v1/auth/keys"]["get"]["responses"][200]["content"]["application/json"]["data"][number];
 type Status = UsageRecord["status"];
 type Mode = UsageRecord["mode"];
-type GroupBy = "day" | "model" | "key";
+type GroupBy = "day" | "model" | "key" | "member";
 
 const STATUSES: Status[] = ["succeeded", "failed", "refunded", "expired", "pending", "processing"];
 
@@ -196,24 +197,37 @@ function csvFileName(fromDay: string, toDay: string, groupBy: GroupBy, mode: Mod
   return `usage-${fromDay || "start"}-to-${toDay || "now"}-by-${groupBy}${mode === "test" ? "-test" : ""}.csv`;
 }
 
+/** Hands `blob` to the browser's download as `name`. */
+function saveBlob(blob: Blob, name: string): void {
+  const url = URL.createObjectURL(blob);
+  try {
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = name;
+    document.body.append(a);
+    a.click();
+    a.remove();
+  } finally {
+    // The click has handed the blob to the browser's download; the object URL is no longer needed.
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  }
+}
+
 function DownloadCsv({ period, fromDay, toDay, groupBy, setGroupBy }: { period: Period; fromDay: string; toDay: string; groupBy: GroupBy; setGroupBy: (g: GroupBy) => void }) {
   const download = useMutation({
     mutationFn: async () => {
       const query = { ...(period.from ? { from: period.from } : {}), ...(period.to ? { to: period.to } : {}), mode: period.mode, tz: browserTimeZone(), group_by: groupBy };
       // The session token goes as a bearer header, which a plain link cannot send: fetch, then save the blob.
       const blob = (await unwrap(api.GET("/v1/usage.csv", { params: { query }, parseAs: "blob" }))) as Blob;
-      const url = URL.createObjectURL(blob);
-      try {
-        const a = document.createElement("a");
-        a.href = url;
-        a.download = csvFileName(fromDay, toDay, groupBy, period.mode);
-        document.body.append(a);
-        a.click();
-        a.remove();
-      } finally {
-        // The click has handed the blob to the browser's download; the object URL is no longer needed.
-        setTimeout(() => URL.revokeObjectURL(url), 10_000);
-      }
+      saveBlob(blob, csvFileName(fromDay, toDay, groupBy, period.mode));
+    },
+  });
+  // The FOCUS export covers whole UTC days: the chosen days are sent as UTC dates.
+  const focus = useMutation({
+    mutationFn: async () => {
+      const query = { format: "focus" as const, ...(fromDay ? { from: fromDay } : {}), ...(toDay ? { to: toDay } : {}), mode: period.mode };
+      const blob = (await unwrap(api.GET("/v1/usage/export", { params: { query }, parseAs: "blob" }))) as Blob;
+      saveBlob(blob, `focus-${fromDay || "month"}-to-${toDay || "today"}${period.mode === "test" ? "-test" : ""}.csv`);
     },
   });
   return (
@@ -226,16 +240,24 @@ function DownloadCsv({ period, fromDay, toDay, groupBy, setGroupBy }: { period: 
             <option value="model">model</option>
             <option value="day">day</option>
             <option value="key">key</option>
+            <option value="member">member</option>
           </select>
         </div>
         <button type="button" className="secondary" onClick={() => download.mutate()} aria-busy={download.isPending} disabled={download.isPending}>
           Download CSV
         </button>
+        <button type="button" className="secondary" onClick={() => focus.mutate()} aria-busy={focus.isPending} disabled={focus.isPending}>
+          Download FOCUS 1.2
+        </button>
       </div>
       <p>
-        <small>The CSV sums the period's {period.mode} calls; the model, key and status filters do not apply to it.</small>
+        <small>
+          The CSV sums the period's {period.mode} calls; the model, key and status filters do not apply to it. The FOCUS file is the
+          FinOps cost and usage format for finance tools: one row per UTC day, model, member and key of the chosen days.
+        </small>
       </p>
       {download.isError && <ErrorNotice error={download.error} />}
+      {focus.isError && <ErrorNotice error={focus.error} />}
     </section>
   );
 }

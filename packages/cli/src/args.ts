@@ -57,12 +57,27 @@ export type Command = CommonOptions &
     | { name: "jobs"; status: string | null; kind: string | null; model: string | null; limit: number | null; after: string | null }
     | { name: "job"; id: string }
     | { name: "cancel"; id: string }
-    | { name: "usage"; by: "day" | "model" | "key" | "user" | null; from: string | null; to: string | null; tz: string | null; csv: boolean }
+    | {
+        name: "usage";
+        /** `member` and `user` group alike (`user` is the older name). */
+        by: "day" | "model" | "key" | "member" | "user" | null;
+        from: string | null;
+        to: string | null;
+        tz: string | null;
+        csv: boolean;
+        /** `--focus`: the FOCUS 1.2 export (GET /v1/usage/export?format=focus) as CSV, over UTC days. */
+        focus: boolean;
+      }
     | { name: "requests"; limit: number | null; after: string | null; model: string | null; status: string | null }
     | { name: "keys-list" }
     | { name: "keys-create"; keyName: string | null; mode: "test" | null; controls: KeyControlFlags }
     | { name: "keys-update"; id: string; keyName: string | null; controls: KeyControlFlags }
     | { name: "keys-delete"; id: string }
+    | { name: "budgets-list" }
+    | { name: "budgets-show"; id: string }
+    | { name: "budgets-create"; scope: BudgetScopeFlag; fields: BudgetFlags & Required<Pick<BudgetFlags, "amount_usd" | "period">> }
+    | { name: "budgets-update"; id: string; fields: BudgetFlags }
+    | { name: "budgets-delete"; id: string }
     | { name: "balance" }
     | { name: "alert"; set: number | null; off: boolean }
     | {
@@ -88,11 +103,26 @@ export type Command = CommonOptions &
     | { name: "login"; email: string }
   );
 
+/**
+ * `--scope` of `budgets create` (D44): `org` (the organization acted for: its id is looked up), `key:<key
+ * id>` or `member:<user id>`.
+ */
+export type BudgetScopeFlag = { type: "org" } | { type: "key" | "member"; id: string };
+
+/** The fields of `budgets create` / `budgets update` as the API body takes them; absent = not given. */
+export interface BudgetFlags {
+  amount_usd?: number;
+  period?: "day" | "week" | "month" | "total";
+  timezone?: string;
+  action?: "block" | "alert";
+  thresholds?: number[];
+}
+
 /** How many voices `gateway voices` shows without `--limit` or `--all` (the library holds thousands). */
 export const VOICES_LIMIT = 50;
 
 /** The names of the commands, in the order the usage text lists them. */
-export const COMMANDS = ["speak", "image", "video", "jobs", "job", "cancel", "usage", "requests", "keys", "balance", "alert", "voices", "orgs", "invites", "login", "help"] as const;
+export const COMMANDS = ["speak", "image", "video", "jobs", "job", "cancel", "usage", "requests", "keys", "budgets", "balance", "alert", "voices", "orgs", "invites", "login", "help"] as const;
 
 /**
  * The D34 controls given on `keys create` / `keys update`, as the API body takes them: absent = not given
@@ -126,7 +156,7 @@ const OPTIONS: Record<string, Options> = {
   jobs: { status: { type: "string" }, kind: { type: "string" }, model: { type: "string", short: "m" }, limit: { type: "string", short: "l" }, after: { type: "string" }, ...WIDE },
   job: {},
   cancel: {},
-  usage: { by: { type: "string" }, from: { type: "string" }, to: { type: "string" }, tz: { type: "string" }, csv: { type: "boolean", default: false }, ...WIDE },
+  usage: { by: { type: "string" }, from: { type: "string" }, to: { type: "string" }, tz: { type: "string" }, csv: { type: "boolean", default: false }, focus: { type: "boolean", default: false }, ...WIDE },
   requests: { limit: { type: "string", short: "l" }, after: { type: "string" }, model: { type: "string", short: "m" }, status: { type: "string" }, ...WIDE },
   keys: {
     name: { type: "string" },
@@ -136,6 +166,15 @@ const OPTIONS: Record<string, Options> = {
     expires: { type: "string" },
     models: { type: "string" },
     rpm: { type: "string" },
+    ...WIDE,
+  },
+  budgets: {
+    scope: { type: "string" },
+    amount: { type: "string" },
+    period: { type: "string" },
+    timezone: { type: "string" },
+    action: { type: "string" },
+    thresholds: { type: "string" },
     ...WIDE,
   },
   balance: {},
@@ -257,12 +296,17 @@ function parseOptions(name: string, v: Values, pos: string[], json: boolean, str
       return { name, json, id: pos[0] };
     case "usage":
       expectPositionals(name, pos, 0, 0);
-      return { name, json, by: oneOf(str("by"), ["day", "model", "key", "user"] as const, "--by"), from: str("from"), to: str("to"), tz: str("tz"), csv: v.csv === true };
+      if (v.focus === true && (str("by") !== null || str("tz") !== null || v.csv === true)) {
+        throw new UsageError("--focus exports whole UTC days by model, member and key: it takes --from and --to only");
+      }
+      return { name, json, by: oneOf(str("by"), ["day", "model", "key", "member", "user"] as const, "--by"), from: str("from"), to: str("to"), tz: str("tz"), csv: v.csv === true, focus: v.focus === true };
     case "requests":
       expectPositionals(name, pos, 0, 0);
       return { name, json, limit: wholeNumber(str("limit"), "--limit"), after: str("after"), model: str("model"), status: str("status") };
     case "keys":
       return parseKeys(pos, str("name"), str("mode"), keyControlFlags(str), json);
+    case "budgets":
+      return parseBudgets(pos, str("scope"), budgetFlags(str), json);
     case "balance":
       expectPositionals(name, pos, 0, 0);
       return { name, json };
@@ -316,6 +360,101 @@ function keyControlFlags(str: (key: string) => string | null): KeyControlFlags {
   const rpm = str("rpm");
   if (rpm !== null) out.rpm = rpm === "none" ? null : wholeNumber(rpm, "--rpm");
   return out;
+}
+
+/** The D44 fields of `budgets create` and `budgets update`: `--amount USD`, `--period P`, `--timezone ZONE`, `--action A`, `--thresholds 50,80,100|none`. */
+function budgetFlags(str: (key: string) => string | null): BudgetFlags {
+  const out: BudgetFlags = {};
+  const amount = str("amount");
+  if (amount !== null) {
+    out.amount_usd = usdAmount(amount, "--amount");
+    if (out.amount_usd <= 0) throw new UsageError(`--amount must be more than 0 USD (got '${amount}')`);
+  }
+  const period = oneOf(str("period"), ["day", "week", "month", "total"] as const, "--period");
+  if (period !== null) out.period = period;
+  const timezone = str("timezone");
+  if (timezone !== null) {
+    if (!isTimeZone(timezone)) throw new UsageError(`--timezone must be an IANA time zone such as UTC, Europe/Paris or Asia/Tokyo (got '${timezone}')`);
+    out.timezone = timezone;
+  }
+  const action = oneOf(str("action"), ["block", "alert"] as const, "--action");
+  if (action !== null) out.action = action;
+  const thresholds = str("thresholds");
+  if (thresholds !== null) out.thresholds = thresholds === "none" ? [] : percentList(thresholds);
+  return out;
+}
+
+/** Whether the runtime knows `zone` as a time zone (IANA names, `UTC`). */
+function isTimeZone(zone: string): boolean {
+  if (zone.trim() === "") return false;
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `50,80,100`: whole percentages from 1 to 100, comma separated, each once, in ascending order. */
+function percentList(value: string): number[] {
+  const parts = value.split(",").map((p) => p.trim());
+  const bad = () => new UsageError(`--thresholds must be whole percentages from 1 to 100, comma separated, such as 50,80,100 (or none) (got '${value}')`);
+  if (parts.some((p) => !/^\d+$/.test(p))) throw bad();
+  const list = [...new Set(parts.map(Number))].sort((a, b) => a - b);
+  if (list.some((n) => n < 1 || n > 100)) throw bad();
+  return list;
+}
+
+/** `--scope org|key:<id>|member:<id>` of `budgets create`. */
+function budgetScope(value: string): BudgetScopeFlag {
+  if (value === "org") return { type: "org" };
+  const m = /^(key|member):(.+)$/.exec(value);
+  if (!m || m[2].trim() === "") throw new UsageError(`--scope must be org, key:<key id> or member:<user id> (got '${value}')`);
+  return { type: m[1] as "key" | "member", id: m[2].trim() };
+}
+
+/**
+ * `budgets list` (the default), `budgets show ID`, `budgets create [--scope S] --amount USD --period P
+ * [--timezone Z] [--action A] [--thresholds L]` (scope default `org`), `budgets update ID [fields]`,
+ * `budgets delete ID`.
+ */
+function parseBudgets(pos: string[], scope: string | null, fields: BudgetFlags, json: boolean): Command {
+  const [sub, ...args] = pos;
+  const given = Object.keys(fields).length > 0;
+  const noFields = (action: string) => {
+    if (scope !== null) throw new UsageError(`--scope applies to 'budgets create' only`);
+    if (given) throw new UsageError(`--amount, --period, --timezone, --action and --thresholds apply to 'budgets create' and 'budgets update' only (not '${action}')`);
+  };
+  const oneId = (action: string) => {
+    if (args.length !== 1) throw new UsageError(`'budgets ${action}' needs one budget id (bud_...)`);
+    return args[0];
+  };
+  switch (sub) {
+    case "list":
+    case undefined:
+      noFields("list");
+      if (args.length > 0) throw new UsageError(`'budgets list' takes no arguments`);
+      return { name: "budgets-list", json };
+    case "show":
+      noFields("show");
+      return { name: "budgets-show", json, id: oneId("show") };
+    case "create":
+      if (args.length > 0) throw new UsageError(`'budgets create' takes no arguments (the scope is --scope)`);
+      if (fields.amount_usd === undefined) throw new UsageError(`'budgets create' needs --amount USD`);
+      if (fields.period === undefined) throw new UsageError(`'budgets create' needs --period day, week, month or total`);
+      return { name: "budgets-create", json, scope: budgetScope(scope ?? "org"), fields: { ...fields, amount_usd: fields.amount_usd, period: fields.period } };
+    case "update": {
+      if (scope !== null) throw new UsageError(`--scope cannot be changed: make a new budget`);
+      const id = oneId("update");
+      if (!given) throw new UsageError(`'budgets update' needs something to change: --amount, --period, --timezone, --action or --thresholds`);
+      return { name: "budgets-update", json, id, fields };
+    }
+    case "delete":
+      noFields("delete");
+      return { name: "budgets-delete", json, id: oneId("delete") };
+    default:
+      throw new UsageError(`unknown 'budgets' action '${sub}' (list, show, create, update or delete)`);
+  }
 }
 
 /** A USD amount given on the command line (a non-negative decimal number). */

@@ -9,9 +9,9 @@ import { rename, rm } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import { type Answer, downloadOutput, type Gateway, GatewayError, type JsonBody, type MediaJob } from "../../client/src/index.ts";
+import { type Answer, type Budget, downloadOutput, type Gateway, GatewayError, type JsonBody, type MediaJob } from "../../client/src/index.ts";
 import type { Command } from "./args.ts";
-import { type Column, extensionOf, extensionOfFormat, keyValues, table, type TableLayout, usd } from "./format.ts";
+import { budgetScopeText, budgetWindow, type Column, extensionOf, extensionOfFormat, keyValues, table, type TableLayout, usd } from "./format.ts";
 import { ProgressReporter, type ProgressSink } from "./progress.ts";
 // Types only: speak-stream.ts (and `ws` with it) is loaded by `speak --stream` alone.
 import type { AudioSink, StreamIo } from "./speak-stream.ts";
@@ -96,6 +96,12 @@ export async function runCommand(cmd: Exclude<Command, { name: "help" | "login" 
     case "keys-update":
     case "keys-delete":
       return keys(cmd, ctx);
+    case "budgets-list":
+    case "budgets-show":
+    case "budgets-create":
+    case "budgets-update":
+    case "budgets-delete":
+      return budgets(cmd, ctx);
     case "balance":
       return balance(cmd, ctx);
     case "alert":
@@ -313,6 +319,11 @@ const UNIT_ORDER: (keyof UsageUnits)[] = ["characters", "seconds", "images", "mi
 
 async function usage(cmd: Extract<Command, { name: "usage" }>, ctx: CommandContext): Promise<number> {
   const { api, io, signal } = ctx;
+  if (cmd.focus) {
+    const csv = await api.usage.focus({ from: cmd.from ?? undefined, to: cmd.to ?? undefined }, { signal });
+    io.stdout.write(csv);
+    return 0;
+  }
   const query = { group_by: cmd.by ?? undefined, from: cmd.from ?? undefined, to: cmd.to ?? undefined, tz: cmd.tz ?? undefined };
   if (cmd.csv) {
     const csv = await api.usage.csv(query, { signal });
@@ -454,6 +465,91 @@ async function keys(cmd: Extract<Command, { name: "keys-list" | "keys-create" | 
   const data = await api.keys.delete(cmd.id, { signal });
   io.stdout.write(cmd.json ? json(data) : `deleted ${data.key_id}\n`);
   return 0;
+}
+
+/** A budget as key-value rows (D44). */
+function budgetRows(b: Budget): [string, string | null][] {
+  return [
+    ["budget_id", b.id],
+    ["scope", budgetScopeText(b.scope)],
+    ["amount", `${usd(b.amount_usd)} per ${b.period === "total" ? "total (one window)" : b.period}`],
+    ["timezone", b.timezone],
+    ["action", b.action],
+    ["thresholds", b.thresholds.length === 0 ? "none" : b.thresholds.map((t) => `${t}%`).join(", ")],
+    ["spent", usd(b.spent_usd)],
+    ["remaining", usd(b.remaining_usd)],
+    ["window", budgetWindow(b)],
+    ["created_at", b.created_at],
+  ];
+}
+
+/** "1.2 of 10 USD" (D44). */
+function budgetSpend(b: Budget): string {
+  return `${b.spent_usd} of ${usd(b.amount_usd)}`;
+}
+
+/**
+ * `gateway budgets [list]|show ID|create|update ID|delete ID` (D44): the organization's budgets (its keys'
+ * spend limits listed as key budgets). `create --scope org` names the organization acted for.
+ */
+async function budgets(cmd: Extract<Command, { name: "budgets-list" | "budgets-show" | "budgets-create" | "budgets-update" | "budgets-delete" }>, ctx: CommandContext): Promise<number> {
+  const { api, io, signal } = ctx;
+  switch (cmd.name) {
+    case "budgets-list": {
+      const data = await api.budgets.list({ signal });
+      if (cmd.json) {
+        io.stdout.write(json(data));
+        return 0;
+      }
+      io.stdout.write(
+        table(
+          [
+            "BUDGET_ID",
+            { header: "SCOPE", priority: 9, min: 10 },
+            { header: "PERIOD", priority: 8, min: 10 },
+            { header: "ACTION", priority: 7 },
+            { header: "SPENT", priority: 10, min: 12 },
+            { header: "REMAINING", priority: 6 },
+            { header: "WINDOW", priority: 5, min: 16 },
+            { header: "THRESHOLDS", priority: 3 },
+          ],
+          data.data.map((b) => [
+            b.id,
+            budgetScopeText(b.scope),
+            b.period === "total" ? "total" : `${b.period} ${b.timezone}`,
+            b.action,
+            budgetSpend(b),
+            usd(b.remaining_usd),
+            budgetWindow(b),
+            b.thresholds.length === 0 ? "none" : b.thresholds.map((t) => `${t}%`).join(","),
+          ]),
+          layoutOf(cmd, ctx),
+        ),
+      );
+      return 0;
+    }
+    case "budgets-show": {
+      const data = await api.budgets.get(cmd.id, { signal });
+      io.stdout.write(cmd.json ? json(data) : keyValues(budgetRows(data)));
+      return 0;
+    }
+    case "budgets-create": {
+      const scope = cmd.scope.type === "org" ? { type: "org" as const, id: await currentOrg(api, signal) } : cmd.scope;
+      const data = await api.budgets.create({ scope, ...cmd.fields }, { signal });
+      io.stdout.write(cmd.json ? json(data) : keyValues(budgetRows(data)));
+      return 0;
+    }
+    case "budgets-update": {
+      const data = await api.budgets.update(cmd.id, cmd.fields, { signal });
+      io.stdout.write(cmd.json ? json(data) : keyValues(budgetRows(data)));
+      return 0;
+    }
+    case "budgets-delete": {
+      const data = await api.budgets.delete(cmd.id, { signal });
+      io.stdout.write(cmd.json ? json(data) : `deleted ${data.id}\n`);
+      return 0;
+    }
+  }
 }
 
 /** `gateway alert [--set USD | --off]`: reads or sets the low-balance alert (D34). */

@@ -216,3 +216,35 @@ export function extensionOfFormat(format: string | null): string {
   if (format.startsWith("ulaw")) return "ulaw";
   return "bin";
 }
+
+/**
+ * An instant as the wall clock of `timeZone`, to the minute: `2026-11-29T15:00:00Z` in Asia/Tokyo ->
+ * `2026-11-30 00:00`. An unknown zone falls back to UTC.
+ */
+export function wallTime(iso: string, timeZone: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  let fmt: Intl.DateTimeFormat;
+  const opts: Intl.DateTimeFormatOptions = { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
+  try {
+    fmt = new Intl.DateTimeFormat("en-CA", { ...opts, timeZone });
+  } catch {
+    fmt = new Intl.DateTimeFormat("en-CA", { ...opts, timeZone: "UTC" });
+  }
+  const part = (type: string) => fmt.formatToParts(d).find((p) => p.type === type)?.value ?? "";
+  return `${part("year")}-${part("month")}-${part("day")} ${part("hour")}:${part("minute")}`;
+}
+
+/**
+ * A budget's current window (D44) in its own time zone: `2026-11-30 00:00 -> 2026-12-01 00:00 Asia/Tokyo`,
+ * or `since 2026-11-01 09:00 UTC` for a `total` budget (no end).
+ */
+export function budgetWindow(b: { window_start: string; window_end: string | null; timezone: string }): string {
+  const start = wallTime(b.window_start, b.timezone);
+  return b.window_end === null ? `since ${start} ${b.timezone}` : `${start} -> ${wallTime(b.window_end, b.timezone)} ${b.timezone}`;
+}
+
+/** A budget's scope as `--scope` writes it: `org`, `key:key_...`, `member:usr_...`. */
+export function budgetScopeText(scope: { type: string; id: string }): string {
+  return scope.type === "org" ? "org" : `${scope.type}:${scope.id}`;
+}

@@ -21,9 +21,11 @@ Jobs
 
 Account
   balance                          balance and tier
-  usage [--by day|model|key|user]  spend per day, model, key or member
+  usage [--by GROUP]               spend per day, model, key or member
+  usage --focus [--from --to]      the FOCUS 1.2 cost export (CSV)
   requests [--limit N]             the usage log, newest first
   keys list|create|update|delete   your API keys and their controls
+  budgets [create|update|delete]   spend budgets per day, week, month or total
   alert [--set USD | --off]        the low-balance alert
   voices [--provider P]            the voice library, 50 at a time (--limit N)
 
@@ -115,12 +117,17 @@ One job (GET /v1/jobs/{id}): status, queue position or progress, amounts, output
 Cancels a pending or processing job (POST /v1/jobs/{id}/cancel): it ends failed with code canceled and
 its whole hold is released. A finished job cannot be canceled (job_not_cancelable).
 `,
-  usage: `Usage: gateway usage [--by day|model|key|user] [--from DATE] [--to DATE] [--tz ZONE]
+  usage: `Usage: gateway usage [--by day|model|key|member] [--from DATE] [--to DATE] [--tz ZONE]
                      [--csv] [--wide]
+       gateway usage --focus [--from DATE] [--to DATE]
 
-Requests and spend per group (GET /v1/usage; --csv prints GET /v1/usage.csv); user groups by the
-member who called. Dates are ISO dates or instants; the default range is the last 30 days; --tz is an
-IANA zone for day groups (default UTC).
+Requests and spend per group (GET /v1/usage; --csv prints GET /v1/usage.csv); member groups by the
+member who called (user is the same). Dates are ISO dates or instants; the default range is the last
+30 days; --tz is an IANA zone for day groups (default UTC).
+
+--focus prints the FinOps FOCUS 1.2 cost and usage dataset as CSV (GET /v1/usage/export?format=focus):
+one row per UTC day, model, member and key, for finance tools. --from and --to are UTC dates, both
+included (default: this month up to today).
 `,
   requests: `Usage: gateway requests [--limit N] [--after ID] [--model M] [--status S] [--wide]
 
@@ -143,6 +150,32 @@ Controls (each optional; on update, only those given change):
 create prints the new secret once: it cannot be shown again. A test-mode key is served by the
 simulator and moves no money. A deleted key stops working at once. list shows what each key spent
 in its period.
+`,
+  budgets: `Usage: gateway budgets [list] [--wide]
+       gateway budgets show BUDGET_ID
+       gateway budgets create [--scope S] --amount USD --period P [fields]
+       gateway budgets update BUDGET_ID [fields]
+       gateway budgets delete BUDGET_ID
+
+Budgets of the organization (GET/POST /v1/budgets, GET/PATCH/DELETE /v1/budgets/{id}): an amount per
+calendar window for the whole organization, one member or one key. A block budget refuses calls
+whose hold would pass it (402 budget_exceeded); an alert budget only sends budget.threshold events.
+Several apply at once. list shows each budget's scope, period and zone, action, spend of the current
+window, what remains and the window in the budget's zone; keys' spend limits show as key budgets.
+Owners and admins change budgets; members and viewers read them.
+
+Fields (on update only those given change; the scope stays):
+  --scope S                 org (default: the organization acted for), key:KEY_ID or member:USER_ID
+  --amount USD              the budget per window, more than 0
+  --period P                day, week (from Monday), month or total (one window)
+  --timezone ZONE           IANA zone of the windows, e.g. Asia/Tokyo (default UTC)
+  --action A                block (default: refuse calls past the amount) or alert (events only)
+  --thresholds L            percentages that send one budget.threshold event per window, e.g.
+                            50,80,100 (the default), or none
+
+A new period or zone starts counting the new current window.
+  gateway budgets create --amount 10 --period day --timezone Asia/Tokyo
+  gateway budgets create --scope member:usr_1 --amount 100 --period month --action alert
 `,
   alert: `Usage: gateway alert [--set USD | --off]
 

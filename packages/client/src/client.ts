@@ -17,6 +17,7 @@ import { Auth, Keys } from "./resources/account.ts";
 import { Admin } from "./resources/admin.ts";
 import { Audio, Voices } from "./resources/audio.ts";
 import { Billing, Requests, Usage } from "./resources/billing.ts";
+import { Budgets } from "./resources/budgets.ts";
 import { Files, Gallery, Models, Pricing, System } from "./resources/catalog.ts";
 import { Genmedia, Images, Jobs, Videos } from "./resources/jobs.ts";
 import { Invites, Orgs } from "./resources/orgs.ts";
@@ -50,7 +51,9 @@ export class Gateway extends APIClient {
   readonly invites: Invites;
   /** Ledger (paginated), low-balance alert, checkout. */
   readonly billing: Billing;
-  /** Usage totals and CSV (D29). */
+  /** Budgets on calendar windows (D44). */
+  readonly budgets: Budgets;
+  /** Usage totals, CSV and the FOCUS export (D29). */
   readonly usage: Usage;
   /** The usage log (paginated, D29). */
   readonly requests: Requests;
@@ -95,6 +98,7 @@ export class Gateway extends APIClient {
     this.orgs = new Orgs(this);
     this.invites = new Invites(this);
     this.billing = new Billing(this);
+    this.budgets = new Budgets(this);
     this.usage = new Usage(this);
     this.requests = new Requests(this);
     this.webhooks = new Webhooks(this);

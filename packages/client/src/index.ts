@@ -43,6 +43,7 @@ export {
 } from "./errors.ts";
 export { CursorPage, PagePromise, type CursorList } from "./pagination.ts";
 export type { Answer, JsonBody, ListQuery, OperationId, Query, Schema } from "./types.ts";
+export type { Budget } from "./resources/budgets.ts";
 export {
   getJob,
   isTerminal,

@@ -2300,7 +2300,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Usage summed by day, model or key */
+        /** Usage summed by day, model, key or member */
         get: operations["getUsage"];
         put?: never;
         post?: never;
@@ -2318,10 +2318,30 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Usage summed by day, model or key, as CSV
+         * Usage summed by day, model, key or member, as CSV
          * @description The same groups as `GET /v1/usage`: a header row `group,requests,cost_usd,characters,seconds,images,input_tokens,output_tokens,cached_tokens,minutes`, then one row per group.
          */
         get: operations["getUsageCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage as a FOCUS 1.2 cost and usage dataset (CSV)
+         * @description The organization's charged calls as the FinOps Open Cost and Usage Specification (FOCUS) 1.2 dataset: one row per UTC day, model, member and key, so each row's `Tags` are exact. Columns: the 21 mandatory FOCUS columns (`BilledCost`, `BillingAccountId`, `BillingAccountName`, `BillingCurrency`, `BillingPeriodEnd`, `BillingPeriodStart`, `ChargeCategory`, `ChargeClass`, `ChargeDescription`, `ChargePeriodEnd`, `ChargePeriodStart`, `ContractedCost`, `EffectiveCost`, `InvoiceIssuerName`, `ListCost`, `PricingQuantity`, `PricingUnit`, `ProviderName`, `PublisherName`, `ServiceCategory`, `ServiceName`), then `ChargeFrequency`, `ConsumedQuantity`, `ConsumedUnit`, `ServiceSubcategory`, `SkuId`, `SkuPriceId`, `Tags` and the custom `x_Requests` (calls in the row), in alphabetical order with `x_Requests` last. Costs are USD decimal text (at most 6 decimals): `BilledCost` and `EffectiveCost` what the ledger charged, `ListCost` and `ContractedCost` the catalog price of the same calls (the same amount: no discounts). Date/times are UTC, `YYYY-MM-DDTHH:mm:ssZ`: `ChargePeriodStart` a UTC midnight, `ChargePeriodEnd` the next; the billing period is the UTC calendar month. `Tags` is a JSON object: `gateway/org_id`, `gateway/user_id` (the member; null for calls that name none) and `gateway/key_id` (null for calls made without a key). `SkuId` is the model id (its `/v1/pricing` row). Only calls whose charge was kept count (failed, refunded, expired and unfinished calls charged nothing). An empty field is null.
+         */
+        get: operations["getUsageExport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -14094,8 +14114,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
-                group_by?: "day" | "model" | "key" | "user";
+                /** @description Group by day in `tz` (default), model, key or `member` (the member's user id; `user` is the same grouping under its older name). */
+                group_by?: "day" | "model" | "key" | "member" | "user";
                 /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
@@ -14129,7 +14149,7 @@ export interface operations {
                         data: {
                             /** @description What they cost (USD, at most 6 decimals). */
                             cost_usd: number;
-                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key). */
+                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model), the key id (key; `none` for calls made without a key) or the member's user id (member; `none` for records that name no member). */
                             group: string;
                             /** @description Paid calls. */
                             requests: number;
@@ -14152,10 +14172,10 @@ export interface operations {
                             };
                         }[];
                         /**
-                         * @description How the groups were made.
+                         * @description How the groups were made (as asked).
                          * @enum {string}
                          */
-                        group_by: "day" | "model" | "key" | "user";
+                        group_by: "day" | "model" | "key" | "member" | "user";
                         /**
                          * @description Always `usage.summary`.
                          * @enum {string}
@@ -15363,8 +15383,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
-                group_by?: "day" | "model" | "key" | "user";
+                /** @description Group by day in `tz` (default), model, key or `member` (the member's user id; `user` is the same grouping under its older name). */
+                group_by?: "day" | "model" | "key" | "member" | "user";
                 /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
@@ -15398,7 +15418,7 @@ export interface operations {
                         data: {
                             /** @description What they cost (USD, at most 6 decimals). */
                             cost_usd: number;
-                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key). */
+                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model), the key id (key; `none` for calls made without a key) or the member's user id (member; `none` for records that name no member). */
                             group: string;
                             /** @description Paid calls. */
                             requests: number;
@@ -15421,10 +15441,10 @@ export interface operations {
                             };
                         }[];
                         /**
-                         * @description How the groups were made.
+                         * @description How the groups were made (as asked).
                          * @enum {string}
                          */
-                        group_by: "day" | "model" | "key" | "user";
+                        group_by: "day" | "model" | "key" | "member" | "user";
                         /**
                          * @description Always `usage.summary`.
                          * @enum {string}
@@ -26215,8 +26235,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
-                group_by?: "day" | "model" | "key" | "user";
+                /** @description Group by day in `tz` (default), model, key or `member` (the member's user id; `user` is the same grouping under its older name). */
+                group_by?: "day" | "model" | "key" | "member" | "user";
                 /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
@@ -26251,7 +26271,7 @@ export interface operations {
                         data: {
                             /** @description What they cost (USD, at most 6 decimals). */
                             cost_usd: number;
-                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key). */
+                            /** @description `YYYY-MM-DD` in `tz` (day), the model id (model), the key id (key; `none` for calls made without a key) or the member's user id (member; `none` for records that name no member). */
                             group: string;
                             /** @description Paid calls. */
                             requests: number;
@@ -26274,10 +26294,10 @@ export interface operations {
                             };
                         }[];
                         /**
-                         * @description How the groups were made.
+                         * @description How the groups were made (as asked).
                          * @enum {string}
                          */
-                        group_by: "day" | "model" | "key" | "user";
+                        group_by: "day" | "model" | "key" | "member" | "user";
                         /**
                          * @description Always `usage.summary`.
                          * @enum {string}
@@ -26393,8 +26413,8 @@ export interface operations {
                  * @example 2025-03-01
                  */
                 from?: string;
-                /** @description Group by day in `tz` (default), model, key or member (`user`: the user id). */
-                group_by?: "day" | "model" | "key" | "user";
+                /** @description Group by day in `tz` (default), model, key or `member` (the member's user id; `user` is the same grouping under its older name). */
+                group_by?: "day" | "model" | "key" | "member" | "user";
                 /** @description `live` (default) or `test`: records of test-mode keys show only with `test`. */
                 mode?: "live" | "test";
                 /**
@@ -26428,6 +26448,136 @@ export interface operations {
                 };
             };
             /** @description Invalid request: `invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsageExport: {
+        parameters: {
+            query: {
+                /** @description `focus`: the FinOps FOCUS 1.2 cost and usage dataset, as CSV. */
+                format: "focus";
+                /**
+                 * @description The first UTC day (`YYYY-MM-DD`; default: the first day of the current UTC month).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /** @description `live` (default) or `test`: the calls of test-mode keys, which billed nothing (`BilledCost` 0, `ListCost` what they would have cost). */
+                mode?: "live" | "test";
+                /**
+                 * @description The last UTC day, included (`YYYY-MM-DD`; default: today, UTC). At most 366 days from `from`.
+                 * @example 2025-03-31
+                 */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CSV: a header row, then one row per day, model, member and key. */
+            200: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (a format other than `focus`, a date that is not `YYYY-MM-DD`, `from` after `to`, more than 366 days). */
             400: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */

@@ -1,6 +1,6 @@
 /**
- * Route schemas of the usage log (D29): `GET /v1/requests`, `GET /v1/requests/{id}`, `GET /v1/usage` and
- * `GET /v1/usage.csv`.
+ * Route schemas of the usage log (D29): `GET /v1/requests`, `GET /v1/requests/{id}`, `GET /v1/usage`,
+ * `GET /v1/usage.csv` and the FOCUS export `GET /v1/usage/export`.
  */
 import type { TString } from "typebox";
 import { AUTH_ERR, bool, errors, int, isoTime, JOB_STATUSES, LIST, nullable, num, obj, ok, oneOf, queryInt, route, str, usd } from "./common.ts";
@@ -98,12 +98,15 @@ export const getRequestSchema = route({
   },
 });
 
+/** How a usage summary groups; `user` is the older name of `member`. */
+const GROUP_BYS = ["day", "model", "key", "member", "user"] as const;
+
 /** The query of `GET /v1/usage` and its CSV (also the operator's `GET /v1/admin/users/{user_id}/usage`). */
 export const SUMMARY_QUERY = obj({
   from: TIME_BOUND("From (default: 30 days ago; a date starts at midnight in `tz`)"),
   to: TIME_BOUND("Until, exclusive (default: now; a date includes that day in `tz`)"),
-  group_by: oneOf(["day", "model", "key", "user"], "Group by day in `tz` (default), model, key or member (`user`: the user id).", {
-    "x-error-message": "group_by must be 'day', 'model', 'key' or 'user'.",
+  group_by: oneOf(GROUP_BYS, "Group by day in `tz` (default), model, key or `member` (the member's user id; `user` is the same grouping under its older name).", {
+    "x-error-message": "group_by must be 'day', 'model', 'key' or 'member'.",
   }),
   tz: str("IANA time zone of the days and of date bounds (default `UTC`).", { maxLength: 64, examples: ["Europe/Berlin"] }),
   mode: MODE,
@@ -113,13 +116,13 @@ export const SUMMARY_QUERY = obj({
 export const USAGE_SUMMARY = obj(
   {
     object: oneOf(["usage.summary"], "Always `usage.summary`."),
-    group_by: oneOf(["day", "model", "key", "user"], "How the groups were made."),
+    group_by: oneOf(GROUP_BYS, "How the groups were made (as asked)."),
     data: {
       type: "array",
       description: "Groups in ascending order.",
       items: obj(
         {
-          group: str("`YYYY-MM-DD` in `tz` (day), the model id (model) or the key id (key)."),
+          group: str("`YYYY-MM-DD` in `tz` (day), the model id (model), the key id (key; `none` for calls made without a key) or the member's user id (member; `none` for records that name no member)."),
           requests: int("Paid calls."),
           cost_usd: usd("What they cost"),
           units: UNITS,
@@ -135,7 +138,7 @@ export const USAGE_SUMMARY = obj(
 /** `GET /v1/usage`. */
 export const getUsageSchema = route({
   operationId: "getUsage",
-  summary: "Usage summed by day, model or key",
+  summary: "Usage summed by day, model, key or member",
   tags: ["billing"],
   access: "keyOrSession",
   query: SUMMARY_QUERY,
@@ -148,7 +151,7 @@ export const getUsageSchema = route({
 /** `GET /v1/usage.csv`. */
 export const getUsageCsvSchema = route({
   operationId: "getUsageCsv",
-  summary: "Usage summed by day, model or key, as CSV",
+  summary: "Usage summed by day, model, key or member, as CSV",
   description: "The same groups as `GET /v1/usage`: a header row `group,requests,cost_usd,characters,seconds,images,input_tokens,output_tokens,cached_tokens,minutes`, then one row per group.",
   tags: ["billing"],
   access: "keyOrSession",
@@ -156,5 +159,48 @@ export const getUsageCsvSchema = route({
   responses: {
     200: { description: "The CSV.", content: { "text/csv": { schema: { type: "string" } } } },
     ...errors({ 400: "`invalid_request` (an unknown time zone, a bad time or group_by, `from` after `to`)", ...AUTH_ERR }),
+  },
+});
+
+/** The query of `GET /v1/usage/export`. */
+export const EXPORT_QUERY = obj(
+  {
+    format: oneOf(["focus"], "`focus`: the FinOps FOCUS 1.2 cost and usage dataset, as CSV.", { "x-error-message": "format must be 'focus'." }),
+    from: str("The first UTC day (`YYYY-MM-DD`; default: the first day of the current UTC month).", {
+      pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
+      "x-error-message": "from must be a UTC date (YYYY-MM-DD).",
+      examples: ["2025-03-01"],
+    }),
+    to: str("The last UTC day, included (`YYYY-MM-DD`; default: today, UTC). At most 366 days from `from`.", {
+      pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
+      "x-error-message": "to must be a UTC date (YYYY-MM-DD).",
+      examples: ["2025-03-31"],
+    }),
+    mode: oneOf(["live", "test"], "`live` (default) or `test`: the calls of test-mode keys, which billed nothing (`BilledCost` 0, `ListCost` what they would have cost).", {
+      "x-error-message": "mode must be 'live' or 'test'.",
+    }),
+  },
+  ["format"],
+);
+
+/** `GET /v1/usage/export`. */
+export const getUsageExportSchema = route({
+  operationId: "getUsageExport",
+  summary: "Usage as a FOCUS 1.2 cost and usage dataset (CSV)",
+  description: [
+    "The organization's charged calls as the FinOps Open Cost and Usage Specification (FOCUS) 1.2 dataset: one row per UTC day, model, member and key, so each row's `Tags` are exact. ",
+    "Columns: the 21 mandatory FOCUS columns (`BilledCost`, `BillingAccountId`, `BillingAccountName`, `BillingCurrency`, `BillingPeriodEnd`, `BillingPeriodStart`, `ChargeCategory`, `ChargeClass`, `ChargeDescription`, `ChargePeriodEnd`, `ChargePeriodStart`, `ContractedCost`, `EffectiveCost`, `InvoiceIssuerName`, `ListCost`, `PricingQuantity`, `PricingUnit`, `ProviderName`, `PublisherName`, `ServiceCategory`, `ServiceName`), ",
+    "then `ChargeFrequency`, `ConsumedQuantity`, `ConsumedUnit`, `ServiceSubcategory`, `SkuId`, `SkuPriceId`, `Tags` and the custom `x_Requests` (calls in the row), in alphabetical order with `x_Requests` last. ",
+    "Costs are USD decimal text (at most 6 decimals): `BilledCost` and `EffectiveCost` what the ledger charged, `ListCost` and `ContractedCost` the catalog price of the same calls (the same amount: no discounts). ",
+    "Date/times are UTC, `YYYY-MM-DDTHH:mm:ssZ`: `ChargePeriodStart` a UTC midnight, `ChargePeriodEnd` the next; the billing period is the UTC calendar month. ",
+    "`Tags` is a JSON object: `gateway/org_id`, `gateway/user_id` (the member; null for calls that name none) and `gateway/key_id` (null for calls made without a key). `SkuId` is the model id (its `/v1/pricing` row). ",
+    "Only calls whose charge was kept count (failed, refunded, expired and unfinished calls charged nothing). An empty field is null.",
+  ].join(""),
+  tags: ["billing"],
+  access: "keyOrSession",
+  query: EXPORT_QUERY,
+  responses: {
+    200: { description: "The CSV: a header row, then one row per day, model, member and key.", content: { "text/csv": { schema: { type: "string" } } } },
+    ...errors({ 400: "`invalid_request` (a format other than `focus`, a date that is not `YYYY-MM-DD`, `from` after `to`, more than 366 days)", ...AUTH_ERR }),
   },
 });

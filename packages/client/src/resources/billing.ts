@@ -60,8 +60,8 @@ export class Usage {
   }
 
   /**
-   * `GET /v1/usage`: requests, cost (USD) and units per group (`group_by` `day` in `tz`, `model` or
-   * `key`) over `from`..`to` (ISO dates or instants; default the last 30 days), with the total.
+   * `GET /v1/usage`: requests, cost (USD) and units per group (`group_by` `day` in `tz`, `model`, `key`
+   * or `member`) over `from`..`to` (ISO dates or instants; default the last 30 days), with the total.
    */
   summary(query: Query<"getUsage"> = {}, options: RequestOptions = {}): Promise<Answer<"getUsage">> {
     return unwrap(this.client.raw.GET("/v1/usage", { params: { query }, ...this.client.requestInit(options) }));
@@ -71,6 +71,16 @@ export class Usage {
   async csv(query: Query<"getUsageCsv"> = {}, options: RequestOptions = {}): Promise<string> {
     const init = this.client.requestInit({ ...options, headers: { accept: "text/csv", ...options.headers } });
     return (await unwrap(this.client.raw.GET("/v1/usage.csv", { params: { query }, parseAs: "text", ...init }))) as string;
+  }
+
+  /**
+   * `GET /v1/usage/export?format=focus`: the FOCUS 1.2 cost and usage dataset as CSV text, one row per UTC
+   * day, model, member and key over the UTC days `from`..`to` (`YYYY-MM-DD`, both included; default the
+   * current UTC month up to today).
+   */
+  async focus(query: Omit<Query<"getUsageExport">, "format"> = {}, options: RequestOptions = {}): Promise<string> {
+    const init = this.client.requestInit({ ...options, headers: { accept: "text/csv", ...options.headers } });
+    return (await unwrap(this.client.raw.GET("/v1/usage/export", { params: { query: { ...query, format: "focus" } }, parseAs: "text", ...init }))) as string;
   }
 }
 
