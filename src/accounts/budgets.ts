@@ -273,7 +273,8 @@ export async function patchBudget(
     const patch: { spend_limit_usd?: number; spend_limit_period?: SpendPeriod } = {};
     if (f.amountMicros !== undefined) patch.spend_limit_usd = microsToUsd(f.amountMicros);
     if (f.period !== undefined) patch.spend_limit_period = f.period;
-    await patchKey(db, auth, caller, budgetId.slice("bud_".length), patch);
+    // The key's own change, audited as `key.updated` (its spend limit is a field of the key).
+    await patchKey(db, auth, caller, budgetId.slice("bud_".length), patch, audit);
     return getBudget(db, accountId, budgetId, nowMs);
   }
   const row = await inTransaction(db, async (trx) => {
@@ -319,7 +320,7 @@ export async function deleteBudget(
   const accountId = caller.accountId;
   if (budgetId.startsWith(KEY_LIMIT_PREFIX)) {
     await getBudget(db, accountId, budgetId);
-    await patchKey(db, auth, caller, budgetId.slice("bud_".length), { spend_limit_usd: null });
+    await patchKey(db, auth, caller, budgetId.slice("bud_".length), { spend_limit_usd: null }, audit);
     return { id: budgetId, object: "budget", deleted: true };
   }
   await inTransaction(db, async (trx) => {

@@ -20,6 +20,7 @@ import {
 import type { Services } from "../../services.ts";
 import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
+import { auditContextOf } from "../audit-context.ts";
 import {
   acceptInviteSchema,
   createInviteSchema,
@@ -41,32 +42,32 @@ const ANY_MEMBER = { minRole: "viewer" } as const;
 export function orgRoutes(app: App, services: Services): void {
   const db = services.db.kysely;
   app.post("/v1/orgs", { schema: createOrgSchema, config: ANY_MEMBER }, async (req, reply) =>
-    reply.code(201).send(await createOrg(db, principalOf(req), req.body)),
+    reply.code(201).send(await createOrg(db, principalOf(req), req.body, auditContextOf(req))),
   );
   app.get("/v1/orgs", { schema: listOrgsSchema }, async (req) => listOrgs(db, principalOf(req)));
   app.get("/v1/orgs/:org_id", { schema: getOrgSchema }, async (req) => getOrg(db, principalOf(req), req.params.org_id));
   app.patch("/v1/orgs/:org_id", { schema: updateOrgSchema, config: ANY_MEMBER }, async (req) =>
-    renameOrg(db, principalOf(req), req.params.org_id, req.body),
+    renameOrg(db, principalOf(req), req.params.org_id, req.body, auditContextOf(req)),
   );
   app.delete("/v1/orgs/:org_id", { schema: deleteOrgSchema, config: ANY_MEMBER }, async (req) =>
-    deleteOrg(db, services.auth, principalOf(req), req.params.org_id),
+    deleteOrg(db, services.auth, principalOf(req), req.params.org_id, auditContextOf(req)),
   );
   app.get("/v1/orgs/:org_id/members", { schema: listMembersSchema }, async (req) => listMembers(db, principalOf(req), req.params.org_id));
   app.patch("/v1/orgs/:org_id/members/:user_id", { schema: updateMemberSchema, config: ANY_MEMBER }, async (req) =>
-    changeRole(db, principalOf(req), req.params.org_id, req.params.user_id, req.body),
+    changeRole(db, principalOf(req), req.params.org_id, req.params.user_id, req.body, auditContextOf(req)),
   );
   app.delete("/v1/orgs/:org_id/members/:user_id", { schema: removeMemberSchema, config: ANY_MEMBER }, async (req) =>
-    removeMember(db, principalOf(req), req.params.org_id, req.params.user_id),
+    removeMember(db, principalOf(req), req.params.org_id, req.params.user_id, auditContextOf(req)),
   );
   app.post("/v1/orgs/:org_id/invites", { schema: createInviteSchema, config: ANY_MEMBER }, async (req, reply) =>
-    reply.code(201).send(await createInvite(db, principalOf(req), req.params.org_id, req.body)),
+    reply.code(201).send(await createInvite(db, principalOf(req), req.params.org_id, req.body, auditContextOf(req))),
   );
   app.get("/v1/orgs/:org_id/invites", { schema: listInvitesSchema }, async (req) => listInvites(db, principalOf(req), req.params.org_id));
   app.delete("/v1/orgs/:org_id/invites/:invite_id", { schema: revokeInviteSchema, config: ANY_MEMBER }, async (req) => {
-    await revokeInvite(db, principalOf(req), req.params.org_id, req.params.invite_id);
+    await revokeInvite(db, principalOf(req), req.params.org_id, req.params.invite_id, auditContextOf(req));
     return { id: req.params.invite_id, deleted: true as const };
   });
   app.post("/v1/invites/:token/accept", { schema: acceptInviteSchema, config: ANY_MEMBER }, async (req) =>
-    acceptInvite(db, principalOf(req), req.params.token),
+    acceptInvite(db, principalOf(req), req.params.token, auditContextOf(req)),
   );
 }
