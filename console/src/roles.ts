@@ -52,6 +52,8 @@ export const NEEDS = {
   budgets: "admin",
   /** Inviting, listing and revoking invites; changing and removing members below admin. */
   members: "admin",
+  /** Reading the audit log. */
+  auditLog: "admin",
   /** Deleting the organization. */
   deleteOrg: "owner",
 } as const satisfies Record<string, Role>;

@@ -44,10 +44,10 @@ export async function insertUser(
     .execute();
 }
 
-/** The id and password hash of the user of `email` (already trimmed and lower-cased), or null. */
-export async function credentialsByEmail(db: Executor, email: string): Promise<{ id: string; passwordHash: string } | null> {
-  const row = await db.selectFrom("users").select(["id", "password_hash"]).where("email", "=", email).executeTakeFirst();
-  return row ? { id: row.id, passwordHash: row.password_hash } : null;
+/** The id, password hash and personal organization of the user of `email` (already trimmed and lower-cased), or null. */
+export async function credentialsByEmail(db: Executor, email: string): Promise<{ id: string; passwordHash: string; personalOrgId: string | null } | null> {
+  const row = await db.selectFrom("users").select(["id", "password_hash", "personal_org_id"]).where("email", "=", email).executeTakeFirst();
+  return row ? { id: row.id, passwordHash: row.password_hash, personalOrgId: row.personal_org_id } : null;
 }
 
 /** A user as the API shows it (D41), or null. */

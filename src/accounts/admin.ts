@@ -1,7 +1,9 @@
 /**
  * Operator actions (D9, D21, D22, D41): finding users and organizations and reading one (issue 15 point 3),
  * deposits, tier override and per-organization limit overrides. The actions take an organization id; the
- * operator's `/v1/admin/users/{user_id}/...` routes act on the user's personal organization.
+ * operator's `/v1/admin/users/{user_id}/...` routes act on the user's personal organization. Each action
+ * writes one audit entry (D45: `deposit.created`, `tier.updated`, `limits.updated`; actor the operator, as
+ * `audit` says) in its transaction.
  */
 import type { Kysely } from "kysely";
 import { credit, type Executor, inTransaction } from "../billing/ledger.ts";
@@ -18,6 +20,7 @@ import { getAccount } from "./accounts.ts";
 import { limitsOverrideOf, updateLimitsOverride, updateTierOverride } from "./accounts.repository.ts";
 import type { AccountAuthChanges } from "./auth-cache.ts";
 import { limitsOf } from "./limits.ts";
+import { type AuditContext, changesOf, recordAudit } from "./audit.ts";
 
 /**
  * A user with its personal organization as the operator API lists it (D9, D41): the fields of
@@ -166,7 +169,8 @@ const MAX_DEPOSIT_MICROS = 1_000_000 * 1_000_000;
 /**
  * Records a deposit (ledger kind `deposit`), raising cumulative deposits and so the tier.
  * `amount_usd` is a positive decimal number (or numeric string) with at most 6 decimals. `auth` then drops
- * the account's cached keys (they carry the old tier).
+ * the account's cached keys (they carry the old tier). Writes `deposit.created` (target the organization;
+ * balance, cumulative deposits and tier before and after, the reference).
  * @returns `{balance_usd, tier}` after the deposit.
  * @throws AppError 400 invalid_request (non-positive or non-numeric amount), 404 org_not_found (the
  *   operator's user routes resolve the user's personal organization first: 404 user_not_found there).
@@ -176,6 +180,7 @@ export async function depositFunds(
   auth: AccountAuthChanges,
   orgId: string,
   body: DepositBody,
+  audit: AuditContext,
 ): Promise<{ org_id: string; balance_usd: number; total_deposits_usd: number; tier: number }> {
   const raw = body.amount_usd;
   const micros = typeof raw === "number" || typeof raw === "string" ? usdToMicros(raw) : null;
@@ -190,10 +195,18 @@ export async function depositFunds(
   }
   const reference = typeof body.reference === "string" ? body.reference : null;
   const out = await inTransaction(db, async (trx) => {
-    if (!(await getAccount(trx, orgId))) throw errors.orgNotFound("org_id");
+    const before = await getAccount(trx, orgId);
+    if (!before) throw errors.orgNotFound("org_id");
     await credit(trx, { accountId: orgId, kind: "deposit", amountMicros: micros, reference });
     const after = await getAccount(trx, orgId);
     if (!after) throw errors.orgNotFound("org_id");
+    const shown = (a: typeof after) => ({ balance_usd: microsToUsd(a.balanceMicros), total_deposits_usd: microsToUsd(a.totalDepositsMicros), tier: a.tier });
+    await recordAudit(trx, audit, {
+      orgId,
+      action: "deposit.created",
+      target: { type: "org", id: orgId },
+      changes: { ...changesOf(shown(before), shown(after)), amount_usd: [null, microsToUsd(micros)], ...(reference === null ? {} : { reference: [null, reference] }) },
+    });
     return {
       org_id: orgId,
       balance_usd: microsToUsd(after.balanceMicros),
@@ -208,7 +221,7 @@ export async function depositFunds(
 
 /**
  * Sets (0..4) or clears (null) the operator's tier override; the override wins over deposits. `auth`
- * drops the account's cached keys.
+ * drops the account's cached keys. Writes `tier.updated` (the override and the tier, before and after).
  * @throws AppError 400 invalid_request (tier outside 0..4), 404 org_not_found.
  */
 export async function setTierOverride(
@@ -216,14 +229,21 @@ export async function setTierOverride(
   auth: AccountAuthChanges,
   orgId: string,
   tier: unknown,
+  audit: AuditContext,
 ): Promise<{ org_id: string; tier: number; tier_override: number | null }> {
   if (tier !== null && (typeof tier !== "number" || !Number.isInteger(tier) || tier < 0 || tier > MAX_TIER)) {
     throw errors.invalidRequest(`tier must be an integer from 0 to ${MAX_TIER}, or null.`, "tier");
   }
-  if (!(await updateTierOverride(db, orgId, tier))) throw errors.orgNotFound("org_id");
+  const a = await inTransaction(db, async (trx) => {
+    const before = await getAccount(trx, orgId);
+    if (!before || !(await updateTierOverride(trx, orgId, tier))) throw errors.orgNotFound("org_id");
+    const after = await getAccount(trx, orgId);
+    if (!after) throw errors.orgNotFound("org_id");
+    const shown = (x: typeof after) => ({ tier_override: x.tierOverride, tier: x.tier });
+    await recordAudit(trx, audit, { orgId, action: "tier.updated", target: { type: "org", id: orgId }, changes: changesOf(shown(before), shown(after)) });
+    return after;
+  });
   auth.forgetAccount(orgId);
-  const a = await getAccount(db, orgId);
-  if (!a) throw errors.orgNotFound("org_id");
   return { org_id: orgId, tier: a.tier, tier_override: a.tierOverride };
 }
 
@@ -232,7 +252,7 @@ const POOL_KEYS = ["host_1", "host_2", "alpha", "beta", "host_3"];
 /**
  * Merges `patch` into the account's limit overrides (D22): each field a non-negative integer (or, for
  * `audio_concurrent_per_provider`, an object of them), `null` drops the field's override. `auth` drops the
- * account's cached keys.
+ * account's cached keys. Writes `limits.updated` (each override that changed, before and after; null: none).
  * @returns the overrides now in force.
  * @throws AppError 400 invalid_request (unknown field or bad value), 404 org_not_found.
  */
@@ -241,6 +261,7 @@ export async function setLimitsOverride(
   auth: AccountAuthChanges,
   orgId: string,
   patch: LimitsPatch,
+  audit: AuditContext,
 ): Promise<{ org_id: string; limits_override: Record<string, unknown> }> {
   const isCount = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 1e9;
   for (const [k, v] of Object.entries(patch)) {
@@ -264,12 +285,14 @@ export async function setLimitsOverride(
     const row = await limitsOverrideOf(trx, orgId);
     if (!row) throw errors.orgNotFound("org_id");
     const current = row.json ? (JSON.parse(row.json) as Record<string, unknown>) : {};
+    const before = { ...current };
     for (const [k, v] of Object.entries(patch)) {
       if (v === null) delete current[k];
       else current[k] = v;
     }
     const text = Object.keys(current).length > 0 ? JSON.stringify(current) : null;
     await updateLimitsOverride(trx, orgId, text);
+    await recordAudit(trx, audit, { orgId, action: "limits.updated", target: { type: "org", id: orgId }, changes: changesOf(before, current) });
     return { org_id: orgId, limits_override: current };
   });
   auth.forgetAccount(orgId);

@@ -1,7 +1,7 @@
 /**
  * SQL of the `audit_log` table (D45; storage/migrations/021_audit_log.ts): the insert made in the
  * transaction of each audited change, and the pages of the organization's and the operator's views. No
- * function here updates or deletes an entry: the log is append-only (the retention sweep of D46 is the
+ * function here updates or deletes an entry: the log is append-only (a retention sweep is the
  * only thing that removes old entries).
  */
 import type { Executor } from "../billing/executor.ts";

@@ -30,6 +30,7 @@ import type { BudgetAction, BudgetPeriod, BudgetScopeType, SpendPeriod } from ".
 import { type BudgetRow, budgetCountOf, budgetRowOf, budgetRowsOf, deleteBudgetRow, insertBudget, refreshHasBudgets, updateBudgetRow } from "./budgets.repository.ts";
 import { type KeyCaller, listKeys, patchKey } from "./keys.ts";
 import { keyRowOf } from "./keys.repository.ts";
+import { spentOfKeys } from "./key-controls.ts";
 import { roleOf } from "./orgs.repository.ts";
 
 /** A budget as the API shows it; USD amounts, ISO times. */
@@ -272,7 +273,8 @@ export async function patchBudget(
     const patch: { spend_limit_usd?: number; spend_limit_period?: SpendPeriod } = {};
     if (f.amountMicros !== undefined) patch.spend_limit_usd = microsToUsd(f.amountMicros);
     if (f.period !== undefined) patch.spend_limit_period = f.period;
-    await patchKey(db, auth, caller, budgetId.slice("bud_".length), patch);
+    // The key's own change, audited as `key.updated` (its spend limit is a field of the key).
+    await patchKey(db, auth, caller, budgetId.slice("bud_".length), patch, audit);
     return getBudget(db, accountId, budgetId, nowMs);
   }
   const row = await inTransaction(db, async (trx) => {
@@ -318,7 +320,7 @@ export async function deleteBudget(
   const accountId = caller.accountId;
   if (budgetId.startsWith(KEY_LIMIT_PREFIX)) {
     await getBudget(db, accountId, budgetId);
-    await patchKey(db, auth, caller, budgetId.slice("bud_".length), { spend_limit_usd: null });
+    await patchKey(db, auth, caller, budgetId.slice("bud_".length), { spend_limit_usd: null }, audit);
     return { id: budgetId, object: "budget", deleted: true };
   }
   await inTransaction(db, async (trx) => {
@@ -349,9 +351,11 @@ export async function budgetRemaining(db: Executor, accountId: string, call: Cal
     if (room !== null) left = room.leftMicros;
   }
   if (call.keySpend && call.keyId !== null) {
-    const key = (await keyLimitViews(db, accountId, nowMs)).find((b) => b.scope.id === call.keyId);
-    if (key) {
-      const k = usdToMicros(key.remaining_usd) ?? 0;
+    // This key's row only: its limit's counter (spentOfKeys reads it, no usage sum).
+    const row = await keyRowOf(db, accountId, call.keyId);
+    if (row !== null && row.spend_limit_micros !== null) {
+      const spent = (await spentOfKeys(db, accountId, [row], nowMs)).get(row.id) ?? 0;
+      const k = Math.max(0, Number(row.spend_limit_micros) - spent);
       left = left === null ? k : Math.min(left, k);
     }
   }

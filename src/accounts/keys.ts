@@ -4,7 +4,8 @@
  * made it and acts with that member's role at creation, at most `admin` (roles.ts `keyRoleFor`); members
  * change and delete only their own keys, admins and owners every key. Secrets are returned once, at creation, and stored only as
  * SHA-256 hashes. A change drops the account's cached keys ({@link AccountAuthChanges}) so it applies at
- * once in this process and within `AUTH_CACHE_MS` in others.
+ * once in this process and within `AUTH_CACHE_MS` in others. Each change writes its audit entry (D45:
+ * `key.created`, `key.updated`, `key.revoked`) in its own transaction, never the secret.
  */
 import { periodStart, restartKeyCounter } from "../billing/key-spend.ts";
 import type { CreateKeyBody, PatchKeyBody } from "../contracts/auth.ts";
@@ -25,6 +26,7 @@ import {
 import { deleteKeyRow, insertApiKey, keyRowOf, keyRowsOf, type KeyRow, updateKeyRow } from "./keys.repository.ts";
 import { effectiveLimits } from "./limits.ts";
 import { atLeast, keyRoleFor, type Role } from "./roles.ts";
+import { type AuditContext, changesOf, recordAudit } from "./audit.ts";
 
 /** Who manages keys (D41): the organization, the member and the member's role. */
 export interface KeyCaller {
@@ -90,11 +92,14 @@ async function accountRpm(db: Executor, accountId: string): Promise<number> {
   return limits.rpm;
 }
 
+/** The fields of a key the audit log compares (D45): what `PATCH` may change, as the API shows them. */
+const AUDITED_KEY_FIELDS = ["name", "spend_limit_usd", "spend_limit_period", "expires_at", "models", "rpm"] as const;
+
 /**
  * `PATCH /v1/auth/keys/{key_id}` (D34): changes the fields present in `body` (`name` and the controls;
  * `null` clears one). A new limit or period restarts the key's spend counter from the usage log of the
  * period. The change applies at once in this process (`auth` drops the account's cached keys) and within
- * `AUTH_CACHE_MS` in others.
+ * `AUTH_CACHE_MS` in others. Writes `key.updated` (D45) with the fields that changed, as `audit`.
  * @throws AppError 404 key_not_found (not the caller's key), 400 invalid_request (a bad field), 403
  *   forbidden_role (another member's key, for a caller below admin; D41).
  */
@@ -104,6 +109,7 @@ export async function patchKey(
   caller: KeyCaller,
   keyId: string,
   body: PatchKeyBody,
+  audit: AuditContext,
 ): Promise<KeyView> {
   const { accountId } = caller;
   const update: KeyControlUpdate & { name?: string | null } = parseKeyControls(body, await accountRpm(db, accountId));
@@ -126,7 +132,10 @@ export async function patchKey(
     const after = await keyRowOf(trx, accountId, keyId);
     if (!after) throw errors.keyNotFound();
     const spent = await spentOfKeys(trx, accountId, [after]);
-    return keyView(after, spent.get(keyId) ?? 0);
+    const view = keyView(after, spent.get(keyId) ?? 0);
+    const changes = changesOf({ ...keyView(before, 0) }, { ...view }, AUDITED_KEY_FIELDS);
+    await recordAudit(trx, audit, { orgId: accountId, action: "key.updated", target: { type: "key", id: keyId }, changes });
+    return view;
   });
   auth.forgetAccount(accountId);
   return view;
@@ -136,7 +145,8 @@ export async function patchKey(
  * `POST /v1/auth/keys` `{name?, mode?, role?}`: a new key sharing the organization's balance and limits
  * (D21, D41); `mode: "test"` makes a test-mode key `gw_test_...` (D32), `live` (the default) a `gw_...`
  * key. The key records its creator and acts with `role`, by default and at most the creator's (an
- * owner's: `admin`).
+ * owner's: `admin`). Writes `key.created` (D45, as `audit`) in the transaction of the insert, with the
+ * key's name, mode, role and controls; never its secret.
  * @throws AppError 400 when `name` is not a string of at most 64 characters or `mode` is neither, 403
  *   `forbidden_role` for a role above the creator's.
  */
@@ -144,6 +154,7 @@ export async function createKey(
   db: Executor,
   caller: KeyCaller,
   body: CreateKeyBody,
+  audit: AuditContext,
 ): Promise<{ key_id: string; name: string | null; api_key: string; created_at: string; mode: KeyMode; created_by: string | null; role: Role } & KeyControlsView> {
   const { accountId } = caller;
   const most = keyRoleFor(caller.role);
@@ -165,22 +176,6 @@ export async function createKey(
   const secret = newApiKeySecret(mode);
   const id = newId("key");
   const now = Date.now();
-  await insertApiKey(db, {
-    id,
-    account_id: accountId,
-    created_by: caller.userId,
-    role,
-    name,
-    key_hash: hashSecret(secret),
-    prefix: secret.slice(0, 12),
-    created_at: now,
-    last_used_at: null,
-    mode,
-    ...controls,
-    // A new key's counter starts in the current period with nothing spent.
-    spent_micros: 0,
-    spent_period_start: controls.spend_limit_micros != null ? periodStart(controls.spend_limit_period ?? "month", now) : 0,
-  });
   const view = controlsView(
     controlsOf({
       expires_at: controls.expires_at ?? null,
@@ -191,19 +186,48 @@ export async function createKey(
     }),
     0,
   );
+  await inTransaction(db, async (trx) => {
+    await insertApiKey(trx, {
+      id,
+      account_id: accountId,
+      created_by: caller.userId,
+      role,
+      name,
+      key_hash: hashSecret(secret),
+      prefix: secret.slice(0, 12),
+      created_at: now,
+      last_used_at: null,
+      mode,
+      ...controls,
+      // A new key's counter starts in the current period with nothing spent.
+      spent_micros: 0,
+      spent_period_start: controls.spend_limit_micros != null ? periodStart(controls.spend_limit_period ?? "month", now) : 0,
+    });
+    // The key as made (fields left empty are not listed; a period without a limit says nothing).
+    const { spent_usd: _spent, spend_limit_period, ...shown } = view;
+    const period = view.spend_limit_usd === null ? {} : { spend_limit_period };
+    await recordAudit(trx, audit, { orgId: accountId, action: "key.created", target: { type: "key", id }, changes: changesOf(null, { name, mode, role, ...shown, ...period }) });
+  });
   return { key_id: id, name, api_key: secret, created_at: new Date(now).toISOString(), mode, created_by: caller.userId, role, ...view };
 }
 
 /**
  * `DELETE /v1/auth/keys/{key_id}`: the key stops working at once (`auth` drops the account's cached keys).
+ * Writes `key.revoked` (D45, as `audit`) in the transaction of the deletion.
  * @throws AppError 404 key_not_found when the key is not the caller's organization's (it keeps working,
  *   D24), 403 forbidden_role for another member's key and a caller below admin (D41).
  */
-export async function deleteKey(db: Executor, auth: AccountAuthChanges, caller: KeyCaller, keyId: string): Promise<void> {
+export async function deleteKey(db: Executor, auth: AccountAuthChanges, caller: KeyCaller, keyId: string, audit: AuditContext): Promise<void> {
   const { accountId } = caller;
-  const key = await keyRowOf(db, accountId, keyId);
-  if (key) assertMayManage(caller, key);
-  const deleted = await deleteKeyRow(db, accountId, keyId);
-  auth.forgetAccount(accountId);
-  if (!deleted) throw errors.keyNotFound();
+  try {
+    await inTransaction(db, async (trx) => {
+      const key = await keyRowOf(trx, accountId, keyId);
+      if (!key) throw errors.keyNotFound();
+      assertMayManage(caller, key);
+      if (!(await deleteKeyRow(trx, accountId, keyId))) throw errors.keyNotFound();
+      await recordAudit(trx, audit, { orgId: accountId, action: "key.revoked", target: { type: "key", id: keyId }, changes: { name: [key.name, null] } });
+    });
+  } finally {
+    auth.forgetAccount(accountId);
+  }
 }

@@ -10,6 +10,11 @@
  *
  * Callers are sessions (a user, with the user's role in the organization named in the path) or API keys
  * (the key's own organization only, with the key's role: roles.ts `keyRoleFor`).
+ *
+ * Every change writes one audit entry (D45; `audit` names the actor and the request) in its transaction:
+ * `org.created`, `org.updated`, `org.deleted`, `invite.created`, `invite.revoked`, `invite.accepted`,
+ * `member.updated` (a role change) and `member.removed` (a removal, or a member leaving); never an
+ * invite's token.
  */
 import { randomBytes } from "node:crypto";
 import type { InviteBody, MemberBody, OrgBody } from "../contracts/orgs.ts";
@@ -48,6 +53,7 @@ import {
 } from "./orgs.repository.ts";
 import { above, requireRole } from "./roles.ts";
 import type { AccountAuthChanges } from "./auth-cache.ts";
+import { type AuditContext, recordAudit } from "./audit.ts";
 import { hashSecret } from "./secrets.ts";
 
 /** How long an invite can be accepted, ms (D41: 7 days). */
@@ -157,7 +163,8 @@ function userOf(caller: OrgCaller): string {
   return caller.userId;
 }
 
-function orgName(name: unknown): string {
+/** A valid organization name, trimmed. @throws AppError 400 `invalid_request` (`name`): not 1 to 100 characters. */
+export function orgName(name: unknown): string {
   if (typeof name !== "string" || name.trim().length === 0 || name.length > 100) {
     throw errors.invalidRequest("name must be a string of 1 to 100 characters.", "name");
   }
@@ -169,7 +176,7 @@ function orgName(name: unknown): string {
  * its owner and a balance of 0 (no signup credit: that is the personal organization's alone).
  * @throws AppError 400 `invalid_request` (name), 403 `forbidden_role` (a key without a creator).
  */
-export async function createOrg(db: Executor, caller: OrgCaller, body: OrgBody): Promise<OrgView> {
+export async function createOrg(db: Executor, caller: OrgCaller, body: OrgBody, audit: AuditContext): Promise<OrgView> {
   const name = orgName(body.name);
   const userId = userOf(caller);
   const id = newId("org");
@@ -177,6 +184,7 @@ export async function createOrg(db: Executor, caller: OrgCaller, body: OrgBody):
   await inTransaction(db, async (trx) => {
     await insertAccount(trx, { id, name, createdAt: now });
     await insertMembership(trx, { orgId: id, userId, role: "owner", createdAt: now });
+    await recordAudit(trx, audit, { orgId: id, action: "org.created", target: { type: "org", id }, changes: { name: [null, name] } });
   });
   const row = await orgById(db, id);
   if (!row) throw errors.orgNotFound();
@@ -200,11 +208,21 @@ export async function getOrg(db: Executor, caller: OrgCaller, orgId: string): Pr
   return orgView(row, role);
 }
 
-/** `PATCH /v1/orgs/{org_id} {name}` (admins and owners). @throws AppError 404 `org_not_found`, 403 `forbidden_role`, 400. */
-export async function renameOrg(db: Executor, caller: OrgCaller, orgId: string, body: OrgBody): Promise<OrgView> {
+/**
+ * `PATCH /v1/orgs/{org_id} {name}` (admins and owners); writes `org.updated` with the name before and after.
+ * @throws AppError 404 `org_not_found`, 403 `forbidden_role`, 400.
+ */
+export async function renameOrg(db: Executor, caller: OrgCaller, orgId: string, body: OrgBody, audit: AuditContext): Promise<OrgView> {
   const role = await roleIn(db, caller, orgId);
   requireRole(role, "admin", "Renaming the organization");
-  await updateOrgName(db, orgId, orgName(body.name));
+  const name = orgName(body.name);
+  await inTransaction(db, async (trx) => {
+    const before = await orgById(trx, orgId);
+    if (!before) throw errors.orgNotFound("org_id");
+    await updateOrgName(trx, orgId, name);
+    const changes: Record<string, [unknown, unknown]> = before.name === name ? {} : { name: [before.name, name] };
+    await recordAudit(trx, audit, { orgId, action: "org.updated", target: { type: "org", id: orgId }, changes });
+  });
   return getOrg(db, caller, orgId);
 }
 
@@ -237,6 +255,7 @@ export async function createInvite(
   caller: OrgCaller,
   orgId: string,
   body: InviteBody,
+  audit: AuditContext,
 ): Promise<InviteView & { token: string }> {
   const role = await roleIn(db, caller, orgId);
   requireManages(role, body.role, "Inviting a member");
@@ -255,7 +274,15 @@ export async function createInvite(
     expiresAt: now + INVITE_TTL_MS,
     acceptedAt: null,
   };
-  await insertInvite(db, { ...row, tokenHash: hashSecret(token) });
+  await inTransaction(db, async (trx) => {
+    await insertInvite(trx, { ...row, tokenHash: hashSecret(token) });
+    await recordAudit(trx, audit, {
+      orgId,
+      action: "invite.created",
+      target: { type: "invite", id: row.id },
+      changes: { email: [null, email], role: [null, body.role] },
+    });
+  });
   return { ...inviteView(row, now), token };
 }
 
@@ -266,20 +293,24 @@ export async function listInvites(db: Executor, caller: OrgCaller, orgId: string
   return { object: "list", data: (await pendingInvites(db, orgId)).map((i) => inviteView(i, now)) };
 }
 
-/** `DELETE /v1/orgs/{org_id}/invites/{invite_id}` (admins and owners). @throws AppError 404 `invite_not_found`. */
-export async function revokeInvite(db: Executor, caller: OrgCaller, orgId: string, inviteId: string): Promise<void> {
+/** `DELETE /v1/orgs/{org_id}/invites/{invite_id}` (admins and owners); writes `invite.revoked`. @throws AppError 404 `invite_not_found`. */
+export async function revokeInvite(db: Executor, caller: OrgCaller, orgId: string, inviteId: string, audit: AuditContext): Promise<void> {
   requireRole(await roleIn(db, caller, orgId), "admin", "Revoking an invite");
-  if (!(await deleteInvite(db, orgId, inviteId))) throw errors.inviteNotFound();
+  await inTransaction(db, async (trx) => {
+    if (!(await deleteInvite(trx, orgId, inviteId))) throw errors.inviteNotFound();
+    await recordAudit(trx, audit, { orgId, action: "invite.revoked", target: { type: "invite", id: inviteId } });
+  });
 }
 
 /**
  * `POST /v1/invites/{token}/accept`: makes the caller (a session of the invited email's user) a member
- * with the invite's role; an invite is accepted once.
+ * with the invite's role; an invite is accepted once. Writes `invite.accepted` (target the invite, the
+ * role given) in the organization's log.
  * @throws AppError 403 `forbidden_role` (an API key: accept with a session), 404 `invite_not_found`
  *   (unknown, used or expired), 403 `invite_email_mismatch` (the session's user is not the invited
  *   email), 409 `already_member`.
  */
-export async function acceptInvite(db: Executor, caller: OrgCaller, token: string): Promise<MemberView> {
+export async function acceptInvite(db: Executor, caller: OrgCaller, token: string, audit: AuditContext): Promise<MemberView> {
   if (caller.keyId !== null) throw errors.forbiddenRole("Accept an invite with a session token (sign in as the invited email), not an API key.");
   const userId = userOf(caller);
   const invite = typeof token === "string" && token.length <= 200 ? await inviteByTokenHash(db, hashSecret(token)) : null;
@@ -293,6 +324,12 @@ export async function acceptInvite(db: Executor, caller: OrgCaller, token: strin
       if ((await roleOf(trx, invite.orgId, userId)) !== null) throw errors.alreadyMember();
       if (!(await markInviteAccepted(trx, invite.id, now))) throw errors.inviteNotFound();
       await insertMembership(trx, { orgId: invite.orgId, userId, role: invite.role, createdAt: now });
+      await recordAudit(trx, audit, {
+        orgId: invite.orgId,
+        action: "invite.accepted",
+        target: { type: "invite", id: invite.id },
+        changes: { member: [null, userId], role: [null, invite.role] },
+      });
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw errors.alreadyMember();
@@ -303,10 +340,11 @@ export async function acceptInvite(db: Executor, caller: OrgCaller, token: strin
 
 /**
  * `PATCH /v1/orgs/{org_id}/members/{user_id} {role}`: admins change members and viewers among those two
- * roles; owners change anyone to anything. The last owner cannot be demoted.
+ * roles; owners change anyone to anything. The last owner cannot be demoted. Writes `member.updated`
+ * (target the user, the role before and after).
  * @throws AppError 404 `org_not_found` / `member_not_found`, 403 `forbidden_role`, 409 `last_owner`.
  */
-export async function changeRole(db: Executor, caller: OrgCaller, orgId: string, userId: string, body: MemberBody): Promise<MemberView> {
+export async function changeRole(db: Executor, caller: OrgCaller, orgId: string, userId: string, body: MemberBody, audit: AuditContext): Promise<MemberView> {
   await roleIn(db, caller, orgId);
   return inTransaction(db, async (trx) => {
     await lockOrg(trx, orgId);
@@ -318,6 +356,8 @@ export async function changeRole(db: Executor, caller: OrgCaller, orgId: string,
     requireManages(callerRole, body.role, "Changing a member's role");
     if (member.role === "owner" && body.role !== "owner" && (await ownerCount(trx, orgId)) <= 1) throw errors.lastOwner();
     await updateRole(trx, orgId, userId, body.role);
+    const changes: Record<string, [unknown, unknown]> = member.role === body.role ? {} : { role: [member.role, body.role] };
+    await recordAudit(trx, audit, { orgId, action: "member.updated", target: { type: "user", id: userId }, changes });
     return memberView(orgId, { ...member, role: body.role });
   });
 }
@@ -325,10 +365,17 @@ export async function changeRole(db: Executor, caller: OrgCaller, orgId: string,
 /**
  * `DELETE /v1/orgs/{org_id}/members/{user_id}`: a member leaves (any role, their own user id) or is removed
  * (admins remove members and viewers, owners anyone). The keys the member made stay the organization's
- * and keep working (D41). The last owner cannot leave.
+ * and keep working (D41). The last owner cannot leave. Writes `member.removed` (target the user, the role
+ * it had).
  * @throws AppError 404 `org_not_found` / `member_not_found`, 403 `forbidden_role`, 409 `last_owner`.
  */
-export async function removeMember(db: Executor, caller: OrgCaller, orgId: string, userId: string): Promise<{ org_id: string; user_id: string; removed: true }> {
+export async function removeMember(
+  db: Executor,
+  caller: OrgCaller,
+  orgId: string,
+  userId: string,
+  audit: AuditContext,
+): Promise<{ org_id: string; user_id: string; removed: true }> {
   await roleIn(db, caller, orgId);
   await inTransaction(db, async (trx) => {
     await lockOrg(trx, orgId);
@@ -339,6 +386,7 @@ export async function removeMember(db: Executor, caller: OrgCaller, orgId: strin
     if (!self) requireManages(callerRole, member.role, "Removing a member");
     if (member.role === "owner" && (await ownerCount(trx, orgId)) <= 1) throw errors.lastOwner();
     await deleteMembership(trx, orgId, userId);
+    await recordAudit(trx, audit, { orgId, action: "member.removed", target: { type: "user", id: userId }, changes: { role: [member.role, null] } });
   });
   return { org_id: orgId, user_id: userId, removed: true };
 }
@@ -347,11 +395,18 @@ export async function removeMember(db: Executor, caller: OrgCaller, orgId: strin
  * `DELETE /v1/orgs/{org_id}` (owners; D41 "delete the organization"): closes an organization with nothing
  * in it: no balance, no open hold, no unfinished job. Its members, invites and keys go (the keys stop at
  * once: `auth` drops them from the cache); its ledger, usage and jobs stay for the operator, so no money
- * and no history disappears. A personal organization cannot be deleted.
+ * and no history disappears (nor its audit log: `org.deleted` is its last entry). A personal organization
+ * cannot be deleted.
  * @throws AppError 404 `org_not_found`, 403 `forbidden_role` (not an owner; keys act as admin at most),
  *   409 `personal_org`, 409 `org_not_empty` (a balance, an open hold or an unfinished job).
  */
-export async function deleteOrg(db: Executor, auth: AccountAuthChanges, caller: OrgCaller, orgId: string): Promise<{ id: string; deleted: true }> {
+export async function deleteOrg(
+  db: Executor,
+  auth: AccountAuthChanges,
+  caller: OrgCaller,
+  orgId: string,
+  audit: AuditContext,
+): Promise<{ id: string; deleted: true }> {
   requireRole(await roleIn(db, caller, orgId), "owner", "Deleting the organization");
   if (await isPersonalOrg(db, orgId)) throw errors.personalOrg();
   await inTransaction(db, async (trx) => {
@@ -363,6 +418,7 @@ export async function deleteOrg(db: Executor, auth: AccountAuthChanges, caller: 
     }
     if (left.openHolds > 0 || left.activeJobs > 0) throw errors.orgNotEmpty("The organization has calls or jobs in progress: delete it once they have ended.");
     await closeOrg(trx, orgId);
+    await recordAudit(trx, audit, { orgId, action: "org.deleted", target: { type: "org", id: orgId } });
   });
   auth.forgetAccount(orgId);
   return { id: orgId, deleted: true };

@@ -12,7 +12,8 @@ import { type Executor, inTransaction } from "../billing/ledger.ts";
 import { errors } from "../errors.ts";
 import type { Role } from "../storage/schema.ts";
 import type { OrgPatchBody } from "../contracts/orgs.ts";
-import { getOrg, type OrgCaller, type OrgView, renameOrg, roleIn } from "./orgs.ts";
+import { getOrg, type OrgCaller, orgName, type OrgView, renameOrg, roleIn } from "./orgs.ts";
+import { orgById, updateOrgName } from "./orgs.repository.ts";
 import { requireRole } from "./roles.ts";
 import { type AuditContext, changesOf, recordAudit } from "./audit.ts";
 import { ownPromptsDays, ownWindowsOf, updateOwnWindows } from "./retention.repository.ts";
@@ -99,35 +100,32 @@ export function checkRetentionChange(role: Role, change: RetentionChange, operat
 }
 
 /**
- * Writes a change checked by {@link checkRetentionChange} on `orgId` and, with `audit` (D45), its audit entry
- * `org.retention_updated` (`{prompts_days|outputs_days: [before, after]}` of the organization's own values,
- * null meaning the operator's; none when nothing changed) in the same transaction. Takes effect for the
- * next call of every process: the window is read where texts are written, not cached.
+ * Writes a change checked by {@link checkRetentionChange} on `orgId` in `trx` and returns its audit changes:
+ * `{"retention.prompts_days"|"retention.outputs_days": [before, after]}` of the organization's own values
+ * (null: the operator's), only those that changed. Takes effect for the next call of every process: the
+ * window is read where texts are written, not cached.
  */
 export async function applyRetentionChange(
-  db: Executor,
+  trx: Executor,
   orgId: string,
   change: { promptsDays?: number | null; outputsDays?: number | null },
-  audit?: AuditContext,
-): Promise<void> {
-  await inTransaction(db, async (trx) => {
-    const before = (await ownWindowsOf(trx, [orgId]))[0];
-    await updateOwnWindows(trx, orgId, change);
-    if (audit === undefined || before === undefined) return;
-    const was = { prompts_days: before.promptsDays, outputs_days: before.outputsDays };
-    const now = {
-      prompts_days: change.promptsDays !== undefined ? change.promptsDays : before.promptsDays,
-      outputs_days: change.outputsDays !== undefined ? change.outputsDays : before.outputsDays,
-    };
-    const changes = changesOf(was, now);
-    if (Object.keys(changes).length > 0) await recordAudit(trx, audit, { orgId, action: "org.retention_updated", target: { type: "organization", id: orgId }, changes });
-  });
+): Promise<Record<string, [unknown, unknown]>> {
+  const before = (await ownWindowsOf(trx, [orgId]))[0];
+  await updateOwnWindows(trx, orgId, change);
+  if (before === undefined) return {};
+  const was = { "retention.prompts_days": before.promptsDays, "retention.outputs_days": before.outputsDays };
+  const now = {
+    "retention.prompts_days": change.promptsDays !== undefined ? change.promptsDays : before.promptsDays,
+    "retention.outputs_days": change.outputsDays !== undefined ? change.outputsDays : before.outputsDays,
+  };
+  return changesOf(was, now);
 }
 
 /**
- * `PATCH /v1/orgs/{org_id}`: a new `name` (admins and owners, orgs.ts `renameOrg`) and the organization's own
- * retention windows (owners; audited with `audit`, D45). Every check runs before anything is written, so a
- * refused part changes nothing.
+ * `PATCH /v1/orgs/{org_id}`: a new `name` (admins and owners) and the organization's own retention windows
+ * (owners). A rename alone is orgs.ts `renameOrg`. With `retention`, every check runs first (the role, the
+ * name, each window), then the name and the windows are written in one transaction with one audit entry
+ * (D45) `org.updated` holding every field that changed, so a refused part changes nothing.
  * @returns the organization with its windows.
  * @throws AppError 404 `org_not_found`, 403 `forbidden_role`, 400 `invalid_request` (name, a window).
  */
@@ -137,10 +135,29 @@ export async function updateOrg(
   caller: OrgCaller,
   orgId: string,
   body: OrgPatchBody,
-  audit?: AuditContext,
+  audit: AuditContext,
 ): Promise<OrgView & { retention: RetentionView }> {
-  const change = body.retention === undefined ? null : checkRetentionChange(await roleIn(db, caller, orgId), body.retention, operator);
-  const view = body.name !== undefined ? await renameOrg(db, caller, orgId, { name: body.name }) : await getOrg(db, caller, orgId);
-  if (change !== null) await applyRetentionChange(db, orgId, change, audit);
-  return (await withRetention(db, operator, [view]))[0];
+  if (body.retention === undefined) {
+    if (body.name === undefined) throw errors.invalidRequest("Send name, retention or both.");
+    return (await withRetention(db, operator, [await renameOrg(db, caller, orgId, { name: body.name }, audit)]))[0];
+  }
+  const role = await roleIn(db, caller, orgId);
+  const change = checkRetentionChange(role, body.retention, operator);
+  let name: string | undefined;
+  if (body.name !== undefined) {
+    requireRole(role, "admin", "Renaming the organization");
+    name = orgName(body.name);
+  }
+  await inTransaction(db, async (trx) => {
+    const before = await orgById(trx, orgId);
+    if (!before) throw errors.orgNotFound("org_id");
+    const changes: Record<string, [unknown, unknown]> = {};
+    if (name !== undefined && name !== before.name) {
+      await updateOrgName(trx, orgId, name);
+      changes.name = [before.name, name];
+    }
+    Object.assign(changes, await applyRetentionChange(trx, orgId, change));
+    await recordAudit(trx, audit, { orgId, action: "org.updated", target: { type: "org", id: orgId }, changes });
+  });
+  return (await withRetention(db, operator, [await getOrg(db, caller, orgId)]))[0];
 }

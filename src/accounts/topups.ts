@@ -10,7 +10,8 @@
  * `checkout.session.async_payment_succeeded` for the same session; whichever arrives second finds the row
  * (a unique violation, its transaction rolled back) and records nothing. On PostgreSQL a concurrent
  * insert of the same key waits for the first transaction and then fails, so two deliveries never both
- * credit.
+ * credit. The deposit's audit entry (D45, `topup.credited`) is written in the same transaction, so a
+ * duplicate delivery writes none either.
  */
 import type { Kysely } from "kysely";
 import type Stripe from "stripe";
@@ -25,6 +26,7 @@ import { getAccount } from "./accounts.ts";
 import { userById } from "./accounts.repository.ts";
 import type { AccountAuthChanges } from "./auth-cache.ts";
 import { insertTopup } from "./topups.repository.ts";
+import { type AuditActor, type AuditRequest, recordAudit } from "./audit.ts";
 
 /** Micro-USD in a cent: Stripe amounts are integer cents, the ledger's integer micro-USD (D7). */
 export const MICROS_PER_CENT = 10_000;
@@ -166,7 +168,8 @@ export class Topups {
    * session id as its ledger `reference`, once per session; the tier follows the cumulative deposits. The
    * organization credited is `client_reference_id`, else `metadata.org_id`, else `metadata.user_id`; a
    * user id there (a session opened before D41 named the account by its user) credits that user's
-   * personal organization. Every other verified event records nothing.
+   * personal organization. Every other verified event records nothing. `audit` (the webhook request's id,
+ * address and user agent) goes on the deposit's audit entry (see {@link recordTopup}).
    * @returns what the event led to, with its ids (for the log).
    * @throws AppError 404 `not_found` (no webhook secret configured), 400 `invalid_request` (missing or bad
    *   signature: nothing is read or recorded).
@@ -174,6 +177,7 @@ export class Topups {
   async receiveWebhook(
     raw: Buffer,
     signature: string | undefined,
+    audit: AuditRequest,
   ): Promise<{ outcome: WebhookOutcome; eventId: string; eventType: string; sessionId: string | null }> {
     if (this.#webhookSecret === null) throw errors.notFound();
     if (signature === undefined || signature === "") {
@@ -208,7 +212,7 @@ export class Topups {
       userId: typeof userId === "string" && userId !== "" ? userId : null,
       amountMicros: cents * MICROS_PER_CENT,
       eventId: event.id,
-    });
+    }, audit);
     return done(outcome, session.id);
   }
 
@@ -245,12 +249,17 @@ export class Topups {
 /**
  * Writes the `topups` row and the `deposit` (reference: the session id) in one transaction, then drops the
  * account's cached keys (`auth`) so the tier the deposits earn applies at once (as the operator deposit does).
+ * The same transaction writes the audit entry `topup.credited` (D45; target the organization, with the
+ * amount, the session id and the balance before and after): its actor is the member who opened the
+ * checkout (`metadata.user_id`) when that user exists, else the operator's payment processor
+ * (`{type: "operator", id: "stripe"}`); `audit` is the webhook request's facts.
  * @returns `recorded`, `duplicate` (the session was credited before: nothing written) or `unknown_user`.
  */
 export async function recordTopup(
   db: Kysely<Database>,
   auth: AccountAuthChanges,
   args: { sessionId: string; accountId: string; userId?: string | null; amountMicros: Micros; eventId: string },
+  audit: AuditRequest,
 ): Promise<"recorded" | "duplicate" | "unknown_user"> {
   let recorded: string | null;
   try {
@@ -261,7 +270,20 @@ export async function recordTopup(
       if (orgId === null || !(await getAccount(trx, orgId))) return null;
       // First the row: a second delivery stops here (unique violation) before any money moves.
       await insertTopup(trx, { sessionId: args.sessionId, accountId: orgId, amountMicros: args.amountMicros, eventId: args.eventId, createdAt: Date.now() });
-      await credit(trx, { accountId: orgId, kind: "deposit", amountMicros: args.amountMicros, reference: args.sessionId, userId: args.userId ?? null });
+      const before = await getAccount(trx, orgId);
+      const balanceAfter = await credit(trx, { accountId: orgId, kind: "deposit", amountMicros: args.amountMicros, reference: args.sessionId, userId: args.userId ?? null });
+      const payer = args.userId ? await userById(trx, args.userId) : null;
+      const actor: AuditActor = payer ? { type: "user", id: payer.id, email: payer.email } : { type: "operator", id: "stripe" };
+      await recordAudit(trx, { actor, ...audit }, {
+        orgId,
+        action: "topup.credited",
+        target: { type: "org", id: orgId },
+        changes: {
+          amount_usd: [null, microsToUsd(args.amountMicros)],
+          session_id: [null, args.sessionId],
+          balance_usd: [before === null ? null : microsToUsd(before.balanceMicros), microsToUsd(balanceAfter)],
+        },
+      });
       return orgId;
     });
   } catch (err) {

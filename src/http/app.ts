@@ -17,6 +17,8 @@ import { traceRequests } from "./tracing.ts";
 import { boundedJsonParser, type StringBodyParser } from "./json-body.ts";
 import { clientErrorHandler, expectationFailed, frameworkError, refuseWhileClosing } from "./router-errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { adminAuditRoutes, orgAuditRoutes } from "./routes/audit.ts";
+import { requestIdHeader } from "./audit-context.ts";
 import { accountRoutes, authPublicRoutes } from "./routes/auth.ts";
 import { alertRoutes } from "./routes/alerts.ts";
 import { billingRoutes } from "./routes/billing.ts";
@@ -210,6 +212,7 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
     webhookRoutes(acc, services);
     jobReadRoutes(acc, services);
     orgRoutes(acc, services);
+    orgAuditRoutes(acc, services);
     budgetRoutes(acc, services);
   });
   await app.register(async (keyed) => {
@@ -237,8 +240,10 @@ export async function buildApp(services: Services, opts: { logger?: boolean; log
   // The MCP server and the agents' guide (D39): `POST /mcp` behind the API-key hook, the public `GET /llms.txt`.
   await app.register(async (agents) => agentRoutes(agents, services));
   await app.register(async (admin) => {
+    admin.addHook("onRequest", requestIdHeader);
     admin.addHook("onRequest", requireAdmin(services));
     adminRoutes(admin, services);
+    adminAuditRoutes(admin, services);
     adminBudgetRoutes(admin, services);
   });
   // Stripe Checkout top-ups (D33): the checkout (key or session) and Stripe's webhook (public, signed),

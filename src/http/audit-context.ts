@@ -3,7 +3,7 @@
  * accounts/audit.ts `recordAudit`. The request id is the request's own id, the `X-Svc-Request-Id` its
  * answer carries (D29), so an entry can be found from the answer of the change it records.
  */
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { AuditActor, AuditContext, AuditRequest } from "../accounts/audit.ts";
 import type { Principal } from "../accounts/auth-cache.ts";
 import { principalOf } from "./auth.ts";
@@ -37,4 +37,13 @@ export function actorOf(principal: Principal): AuditActor {
 export function auditContextOf(request: FastifyRequest, who?: Principal | "operator"): AuditContext {
   const actor: AuditActor = who === "operator" ? { type: "operator", id: OPERATOR_ACTOR_ID } : actorOf(who ?? principalOf(request));
   return { actor, ...auditRequestOf(request) };
+}
+
+/**
+ * `onRequest` hook that puts the request's id on its answer as `X-Svc-Request-Id`, errors included (D29),
+ * on audited routes outside the authenticated scopes (sign-in, registration, the operator API, Stripe's
+ * webhook), so each audit entry can be found from the answer of its change (D45).
+ */
+export async function requestIdHeader(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  reply.header("x-svc-request-id", request.id);
 }

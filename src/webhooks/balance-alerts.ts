@@ -19,6 +19,7 @@
  * by another process, or lost with a crash), so no fall is missed for longer than the sweep interval.
  */
 import type { Kysely } from "kysely";
+import { type AuditContext, recordAudit } from "../accounts/audit.ts";
 import type { Executor } from "../billing/ledger.ts";
 import { inTransaction } from "../billing/ledger.ts";
 import type { AlertsBody } from "../contracts/billing.ts";
@@ -207,14 +208,31 @@ export class BalanceAlerts {
 /**
  * `PUT /v1/billing/alerts` (D34): sets (micro-USD) or removes (null) the account's low-balance threshold.
  * A new threshold is armed and checked at once, so setting one above the current balance sends
- * `balance.low` right away; setting the same threshold again keeps its state.
+ * `balance.low` right away; setting the same threshold again keeps its state. Writes `alert.updated`
+ * (D45; `low_balance_usd` before and after) as `audit`, in the transaction of the change.
  * @throws AppError 401 when the account vanished.
  */
-export async function setLowBalanceAlert(db: Kysely<Database>, alerts: BalanceAlerts | null, accountId: string, micros: Micros | null): Promise<AlertView> {
-  const before = await alertThreshold(db, accountId);
-  if (!before) throw errors.auth();
-  const same = before.thresholdMicros === micros;
-  if (!same) await setAlertThreshold(db, accountId, micros);
+export async function setLowBalanceAlert(
+  db: Kysely<Database>,
+  alerts: BalanceAlerts | null,
+  accountId: string,
+  micros: Micros | null,
+  audit: AuditContext,
+): Promise<AlertView> {
+  const same = await inTransaction(db, async (trx) => {
+    const before = await alertThreshold(trx, accountId);
+    if (!before) throw errors.auth();
+    const unchanged = before.thresholdMicros === micros;
+    if (!unchanged) await setAlertThreshold(trx, accountId, micros);
+    const usd = (m: Micros | null) => (m === null ? null : microsToUsd(m));
+    await recordAudit(trx, audit, {
+      orgId: accountId,
+      action: "alert.updated",
+      target: { type: "org", id: accountId },
+      changes: unchanged ? {} : { low_balance_usd: [usd(before.thresholdMicros), usd(micros)] },
+    });
+    return unchanged;
+  });
   alerts?.thresholdSet(accountId, micros);
   if (micros !== null && !same && (await checkLowBalance(db, accountId)) === "fired") alerts?.onFired?.();
   return getLowBalanceAlert(db, accountId);

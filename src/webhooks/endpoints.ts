@@ -2,10 +2,14 @@
  * Webhook endpoints of an account and the account's default secret (D31). A secret is `whsec_` followed
  * by the base64 of 24 random bytes (the key Standard Webhooks signs with is the decoded bytes). Secrets
  * are returned only by {@link createEndpoint}, {@link rotateEndpointSecret} and {@link defaultSecret};
- * listings never carry them.
+ * listings never carry them. Creating, deleting an endpoint and rotating its secret each write one audit
+ * entry (D45: `webhook.created`, `webhook.deleted`, `webhook.secret_rotated`) in the transaction of the
+ * change, never with the secret.
  */
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
+import { type AuditContext, recordAudit } from "../accounts/audit.ts";
+import { inTransaction } from "../billing/executor.ts";
 import type { CreateWebhookBody } from "../contracts/webhooks.ts";
 import { errors } from "../errors.ts";
 import { newId } from "../ids.ts";
@@ -36,6 +40,7 @@ export const MAX_ENDPOINTS_PER_ACCOUNT = 20;
 /**
  * `POST /v1/webhooks {url, events?}`: checks the URL (D31 rule) and the event list (omitted = every type,
  * duplicates dropped) and stores the endpoint with a new secret.
+ * Writes `webhook.created` (the URL and events) as `audit`.
  * @returns the endpoint and its secret, which is shown only here.
  * @throws AppError 400 `invalid_webhook_url`; 400 `invalid_request` (unknown event type, empty list, too
  *   many endpoints).
@@ -45,6 +50,7 @@ export async function createEndpoint(
   policy: WebhookUrlPolicy,
   accountId: string,
   body: CreateWebhookBody,
+  audit: AuditContext,
 ): Promise<{ id: string; url: string; events: WebhookEventType[]; secret: string; created_at: string }> {
   const url = await checkWebhookUrl(body.url, policy, "url");
   let events: WebhookEventType[] = [...WEBHOOK_EVENT_TYPES];
@@ -58,7 +64,10 @@ export async function createEndpoint(
     throw errors.invalidRequest(`An account may have at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhook endpoints; delete one first.`, "url");
   }
   const row = { id: newId("we"), account_id: accountId, url, events_json: JSON.stringify(events), secret: newWebhookSecret(), disabled: 0, created_at: Date.now() };
-  await insertEndpoint(db, row);
+  await inTransaction(db, async (trx) => {
+    await insertEndpoint(trx, row);
+    await recordAudit(trx, audit, { orgId: accountId, action: "webhook.created", target: { type: "webhook", id: row.id }, changes: { url: [null, url], events: [null, events] } });
+  });
   return { id: row.id, url, events, secret: row.secret, created_at: new Date(row.created_at).toISOString() };
 }
 
@@ -69,20 +78,28 @@ export async function listEndpoints(db: Kysely<Database>, accountId: string): Pr
 
 /**
  * `DELETE /v1/webhooks/{id}`. Deliveries already queued for it end `failed` when their turn comes.
+ * Writes `webhook.deleted` as `audit`.
  * @throws AppError 404 `webhook_not_found` (unknown or another account's).
  */
-export async function deleteEndpoint(db: Kysely<Database>, accountId: string, id: string): Promise<void> {
-  if (!(await deleteEndpointRow(db, accountId, id))) throw errors.webhookNotFound();
+export async function deleteEndpoint(db: Kysely<Database>, accountId: string, id: string, audit: AuditContext): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    if (!(await deleteEndpointRow(trx, accountId, id))) throw errors.webhookNotFound();
+    await recordAudit(trx, audit, { orgId: accountId, action: "webhook.deleted", target: { type: "webhook", id } });
+  });
 }
 
 /**
  * `POST /v1/webhooks/{id}/rotate-secret`: a new secret replaces the old at once; every later attempt,
- * retries of earlier events included, is signed with the new one.
+ * retries of earlier events included, is signed with the new one. Writes `webhook.secret_rotated` as
+ * `audit` (without either secret).
  * @throws AppError 404 `webhook_not_found`.
  */
-export async function rotateEndpointSecret(db: Kysely<Database>, accountId: string, id: string): Promise<{ id: string; secret: string }> {
+export async function rotateEndpointSecret(db: Kysely<Database>, accountId: string, id: string, audit: AuditContext): Promise<{ id: string; secret: string }> {
   const secret = newWebhookSecret();
-  if (!(await setEndpointSecret(db, accountId, id, secret))) throw errors.webhookNotFound();
+  await inTransaction(db, async (trx) => {
+    if (!(await setEndpointSecret(trx, accountId, id, secret))) throw errors.webhookNotFound();
+    await recordAudit(trx, audit, { orgId: accountId, action: "webhook.secret_rotated", target: { type: "webhook", id } });
+  });
   return { id, secret };
 }
 

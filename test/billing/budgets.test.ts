@@ -296,11 +296,13 @@ for (const backend of BACKENDS) {
         { id: kb.id, a: kb.amount_usd, p: kb.period, tz: kb.timezone, ac: kb.action, s: kb.spent_usd, src: kb.source },
         { id: `bud_${k.key_id}`, a: 2, p: "day", tz: "UTC", ac: "block", s: usd(p), src: "key_spend_limit" },
       );
-      const ch = await gw.request("PATCH", `/v1/budgets/${kb.id}`, { token: u.session_token, body: { amount_usd: usd(p), period: "week" } });
+      const second = await gw.request("POST", "/v1/audio/speech", { token: k.api_key, body: SPEECH });
+      assert.equal(second.headers.get("x-svc-budget-remaining-usd"), String(usd(micros(2) - 2 * p)), "the key's limit is a block budget of the header");
+      const ch = await gw.request("PATCH", `/v1/budgets/${kb.id}`, { token: u.session_token, body: { amount_usd: usd(2 * p), period: "week" } });
       assert.equal(ch.status, 200, JSON.stringify(ch.json));
       const keys = await gw.request("GET", "/v1/auth/keys", { token: u.session_token });
       const row = keys.json.data.find((x: { key_id: string }) => x.key_id === k.key_id);
-      assert.deepEqual({ l: row.spend_limit_usd, p: row.spend_limit_period, s: row.spent_usd }, { l: usd(p), p: "week", s: usd(p) });
+      assert.deepEqual({ l: row.spend_limit_usd, p: row.spend_limit_period, s: row.spent_usd }, { l: usd(2 * p), p: "week", s: usd(2 * p) });
       const refused = await gw.request("POST", "/v1/audio/speech", { token: k.api_key, body: SPEECH });
       assert.equal(refused.status, 402);
       assert.equal(refused.json.error.code, "key_spend_limit");

@@ -33,6 +33,8 @@ const EXPECTED: [method: string, path: string][] = [
   ["get", "/v1/orgs/{org_id}/invites"],
   ["delete", "/v1/orgs/{org_id}/invites/{invite_id}"],
   ["post", "/v1/invites/{token}/accept"],
+  // D45: the organization's audit log.
+  ["get", "/v1/orgs/{org_id}/audit-log"],
   // D44: budgets.
   ["get", "/v1/budgets"],
   ["post", "/v1/budgets"],
@@ -74,6 +76,7 @@ const EXPECTED: [method: string, path: string][] = [
 
 /** The operator API (D23 allows leaving it out: listed for the operator token only, and in the typed client). */
 const OPERATOR: [method: string, path: string][] = [
+  ["get", "/v1/admin/audit-log"],
   ["get", "/v1/admin/users"],
   ["get", "/v1/admin/users/{user_id}"],
   ["get", "/v1/admin/users/{user_id}/ledger"],

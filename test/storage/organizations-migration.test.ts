@@ -171,7 +171,7 @@ for (const backend of BACKENDS) {
         const alice = olds[0];
         const limits = (await auth.authenticate(k, alice.apiKey, { allowSession: false }))!.limits;
         assert.equal(limits.rpm, 777, "the limit override stays with the organization");
-        assert.equal((await login(k, { email: alice.email, password: PASSWORD })).user_id, alice.id, "the password still logs in");
+        assert.equal((await login(k, { email: alice.email, password: PASSWORD }, { requestId: "req_migration_test", ip: null, userAgent: null })).user_id, alice.id, "the password still logs in");
 
         // Money moves on the migrated organization as before, and the constraints are back.
         const org = orgOf.get(alice.id)!;

@@ -147,7 +147,7 @@ for (const backend of BACKENDS) {
         const fired = async () => {
           const u = await gw.register();
           const hold = await placeHold(db, { accountId: u.org_id, amountMicros: 300_000, reference: "m" });
-          assert.equal((await setLowBalanceAlert(db, null, u.org_id, 250_000)).armed, false);
+          assert.equal((await setLowBalanceAlert(db, null, u.org_id, 250_000, { actor: { type: "operator", id: "operator" }, requestId: "req_alert_test", ip: null, userAgent: null })).armed, false);
           return { id: u.org_id, hold: hold.id };
         };
         const armed = async (id: string) => (await getLowBalanceAlert(db, id)).armed;

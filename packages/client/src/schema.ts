@@ -871,6 +871,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log of every organization, newest first
+         * @description The entries of every organization (and those of none, such as failed sign-ins of unknown emails), or one organization's with `org_id`; the same filters as an organization's log.
+         */
+        get: operations["adminListAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/orgs": {
         parameters: {
             query?: never;
@@ -2109,6 +2129,26 @@ export interface paths {
          * @description `name`: admins and owners. `retention`: owners only (API keys act as admin at most, so this needs an owner's session): `prompts_days` and `outputs_days` from 0 up to the operator's windows, or null for the operator's. `prompts_days: 0` is zero retention: the texts of the organization's requests are never stored (the calls still run; a job whose texts were held by a gateway process that stopped before the job reached its upstream fails with `prompt_unavailable`, nothing charged). A shorter window also applies to what is already stored, at the next retention sweep. Nothing is changed when any part is refused.
          */
         patch: operations["updateOrg"];
+        trace?: never;
+    };
+    "/v1/orgs/{org_id}/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An organization's audit log, newest first
+         * @description Every change made through the API to the organization, its keys, members, invites, budgets, webhooks, alerts, top-ups, deposits, tier and limits, and its members' sign-ins, with who made it (user, key or operator), the request id, address and user agent, and the fields before and after. Append-only: no route changes or deletes an entry. Owners and admins.
+         */
+        get: operations["listOrgAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/orgs/{org_id}/invites": {
@@ -12699,6 +12739,168 @@ export interface operations {
             };
             /** @description Path too long: `invalid_request` (a path segment too long). */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListAuditLog: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this action (`key.created`, `member.removed`, ...).
+                 * @example key.created
+                 */
+                action?: string;
+                /** @description Only changes made by this actor: a user id (`usr_...`), a key id (`key_...`) or `operator`. */
+                actor_id?: string;
+                /** @description Cursor: the `id` of the last entry of the previous page. */
+                after?: string;
+                /** @description `json` (default) or `csv` (`text/csv` with a header row). */
+                format?: "json" | "csv";
+                /**
+                 * @description Entries from: an ISO date (`2025-03-01`, a whole day in UTC) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /**
+                 * @description Page size, 1 to 100 (default 20); with `format=csv` up to 10000 (default: every matching entry up to 10000).
+                 * @example 20
+                 */
+                limit?: string;
+                /** @description Only this organization's entries (`org_...`); without it, every organization's and those of none (failed sign-ins of unknown emails). */
+                org_id?: string;
+                /**
+                 * @description Entries before (a date includes that day): an ISO date (`2025-03-01`, a whole day in UTC) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. With `format=csv`: `text/csv` with a header row `id,at,org_id,actor_type,actor_id,actor_email,action,target_type,target_id,request_id,ip,user_agent,changes` (`changes` as JSON), every matching entry up to 10000 (or `limit`); `X-Svc-Has-More: true` when more match. */
+            200: {
+                headers: {
+                    /** @description CSV only: `true` when more entries match than the answer holds. */
+                    "X-Svc-Has-More"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /**
+                             * @description What was done, `<object>.<verb>`: `key.created`, `key.updated`, `key.revoked`, `member.updated`, `member.removed`, `invite.created`, `invite.revoked`, `invite.accepted`, `org.created`, `org.updated`, `org.deleted`, `budget.created`, `budget.updated`, `budget.deleted`, `webhook.created`, `webhook.deleted`, `webhook.secret_rotated`, `alert.updated`, `topup.credited`, `deposit.created`, `tier.updated`, `limits.updated`, `user.registered`, `session.created`, `session.failed`.
+                             * @example key.created
+                             */
+                            action: string;
+                            actor: {
+                                /** @description A user's email; for a failed sign-in, the email that was tried. */
+                                email?: string;
+                                /** @description The user's id (`usr_...`), the key's id (`key_...`), or `operator`; a failed sign-in of an unknown email: `unknown`. */
+                                id: string;
+                                /**
+                                 * @description `user` (a session's user), `key` (an API key) or `operator` (the operator token; `stripe` for a top-up whose payer is not known).
+                                 * @enum {string}
+                                 */
+                                type: "user" | "key" | "operator";
+                            };
+                            /**
+                             * Format: date-time
+                             * @description When the change was made.
+                             */
+                            at: string;
+                            /**
+                             * @description `{field: [before, after]}` of the fields the change set (`[null, value]` at a creation). Never a secret: no key, token, password or webhook secret is ever recorded, before or after.
+                             * @example {
+                             *       "name": [
+                             *         "ci",
+                             *         "ci-prod"
+                             *       ]
+                             *     }
+                             */
+                            changes: {
+                                [key: string]: unknown[];
+                            };
+                            /** @description Entry id (`aud_...`). */
+                            id: string;
+                            /** @description The client's address. */
+                            ip: string | null;
+                            /**
+                             * @description Always `audit.entry`.
+                             * @enum {string}
+                             */
+                            object: "audit.entry";
+                            /** @description The organization the change belongs to; null for an event without one (a failed sign-in of an unknown email). */
+                            org_id: string | null;
+                            /** @description The `X-Svc-Request-Id` of the request that made the change. */
+                            request_id: string;
+                            target: {
+                                /** @description Its id. */
+                                id: string;
+                                /** @description What kind of thing was changed: `key`, `user`, `invite`, `org`, `budget`, `webhook`, `session`. */
+                                type: string;
+                            };
+                            /** @description The client's `User-Agent`. */
+                            user_agent: string | null;
+                        }[];
+                        /** @description More entries follow (the next page: `after` = the last `id`). */
+                        has_more: boolean;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (limit, format, a bad time, `from` after `to`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error` (no operator token, a wrong one, or a customer's key). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `not_found` (the operator API is off: `GATEWAY_ADMIN_TOKEN` is not set). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -24239,6 +24441,232 @@ export interface operations {
             };
             /** @description Body too large: `invalid_request` (body over the limit). */
             413: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Path too long: `invalid_request` (a path segment too long). */
+            414: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see `Retry-After`): `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal failure: `api_error` (an internal failure; nothing is charged). */
+            500: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not ready: `limits_unavailable` (the rate-limit store is unreachable) or `service_unavailable` (the gateway is shutting down). */
+            503: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listOrgAuditLog: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this action (`key.created`, `member.removed`, ...).
+                 * @example key.created
+                 */
+                action?: string;
+                /** @description Only changes made by this actor: a user id (`usr_...`), a key id (`key_...`) or `operator`. */
+                actor_id?: string;
+                /** @description Cursor: the `id` of the last entry of the previous page. */
+                after?: string;
+                /** @description `json` (default) or `csv` (`text/csv` with a header row). */
+                format?: "json" | "csv";
+                /**
+                 * @description Entries from: an ISO date (`2025-03-01`, a whole day in UTC) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                from?: string;
+                /**
+                 * @description Page size, 1 to 100 (default 20); with `format=csv` up to 10000 (default: every matching entry up to 10000).
+                 * @example 20
+                 */
+                limit?: string;
+                /**
+                 * @description Entries before (a date includes that day): an ISO date (`2025-03-01`, a whole day in UTC) or an ISO instant with a zone (`2025-03-01T12:00:00Z`).
+                 * @example 2025-03-01
+                 */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Organization id (`org_...`). */
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. With `format=csv`: `text/csv` with a header row `id,at,org_id,actor_type,actor_id,actor_email,action,target_type,target_id,request_id,ip,user_agent,changes` (`changes` as JSON), every matching entry up to 10000 (or `limit`); `X-Svc-Has-More: true` when more match. */
+            200: {
+                headers: {
+                    /** @description CSV only: `true` when more entries match than the answer holds. */
+                    "X-Svc-Has-More"?: string;
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The items. */
+                        data: {
+                            /**
+                             * @description What was done, `<object>.<verb>`: `key.created`, `key.updated`, `key.revoked`, `member.updated`, `member.removed`, `invite.created`, `invite.revoked`, `invite.accepted`, `org.created`, `org.updated`, `org.deleted`, `budget.created`, `budget.updated`, `budget.deleted`, `webhook.created`, `webhook.deleted`, `webhook.secret_rotated`, `alert.updated`, `topup.credited`, `deposit.created`, `tier.updated`, `limits.updated`, `user.registered`, `session.created`, `session.failed`.
+                             * @example key.created
+                             */
+                            action: string;
+                            actor: {
+                                /** @description A user's email; for a failed sign-in, the email that was tried. */
+                                email?: string;
+                                /** @description The user's id (`usr_...`), the key's id (`key_...`), or `operator`; a failed sign-in of an unknown email: `unknown`. */
+                                id: string;
+                                /**
+                                 * @description `user` (a session's user), `key` (an API key) or `operator` (the operator token; `stripe` for a top-up whose payer is not known).
+                                 * @enum {string}
+                                 */
+                                type: "user" | "key" | "operator";
+                            };
+                            /**
+                             * Format: date-time
+                             * @description When the change was made.
+                             */
+                            at: string;
+                            /**
+                             * @description `{field: [before, after]}` of the fields the change set (`[null, value]` at a creation). Never a secret: no key, token, password or webhook secret is ever recorded, before or after.
+                             * @example {
+                             *       "name": [
+                             *         "ci",
+                             *         "ci-prod"
+                             *       ]
+                             *     }
+                             */
+                            changes: {
+                                [key: string]: unknown[];
+                            };
+                            /** @description Entry id (`aud_...`). */
+                            id: string;
+                            /** @description The client's address. */
+                            ip: string | null;
+                            /**
+                             * @description Always `audit.entry`.
+                             * @enum {string}
+                             */
+                            object: "audit.entry";
+                            /** @description The organization the change belongs to; null for an event without one (a failed sign-in of an unknown email). */
+                            org_id: string | null;
+                            /** @description The `X-Svc-Request-Id` of the request that made the change. */
+                            request_id: string;
+                            target: {
+                                /** @description Its id. */
+                                id: string;
+                                /** @description What kind of thing was changed: `key`, `user`, `invite`, `org`, `budget`, `webhook`, `session`. */
+                                type: string;
+                            };
+                            /** @description The client's `User-Agent`. */
+                            user_agent: string | null;
+                        }[];
+                        /** @description More entries follow (the next page: `after` = the last `id`). */
+                        has_more: boolean;
+                        /**
+                         * @description Always `list`.
+                         * @enum {string}
+                         */
+                        object: "list";
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Invalid request: `invalid_request` (limit, format, a bad time, `from` after `to`). */
+            400: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid key: `auth_error`. */
+            401: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden: `forbidden_role` (members and viewers); `forbidden_role` (the caller's role in the organization does not allow this). */
+            403: {
+                headers: {
+                    /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
+                    "X-Svc-Request-Id"?: string;
+                    /** @description `true` when the call was made with a test-mode key (`gw_test_...`): priced, but no money moved. */
+                    "X-Svc-Test-Mode"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found: `org_not_found` (no such organization, or the caller is not a member of it; an API key reaches only its own); `org_not_found` (`X-Svc-Org` names an organization the caller is not a member of). */
+            404: {
                 headers: {
                     /** @description `req_<random>`: this call's id, the id of its usage record (`GET /v1/requests/{id}`). */
                     "X-Svc-Request-Id"?: string;

@@ -21,6 +21,7 @@ import { revenueReport, type RevenueRow } from "../../billing/revenue.ts";
 import type { Services } from "../../services.ts";
 import { ledgerPage, requestsPage, summaryOptions, usageSummary } from "../account-views.ts";
 import type { App } from "../types.ts";
+import { auditContextOf } from "../audit-context.ts";
 import {
   accountLedgerSchema,
   accountRequestsSchema,
@@ -82,15 +83,15 @@ export function adminRoutes(app: App, services: Services): void {
 
   app.post("/v1/admin/users/:user_id/deposits", { schema: depositSchema }, async (req) => {
     const { user_id } = req.params;
-    return { user_id, ...(await depositFunds(db, services.auth, await personalOrgOrThrow(db, user_id), req.body)) };
+    return { user_id, ...(await depositFunds(db, services.auth, await personalOrgOrThrow(db, user_id), req.body, auditContextOf(req, "operator"))) };
   });
   app.put("/v1/admin/users/:user_id/tier", { schema: setTierSchema }, async (req) => {
     const { user_id } = req.params;
-    return { user_id, ...(await setTierOverride(db, services.auth, await personalOrgOrThrow(db, user_id), req.body.tier)) };
+    return { user_id, ...(await setTierOverride(db, services.auth, await personalOrgOrThrow(db, user_id), req.body.tier, auditContextOf(req, "operator"))) };
   });
   app.put("/v1/admin/users/:user_id/limits", { schema: setLimitsSchema }, async (req) => {
     const { user_id } = req.params;
-    return { user_id, ...(await setLimitsOverride(db, services.auth, await personalOrgOrThrow(db, user_id), req.body)) };
+    return { user_id, ...(await setLimitsOverride(db, services.auth, await personalOrgOrThrow(db, user_id), req.body, auditContextOf(req, "operator"))) };
   });
 
   // Organizations (D41): the same actions and views, addressed by organization.
@@ -109,13 +110,13 @@ export function adminRoutes(app: App, services: Services): void {
     return usageSummary(db, req.params.org_id, req.query);
   });
   app.post("/v1/admin/orgs/:org_id/deposits", { schema: orgDepositSchema }, async (req) =>
-    depositFunds(db, services.auth, req.params.org_id, req.body),
+    depositFunds(db, services.auth, req.params.org_id, req.body, auditContextOf(req, "operator")),
   );
   app.put("/v1/admin/orgs/:org_id/tier", { schema: setOrgTierSchema }, async (req) =>
-    setTierOverride(db, services.auth, req.params.org_id, req.body.tier),
+    setTierOverride(db, services.auth, req.params.org_id, req.body.tier, auditContextOf(req, "operator")),
   );
   app.put("/v1/admin/orgs/:org_id/limits", { schema: setOrgLimitsSchema }, async (req) =>
-    setLimitsOverride(db, services.auth, req.params.org_id, req.body),
+    setLimitsOverride(db, services.auth, req.params.org_id, req.body, auditContextOf(req, "operator")),
   );
 
   // D25's rows plus what a health page reads: the error rate and the window they cover.

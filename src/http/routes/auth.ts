@@ -10,22 +10,23 @@ import { jobUsage } from "../../jobs/jobs.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../types.ts";
 import { principalOf } from "../auth.ts";
+import { auditContextOf, auditRequestOf, requestIdHeader } from "../audit-context.ts";
 import { AppError } from "../../errors.ts";
 import { createKeySchema, deleteKeySchema, updateKeySchema, getAccountLimitsSchema, getAccountSchema, listKeysSchema, loginSchema, registerSchema } from "../schemas/auth.ts";
 
 /** `POST /v1/auth/register`, `POST /v1/auth/login`. */
 export function authPublicRoutes(app: App, services: Services): void {
   const limits = services.config.authLimits;
-  app.post("/v1/auth/register", { schema: registerSchema }, async (req) => {
+  app.post("/v1/auth/register", { schema: registerSchema, onRequest: requestIdHeader }, async (req) => {
     await services.limiter.registration(req.ip, limits);
-    return register(services.db.kysely, req.body);
+    return register(services.db.kysely, req.body, auditRequestOf(req));
   });
-  app.post("/v1/auth/login", { schema: loginSchema }, async (req) => {
+  app.post("/v1/auth/login", { schema: loginSchema, onRequest: requestIdHeader }, async (req) => {
     const body = req.body;
     const email = typeof body.email === "string" ? body.email : "";
     await services.limiter.loginAllowed(email, req.ip, limits);
     try {
-      const session = await login(services.db.kysely, body);
+      const session = await login(services.db.kysely, body, auditRequestOf(req));
       await services.limiter.loginSucceeded(email, limits);
       return session;
     } catch (err) {
@@ -59,19 +60,19 @@ export function accountRoutes(app: App, services: Services): void {
   }));
   app.post("/v1/auth/keys", { schema: createKeySchema }, async (req, reply) => {
     const body = req.body && typeof req.body === "object" ? req.body : {};
-    const out = await createKey(services.db.kysely, principalOf(req), body);
+    const out = await createKey(services.db.kysely, principalOf(req), body, auditContextOf(req));
     return reply.code(201).send(out);
   });
   app.patch("/v1/auth/keys/:key_id", { schema: updateKeySchema }, async (req) => {
     const { key_id } = req.params;
-    return patchKey(services.db.kysely, services.auth, principalOf(req), key_id, req.body);
+    return patchKey(services.db.kysely, services.auth, principalOf(req), key_id, req.body, auditContextOf(req));
   });
   app.delete(
     "/v1/auth/keys/:key_id",
     { schema: deleteKeySchema },
     async (req) => {
       const { key_id } = req.params;
-      await deleteKey(services.db.kysely, services.auth, principalOf(req), key_id);
+      await deleteKey(services.db.kysely, services.auth, principalOf(req), key_id, auditContextOf(req));
       return { key_id, deleted: true };
     },
   );

@@ -9,6 +9,7 @@ import { errors } from "../../errors.ts";
 import type { Services } from "../../services.ts";
 import type { App } from "../types.ts";
 import { ADMIN_ONLY, principalOf, requireAuth } from "../auth.ts";
+import { auditRequestOf, requestIdHeader } from "../audit-context.ts";
 import { checkoutSettingsSchema, createCheckoutSchema, stripeWebhookSchema } from "../schemas/checkout.ts";
 import { formReadByRoute } from "../schemas/common.ts";
 
@@ -36,13 +37,14 @@ export async function checkoutRoutes(app: App, services: Services): Promise<void
   await app.register(async (hook) => {
     hook.removeAllContentTypeParsers();
     hook.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => done(null, body));
+    hook.addHook("onRequest", requestIdHeader);
     hook.addHook("onRequest", async () => {
       if (!payments().webhookEnabled) throw errors.notFound();
     });
     hook.post("/v1/billing/stripe/webhook", { schema: stripeWebhookSchema, validatorCompiler: formReadByRoute }, async (req) => {
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const signature = req.headers["stripe-signature"];
-      const result = await payments().receiveWebhook(raw, typeof signature === "string" ? signature : undefined);
+      const result = await payments().receiveWebhook(raw, typeof signature === "string" ? signature : undefined, auditRequestOf(req));
       req.log.info(
         { stripe_event: result.eventId, stripe_event_type: result.eventType, stripe_session: result.sessionId, outcome: result.outcome },
         "stripe webhook",

@@ -45,7 +45,7 @@ export function orgRoutes(app: App, services: Services): void {
   const operator = services.config.retention;
   const withWindows = async <V extends { id: string }>(view: V) => (await withRetention(db, operator, [view]))[0];
   app.post("/v1/orgs", { schema: createOrgSchema, config: ANY_MEMBER }, async (req, reply) =>
-    reply.code(201).send(await withWindows(await createOrg(db, principalOf(req), req.body))),
+    reply.code(201).send(await withWindows(await createOrg(db, principalOf(req), req.body, auditContextOf(req)))),
   );
   app.get("/v1/orgs", { schema: listOrgsSchema }, async (req) => {
     const list = await listOrgs(db, principalOf(req));
@@ -56,24 +56,24 @@ export function orgRoutes(app: App, services: Services): void {
     updateOrg(db, operator, principalOf(req), req.params.org_id, req.body, auditContextOf(req)),
   );
   app.delete("/v1/orgs/:org_id", { schema: deleteOrgSchema, config: ANY_MEMBER }, async (req) =>
-    deleteOrg(db, services.auth, principalOf(req), req.params.org_id),
+    deleteOrg(db, services.auth, principalOf(req), req.params.org_id, auditContextOf(req)),
   );
   app.get("/v1/orgs/:org_id/members", { schema: listMembersSchema }, async (req) => listMembers(db, principalOf(req), req.params.org_id));
   app.patch("/v1/orgs/:org_id/members/:user_id", { schema: updateMemberSchema, config: ANY_MEMBER }, async (req) =>
-    changeRole(db, principalOf(req), req.params.org_id, req.params.user_id, req.body),
+    changeRole(db, principalOf(req), req.params.org_id, req.params.user_id, req.body, auditContextOf(req)),
   );
   app.delete("/v1/orgs/:org_id/members/:user_id", { schema: removeMemberSchema, config: ANY_MEMBER }, async (req) =>
-    removeMember(db, principalOf(req), req.params.org_id, req.params.user_id),
+    removeMember(db, principalOf(req), req.params.org_id, req.params.user_id, auditContextOf(req)),
   );
   app.post("/v1/orgs/:org_id/invites", { schema: createInviteSchema, config: ANY_MEMBER }, async (req, reply) =>
-    reply.code(201).send(await createInvite(db, principalOf(req), req.params.org_id, req.body)),
+    reply.code(201).send(await createInvite(db, principalOf(req), req.params.org_id, req.body, auditContextOf(req))),
   );
   app.get("/v1/orgs/:org_id/invites", { schema: listInvitesSchema }, async (req) => listInvites(db, principalOf(req), req.params.org_id));
   app.delete("/v1/orgs/:org_id/invites/:invite_id", { schema: revokeInviteSchema, config: ANY_MEMBER }, async (req) => {
-    await revokeInvite(db, principalOf(req), req.params.org_id, req.params.invite_id);
+    await revokeInvite(db, principalOf(req), req.params.org_id, req.params.invite_id, auditContextOf(req));
     return { id: req.params.invite_id, deleted: true as const };
   });
   app.post("/v1/invites/:token/accept", { schema: acceptInviteSchema, config: ANY_MEMBER }, async (req) =>
-    acceptInvite(db, principalOf(req), req.params.token),
+    acceptInvite(db, principalOf(req), req.params.token, auditContextOf(req)),
   );
 }

@@ -12,7 +12,7 @@
  * - `changes_json`: `{field: [before, after]}` as JSON text, or null; never a secret.
  *
  * No foreign key: an entry outlives what it names (a deleted organization, key or member). The indexes
- * serve an organization's log newest first and the operator's log (and the retention sweep, D46) by time.
+ * serve an organization's log newest first and the operator's log (and a retention sweep) by time.
  */
 import type { Kysely } from "kysely";
 import type { Dialect } from "../dialect.ts";
