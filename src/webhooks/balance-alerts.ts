@@ -27,6 +27,7 @@ import { type Micros, microsToUsd, usdToMicros } from "../money.ts";
 import { errors } from "../errors.ts";
 import type { Database } from "../storage/schema.ts";
 import { accountsAlertDue, alertState, alertThreshold, moveAlertState, setAlertThreshold } from "./balance-alerts.repository.ts";
+import { PeriodicSweep } from "./periodic-sweep.ts";
 import { enqueueBalanceLow } from "./outbox.ts";
 
 /** The alert setting as the API shows it; USD amounts. */
@@ -104,20 +105,18 @@ interface AlertLog {
 export class BalanceAlerts {
   readonly #db: Kysely<Database>;
   readonly #log: AlertLog;
-  readonly #sweepMs: number;
   /** Threshold of recently touched accounts (null: none), as read at `at`. */
   readonly #thresholds = new Map<string, { micros: Micros | null; at: number }>();
   readonly #due = new Set<string>();
   #flushing = false;
-  #timer: NodeJS.Timeout | null = null;
-  #sweeping: Promise<unknown> | null = null;
+  readonly #periodic: PeriodicSweep;
   /** Called after each `balance.low` written (the delivery loop looks at the outbox at once). */
   onFired: (() => void) | null = null;
 
   constructor(db: Kysely<Database>, log: AlertLog, opts: { sweepMs?: number } = {}) {
     this.#db = db;
     this.#log = log;
-    this.#sweepMs = opts.sweepMs ?? 5000;
+    this.#periodic = new PeriodicSweep(() => this.sweep(), opts.sweepMs ?? 5000, log, "low-balance sweep");
   }
 
   /**
@@ -184,24 +183,12 @@ export class BalanceAlerts {
 
   /** Starts the periodic sweep. */
   start(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => {
-      if (this.#sweeping) return;
-      this.#sweeping = this.sweep()
-        .catch((err: unknown) => this.#log.warn({ err: err instanceof Error ? err.message : String(err) }, "low-balance sweep failed"))
-        .finally(() => {
-          this.#sweeping = null;
-        });
-    }, this.#sweepMs);
-    this.#timer.unref();
+    this.#periodic.start();
   }
 
-  /** Stops the sweep and waits for checks in flight. */
+  /** Stops the sweep and waits for a sweep in flight. */
   async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
-    await this.#sweeping;
-    while (this.#flushing) await new Promise((r) => setImmediate(r));
+    await this.#periodic.stop();
   }
 }
 

@@ -20,6 +20,7 @@ import { isoInZone } from "../billing/budget-windows.ts";
 import { microsToUsd } from "../money.ts";
 import { isPostgres } from "../storage/dialect.ts";
 import type { Database } from "../storage/schema.ts";
+import { PeriodicSweep } from "./periodic-sweep.ts";
 import { enqueueBudgetThreshold } from "./outbox.ts";
 
 /**
@@ -60,20 +61,18 @@ interface AlertLog {
 export class BudgetAlerts {
   readonly #db: Kysely<Database>;
   readonly #log: AlertLog;
-  readonly #sweepMs: number;
   /** Organizations seen without a budget due, and when. */
   readonly #quiet = new Map<string, number>();
   readonly #due = new Set<string>();
   #flushing = false;
-  #timer: NodeJS.Timeout | null = null;
-  #sweeping: Promise<unknown> | null = null;
+  readonly #periodic: PeriodicSweep;
   /** Called after events were written (the delivery loop looks at the outbox at once). */
   onFired: (() => void) | null = null;
 
   constructor(db: Kysely<Database>, log: AlertLog, opts: { sweepMs?: number } = {}) {
     this.#db = db;
     this.#log = log;
-    this.#sweepMs = opts.sweepMs ?? 2000;
+    this.#periodic = new PeriodicSweep(() => this.sweep(), opts.sweepMs ?? 2000, log, "budget threshold sweep");
   }
 
   /** The balance of `accountId` moved (a hold committed): checks its budgets soon, off the caller's path. */
@@ -133,22 +132,11 @@ export class BudgetAlerts {
 
   /** Starts the periodic sweep. */
   start(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => {
-      if (this.#sweeping) return;
-      this.#sweeping = this.sweep()
-        .catch((err: unknown) => this.#log.warn({ err: err instanceof Error ? err.message : String(err) }, "budget threshold sweep failed"))
-        .finally(() => {
-          this.#sweeping = null;
-        });
-    }, this.#sweepMs);
-    this.#timer.unref();
+    this.#periodic.start();
   }
 
   /** Stops the sweep and waits for a sweep in flight. */
   async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
-    await this.#sweeping;
+    await this.#periodic.stop();
   }
 }
