@@ -61,8 +61,7 @@ for (const backend of BACKENDS) {
     let rx: Receiver;
     before(async () => {
       rx = await startReceiver();
-      // The ledger on the event loop, so that the clock a test sets is the clock of every hold.
-      gw = await startGateway(backend.name, { WEBHOOK_ALLOW_PRIVATE: "1", SQLITE_LEDGER_THREAD: "off" });
+      gw = await startGateway(backend.name, { WEBHOOK_ALLOW_PRIVATE: "1" });
     });
     after(async () => {
       await gw?.close();
@@ -190,6 +189,18 @@ for (const backend of BACKENDS) {
     });
 
     test("a day budget in Kiritimati (UTC+14) opens a new window at Kiritimati's midnight, not UTC's", async () => {
+      // Its own gateway with the ledger on the event loop (not SQLite's writer thread), so that the clock
+      // the test sets is the clock of every hold.
+      const main = gw;
+      gw = await startGateway(backend.name, { SQLITE_LEDGER_THREAD: "off" });
+      try {
+        await kiritimati();
+      } finally {
+        await gw.close();
+        gw = main;
+      }
+    });
+    async function kiritimati() {
       const u = await account();
       const p = await price(u.api_key);
       // The fake clock: one minute before the midnight after next in Kiritimati (the call above is in
@@ -227,7 +238,7 @@ for (const backend of BACKENDS) {
         mock.timers.reset();
       }
       await assertInvariants(u.org_id);
-    });
+    }
 
     test("50 parallel calls against an organization budget that covers 3: exactly 3 succeed, the rest 402 budget_exceeded, nothing passes it", async () => {
       const u = await account();

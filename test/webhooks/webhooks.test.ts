@@ -52,7 +52,7 @@ for (const backend of BACKENDS) {
       const u = await user();
       const ep = await endpoint(u, "/list");
       assert.match(ep.secret, /^whsec_[A-Za-z0-9+/=]+$/);
-      assert.deepEqual(ep.events, ["job.succeeded", "job.failed", "job.refunded", "job.expired", "balance.low"]);
+      assert.deepEqual(ep.events, ["job.succeeded", "job.failed", "job.refunded", "job.expired", "balance.low", "budget.threshold"]);
       const list = await gw.request("GET", "/v1/webhooks", { token: u.api_key });
       assert.equal(list.status, 200);
       assert.deepEqual(list.json.data.map((e: { id: string }) => e.id), [ep.id]);
