@@ -23,7 +23,8 @@ export interface BudgetCounterRow {
 
 const COUNTER_COLUMNS = ["id", "scope_type", "scope_id", "amount_micros", "period", "timezone", "action", "spent_micros", "window_start"] as const;
 
-function counterOf(r: {
+/** The counter columns as a query returns them. */
+interface CounterRecord {
   id: string;
   scope_type: BudgetScopeType;
   scope_id: string;
@@ -33,7 +34,9 @@ function counterOf(r: {
   action: BudgetAction;
   spent_micros: number;
   window_start: number;
-}): BudgetCounterRow {
+}
+
+function counterOf(r: CounterRecord): BudgetCounterRow {
   return {
     id: r.id,
     scopeType: r.scope_type,
@@ -137,21 +140,14 @@ export interface BudgetAlertRow extends BudgetCounterRow {
 
 const ALERT_COLUMNS = [...COUNTER_COLUMNS, "account_id", "thresholds_json", "alerted_window_start", "alerted_percent"] as const;
 
-function alertRowOf(r: {
-  id: string;
-  scope_type: BudgetScopeType;
-  scope_id: string;
-  amount_micros: number;
-  period: BudgetPeriod;
-  timezone: string;
-  action: BudgetAction;
-  spent_micros: number;
-  window_start: number;
+function alertRowOf(
+  r: CounterRecord & {
   account_id: string;
   thresholds_json: string;
   alerted_window_start: number | null;
   alerted_percent: number;
-}): BudgetAlertRow {
+  },
+): BudgetAlertRow {
   return {
     ...counterOf(r),
     accountId: r.account_id,
@@ -211,6 +207,14 @@ interface ScopeOf {
   scopeId: string;
 }
 
+/** The usage records (D29) of the scope's live calls since `from` (epoch ms): a query to select from. */
+function scopeRecords(db: Executor, s: ScopeOf, from: number) {
+  let q = db.selectFrom("usage_records").where("account_id", "=", s.accountId).where("mode", "=", "live").where("created_at", ">=", from);
+  if (s.scopeType === "member") q = q.where("user_id", "=", s.scopeId);
+  if (s.scopeType === "key") q = q.where("key_id", "=", s.scopeId);
+  return q;
+}
+
 /**
  * Marks as budgeted the open holds of the scope's live calls since `from` (epoch ms; the usage log says
  * whose calls they are). Run first when a counter restarts: settlements lock holds before budgets.
@@ -222,12 +226,7 @@ export async function markScopeHoldsBudgeted(trx: Executor, s: ScopeOf, from: nu
     .where("status", "=", "open")
     .where("account_id", "=", s.accountId)
     .where("created_at", ">=", from)
-    .where("request_id", "in", (eb) => {
-      let q = eb.selectFrom("usage_records").select("id").where("account_id", "=", s.accountId).where("mode", "=", "live").where("created_at", ">=", from);
-      if (s.scopeType === "member") q = q.where("user_id", "=", s.scopeId);
-      if (s.scopeType === "key") q = q.where("key_id", "=", s.scopeId);
-      return q;
-    })
+    .where("request_id", "in", scopeRecords(trx, s, from).select("id"))
     .execute();
 }
 
@@ -241,17 +240,11 @@ export async function lockBudget(trx: Executor, budgetId: string): Promise<void>
  * hold of each call still open plus the cost of each succeeded one, micro-USD.
  */
 export async function scopeSpend(db: Executor, s: ScopeOf, from: number): Promise<Micros> {
-  let q = db
-    .selectFrom("usage_records")
+  const row = await scopeRecords(db, s, from)
     .select(
       sql<number>`coalesce(sum(case when status in ('pending', 'processing') then hold_micros when status = 'succeeded' then coalesce(cost_micros, 0) else 0 end), 0)`.as("spent"),
     )
-    .where("account_id", "=", s.accountId)
-    .where("mode", "=", "live")
-    .where("created_at", ">=", from);
-  if (s.scopeType === "member") q = q.where("user_id", "=", s.scopeId);
-  if (s.scopeType === "key") q = q.where("key_id", "=", s.scopeId);
-  const row = await q.executeTakeFirst();
+    .executeTakeFirst();
   return Number(row?.spent ?? 0);
 }
 
@@ -264,18 +257,15 @@ export async function recountHoldBudgets(trx: Executor, budgetId: string, s: Sco
   await trx
     .insertInto("hold_budgets")
     .columns(["hold_id", "budget_id", "window_start"])
-    .expression((eb) => {
-      let users = eb.selectFrom("usage_records").select("id").where("account_id", "=", s.accountId).where("mode", "=", "live").where("created_at", ">=", from);
-      if (s.scopeType === "member") users = users.where("user_id", "=", s.scopeId);
-      if (s.scopeType === "key") users = users.where("key_id", "=", s.scopeId);
-      return eb
+    .expression((eb) =>
+      eb
         .selectFrom("holds")
         .select(["holds.id", sql<string>`${budgetId}`.as("budget_id"), sql<number>`cast(${from} as bigint)`.as("window_start")])
         .where("holds.status", "=", "open")
         .where("holds.account_id", "=", s.accountId)
         .where("holds.created_at", ">=", from)
-        .where("holds.request_id", "in", users);
-    })
+        .where("holds.request_id", "in", scopeRecords(trx, s, from).select("id")),
+    )
     .execute();
 }
 
