@@ -27,7 +27,7 @@ import { type Micros, microsToUsd, usdToMicros } from "../money.ts";
 import { errors } from "../errors.ts";
 import type { Database } from "../storage/schema.ts";
 import { accountsAlertDue, alertState, alertThreshold, moveAlertState, setAlertThreshold } from "./balance-alerts.repository.ts";
-import { PeriodicSweep } from "./periodic-sweep.ts";
+import { CheckQueue, PeriodicSweep } from "./periodic-sweep.ts";
 import { enqueueBalanceLow } from "./outbox.ts";
 
 /** The alert setting as the API shows it; USD amounts. */
@@ -107,8 +107,7 @@ export class BalanceAlerts {
   readonly #log: AlertLog;
   /** Threshold of recently touched accounts (null: none), as read at `at`. */
   readonly #thresholds = new Map<string, { micros: Micros | null; at: number }>();
-  readonly #due = new Set<string>();
-  #flushing = false;
+  readonly #queue = new CheckQueue((accountId) => this.#check(accountId));
   readonly #periodic: PeriodicSweep;
   /** Called after each `balance.low` written (the delivery loop looks at the outbox at once). */
   onFired: (() => void) | null = null;
@@ -126,11 +125,7 @@ export class BalanceAlerts {
   touch(accountId: string): void {
     const known = this.#thresholds.get(accountId);
     if (known && known.micros === null && Date.now() - known.at < THRESHOLD_CACHE_MS) return;
-    this.#due.add(accountId);
-    if (!this.#flushing) {
-      this.#flushing = true;
-      setImmediate(() => void this.#flush());
-    }
+    this.#queue.add(accountId);
   }
 
   /** The threshold was set in this process: later touches see it at once. */
@@ -141,18 +136,6 @@ export class BalanceAlerts {
   #remember(accountId: string, micros: Micros | null): void {
     if (this.#thresholds.size >= THRESHOLD_CACHE_MAX) this.#thresholds.clear();
     this.#thresholds.set(accountId, { micros, at: Date.now() });
-  }
-
-  async #flush(): Promise<void> {
-    try {
-      while (this.#due.size > 0) {
-        const ids = [...this.#due];
-        this.#due.clear();
-        for (const id of ids) await this.#check(id);
-      }
-    } finally {
-      this.#flushing = false;
-    }
   }
 
   async #check(accountId: string): Promise<void> {

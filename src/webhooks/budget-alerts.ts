@@ -20,7 +20,7 @@ import { isoInZone } from "../billing/budget-windows.ts";
 import { microsToUsd } from "../money.ts";
 import { isPostgres } from "../storage/dialect.ts";
 import type { Database } from "../storage/schema.ts";
-import { PeriodicSweep } from "./periodic-sweep.ts";
+import { CheckQueue, PeriodicSweep } from "./periodic-sweep.ts";
 import { enqueueBudgetThreshold } from "./outbox.ts";
 
 /**
@@ -63,8 +63,7 @@ export class BudgetAlerts {
   readonly #log: AlertLog;
   /** Organizations seen without a budget due, and when. */
   readonly #quiet = new Map<string, number>();
-  readonly #due = new Set<string>();
-  #flushing = false;
+  readonly #queue = new CheckQueue((accountId) => this.#check(accountId));
   readonly #periodic: PeriodicSweep;
   /** Called after events were written (the delivery loop looks at the outbox at once). */
   onFired: (() => void) | null = null;
@@ -79,28 +78,12 @@ export class BudgetAlerts {
   touch(accountId: string): void {
     const quietAt = this.#quiet.get(accountId);
     if (quietAt !== undefined && Date.now() - quietAt < NONE_CACHE_MS) return;
-    this.#due.add(accountId);
-    if (!this.#flushing) {
-      this.#flushing = true;
-      setImmediate(() => void this.#flush());
-    }
+    this.#queue.add(accountId);
   }
 
   /** The organization's budgets changed in this process: the next touch checks them. */
   budgetsChanged(accountId: string): void {
     this.#quiet.delete(accountId);
-  }
-
-  async #flush(): Promise<void> {
-    try {
-      while (this.#due.size > 0) {
-        const ids = [...this.#due];
-        this.#due.clear();
-        for (const id of ids) await this.#check(id);
-      }
-    } finally {
-      this.#flushing = false;
-    }
   }
 
   async #check(accountId: string): Promise<void> {

@@ -46,3 +46,39 @@ export class PeriodicSweep {
     await this.#running;
   }
 }
+
+/**
+ * Accounts to check soon, off the caller's path (the alert checks after a ledger write): `add` queues an
+ * account (once, however often it is added before its check) and the queue runs `check` on each, one at a
+ * time, on a later turn of the event loop. `check` must not throw (it logs its own failures).
+ */
+export class CheckQueue {
+  readonly #check: (accountId: string) => Promise<void>;
+  readonly #due = new Set<string>();
+  #flushing = false;
+
+  constructor(check: (accountId: string) => Promise<void>) {
+    this.#check = check;
+  }
+
+  /** Queues `accountId` for a check. */
+  add(accountId: string): void {
+    this.#due.add(accountId);
+    if (!this.#flushing) {
+      this.#flushing = true;
+      setImmediate(() => void this.#flush());
+    }
+  }
+
+  async #flush(): Promise<void> {
+    try {
+      while (this.#due.size > 0) {
+        const ids = [...this.#due];
+        this.#due.clear();
+        for (const id of ids) await this.#check(id);
+      }
+    } finally {
+      this.#flushing = false;
+    }
+  }
+}
