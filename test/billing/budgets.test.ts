@@ -338,6 +338,10 @@ for (const backend of BACKENDS) {
       const f = await gw.waitForJob(u.api_key, fail.json.id);
       assert.equal(f.json.status, "failed");
       assert.equal((await getBudget(u.api_key, b.id)).spent_usd, done.json.cost_usd, "a failed job costs the budget nothing");
+      // A synchronous call whose upstream fails after the hold gives the budget its hold back too.
+      const failedCall = await gw.request("POST", "/v1/audio/speech", { token: u.api_key, body: SPEECH, headers: { "x-svc-simulate": "fail" } });
+      assert.ok(failedCall.status >= 500 && failedCall.status !== 500, String(failedCall.status));
+      assert.equal((await getBudget(u.api_key, b.id)).spent_usd, done.json.cost_usd, "a failed call costs the budget nothing");
       // A budget smaller than a job's hold refuses the submit with nothing written.
       await gw.request("PATCH", `/v1/budgets/${b.id}`, { token: u.session_token, body: { amount_usd: done.json.cost_usd } });
       const jobsBefore = await db().selectFrom("jobs").select("id").where("account_id", "=", u.org_id).execute();
